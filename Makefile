@@ -1,0 +1,38 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-fast install migrate demo bench check clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Development server: SQLite file and eager Celery whatever the shell has set.
+run: $(STAMP)
+	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py migrate --no-input
+	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py seed_demo
+	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver 127.0.0.1:8000
+
+# Uses DATABASE_URL / CELERY_BROKER_URL when set (CI sets both), SQLite + eager otherwise.
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not browser" -x -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/ingest.py
+
+check: $(STAMP)
+	DJANGO_DEBUG=false DJANGO_SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(64))') \
+	DJANGO_ALLOWED_HOSTS=gagar.example.org $(PY) manage.py check --deploy --fail-level WARNING
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles .pytest_cache .hypothesis

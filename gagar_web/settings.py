@@ -1,0 +1,257 @@
+"""Settings for the Gagar review desk — every value comes from the environment.
+
+Unset variables fall back to development defaults (SQLite file, eager Celery) so
+`make run` works on a fresh machine; a value that is set but malformed stops the
+process at start with the variable's name, instead of surfacing later as a 500.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: use true or false")
+
+
+def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: not an integer") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: must be >= {minimum}")
+    return value
+
+
+def _database_from_url(url: str) -> dict:
+    """Parse postgres://user:pass@host:port/name?opt=v or sqlite:///path into DATABASES['default']."""
+    parsed = urlparse(url)
+    if parsed.scheme in {"postgres", "postgresql", "pgsql"}:
+        name = unquote(parsed.path.lstrip("/"))
+        if not name:
+            raise ImproperlyConfigured(f"DATABASE_URL={url!r} names no database")
+        try:
+            port = parsed.port
+        except ValueError:
+            raise ImproperlyConfigured(f"DATABASE_URL={url!r} has a bad port") from None
+        options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(port or ""),
+            "CONN_MAX_AGE": _env_int("DATABASE_CONN_MAX_AGE", 60),
+            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": options,
+            "TEST": {"NAME": os.environ.get("DATABASE_TEST_NAME") or f"test_{name}"},
+        }
+    if parsed.scheme == "sqlite":
+        path = unquote(parsed.path)
+        if path.startswith("//"):  # sqlite:////abs/path
+            path = path[1:]
+        elif path.startswith("/"):  # sqlite:///rel/path
+            path = path[1:]
+        if not path:
+            raise ImproperlyConfigured(f"DATABASE_URL={url!r} names no file")
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path if path.startswith("/") else BASE_DIR / path}
+    raise ImproperlyConfigured(
+        f"Unexpected value DATABASE_URL={url!r}: use postgres://… or sqlite:///…"
+    )
+
+
+DEBUG = _env_bool("DJANGO_DEBUG", default=True)
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=false")
+    SECRET_KEY = "dev-only-insecure-key-never-used-with-debug-off"  # noqa: S105
+elif not DEBUG and len(SECRET_KEY) < 50:
+    raise ImproperlyConfigured("DJANGO_SECRET_KEY must be at least 50 characters when DJANGO_DEBUG=false")
+
+_hosts = os.environ.get("DJANGO_ALLOWED_HOSTS", "")
+ALLOWED_HOSTS = [h.strip() for h in _hosts.split(",") if h.strip()] or (
+    ["127.0.0.1", "localhost", "testserver"] if DEBUG else []
+)
+if not DEBUG and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when DJANGO_DEBUG=false")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
+    "grading",
+    "reviews",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "gagar_web.middleware.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "gagar_web.urls"
+WSGI_APPLICATION = "gagar_web.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+_database_url = os.environ.get("DATABASE_URL", "")
+DATABASES = {
+    "default": _database_from_url(_database_url)
+    if _database_url
+    else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # WAL lets the dev server read while an import writes.
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].update(
+        {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "timeout": 20}
+    )
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "projects"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+# --- Security -----------------------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+if not DEBUG:
+    SESSION_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES", True)
+    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+    SECURE_SSL_REDIRECT = _env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = _env_int("DJANGO_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+
+# --- Ingest limits --------------------------------------------------------------
+# Whole steps are streamed line by line; only one line is ever held in memory.
+GAGAR_MAX_LINE_BYTES = _env_int("GAGAR_MAX_LINE_BYTES", 64 * 1024 * 1024, minimum=1024)
+# Ordinary (non-streaming) request bodies stay at Django's default 2.5 MB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = _env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, minimum=1024)
+
+# --- REST framework -------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "grading.api.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "grading.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Gagar review desk API",
+    "DESCRIPTION": "Rollout groups in, redistributed advantages and labeled groups out.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Celery -------------------------------------------------------------------
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+if CELERY_BROKER_URL and urlparse(CELERY_BROKER_URL).scheme not in {"redis", "rediss", "amqp", "memory"}:
+    raise ImproperlyConfigured(f"Unexpected value CELERY_BROKER_URL={CELERY_BROKER_URL!r}: use redis://…")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "") or None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Task time limits must stay below the visibility timeout so a slow task is never
+# handed to a second worker while the first still runs it.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
+CELERY_TASK_TIME_LIMIT = _env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=10)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30 if CELERY_TASK_TIME_LIMIT > 60 else CELERY_TASK_TIME_LIMIT
+if CELERY_TASK_TIME_LIMIT >= CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]:
+    raise ImproperlyConfigured("CELERY_TASK_TIME_LIMIT must be below CELERY_VISIBILITY_TIMEOUT")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

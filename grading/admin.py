@@ -1,0 +1,85 @@
+from django.contrib import admin
+
+from grading.models import ApiToken, Group, Membership, Project, Rollout, RolloutContent, Run, Step, Task
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "created_at"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "project", "role", "created_at"]
+    list_filter = ["role", "project"]
+    search_fields = ["user__username", "project__name"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["prefix", "user", "project", "name", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["project"]
+    readonly_fields = ["prefix", "digest", "created_at", "last_used_at"]
+    search_fields = ["user__username", "prefix", "name"]
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request, queryset):
+        from django.utils import timezone
+
+        queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "baseline", "created_at"]
+    list_filter = ["project", "baseline"]
+    search_fields = ["name"]
+
+
+@admin.register(Step)
+class StepAdmin(admin.ModelAdmin):
+    list_display = ["run", "number", "created_at"]
+    list_filter = ["run"]
+    list_select_related = ["run__project"]
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["instance_id", "repo", "run"]
+    list_filter = ["run"]
+    search_fields = ["instance_id", "repo"]
+    list_select_related = ["run__project"]
+
+
+@admin.register(Group)
+class GroupAdmin(admin.ModelAdmin):
+    list_display = ["uid", "run", "step", "n_rollouts", "n_passed", "is_mixed", "created_at"]
+    list_filter = ["is_mixed", "run"]
+    search_fields = ["uid", "task__instance_id"]
+    list_select_related = ["run__project", "step__run__project"]
+    raw_id_fields = ["run", "step", "task"]
+
+
+@admin.register(Rollout)
+class RolloutAdmin(admin.ModelAdmin):
+    list_display = ["group", "index", "reward", "passed", "exit_status", "n_messages", "source_format"]
+    list_filter = ["passed", "source_format"]
+    search_fields = ["group__uid"]
+    list_select_related = ["group"]
+    raw_id_fields = ["group"]
+
+
+@admin.register(RolloutContent)
+class RolloutContentAdmin(admin.ModelAdmin):
+    list_display = ["rollout"]
+    raw_id_fields = ["rollout"]
+    list_select_related = ["rollout__group"]

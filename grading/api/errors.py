@@ -1,0 +1,25 @@
+"""JSON errors for every API failure, including the ones Django would turn into HTML or a 500."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, RecursionError):
+        # DRF's JSON parser lets this through as a 500 on deeply nested input.
+        exc = exceptions.ParseError("JSON nested too deeply")
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, (Http404, PermissionDenied)) and isinstance(response.data, dict):
+        response.data = {"detail": str(exc) or response.data.get("detail", "")}
+    return response
+
+
+def error(status: int, detail: str, **extra) -> Response:
+    return Response({"detail": detail, **extra}, status=status)

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class GradingConfig(AppConfig):
+    name = "grading"
+    verbose_name = "Runs, groups and grading"
+
+    def ready(self):
+        from grading.api import schema  # noqa: F401  registers the token scheme with drf-spectacular

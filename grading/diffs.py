@@ -1,0 +1,205 @@
+"""Parse patches (unidiff) into rows for unified and split views, highlighted by pygments.
+
+Pure: no Django. Highlighted fragments are HTML produced by pygments' HtmlFormatter,
+which escapes every character of the source; callers may mark exactly these strings
+safe and nothing else.
+
+A patch that unidiff cannot parse is not an error for storage: the raw text is kept and
+shown escaped, unhighlighted, with a warning.
+
+>>> p = parse_patch("diff --git a/x.py b/x.py\\n--- a/x.py\\n+++ b/x.py\\n@@ -1,2 +1,2 @@\\n a = 1\\n-b = 2\\n+b = 3\\n")
+>>> (len(p.files), p.files[0].path, p.files[0].added, p.files[0].removed)
+(1, 'x.py', 1, 1)
+>>> [(r.kind, r.old_no, r.new_no) for r in p.files[0].hunks[0].unified]
+[('context', 1, 1), ('removed', 2, None), ('added', None, 2)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+_FORMATTER = HtmlFormatter(nowrap=True, classprefix="hl-")
+
+
+@dataclass(frozen=True)
+class Row:
+    kind: str  # context | added | removed
+    old_no: int | None
+    new_no: int | None
+    html: str  # pygments-escaped
+
+
+@dataclass(frozen=True)
+class SplitRow:
+    old_no: int | None
+    old_kind: str  # context | removed | empty
+    old_html: str
+    new_no: int | None
+    new_kind: str  # context | added | empty
+    new_html: str
+
+
+@dataclass
+class Hunk:
+    header: str
+    unified: list[Row] = field(default_factory=list)
+    split: list[SplitRow] = field(default_factory=list)
+
+
+@dataclass
+class FileDiff:
+    path: str
+    source_path: str
+    target_path: str
+    status: str  # added | removed | modified | renamed | binary
+    added: int
+    removed: int
+    hunks: list[Hunk]
+
+
+@dataclass
+class ParsedPatch:
+    raw: str
+    files: list[FileDiff]
+    error: str | None = None  # set when unidiff could not parse the text
+
+    @property
+    def parses(self) -> bool:
+        return self.error is None
+
+
+def _strip_prefix(path: str) -> str:
+    if path.startswith(("a/", "b/")):
+        return path[2:]
+    return path
+
+
+@lru_cache(maxsize=256)
+def _lexer_for(path: str):
+    try:
+        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+def _highlight_lines(lines: list[str], path: str) -> list[str]:
+    """Highlight lines together (keeps multi-line strings coloured) and split them back."""
+    if not lines:
+        return []
+    html = highlight("\n".join(lines), _lexer_for(path), _FORMATTER)
+    out = html.split("\n")
+    # pygments adds no trailing newline with ensurenl=False, but be exact about the count.
+    if len(out) < len(lines):
+        out += [""] * (len(lines) - len(out))
+    return out[: len(lines)]
+
+
+def _build_hunk(hunk, path: str) -> Hunk:
+    lines = [(line.line_type, line.source_line_no, line.target_line_no, line.value.rstrip("\n").rstrip("\r")) for line in hunk]
+    lines = [entry for entry in lines if entry[0] in (" ", "+", "-")]
+    old_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "-")]
+    new_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "+")]
+    old_html = dict(zip(old_side, _highlight_lines([lines[i][3] for i in old_side], path)))
+    new_html = dict(zip(new_side, _highlight_lines([lines[i][3] for i in new_side], path)))
+
+    result = Hunk(header=f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip())
+    kinds = {" ": "context", "+": "added", "-": "removed"}
+    for i, (kind, old_no, new_no, _text) in enumerate(lines):
+        html = new_html[i] if kind == "+" else old_html[i]
+        result.unified.append(Row(kinds[kind], old_no, new_no, html))
+
+    # Split view: pair each run of removals with the run of additions that follows it.
+    i = 0
+    while i < len(lines):
+        kind = lines[i][0]
+        if kind == " ":
+            result.split.append(SplitRow(lines[i][1], "context", old_html[i], lines[i][2], "context", new_html[i]))
+            i += 1
+            continue
+        removed, added = [], []
+        while i < len(lines) and lines[i][0] == "-":
+            removed.append(i)
+            i += 1
+        while i < len(lines) and lines[i][0] == "+":
+            added.append(i)
+            i += 1
+        for k in range(max(len(removed), len(added))):
+            left = removed[k] if k < len(removed) else None
+            right = added[k] if k < len(added) else None
+            result.split.append(
+                SplitRow(
+                    lines[left][1] if left is not None else None,
+                    "removed" if left is not None else "empty",
+                    old_html[left] if left is not None else "",
+                    lines[right][2] if right is not None else None,
+                    "added" if right is not None else "empty",
+                    new_html[right] if right is not None else "",
+                )
+            )
+    return result
+
+
+def _status(patched_file) -> str:
+    if patched_file.is_binary_file:
+        return "binary"
+    if patched_file.is_added_file:
+        return "added"
+    if patched_file.is_removed_file:
+        return "removed"
+    if _strip_prefix(patched_file.source_file) != _strip_prefix(patched_file.target_file):
+        return "renamed"
+    return "modified"
+
+
+def _patch_set(text: str):
+    try:
+        patch_set = PatchSet(text)
+    except (UnidiffParseError, ValueError, IndexError) as exc:
+        return None, f"not a parseable unified diff ({exc})"
+    if text.strip() and not len(patch_set):
+        return None, "no file headers (--- / +++) found; not a unified diff"
+    return patch_set, None
+
+
+def parse_patch(text: str, *, render: bool = True) -> ParsedPatch:
+    patch_set, error = _patch_set(text or "")
+    if patch_set is None:
+        return ParsedPatch(raw=text, files=[], error=error)
+    files = []
+    for patched_file in patch_set:
+        path = _strip_prefix(patched_file.path)
+        hunks = [_build_hunk(h, path) for h in patched_file] if render else []
+        files.append(
+            FileDiff(
+                path=path,
+                source_path=_strip_prefix(patched_file.source_file),
+                target_path=_strip_prefix(patched_file.target_file),
+                status=_status(patched_file),
+                added=patched_file.added,
+                removed=patched_file.removed,
+                hunks=hunks,
+            )
+        )
+    return ParsedPatch(raw=text, files=files)
+
+
+def patch_stats(text: str) -> tuple[int, int, int, bool]:
+    """(files, lines added, lines removed, parses) without rendering anything."""
+    if not text:
+        return 0, 0, 0, True
+    patch_set, error = _patch_set(text)
+    if patch_set is None:
+        return 0, 0, 0, False
+    return len(patch_set), patch_set.added, patch_set.removed, True
+
+
+def pygments_css() -> str:
+    return _FORMATTER.get_style_defs(".hl")

@@ -1,0 +1,305 @@
+"""Parse and validate one `gagar-group/1` line (FORMATS.md) into plain data. No Django here.
+
+Every refusal is a `LineError` naming the field and the reason, so a trainer streaming
+a step learns exactly which line to fix and resend:
+
+>>> parse_group_line(b'{"format": "gagar-group/1", "run": "r", "step": 1, "uid": "u",'
+...                  b' "task": {"instance_id": "t"}, "rollouts": [{"index": 0, "reward": 2}]}')
+Traceback (most recent call last):
+...
+grading.groupline.LineError: rollouts[0].reward: must be 0 or 1 (binary test reward), got 2
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from grading.diffs import patch_stats
+
+FORMAT = "gagar-group/1"
+MAX_NAME = 200
+MAX_UID = 300
+
+TASK_TEXT_FIELDS = ("repo", "base_commit", "problem_statement", "gold_patch", "test_patch")
+TASK_LIST_FIELDS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+
+# Cheap pre-check on the raw bytes: only lines that contain an escaped NUL get the slow
+# walk that finds the field. (orjson itself refuses lone surrogates, invalid UTF-8,
+# raw control characters, NaN/Infinity and nesting deeper than 1024.)
+_NUL_ESCAPE = re.compile(rb"\\u0000")
+
+
+class LineError(ValueError):
+    """A line refused, with the field path and reason in the message."""
+
+
+@dataclass(frozen=True)
+class ParsedTask:
+    instance_id: str
+    fields: dict[str, Any]  # model field name -> value, only those the line carried
+
+    def conflicts_with(self, stored: dict[str, Any]) -> list[str]:
+        """Fields present on both sides that differ. Missing values are filled, not conflicts."""
+        return [name for name, value in self.fields.items() if stored.get(name) not in (None, "", [], {}) and stored[name] != value]
+
+
+@dataclass(frozen=True)
+class ParsedRollout:
+    index: int
+    reward: float | None
+    passed: bool | None
+    content_hash: str
+    exit_status: str
+    n_messages: int
+    tokens: int | None
+    cost_usd: float | None
+    stats: dict
+    patch_files: int
+    patch_added: int
+    patch_removed: int
+    patch_parses: bool
+    tests_passed: int
+    tests_failed: int
+    source_format: str
+    source_ref: str
+    messages: list
+    patch: str
+    tests: dict
+    test_log: str
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class ParsedGroup:
+    run: str
+    step: int
+    uid: str
+    task: ParsedTask
+    rollouts: list[ParsedRollout] = field(default_factory=list)
+
+
+def _fail(path: str, why: str) -> LineError:
+    return LineError(f"{path}: {why}")
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def _string(obj: dict, key: str, path: str, *, required: bool = False, max_len: int | None = None) -> str:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise _fail(f"{path}{key}", "required")
+        return ""
+    if not isinstance(value, str):
+        raise _fail(f"{path}{key}", f"must be a string, got {_type_name(value)}")
+    if required and not value.strip():
+        raise _fail(f"{path}{key}", "must not be empty")
+    if max_len is not None and len(value) > max_len:
+        raise _fail(f"{path}{key}", f"longer than {max_len} characters")
+    return value
+
+
+def _object(obj: dict, key: str, path: str) -> dict:
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _fail(f"{path}{key}", f"must be an object, got {_type_name(value)}")
+    return value
+
+
+def _int(value: Any, path: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(path, f"must be an integer, got {_type_name(value)}")
+    if value < minimum:
+        raise _fail(path, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _optional_number(value: Any, path: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _fail(path, "must be a finite number")
+    return value
+
+
+def find_nul(value: Any, path: str) -> str | None:
+    """Path of the first string (or key) holding U+0000, which PostgreSQL cannot store."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if "\x00" in k:
+                return f"{path}.<key>" if path else "<key>"
+            hit = find_nul(v, f"{path}.{k}" if path else k)
+            if hit:
+                return hit
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            hit = find_nul(v, f"{path}[{i}]")
+            if hit:
+                return hit
+    return None
+
+
+def canonical_hash(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _parse_tests(tests: dict, path: str) -> tuple[int, int]:
+    passed = failed = 0
+    for category, outcome in tests.items():
+        if not isinstance(outcome, dict):
+            raise _fail(f"{path}.{category}", f"must be an object with success/failure lists, got {_type_name(outcome)}")
+        for key in ("success", "failure"):
+            items = outcome.get(key, [])
+            if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
+                raise _fail(f"{path}.{category}.{key}", "must be a list of test ids (strings)")
+        passed += len(outcome.get("success", []))
+        failed += len(outcome.get("failure", []))
+    return passed, failed
+
+
+def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> ParsedRollout:
+    if not isinstance(raw, dict):
+        raise _fail(path, f"must be an object, got {_type_name(raw)}")
+    if "index" not in raw:
+        raise _fail(f"{path}.index", "required")
+    index = _int(raw["index"], f"{path}.index")
+    reward_value = raw.get("reward")
+    if reward_value is None:
+        if reward_required:
+            raise _fail(f"{path}.reward", "required")
+        reward = None
+    else:
+        if isinstance(reward_value, bool) or not isinstance(reward_value, (int, float)):
+            raise _fail(f"{path}.reward", f"must be a number, got {_type_name(reward_value)}")
+        if not math.isfinite(reward_value):
+            raise _fail(f"{path}.reward", f"must be a finite number, got {reward_value}")
+        if reward_value not in (0, 1):
+            raise _fail(f"{path}.reward", f"must be 0 or 1 (binary test reward), got {reward_value}")
+        reward = float(reward_value)
+    prefix = f"{path}."
+    patch = _string(raw, "patch", prefix)
+    messages = raw.get("messages") or []
+    if not isinstance(messages, list):
+        raise _fail(f"{path}.messages", f"must be an array, got {_type_name(messages)}")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _fail(f"{path}.messages[{i}]", f"must be an object, got {_type_name(message)}")
+        role = message.get("role")
+        if role is not None and not isinstance(role, str):
+            raise _fail(f"{path}.messages[{i}].role", "must be a string")
+    tests = _object(raw, "tests", prefix)
+    tests_passed, tests_failed = _parse_tests(tests, f"{path}.tests")
+    stats = _object(raw, "stats", prefix)
+    tokens = _optional_number(stats.get("tokens"), f"{path}.stats.tokens")
+    cost = _optional_number(stats.get("cost_usd"), f"{path}.stats.cost_usd")
+    source = _object(raw, "source", prefix)
+    files, added, removed, parses = patch_stats(patch)
+    normalized = dict(raw)
+    if reward is not None:
+        normalized["reward"] = reward  # 1 and 1.0 are the same rollout
+    return ParsedRollout(
+        index=index,
+        reward=reward,
+        passed=None if reward is None else reward == 1.0,
+        content_hash=canonical_hash(normalized),
+        exit_status=_string(raw, "exit_status", prefix)[:100],
+        n_messages=len(messages),
+        tokens=None if tokens is None else int(tokens),
+        cost_usd=cost,
+        stats=stats,
+        patch_files=files,
+        patch_added=added,
+        patch_removed=removed,
+        patch_parses=parses,
+        tests_passed=tests_passed,
+        tests_failed=tests_failed,
+        source_format=_string(source, "format", f"{path}.source.")[:64],
+        source_ref=_string(source, "ref", f"{path}.source.")[:1000],
+        messages=messages,
+        patch=patch,
+        tests=tests,
+        test_log=_string(raw, "test_log", prefix),
+        metadata=_object(raw, "metadata", prefix),
+    )
+
+
+def parse_task(raw: Any) -> ParsedTask:
+    if not isinstance(raw, dict):
+        raise _fail("task", "required (an object with instance_id)" if raw is None else f"must be an object, got {_type_name(raw)}")
+    instance_id = _string(raw, "instance_id", "task.", required=True, max_len=MAX_UID)
+    fields: dict[str, Any] = {}
+    for key in TASK_TEXT_FIELDS:
+        value = _string(raw, key, "task.")
+        if value:
+            fields[key] = value
+    for key in TASK_LIST_FIELDS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+            raise _fail(f"task.{key}", "must be a list of test ids (strings)")
+        fields[key.lower()] = value
+    extra = {k: v for k, v in raw.items() if k not in {"instance_id", *TASK_TEXT_FIELDS, *TASK_LIST_FIELDS}}
+    if extra:
+        fields["extra"] = extra
+    return ParsedTask(instance_id=instance_id, fields=fields)
+
+
+def parse_group(obj: Any) -> ParsedGroup:
+    """Validate an already-decoded group object."""
+    if not isinstance(obj, dict):
+        raise LineError(f"line must be a JSON object, got {_type_name(obj)}")
+    fmt = obj.get("format")
+    if fmt is None:
+        raise _fail("format", f'required ("{FORMAT}")')
+    if fmt != FORMAT:
+        raise _fail("format", f'expected "{FORMAT}", got {fmt!r:.60}')
+    run = _string(obj, "run", "", required=True, max_len=MAX_NAME)
+    if "step" not in obj:
+        raise _fail("step", "required")
+    step = _int(obj["step"], "step")
+    uid = _string(obj, "uid", "", required=True, max_len=MAX_UID)
+    task = parse_task(obj.get("task"))
+    raw_rollouts = obj.get("rollouts")
+    if not isinstance(raw_rollouts, list) or not raw_rollouts:
+        raise _fail("rollouts", "required (a non-empty array)" if raw_rollouts in (None, []) else "must be an array")
+    rollouts: list[ParsedRollout] = []
+    seen: dict[int, int] = {}
+    for position, raw in enumerate(raw_rollouts):
+        rollout = parse_rollout(raw, f"rollouts[{position}]")
+        if rollout.index in seen:
+            raise _fail(
+                f"rollouts[{position}].index",
+                f"duplicate index {rollout.index} (also at rollouts[{seen[rollout.index]}])",
+            )
+        seen[rollout.index] = position
+        rollouts.append(rollout)
+    rollouts.sort(key=lambda r: r.index)
+    return ParsedGroup(run=run, step=step, uid=uid, task=task, rollouts=rollouts)
+
+
+def parse_group_line(raw: bytes) -> ParsedGroup:
+    """Decode and validate one line of bytes. Raises LineError naming the field and reason."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise LineError(f"not valid JSON: {exc}") from None
+    if _NUL_ESCAPE.search(raw):
+        where = find_nul(obj, "")
+        if where:
+            raise _fail(where, "contains a NUL character (\\u0000), which cannot be stored; strip it and resend")
+    return parse_group(obj)

@@ -1,0 +1,45 @@
+import orjson
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from grading.demo import demo_groups
+from grading.models import Membership, Project, Role
+from grading.services.ingest import ingest_group_lines
+
+
+class Command(BaseCommand):
+    help = "Create a demo project, a demo user (demo/demo, admin of it) and realistic demo groups. Safe to run twice."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", default="demo")
+        parser.add_argument("--username", default="demo")
+        parser.add_argument("--password", default="demo")
+        parser.add_argument("--steps", type=int, default=3)
+        parser.add_argument("--groups-per-step", type=int, default=8)
+        parser.add_argument("--rollouts", type=int, default=8)
+
+    def handle(self, *args, project, username, password, steps, groups_per_step, rollouts, **options):
+        with transaction.atomic():
+            project_obj, _ = Project.objects.get_or_create(
+                name=project, defaults={"description": "Generated demo groups: SWE-bench-like tasks, multi-file patches, long trajectories."}
+            )
+            user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": True})
+            if created:
+                user.set_password(password)
+                user.save(update_fields=["password"])
+            Membership.objects.get_or_create(project=project_obj, user=user, defaults={"role": Role.ADMIN})
+        lines = (
+            (n, orjson.dumps(group))
+            for n, group in enumerate(
+                demo_groups(steps=steps, groups_per_step=groups_per_step, n_rollouts=rollouts), start=1
+            )
+        )
+        report = ingest_group_lines(project=project_obj, lines=lines)
+        self.stdout.write(
+            f"demo project {project!r}: {report.groups_created} groups created, {report.groups_unchanged} unchanged, "
+            f"{report.rollouts_created} rollouts created, {report.refused} refused"
+        )
+        for err in report.errors:
+            self.stdout.write(f"  line {err.line}: {err.error}")
+        self.stdout.write(self.style.SUCCESS(f"Log in at http://127.0.0.1:8000/ as {username!r} with password {password!r}"))

@@ -1,0 +1,120 @@
+"""Reads for pages and the API. Large bodies are loaded only where a page shows them."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet, Sum
+from django.shortcuts import get_object_or_404
+
+from grading.models import Group, Project, Rollout, RolloutContent, Run, Step
+
+
+def projects_for_user(user) -> QuerySet[Project]:
+    return (
+        Project.objects.filter(memberships__user=user)
+        .annotate(n_runs=Count("runs", distinct=True))
+        .order_by("name")
+    )
+
+
+def runs_for_project(project: Project) -> QuerySet[Run]:
+    return project.runs.annotate(
+        n_steps=Count("steps", distinct=True),
+    ).order_by("name")
+
+
+def group_totals(groups: QuerySet[Group]) -> dict:
+    return groups.aggregate(
+        n_groups=Count("id"),
+        n_mixed=Count("id", filter=Q(is_mixed=True)),
+        n_rollouts=Sum("n_rollouts", default=0),
+        n_passed=Sum("n_passed", default=0),
+    )
+
+
+def steps_for_run(run: Run) -> QuerySet[Step]:
+    return run.steps.annotate(
+        n_groups=Count("groups"),
+        n_mixed=Count("groups", filter=Q(groups__is_mixed=True)),
+        n_rollouts=Sum("groups__n_rollouts", default=0),
+        n_passed=Sum("groups__n_passed", default=0),
+    ).order_by("number")
+
+
+GROUP_FILTERS = {
+    "all": Q(),
+    "mixed": Q(is_mixed=True),
+    "all-pass": Q(is_mixed=False, n_passed__gt=0),
+    "all-fail": Q(is_mixed=False, n_passed=0),
+}
+
+
+def groups_for_step(step: Step, *, show: str = "all") -> QuerySet[Group]:
+    return (
+        Group.objects.filter(step=step)
+        .filter(GROUP_FILTERS.get(show, Q()))
+        .select_related("task")
+        .only("uid", "n_rollouts", "n_passed", "n_unknown", "is_mixed", "task__instance_id", "task__repo", "step_id", "run_id")
+        .order_by("uid")
+    )
+
+
+def group_for_page(run: Run, uid: str) -> Group:
+    return get_object_or_404(Group.objects.select_related("run__project", "step", "task"), run=run, uid=uid)
+
+
+def rollouts_with_patches(group: Group) -> list[Rollout]:
+    """Every rollout of a group with its patch and test outcomes; messages and logs stay deferred."""
+    rollouts = list(group.rollouts.order_by("index"))
+    contents = {
+        c.rollout_id: c
+        for c in RolloutContent.objects.filter(rollout__group=group).only("rollout_id", "patch", "tests")
+    }
+    for rollout in rollouts:
+        content = contents.get(rollout.pk)
+        rollout.patch_text = content.patch if content else ""
+        rollout.test_outcomes = content.tests if content else {}
+    return rollouts
+
+
+def rollout_content(group: Group, index: int, *fields: str) -> tuple[Rollout, RolloutContent]:
+    rollout = get_object_or_404(Rollout, group=group, index=index)
+    content = RolloutContent.objects.only("rollout_id", *fields).filter(rollout=rollout).first() or RolloutContent(rollout=rollout)
+    return rollout, content
+
+
+def group_as_line(group: Group) -> dict:
+    """The stored group in its `gagar-group/1` shape, as it was ingested."""
+    task = group.task
+    task_out = {"instance_id": task.instance_id}
+    for name, key in (("repo", "repo"), ("base_commit", "base_commit"), ("problem_statement", "problem_statement"),
+                      ("gold_patch", "gold_patch"), ("test_patch", "test_patch"),
+                      ("fail_to_pass", "FAIL_TO_PASS"), ("pass_to_pass", "PASS_TO_PASS")):
+        value = getattr(task, name)
+        if value:
+            task_out[key] = value
+    task_out.update(task.extra or {})
+    rollouts = []
+    for rollout in group.rollouts.select_related("content").order_by("index"):
+        content = getattr(rollout, "content", None)
+        item = {
+            "index": rollout.index,
+            "reward": rollout.reward,
+            "passed": rollout.passed,
+            "exit_status": rollout.exit_status,
+            "stats": rollout.stats,
+            "source": {"format": rollout.source_format, "ref": rollout.source_ref},
+        }
+        if content is not None:
+            item.update(
+                patch=content.patch, messages=content.messages, tests=content.tests,
+                test_log=content.test_log, metadata=content.metadata,
+            )
+        rollouts.append(item)
+    return {
+        "format": "gagar-group/1",
+        "run": group.run.name,
+        "step": group.step.number,
+        "uid": group.uid,
+        "task": task_out,
+        "rollouts": rollouts,
+    }

@@ -1,0 +1,70 @@
+"""Normalise trajectory messages (OpenAI chat, mini-swe-agent, SWE-agent) into turns to show.
+
+Pure: no Django. Text stays text; escaping is the template's job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_FENCED = re.compile(r"```(?:bash|sh|shell)?\s*\n(.*?)```", re.DOTALL)
+
+
+@dataclass
+class Turn:
+    position: int
+    role: str
+    text: str = ""
+    thought: str = ""
+    action: str = ""
+    observation: str = ""
+    tool_calls: list[dict] = field(default_factory=list)
+    name: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.text) + len(self.thought) + len(self.action) + len(self.observation)
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                parts.append(str(part.get("text") or part.get("content") or ""))
+            else:
+                parts.append(str(part))
+        return "\n".join(p for p in parts if p)
+    return str(content)
+
+
+def to_turn(position: int, message: dict) -> Turn:
+    role = str(message.get("role") or "unknown")
+    turn = Turn(position=position, role=role, name=str(message.get("name") or ""))
+    turn.text = _text(message.get("content"))
+    turn.thought = _text(message.get("thought"))
+    turn.action = _text(message.get("action"))
+    turn.observation = _text(message.get("observation"))
+    calls = message.get("tool_calls") or []
+    if isinstance(calls, list):
+        for call in calls:
+            if isinstance(call, dict):
+                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                turn.tool_calls.append({"name": str(fn.get("name") or call.get("name") or "tool"), "arguments": _text(fn.get("arguments") or call.get("arguments"))})
+    if role == "assistant" and not turn.action and not turn.tool_calls:
+        # mini-swe-agent-1: the command is the fenced bash block of the assistant message.
+        match = _FENCED.search(turn.text)
+        if match:
+            turn.action = match.group(1).strip()
+    return turn
+
+
+def to_turns(messages: list, start: int = 0, stop: int | None = None) -> list[Turn]:
+    stop = len(messages) if stop is None else min(stop, len(messages))
+    return [to_turn(i, m) for i, m in enumerate(messages[start:stop], start=start) if isinstance(m, dict)]

@@ -1,0 +1,156 @@
+"""Pages: projects -> runs -> steps -> groups, and the side-by-side group page with its partials."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from grading import selectors
+from grading.access import get_project_for
+from grading.diffs import parse_patch
+from grading.models import Group, Project, Run
+from grading.turns import to_turns
+
+TURNS_PER_PAGE = 40
+LOG_PREVIEW_CHARS = 200_000
+
+
+def _get_run_for_user(request: HttpRequest, project: str, run: str) -> tuple[Project, Run]:
+    project_obj, _ = get_project_for(request.user, project, "view")
+    return project_obj, get_object_or_404(Run, project=project_obj, name=run)
+
+
+def _get_group_for_user(request: HttpRequest, project: str, run: str, uid: str) -> Group:
+    _, run_obj = _get_run_for_user(request, project, run)
+    return selectors.group_for_page(run_obj, uid)
+
+
+def _safe_diff(parsed):
+    """Mark pygments' output safe. pygments escapes every source character it emits;
+    nothing else from a rollout is ever marked safe."""
+    for file in parsed.files:
+        for hunk in file.hunks:
+            hunk.unified = [row.__class__(row.kind, row.old_no, row.new_no, mark_safe(row.html)) for row in hunk.unified]  # noqa: S308
+            hunk.split = [
+                row.__class__(row.old_no, row.old_kind, mark_safe(row.old_html), row.new_no, row.new_kind, mark_safe(row.new_html))  # noqa: S308
+                for row in hunk.split
+            ]
+    return parsed
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return JsonResponse({"status": "ok", "database": connection.vendor})
+
+
+@login_required
+@require_GET
+def project_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "grading/projects.html", {"projects": selectors.projects_for_user(request.user)})
+
+
+@login_required
+@require_GET
+def project_detail(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, membership = get_project_for(request.user, project, "view")
+    runs = list(selectors.runs_for_project(project_obj))
+    for run in runs:
+        run.totals = selectors.group_totals(run.groups.all())
+    return render(request, "grading/project.html", {"project": project_obj, "membership": membership, "runs": runs})
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
+    project_obj, run_obj = _get_run_for_user(request, project, run)
+    steps = selectors.steps_for_run(run_obj)
+    return render(request, "grading/run.html", {"project": project_obj, "run": run_obj, "steps": steps})
+
+
+@login_required
+@require_GET
+def step_detail(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
+    project_obj, run_obj = _get_run_for_user(request, project, run)
+    step_obj = get_object_or_404(run_obj.steps, number=step)
+    show = request.GET.get("show", "all")
+    if show not in selectors.GROUP_FILTERS:
+        show = "all"
+    page = Paginator(selectors.groups_for_step(step_obj, show=show), 100).get_page(request.GET.get("page"))
+    totals = selectors.group_totals(step_obj.groups.all())
+    return render(
+        request,
+        "grading/step.html",
+        {"project": project_obj, "run": run_obj, "step": step_obj, "page": page, "show": show,
+         "filters": list(selectors.GROUP_FILTERS), "totals": totals},
+    )
+
+
+@login_required
+@require_GET
+def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    group = _get_group_for_user(request, project, run, uid)
+    rollouts = selectors.rollouts_with_patches(group)
+    for rollout in rollouts:
+        rollout.diff = _safe_diff(parse_patch(rollout.patch_text))
+    only = request.GET.get("only", "all")
+    shown = [r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)]
+    return render(
+        request,
+        "grading/group.html",
+        {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
+         "rollouts": shown, "n_all": len(rollouts), "only": only, "diff_view": "unified"},
+    )
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
+    group = _get_group_for_user(request, project, run, uid)
+    rollout, content = selectors.rollout_content(group, index, "patch")
+    view = "split" if request.GET.get("view") == "split" else "unified"
+    rollout.diff = _safe_diff(parse_patch(content.patch))
+    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout, "diff_view": view}
+    template = "grading/group.html#rollout-diff" if request.htmx else "grading/rollout_part.html"
+    return render(request, template, {**context, "part": "diff"})
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
+    group = _get_group_for_user(request, project, run, uid)
+    rollout, content = selectors.rollout_content(group, index, "messages")
+    try:
+        start = max(0, int(request.GET.get("start", 0)))
+    except ValueError:
+        start = 0
+    messages = content.messages if isinstance(content.messages, list) else []
+    turns = to_turns(messages, start, start + TURNS_PER_PAGE)
+    next_start = start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None
+    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout,
+               "turns": turns, "next_start": next_start, "n_messages": len(messages)}
+    template = "grading/group.html#rollout-turns" if request.htmx else "grading/rollout_part.html"
+    return render(request, template, {**context, "part": "turns"})
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def rollout_log(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
+    group = _get_group_for_user(request, project, run, uid)
+    rollout, content = selectors.rollout_content(group, index, "test_log")
+    log = content.test_log or ""
+    truncated = len(log) > LOG_PREVIEW_CHARS
+    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout,
+               "log": log[-LOG_PREVIEW_CHARS:] if truncated else log, "log_truncated": truncated, "log_size": len(log)}
+    template = "grading/group.html#rollout-log" if request.htmx else "grading/rollout_part.html"
+    return render(request, template, {**context, "part": "log"})

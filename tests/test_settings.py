@@ -1,0 +1,49 @@
+"""Bad environment values stop the process at start, naming the variable."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start(**env) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_"))}
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"],
+        cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings", **env}, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_defaults_are_sqlite_and_eager_celery():
+    r = start()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["django.db.backends.sqlite3", "True"]
+
+
+def test_postgres_url_and_broker_are_read():
+    r = start(DATABASE_URL="postgres://u:p@db.example:5433/gagar", CELERY_BROKER_URL="redis://localhost:6379/0")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["django.db.backends.postgresql", "False"]
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG"),
+        ({"DATABASE_URL": "mysql://x/y"}, "DATABASE_URL"),
+        ({"DATABASE_URL": "postgres://host/"}, "DATABASE_URL"),
+        ({"CELERY_BROKER_URL": "http://nope"}, "CELERY_BROKER_URL"),
+        ({"DJANGO_DEBUG": "false"}, "DJANGO_SECRET_KEY"),
+        ({"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "short"}, "DJANGO_SECRET_KEY"),
+        ({"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "k" * 60}, "DJANGO_ALLOWED_HOSTS"),
+        ({"GAGAR_MAX_LINE_BYTES": "lots"}, "GAGAR_MAX_LINE_BYTES"),
+    ],
+)
+def test_bad_values_fail_loudly_at_start(env, named):
+    r = start(**env)
+    assert r.returncode != 0
+    assert "ImproperlyConfigured" in r.stderr and named in r.stderr
