@@ -5,11 +5,13 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from grading.api import views as api
+from grading.api.advantages import AdvantageExportView
 from grading import views as pages
 
 api_v1 = [
     path("groups/", api.GroupListIngestView.as_view(), name="api-groups"),
     path("groups/<path:uid>/", api.GroupDetailView.as_view(), name="api-group"),
+    path("advantages/", AdvantageExportView.as_view(), name="api-advantages"),
 ]
 
 urlpatterns = [

@@ -236,3 +236,15 @@ class RolloutContent(models.Model):
 
     def __str__(self) -> str:
         return f"content of rollout {self.rollout_id}"
+
+
+from grading.models_method import (  # noqa: E402  the method's models live in their own module
+    AdvantageResult,
+    CheatDecision,
+    FactorMapping,
+    MappingActivation,
+    RolloutGrade,
+    StepComputation,
+    Verdict,
+)
+

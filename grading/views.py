@@ -15,6 +15,7 @@ from grading import selectors
 from grading.access import get_project_for
 from grading.diffs import parse_patch
 from grading.models import Group, Project, Run
+from grading.services.advantages import active_mapping, ensure_computed, ensure_computed_many
 from grading.turns import to_turns
 
 TURNS_PER_PAGE = 40
@@ -71,8 +72,16 @@ def project_detail(request: HttpRequest, project: str) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     project_obj, run_obj = _get_run_for_user(request, project, run)
-    steps = selectors.steps_for_run(run_obj)
-    return render(request, "grading/run.html", {"project": project_obj, "run": run_obj, "steps": steps})
+    steps = list(selectors.steps_for_run(run_obj))
+    mapping = active_mapping(run_obj)
+    computations = ensure_computed_many(steps=steps, mapping=mapping)
+    credit = [(s.number, computations[s.pk].summary) for s in steps]
+    return render(
+        request,
+        "grading/run.html",
+        {"project": project_obj, "run": run_obj, "steps": steps, "mapping": mapping,
+         "credit_chart": selectors.credit_chart(credit)},
+    )
 
 
 @login_required
@@ -85,11 +94,14 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
         show = "all"
     page = Paginator(selectors.groups_for_step(step_obj, show=show), 100).get_page(request.GET.get("page"))
     totals = selectors.group_totals(step_obj.groups.all())
+    mapping = active_mapping(run_obj)
+    balance = ensure_computed(step=step_obj, mapping=mapping).summary
     return render(
         request,
         "grading/step.html",
         {"project": project_obj, "run": run_obj, "step": step_obj, "page": page, "show": show,
-         "filters": list(selectors.GROUP_FILTERS), "totals": totals},
+         "filters": list(selectors.GROUP_FILTERS), "totals": totals, "mapping": mapping, "balance": balance,
+         "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", []))},
     )
 
 

@@ -24,6 +24,17 @@ SHARED_DATA = SHARED / "data"
 MINI_SWE_AGENT = SHARED_DATA / "mini-swe-agent-gemini-3-pro"
 
 
+@pytest.fixture(autouse=True)
+def eager_celery():
+    """Tasks run in-process in tests, even where CI sets a real broker; the tests about the
+    worker itself switch this off and start a real worker process."""
+    from gagar_web.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = True
+
+
 @pytest.fixture
 def acme(db):
     return Project.objects.create(name="acme")

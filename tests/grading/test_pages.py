@@ -37,12 +37,17 @@ def test_project_run_step_pages_show_counts(client, bob, group_uid, django_asser
     assert r.status_code == 200 and b"acme" in r.content
     r = client.get("/projects/acme/")
     assert r.status_code == 200 and b"r1" in r.content
-    # session, user, project, membership, run, step, page count, totals, the page of groups
-    with django_assert_num_queries(9):
+    r = client.get("/projects/acme/runs/r1/")
+    assert r.status_code == 200 and b"Credit per step" in r.content and b'id="credit-chart"' in r.content
+    client.get("/projects/acme/runs/r1/steps/1/")  # the first visit computes the step's advantages
+    # session, user, project, membership, run, step, page count, totals, active mapping (2),
+    # current computation, the page of groups
+    with django_assert_num_queries(12):
         r = client.get("/projects/acme/runs/r1/steps/1/")
     assert r.status_code == 200
     content = r.content.decode()
     assert "t-1@1" in content and "t-2@1" in content and "mixed" in content and "all pass" in content
+    assert "Credit balance" in content and "default@1" in content and 'id="lambda-chart"' in content
     r = client.get("/projects/acme/runs/r1/steps/1/?show=mixed")
     assert "t-1@1" in r.content.decode() and "t-2@1" not in r.content.decode()
 

@@ -1,0 +1,16 @@
+"""Celery tasks of the advantage engine: thin, take ids, call a service."""
+
+from celery import shared_task
+
+from grading.models import Step
+from grading.services.advantages import active_mapping, compute_step
+
+
+@shared_task(acks_late=True, max_retries=0)
+def recompute_step_task(*, step_id: int) -> dict:
+    """Recompute a step under its run's active mapping (batched: one task per step, not per group)."""
+    step = Step.objects.select_related("run").filter(pk=step_id).first()
+    if step is None:  # deleted since it was queued
+        return {"step_id": step_id, "skipped": "step no longer exists"}
+    computation = compute_step(step=step, mapping=active_mapping(step.run))
+    return {"step_id": step_id, "rows": computation.n_rows}

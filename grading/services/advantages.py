@@ -1,0 +1,228 @@
+"""Compute and store redistributed advantages per step and mapping (METHOD.md §1–4).
+
+The math is grading.advantage (pure, vectorised); this module gathers a step's inputs
+in a fixed number of queries, runs it once for the whole step, and stores one
+`AdvantageResult` per rollout so every exported number can be traced to its group,
+verdict, cheat decision and mapping version later.
+
+Inputs change when a verdict lands, a cheat decision is made or a run's active mapping
+changes; each of those calls `mark_stale()`, which queues `recompute_step_task` after
+the commit. An export of a stale or never-computed step computes it first.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from django.db import transaction
+from django.utils import timezone
+
+from grading.advantage import group_summary, redistribute
+from grading.models import (
+    AdvantageResult,
+    CheatDecision,
+    FactorMapping,
+    MappingActivation,
+    Rollout,
+    RolloutGrade,
+    Run,
+    Step,
+    StepComputation,
+    Verdict,
+)
+
+logger = logging.getLogger(__name__)
+
+
+DEFAULT_BANDS = {"T1": [1.0, 1.0], "T2": [0.85, 0.70], "T3": [0.50, 0.50]}
+
+
+def default_mapping() -> FactorMapping:
+    """The METHOD.md §3 mapping. A migration creates it; recreated here if someone deleted it."""
+    mapping, _ = FactorMapping.objects.get_or_create(
+        name="default", version=1, project=None, defaults={"bands": DEFAULT_BANDS, "source": FactorMapping.Source.DEFAULT}
+    )
+    return mapping
+
+
+def active_mapping(run: Run) -> FactorMapping:
+    activation = run.mapping_activations.select_related("mapping").first()
+    return activation.mapping if activation else default_mapping()
+
+
+def resolve_mapping(run: Run, value: str | None) -> FactorMapping:
+    """A mapping by id or `name@version` label (visible to the run's project); the active one when empty."""
+    if not value:
+        return active_mapping(run)
+    visible = FactorMapping.objects.filter(project__isnull=True) | FactorMapping.objects.filter(project=run.project_id)
+    if value.isdigit():
+        return visible.get(pk=int(value))
+    name, _, version = value.partition("@")
+    if not version.isdigit():
+        raise FactorMapping.DoesNotExist(f"mapping {value!r}: use an id or name@version")
+    return visible.get(name=name, version=int(version))
+
+
+def mark_stale(*, step_ids: list[int] | set[int]) -> None:
+    """Inputs of these steps changed: stored results are stale; recompute after the commit."""
+    step_ids = sorted(set(step_ids))
+    if not step_ids:
+        return
+    StepComputation.objects.filter(step_id__in=step_ids).update(stale=True)
+
+    def enqueue():
+        from grading.advantage_tasks import recompute_step_task
+
+        for step_id in step_ids:
+            recompute_step_task.delay(step_id=step_id)
+
+    transaction.on_commit(enqueue)
+
+
+@transaction.atomic
+def activate_mapping(*, run: Run, mapping: FactorMapping, user=None, reason: str = "") -> MappingActivation:
+    if mapping.project_id not in (None, run.project_id):
+        raise ValueError("that mapping belongs to another project")
+    activation = MappingActivation.objects.create(run=run, mapping=mapping, activated_by=user, reason=reason)
+    mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
+    return activation
+
+
+@dataclass
+class StepInputs:
+    frame: pd.DataFrame  # one row per rollout with known reward, engine input columns + ids
+    unknown: pd.DataFrame  # rollouts of groups holding an unknown reward (filtered as a whole)
+
+
+def step_inputs(step: Step) -> StepInputs:
+    """Everything the engine needs for one step, in five queries whatever its size."""
+    rows = list(
+        Rollout.objects.filter(group__step=step)
+        .order_by("group__uid", "index")
+        .values_list("id", "group_id", "index", "reward", "group__uid", "group__task__instance_id")
+    )
+    frame = pd.DataFrame(rows, columns=["rollout_id", "group", "index", "reward", "uid", "instance_id"])
+
+    latest_verdict: dict[int, tuple[int, str]] = {}
+    for verdict_id, group_id, status in (
+        Verdict.objects.filter(group__step=step).order_by("group_id", "-created_at", "-id").values_list("id", "group_id", "status")
+    ):
+        latest_verdict.setdefault(group_id, (verdict_id, status))
+    valid_ids = [vid for vid, status in latest_verdict.values() if status == Verdict.Status.VALID]
+    grades = {
+        rollout_id: (tier, rank)
+        for rollout_id, tier, rank in RolloutGrade.objects.filter(verdict_id__in=valid_ids).values_list("rollout_id", "tier", "rank")
+    }
+    cheats: dict[int, str] = {}
+    seen: set[int] = set()
+    for rollout_id, confirmed, source in (
+        CheatDecision.objects.filter(rollout__group__step=step, confirmed__isnull=False)
+        .order_by("rollout_id", "-decided_at", "-id")
+        .values_list("rollout_id", "confirmed", "source")
+    ):
+        if rollout_id in seen:
+            continue
+        seen.add(rollout_id)
+        if confirmed:
+            cheats[rollout_id] = source
+
+    if frame.empty:
+        empty = frame.assign(cheat=[], cheat_source=[], tier=[], rank=[], graded=[], verdict_id=[])
+        return StepInputs(empty, empty)
+    frame["verdict_id"] = frame["group"].map(lambda g: latest_verdict.get(g, (None, None))[0])
+    frame["graded"] = frame["group"].map(lambda g: latest_verdict.get(g, (None, None))[1] == Verdict.Status.VALID)
+    frame["tier"] = frame["rollout_id"].map(lambda r: grades.get(r, (None, None))[0])
+    frame["rank"] = frame["rollout_id"].map(lambda r: grades.get(r, (None, None))[1])
+    frame["cheat"] = frame["rollout_id"].isin(cheats.keys())
+    frame["cheat_source"] = frame["rollout_id"].map(lambda r: cheats.get(r, ""))
+    has_unknown = frame.groupby("group")["reward"].transform(lambda s: s.isna().any())
+    return StepInputs(frame[~has_unknown].reset_index(drop=True), frame[has_unknown].reset_index(drop=True))
+
+
+def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
+    """Recompute and store every rollout's numbers of `step` under `mapping`."""
+    run = step.run
+    inputs = step_inputs(step)
+    now = timezone.now()
+    result = redistribute(inputs.frame, mapping=mapping.spec, baseline=run.baseline) if not inputs.frame.empty else inputs.frame
+    rows: list[AdvantageResult] = []
+    common = {"mapping": mapping, "step": step, "run_name": run.name, "step_number": step.number,
+              "baseline": run.baseline, "mapping_label": mapping.label, "computed_at": now}
+    # `lambda` is a keyword, so itertuples would rename the column positionally.
+    for rec in result.rename(columns={"lambda": "lambda_value"}).itertuples(index=False):
+        graded = rec.status == "graded"
+        rows.append(
+            AdvantageResult(
+                rollout_id=rec.rollout_id, verdict_id=_int_or_none(rec.verdict_id), uid=rec.uid, index=rec.index,
+                instance_id=rec.instance_id, reward=float(rec.reward_used), passed=bool(rec.passed), cheat=bool(rec.cheat),
+                cheat_source=rec.cheat_source if rec.cheat else "", advantage=float(rec.advantage),
+                tier=(rec.tier or "") if graded and rec.passed else "",
+                rank=_int_or_none(rec.rank) if graded and rec.passed else None,
+                factor=float(rec.factor), lambda_value=float(rec.lambda_value),
+                redistributed_advantage=float(rec.redistributed_advantage), discount_only_advantage=float(rec.discount_only_advantage),
+                status=rec.status, **common,
+            )
+        )
+    for rec in inputs.unknown.itertuples(index=False):
+        rows.append(
+            AdvantageResult(
+                rollout_id=rec.rollout_id, verdict_id=None, uid=rec.uid, index=rec.index, instance_id=rec.instance_id,
+                reward=None if pd.isna(rec.reward) else float(rec.reward), passed=None if pd.isna(rec.reward) else rec.reward == 1.0,
+                cheat=False, cheat_source="", advantage=0.0, tier="", rank=None, factor=1.0, lambda_value=1.0,
+                redistributed_advantage=0.0, discount_only_advantage=0.0, status="filtered", **common,
+            )
+        )
+    summary = step_balance(result) if not inputs.frame.empty else step_balance(None)
+    summary["unknown_reward_groups"] = int(inputs.unknown["group"].nunique()) if not inputs.unknown.empty else 0
+    with transaction.atomic():
+        AdvantageResult.objects.filter(step=step, mapping=mapping).delete()
+        AdvantageResult.objects.bulk_create(rows, batch_size=2000)
+        computation, _ = StepComputation.objects.select_for_update().get_or_create(step=step, mapping=mapping)
+        computation.stale = False
+        computation.computed_at = now
+        computation.n_rows = len(rows)
+        computation.summary = summary
+        computation.save(update_fields=["stale", "computed_at", "n_rows", "summary"])
+    return computation
+
+
+def ensure_computed(*, step: Step, mapping: FactorMapping) -> StepComputation:
+    return ensure_computed_many(steps=[step], mapping=mapping)[step.pk]
+
+
+def ensure_computed_many(*, steps: list[Step], mapping: FactorMapping) -> dict[int, StepComputation]:
+    """Current computations of these steps, computing the missing or stale ones; one query when all are current."""
+    current = {c.step_id: c for c in StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False)}
+    for step in steps:
+        if step.pk not in current:
+            current[step.pk] = compute_step(step=step, mapping=mapping)
+    return current
+
+
+def _int_or_none(value) -> int | None:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    return int(value)
+
+
+def step_balance(result: pd.DataFrame | None) -> dict:
+    """Credit balance of a step: what the dashboard plots (plain JSON-able numbers)."""
+    if result is None or result.empty:
+        return {"groups": {"graded": 0, "fallback": 0, "filtered": 0}, "rollouts": 0, "positive_credit_before": 0.0,
+                "positive_credit_after": 0.0, "discount_only_positive_credit": 0.0, "dropped_credit": 0.0, "lambdas": []}
+    groups = group_summary(result)
+    counts = groups["status"].value_counts().to_dict()
+    graded = groups[groups["status"] == "graded"]
+    discount_positive = float(result.loc[result["discount_only_advantage"] > 0, "discount_only_advantage"].sum())
+    return {
+        "groups": {k: int(counts.get(k, 0)) for k in ("graded", "fallback", "filtered")},
+        "rollouts": int(len(result)),
+        "positive_credit_before": float(groups["positive_credit_before"].sum()),
+        "positive_credit_after": float(groups["positive_credit_after"].sum()),
+        "discount_only_positive_credit": discount_positive,
+        "dropped_credit": float(graded["dropped_credit"].sum()),
+        "lambdas": [float(x) for x in graded["lambda"].tolist()],
+    }

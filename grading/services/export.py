@@ -1,0 +1,175 @@
+"""Stream `gagar-advantage/1` rows (FORMATS.md) as JSON Lines, CSV or Parquet.
+
+On PostgreSQL the rows leave the database through COPY: JSON Lines are built by
+`json_build_object` (PostgreSQL prints float8 in shortest round-trip form, as Python
+does), CSV is COPY's own CSV, and Parquet is COPY CSV parsed by pyarrow's C++ reader.
+Other databases (SQLite in development) go through a Python path with the same columns
+and values. Rows of one group come together, ordered by index.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import tempfile
+from collections.abc import Iterator
+
+import orjson
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+from django.db import connection
+
+from grading.models import AdvantageResult, FactorMapping, Step
+
+COLUMNS = [
+    "run", "step", "uid", "index", "instance_id", "reward", "passed", "cheat", "cheat_source",
+    "baseline", "advantage", "tier", "rank", "factor", "lambda", "redistributed_advantage",
+    "discount_only_advantage", "mapping", "status",
+]
+FORMATS = ("jsonl", "csv", "parquet")
+CONTENT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
+
+# Export column -> SQL expression over grading_advantageresult.
+_SQL = {
+    "run": "run_name", "step": "step_number", "uid": "uid", "index": '"index"', "instance_id": "instance_id",
+    "reward": "reward", "passed": "passed", "cheat": "cheat", "cheat_source": "NULLIF(cheat_source, '')",
+    "baseline": "baseline", "advantage": "advantage", "tier": "NULLIF(tier, '')", "rank": '"rank"', "factor": "factor",
+    "lambda": '"lambda"', "redistributed_advantage": "redistributed_advantage",
+    "discount_only_advantage": "discount_only_advantage", "mapping": "mapping_label", "status": "status",
+}
+_ORM = {
+    "run": "run_name", "step": "step_number", "uid": "uid", "index": "index", "instance_id": "instance_id",
+    "reward": "reward", "passed": "passed", "cheat": "cheat", "cheat_source": "cheat_source", "baseline": "baseline",
+    "advantage": "advantage", "tier": "tier", "rank": "rank", "factor": "factor", "lambda": "lambda_value",
+    "redistributed_advantage": "redistributed_advantage", "discount_only_advantage": "discount_only_advantage",
+    "mapping": "mapping_label", "status": "status",
+}
+ARROW_SCHEMA = pa.schema(
+    [
+        ("run", pa.string()), ("step", pa.int64()), ("uid", pa.string()), ("index", pa.int64()), ("instance_id", pa.string()),
+        ("reward", pa.float64()), ("passed", pa.bool_()), ("cheat", pa.bool_()), ("cheat_source", pa.string()),
+        ("baseline", pa.string()), ("advantage", pa.float64()), ("tier", pa.string()), ("rank", pa.int64()),
+        ("factor", pa.float64()), ("lambda", pa.float64()), ("redistributed_advantage", pa.float64()),
+        ("discount_only_advantage", pa.float64()), ("mapping", pa.string()), ("status", pa.string()),
+    ]
+)
+CHUNK_ROWS = 20_000
+
+
+def _where(steps: list[Step], mapping: FactorMapping) -> tuple[str, list]:
+    marks = ", ".join(["%s"] * len(steps))
+    return f"step_id IN ({marks}) AND mapping_id = %s", [s.pk for s in steps] + [mapping.pk]
+
+
+def _on_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _copy(sql: str, params: list) -> Iterator[bytes]:
+    with connection.cursor() as cursor:
+        with cursor.connection.cursor() as raw:
+            with raw.copy(sql, params) as copy:
+                for chunk in copy:
+                    yield bytes(chunk)
+
+
+def _select(columns_sql: str, steps, mapping) -> tuple[str, list]:
+    where, params = _where(steps, mapping)
+    table = AdvantageResult._meta.db_table
+    return f"SELECT {columns_sql} FROM {table} WHERE {where} ORDER BY step_number, uid, \"index\"", params
+
+
+def _orm_rows(steps, mapping) -> Iterator[tuple]:
+    rows = (
+        AdvantageResult.objects.filter(step__in=steps, mapping=mapping)
+        .order_by("step_number", "uid", "index")
+        .values_list(*[_ORM[c] for c in COLUMNS])
+        .iterator(chunk_size=CHUNK_ROWS)
+    )
+    tier_at, source_at = COLUMNS.index("tier"), COLUMNS.index("cheat_source")
+    for row in rows:
+        row = list(row)
+        row[tier_at] = row[tier_at] or None
+        row[source_at] = row[source_at] or None
+        yield tuple(row)
+
+
+def jsonl_stream(steps: list[Step], mapping: FactorMapping) -> Iterator[bytes]:
+    if _on_postgres():
+        pairs = ", ".join(f"'{name}', {_SQL[name]}" for name in COLUMNS)
+        select, params = _select(f"json_build_object({pairs})::text", steps, mapping)
+        # CSV with quote/delimiter bytes that JSON text never holds raw: COPY passes each
+        # JSON object through untouched, one per line.
+        yield from _copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')", params)
+        return
+    buffer = []
+    for row in _orm_rows(steps, mapping):
+        buffer.append(orjson.dumps(dict(zip(COLUMNS, row))))
+        if len(buffer) >= 2000:
+            yield b"\n".join(buffer) + b"\n"
+            buffer = []
+    if buffer:
+        yield b"\n".join(buffer) + b"\n"
+
+
+def _csv_value(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def csv_stream(steps: list[Step], mapping: FactorMapping) -> Iterator[bytes]:
+    if _on_postgres():
+        # Booleans as true/false (COPY would print t/f), like the Python path.
+        cols = ", ".join(f"{_SQL[c]}::text" if c in ("passed", "cheat") else _SQL[c] for c in COLUMNS)
+        select, params = _select(cols, steps, mapping)
+        yield (",".join(COLUMNS) + "\n").encode()
+        yield from _copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", params)
+        return
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for n, row in enumerate(_orm_rows(steps, mapping), start=1):
+        writer.writerow([_csv_value(v) for v in row])
+        if n % 2000 == 0:
+            yield out.getvalue().encode()
+            out.seek(0)
+            out.truncate()
+    yield out.getvalue().encode()
+
+
+def parquet_file(steps: list[Step], mapping: FactorMapping):
+    """A temporary file (spills to disk past 64 MB) holding the Parquet export, rewound."""
+    spool = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
+    with pq.ParquetWriter(spool, ARROW_SCHEMA, compression="zstd") as writer:
+        if _on_postgres():
+            with tempfile.TemporaryFile() as csv_file:
+                for chunk in csv_stream(steps, mapping):
+                    csv_file.write(chunk)
+                csv_file.seek(0)
+                table = pa_csv.read_csv(
+                    csv_file,
+                    convert_options=pa_csv.ConvertOptions(
+                        column_types=ARROW_SCHEMA, strings_can_be_null=True, true_values=["true"], false_values=["false"]
+                    ),
+                )
+            writer.write_table(table)
+        else:
+            batch: list[tuple] = []
+            for row in _orm_rows(steps, mapping):
+                batch.append(row)
+                if len(batch) >= CHUNK_ROWS:
+                    writer.write_table(_arrow_table(batch))
+                    batch = []
+            if batch:
+                writer.write_table(_arrow_table(batch))
+    spool.seek(0)
+    return spool
+
+
+def _arrow_table(rows: list[tuple]) -> pa.Table:
+    columns = list(zip(*rows)) if rows else [[] for _ in COLUMNS]
+    return pa.Table.from_arrays([pa.array(col, type=ARROW_SCHEMA.field(i).type) for i, col in enumerate(columns)], schema=ARROW_SCHEMA)

@@ -1,0 +1,137 @@
+"""Stored advantages and the trainer export (gagar-advantage/1) in JSONL, CSV and Parquet."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from django.core.management import call_command
+
+from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Run, StepComputation
+from grading.services.advantages import activate_mapping
+from grading.services.export import COLUMNS
+from grading.services.verdicts import GradeInput, decide_cheat, record_verdict
+from tests.conftest import jsonl, load_real_groups, small_group
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+URL = "/api/v1/advantages/"
+
+
+def ingest(client, token, *groups):
+    r = client.post("/api/v1/groups/?project=acme", data=jsonl(*groups), content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Token {token}")
+    assert r.status_code == 200, r.content
+
+
+def export(client, token, fmt, **params) -> pd.DataFrame:
+    query = "&".join(f"{k}={v}" for k, v in {"run": "r1", "format": fmt, **params}.items())
+    r = client.get(f"{URL}?{query}", HTTP_AUTHORIZATION=f"Token {token}")
+    assert r.status_code == 200, getattr(r, "content", b"")[:300]
+    body = b"".join(r.streaming_content) if r.streaming else r.content
+    if fmt == "jsonl":
+        return pd.DataFrame([json.loads(line) for line in body.splitlines()], columns=COLUMNS)
+    if fmt == "csv":
+        return pd.read_csv(io.BytesIO(body), dtype={"tier": "string", "cheat_source": "string"}, keep_default_na=True)
+    return pd.read_parquet(io.BytesIO(body))
+
+
+@pytest.fixture
+def graded_step(client, alice_token):
+    # g1: the METHOD.md worked example; g2: a fallback group; g3: all pass (filtered)
+    ingest(client, alice_token, small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)), small_group("g2@1", instance_id="t-2", rewards=(1, 0)),
+           small_group("g3@1", instance_id="t-3", rewards=(1, 1)))
+    record_verdict(group=Group.objects.get(uid="g1@1"), grader="test@1", status="valid",
+                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)])
+    return Run.objects.get(name="r1")
+
+
+def test_worked_example_stored_and_exported(client, trainer_token, graded_step):
+    frame = export(client, trainer_token, "jsonl", step=1)
+    assert list(frame.columns) == COLUMNS
+    g1 = frame[frame.uid == "g1@1"]
+    assert g1["index"].tolist() == [0, 1, 2, 3, 4, 5]
+    assert g1["redistributed_advantage"].round(6).tolist() == [0.638298, 0.542553, 0.319149, -0.5, -0.5, -0.5]
+    assert g1["discount_only_advantage"].tolist() == [0.5, 0.425, 0.25, -0.5, -0.5, -0.5]
+    assert g1["tier"].tolist()[:3] == ["T1", "T2", "T3"] and g1["status"].unique().tolist() == ["graded"]
+    assert frame[frame.uid == "g2@1"]["status"].unique().tolist() == ["fallback"]
+    assert frame[frame.uid == "g3@1"]["advantage"].tolist() == [0.0, 0.0]
+    assert set(frame["mapping"]) == {"default@1"} and set(frame["baseline"]) == {"mean"}
+    assert AdvantageResult.objects.count() == 10
+
+
+def test_formats_round_trip_and_groups_sum_to_zero(client, trainer_token, alice_token, graded_step):
+    real = load_real_groups()
+    for g in real:
+        g["run"], g["step"] = "r1", 2
+    ingest(client, alice_token, *real)
+    call_command("seed_demo", "--project", "acme", "--username", "alice", "--steps", "1", "--groups-per-step", "6", verbosity=0,
+                 stdout=io.StringIO())
+    frames = {fmt: export(client, trainer_token, fmt) for fmt in ("jsonl", "csv", "parquet")}
+    base = frames["jsonl"]
+    assert len(base) == 10 + 16 and set(base["step"]) == {1, 2}
+    for fmt in ("csv", "parquet"):
+        other = frames[fmt]
+        for column in COLUMNS:
+            left, right = base[column], other[column]
+            if column in ("tier", "cheat_source", "rank", "reward"):
+                left, right = left.astype("object").where(left.notna(), None), right.astype("object").where(right.notna(), None)
+                assert [None if v is None else (float(v) if column in ("rank", "reward") else v) for v in left] == \
+                       [None if v is None else (float(v) if column in ("rank", "reward") else v) for v in right], (fmt, column)
+            else:
+                assert left.tolist() == right.tolist(), (fmt, column)
+    sums = base.groupby("uid")[["advantage", "redistributed_advantage"]].sum()
+    assert (sums["redistributed_advantage"] - sums["advantage"]).abs().max() < 1e-9
+    assert sums["advantage"].abs().max() < 1e-9  # mean baseline: every group sums to 0
+
+
+def test_confirmed_cheat_zeroes_reward_and_recomputes(client, trainer_token, graded_step):
+    export(client, trainer_token, "jsonl", step=1)
+    decision = CheatDecision.objects.create(rollout=Group.objects.get(uid="g1@1").rollouts.get(index=2), source="prescreen")
+    decide_cheat(decision=decision, confirmed=True, reason="read the upstream fix with git log")
+    # eager Celery ran the recomputation after the commit
+    assert StepComputation.objects.get(step__number=1).stale is False
+    row = AdvantageResult.objects.get(uid="g1@1", index=2)
+    assert (row.reward, row.passed, row.cheat, row.cheat_source, row.tier) == (0.0, False, True, "prescreen", "")
+    frame = export(client, trainer_token, "jsonl", step=1)
+    g1 = frame[frame.uid == "g1@1"]
+    assert g1["reward"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert abs(g1["redistributed_advantage"].sum()) < 1e-12
+
+
+def test_activating_a_mapping_recomputes_and_exports_it(client, trainer_token, graded_step):
+    flat = FactorMapping.objects.create(name="flat", version=1, bands={"T1": [1, 1], "T2": [1, 1], "T3": [1, 1]})
+    activate_mapping(run=graded_step, mapping=flat, reason="turn redistribution off")
+    frame = export(client, trainer_token, "jsonl", step=1)
+    g1 = frame[frame.uid == "g1@1"]
+    assert set(g1["mapping"]) == {"flat@1"}
+    assert g1["redistributed_advantage"].tolist() == g1["advantage"].tolist()  # all f equal -> A* = A
+    old = export(client, trainer_token, "jsonl", step=1, mapping="default@1")
+    assert old[old.uid == "g1@1"]["redistributed_advantage"].round(6).tolist()[0] == 0.638298
+
+
+def test_trainer_token_can_export_but_not_write(client, trainer_token, graded_step):
+    auth = {"HTTP_AUTHORIZATION": f"Token {trainer_token}"}
+    assert client.get(f"{URL}?run=r1&format=csv", **auth).status_code == 200
+    assert client.post("/api/v1/groups/?project=acme", data=jsonl(small_group("x@1")), content_type="application/x-ndjson", **auth).status_code == 403
+    assert client.post(f"{URL}?run=r1", **auth).status_code == 405
+    assert client.get("/api/v1/groups/?project=acme", **auth).status_code == 403
+    assert not Group.objects.filter(uid="x@1").exists()
+
+
+def test_reviewer_cannot_export_and_bad_parameters_are_4xx(client, bob, graded_step, trainer_token):
+    client.force_login(bob)  # a reviewer: pages yes, trainer export no
+    assert client.get(f"{URL}?project=acme&run=r1").status_code == 403
+    auth = {"HTTP_AUTHORIZATION": f"Token {trainer_token}"}
+    assert client.get(f"{URL}?run=r1&format=xml", **auth).status_code == 400
+    assert client.get(f"{URL}?run=nope", **auth).status_code == 404
+    assert client.get(f"{URL}?run=r1&step=9", **auth).status_code == 404
+    assert client.get(f"{URL}?run=r1&mapping=nope@3", **auth).status_code == 404
+    assert client.get(f"{URL}", **auth).status_code == 400
+
+
+def test_export_query_count_does_not_grow_with_rows(client, trainer_token, graded_step, django_assert_max_num_queries):
+    export(client, trainer_token, "jsonl", step=1)  # computed once
+    with django_assert_max_num_queries(12):
+        export(client, trainer_token, "jsonl", step=1)
