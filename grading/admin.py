@@ -83,3 +83,64 @@ class RolloutContentAdmin(admin.ModelAdmin):
     list_display = ["rollout"]
     raw_id_fields = ["rollout"]
     list_select_related = ["rollout__group"]
+
+
+from grading.models import (  # noqa: E402
+    AdvantageResult,
+    CheatDecision,
+    FactorMapping,
+    MappingActivation,
+    RolloutGrade,
+    StepComputation,
+    Verdict,
+)
+
+
+@admin.register(FactorMapping)
+class FactorMappingAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "project", "source", "bands", "created_at"]
+    list_filter = ["source", "project"]
+
+
+@admin.register(MappingActivation)
+class MappingActivationAdmin(admin.ModelAdmin):
+    list_display = ["run", "mapping", "activated_by", "created_at", "reason"]
+    list_select_related = ["run__project", "mapping", "activated_by"]
+
+
+class RolloutGradeInline(admin.TabularInline):
+    model = RolloutGrade
+    extra = 0
+    raw_id_fields = ["rollout"]
+
+
+@admin.register(Verdict)
+class VerdictAdmin(admin.ModelAdmin):
+    list_display = ["group", "grader", "status", "created_at"]
+    list_filter = ["status", "grader"]
+    raw_id_fields = ["group"]
+    inlines = [RolloutGradeInline]
+    list_select_related = ["group"]
+
+
+@admin.register(CheatDecision)
+class CheatDecisionAdmin(admin.ModelAdmin):
+    list_display = ["rollout", "source", "confirmed", "decided_by", "decided_at"]
+    list_filter = ["source", "confirmed"]
+    raw_id_fields = ["rollout"]
+    list_select_related = ["rollout__group", "decided_by"]
+
+
+@admin.register(StepComputation)
+class StepComputationAdmin(admin.ModelAdmin):
+    list_display = ["step", "mapping", "stale", "n_rows", "computed_at"]
+    list_filter = ["stale"]
+    list_select_related = ["step__run__project", "mapping"]
+
+
+@admin.register(AdvantageResult)
+class AdvantageResultAdmin(admin.ModelAdmin):
+    list_display = ["uid", "index", "step_number", "mapping_label", "status", "advantage", "redistributed_advantage"]
+    list_filter = ["status", "mapping_label"]
+    search_fields = ["uid", "instance_id"]
+    raw_id_fields = ["rollout", "step", "verdict", "mapping"]
