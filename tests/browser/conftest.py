@@ -1,0 +1,59 @@
+"""Real Chromium (Debian's /usr/bin/chromium) driven by Playwright's sync API.
+
+Never `playwright install`: the browser is the system one. Where it is missing the
+browser tests skip, unless GAGAR_REQUIRE_BROWSER=1 (CI), where they fail loudly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an event loop in the test thread; Django would otherwise
+# refuse ORM calls made from it (SynchronousOnlyOperation).
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        reason = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+        if os.environ.get("GAGAR_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"GAGAR_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class ConsoleLog:
+    """Console errors, uncaught exceptions and CSP violations seen by one page."""
+
+    def __init__(self, page):
+        self.errors: list[str] = []
+        page.on("console", lambda m: self.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
+        # Chromium also logs CSP refusals to the console; this catches them even if it stops.
+        page.expose_function("__gagarCspViolation", lambda text: self.errors.append(f"CSP: {text}"))
+        page.add_init_script(
+            "document.addEventListener('securitypolicyviolation', e =>"
+            " window.__gagarCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'}`));"
+        )
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.console_log = ConsoleLog(page)
+    yield page
+    context.close()
