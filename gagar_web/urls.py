@@ -4,6 +4,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from grading.api import imports as imports_api
 from grading.api import views as api
 from grading.api.advantages import AdvantageExportView
 from grading import views as pages
@@ -11,6 +12,8 @@ from grading import views as pages
 api_v1 = [
     path("groups/", api.GroupListIngestView.as_view(), name="api-groups"),
     path("groups/<path:uid>/", api.GroupDetailView.as_view(), name="api-group"),
+    path("imports/", imports_api.ImportListCreateView.as_view(), name="api-imports"),
+    path("imports/<int:pk>/", imports_api.ImportDetailView.as_view(), name="api-import"),
     path("advantages/", AdvantageExportView.as_view(), name="api-advantages"),
 ]
 
@@ -27,6 +30,7 @@ urlpatterns = [
     path("projects/<slug:project>/", pages.project_detail, name="project"),
     path("projects/<slug:project>/runs/<str:run>/", pages.run_detail, name="run"),
     path("projects/<slug:project>/runs/<str:run>/steps/<int:step>/", pages.step_detail, name="step"),
+    path("projects/<slug:project>/runs/<str:run>/imports/", pages.run_imports, name="run-imports"),
     # Group uids may contain '/', so the rollout partials come before the catch-all group page.
     path(
         "projects/<slug:project>/runs/<str:run>/groups/<path:uid>/rollouts/<int:index>/turns/",

@@ -259,8 +259,12 @@ def parse_task(raw: Any) -> ParsedTask:
     return ParsedTask(instance_id=instance_id, fields=fields)
 
 
-def parse_group(obj: Any) -> ParsedGroup:
-    """Validate an already-decoded group object."""
+def parse_group(obj: Any, *, allow_unknown_reward: bool = False) -> ParsedGroup:
+    """Validate an already-decoded group object.
+
+    `allow_unknown_reward` lets a rollout carry `"reward": null` (no test verdict). Only
+    importers of foreign runs set it; the native format keeps requiring a reward.
+    """
     if not isinstance(obj, dict):
         raise LineError(f"line must be a JSON object, got {_type_name(obj)}")
     fmt = obj.get("format")
@@ -280,7 +284,7 @@ def parse_group(obj: Any) -> ParsedGroup:
     rollouts: list[ParsedRollout] = []
     seen: dict[int, int] = {}
     for position, raw in enumerate(raw_rollouts):
-        rollout = parse_rollout(raw, f"rollouts[{position}]")
+        rollout = parse_rollout(raw, f"rollouts[{position}]", reward_required=not allow_unknown_reward)
         if rollout.index in seen:
             raise _fail(
                 f"rollouts[{position}].index",
@@ -292,7 +296,7 @@ def parse_group(obj: Any) -> ParsedGroup:
     return ParsedGroup(run=run, step=step, uid=uid, task=task, rollouts=rollouts)
 
 
-def parse_group_line(raw: bytes) -> ParsedGroup:
+def parse_group_line(raw: bytes, *, allow_unknown_reward: bool = False) -> ParsedGroup:
     """Decode and validate one line of bytes. Raises LineError naming the field and reason."""
     try:
         obj = orjson.loads(raw)
@@ -302,4 +306,4 @@ def parse_group_line(raw: bytes) -> ParsedGroup:
         where = find_nul(obj, "")
         if where:
             raise _fail(where, "contains a NUL character (\\u0000), which cannot be stored; strip it and resend")
-    return parse_group(obj)
+    return parse_group(obj, allow_unknown_reward=allow_unknown_reward)

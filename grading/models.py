@@ -9,11 +9,47 @@ queries touch `Group` and `Rollout`, which hold identities, counts and small sta
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 
+import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from psycopg.types.json import Jsonb
+
+
+def _jsonb_dumps(value) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # what orjson refuses (ints over 64 bits, lone surrogates) gets the stdlib's answer
+        return json.dumps(value).encode()
+
+
+class BulkJSONField(models.JSONField):
+    """A JSONField for megabyte bodies: orjson-encoded, one bind parameter per value on PostgreSQL.
+
+    Django's JSONField encodes with the stdlib json module, and bulk_create on PostgreSQL
+    packs each column into one array literal (INSERT ... SELECT * FROM UNNEST(...)) that
+    psycopg escapes quote by quote in Python; for rollout bodies that was most of the
+    ingest time (benchmarks/ingest.py). Having get_placeholder turns UNNEST off for the
+    model's inserts, so every value is escaped by libpq in C. The column is the same jsonb
+    and it deconstructs as a plain JSONField, so it needs no migration. SQLite is unchanged.
+    """
+
+    def get_placeholder(self, value, compiler, connection) -> str:
+        return "%s"
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if connection.vendor != "postgresql" or self.encoder is not None:
+            return super().get_db_prep_value(value, connection, prepared)
+        if not prepared:
+            value = self.get_prep_value(value)
+        return Jsonb(value, dumps=_jsonb_dumps)
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs
 
 
 class Role(models.TextChoices):
@@ -228,11 +264,11 @@ class RolloutContent(models.Model):
     """The large bodies of a rollout, fetched one rollout at a time."""
 
     rollout = models.OneToOneField(Rollout, on_delete=models.CASCADE, primary_key=True, related_name="content")
-    messages = models.JSONField(default=list, blank=True)
+    messages = BulkJSONField(default=list, blank=True)
     patch = models.TextField(blank=True)
-    tests = models.JSONField(default=dict, blank=True)
+    tests = BulkJSONField(default=dict, blank=True)
     test_log = models.TextField(blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = BulkJSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return f"content of rollout {self.rollout_id}"
@@ -248,3 +284,50 @@ from grading.models_method import (  # noqa: E402  the method's models live in t
     Verdict,
 )
 
+
+
+class ImportJob(models.Model):
+    """One upload of agent runs (mini-swe-agent, SWE-agent, SWE-bench) imported by a Celery task.
+
+    Progress is written with `update_fields` by the task only; the run page polls it.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="import_jobs")
+    step = models.PositiveIntegerField()
+    format = models.CharField(max_length=20, default="auto")
+    # [{"path": folder relative to MEDIA_ROOT, "label": prefix of the rollouts' source refs}]
+    sources = models.JSONField(default=list, blank=True)
+    uploaded_files = models.JSONField(default=list, blank=True)  # [{"name", "size"}]
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    progress_done = models.PositiveIntegerField(default=0)  # instances read so far
+    progress_total = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["run", "-created_at"], name="importjob_run_recent")]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} into {self.run} step {self.step} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return int(100 * self.progress_done / self.progress_total) if self.progress_total else 0

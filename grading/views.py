@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from grading import selectors
 from grading.access import get_project_for
 from grading.diffs import parse_patch
-from grading.models import Group, Project, Run
+from grading.models import Group, ImportJob, Project, Run
 from grading.services.advantages import active_mapping, ensure_computed, ensure_computed_many
 from grading.turns import to_turns
 
@@ -80,8 +80,26 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
         request,
         "grading/run.html",
         {"project": project_obj, "run": run_obj, "steps": steps, "mapping": mapping,
-         "credit_chart": selectors.credit_chart(credit)},
+         "credit_chart": selectors.credit_chart(credit), **_import_jobs(run_obj)},
     )
+
+
+RECENT_IMPORT_JOBS = 10
+
+
+def _import_jobs(run: Run) -> dict:
+    jobs = list(ImportJob.objects.filter(run=run).select_related("created_by")[:RECENT_IMPORT_JOBS])
+    return {"import_jobs": jobs, "imports_active": any(job.is_active for job in jobs)}
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
+    """The run page's import jobs, polled by htmx every 2 s while one is queued or running."""
+    project_obj, run_obj = _get_run_for_user(request, project, run)
+    context = {"project": project_obj, "run": run_obj, **_import_jobs(run_obj)}
+    return render(request, "grading/run.html#import-jobs", context)
 
 
 @login_required

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import tempfile
+import threading
 from collections.abc import Iterator
 
 import orjson
@@ -55,6 +57,8 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 CHUNK_ROWS = 20_000
+COPY_BLOCK = 256 * 1024  # bytes per chunk of a streamed PostgreSQL export
+ROW_GROUP_ROWS = 256 * 1024  # rows per Parquet row group on the PostgreSQL path
 
 
 def _where(steps: list[Step], mapping: FactorMapping) -> tuple[str, list]:
@@ -67,11 +71,23 @@ def _on_postgres() -> bool:
 
 
 def _copy(sql: str, params: list) -> Iterator[bytes]:
+    """COPY ... TO STDOUT in blocks of about COPY_BLOCK bytes.
+
+    psycopg hands COPY data over one row at a time; passing a million small pieces on
+    (through a generator, Django's streaming response and the server's socket writes)
+    cost more than producing them, so rows are joined into blocks first.
+    """
     with connection.cursor() as cursor:
         with cursor.connection.cursor() as raw:
             with raw.copy(sql, params) as copy:
-                for chunk in copy:
-                    yield bytes(chunk)
+                block = bytearray()
+                for row in copy:
+                    block += row
+                    if len(block) >= COPY_BLOCK:
+                        yield bytes(block)
+                        block.clear()
+                if block:
+                    yield bytes(block)
 
 
 def _select(columns_sql: str, steps, mapping) -> tuple[str, list]:
@@ -146,17 +162,7 @@ def parquet_file(steps: list[Step], mapping: FactorMapping):
     spool = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
     with pq.ParquetWriter(spool, ARROW_SCHEMA, compression="zstd") as writer:
         if _on_postgres():
-            with tempfile.TemporaryFile() as csv_file:
-                for chunk in csv_stream(steps, mapping):
-                    csv_file.write(chunk)
-                csv_file.seek(0)
-                table = pa_csv.read_csv(
-                    csv_file,
-                    convert_options=pa_csv.ConvertOptions(
-                        column_types=ARROW_SCHEMA, strings_can_be_null=True, true_values=["true"], false_values=["false"]
-                    ),
-                )
-            writer.write_table(table)
+            _write_postgres_parquet(writer, steps, mapping)
         else:
             batch: list[tuple] = []
             for row in _orm_rows(steps, mapping):
@@ -168,6 +174,69 @@ def parquet_file(steps: list[Step], mapping: FactorMapping):
                 writer.write_table(_arrow_table(batch))
     spool.seek(0)
     return spool
+
+
+def _write_postgres_parquet(writer: pq.ParquetWriter, steps: list[Step], mapping: FactorMapping) -> None:
+    """COPY's CSV (as csv_stream sends it) parsed by pyarrow while PostgreSQL still produces it.
+
+    This thread runs the COPY (on Django's connection, as everything else) and writes the
+    bytes into a pipe; a helper thread reads the other end with pyarrow's streaming CSV
+    reader (C++, multi-threaded, GIL released) and writes row groups. The database and
+    the parsing overlap, and no CSV copy is kept on disk or in memory.
+    """
+    read_fd, write_fd = os.pipe()
+    _widen_pipe(write_fd)
+    source, sink = os.fdopen(read_fd, "rb"), os.fdopen(write_fd, "wb")
+    failure: list[BaseException] = []
+
+    def convert() -> None:
+        try:
+            reader = pa_csv.open_csv(
+                source,
+                read_options=pa_csv.ReadOptions(block_size=4 << 20),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types=ARROW_SCHEMA, strings_can_be_null=True, true_values=["true"], false_values=["false"]
+                ),
+            )
+            pending: list[pa.RecordBatch] = []
+            rows = 0
+            for batch in reader:
+                pending.append(batch)
+                rows += batch.num_rows
+                if rows >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.Table.from_batches(pending, ARROW_SCHEMA))
+                    pending, rows = [], 0
+            if pending:
+                writer.write_table(pa.Table.from_batches(pending, ARROW_SCHEMA))
+        except BaseException as exc:  # re-raised in the calling thread
+            failure.append(exc)
+        finally:
+            source.close()  # a writer still blocked on the pipe gets BrokenPipeError
+
+    worker = threading.Thread(target=convert, name="parquet-export", daemon=True)
+    worker.start()
+    try:
+        with sink:  # closing it is the end of file for the reader, also when the COPY fails
+            for chunk in csv_stream(steps, mapping):
+                sink.write(chunk)
+    except BrokenPipeError:
+        worker.join()
+        if not failure:
+            raise
+    finally:
+        worker.join()
+    if failure:
+        raise failure[0]
+
+
+def _widen_pipe(fd: int) -> None:
+    """Ask Linux for a 1 MB pipe buffer (default 64 kB): fewer wake-ups between the two threads."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):  # not Linux, or above /proc/sys/fs/pipe-max-size
+        pass
 
 
 def _arrow_table(rows: list[tuple]) -> pa.Table:

@@ -93,11 +93,13 @@ def ingest_group_lines(
     lines: Iterable[tuple[int, bytes | OversizeLine]],
     on_line: Callable[[int, int], None] | None = None,
     report: IngestReport | None = None,
+    allow_unknown_reward: bool = False,
 ) -> IngestReport:
     """Validate and store every line; refusals are collected per line, never raised.
 
     `lines` yields (line number, raw bytes) — see grading.linereader.iter_lines.
     `on_line(line_number, byte_count)` is called after each line is read (progress bars).
+    `allow_unknown_reward` accepts `"reward": null` (importers of runs that carry no verdict).
     """
     report = report or IngestReport()
     writer = _BatchWriter(project, report)
@@ -112,7 +114,7 @@ def ingest_group_lines(
             report.refuse(line_no, str(raw))
         else:
             try:
-                parsed = parse_group_line(raw)
+                parsed = parse_group_line(raw, allow_unknown_reward=allow_unknown_reward)
             except LineError as exc:
                 report.refuse(line_no, str(exc))
             else:

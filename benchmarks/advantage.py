@@ -1,0 +1,343 @@
+#!/usr/bin/env python
+"""Advantage engine benchmark: vectorised `redistribute()` vs a per-group Python loop.
+
+    .venv/bin/python benchmarks/advantage.py                 # 62,500 groups x 16 = 1M rollouts
+    .venv/bin/python benchmarks/advantage.py --baseline grpo --repeat 5
+
+1. Generates one long table (one row per rollout, groups contiguous, integer group ids
+   as `grading.services.advantages.step_inputs` gives the engine): per group a pass rate
+   drawn uniformly from [0, 1] (so some groups all pass or all fail and are filtered),
+   binary rewards, a tier T1/T2/T3 and a group-wide rank with ties for every pass,
+   a few confirmed cheats (tier/rank left on them, as a grader would), a share of
+   ungraded groups (no valid verdict: fallback) and a few verdicts that skipped a pass
+   (also fallback).
+2. Times `grading.advantage.redistribute(frame)` and two per-group loops written here
+   the way a careful engineer would without vectorising (one in plain Python over
+   lists, one with small NumPy arrays per group), each from the same DataFrame to its
+   natural output (the engine: its result DataFrame; the loops: per-row arrays),
+   `--repeat` times, interleaved, after one untimed warm-up call each; reports the median.
+3. Checks that all three give the same status, advantage, factor, lambda, A* and
+   discount-only values on every row (to 1e-9), then prints the machine and a table of
+   seconds, rollouts/s and the speed-up over the faster loop (goal >= 10x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grading.advantage import (  # noqa: E402  (pure module, no Django)
+    DEFAULT_MAPPING,
+    FALLBACK,
+    FILTERED,
+    GRADED,
+    GRPO_EPSILON,
+    MappingSpec,
+    redistribute,
+)
+
+TOLERANCE = 1e-9
+COMPARED = ("advantage", "factor", "lambda", "redistributed_advantage", "discount_only_advantage")
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--groups", type=int, default=62_500)
+    p.add_argument("--size", type=int, default=16, help="rollouts per group")
+    p.add_argument("--baseline", choices=("mean", "loo", "grpo"), default="mean")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs of each implementation (median reported)")
+    p.add_argument("--cheat-rate", type=float, default=0.02, help="share of passing rollouts confirmed as cheats")
+    p.add_argument("--ungraded-rate", type=float, default=0.15, help="share of groups without a valid verdict")
+    p.add_argument("--partial-rate", type=float, default=0.01, help="share of verdicts that skipped one pass")
+    p.add_argument("--seed", type=int, default=2024)
+    return p.parse_args()
+
+
+# --- the load ------------------------------------------------------------------------
+
+def make_frame(*, groups: int, size: int, cheat_rate: float, ungraded_rate: float, partial_rate: float,
+               seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = groups * size
+    group = np.repeat(np.arange(groups, dtype=np.int64), size)
+    index = np.tile(np.arange(size, dtype=np.int64), groups)
+    pass_rate = rng.uniform(0.0, 1.0, groups)[group]
+    reward = (rng.uniform(size=n) < pass_rate).astype(np.int64)
+    passed = reward == 1
+
+    # Grader output for every pass: a tier, and a group-wide rank (1 = best) from a
+    # coarse quality score, so equal scores tie. Failing rollouts get neither.
+    tier_code = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
+    quality = tier_code * 4 + rng.integers(0, 4, size=n)  # ties inside a tier
+    order = pd.DataFrame({"group": group, "quality": np.where(passed, quality, np.nan)})
+    rank = order.groupby("group")["quality"].rank(method="min").to_numpy()  # NaN where failing
+    tier = np.where(passed, np.array(["T1", "T2", "T3"], dtype=object)[tier_code], None)
+
+    cheat = passed & (rng.uniform(size=n) < cheat_rate)
+    graded = (rng.uniform(size=groups) >= ungraded_rate)[group]
+    # A verdict that skipped a pass: drop tier and rank of the first pass of some groups.
+    skip_group = rng.uniform(size=groups) < partial_rate
+    first_pass = passed & (pd.Series(passed.astype(int)).groupby(group).cumsum().to_numpy() == 1)
+    skipped = first_pass & skip_group[group]
+    tier = np.where(skipped, None, tier)
+    rank = np.where(skipped, np.nan, rank)
+
+    return pd.DataFrame({
+        "group": group,
+        "index": index,
+        "reward": reward,
+        "cheat": cheat,
+        "tier": pd.Series(tier, dtype=object),
+        "rank": rank,  # float, NaN where the grader gave none (as step_inputs hands it over)
+        "graded": graded,
+    })
+
+
+# --- the loops -----------------------------------------------------------------------
+
+def _bands(mapping: MappingSpec) -> dict[str, tuple[float, float]]:
+    return {t: mapping.band(t) for t in ("T1", "T2", "T3")}
+
+
+def _python_baseline(rewards: list[float], baseline: str) -> list[float]:
+    n = len(rewards)
+    total = sum(rewards)
+    mean = total / n
+    if baseline == "mean":
+        return [r - mean for r in rewards]
+    if baseline == "loo":
+        return [r - (total - r) / (n - 1) for r in rewards]
+    std = (sum((r - mean) ** 2 for r in rewards) / (n - 1)) ** 0.5
+    return [(r - mean) / (std + GRPO_EPSILON) for r in rewards]
+
+
+def loop_python(frame: pd.DataFrame, mapping: MappingSpec = DEFAULT_MAPPING, baseline: str = "mean") -> dict[str, np.ndarray]:
+    """Per group, plain Python on lists: baseline, band factors, lambda, A*."""
+    bands = _bands(mapping)
+    groups = frame["group"].tolist()
+    rewards = frame["reward"].tolist()
+    cheats = frame["cheat"].tolist()
+    tiers = frame["tier"].tolist()
+    ranks = [None if r != r else r for r in frame["rank"].tolist()]  # NaN -> None
+    graded_flags = frame["graded"].tolist()
+
+    rows_of: dict = {}
+    for i, g in enumerate(groups):
+        rows_of.setdefault(g, []).append(i)
+
+    n_rows = len(groups)
+    advantage = [0.0] * n_rows
+    factor = [1.0] * n_rows
+    lam_out = [1.0] * n_rows
+    redistributed = [0.0] * n_rows
+    discount_only = [0.0] * n_rows
+    status = [FILTERED] * n_rows
+
+    for rows in rows_of.values():
+        r = [0.0 if cheats[i] else float(rewards[i]) for i in rows]
+        passes = [k for k, x in enumerate(r) if x == 1.0]
+        if not 0 < len(passes) < len(r):
+            continue  # filtered: zeros, factor 1, lambda 1 (the defaults above)
+        a = _python_baseline(r, baseline)
+        complete = all(tiers[rows[k]] is not None and ranks[rows[k]] is not None for k in passes)
+        if not (graded_flags[rows[0]] and complete):
+            for k, i in enumerate(rows):
+                advantage[i] = redistributed[i] = discount_only[i] = a[k]
+                status[i] = FALLBACK
+            continue
+
+        # Band rule: the k distinct ranks of a tier among the passes, in ascending order.
+        f = [1.0] * len(r)
+        distinct: dict[str, list] = {}
+        for k in passes:
+            distinct.setdefault(tiers[rows[k]], set()).add(ranks[rows[k]])
+        position = {t: {rank: j for j, rank in enumerate(sorted(rs))} for t, rs in distinct.items()}
+        for k in passes:
+            t = tiers[rows[k]]
+            hi, lo = bands[t]
+            count = len(position[t])
+            f[k] = hi if count == 1 else hi - (hi - lo) * position[t][ranks[rows[k]]] / (count - 1)
+
+        s_plus = sum(a[k] for k in passes)
+        sum_f_a = sum(f[k] * a[k] for k in passes)
+        lam = s_plus / sum_f_a if sum_f_a != 0 else 1.0
+        pass_factors = [f[k] for k in passes]
+        rescale = min(pass_factors) != max(pass_factors)
+        pass_set = set(passes)
+        for k, i in enumerate(rows):
+            advantage[i] = a[k]
+            factor[i] = f[k]
+            lam_out[i] = lam
+            redistributed[i] = lam * f[k] * a[k] if (rescale and k in pass_set) else a[k]
+            discount_only[i] = f[k] * a[k]
+            status[i] = GRADED
+    return {"advantage": np.array(advantage), "factor": np.array(factor), "lambda": np.array(lam_out),
+            "redistributed_advantage": np.array(redistributed), "discount_only_advantage": np.array(discount_only),
+            "status": np.array(status, dtype=object)}
+
+
+def loop_numpy(frame: pd.DataFrame, mapping: MappingSpec = DEFAULT_MAPPING, baseline: str = "mean") -> dict[str, np.ndarray]:
+    """Per group, NumPy on that group's slice: the same steps with array operations."""
+    bands = _bands(mapping)
+    hi_of = {t: b[0] for t, b in bands.items()}
+    lo_of = {t: b[1] for t, b in bands.items()}
+    group = frame["group"].to_numpy()
+    reward = frame["reward"].to_numpy(dtype=float)
+    cheat = frame["cheat"].to_numpy(dtype=bool)
+    tier = frame["tier"].to_numpy(dtype=object)
+    rank = frame["rank"].to_numpy(dtype=float, na_value=np.nan)
+    graded = frame["graded"].to_numpy(dtype=bool)
+
+    # Rows of each group (stable, so any row order works).
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    slices = np.split(order, bounds)
+
+    n_rows = len(group)
+    out = {name: np.zeros(n_rows) for name in COMPARED}
+    out["factor"][:] = 1.0
+    out["lambda"][:] = 1.0
+    status = np.full(n_rows, FILTERED, dtype=object)
+    for rows in slices:
+        r = np.where(cheat[rows], 0.0, reward[rows])
+        passed = r == 1.0
+        n, n_passed = len(r), int(passed.sum())
+        if not 0 < n_passed < n:
+            continue
+        mean = r.mean()
+        if baseline == "mean":
+            a = r - mean
+        elif baseline == "loo":
+            a = r - (r.sum() - r) / (n - 1)
+        else:
+            a = (r - mean) / (r.std(ddof=1) + GRPO_EPSILON)
+        t, k_rank = tier[rows][passed], rank[rows][passed]
+        if not graded[rows[0]] or any(x is None for x in t) or np.isnan(k_rank).any():
+            out["advantage"][rows] = out["redistributed_advantage"][rows] = out["discount_only_advantage"][rows] = a
+            status[rows] = FALLBACK
+            continue
+        f_pass = np.empty(n_passed)
+        for name in np.unique(t):
+            in_tier = t == name
+            distinct, j = np.unique(k_rank[in_tier], return_inverse=True)
+            hi, lo = hi_of[name], lo_of[name]
+            f_pass[in_tier] = hi - (hi - lo) * j / (len(distinct) - 1) if len(distinct) > 1 else hi
+        f = np.ones(n)
+        f[passed] = f_pass
+        s_plus = a[passed].sum()
+        sum_f_a = (f_pass * a[passed]).sum()
+        lam = s_plus / sum_f_a if sum_f_a != 0 else 1.0
+        a_star = a.copy()
+        if f_pass.min() != f_pass.max():
+            a_star[passed] = lam * f_pass * a[passed]
+        out["advantage"][rows] = a
+        out["factor"][rows] = f
+        out["lambda"][rows] = lam
+        out["redistributed_advantage"][rows] = a_star
+        out["discount_only_advantage"][rows] = f * a
+        status[rows] = GRADED
+    out["status"] = status
+    return out
+
+
+def vectorised(frame: pd.DataFrame, mapping: MappingSpec = DEFAULT_MAPPING, baseline: str = "mean") -> pd.DataFrame:
+    """The engine as the app calls it; its output is a DataFrame (converted untimed by `as_arrays`)."""
+    return redistribute(frame, mapping=mapping, baseline=baseline)
+
+
+def as_arrays(out) -> dict[str, np.ndarray]:
+    if isinstance(out, dict):
+        return out
+    arrays = {name: out[name].to_numpy(dtype=float) for name in COMPARED}
+    arrays["status"] = out["status"].to_numpy(dtype=object)
+    return arrays
+
+
+# --- checks and report ---------------------------------------------------------------
+
+def compare(name: str, ref: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> float:
+    """Largest absolute difference over every compared column; raises past TOLERANCE."""
+    if not np.array_equal(ref["status"], other["status"]):
+        bad = int((ref["status"] != other["status"]).sum())
+        raise SystemExit(f"{name}: status differs on {bad} rows")
+    worst = 0.0
+    for column in COMPARED:
+        diff = float(np.max(np.abs(ref[column] - other[column]))) if len(ref[column]) else 0.0
+        if not diff <= TOLERANCE:  # also catches NaN
+            raise SystemExit(f"{name}: {column} differs by {diff:g} (> {TOLERANCE:g})")
+        worst = max(worst, diff)
+    return worst
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = " / load %.2f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
+    return (f"{usable} cores ({os.cpu_count()} online), {model}{load}; Python {platform.python_version()}, "
+            f"NumPy {np.__version__}, pandas {pd.__version__}, {platform.system()} {platform.machine()}")
+
+
+def main() -> None:
+    args = parse_args()
+    print(f"machine: {machine()}")
+    t0 = time.perf_counter()
+    frame = make_frame(groups=args.groups, size=args.size, cheat_rate=args.cheat_rate, ungraded_rate=args.ungraded_rate,
+                       partial_rate=args.partial_rate, seed=args.seed)
+    print(f"input: {len(frame):,} rollouts in {args.groups:,} groups of {args.size}, baseline {args.baseline}, "
+          f"{int(frame['cheat'].sum()):,} cheats (built in {time.perf_counter() - t0:.1f} s)")
+
+    impls = {"vectorised redistribute()": vectorised, "loop, plain Python per group": loop_python,
+             "loop, NumPy per group": loop_numpy}
+    times: dict[str, list[float]] = {name: [] for name in impls}
+    outputs: dict[str, dict[str, np.ndarray]] = {}
+    for fn in impls.values():  # warm-up: lazy imports and first-touch allocations stay out of the timings
+        fn(frame.head(args.size * 100), DEFAULT_MAPPING, args.baseline)
+    for run in range(args.repeat):
+        for name, fn in impls.items():
+            start = time.perf_counter()
+            out = fn(frame, DEFAULT_MAPPING, args.baseline)
+            times[name].append(time.perf_counter() - start)
+            if run == 0:
+                outputs[name] = as_arrays(out)
+            del out
+        print(f"  run {run + 1}/{args.repeat}: " + ", ".join(f"{name} {times[name][-1]:.3f} s" for name in impls))
+
+    ref = outputs["vectorised redistribute()"]
+    worst = max(compare(name, ref, outputs[name]) for name in impls if name != "vectorised redistribute()")
+    counts = pd.Series(ref["status"]).value_counts()
+    print(f"check: all three agree on every row (status equal; max |difference| {worst:.3g} <= {TOLERANCE:g}); "
+          f"rows graded {counts.get(GRADED, 0):,} / fallback {counts.get(FALLBACK, 0):,} / filtered {counts.get(FILTERED, 0):,}")
+
+    medians = {name: statistics.median(ts) for name, ts in times.items()}
+    vec = medians["vectorised redistribute()"]
+    fastest_loop = min(medians[name] for name in impls if name != "vectorised redistribute()")
+    print()
+    print(f"{'implementation':<32} {'median s':>9} {'runs (s)':>24} {'rollouts/s':>12} {'vs vectorised':>14}")
+    for name in impls:
+        runs = " ".join(f"{t:.2f}" for t in times[name])
+        print(f"{name:<32} {medians[name]:>9.3f} {runs:>24} {len(frame) / medians[name]:>12,.0f} {medians[name] / vec:>13.1f}x")
+    ratio = fastest_loop / vec
+    print()
+    print(f"speed-up of redistribute() over the faster loop: {ratio:.1f}x (goal >= 10x: {'met' if ratio >= 10 else 'MISSED'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""REST endpoints for importing agent runs: upload -> ImportJob -> Celery task; poll the job."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from grading.access import get_project_for
+from grading.api.errors import error
+from grading.groupline import MAX_NAME
+from grading.importers.scan import FORMATS
+from grading.models import ApiToken, ImportJob
+from grading.services.imports import UploadRefused, create_import_job, store_upload
+
+PROJECT = OpenApiParameter("project", str, required=True, description="Project name")
+
+
+class ImportJobSerializer(serializers.ModelSerializer):
+    run = serializers.CharField(source="run.name")
+    project = serializers.CharField(source="project.name")
+    progress = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ImportJob
+        fields = ["id", "url", "project", "run", "step", "format", "status", "progress", "uploaded_files", "summary",
+                  "error", "created_at", "started_at", "finished_at"]
+
+    def get_progress(self, job: ImportJob) -> dict:
+        return {"done": job.progress_done, "total": job.progress_total, "percent": job.percent}
+
+    def get_url(self, job: ImportJob) -> str:
+        return reverse("api-import", args=[job.pk])
+
+
+class ImportUploadSerializer(serializers.Serializer):
+    run = serializers.CharField(max_length=MAX_NAME)
+    step = serializers.IntegerField(min_value=0)
+    format = serializers.ChoiceField(choices=FORMATS, default="auto")
+
+
+def _token(request) -> ApiToken | None:
+    return request.auth if isinstance(request.auth, ApiToken) else None
+
+
+class ImportListCreateView(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(parameters=[PROJECT], responses=ImportJobSerializer(many=True), summary="Recent import jobs of a project")
+    def get(self, request):
+        name = request.query_params.get("project", "")
+        if not name:
+            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
+        project, _ = get_project_for(request.user, name, "view", token=_token(request))
+        jobs = ImportJob.objects.filter(project=project).select_related("project", "run")[:50]
+        return Response(ImportJobSerializer(jobs, many=True).data)
+
+    @extend_schema(
+        parameters=[PROJECT],
+        request={"multipart/form-data": {"type": "object", "properties": {
+            "run": {"type": "string"}, "step": {"type": "integer"}, "format": {"type": "string", "enum": list(FORMATS)},
+            "file": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
+        responses={202: ImportJobSerializer, 400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad fields or a refused archive")},
+        summary="Upload agent runs (.tar.gz/.zip archive or files) to import as a background job",
+    )
+    def post(self, request):
+        name = request.query_params.get("project", "")
+        if not name:
+            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
+        project, _ = get_project_for(request.user, name, "ingest", token=_token(request))
+        fields = ImportUploadSerializer(data=request.data)
+        if not fields.is_valid():
+            return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
+        files = request.FILES.getlist("file") + request.FILES.getlist("files")
+        try:
+            _, sources, uploaded = store_upload(files=files)
+        except UploadRefused as exc:
+            return error(status.HTTP_400_BAD_REQUEST, str(exc))
+        job = create_import_job(
+            project=project, user=request.user, run=fields.validated_data["run"], step=fields.validated_data["step"],
+            fmt=fields.validated_data["format"], sources=sources, uploaded=uploaded,
+        )
+        job.refresh_from_db()  # with eager Celery (no broker) the import has already run
+        data = ImportJobSerializer(job).data
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
+
+
+class ImportDetailView(APIView):
+    @extend_schema(responses=ImportJobSerializer, summary="Status, progress and summary of one import job")
+    def get(self, request, pk: int):
+        job = ImportJob.objects.select_related("project", "run").filter(pk=pk).first()
+        if job is None:
+            raise Http404("No such import job")
+        get_project_for(request.user, job.project.name, "view", token=_token(request))
+        return Response(ImportJobSerializer(job).data)
