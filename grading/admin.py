@@ -144,3 +144,13 @@ class AdvantageResultAdmin(admin.ModelAdmin):
     list_filter = ["status", "mapping_label"]
     search_fields = ["uid", "instance_id"]
     raw_id_fields = ["rollout", "step", "verdict", "mapping"]
+
+
+from grading.models import ImportJob  # noqa: E402
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "run", "step", "format", "status", "progress_done", "progress_total", "created_at"]
+    raw_id_fields = ["run"]
+    list_filter = ["status", "project"]

@@ -64,7 +64,6 @@ def worker(tmp_path):
         client = redis.Redis.from_url(BROKER)
         for key in client.scan_iter(f"*{queue}*"):  # kombu's bindings of the test's own queue
             client.delete(key)
-        print("DEBUG", queue, list(client.scan_iter("*")))
 
 
 def test_upload_is_imported_by_a_real_worker(client, alice_token, worker, settings, monkeypatch, tmp_path):
