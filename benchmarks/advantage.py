@@ -160,7 +160,7 @@ def loop_python(frame: pd.DataFrame, mapping: MappingSpec = DEFAULT_MAPPING, bas
 
         # Band rule: the k distinct ranks of a tier among the passes, in ascending order.
         f = [1.0] * len(r)
-        distinct: dict[str, list] = {}
+        distinct: dict[str, set] = {}
         for k in passes:
             distinct.setdefault(tiers[rows[k]], set()).add(ranks[rows[k]])
         position = {t: {rank: j for j, rank in enumerate(sorted(rs))} for t, rs in distinct.items()}

@@ -111,10 +111,30 @@ def _orm_rows(steps, mapping) -> Iterator[tuple]:
         yield tuple(row)
 
 
+# Export columns whose text (int4out; bool::text gives true/false) is already their JSON.
+_JSON_AS_TEXT = {"step", "index", "rank", "passed", "cheat"}
+
+
+def _json_object_sql() -> str:
+    """SQL for one row as the JSON text json_build_object(...)::text prints, byte for byte.
+
+    Same key order and `"key" : value, ` spacing, values through to_json (the same
+    escaping, and non-finite floats quoted as json_build_object quotes them), NULL as
+    null, in less than half the time (1M rows: 3.0 s instead of 7.1 s, benchmarks/export.py):
+    json_build_object works out the type of each of its 38 arguments on every row.
+    """
+    parts = []
+    for i, name in enumerate(COLUMNS):
+        value = f"({_SQL[name]})::text" if name in _JSON_AS_TEXT else f"to_json({_SQL[name]})::text"
+        parts.append(f"""'{"{" if i == 0 else ", "}"{name}" : '""")
+        parts.append(f"COALESCE({value}, 'null')")
+    parts.append("'}'")
+    return " || ".join(parts)
+
+
 def jsonl_stream(steps: list[Step], mapping: FactorMapping) -> Iterator[bytes]:
     if _on_postgres():
-        pairs = ", ".join(f"'{name}', {_SQL[name]}" for name in COLUMNS)
-        select, params = _select(f"json_build_object({pairs})::text", steps, mapping)
+        select, params = _select(_json_object_sql(), steps, mapping)
         # CSV with quote/delimiter bytes that JSON text never holds raw: COPY passes each
         # JSON object through untouched, one per line.
         yield from _copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')", params)
