@@ -99,13 +99,23 @@ def make_frame(*, groups: int, size: int, cheat_rate: float, ungraded_rate: floa
         "index": index,
         "reward": reward,
         "cheat": cheat,
-        "tier": pd.Series(tier, dtype=object),
+        # Categorical, as grading.services.advantages.step_inputs hands tiers over.
+        "tier": pd.Categorical(tier, categories=["T1", "T2", "T3"]),
         "rank": rank,  # float, NaN where the grader gave none (as step_inputs hands it over)
         "graded": graded,
     })
 
 
 # --- the loops -----------------------------------------------------------------------
+
+def tier_objects(tiers: pd.Series) -> np.ndarray:
+    """Tier strings (None where missing) from the categorical column, the fastest way we know,
+    so the loops do not pay for pandas' slow categorical-to-list conversion."""
+    if isinstance(tiers.dtype, pd.CategoricalDtype):
+        lookup = np.array(list(tiers.cat.categories) + [None], dtype=object)
+        return lookup[tiers.cat.codes.to_numpy()]
+    return tiers.to_numpy(dtype=object)
+
 
 def _bands(mapping: MappingSpec) -> dict[str, tuple[float, float]]:
     return {t: mapping.band(t) for t in ("T1", "T2", "T3")}
@@ -129,7 +139,7 @@ def loop_python(frame: pd.DataFrame, mapping: MappingSpec = DEFAULT_MAPPING, bas
     groups = frame["group"].tolist()
     rewards = frame["reward"].tolist()
     cheats = frame["cheat"].tolist()
-    tiers = frame["tier"].tolist()
+    tiers = tier_objects(frame["tier"]).tolist()
     ranks = [None if r != r else r for r in frame["rank"].tolist()]  # NaN -> None
     graded_flags = frame["graded"].tolist()
 
@@ -196,7 +206,7 @@ def loop_numpy(frame: pd.DataFrame, mapping: MappingSpec = DEFAULT_MAPPING, base
     group = frame["group"].to_numpy()
     reward = frame["reward"].to_numpy(dtype=float)
     cheat = frame["cheat"].to_numpy(dtype=bool)
-    tier = frame["tier"].to_numpy(dtype=object)
+    tier = tier_objects(frame["tier"])
     rank = frame["rank"].to_numpy(dtype=float, na_value=np.nan)
     graded = frame["graded"].to_numpy(dtype=bool)
 

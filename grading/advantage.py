@@ -81,6 +81,7 @@ import numpy as np
 import pandas as pd
 
 TIERS = ("T1", "T2", "T3")
+_TIER_INDEX = {tier: i for i, tier in enumerate(TIERS)}
 BASELINES = ("mean", "loo", "grpo")
 GRPO_EPSILON = 1e-6
 
@@ -163,7 +164,8 @@ def redistribute(
     if missing:
         raise ValueError(f"Rollout table lacks columns: {', '.join(missing)}")
 
-    group, n_groups = _group_codes(rollouts["group"])
+    groups = _Groups.of(rollouts["group"])
+    group, n_groups = groups.codes, groups.count
     reward = pd.to_numeric(rollouts["reward"]).to_numpy(dtype=float, na_value=np.nan)
     if not np.isin(reward, (0.0, 1.0)).all():
         raise ValueError("Rewards must be binary (0 or 1)")
@@ -176,46 +178,59 @@ def redistribute(
     reward_used = np.where(cheat, 0.0, reward)
     passed = reward_used == 1.0
 
-    size = np.bincount(group, minlength=n_groups)
-    n_passed = np.bincount(group, weights=passed, minlength=n_groups)
+    size = groups.size
+    n_passed = groups.sum(passed)
     mixed = (n_passed > 0) & (n_passed < size)  # dynamic sampling (DAPO)
 
-    graded_votes = np.bincount(group, weights=graded_row, minlength=n_groups)
+    graded_votes = groups.sum(graded_row)
     if ((graded_votes != 0) & (graded_votes != size)).any():
         raise ValueError("The `graded` flag must be the same on every row of a group")
-    incomplete = np.bincount(group, weights=passed & ((tier < 0) | np.isnan(rank)), minlength=n_groups) > 0
+    incomplete = groups.sum(passed & ((tier < 0) | np.isnan(rank))) > 0
     is_graded = mixed & (graded_votes > 0) & ~incomplete
-    status = np.where(~mixed, FILTERED, np.where(is_graded, GRADED, FALLBACK))
+    status_code = np.where(~mixed, 2, np.where(is_graded, 0, 1))
 
-    advantage = np.where(mixed[group], _baseline_advantage(reward_used, group, size, baseline), 0.0)
+    # No np.where(mixed, ...) needed: in a group with no pass or no fail every reward
+    # equals the group's mean, so all three baselines give exactly 0 there already.
+    advantage = _baseline_advantage(reward_used, groups, baseline)
 
     scored = passed & is_graded[group]
     factor = np.ones(len(reward_used))
-    factor[scored] = _band_factors(group[scored], tier[scored], rank[scored], mapping)
+    scored_group = group[scored]
+    scored_factor = _band_factors(scored_group, tier[scored], rank[scored], mapping)
+    factor[scored] = scored_factor
 
     passing_advantage = np.where(passed, advantage, 0.0)
-    s_plus = np.bincount(group, weights=passing_advantage, minlength=n_groups)
-    sum_f_a = np.bincount(group, weights=factor * passing_advantage, minlength=n_groups)
+    s_plus = groups.sum(passing_advantage)
+    sum_f_a = groups.sum(factor * passing_advantage)
     usable = is_graded & (sum_f_a != 0)
     lam = np.divide(s_plus, sum_f_a, out=np.ones(n_groups), where=usable)
 
     # Equal factors make lambda * f exactly 1 in real arithmetic; keep A bit for bit.
-    f_min = np.full(n_groups, np.inf)
-    f_max = np.full(n_groups, -np.inf)
-    np.minimum.at(f_min, group[scored], factor[scored])
-    np.maximum.at(f_max, group[scored], factor[scored])
-    rescale = scored & (f_min != f_max)[group]
+    # A group's factors are all equal iff none differs from the group's first one.
+    first_factor = np.zeros(n_groups)
+    first_factor[scored_group[::-1]] = scored_factor[::-1]  # fancy assignment: the last write wins
+    differs = np.bincount(scored_group, weights=scored_factor != first_factor[scored_group], minlength=n_groups) > 0
+    rescale = scored & differs[group]
+    lam_row = lam[group]
 
-    out = rollouts.copy()
-    out["reward_used"] = reward_used
-    out["passed"] = passed
-    out["advantage"] = advantage
-    out["factor"] = factor
-    out["lambda"] = lam[group]
-    out["redistributed_advantage"] = np.where(rescale, lam[group] * factor * advantage, advantage)
-    out["discount_only_advantage"] = factor * advantage
-    out["status"] = status[group]
-    return out
+    # New columns are built apart and joined once; the input's columns are shared, not
+    # copied (pandas copy-on-write keeps the caller's frame unchanged).
+    added = pd.DataFrame(
+        {
+            "reward_used": reward_used,
+            "passed": passed,
+            "advantage": advantage,
+            "factor": factor,
+            "lambda": lam_row,
+            "redistributed_advantage": np.where(rescale, lam_row * factor * advantage, advantage),
+            "discount_only_advantage": factor * advantage,
+            # Status as a categorical: codes per group, no million-string array to build.
+            "status": pd.Categorical.from_codes(status_code[group], categories=[GRADED, FALLBACK, FILTERED]),
+        },
+        index=rollouts.index,
+        copy=False,
+    )
+    return pd.concat([rollouts.drop(columns=[c for c in OUTPUT_COLUMNS if c in rollouts.columns]), added], axis=1)
 
 
 def group_summary(result: pd.DataFrame) -> pd.DataFrame:
@@ -225,7 +240,7 @@ def group_summary(result: pd.DataFrame) -> pd.DataFrame:
     positive_credit_before (sum of positive A), positive_credit_after (sum of
     positive A*), dropped_credit (what discount-only loses: sum over passes of (1-f)A).
     """
-    group, _ = _group_codes(result["group"])
+    group = _Groups.of(result["group"]).codes
     passed = result["passed"].to_numpy(dtype=bool)
     advantage = result["advantage"].to_numpy(dtype=float)
     factor = result["factor"].to_numpy(dtype=float)
@@ -318,7 +333,7 @@ def baseline_advantages(rewards: Sequence[float], baseline: str = "mean") -> np.
         raise ValueError(f"Unknown baseline {baseline!r}; expected one of {', '.join(BASELINES)}")
     reward = np.asarray(rewards, dtype=float)
     group = np.zeros(len(reward), dtype=np.intp)
-    return _baseline_advantage(reward, group, np.bincount(group, minlength=1), baseline)
+    return _baseline_advantage(reward, _Groups(group, 1, None), baseline)
 
 
 def band_factors(
@@ -333,47 +348,134 @@ def band_factors(
     return factor
 
 
-def _group_codes(groups: pd.Series) -> tuple[np.ndarray, int]:
-    codes, uniques = pd.factorize(groups, sort=False)
-    if (codes < 0).any():
-        raise ValueError("Every rollout needs a group id")
-    return codes.astype(np.intp), len(uniques)
+@dataclass
+class _Groups:
+    """Integer group codes per row, and per-group sums over them.
+
+    Rows usually arrive with each group's rows together and group ids ascending (the
+    store orders them so); then a group is a run of rows and sums are one
+    np.add.reduceat. Otherwise the ids are factorized and sums are np.bincount.
+    """
+
+    codes: np.ndarray
+    count: int
+    starts: np.ndarray | None  # first row of each group when groups are runs in code order
+
+    @classmethod
+    def of(cls, groups: pd.Series) -> _Groups:
+        values = groups.to_numpy()
+        if values.dtype.kind in "iu" and len(values):
+            change = values[1:] != values[:-1]
+            if (values[1:] >= values[:-1]).all():
+                codes = np.empty(len(values), dtype=np.intp)
+                codes[0] = 0
+                np.cumsum(change, out=codes[1:])
+                return cls(codes, int(codes[-1]) + 1, np.r_[0, np.flatnonzero(change) + 1])
+        codes, uniques = pd.factorize(groups, sort=False)
+        if (codes < 0).any():
+            raise ValueError("Every rollout needs a group id")
+        return cls(codes.astype(np.intp), len(uniques), None)
+
+    @property
+    def size(self) -> np.ndarray:
+        if self.starts is not None:
+            return np.diff(np.r_[self.starts, len(self.codes)])
+        return np.bincount(self.codes, minlength=self.count)
+
+    def sum(self, weights: np.ndarray) -> np.ndarray:
+        if self.starts is not None:
+            return np.add.reduceat(weights, self.starts, dtype=float) if len(weights) else np.zeros(0)
+        return np.bincount(self.codes, weights=weights, minlength=self.count)
 
 
 def _tier_codes(tiers: pd.Series) -> np.ndarray:
-    """0/1/2 for T1/T2/T3, -1 where the grader gave no tier."""
-    absent = tiers.isna().to_numpy()
-    codes = tiers.map({tier: i for i, tier in enumerate(TIERS)}).to_numpy(dtype=float, na_value=np.nan)
-    unknown = ~absent & np.isnan(codes)
-    if unknown.any():
-        raise ValueError(f"Unknown tier(s) {sorted(map(str, set(tiers[unknown])))}; expected {', '.join(TIERS)}")
-    return np.where(absent, -1, codes).astype(np.intp)
+    """0/1/2 for T1/T2/T3, -1 where the grader gave no tier.
+
+    A categorical column (what the store hands over) costs nothing to code; any other
+    column is factorized.
+    """
+    if isinstance(tiers.dtype, pd.CategoricalDtype):
+        codes = tiers.cat.codes.to_numpy()
+        lookup = np.array([_TIER_INDEX.get(c, -2) for c in tiers.cat.categories] + [-1], dtype=np.intp)
+        used = np.zeros(len(lookup), dtype=bool)
+        used[codes] = True  # code -1 (missing) lands on the trailing slot
+        if (used[:-1] & (lookup[:-1] == -2)).any():
+            unknown = [c for c, code, u in zip(tiers.cat.categories, lookup, used) if code == -2 and u]
+            raise ValueError(f"Unknown tier(s) {sorted(map(str, unknown))}; expected {', '.join(TIERS)}")
+        return lookup[codes]
+    # factorize hashes each distinct value once; mapping a million strings one by one
+    # was the engine's largest cost.
+    codes, uniques = pd.factorize(tiers, use_na_sentinel=True)
+    lookup = np.array([_TIER_INDEX.get(u, -2) if isinstance(u, str) else -2 for u in uniques] + [-1], dtype=np.intp)
+    if (lookup[:-1] == -2).any():
+        unknown = [u for u, code in zip(uniques, lookup[:-1]) if code == -2]
+        raise ValueError(f"Unknown tier(s) {sorted(map(str, unknown))}; expected {', '.join(TIERS)}")
+    return lookup[codes]  # the NA sentinel -1 picks the trailing -1
 
 
-def _baseline_advantage(reward: np.ndarray, group: np.ndarray, size: np.ndarray, baseline: str) -> np.ndarray:
+def _baseline_advantage(reward: np.ndarray, groups: _Groups, baseline: str) -> np.ndarray:
+    # Statistics per group, gathered back to rows once.
+    group, size = groups.codes, groups.size
+    total = groups.sum(reward)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / size
+    if baseline == "mean":
+        return reward - mean[group]
     n = size[group].astype(float)
-    total = np.bincount(group, weights=reward, minlength=len(size))[group]
-    mean = total / n
     # A group of one has no "others" and no spread; 0 is its only signal-free value.
     others = np.maximum(n - 1.0, 1.0)
-    if baseline == "mean":
-        return reward - mean
     if baseline == "loo":
-        return np.where(n > 1, reward - (total - reward) / others, 0.0)
-    centred = reward - mean
+        return np.where(n > 1, reward - (total[group] - reward) / others, 0.0)
+    centred = reward - mean[group]
     # ddof=1 as verl and TRL do; epsilon keeps all-equal groups finite.
-    std = np.sqrt(np.bincount(group, weights=centred**2, minlength=len(size))[group] / others)
+    std = np.sqrt(groups.sum(centred**2)[group] / others)
     return np.where(n > 1, centred / (std + GRPO_EPSILON), 0.0)
 
 
 def _band_factors(group: np.ndarray, tier: np.ndarray, rank: np.ndarray, mapping: MappingSpec) -> np.ndarray:
     """METHOD.md section 3: position j of a rank among the k distinct ranks of its tier."""
-    if len(group) == 0:
+    n = len(group)
+    if n == 0:
         return np.empty(0)
-    keys = pd.DataFrame({"group": group, "tier": tier, "rank": rank})
-    dense = keys.groupby(["group", "tier"], sort=False)["rank"].rank(method="dense")
-    k = dense.groupby([keys["group"], keys["tier"]], sort=False).transform("max").to_numpy()
-    j = dense.to_numpy() - 1.0
-    hi = np.array([mapping.band(t)[0] for t in TIERS])[tier]
-    lo = np.array([mapping.band(t)[1] for t in TIERS])[tier]
+    band = group.astype(np.int64) * 3 + tier  # one id per (group, tier)
+    if np.array_equal(rank, np.floor(rank)) and rank.min() >= 1 and rank.max() <= 64:
+        j, k = _band_positions_table(band, rank.astype(np.intp) - 1)
+    else:
+        j, k = _band_positions_sorted(band, rank)
+    hi = np.array([mapping.band(x)[0] for x in TIERS])[tier]
+    lo = np.array([mapping.band(x)[1] for x in TIERS])[tier]
     return np.where(k > 1, hi - (hi - lo) * j / np.maximum(k - 1.0, 1.0), hi)
+
+
+def _band_positions_table(band: np.ndarray, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ranks 1..64 (slot = rank - 1): a bands x ranks table of which ranks occur, no sort.
+
+    Its running count along each band's row is the number of distinct ranks up to a
+    rank; so j = count at the rank - 1 and k = count at the row's end.
+    """
+    bands, band_code = np.unique(band, return_inverse=True) if band.max() > 4 * len(band) else (None, band)
+    n_bands = len(bands) if bands is not None else int(band.max()) + 1
+    present = np.zeros((n_bands, int(slot.max()) + 1), dtype=np.int8)
+    present[band_code, slot] = 1
+    upto = present.cumsum(axis=1, dtype=np.int8)
+    return upto[band_code, slot] - 1.0, upto[band_code, -1].astype(float)
+
+
+def _band_positions_sorted(band: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Any ranks: one sort by (band, rank); a new rank inside a run of a band advances j."""
+    n = len(band)
+    order = np.lexsort((rank, band))
+    b, r = band[order], rank[order]
+    starts_band = np.empty(n, dtype=bool)
+    starts_band[0] = True
+    np.not_equal(b[1:], b[:-1], out=starts_band[1:])
+    new_rank = starts_band.copy()
+    new_rank[1:] |= r[1:] != r[:-1]
+    distinct = np.cumsum(new_rank)  # running count of distinct (band, rank)
+    run = np.cumsum(starts_band) - 1
+    first = distinct[starts_band]
+    last = distinct[np.r_[np.flatnonzero(starts_band)[1:] - 1, n - 1]]
+    j, k = np.empty(n), np.empty(n)
+    j[order] = distinct - first[run]
+    k[order] = (last - first + 1)[run]
+    return j, k

@@ -20,7 +20,7 @@ import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
-from grading.advantage import group_summary, redistribute
+from grading.advantage import TIERS, group_summary, redistribute
 from grading.models import (
     AdvantageResult,
     CheatDecision,
@@ -101,7 +101,7 @@ def step_inputs(step: Step) -> StepInputs:
     """Everything the engine needs for one step, in five queries whatever its size."""
     rows = list(
         Rollout.objects.filter(group__step=step)
-        .order_by("group__uid", "index")
+        .order_by("group_id", "index")  # groups as ascending runs: the engine's fast path
         .values_list("id", "group_id", "index", "reward", "group__uid", "group__task__instance_id")
     )
     frame = pd.DataFrame(rows, columns=["rollout_id", "group", "index", "reward", "uid", "instance_id"])
@@ -134,7 +134,7 @@ def step_inputs(step: Step) -> StepInputs:
         return StepInputs(empty, empty)
     frame["verdict_id"] = frame["group"].map(lambda g: latest_verdict.get(g, (None, None))[0])
     frame["graded"] = frame["group"].map(lambda g: latest_verdict.get(g, (None, None))[1] == Verdict.Status.VALID)
-    frame["tier"] = frame["rollout_id"].map(lambda r: grades.get(r, (None, None))[0])
+    frame["tier"] = pd.Categorical(frame["rollout_id"].map(lambda r: grades.get(r, (None, None))[0]), categories=TIERS)
     frame["rank"] = frame["rollout_id"].map(lambda r: grades.get(r, (None, None))[1])
     frame["cheat"] = frame["rollout_id"].isin(cheats.keys())
     frame["cheat_source"] = frame["rollout_id"].map(lambda r: cheats.get(r, ""))
@@ -159,7 +159,7 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
                 rollout_id=rec.rollout_id, verdict_id=_int_or_none(rec.verdict_id), uid=rec.uid, index=rec.index,
                 instance_id=rec.instance_id, reward=float(rec.reward_used), passed=bool(rec.passed), cheat=bool(rec.cheat),
                 cheat_source=rec.cheat_source if rec.cheat else "", advantage=float(rec.advantage),
-                tier=(rec.tier or "") if graded and rec.passed else "",
+                tier=rec.tier if graded and rec.passed and isinstance(rec.tier, str) else "",
                 rank=_int_or_none(rec.rank) if graded and rec.passed else None,
                 factor=float(rec.factor), lambda_value=float(rec.lambda_value),
                 redistributed_advantage=float(rec.redistributed_advantage), discount_only_advantage=float(rec.discount_only_advantage),

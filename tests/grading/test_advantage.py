@@ -385,3 +385,15 @@ def test_bad_input_is_refused():
     mixed_flags["graded"] = [True, False]
     with pytest.raises(ValueError, match="same on every row"):
         redistribute(mixed_flags)
+
+
+@PROPERTY
+@given(tables, st.sampled_from([100, 1000]), st.sampled_from([1.0, 0.5]))
+def test_band_rule_depends_only_on_rank_order(table, shift, scale):
+    """Ranks 1..64 and any other ranks (shifted past 64, or fractional) give the same factors:
+    METHOD.md §3 uses only the order of a tier's distinct ranks."""
+    frame = frame_of(table)
+    moved = frame.assign(rank=frame["rank"] * scale + shift)
+    plain, shifted = redistribute(frame), redistribute(moved)
+    assert plain["factor"].tolist() == shifted["factor"].tolist()
+    assert np.allclose(plain["redistributed_advantage"], shifted["redistributed_advantage"], atol=TOL, rtol=0)
