@@ -131,15 +131,29 @@ class CheatDecisionAdmin(admin.ModelAdmin):
     list_select_related = ["rollout__group", "decided_by"]
 
 
+class ComputedOnly:
+    """Rows the advantage engine writes; editing one by hand would make exports lie."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(StepComputation)
-class StepComputationAdmin(admin.ModelAdmin):
+class StepComputationAdmin(ComputedOnly, admin.ModelAdmin):
     list_display = ["step", "mapping", "stale", "n_rows", "computed_at"]
     list_filter = ["stale"]
     list_select_related = ["step__run__project", "mapping"]
+    exclude = ["parquet"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("parquet")
 
 
 @admin.register(AdvantageResult)
-class AdvantageResultAdmin(admin.ModelAdmin):
+class AdvantageResultAdmin(ComputedOnly, admin.ModelAdmin):
     list_display = ["uid", "index", "step_number", "mapping_label", "status", "advantage", "redistributed_advantage"]
     list_filter = ["status", "mapping_label"]
     search_fields = ["uid", "instance_id"]

@@ -132,6 +132,10 @@ class StepComputation(models.Model):
     computed_at = models.DateTimeField(null=True, blank=True)
     n_rows = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True)
+    # The step's gagar-advantage/1 rows as a Parquet file, written in the same transaction
+    # as the rows: a Parquet export of current steps is a concatenation of these, and an
+    # export can be reproduced byte for byte later. Deferred wherever it is not needed.
+    parquet = models.BinaryField(null=True, blank=True, editable=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["step", "mapping"], name="one_computation_per_step_mapping")]

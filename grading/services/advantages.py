@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.advantage import TIERS, group_summary, redistribute
+from grading.services import export
 from grading.models import (
     AdvantageResult,
     CheatDecision,
@@ -180,12 +181,13 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
     with transaction.atomic():
         AdvantageResult.objects.filter(step=step, mapping=mapping).delete()
         AdvantageResult.objects.bulk_create(rows, batch_size=2000)
-        computation, _ = StepComputation.objects.select_for_update().get_or_create(step=step, mapping=mapping)
+        computation, _ = StepComputation.objects.select_for_update().defer("parquet").get_or_create(step=step, mapping=mapping)
         computation.stale = False
         computation.computed_at = now
         computation.n_rows = len(rows)
         computation.summary = summary
-        computation.save(update_fields=["stale", "computed_at", "n_rows", "summary"])
+        computation.parquet = export.step_snapshot(step, mapping)
+        computation.save(update_fields=["stale", "computed_at", "n_rows", "summary", "parquet"])
     return computation
 
 
@@ -195,7 +197,9 @@ def ensure_computed(*, step: Step, mapping: FactorMapping) -> StepComputation:
 
 def ensure_computed_many(*, steps: list[Step], mapping: FactorMapping) -> dict[int, StepComputation]:
     """Current computations of these steps, computing the missing or stale ones; one query when all are current."""
-    current = {c.step_id: c for c in StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False)}
+    current = {
+        c.step_id: c for c in StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False).defer("parquet")
+    }
     for step in steps:
         if step.pk not in current:
             current[step.pk] = compute_step(step=step, mapping=mapping)

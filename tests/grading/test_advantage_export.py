@@ -135,3 +135,29 @@ def test_export_query_count_does_not_grow_with_rows(client, trainer_token, grade
     export(client, trainer_token, "jsonl", step=1)  # computed once
     with django_assert_max_num_queries(12):
         export(client, trainer_token, "jsonl", step=1)
+
+
+def test_parquet_snapshot_equals_rows_and_keeps_nulls(client, trainer_token, alice_token, acme, graded_step):
+    """The Parquet stored with a computation and one rebuilt from the rows are the same table,
+    including NULL rewards (unknown verdicts), NULL tiers/ranks and cheat sources."""
+    from grading.services.ingest import ingest_group_lines
+    from tests.conftest import line
+
+    unknown = small_group("u@1", instance_id="t-9", rewards=(1, 0))
+    unknown["rollouts"][1]["reward"] = None
+    report = ingest_group_lines(project=acme, lines=[(1, line(unknown))], allow_unknown_reward=True)
+    assert report.groups_created == 1
+    decision = CheatDecision.objects.create(rollout=Group.objects.get(uid="g1@1").rollouts.get(index=1), source="grader")
+    decide_cheat(decision=decision, confirmed=True)
+    snapshot = export(client, trainer_token, "parquet", step=1)
+    assert StepComputation.objects.filter(step__number=1, parquet__isnull=False).exists()
+    StepComputation.objects.update(parquet=None)  # force the path that reads the rows
+    rebuilt = export(client, trainer_token, "parquet", step=1)
+    pd.testing.assert_frame_equal(snapshot, rebuilt)
+    u = snapshot[snapshot.uid == "u@1"]
+    assert u["reward"].isna().tolist() == [False, True] and set(u["status"]) == {"filtered"}
+    g1 = snapshot[snapshot.uid == "g1@1"].set_index("index")
+    assert g1.loc[1, "cheat_source"] == "grader" and g1.loc[1, "cheat"] and pd.isna(g1.loc[1, "tier"])
+    assert pd.isna(g1.loc[3, "rank"]) and g1.loc[0, "rank"] == 1
+    jsonl = export(client, trainer_token, "jsonl", step=1)
+    assert jsonl["redistributed_advantage"].tolist() == snapshot["redistributed_advantage"].tolist()
