@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from _host import cpu_model, load_average, usable_cores  # benchmarks/_host.py (this folder is on sys.path when a script runs)
+
 import numpy as np
 import pandas as pd
 
@@ -292,17 +294,9 @@ def compare(name: str, ref: dict[str, np.ndarray], other: dict[str, np.ndarray])
 
 
 def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = " / load %.2f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
-    return (f"{usable} cores ({os.cpu_count()} online), {model}{load}; Python {platform.python_version()}, "
+    model, usable = cpu_model(), usable_cores()
+    load_now = f" / load {load_average():.2f}"
+    return (f"{usable} cores ({os.cpu_count()} online), {model}{load_now}; Python {platform.python_version()}, "
             f"NumPy {np.__version__}, pandas {pd.__version__}, {platform.system()} {platform.machine()}")
 
 

@@ -47,6 +47,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _host import cpu_model, load_average, memory_gib, usable_cores  # benchmarks/_host.py (this folder is on sys.path when a script runs)
 from urllib.parse import urlparse, urlunparse
 
 import numpy as np
@@ -326,25 +328,12 @@ def time_http(port: int, token: str, fmt: str) -> tuple[float, int, int, bytes]:
 # --- report --------------------------------------------------------------------------
 
 def machine(url: str) -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")).split()[1])
-        mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
-    except (OSError, StopIteration, ValueError):
-        pass
+    mem = f", {memory_gib()} RAM" if memory_gib() else ""
+    model = cpu_model()
     with psycopg.connect(url) as conn:
         pg = conn.execute("SHOW server_version").fetchone()[0]
         work_mem = conn.execute("SHOW work_mem").fetchone()[0]
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (f"{cores} cores, {model}{mem}, load {os.getloadavg()[0]:.2f}; PostgreSQL {pg} (work_mem {work_mem}) on "
+    return (f"{usable_cores()} cores, {model}{mem}, load {load_average():.2f}; PostgreSQL {pg} (work_mem {work_mem}) on "
             f"{urlparse(url).hostname}; Python {platform.python_version()}, psycopg {psycopg.__version__}, "
             f"pyarrow {pa.__version__}, NumPy {np.__version__}, pandas {pd.__version__}")
 

@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _host import cpu_model, memory_gib  # benchmarks/_host.py (this folder is on sys.path when a script runs)
 from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,20 +125,7 @@ def generate(folder: Path, *, trajectories: int, runs: int, seed: int = 7) -> tu
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")).split()[1])
-        mem = f", {kb / 1024**2:.0f} GB RAM"
-    except (OSError, StopIteration, ValueError):
-        pass
+    cpu, mem = cpu_model(), f", {memory_gib()} RAM" if memory_gib() else ""
     return f"{cpu}, {os.cpu_count()} cores{mem}, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 

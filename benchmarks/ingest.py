@@ -37,6 +37,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _host import cpu_model, memory_gib, postgres_version  # benchmarks/_host.py (this folder is on sys.path when a script runs)
 from urllib.parse import urlparse, urlunparse
 
 import orjson
@@ -223,22 +225,7 @@ def post_step(port: int, token: str, path: Path) -> tuple[float, int, dict]:
 # --- report ----------------------------------------------------------------------------
 
 def machine(url: str) -> dict:
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")).split()[1])
-        mem = f"{kb / 1024 / 1024:.0f} GiB RAM"
-    except (OSError, StopIteration, ValueError):
-        pass
-    with psycopg.connect(url) as conn:
-        pg = conn.execute("SHOW server_version").fetchone()[0]
+    model, mem, pg = cpu_model(), f"{memory_gib()} RAM" if memory_gib() else "", postgres_version(url)
     return {"cores": os.cpu_count(), "cpu": model, "memory": mem, "postgres": pg,
             "python": platform.python_version(), "psycopg": psycopg.__version__}
 

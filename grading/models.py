@@ -274,7 +274,7 @@ class RolloutContent(models.Model):
         return f"content of rollout {self.rollout_id}"
 
 
-from grading.models_method import (  # noqa: E402  the method's models live in their own module
+from grading.models_method import (  # noqa: E402,F401  re-exported: the method's models live in their own module
     AdvantageResult,
     CheatDecision,
     FactorMapping,

@@ -101,7 +101,7 @@ def small_group(uid: str = "t-1@1", *, run: str = "r1", step: int = 1, rewards=(
                 "patch": f"diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = {i}\n+y = {i + 1}\n",
                 "messages": [
                     {"role": "user", "content": "Fix the widget."},
-                    {"role": "assistant", "content": f"THOUGHT: look\n\n```bash\ncat w.py\n```", "action": "cat w.py", "observation": "x = 1"},
+                    {"role": "assistant", "content": "THOUGHT: look\n\n```bash\ncat w.py\n```", "action": "cat w.py", "observation": "x = 1"},
                 ],
                 "tests": {"FAIL_TO_PASS": {"success": ["t::a"] if r else [], "failure": [] if r else ["t::a"]}},
                 "test_log": "t::a PASSED" if r else "t::a FAILED",

@@ -23,7 +23,6 @@ import pyarrow.parquet as pq
 from django.db import connection
 
 from grading.models import AdvantageResult, FactorMapping, Step
-from grading.services import export_binary
 
 COLUMNS = [
     "run", "step", "uid", "index", "instance_id", "reward", "passed", "cheat", "cheat_source",
@@ -214,13 +213,7 @@ def step_snapshot(step: Step, mapping: FactorMapping) -> bytes:
 
 def _write_step_from_rows(writer: pq.ParquetWriter, step: Step, mapping: FactorMapping) -> None:
     if _on_postgres():
-        # Binary arrays decoded by NumPy (export_binary); the CSV route for a step that
-        # path does not expect.
-        table = export_binary.step_table(step, mapping, ARROW_SCHEMA)
-        if table is None:
-            _write_postgres_parquet(writer, [step], mapping)
-        elif table.num_rows:
-            writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        _write_postgres_parquet(writer, [step], mapping)
         return
     batch: list[tuple] = []
     for row in _orm_rows([step], mapping):

@@ -47,7 +47,7 @@ def mini_v1(instance_id: str, *, submission: str | None = None, exit_status: str
     for i in range(steps):
         content = f"THOUGHT: step {i}, look around.\n\n```bash\ngrep -n 'def f' pkg/core.py | head -{i + 1}\n```"
         messages.append({"role": "assistant", "content": content, "extra": {"response": _response(content, reasoning=f"**Step {i}**\n\nthinking")}})
-        messages.append({"role": "user", "content": f"<returncode>0</returncode>\n<output>\n1:def f(x):\n</output>"})
+        messages.append({"role": "user", "content": "<returncode>0</returncode>\n<output>\n1:def f(x):\n</output>"})
     final = "THOUGHT: done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"
     messages.append({"role": "assistant", "content": final, "extra": {"response": _response(final)}})
     messages.append({"role": "user", "content": submission or ""})
