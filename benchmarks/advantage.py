@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from _host import cpu_model, load_average, usable_cores  # benchmarks/_host.py (this folder is on sys.path when a script runs)
+from _support import cpu_model, load_average, usable_cores  # benchmarks/_support.py (this folder is on sys.path when a script runs)
 
 import numpy as np
 import pandas as pd

@@ -38,9 +38,7 @@ import http.client
 import io
 import os
 import platform
-import secrets
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,8 +46,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from _host import cpu_model, load_average, memory_gib, usable_cores  # benchmarks/_host.py (this folder is on sys.path when a script runs)
-from urllib.parse import urlparse, urlunparse
+from _support import (
+    cpu_model,
+    database_urls,
+    free_port,
+    load_average,
+    memory_gib,
+    recreate_database,
+    service_env,
+    stop_server,
+    usable_cores,
+    wait_until_healthy,
+)
+from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
@@ -90,33 +99,6 @@ def parse_args() -> argparse.Namespace:
 
 
 # --- PostgreSQL ----------------------------------------------------------------------
-
-def database_urls(name: str) -> tuple[str, str]:
-    """(maintenance URL, benchmark URL) on the server DATABASE_URL points at."""
-    env = os.environ.get("DATABASE_URL", "")
-    base = urlparse(env) if env.startswith(("postgres://", "postgresql://")) else urlparse("postgres://postgres@127.0.0.1:5432/postgres")
-    return urlunparse(base._replace(path="/postgres", query="")), urlunparse(base._replace(path=f"/{name}", query=""))
-
-
-def recreate_database(admin_url: str, name: str, *, drop_only: bool = False) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if not drop_only:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-
-
-def service_env(db_url: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in {"CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(
-        DATABASE_URL=db_url,
-        DJANGO_DEBUG="false",  # as deployed: no query log, no debug cursor
-        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
-        DJANGO_ALLOWED_HOSTS="127.0.0.1",
-        DJANGO_SECURE_SSL_REDIRECT="false",  # plain HTTP on loopback
-        DJANGO_LOG_LEVEL="WARNING",
-    )
-    return env
-
 
 # --- the load ------------------------------------------------------------------------
 
@@ -269,41 +251,13 @@ def time_copy_floor(db_url: str, step_ids: list[int], mapping_id: int) -> tuple[
         return time.perf_counter() - started, size
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(env: dict, port: int, log) -> subprocess.Popen:
     cmd = [PYTHON, "-m", "gunicorn", "gagar_web.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1",
            "--timeout", "3600", "--log-level", "warning"]
     server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"server exited with {server.returncode}; see its log")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return server
-        except OSError:
-            pass
-        time.sleep(0.2)
-    server.kill()
-    raise SystemExit("server did not answer /healthz within 60 s")
-
-
-def stop_server(server: subprocess.Popen) -> None:
-    if server.poll() is None:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    wait_until_healthy(server, port)
+    return server
 
 
 def time_http(port: int, token: str, fmt: str) -> tuple[float, int, int, bytes]:

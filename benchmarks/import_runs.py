@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _host import cpu_model, memory_gib  # benchmarks/_host.py (this folder is on sys.path when a script runs)
+from _support import cpu_model, memory_gib  # benchmarks/_support.py (this folder is on sys.path when a script runs)
 from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parents[1]

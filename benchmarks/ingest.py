@@ -29,21 +29,28 @@ import json
 import os
 import platform
 import random
-import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _host import cpu_model, memory_gib, postgres_version  # benchmarks/_host.py (this folder is on sys.path when a script runs)
-from urllib.parse import urlparse, urlunparse
+from _support import (
+    cpu_model,
+    database_urls,
+    free_port,
+    memory_gib,
+    postgres_version,
+    recreate_database,
+    service_env,
+    stop_server,
+    wait_until_healthy,
+)
+from urllib.parse import urlparse
 
 import orjson
 import psycopg
-from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -97,20 +104,6 @@ def write_step(path: Path, *, groups: int, rollouts: int, rollout_bytes: int, se
 
 # --- PostgreSQL ----------------------------------------------------------------------
 
-def database_urls(name: str) -> tuple[str, str]:
-    """(maintenance URL, benchmark URL) on the server DATABASE_URL points at."""
-    env = os.environ.get("DATABASE_URL", "")
-    base = urlparse(env) if env.startswith(("postgres://", "postgresql://")) else urlparse("postgres://postgres@127.0.0.1:5432/postgres")
-    return urlunparse(base._replace(path="/postgres", query="")), urlunparse(base._replace(path=f"/{name}", query=""))
-
-
-def recreate_database(admin_url: str, name: str, *, drop_only: bool = False) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        if not drop_only:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-
-
 def checkpoint(url: str) -> None:
     """Start each path with clean shared buffers (needs superuser; skipped otherwise)."""
     try:
@@ -142,25 +135,6 @@ def copy_baseline(url: str, path: Path, expected_rows: int) -> float:
 
 # --- the service -----------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def service_env(db_url: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in {"CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(
-        DATABASE_URL=db_url,
-        DJANGO_DEBUG="false",  # as deployed: no query log, no debug cursor
-        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
-        DJANGO_ALLOWED_HOSTS="127.0.0.1",
-        DJANGO_SECURE_SSL_REDIRECT="false",  # plain HTTP on loopback
-        DJANGO_LOG_LEVEL="WARNING",
-    )
-    return env
-
-
 def manage(env: dict, *args: str) -> str:
     done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode:
@@ -177,31 +151,8 @@ def start_server(env: dict, port: int, workers: int, profile: str | None, log) -
     # A shell's background job inherits SIGINT ignored; the profiled server needs it to exit cleanly.
     server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"server exited with {server.returncode}; see its log")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return server
-        except OSError:
-            pass
-        time.sleep(0.2)
-    server.kill()
-    raise SystemExit("server did not answer /healthz within 60 s")
-
-
-def stop_server(server: subprocess.Popen, profile: str | None) -> None:
-    if server.poll() is None:
-        # SIGINT lets runserver exit normally, so cProfile writes its file.
-        server.send_signal(signal.SIGINT if profile else signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    wait_until_healthy(server, port)
+    return server
 
 
 def post_step(port: int, token: str, path: Path) -> tuple[float, int, dict]:
@@ -263,14 +214,14 @@ def main() -> int:
             print(server_log.read()[-4000:].decode(errors="replace"), file=sys.stderr)
             raise SystemExit(f"ingest failed: HTTP {status}, {created} rollouts created of {load['rollouts']}: "
                              f"{json.dumps(report)[:2000]}")
-        stop_server(server, args.profile)
+        stop_server(server, signal.SIGINT if args.profile else signal.SIGTERM)
         server = None
 
         copy_s = copy_baseline(db_url, step_file, load["groups"])
         info = machine(db_url)
     finally:
         if server is not None:
-            stop_server(server, args.profile)
+            stop_server(server, signal.SIGINT if args.profile else signal.SIGTERM)
         server_log.close()
         step_file.unlink(missing_ok=True)
         (workdir / "server.log").unlink(missing_ok=True)

@@ -1,0 +1,112 @@
+"""Shared by the benchmark scripts: the machine they ran on, a scratch PostgreSQL
+database, and the app served by a real server process on loopback."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import platform
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+import psycopg
+from psycopg import sql
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def memory_gib() -> str:
+    """Total memory as '24 GiB', or '' where /proc/meminfo is not there."""
+    try:
+        kb = int(next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")).split()[1])
+    except (OSError, StopIteration, ValueError):
+        return ""
+    return f"{kb / 1024 / 1024:.0f} GiB"
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def load_average() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def postgres_version(url: str) -> str:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SHOW server_version").fetchone()[0]
+
+
+def database_urls(name: str) -> tuple[str, str]:
+    """(maintenance URL, benchmark URL) on the server DATABASE_URL points at."""
+    env = os.environ.get("DATABASE_URL", "")
+    base = urlparse(env) if env.startswith(("postgres://", "postgresql://")) else urlparse("postgres://postgres@127.0.0.1:5432/postgres")
+    return urlunparse(base._replace(path="/postgres", query="")), urlunparse(base._replace(path=f"/{name}", query=""))
+
+
+def recreate_database(admin_url: str, name: str, *, drop_only: bool = False) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if not drop_only:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def service_env(db_url: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in {"CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}}
+    env.update(
+        DATABASE_URL=db_url,
+        DJANGO_DEBUG="false",  # as deployed: no query log, no debug cursor
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DJANGO_SECURE_SSL_REDIRECT="false",  # plain HTTP on loopback
+        DJANGO_LOG_LEVEL="WARNING",
+    )
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_healthy(server: subprocess.Popen, port: int, timeout: float = 60) -> None:
+    """Return once the app answers GET /healthz on 127.0.0.1:port; exit if the server dies first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"server exited with {server.returncode}; see its log")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    server.kill()
+    raise SystemExit(f"server did not answer /healthz within {timeout:.0f} s")
+
+
+def stop_server(server: subprocess.Popen, first_signal: int = signal.SIGTERM) -> None:
+    """Stop the server (SIGINT lets a profiled runserver exit normally and write its profile)."""
+    if server.poll() is None:
+        server.send_signal(first_signal)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
