@@ -134,3 +134,9 @@ def test_real_trajectories_render_with_their_report_verdicts(client, alice, alic
         assert ('<span class="badge pass">1 pass</span>' in html) == bool(stored.passed)
         assert stored.n_messages == len(rollout["messages"])
     assert resolved == 8  # 8 resolved, 8 not, as their report.json files say
+
+
+def test_health_check_is_public_and_says_nothing_else(client, db):
+    r = client.get("/healthz")
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+    assert client.post("/healthz").status_code == 405
