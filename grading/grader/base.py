@@ -1,0 +1,54 @@
+"""What every grader backend takes and returns. Pure: no Django.
+
+A backend gets a `GroupWorkspace` (grading.grader.workspace) and returns a
+`GraderResult`: per passing rollout a tier, a group-wide rank (ties allowed), five rubric
+scores, a cheat flag and evidence items; or no judgments with status invalid/timeout,
+in which case the group falls back (METHOD.md §2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+TIERS = ("T1", "T2", "T3")
+RUBRIC = ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency")
+SCORE_RANGE = (1, 5)  # scores at or below LOW_SCORE need evidence
+LOW_SCORE = 2
+EVIDENCE_KINDS = ("patch", "turn", "test")
+
+
+@dataclass
+class Evidence:
+    kind: str  # patch | turn | test
+    rollout: int
+    locator: str  # patch: "path:line" (new side); turn: message index; test: test id or "log:line"
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "rollout": self.rollout, "locator": self.locator, "note": self.note}
+
+
+@dataclass
+class RolloutJudgment:
+    index: int
+    tier: str
+    rank: int
+    scores: dict[str, int] = field(default_factory=dict)
+    cheat: bool = False
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class GraderResult:
+    status: str  # valid | invalid | timeout
+    judgments: list[RolloutJudgment] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)  # turns, prompt_tokens, completion_tokens, latency_s, ...
+    raw: dict = field(default_factory=dict)
+
+
+class Grader(Protocol):
+    name: str  # "<backend>@<version>": one verdict per group per name
+
+    def grade(self, workspace) -> GraderResult: ...

@@ -1,0 +1,82 @@
+"""Resolve a grader's evidence citations against the stored group. Pure: no Django.
+
+A citation resolves when what it names exists: a patch line on the new side of one of
+the rollout's files ("path:line"), a message of its trajectory (its index), or a test of
+its outcomes (a test id, or "log:line" of its test log). Negative judgments — a tier
+below T1, a score at or below LOW_SCORE, a cheat flag — need at least one citation that
+resolves; `problems()` lists what is missing, which is what a grader is re-asked with.
+"""
+
+from __future__ import annotations
+
+from grading.grader.base import EVIDENCE_KINDS, LOW_SCORE, RUBRIC, SCORE_RANGE, TIERS, Evidence, RolloutJudgment
+from grading.grader.workspace import GroupWorkspace
+
+
+def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:
+    """None when the citation resolves, else why not."""
+    if item.kind not in EVIDENCE_KINDS:
+        return f"evidence kind {item.kind!r} is not one of {', '.join(EVIDENCE_KINDS)}"
+    try:
+        rollout = workspace.rollout(item.rollout)
+    except KeyError:
+        return f"rollout {item.rollout} does not exist in this group"
+    locator = str(item.locator).strip()
+    if item.kind == "turn":
+        if not locator.isdigit() or int(locator) >= len(rollout.messages):
+            return f"rollout {item.rollout} has no turn {locator!r} (it has {len(rollout.messages)} messages, 0-based)"
+        return None
+    if item.kind == "patch":
+        path, _, line = locator.rpartition(":")
+        if not path or not line.isdigit():
+            return f"patch locator {locator!r} must be 'path:line'"
+        for file in rollout.parsed_patch.files:
+            if file.path == path:
+                if any(row.new_no == int(line) for hunk in file.hunks for row in hunk.unified):
+                    return None
+                return f"rollout {item.rollout}'s patch does not show line {line} of {path}"
+        return f"rollout {item.rollout}'s patch does not touch {path!r}"
+    # test
+    if locator.startswith("log:"):
+        number = locator[4:]
+        lines = rollout.test_log.count("\n") + 1 if rollout.test_log else 0
+        if not number.isdigit() or not 1 <= int(number) <= lines:
+            return f"rollout {item.rollout}'s test log has no line {number!r} (it has {lines})"
+        return None
+    for outcome in rollout.tests.values():
+        if isinstance(outcome, dict) and any(locator in (outcome.get(k) or []) for k in ("success", "failure")):
+            return None
+    return f"rollout {item.rollout} has no test {locator!r}"
+
+
+def problems(workspace: GroupWorkspace, judgments: list[RolloutJudgment]) -> list[str]:
+    """Everything wrong with a set of judgments; empty means the verdict is valid."""
+    errors: list[str] = []
+    passing = {r.index for r in workspace.passing}
+    judged = [j.index for j in judgments]
+    missing = sorted(passing - set(judged))
+    if missing:
+        errors.append(f"no judgment for passing rollout(s) {missing}")
+    extra = sorted(set(judged) - passing)
+    if extra:
+        errors.append(f"rollout(s) {extra} did not pass; judge only passing rollouts")
+    if len(judged) != len(set(judged)):
+        errors.append("a rollout is judged more than once")
+    for j in judgments:
+        where = f"rollout {j.index}"
+        if j.tier not in TIERS:
+            errors.append(f"{where}: tier must be one of {', '.join(TIERS)}")
+        if not isinstance(j.rank, int) or j.rank < 1 or j.rank > max(1, len(passing)):
+            errors.append(f"{where}: rank must be an integer from 1 to {max(1, len(passing))}")
+        for name, score in j.scores.items():
+            if name not in RUBRIC:
+                errors.append(f"{where}: unknown rubric dimension {name!r}")
+            elif not isinstance(score, int) or not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
+                errors.append(f"{where}: {name} must be an integer {SCORE_RANGE[0]}..{SCORE_RANGE[1]}")
+        unresolved = [f"{e.kind} {e.locator!r}: {why}" for e in j.evidence if (why := resolve(workspace, e))]
+        errors.extend(f"{where}: citation {u}" for u in unresolved)
+        resolving = [e for e in j.evidence if not resolve(workspace, e)]
+        negative = j.tier in ("T2", "T3") or j.cheat or any(isinstance(s, int) and s <= LOW_SCORE for s in j.scores.values())
+        if negative and not resolving:
+            errors.append(f"{where}: a tier below T1, a low score or a cheat flag needs at least one citation that resolves")
+    return errors

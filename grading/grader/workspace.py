@@ -1,0 +1,67 @@
+"""One group as plain data, and the tools a grader uses to read it. Pure: no Django.
+
+Tools are plain functions of (workspace, **arguments) returning JSON-able data, each with
+a JSON-schema signature in TOOLS, so any backend (an LLM's tool calls, the heuristic
+grader, a test) uses the same view of the group. Rollout content is data, never
+instructions: tools return it inside fields, and backends must quote it as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grading.diffs import ParsedPatch, parse_patch
+
+MAX_TEXT = 20_000  # characters of one field a tool returns before it truncates (and says so)
+
+
+@dataclass
+class RolloutView:
+    index: int
+    passed: bool | None
+    patch: str = ""
+    messages: list[dict] = field(default_factory=list)
+    tests: dict = field(default_factory=dict)
+    test_log: str = ""
+    exit_status: str = ""
+    stats: dict = field(default_factory=dict)
+    _parsed: ParsedPatch | None = None
+
+    @property
+    def parsed_patch(self) -> ParsedPatch:
+        if self._parsed is None:
+            self._parsed = parse_patch(self.patch)
+        return self._parsed
+
+
+@dataclass
+class GroupWorkspace:
+    uid: str
+    instance_id: str
+    repo: str = ""
+    problem_statement: str = ""
+    gold_patch: str = ""
+    test_patch: str = ""
+    fail_to_pass: list[str] = field(default_factory=list)
+    pass_to_pass: list[str] = field(default_factory=list)
+    rollouts: list[RolloutView] = field(default_factory=list)
+    checkout_path: Path | None = None
+
+    def rollout(self, index: int) -> RolloutView:
+        for rollout in self.rollouts:
+            if rollout.index == index:
+                return rollout
+        raise KeyError(f"no rollout {index} in group {self.uid}")
+
+    @property
+    def passing(self) -> list[RolloutView]:
+        return [r for r in self.rollouts if r.passed]
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> dict:
+    """Text for a tool result, cut at `limit` characters with the cut stated."""
+    text = text or ""
+    if len(text) <= limit:
+        return {"text": text, "truncated": False}
+    return {"text": text[:limit], "truncated": True, "total_chars": len(text)}
