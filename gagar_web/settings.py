@@ -246,11 +246,25 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Task time limits must stay below the visibility timeout so a slow task is never
 # handed to a second worker while the first still runs it.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)}
-CELERY_TASK_TIME_LIMIT = _env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=10)
-CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30 if CELERY_TASK_TIME_LIMIT > 60 else CELERY_TASK_TIME_LIMIT
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=5)}
+CELERY_TASK_TIME_LIMIT = _env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=2)
+# The soft limit fires first so a task can record a fallback before the hard kill.
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30 if CELERY_TASK_TIME_LIMIT > 60 else max(1, CELERY_TASK_TIME_LIMIT * 3 // 4)
 if CELERY_TASK_TIME_LIMIT >= CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]:
     raise ImproperlyConfigured("CELERY_TASK_TIME_LIMIT must be below CELERY_VISIBILITY_TIMEOUT")
+
+# --- Grader ---------------------------------------------------------------------
+# Any OpenAI-compatible server. Loopback, link-local and private addresses are refused
+# unless GRADER_ALLOW_PRIVATE_NETWORK is set (a local model server, or the tests).
+GRADER_BASE_URL = os.environ.get("GRADER_BASE_URL", "")
+if GRADER_BASE_URL and urlparse(GRADER_BASE_URL).scheme not in {"http", "https"}:
+    raise ImproperlyConfigured(f"Unexpected value GRADER_BASE_URL={GRADER_BASE_URL!r}: use http(s)://host/v1")
+GRADER_MODEL = os.environ.get("GRADER_MODEL", "")
+GRADER_API_KEY = os.environ.get("GRADER_API_KEY", "")
+GRADER_ALLOW_PRIVATE_NETWORK = _env_bool("GRADER_ALLOW_PRIVATE_NETWORK", False)
+GRADER_MAX_TURNS = _env_int("GRADER_MAX_TURNS", 24, minimum=2)
+GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
+GAGAR_CHECKOUT_ROOT = os.environ.get("GAGAR_CHECKOUT_ROOT", "") or None
 
 LOGGING = {
     "version": 1,

@@ -8,6 +8,7 @@ from grading.api import imports as imports_api
 from grading.api import views as api
 from grading.api.advantages import AdvantageExportView
 from grading import views as pages
+from grading import views_grading
 
 api_v1 = [
     path("groups/", api.GroupListIngestView.as_view(), name="api-groups"),
@@ -30,6 +31,7 @@ urlpatterns = [
     path("projects/<slug:project>/", pages.project_detail, name="project"),
     path("projects/<slug:project>/runs/<str:run>/", pages.run_detail, name="run"),
     path("projects/<slug:project>/runs/<str:run>/steps/<int:step>/", pages.step_detail, name="step"),
+    path("projects/<slug:project>/runs/<str:run>/steps/<int:step>/grading/", views_grading.step_grading, name="step-grading"),
     path("projects/<slug:project>/runs/<str:run>/imports/", pages.run_imports, name="run-imports"),
     # Group uids may contain '/', so the rollout partials come before the catch-all group page.
     path(

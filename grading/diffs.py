@@ -90,10 +90,12 @@ def _lexer_for(path: str):
         return TextLexer(stripnl=False, ensurenl=False)
 
 
-def _highlight_lines(lines: list[str], path: str) -> list[str]:
+def _highlight_lines(lines: list[str], path: str, colour: bool = True) -> list[str]:
     """Highlight lines together (keeps multi-line strings coloured) and split them back."""
     if not lines:
         return []
+    if not colour:
+        return [""] * len(lines)
     html = highlight("\n".join(lines), _lexer_for(path), _FORMATTER)
     out = html.split("\n")
     # pygments adds no trailing newline with ensurenl=False, but be exact about the count.
@@ -102,13 +104,13 @@ def _highlight_lines(lines: list[str], path: str) -> list[str]:
     return out[: len(lines)]
 
 
-def _build_hunk(hunk, path: str) -> Hunk:
+def _build_hunk(hunk, path: str, colour: bool = True) -> Hunk:
     lines = [(line.line_type, line.source_line_no, line.target_line_no, line.value.rstrip("\n").rstrip("\r")) for line in hunk]
     lines = [entry for entry in lines if entry[0] in (" ", "+", "-")]
     old_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "-")]
     new_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "+")]
-    old_html = dict(zip(old_side, _highlight_lines([lines[i][3] for i in old_side], path)))
-    new_html = dict(zip(new_side, _highlight_lines([lines[i][3] for i in new_side], path)))
+    old_html = dict(zip(old_side, _highlight_lines([lines[i][3] for i in old_side], path, colour)))
+    new_html = dict(zip(new_side, _highlight_lines([lines[i][3] for i in new_side], path, colour)))
 
     result = Hunk(header=f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip())
     kinds = {" ": "context", "+": "added", "-": "removed"}
@@ -170,13 +172,15 @@ def _patch_set(text: str):
 
 
 def parse_patch(text: str, *, render: bool = True) -> ParsedPatch:
+    """Files and hunks of a patch; with render=False the rows carry line numbers but no HTML
+    (what evidence resolution needs, without pygments' cost)."""
     patch_set, error = _patch_set(text or "")
     if patch_set is None:
         return ParsedPatch(raw=text, files=[], error=error)
     files = []
     for patched_file in patch_set:
         path = _strip_prefix(patched_file.path)
-        hunks = [_build_hunk(h, path) for h in patched_file] if render else []
+        hunks = [_build_hunk(h, path, colour=render) for h in patched_file]
         files.append(
             FileDiff(
                 path=path,

@@ -278,6 +278,7 @@ from grading.models_method import (  # noqa: E402,F401  re-exported: the method'
     AdvantageResult,
     CheatDecision,
     FactorMapping,
+    GradingJob,
     MappingActivation,
     RolloutGrade,
     StepComputation,

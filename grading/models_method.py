@@ -176,3 +176,30 @@ class AdvantageResult(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["rollout", "mapping"], name="one_result_per_rollout_per_mapping")]
         indexes = [models.Index(fields=["step", "mapping", "uid", "index"], name="advantage_export_order")]
+
+
+class GradingJob(models.Model):
+    """One group queued for one grader: what the grader-run page shows. The verdict itself is
+    unique per (group, grader), so a redelivered task finds it and makes no second call."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    group = models.ForeignKey("grading.Group", on_delete=models.CASCADE, related_name="grading_jobs")
+    grader = models.CharField(max_length=100)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    verdict = models.ForeignKey(Verdict, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    latency_s = models.FloatField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["group_id"]
+        constraints = [models.UniqueConstraint(fields=["group", "grader"], name="one_grading_job_per_group_per_grader")]

@@ -25,7 +25,7 @@ def load_workspace(group: Group) -> GroupWorkspace:
     checkout_root = getattr(settings, "GAGAR_CHECKOUT_ROOT", None)
     checkout = Path(checkout_root) / task.instance_id if checkout_root else None
     return GroupWorkspace(
-        uid=group.uid, instance_id=task.instance_id, repo=task.repo, problem_statement=task.problem_statement,
+        uid=group.uid, instance_id=task.instance_id, repo=task.repo, base_commit=task.base_commit, problem_statement=task.problem_statement,
         gold_patch=task.gold_patch, test_patch=task.test_patch, fail_to_pass=list(task.fail_to_pass or []),
         pass_to_pass=list(task.pass_to_pass or []), rollouts=rollouts,
         checkout_path=checkout if checkout and checkout.is_dir() else None,

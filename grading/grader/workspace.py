@@ -31,7 +31,7 @@ class RolloutView:
     @property
     def parsed_patch(self) -> ParsedPatch:
         if self._parsed is None:
-            self._parsed = parse_patch(self.patch)
+            self._parsed = parse_patch(self.patch, render=False)  # line numbers only, no HTML
         return self._parsed
 
 
@@ -40,6 +40,7 @@ class GroupWorkspace:
     uid: str
     instance_id: str
     repo: str = ""
+    base_commit: str = ""
     problem_statement: str = ""
     gold_patch: str = ""
     test_patch: str = ""

@@ -1,0 +1,372 @@
+"""The tools a grader reads one group with. Pure: no Django.
+
+Each tool is a plain function `(workspace, **arguments) -> dict` registered in `TOOLS`
+with a description and a JSON-schema signature, so an LLM's tool calls, the heuristic
+grader and tests all read the group the same way. `call_tool()` is the one entry point
+for untrusted callers: it validates the arguments against the schema and turns every
+failure into an `{"error": ...}` result instead of raising.
+
+Rollout content is data. Tools return it inside fields (`text`, `diff`, `lines`) and
+never mix it into prose addressed to the caller.
+
+Line numbers are given the way evidence cites them (grading.grader.evidence): patches
+show new-side numbers ("path:line"), trajectories 0-based message positions, test logs
+1-based "log:N".
+
+>>> from grading.grader.workspace import GroupWorkspace, RolloutView
+>>> ws = GroupWorkspace(uid="g", instance_id="i", rollouts=[RolloutView(index=0, passed=True, test_log="ok\\nFAILED x")])
+>>> call_tool(ws, "read_test_log", {"rollout": 0})["lines"]
+[{'locator': 'log:1', 'text': 'ok'}, {'locator': 'log:2', 'text': 'FAILED x'}]
+>>> call_tool(ws, "read_test_log", {"rollout": 0, "start": "x"})["error"]
+"invalid arguments for read_test_log: start: must be an integer (got 'x')"
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from grading.diffs import parse_patch
+from grading.grader.workspace import MAX_TEXT, GroupWorkspace, RolloutView, clip
+from grading.turns import to_turn
+
+MAX_TURNS_PER_READ = 20
+TURN_TEXT_LIMIT = 4_000  # default characters per turn field; a caller may ask for up to MAX_TEXT
+MAX_LINES_PER_READ = 400
+MAX_TEST_IDS = 200  # per category and outcome
+SUMMARY_CHARS = 160
+MAX_DIR_ENTRIES = 500
+MAX_FILE_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class Tool:
+    fn: Callable[..., dict]
+    description: str
+    parameters: dict  # JSON schema of the arguments object
+
+
+class ToolError(Exception):
+    """A refusal a tool states to its caller (bad rollout, path outside the checkout...)."""
+
+
+# --- argument validation (the subset of JSON schema the tools and the verdict use) ----
+
+def validate(schema: dict, value: Any, where: str = "") -> list[str]:
+    """Errors of `value` against `schema`; empty when it conforms.
+
+    Supports type (object, array, string, integer, boolean), properties, required,
+    additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems.
+    Booleans are not integers here, unlike in Python.
+    """
+    label = where or "arguments"
+    kind = schema.get("type")
+    if kind == "object":
+        if not isinstance(value, dict):
+            return [f"{label}: must be an object"]
+        errors = []
+        props = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                errors.append(f"{_join(where, name)}: required")
+        if schema.get("additionalProperties") is False:
+            errors.extend(f"{_join(where, name)}: unexpected (allowed: {', '.join(props) or 'none'})" for name in value if name not in props)
+        for name, sub in props.items():
+            if name in value:
+                errors.extend(validate(sub, value[name], _join(where, name)))
+        return errors
+    if kind == "array":
+        if not isinstance(value, list):
+            return [f"{label}: must be an array"]
+        errors = []
+        if len(value) < schema.get("minItems", 0):
+            errors.append(f"{label}: needs at least {schema['minItems']} item(s)")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            errors.append(f"{label}: at most {schema['maxItems']} item(s)")
+        for i, item in enumerate(value):
+            errors.extend(validate(schema.get("items", {}), item, f"{label}[{i}]"))
+        return errors
+    if kind == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+        return [f"{label}: must be an integer (got {_short(value)})"]
+    if kind == "string" and not isinstance(value, str):
+        return [f"{label}: must be a string (got {_short(value)})"]
+    if kind == "boolean" and not isinstance(value, bool):
+        return [f"{label}: must be true or false (got {_short(value)})"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{label}: must be one of {', '.join(map(str, schema['enum']))} (got {_short(value)})"]
+    if "minimum" in schema and value < schema["minimum"]:
+        return [f"{label}: must be at least {schema['minimum']} (got {value})"]
+    if "maximum" in schema and value > schema["maximum"]:
+        return [f"{label}: must be at most {schema['maximum']} (got {value})"]
+    return []
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def call_tool(workspace: GroupWorkspace, name: str, arguments: Any) -> dict:
+    """Run one tool for an untrusted caller; errors come back as {"error": "..."}."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        return {"error": f"unknown tool {name!r}; tools are: {', '.join(TOOLS)}"}
+    if arguments is None:
+        arguments = {}
+    errors = validate(tool.parameters, arguments)
+    if errors:
+        return {"error": f"invalid arguments for {name}: " + "; ".join(errors)}
+    try:
+        return tool.fn(workspace, **arguments)
+    except ToolError as exc:
+        return {"error": str(exc)}
+    except Exception as exc:  # a tool bug must not end the grading conversation
+        return {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
+
+
+# --- helpers --------------------------------------------------------------------------
+
+def _rollout(workspace: GroupWorkspace, index: int) -> RolloutView:
+    try:
+        return workspace.rollout(index)
+    except KeyError:
+        raise ToolError(f"rollout {index} does not exist; rollouts are {[r.index for r in workspace.rollouts]}") from None
+
+
+def _strip_prefix(path: str) -> str:
+    # The same paths as grading.diffs (and so as evidence.resolve): a/ and b/ dropped.
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def _render_patch(text: str, only: str | None = None) -> dict:
+    """Files of a unified diff with a line-numbered rendering of each.
+
+    Each row is "<new-side line> <old-side line> |<sign><code>", so "path:<new-side line>"
+    is a citation that resolves; removed lines have no new-side number.
+    """
+    if not (text or "").strip():
+        return {"files": [], "empty": True}
+    try:
+        patch_set = PatchSet(text)
+    except (UnidiffParseError, ValueError, IndexError) as exc:
+        return {"parses": False, "error": f"not a parseable unified diff ({exc})", "raw": clip(text)}
+    files = []
+    for patched in patch_set:
+        path = _strip_prefix(patched.path)
+        if only is not None and path != only:
+            continue
+        rows = []
+        for hunk in patched:
+            rows.append(f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip())
+            for line in hunk:
+                if line.line_type not in (" ", "+", "-"):
+                    continue
+                new = "" if line.target_line_no is None else line.target_line_no
+                old = "" if line.source_line_no is None else line.source_line_no
+                rows.append(f"{new:>6} {old:>6} |{line.line_type}{line.value.rstrip(chr(10)).rstrip(chr(13))}")
+        files.append(
+            {"path": path, "added": patched.added, "removed": patched.removed, "binary": patched.is_binary_file,
+             "diff": clip("\n".join(rows))}
+        )
+    if only is not None and not files:
+        paths = [_strip_prefix(p.path) for p in patch_set]
+        raise ToolError(f"the patch does not touch {only!r}; it touches {paths}")
+    return {"parses": True, "columns": "new-side line, old-side line, |, sign (+ added, - removed, space context), code",
+            "cite_as": "path:<new-side line>", "files": files}
+
+
+def _one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _line_range(lines: list[str], start: int, count: int, prefix: str = "") -> dict:
+    chosen = lines[start - 1 : start - 1 + count]
+    return {
+        "total_lines": len(lines), "start": start, "end": start + len(chosen) - 1 if chosen else start - 1,
+        "lines": [{"locator": f"{prefix}{start + i}", "text": clip(line, 2_000)["text"]} for i, line in enumerate(chosen)],
+    }
+
+
+# --- the tools ------------------------------------------------------------------------
+
+def get_task(workspace: GroupWorkspace) -> dict:
+    return {
+        "uid": workspace.uid, "instance_id": workspace.instance_id, "repo": workspace.repo,
+        "problem_statement": clip(workspace.problem_statement),
+        "fail_to_pass": workspace.fail_to_pass[:MAX_TEST_IDS], "pass_to_pass": workspace.pass_to_pass[:MAX_TEST_IDS],
+        "fail_to_pass_count": len(workspace.fail_to_pass), "pass_to_pass_count": len(workspace.pass_to_pass),
+        "has_gold_patch": bool(workspace.gold_patch), "has_test_patch": bool(workspace.test_patch),
+        "has_checkout": workspace.checkout_path is not None,
+        "passing_rollouts": [r.index for r in workspace.passing],
+        "failing_rollouts": [r.index for r in workspace.rollouts if not r.passed],
+    }
+
+
+def list_rollouts(workspace: GroupWorkspace) -> dict:
+    rows = []
+    for r in workspace.rollouts:
+        # Unrendered: the file list needs no pygments highlighting (RolloutView.parsed_patch renders).
+        parsed = parse_patch(r.patch, render=False)
+        rows.append(
+            {
+                "index": r.index, "passed": r.passed, "exit_status": r.exit_status, "stats": r.stats,
+                "turns": len(r.messages), "test_log_lines": r.test_log.count("\n") + 1 if r.test_log else 0,
+                "patch_parses": parsed.parses,
+                "patch_files": [{"path": f.path, "status": f.status, "added": f.added, "removed": f.removed} for f in parsed.files],
+            }
+        )
+    return {"rollouts": rows}
+
+
+def summarize_turns(workspace: GroupWorkspace, rollout: int, start: int = 0, count: int = 200) -> dict:
+    r = _rollout(workspace, rollout)
+    out = []
+    for position in range(start, min(start + count, len(r.messages))):
+        message = r.messages[position]
+        if not isinstance(message, dict):
+            out.append({"position": position, "role": "unknown", "summary": "", "chars": 0})
+            continue
+        turn = to_turn(position, message)
+        if turn.action:
+            summary = "$ " + turn.action
+        elif turn.tool_calls:
+            summary = "; ".join(f"{c['name']}({c['arguments']})" for c in turn.tool_calls)
+        else:
+            summary = turn.text or turn.observation or turn.thought
+        out.append({"position": position, "role": turn.role, "summary": _one_line(summary), "chars": turn.size})
+    return {"rollout": rollout, "total_turns": len(r.messages), "cite_as": "turn position (0-based)", "turns": out}
+
+
+def read_turns(workspace: GroupWorkspace, rollout: int, start: int, count: int = 5, max_chars: int = TURN_TEXT_LIMIT) -> dict:
+    r = _rollout(workspace, rollout)
+    if start >= len(r.messages):
+        raise ToolError(f"rollout {rollout} has {len(r.messages)} turns (0-based); start {start} is past the end")
+    turns = []
+    for position in range(start, min(start + count, len(r.messages))):
+        message = r.messages[position]
+        turn = to_turn(position, message if isinstance(message, dict) else {"content": str(message)})
+        entry: dict[str, Any] = {"position": position, "role": turn.role}
+        for name in ("text", "thought", "action", "observation"):
+            value = getattr(turn, name)
+            if value:
+                entry[name] = clip(value, max_chars)
+        if turn.tool_calls:
+            entry["tool_calls"] = [{"name": c["name"], "arguments": clip(c["arguments"], max_chars)} for c in turn.tool_calls]
+        turns.append(entry)
+    return {"rollout": rollout, "total_turns": len(r.messages), "turns": turns}
+
+
+def read_patch(workspace: GroupWorkspace, rollout: int, path: str | None = None) -> dict:
+    r = _rollout(workspace, rollout)
+    return {"rollout": rollout, **_render_patch(r.patch, path)}
+
+
+def outcomes_of_tests(workspace: GroupWorkspace, rollout: int) -> dict:
+    r = _rollout(workspace, rollout)
+    categories = {}
+    for category, outcome in (r.tests or {}).items():
+        if not isinstance(outcome, dict):
+            continue
+        entry = {}
+        for key in ("success", "failure"):
+            ids = [str(t) for t in (outcome.get(key) or [])]
+            entry[key] = ids[:MAX_TEST_IDS]
+            entry[f"{key}_count"] = len(ids)
+        categories[str(category)] = entry
+    return {
+        "rollout": rollout, "passed": r.passed, "tests": categories,
+        "test_log_lines": r.test_log.count("\n") + 1 if r.test_log else 0,
+        "cite_as": "a test id listed here, or log:N for line N (1-based) of the test log",
+    }
+
+
+def read_test_log(workspace: GroupWorkspace, rollout: int, start: int = 1, count: int = 200) -> dict:
+    r = _rollout(workspace, rollout)
+    # split("\n"), not splitlines(): the same line count evidence.resolve checks "log:N" against.
+    lines = r.test_log.split("\n") if r.test_log else []
+    return {"rollout": rollout, **_line_range(lines, start, count, prefix="log:")}
+
+
+def read_reference_patch(workspace: GroupWorkspace, which: str = "gold") -> dict:
+    text = workspace.gold_patch if which == "gold" else workspace.test_patch
+    if not text:
+        return {"which": which, "present": False}
+    rendered = _render_patch(text)
+    rendered.pop("cite_as", None)  # reference patches are context, not citable evidence
+    return {"which": which, "present": True, **rendered}
+
+
+def read_file(workspace: GroupWorkspace, path: str, start: int = 1, count: int = 200) -> dict:
+    root = workspace.checkout_path
+    if root is None:
+        raise ToolError("no repository checkout is configured for this group")
+    if not path or path.startswith(("/", "\\")) or os.path.isabs(path) or (len(path) > 1 and path[1] == ":"):
+        raise ToolError(f"path {path!r} must be relative to the repository root")
+    if ".." in Path(path.replace("\\", "/")).parts:
+        raise ToolError(f"path {path!r} may not contain '..'")
+    base = Path(root).resolve()
+    target = (base / path).resolve()  # follows symlinks, so one pointing outside is caught below
+    if target != base and base not in target.parents:
+        raise ToolError(f"path {path!r} leads outside the repository checkout")
+    if not target.exists():
+        raise ToolError(f"no file or directory {path!r} in the checkout")
+    if target.is_dir():
+        entries = sorted(target.iterdir(), key=lambda p: p.name)
+        names = [e.name + ("/" if e.is_dir() else "") for e in entries[:MAX_DIR_ENTRIES]]
+        return {"path": path, "directory": True, "entries": names, "total_entries": len(entries)}
+    if target.stat().st_size > MAX_FILE_BYTES:
+        raise ToolError(f"{path!r} is larger than {MAX_FILE_BYTES} bytes")
+    data = target.read_bytes()
+    if b"\0" in data[:8192]:
+        raise ToolError(f"{path!r} is a binary file")
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    return {"path": path, "directory": False, **_line_range(lines, start, count)}
+
+
+_ROLLOUT = {"type": "integer", "description": "rollout index, as list_rollouts gives it"}
+
+
+def _schema(properties: dict | None = None, required: tuple[str, ...] = ()) -> dict:
+    return {"type": "object", "properties": properties or {}, "required": list(required), "additionalProperties": False}
+
+
+TOOLS: dict[str, Tool] = {
+    "get_task": Tool(get_task, "The task: repository, problem statement, FAIL_TO_PASS and PASS_TO_PASS test ids, which rollouts passed, and whether a gold/test patch and a repository checkout are available.", _schema()),
+    "list_rollouts": Tool(list_rollouts, "Every rollout of the group: index, passed, exit status, stats, number of turns and test-log lines, and the files its patch touches with lines added/removed.", _schema()),
+    "summarize_turns": Tool(
+        summarize_turns, "One line per turn of a rollout's trajectory: position (0-based, what a turn citation names), role, a one-line summary of its action or text, and its size in characters.",
+        _schema({"rollout": _ROLLOUT, "start": {"type": "integer", "minimum": 0}, "count": {"type": "integer", "minimum": 1, "maximum": 500}}, ("rollout",)),
+    ),
+    "read_turns": Tool(
+        read_turns, f"Full turns of a rollout's trajectory from position `start` (0-based), at most {MAX_TURNS_PER_READ} at a time; each field is cut at max_chars characters (and says so).",
+        _schema({"rollout": _ROLLOUT, "start": {"type": "integer", "minimum": 0}, "count": {"type": "integer", "minimum": 1, "maximum": MAX_TURNS_PER_READ},
+                 "max_chars": {"type": "integer", "minimum": 200, "maximum": MAX_TEXT}}, ("rollout", "start")),
+    ),
+    "read_patch": Tool(
+        read_patch, "A rollout's final patch, whole or one file (`path` as list_rollouts gives it), with new-side line numbers: cite a line as 'path:<new-side line>'.",
+        _schema({"rollout": _ROLLOUT, "path": {"type": "string"}}, ("rollout",)),
+    ),
+    "test_outcomes": Tool(outcomes_of_tests, "A rollout's test outcomes per category (FAIL_TO_PASS, PASS_TO_PASS): test ids that succeeded and failed.", _schema({"rollout": _ROLLOUT}, ("rollout",))),
+    "read_test_log": Tool(
+        read_test_log, f"Lines of a rollout's test log from line `start` (1-based), at most {MAX_LINES_PER_READ}; cite a line as 'log:N'.",
+        _schema({"rollout": _ROLLOUT, "start": {"type": "integer", "minimum": 1}, "count": {"type": "integer", "minimum": 1, "maximum": MAX_LINES_PER_READ}}, ("rollout",)),
+    ),
+    "read_reference_patch": Tool(
+        read_reference_patch, "The task's reference fix ('gold') or the patch that adds its tests ('test'), when the group has them. Context only: not citable.",
+        _schema({"which": {"type": "string", "enum": ["gold", "test"]}}),
+    ),
+    "read_file": Tool(
+        read_file, f"Read-only view of the repository checkout at the task's base commit (when has_checkout): a directory listing, or lines of a file from `start` (1-based), at most {MAX_LINES_PER_READ}. `path` is relative to the repository root.",
+        _schema({"path": {"type": "string"}, "start": {"type": "integer", "minimum": 1}, "count": {"type": "integer", "minimum": 1, "maximum": MAX_LINES_PER_READ}}, ("path",)),
+    ),
+}
