@@ -147,3 +147,15 @@ def credit_chart(rows: list[tuple[int, dict]]) -> dict:
         ],
         "ylabel": "credit",
     }
+
+
+def latest_verdict(group: Group):
+    """The group's newest verdict and its grades by rollout index (two queries)."""
+    from grading.models import RolloutGrade, Verdict
+
+    verdict = Verdict.objects.filter(group=group).first()  # ordered newest first
+    if verdict is None:
+        return None, {}
+    grades = {g.rollout.index: g for g in RolloutGrade.objects.filter(verdict=verdict).select_related("rollout").only(
+        "tier", "rank", "scores", "cheat", "evidence", "rollout__index")}
+    return verdict, grades

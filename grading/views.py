@@ -7,6 +7,7 @@ from django.core.paginator import Paginator
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -16,6 +17,7 @@ from grading.access import get_project_for
 from grading.diffs import parse_patch
 from grading.models import Group, ImportJob, Project, Run
 from grading.services.advantages import active_mapping, ensure_computed, ensure_computed_many
+from grading.templatetags.gagar import patch_anchor
 from grading.turns import to_turns
 
 TURNS_PER_PAGE = 40
@@ -43,6 +45,28 @@ def _safe_diff(parsed):
                 for row in hunk.split
             ]
     return parsed
+
+
+def _evidence_links(group: Group, evidence: list) -> list[dict]:
+    """Where each citation opens: the patch line's row on this page, the turn (turns load
+    lazily, so the turns view starting at it), or the rollout's test outcomes."""
+    links = []
+    for item in evidence if isinstance(evidence, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind, index, locator = item.get("kind"), item.get("rollout"), str(item.get("locator", ""))
+        if not isinstance(index, int):
+            continue
+        if kind == "patch" and ":" in locator:
+            path, _, line = locator.rpartition(":")
+            href = f"#{patch_anchor(index, path, line)}"
+        elif kind == "turn" and locator.isdigit():
+            base = reverse("rollout-turns", args=[group.run.project.name, group.run.name, group.uid, index])
+            href = f"{base}?start={locator}#turn-{index}-{locator}"
+        else:
+            href = f"#tests-{index}"
+        links.append({"kind": kind, "locator": locator, "note": str(item.get("note", "")), "href": href})
+    return links
 
 
 @require_GET
@@ -132,13 +156,17 @@ def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> Http
     rollouts = selectors.rollouts_with_patches(group)
     for rollout in rollouts:
         rollout.diff = _safe_diff(parse_patch(rollout.patch_text))
+    verdict, grades = selectors.latest_verdict(group)
+    for rollout in rollouts:
+        rollout.grade = grades.get(rollout.index)
+        rollout.evidence_links = _evidence_links(group, rollout.grade.evidence) if rollout.grade else []
     only = request.GET.get("only", "all")
     shown = [r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)]
     return render(
         request,
         "grading/group.html",
         {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
-         "rollouts": shown, "n_all": len(rollouts), "only": only, "diff_view": "unified"},
+         "rollouts": shown, "n_all": len(rollouts), "only": only, "diff_view": "unified", "verdict": verdict},
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 import pytest
@@ -93,3 +94,30 @@ def test_grade_command_waits_and_summarises(step):
     out = StringIO()
     call_command("grade", "--project", "acme", "--run", "r1", "--step", "1", "--no-progress", stdout=out)
     assert "step 1: 2 mixed groups · verdicts valid 2, invalid 0, timeout 0" in out.getvalue()
+
+
+def test_evidence_links_open_at_the_cited_line_or_turn(client, alice):
+    """Demo groups graded by the heuristic grader: every citation on the group page points at
+    an element that exists (a patch row on the page, or a turn in the turns view)."""
+    call_command("seed_demo", "--project", "acme", "--username", "alice", "--steps", "1", "--groups-per-step", "6",
+                 stdout=StringIO())
+    step = Group.objects.filter(run__name="demo-run").first().step
+    with_verdict = 0
+    for group in step.groups.filter(is_mixed=True):
+        grade_group(group_id=group.pk, backend="heuristic")
+    client.force_login(alice)
+    checked = 0
+    for group in step.groups.filter(is_mixed=True):
+        page = client.get(f"/projects/acme/runs/demo-run/groups/{group.uid}/").content.decode()
+        if "Grader verdict" in page:
+            with_verdict += 1
+        for href in re.findall(r'<li><a href="([^"]+)">(?:patch|turn|test) ', page):
+            href = href.replace("&amp;", "&")
+            if href.startswith("#"):
+                assert f'id="{href[1:]}"' in page, href
+            else:
+                path, _, fragment = href.partition("#")
+                turns = client.get(path).content.decode()
+                assert f'id="{fragment}"' in turns, href
+            checked += 1
+    assert with_verdict == step.groups.filter(is_mixed=True).count() and checked > 0
