@@ -246,7 +246,13 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Task time limits must stay below the visibility timeout so a slow task is never
 # handed to a second worker while the first still runs it.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=5)}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=5),
+    # How often a worker puts back messages a dead worker took and never acknowledged
+    # (kombu's Redis transport; its default sweep is ~100 s whatever the timeout).
+    "unacked_restore_interval": _env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10, minimum=1),
+    "unacked_restore_throttle": 1,
+}
 CELERY_TASK_TIME_LIMIT = _env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=2)
 # The soft limit fires first so a task can record a fallback before the hard kill.
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30 if CELERY_TASK_TIME_LIMIT > 60 else max(1, CELERY_TASK_TIME_LIMIT * 3 // 4)

@@ -1,0 +1,96 @@
+"""A real Celery worker on Redis grades a step with the LLM backend against a local
+OpenAI-compatible server; a worker killed mid-task leaves exactly one verdict per group."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from grading.models import Group, Verdict
+from grading.services.grading import queue_step
+from grading.services.ingest import ingest_group_lines
+from tests.conftest import line, small_group
+from tests.grading.fake_openai import FakeOpenAI, submit
+
+ROOT = Path(__file__).resolve().parents[2]
+SCORES = {"solution_fit": 4, "implementation_precision": 4, "minimality": 4, "side_effect_avoidance": 4, "codebase_consistency": 4}
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not (os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL")),
+                       reason="needs a real broker and PostgreSQL (CI sets CELERY_BROKER_URL and DATABASE_URL)"),
+]
+
+
+def start_worker(fake: FakeOpenAI, name: str, log) -> subprocess.Popen:
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        "DATABASE_CONN_MAX_AGE": "0",
+        "GRADER_BASE_URL": fake.base_url, "GRADER_MODEL": "fake-model", "GRADER_ALLOW_PRIVATE_NETWORK": "true",
+        # Redelivery after a lost worker waits for the visibility timeout; keep it short here.
+        "CELERY_VISIBILITY_TIMEOUT": "6", "CELERY_TASK_TIME_LIMIT": "5", "CELERY_UNACKED_RESTORE_INTERVAL": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "gagar_web", "worker", "--pool=solo", "-n", f"{name}@%h", "-l", "warning",
+         "--without-heartbeat", "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def answer(request: dict):
+    """Slow enough to kill the worker mid-call; then a valid verdict for the passing rollout."""
+    time.sleep(1.5)
+    return submit([{"rollout": 0, "tier": "T1", "rank": 1, "scores": SCORES, "cheat": False, "evidence": []}])
+
+
+def test_killed_worker_leaves_one_verdict_per_group(acme, tmp_path):
+    from gagar_web.celery import app
+
+    for i in range(3):
+        ingest_group_lines(project=acme, lines=[(1, line(small_group(f"k{i}@1", instance_id=f"t-{i}", rewards=(1, 0))))])
+    step = Group.objects.get(uid="k0@1").step
+    with FakeOpenAI(responder=answer) as fake, override_settings(
+        GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True
+    ):
+        app.conf.task_always_eager = False
+        app.control.purge()
+        log = (tmp_path / "workers.log").open("w+")
+        first = start_worker(fake, "first", log)
+        second = None
+        try:
+            queue_step(step=step, backend="llm")
+            deadline = time.monotonic() + 60
+            while not fake.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not fake.requests:
+                log.seek(0)
+                pytest.fail("the first worker never called the grader:\n" + log.read()[-3000:])
+            os.killpg(first.pid, signal.SIGKILL)  # mid-call: no verdict stored, message not acked
+            first.wait(timeout=10)
+            second = start_worker(fake, "second", log)
+            deadline = time.monotonic() + 90
+            while Verdict.objects.filter(group__step=step).count() < 3 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            time.sleep(2)  # let any duplicate delivery land, if there were one
+            per_group = {g.uid: g.verdicts.count() for g in step.groups.all()}
+            assert per_group == {"k0@1": 1, "k1@1": 1, "k2@1": 1}
+            assert set(Verdict.objects.values_list("status", flat=True)) == {"valid"}
+        finally:
+            app.conf.task_always_eager = True
+            for worker in (first, second):
+                if worker is not None and worker.poll() is None:
+                    os.killpg(worker.pid, signal.SIGTERM)
+                    try:
+                        worker.wait(timeout=20)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(worker.pid, signal.SIGKILL)
