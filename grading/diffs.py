@@ -34,7 +34,8 @@ class Row:
     kind: str  # context | added | removed
     old_no: int | None
     new_no: int | None
-    html: str  # pygments-escaped
+    html: str  # pygments-escaped ("" when parsed without rendering)
+    text: str = ""  # the raw line, for tools that show it as data (never as HTML)
 
 
 @dataclass(frozen=True)
@@ -114,9 +115,9 @@ def _build_hunk(hunk, path: str, colour: bool = True) -> Hunk:
 
     result = Hunk(header=f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip())
     kinds = {" ": "context", "+": "added", "-": "removed"}
-    for i, (kind, old_no, new_no, _text) in enumerate(lines):
+    for i, (kind, old_no, new_no, text) in enumerate(lines):
         html = new_html[i] if kind == "+" else old_html[i]
-        result.unified.append(Row(kinds[kind], old_no, new_no, html))
+        result.unified.append(Row(kinds[kind], old_no, new_no, html, text))
 
     # Split view: pair each run of removals with the run of additions that follows it.
     i = 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import connection
@@ -39,9 +41,9 @@ def _safe_diff(parsed):
     nothing else from a rollout is ever marked safe."""
     for file in parsed.files:
         for hunk in file.hunks:
-            hunk.unified = [row.__class__(row.kind, row.old_no, row.new_no, mark_safe(row.html)) for row in hunk.unified]  # noqa: S308
+            hunk.unified = [replace(row, html=mark_safe(row.html)) for row in hunk.unified]  # noqa: S308
             hunk.split = [
-                row.__class__(row.old_no, row.old_kind, mark_safe(row.old_html), row.new_no, row.new_kind, mark_safe(row.new_html))  # noqa: S308
+                replace(row, old_html=mark_safe(row.old_html), new_html=mark_safe(row.new_html))  # noqa: S308
                 for row in hunk.split
             ]
     return parsed

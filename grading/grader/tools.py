@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
 
 from grading.diffs import parse_patch
 from grading.grader.workspace import MAX_TEXT, GroupWorkspace, RolloutView, clip
@@ -142,44 +140,34 @@ def _rollout(workspace: GroupWorkspace, index: int) -> RolloutView:
         raise ToolError(f"rollout {index} does not exist; rollouts are {[r.index for r in workspace.rollouts]}") from None
 
 
-def _strip_prefix(path: str) -> str:
-    # The same paths as grading.diffs (and so as evidence.resolve): a/ and b/ dropped.
-    return path[2:] if path.startswith(("a/", "b/")) else path
-
-
 def _render_patch(text: str, only: str | None = None) -> dict:
     """Files of a unified diff with a line-numbered rendering of each.
 
     Each row is "<new-side line> <old-side line> |<sign><code>", so "path:<new-side line>"
-    is a citation that resolves; removed lines have no new-side number.
+    is a citation that resolves; removed lines have no new-side number. The rows are
+    grading.diffs' (parsed without rendering), the same ones evidence resolution reads.
     """
     if not (text or "").strip():
         return {"files": [], "empty": True}
-    try:
-        patch_set = PatchSet(text)
-    except (UnidiffParseError, ValueError, IndexError) as exc:
-        return {"parses": False, "error": f"not a parseable unified diff ({exc})", "raw": clip(text)}
+    parsed = parse_patch(text, render=False)
+    if parsed.error:
+        return {"parses": False, "error": parsed.error, "raw": clip(text)}
+    signs = {"context": " ", "added": "+", "removed": "-"}
     files = []
-    for patched in patch_set:
-        path = _strip_prefix(patched.path)
-        if only is not None and path != only:
+    for file in parsed.files:
+        if only is not None and file.path != only:
             continue
         rows = []
-        for hunk in patched:
-            rows.append(f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip())
-            for line in hunk:
-                if line.line_type not in (" ", "+", "-"):
-                    continue
-                new = "" if line.target_line_no is None else line.target_line_no
-                old = "" if line.source_line_no is None else line.source_line_no
-                rows.append(f"{new:>6} {old:>6} |{line.line_type}{line.value.rstrip(chr(10)).rstrip(chr(13))}")
-        files.append(
-            {"path": path, "added": patched.added, "removed": patched.removed, "binary": patched.is_binary_file,
-             "diff": clip("\n".join(rows))}
-        )
+        for hunk in file.hunks:
+            rows.append(hunk.header)
+            for row in hunk.unified:
+                new = "" if row.new_no is None else row.new_no
+                old = "" if row.old_no is None else row.old_no
+                rows.append(f"{new:>6} {old:>6} |{signs[row.kind]}{row.text}")
+        files.append({"path": file.path, "added": file.added, "removed": file.removed, "binary": file.status == "binary",
+                      "diff": clip("\n".join(rows))})
     if only is not None and not files:
-        paths = [_strip_prefix(p.path) for p in patch_set]
-        raise ToolError(f"the patch does not touch {only!r}; it touches {paths}")
+        raise ToolError(f"the patch does not touch {only!r}; it touches {[f.path for f in parsed.files]}")
     return {"parses": True, "columns": "new-side line, old-side line, |, sign (+ added, - removed, space context), code",
             "cite_as": "path:<new-side line>", "files": files}
 
