@@ -156,6 +156,9 @@ class Run(models.Model):
 class Step(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
     number = models.PositiveIntegerField()
+    # Bumped whenever the method's inputs of this step change (a verdict, a cheat decision,
+    # the active mapping); stored advantages computed from an older version are stale.
+    inputs_version = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from grading.advantage import TIERS, group_summary, redistribute
@@ -68,11 +69,31 @@ def resolve_mapping(run: Run, value: str | None) -> FactorMapping:
 
 
 def mark_stale(*, step_ids: list[int] | set[int]) -> None:
-    """Inputs of these steps changed: stored results are stale; recompute after the commit."""
+    """Inputs of these steps changed: bump their version and recompute after the commit.
+
+    Batched per step: a recomputation is queued only when a step's result under its run's
+    active mapping goes from current to stale (or has none yet). While it is queued or
+    running, further changes only bump the version; compute_step notices the newer version
+    when it saves and queues one more round, so the last change is never lost.
+    """
     step_ids = sorted(set(step_ids))
     if not step_ids:
         return
-    StepComputation.objects.filter(step_id__in=step_ids).update(stale=True)
+    Step.objects.filter(pk__in=step_ids).update(inputs_version=F("inputs_version") + 1)
+    queue: set[int] = set()
+    for step in Step.objects.filter(pk__in=step_ids).select_related("run"):
+        _, created = StepComputation.objects.defer("parquet").get_or_create(step=step, mapping=active_mapping(step.run))
+        if created:
+            queue.add(step.pk)
+    queue |= set(StepComputation.objects.filter(step_id__in=step_ids, stale=False).values_list("step_id", flat=True))
+    StepComputation.objects.filter(step_id__in=step_ids, stale=False).update(stale=True)
+    _queue_recompute(queue)
+
+
+def _queue_recompute(step_ids) -> None:
+    step_ids = sorted(step_ids)
+    if not step_ids:
+        return
 
     def enqueue():
         from grading.advantage_tasks import recompute_step_task
@@ -146,6 +167,7 @@ def step_inputs(step: Step) -> StepInputs:
 def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
     """Recompute and store every rollout's numbers of `step` under `mapping`."""
     run = step.run
+    version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
     inputs = step_inputs(step)
     now = timezone.now()
     result = redistribute(inputs.frame, mapping=mapping.spec, baseline=run.baseline) if not inputs.frame.empty else inputs.frame
@@ -179,10 +201,15 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
     summary = step_balance(result) if not inputs.frame.empty else step_balance(None)
     summary["unknown_reward_groups"] = int(inputs.unknown["group"].nunique()) if not inputs.unknown.empty else 0
     with transaction.atomic():
+        # The computation row is the lock: two recomputations of a step write one at a time.
+        computation, _ = StepComputation.objects.defer("parquet").get_or_create(step=step, mapping=mapping)
+        computation = StepComputation.objects.select_for_update().defer("parquet").get(pk=computation.pk)
         AdvantageResult.objects.filter(step=step, mapping=mapping).delete()
         AdvantageResult.objects.bulk_create(rows, batch_size=2000)
-        computation, _ = StepComputation.objects.select_for_update().defer("parquet").get_or_create(step=step, mapping=mapping)
-        computation.stale = False
+        changed_meanwhile = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk) != version
+        if changed_meanwhile:  # inputs moved on while we computed: one more round
+            _queue_recompute([step.pk])
+        computation.stale = changed_meanwhile
         computation.computed_at = now
         computation.n_rows = len(rows)
         computation.summary = summary

@@ -161,3 +161,4 @@ def test_parquet_snapshot_equals_rows_and_keeps_nulls(client, trainer_token, ali
     assert pd.isna(g1.loc[3, "rank"]) and g1.loc[0, "rank"] == 1
     jsonl = export(client, trainer_token, "jsonl", step=1)
     assert jsonl["redistributed_advantage"].tolist() == snapshot["redistributed_advantage"].tolist()
+

@@ -4,7 +4,8 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from grading.demo import demo_groups
-from grading.models import Membership, Project, Role
+from grading.models import Group, Membership, Project, Role
+from grading.services.grading import grade_group
 from grading.services.ingest import ingest_group_lines
 
 
@@ -18,8 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--steps", type=int, default=3)
         parser.add_argument("--groups-per-step", type=int, default=8)
         parser.add_argument("--rollouts", type=int, default=8)
+        parser.add_argument("--no-grade", action="store_true", help="leave the mixed groups ungraded (fallback)")
 
-    def handle(self, *args, project, username, password, steps, groups_per_step, rollouts, **options):
+    def handle(self, *args, project, username, password, steps, groups_per_step, rollouts, no_grade=False, **options):
         with transaction.atomic():
             project_obj, _ = Project.objects.get_or_create(
                 name=project, defaults={"description": "Generated demo groups: SWE-bench-like tasks, multi-file patches, long trajectories."}
@@ -42,4 +44,11 @@ class Command(BaseCommand):
         )
         for err in report.errors:
             self.stdout.write(f"  line {err.line}: {err.error}")
+        if not no_grade:
+            # The heuristic grader needs no server, so a fresh machine shows verdicts, evidence
+            # and redistributed credit rather than fallbacks everywhere.
+            mixed = Group.objects.filter(run__project=project_obj, run__name="demo-run", is_mixed=True).values_list("id", flat=True)
+            statuses = [grade_group(group_id=group_id, backend="heuristic").status for group_id in mixed]
+            self.stdout.write(f"graded {len(statuses)} mixed groups with the heuristic grader "
+                              f"({statuses.count('valid')} valid verdicts)")
         self.stdout.write(self.style.SUCCESS(f"Log in at http://127.0.0.1:8000/ as {username!r} with password {password!r}"))
