@@ -24,7 +24,6 @@ def step_with_verdict(acme):
 
 
 def test_changes_to_a_step_queue_one_recomputation_until_it_runs(step_with_verdict, django_capture_on_commit_callbacks):
-    from grading.models import Step
     from grading.services.advantages import compute_step, default_mapping, mark_stale
 
     step = step_with_verdict
