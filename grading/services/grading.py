@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from grading.grader.base import GraderResult
@@ -110,7 +111,7 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
         _finish(job, existing, error="")
         return existing
     GradingJob.objects.filter(pk=job.pk).update(
-        status=GradingJob.Status.RUNNING, started_at=timezone.now(), attempts=job.attempts + 1
+        status=GradingJob.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1
     )
     from grading.grader.loading import load_workspace
 
