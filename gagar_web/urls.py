@@ -16,6 +16,7 @@ api_v1 = [
     path("imports/", imports_api.ImportListCreateView.as_view(), name="api-imports"),
     path("imports/<int:pk>/", imports_api.ImportDetailView.as_view(), name="api-import"),
     path("advantages/", AdvantageExportView.as_view(), name="api-advantages"),
+    path("mappings/", include("grading.api.mappings")),
 ]
 
 urlpatterns = [

@@ -1,6 +1,8 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from grading.models import Group
+from grading.advantage import DEFAULT_MAPPING, TIERS, MappingSpec
+from grading.models import FactorMapping, Group, MappingActivation
 
 
 class GroupSummarySerializer(serializers.ModelSerializer):
@@ -38,3 +40,114 @@ class IngestReportSerializer(serializers.Serializer):
     errors = LineErrorSerializer(many=True)
     errors_truncated = serializers.BooleanField()
     aborted = serializers.CharField(allow_null=True)
+
+
+# --- Factor mappings (METHOD.md §3, §5) ---------------------------------------------------
+
+# Keys of a calibrated mapping's `fit` small enough for a list; the full record (counts,
+# judgment ids) is on the mapping's own endpoint.
+_FIT_SUMMARY_KEYS = ("f", "k", "q", "intervals", "n_boot", "n_groups", "n_judgments")
+
+
+def fit_summary(fit: dict) -> dict | None:
+    if not fit:
+        return None
+    summary = {key: fit[key] for key in _FIT_SUMMARY_KEYS if key in fit}
+    counts = fit.get("counts")
+    if "n_judgments" not in summary and isinstance(counts, list):
+        try:
+            summary["n_judgments"] = sum(sum(row) for row in counts)
+        except TypeError:  # a hand-written fit record; show what there is
+            pass
+    return summary
+
+
+class MappingSerializer(serializers.ModelSerializer):
+    label = serializers.CharField(read_only=True, help_text="name@version, as the advantages export takes it")
+    project = serializers.CharField(source="project.name", allow_null=True, read_only=True,
+                                    help_text="empty for the built-in default, shared by every project")
+    created_by = serializers.CharField(source="created_by.username", allow_null=True, read_only=True)
+    fit_summary = serializers.SerializerMethodField()
+
+    class Meta:
+        model = FactorMapping
+        fields = ["id", "label", "name", "version", "project", "bands", "source", "fit_summary", "note", "created_by",
+                  "created_at"]
+        read_only_fields = fields  # immutable: a change is a new version (MappingCreateSerializer)
+
+    @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": True})
+    def get_fit_summary(self, mapping: FactorMapping) -> dict | None:
+        return fit_summary(mapping.fit)
+
+
+class MappingListItemSerializer(MappingSerializer):
+    active_runs = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                        help_text="runs of the project for which this mapping is in force now")
+
+    class Meta(MappingSerializer.Meta):
+        fields = MappingSerializer.Meta.fields + ["active_runs"]
+        read_only_fields = fields
+
+
+class MappingDetailSerializer(MappingListItemSerializer):
+    class Meta(MappingListItemSerializer.Meta):
+        fields = MappingListItemSerializer.Meta.fields + ["fit"]
+        read_only_fields = fields
+
+
+class MappingRefSerializer(serializers.ModelSerializer):
+    label = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = FactorMapping
+        fields = ["id", "label"]
+        read_only_fields = fields
+
+
+class MappingActivationSerializer(serializers.ModelSerializer):
+    run = serializers.CharField(source="run.name", read_only=True)
+    mapping = MappingRefSerializer(read_only=True)
+    activated_by = serializers.CharField(source="activated_by.username", allow_null=True, read_only=True)
+
+    class Meta:
+        model = MappingActivation
+        fields = ["id", "run", "mapping", "activated_by", "reason", "created_at"]
+        read_only_fields = fields
+
+
+class ActiveMappingSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    mapping = MappingSerializer()
+    activation = MappingActivationSerializer(allow_null=True, help_text="the activation in force; empty while the run "
+                                                                          "has never had one (the built-in default applies)")
+    history = MappingActivationSerializer(many=True, help_text="every activation of the run, newest first")
+
+
+class MappingCreateSerializer(serializers.Serializer):
+    name = serializers.SlugField(max_length=100)
+    bands = serializers.JSONField(help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}; a single number means hi = lo. '
+                                            "Every f in (0, 1], hi >= lo.")
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+    def validate_bands(self, bands):
+        """Checked by the method's own MappingSpec, tier by tier so each error names its tier."""
+        if not isinstance(bands, dict):
+            raise serializers.ValidationError('must be an object {"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}')
+        try:
+            return MappingSpec.from_dict(bands).to_dict()
+        except ValueError as exc:
+            whole = str(exc)
+        if set(bands) != set(TIERS):
+            raise serializers.ValidationError(whole)
+        per_tier = {}
+        for tier in TIERS:
+            try:
+                MappingSpec.from_dict({**DEFAULT_MAPPING.to_dict(), tier: bands[tier]})
+            except ValueError as exc:
+                per_tier[tier] = [str(exc)]
+        raise serializers.ValidationError(per_tier or whole)
+
+
+class MappingActivateSerializer(serializers.Serializer):
+    run = serializers.CharField(max_length=200, help_text="run name in the project")
+    reason = serializers.CharField(help_text="why: kept in the run's activation history")

@@ -1,0 +1,205 @@
+"""REST endpoints for factor mappings (METHOD.md §3, §5): list, create, see the active one, activate.
+
+Reading needs "view" (people) or "export" (trainers, who pass `?mapping=` to the export);
+creating and activating need "manage". A mapping is immutable once created: a change is
+a new version (there is no PUT or PATCH). Activation goes through
+`grading.services.advantages.activate_mapping`, which logs who/when/why and queues the
+run's recomputation after the commit.
+
+Mounted at /api/v1/mappings/ by `include("grading.api.mappings")`; `urlpatterns` is at the end.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.urls import path, reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from grading.access import get_project_for
+from grading.api.errors import error
+from grading.api.serializers import (
+    ActiveMappingSerializer,
+    MappingActivateSerializer,
+    MappingActivationSerializer,
+    MappingCreateSerializer,
+    MappingDetailSerializer,
+    MappingListItemSerializer,
+)
+from grading.models import ApiToken, FactorMapping, MappingActivation, Project, Run
+from grading.services.advantages import activate_mapping, active_mapping, default_mapping
+
+READ = ("view", "export")
+PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
+PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ..., "fields": {field: [errors]}}')
+
+
+def _project(request, *capabilities: str) -> tuple[Project | None, Response | None]:
+    """The project of `?project=` (or the token's), if the user holds any of `capabilities` there."""
+    token = request.auth if isinstance(request.auth, ApiToken) else None
+    name = request.query_params.get("project") or (token.project.name if token else "")
+    if not name:
+        return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
+    for capability in capabilities[:-1]:
+        try:
+            return get_project_for(request.user, name, capability, token=token)[0], None
+        except PermissionDenied:
+            continue
+    return get_project_for(request.user, name, capabilities[-1], token=token)[0], None
+
+
+def visible_mappings(project: Project) -> QuerySet[FactorMapping]:
+    """The built-in default(s) and the project's own, as `resolve_mapping` sees them."""
+    return FactorMapping.objects.filter(Q(project__isnull=True) | Q(project=project)).select_related("project", "created_by")
+
+
+def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[FactorMapping]:
+    """Set `active_runs` on each mapping: the runs of `project` it is in force for now.
+
+    One query, plus one when the built-in default is not among `mappings` (or must be recreated).
+    """
+    latest = MappingActivation.objects.filter(run=OuterRef("pk")).order_by("-created_at", "-id").values("mapping_id")[:1]
+    runs = Run.objects.filter(project=project).annotate(active_id=Subquery(latest)).order_by("name").values_list("name", "active_id")
+    by_mapping: dict[int, list[str]] = {}
+    default_id = None
+    for name, active_id in runs:
+        if active_id is None:  # never activated: the built-in default applies (active_mapping)
+            if default_id is None:
+                default_id = next((m.pk for m in mappings if m.project_id is None and (m.name, m.version) == ("default", 1)), None)
+                default_id = default_id or default_mapping().pk
+            active_id = default_id
+        by_mapping.setdefault(active_id, []).append(name)
+    for mapping in mappings:
+        mapping.active_runs = by_mapping.get(mapping.pk, [])
+    return mappings
+
+
+def create_mapping(*, project: Project, name: str, bands: dict, note: str = "", user=None) -> FactorMapping:
+    """A new manual mapping `name@N`, N one past the newest version of that name.
+
+    (name, version) is unique across projects, so N counts every project's versions of the
+    name: within a project the versions still only grow. Two admins creating the same name
+    at once both succeed, one version apart.
+    """
+    attempts = 3
+    while True:
+        try:
+            with transaction.atomic():
+                newest = FactorMapping.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
+                return FactorMapping.objects.create(project=project, name=name, version=newest + 1, bands=bands, note=note,
+                                                    source=FactorMapping.Source.MANUAL, created_by=user)
+        except IntegrityError:  # someone took that version meanwhile
+            attempts -= 1
+            if not attempts:
+                raise
+
+
+class MappingListCreateView(APIView):
+    parser_classes = [JSONParser]  # bands are nested JSON; no form encoding of them
+    @extend_schema(parameters=[PROJECT], responses=MappingListItemSerializer(many=True),
+                   summary="Mappings visible to a project (built-in default and its own), with the runs each is active for")
+    def get(self, request):
+        project, problem = _project(request, *READ)
+        if problem:
+            return problem
+        mappings = with_active_runs(project, list(visible_mappings(project)))
+        return Response(MappingListItemSerializer(mappings, many=True).data)
+
+    @extend_schema(
+        parameters=[PROJECT],
+        request=MappingCreateSerializer,
+        responses={201: MappingDetailSerializer, 400: PROBLEM},
+        summary="Create a new mapping version (admin); mappings are immutable, so a change is a new version",
+    )
+    def post(self, request):
+        project, problem = _project(request, "manage")
+        if problem:
+            return problem
+        fields = MappingCreateSerializer(data=request.data)
+        if not fields.is_valid():
+            return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
+        mapping = create_mapping(project=project, user=request.user, **fields.validated_data)
+        mapping = with_active_runs(project, [mapping])[0]
+        url = reverse("api-mapping", args=[mapping.pk]) + "?" + urlencode({"project": project.name})
+        return Response(MappingDetailSerializer(mapping).data, status=status.HTTP_201_CREATED, headers={"Location": url})
+
+
+class MappingDetailView(APIView):
+    @extend_schema(parameters=[PROJECT], responses=MappingDetailSerializer,
+                   summary="One mapping with the full record of its fit")
+    def get(self, request, pk: int):
+        project, problem = _project(request, *READ)
+        if problem:
+            return problem
+        mapping = visible_mappings(project).filter(pk=pk).first()
+        if mapping is None:
+            return error(status.HTTP_404_NOT_FOUND, f"no mapping {pk} in {project.name}")
+        return Response(MappingDetailSerializer(with_active_runs(project, [mapping])[0]).data)
+
+
+class ActiveMappingView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("run", str, required=True), PROJECT],
+        responses={200: ActiveMappingSerializer, 400: PROBLEM, 404: PROBLEM},
+        summary="The mapping in force for a run, and who activated which mapping when and why",
+    )
+    def get(self, request):
+        project, problem = _project(request, *READ)
+        if problem:
+            return problem
+        run_name = request.query_params.get("run", "")
+        if not run_name:
+            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required")
+        run = Run.objects.filter(project=project, name=run_name).first()
+        if run is None:
+            return error(status.HTTP_404_NOT_FOUND, f"no run {run_name!r} in {project.name}")
+        history = list(run.mapping_activations.select_related("run", "mapping__project", "mapping__created_by", "activated_by"))
+        mapping = history[0].mapping if history else active_mapping(run)  # the built-in default: no project, no author
+        data = {"run": run.name, "mapping": mapping, "activation": history[0] if history else None, "history": history}
+        return Response(ActiveMappingSerializer(data).data)
+
+
+class MappingActivateView(APIView):
+    parser_classes = [JSONParser]
+    @extend_schema(
+        parameters=[PROJECT],
+        request=MappingActivateSerializer,
+        responses={201: MappingActivationSerializer, 400: PROBLEM, 404: PROBLEM,
+                   409: OpenApiResponse(OpenApiTypes.OBJECT, description="The mapping is already active for the run")},
+        summary="Make a mapping the run's active one (admin); its advantages are recomputed in the background",
+    )
+    def post(self, request, pk: int):
+        project, problem = _project(request, "manage")
+        if problem:
+            return problem
+        mapping = visible_mappings(project).filter(pk=pk).first()
+        if mapping is None:
+            return error(status.HTTP_404_NOT_FOUND, f"no mapping {pk} in {project.name}")
+        fields = MappingActivateSerializer(data=request.data)
+        if not fields.is_valid():
+            return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
+        run_name = fields.validated_data["run"]
+        run = Run.objects.filter(project=project, name=run_name).first()
+        if run is None:
+            return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"run": [f"no run {run_name!r} in {project.name}"]})
+        if active_mapping(run).pk == mapping.pk:
+            return error(status.HTTP_409_CONFLICT, f"{mapping.label} is already active for run {run.name!r}")
+        activation = activate_mapping(run=run, mapping=mapping, user=request.user, reason=fields.validated_data["reason"])
+        url = reverse("api-mapping-active") + "?" + urlencode({"project": project.name, "run": run.name})
+        return Response(MappingActivationSerializer(activation).data, status=status.HTTP_201_CREATED, headers={"Location": url})
+
+
+urlpatterns = [
+    path("", MappingListCreateView.as_view(), name="api-mappings"),
+    path("active/", ActiveMappingView.as_view(), name="api-mapping-active"),
+    path("<int:pk>/", MappingDetailView.as_view(), name="api-mapping"),
+    path("<int:pk>/activate/", MappingActivateView.as_view(), name="api-mapping-activate"),
+]
