@@ -34,6 +34,7 @@ urlpatterns = [
     path("projects/<slug:project>/runs/<str:run>/steps/<int:step>/", pages.step_detail, name="step"),
     path("projects/<slug:project>/runs/<str:run>/steps/<int:step>/grading/", views_grading.step_grading, name="step-grading"),
     path("projects/<slug:project>/runs/<str:run>/imports/", pages.run_imports, name="run-imports"),
+    path("projects/<slug:project>/", include("reviews.urls")),
     # Group uids may contain '/', so the rollout partials come before the catch-all group page.
     path(
         "projects/<slug:project>/runs/<str:run>/groups/<path:uid>/rollouts/<int:index>/turns/",

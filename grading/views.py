@@ -154,21 +154,71 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
 @login_required
 @require_GET
 def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
-    group = _get_group_for_user(request, project, run, uid)
+    project_obj, membership = get_project_for(request.user, project, "view")
+    group = selectors.group_for_page(get_object_or_404(Run, project=project_obj, name=run), uid)
+    return render_group_page(request, group, membership)
+
+
+def render_group_page(request: HttpRequest, group: Group, membership, *, status: int = 200, errors: dict | None = None,
+                      form_data: dict | None = None, conflict=None) -> HttpResponse:
+    """The side-by-side group page, with the review desk's panel for this person.
+
+    In blind mode (an open blind assignment) no grader field is loaded, so none can reach
+    the HTML; otherwise the first showing of a verdict to a person is logged as a reveal.
+    """
+    from reviews import selectors as review_selectors
+    from reviews.forms import draft_fields
+    from reviews.models import Judgment, Reveal
+    from reviews.services.judgments import RUBRIC, RUBRIC_LABELS, log_reveal
+
+    review = review_selectors.review_context(user=request.user, membership=membership, group=group)
+    fields = draft_fields(form_data) if form_data is not None else (
+        review.assignment.draft if review.assignment and review.assignment.is_open else {})
+    if form_data is not None:
+        review.items = review_selectors.items_from_fields(fields)
     rollouts = selectors.rollouts_with_patches(group)
+    if review.order:
+        position = {index: n for n, index in enumerate(review.order)}
+        rollouts.sort(key=lambda r: position.get(r.index, len(position) + r.index))
+    if review.blind:
+        verdict, grades = None, {}
+    else:
+        verdict, grades = selectors.latest_verdict(group)
+        if review_selectors.needs_browse_reveal(user=request.user, group=group, verdict=verdict):
+            log_reveal(group=group, user=request.user, verdict=verdict, reason=Reveal.Reason.BROWSE)
+    others: dict[int, list] = {}
+    for judgment in review.others:
+        for item in judgment.items.all():
+            others.setdefault(item.rollout.index, []).append({"who": judgment.reviewer.username, "kind": judgment.kind,
+                                                              "tier": item.tier, "rank": item.rank, "cheat": item.cheat})
     for rollout in rollouts:
         rollout.diff = _safe_diff(parse_patch(rollout.patch_text))
-    verdict, grades = selectors.latest_verdict(group)
-    for rollout in rollouts:
         rollout.grade = grades.get(rollout.index)
         rollout.evidence_links = _evidence_links(group, rollout.grade.evidence) if rollout.grade else []
+        rollout.mine = review.items.get(rollout.index, {})
+        rollout.others = others.get(rollout.index, [])
+        scores = rollout.mine.get("scores", {})
+        rollout.score_rows = [(name, RUBRIC_LABELS[name], scores.get(name, "")) for name in RUBRIC]
+        rollout.errors = [m for f, m in (errors or {}).items() if f.split("-")[1:2] == [str(rollout.index)]]
     only = request.GET.get("only", "all")
     shown = [r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)]
+    adjudication = next((j for j in review.others if j.kind == Judgment.Kind.ADJUDICATION), None)
+    state = review.review
+    adjudicating = bool(
+        review.can_adjudicate and not review.judging and not review.blind and adjudication is None and state is not None
+        and state.n_reviews and (state.needs_adjudication or request.GET.get("mode") == "adjudicate")
+    )
     return render(
         request,
         "grading/group.html",
         {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
-         "rollouts": shown, "n_all": len(rollouts), "only": only, "diff_view": "unified", "verdict": verdict},
+         "rollouts": shown, "all_rollouts": rollouts, "n_all": len(rollouts), "only": only, "diff_view": "unified",
+         "verdict": verdict, "review": review, "membership": membership,
+         "rubric": [(name, RUBRIC_LABELS[name]) for name in RUBRIC], "errors": errors or {},
+         "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,
+         "n_passing": sum(1 for r in rollouts if r.passed), "tiers": ["T1", "T2", "T3"],
+         "form_mode_adjudicate": adjudicating, "group_note": fields.get("note", "")},
+        status=status,
     )
 
 

@@ -55,6 +55,12 @@ def record_verdict(*, group: Group, grader: str, status: str, grades: list[Grade
             CheatDecision.objects.create(rollout=rollouts[grade.index], source=CheatDecision.Source.GRADER,
                                          reason="flagged by " + grader)
     mark_stale(step_ids=[group.step_id])
+    from reviews.models import GroupReview  # people may have judged the group before the grader did
+    from reviews.services.judgments import refresh_review_state
+
+    review = GroupReview.objects.filter(group=group).first()
+    if review is not None:
+        refresh_review_state(group=group, review=review)
     return verdict, True
 
 

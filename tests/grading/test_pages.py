@@ -52,9 +52,10 @@ def test_project_run_step_pages_show_counts(client, bob, group_uid, django_asser
     assert "t-1@1" in r.content.decode() and "t-2@1" not in r.content.decode()
 
 
-def test_group_page_shows_rollouts_side_by_side(client, bob, group_uid, django_assert_max_num_queries):
+def test_group_page_shows_rollouts_side_by_side(client, bob, group_uid, django_assert_num_queries):
     client.force_login(bob)
-    with django_assert_max_num_queries(10):
+    # session, user, project, membership, run, group; assignment, own judgments, review state; rollouts, contents, verdict
+    with django_assert_num_queries(12):
         r = client.get(f"/projects/acme/runs/r1/groups/{group_uid}/")
     assert r.status_code == 200
     html = r.content.decode()

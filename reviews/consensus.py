@@ -1,0 +1,83 @@
+"""Checking, comparing and combining judgments of one group. Pure: standard library only.
+
+A *ranking* is what one rater said about a group's passing rollouts:
+``{rollout_index: (tier, rank)}`` with tiers "T1".."T3" and group-wide ranks (1 = best,
+ties share a rank).
+
+>>> bob = {3: ("T1", 1), 5: ("T2", 2), 7: ("T2", 2)}
+>>> grader = {3: ("T2", 2), 5: ("T1", 1), 7: ("T2", 2)}
+>>> [d["kind"] for d in disagreements({"bob": bob, "grader": grader})]
+['tier', 'top1']
+>>> consensus([bob, {3: ("T1", 1), 5: ("T3", 3), 7: ("T2", 2)}])
+{3: ('T1', 1), 5: ('T2', 2), 7: ('T2', 2)}
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from statistics import median_low
+
+TIERS = ("T1", "T2", "T3")
+
+Ranking = dict[int, tuple[str, int]]
+
+
+def ranks_from_tiers(tiers: dict[int, str]) -> dict[int, int]:
+    """Dense group-wide ranks when a reviewer gave tiers only: every T1 shares rank 1, and so on."""
+    present = sorted({TIERS.index(t) for t in tiers.values()})
+    return {index: present.index(TIERS.index(tier)) + 1 for index, tier in tiers.items()}
+
+
+def rank_contradictions(ranking: Ranking) -> list[str]:
+    """Pairs where a rollout of a worse tier is ranked strictly above one of a better tier."""
+    problems = []
+    items = sorted(ranking.items())
+    for (i, (tier_i, rank_i)), (j, (tier_j, rank_j)) in combinations(items, 2):
+        if TIERS.index(tier_i) < TIERS.index(tier_j) and rank_i > rank_j:
+            problems.append(f"#{j} ({tier_j}) is ranked above #{i} ({tier_i})")
+        elif TIERS.index(tier_j) < TIERS.index(tier_i) and rank_j > rank_i:
+            problems.append(f"#{i} ({tier_i}) is ranked above #{j} ({tier_j})")
+    return problems
+
+
+def top1(ranking: Ranking) -> frozenset[int]:
+    if not ranking:
+        return frozenset()
+    best = min(rank for _, rank in ranking.values())
+    return frozenset(index for index, (_, rank) in ranking.items() if rank == best)
+
+
+def disagreements(rankings: dict[str, Ranking]) -> list[dict]:
+    """Why a group needs an adjudicator: any two raters whose tiers differ on a rollout
+    both judged (by one tier or more) or whose best rollouts differ."""
+    found = []
+    for (a, ra), (b, rb) in combinations(sorted(rankings.items()), 2):
+        shared = sorted(set(ra) & set(rb))
+        if not shared:
+            continue
+        tiers_apart = [i for i in shared if ra[i][0] != rb[i][0]]
+        if tiers_apart:
+            gap = max(abs(TIERS.index(ra[i][0]) - TIERS.index(rb[i][0])) for i in tiers_apart)
+            found.append({"kind": "tier", "between": [a, b], "rollouts": tiers_apart, "max_gap": gap})
+        best_a = top1({i: ra[i] for i in shared})
+        best_b = top1({i: rb[i] for i in shared})
+        if best_a != best_b:
+            found.append({"kind": "top1", "between": [a, b], "rollouts": sorted(best_a ^ best_b)})
+    return found
+
+
+def consensus(rankings: list[Ranking]) -> Ranking:
+    """The people's combined view: the one ranking when there is one; otherwise, per rollout,
+    the median tier (lower median, so ties go to the better tier) and ranks re-derived from
+    the median of each rater's rank. An adjudication, where there is one, replaces this."""
+    rankings = [r for r in rankings if r]
+    if not rankings:
+        return {}
+    if len(rankings) == 1:
+        return dict(rankings[0])
+    indexes = sorted(set().union(*rankings))
+    tiers = {i: TIERS[median_low([TIERS.index(r[i][0]) for r in rankings if i in r])] for i in indexes}
+    mid_rank = {i: median_low([r[i][1] for r in rankings if i in r]) for i in indexes}
+    # Ranks must agree with tiers: order by (tier, median rank), equal pairs tie.
+    keys = sorted({(TIERS.index(tiers[i]), mid_rank[i]) for i in indexes})
+    return {i: (tiers[i], keys.index((TIERS.index(tiers[i]), mid_rank[i])) + 1) for i in indexes}

@@ -1,0 +1,56 @@
+"""The judging form's fields, read from a POST (or an autosaved draft of one).
+
+Field names, per passing rollout i: `tier-i` (T1/T2/T3), `rank-i` (whole number, blank to
+derive ranks from tiers), `cheat-i` (present = flagged), `note-i`, `score-i-<dimension>`
+(1-5, blank to skip); and `note` for the group. The page's inputs carry these names, the
+draft stores them as they are, and the service gets `ItemInput`s.
+"""
+
+from __future__ import annotations
+
+from reviews.services.judgments import RUBRIC, ItemInput, JudgmentError
+
+
+def _int_or_none(value, field: str, errors: dict) -> int | None:
+    value = (value or "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        errors[field] = f"expected a whole number, got {value[:20]!r}"
+        return None
+
+
+def parse_judgment(data, passing: list[int]) -> tuple[list[ItemInput], str]:
+    """ItemInputs for every passing rollout; JudgmentError naming each bad field."""
+    errors: dict[str, str] = {}
+    items = []
+    for index in passing:
+        tier = (data.get(f"tier-{index}") or "").strip()
+        if not tier:
+            errors[f"tier-{index}"] = f"rollout #{index} passed and needs a tier"
+            continue
+        rank = _int_or_none(data.get(f"rank-{index}"), f"rank-{index}", errors)
+        scores = {}
+        for name in RUBRIC:
+            score = _int_or_none(data.get(f"score-{index}-{name}"), f"score-{index}-{name}", errors)
+            if score is not None:
+                scores[name] = score
+        cheat = str(data.get(f"cheat-{index}", "")).lower() in ("on", "1", "true", "yes")
+        items.append(ItemInput(index=index, tier=tier, rank=rank, cheat=cheat, scores=scores,
+                               note=(data.get(f"note-{index}") or "").strip()))
+    if errors:
+        raise JudgmentError(errors)
+    return items, (data.get("note") or "").strip()
+
+
+def draft_fields(data) -> dict[str, str]:
+    """The judging fields of a POST, as the draft keeps them (nothing else is stored)."""
+    keep = {}
+    for key in data:
+        if key == "note" or key.split("-", 1)[0] in ("tier", "rank", "cheat", "note", "score"):
+            value = data.get(key)
+            if isinstance(value, str) and len(key) <= 80:
+                keep[key] = value[:5000]
+    return keep

@@ -1,0 +1,193 @@
+"""Reads of the review desk: what one person may see and do on a group, queues, progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+
+from grading.models import CheatDecision, Group, Membership, Project, RolloutGrade, Verdict
+from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
+
+
+@dataclass
+class ReviewContext:
+    """How the group page treats this person: blind or not, may they judge, what they said."""
+
+    assignment: Assignment | None
+    judgment: Judgment | None  # their own review, once submitted
+    review: GroupReview | None
+    can_judge: bool
+    can_adjudicate: bool
+    blind: bool  # grader fields must not reach this person's HTML
+    items: dict[int, dict] = field(default_factory=dict)  # rollout index -> their tier/rank/... (draft or submitted)
+    others: list[Judgment] = field(default_factory=list)  # everyone's judgments, for adjudicators
+
+    @property
+    def version(self) -> int:
+        return self.review.version if self.review else 0
+
+    @property
+    def judging(self) -> bool:
+        return self.can_judge and self.judgment is None
+
+    @property
+    def order(self) -> list[int]:
+        return list(self.assignment.order) if self.assignment and self.assignment.blind else []
+
+
+def items_from_fields(draft: dict) -> dict[int, dict]:
+    items: dict[int, dict] = {}
+    for key, value in (draft or {}).items():
+        parts = key.split("-")
+        if len(parts) < 2 or not parts[1].isdigit():
+            continue
+        item = items.setdefault(int(parts[1]), {"scores": {}})
+        if parts[0] == "score" and len(parts) == 3:
+            item["scores"][parts[2]] = value
+        elif parts[0] == "cheat":
+            item["cheat"] = str(value).lower() in ("on", "1", "true", "yes")
+        else:
+            item[parts[0]] = value
+    return items
+
+
+def review_context(*, user, membership: Membership, group: Group) -> ReviewContext:
+    """Three queries: the person's assignment, their judgments, the group's review state."""
+    caps = membership.capabilities
+    assignment = Assignment.objects.filter(group=group, reviewer=user).first()
+    own = list(Judgment.objects.filter(group=group, reviewer=user, kind=Judgment.Kind.REVIEW))
+    review = GroupReview.objects.filter(group=group).first()
+    judgment = own[0] if own else None
+    open_blind = bool(assignment and assignment.is_open and assignment.blind and not assignment.revealed_early)
+    can_adjudicate = "adjudicate" in caps and group.is_mixed
+    context = ReviewContext(
+        assignment=assignment, judgment=judgment, review=review,
+        can_judge="review" in caps and assignment is not None and assignment.is_open and group.is_mixed,
+        can_adjudicate=can_adjudicate, blind=open_blind,
+    )
+    if judgment is not None:
+        context.items = {
+            item.rollout.index: {"tier": item.tier, "rank": str(item.rank), "cheat": item.cheat, "note": item.note,
+                                 "scores": {k: str(v) for k, v in item.scores.items()}}
+            for item in JudgmentItem.objects.filter(judgment=judgment).select_related("rollout").only(
+                "tier", "rank", "cheat", "note", "scores", "rollout__index")
+        }
+    elif assignment is not None and assignment.is_open:
+        context.items = items_from_fields(assignment.draft)
+    if can_adjudicate and not open_blind and review is not None and review.n_reviews:
+        context.others = list(
+            Judgment.objects.filter(group=group).select_related("reviewer").prefetch_related("items__rollout")
+        )
+    return context
+
+
+def needs_browse_reveal(*, user, group: Group, verdict: Verdict | None) -> bool:
+    """Grader fields about to be shown to someone who has not seen this verdict yet."""
+    if verdict is None:
+        return False
+    return not Reveal.objects.filter(group=group, user=user, verdict=verdict).exists()
+
+
+def my_progress(*, project: Project, reviewer) -> dict:
+    counts = dict(
+        Assignment.objects.filter(group__run__project=project, reviewer=reviewer)
+        .values_list("status").annotate(n=Count("pk")).values_list("status", "n")
+    )
+    return {s: counts.get(s, 0) for s in Assignment.Status.values}
+
+
+def my_assignments(*, project: Project, reviewer, limit: int = 20) -> QuerySet[Assignment]:
+    return (
+        Assignment.objects.filter(group__run__project=project, reviewer=reviewer)
+        .select_related("group__run", "group__step", "group__task")
+        .order_by("-created_at")[:limit]
+    )
+
+
+def team_progress(project: Project) -> list[dict]:
+    """Per reviewer: open, submitted, skipped assignments and blind share of their judgments."""
+    members = Membership.objects.filter(project=project).select_related("user").order_by("user__username")
+    per_user = {
+        row["reviewer"]: row
+        for row in Assignment.objects.filter(group__run__project=project).values("reviewer").annotate(
+            open=Count("pk", filter=Q(status=Assignment.Status.OPEN)),
+            submitted=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
+            skipped=Count("pk", filter=Q(status=Assignment.Status.SKIPPED)),
+        )
+    }
+    blind = dict(
+        Judgment.objects.filter(group__run__project=project, kind=Judgment.Kind.REVIEW, blind=True)
+        .values_list("reviewer").annotate(n=Count("pk")).values_list("reviewer", "n")
+    )
+    rows = []
+    for m in members:
+        if "review" not in m.capabilities:
+            continue
+        row = per_user.get(m.user_id, {})
+        rows.append({"user": m.user, "role": m.role, "open": row.get("open", 0), "submitted": row.get("submitted", 0),
+                     "skipped": row.get("skipped", 0), "blind": blind.get(m.user_id, 0)})
+    return rows
+
+
+def project_review_totals(project: Project) -> dict:
+    mixed = Group.objects.filter(run__project=project, is_mixed=True)
+    reviewed = GroupReview.objects.filter(group__run__project=project)
+    return {
+        "mixed": mixed.count(),
+        **reviewed.aggregate(
+            judged=Count("pk", filter=Q(n_reviews__gte=1)),
+            two_reviewers=Count("pk", filter=Q(n_reviews__gte=2)),
+            needs_adjudication=Count("pk", filter=Q(needs_adjudication=True)),
+            adjudicated=Count("pk", filter=Q(adjudicated=True)),
+        ),
+    }
+
+
+def adjudication_queue(project: Project, *, include_done: bool = False) -> QuerySet[GroupReview]:
+    reviews = GroupReview.objects.filter(group__run__project=project)
+    reviews = reviews.filter(Q(needs_adjudication=True) | Q(adjudicated=True)) if include_done else reviews.filter(needs_adjudication=True)
+    return reviews.select_related("group__run", "group__step", "group__task").order_by("group__step__number", "group__uid")
+
+
+AUDIT_FILTERS = {
+    "pending": Q(confirmed__isnull=True),
+    "confirmed": Q(confirmed=True),
+    "overturned": Q(confirmed=False),
+    "all": Q(),
+}
+
+
+def audit_queue(project: Project, *, status: str = "pending", source: str = "") -> QuerySet[CheatDecision]:
+    decisions = CheatDecision.objects.filter(rollout__group__run__project=project).filter(AUDIT_FILTERS.get(status, Q()))
+    if source in CheatDecision.Source.values:
+        decisions = decisions.filter(source=source)
+    return (
+        decisions.select_related("rollout__group__run", "rollout__group__step", "rollout__group__task", "decided_by")
+        .prefetch_related("audits__auditor")
+        .order_by("-created_at", "-id")
+    )
+
+
+def audit_counts(project: Project) -> dict[str, int]:
+    base = CheatDecision.objects.filter(rollout__group__run__project=project)
+    counts = base.aggregate(**{f"n_{name}": Count("pk", filter=q) for name, q in AUDIT_FILTERS.items()})
+    return {name: counts[f"n_{name}"] for name in AUDIT_FILTERS}
+
+
+def cheat_evidence(decisions: list[CheatDecision]) -> dict[int, list[dict]]:
+    """For grader flags: the citations the grader gave for that rollout (one query for the page)."""
+    rollout_ids = [d.rollout_id for d in decisions if d.source == CheatDecision.Source.GRADER]
+    evidence: dict[int, list[dict]] = {}
+    for grade in RolloutGrade.objects.filter(rollout_id__in=rollout_ids, cheat=True).only("rollout_id", "evidence"):
+        items = grade.evidence if isinstance(grade.evidence, list) else []
+        evidence.setdefault(grade.rollout_id, []).extend(i for i in items if isinstance(i, dict))
+    return evidence
+
+
+def has_pending_assignment(*, group: Group, user) -> bool:
+    return Assignment.objects.filter(group=group, reviewer=user, status=Assignment.Status.OPEN).exists()
+
+
+def groups_with_reveals(user) -> QuerySet[Group]:
+    return Group.objects.filter(Exists(Reveal.objects.filter(group=OuterRef("pk"), user=user)))

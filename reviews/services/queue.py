@@ -1,0 +1,163 @@
+"""Handing out groups: a reviewer's next group, skipping, and the project's review policy.
+
+The queue holds the mixed groups of a project (only they carry signal, METHOD.md §1). A
+group wants one reviewer, or two for the overlap share that measures people against
+each other. The share is picked by group id (`id·19 mod 100 < overlap·100`), so the
+same groups stay in the overlap set however often the queue is asked, spread evenly over
+every hundred ids. Open assignments count toward a group's reviewers for the policy's
+lease, then the group goes back to the queue.
+
+Order: groups with a valid grader verdict first (only they pair a grader tier with a
+human one), by how much credit the verdict moves, Σ|A* − A| over the group under the
+run's active mapping (what a wrong verdict costs the trainer), then by step and uid.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import (
+    Case, Count, Exists, F, FloatField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When,
+)
+from django.db.models.functions import Abs, Coalesce, Mod
+from django.utils import timezone
+
+from grading.models import AdvantageResult, Group, MappingActivation, Project, Run, Verdict
+from grading.services.advantages import default_mapping
+from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
+
+OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids
+
+
+def policy_for(project: Project) -> ReviewPolicy:
+    policy, _ = ReviewPolicy.objects.get_or_create(project=project)
+    return policy
+
+
+@transaction.atomic
+def update_policy(*, project: Project, overlap: float, blind: bool, lease_minutes: int) -> ReviewPolicy:
+    if not 0.0 <= overlap <= 1.0:
+        raise ValueError("overlap must be between 0 and 1")
+    if not 1 <= lease_minutes <= 7 * 24 * 60:
+        raise ValueError("lease must be between 1 minute and 7 days")
+    policy = ReviewPolicy.objects.select_for_update().get(pk=policy_for(project).pk)
+    policy.overlap, policy.blind, policy.lease_minutes = overlap, blind, lease_minutes
+    policy.save(update_fields=["overlap", "blind", "lease_minutes", "updated_at"])
+    return policy
+
+
+def wanted_reviewers(policy: ReviewPolicy):
+    """How many reviewers each group wants, as a SQL expression over the group's id."""
+    return Case(
+        When(Q(overlap_slot__lt=round(policy.overlap * 100)), then=Value(2)), default=Value(1), output_field=IntegerField()
+    )
+
+
+def active_mapping_ids(runs: list[Run]) -> dict[int, int]:
+    """Each run's active mapping id in two queries, however many runs."""
+    latest: dict[int, int] = {}
+    for run_id, mapping_id in MappingActivation.objects.filter(run__in=runs).order_by("run_id", "-created_at", "-id").values_list(
+        "run_id", "mapping_id"
+    ):
+        latest.setdefault(run_id, mapping_id)
+    if len(latest) < len(runs):
+        default = default_mapping().pk
+        latest.update({r.pk: default for r in runs if r.pk not in latest})
+    return latest
+
+
+def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: ReviewPolicy | None = None) -> QuerySet[Group]:
+    """Mixed groups this reviewer may be served, best first."""
+    policy = policy or policy_for(project)
+    runs = [run] if run is not None else list(project.runs.all())
+    mapping_of_run = active_mapping_ids(runs)
+    lease_start = timezone.now() - timedelta(minutes=policy.lease_minutes)
+    taken = (
+        Assignment.objects.filter(group=OuterRef("pk"))
+        .filter(Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.OPEN, created_at__gte=lease_start))
+        .order_by().values("group").annotate(n=Count("pk")).values("n")
+    )
+    credit_moved = (
+        AdvantageResult.objects.filter(step_id=OuterRef("step_id"), uid=OuterRef("uid"), mapping_id=OuterRef("mapping_id"))
+        .order_by().values("step_id").annotate(s=Sum(Abs(F("redistributed_advantage") - F("advantage")))).values("s")
+    )
+    return (
+        Group.objects.filter(run_id__in=list(mapping_of_run), is_mixed=True)
+        .exclude(Exists(Assignment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
+        .exclude(Exists(Reveal.objects.filter(group=OuterRef("pk"), user=reviewer)))
+        .exclude(Exists(Judgment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
+        .annotate(
+            overlap_slot=Mod(F("id") * OVERLAP_STRIDE, 100),
+            wanted=wanted_reviewers(policy),
+            taken=Coalesce(Subquery(taken, output_field=IntegerField()), 0),
+            mapping_id=Case(*[When(run_id=r, then=Value(m)) for r, m in mapping_of_run.items()], default=Value(0),
+                            output_field=IntegerField()),
+            graded=Exists(Verdict.objects.filter(group=OuterRef("pk"), status=Verdict.Status.VALID)),
+            impact=Coalesce(Subquery(credit_moved, output_field=FloatField()), 0.0),
+        )
+        .filter(taken__lt=F("wanted"))
+        .select_related("step", "task", "run")
+        .order_by("-graded", "-impact", "step__number", "uid")
+    )
+
+
+def shuffled_order(group: Group) -> list[int]:
+    order = list(group.rollouts.order_by("index").values_list("index", flat=True))
+    random.SystemRandom().shuffle(order)
+    return order
+
+
+def next_assignment(*, project: Project, reviewer, run: Run | None = None) -> Assignment | None:
+    """The reviewer's open assignment if they have one, else a new one on the best free group.
+
+    Two reviewers asking at once lock different candidate rows (SKIP LOCKED on PostgreSQL),
+    and the unique (group, reviewer) constraint keeps a person from being served a group twice.
+    """
+    open_ = (
+        Assignment.objects.filter(reviewer=reviewer, status=Assignment.Status.OPEN, group__run__project=project)
+        .select_related("group__run").order_by("created_at").first()
+    )
+    if open_ is not None and (run is None or open_.group.run_id == run.pk):
+        return open_
+    policy = policy_for(project)
+    for _ in range(5):  # a candidate taken by someone else between read and lock: try the next best
+        with transaction.atomic():
+            candidates = queue_groups(project=project, reviewer=reviewer, run=run, policy=policy)
+            if connection.features.has_select_for_update_skip_locked:
+                candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+            group = candidates.first()
+            if group is None:
+                return None
+            try:
+                with transaction.atomic():
+                    return Assignment.objects.create(
+                        group=group, reviewer=reviewer, blind=policy.blind,
+                        order=shuffled_order(group) if policy.blind else [],
+                    )
+            except IntegrityError:
+                continue
+    return None
+
+
+@transaction.atomic
+def skip_assignment(*, assignment: Assignment) -> Assignment:
+    """Give the group back; it is never served to this reviewer again."""
+    assignment = Assignment.objects.select_for_update().get(pk=assignment.pk)
+    if assignment.status != Assignment.Status.OPEN:
+        raise ValueError("only an open assignment can be skipped")
+    assignment.status = Assignment.Status.SKIPPED
+    assignment.finished_at = timezone.now()
+    assignment.save(update_fields=["status", "finished_at"])
+    return assignment
+
+
+def assign(*, group: Group, reviewer, blind: bool | None = None) -> Assignment:
+    """An admin hands a specific group to a specific reviewer (idempotent)."""
+    policy = policy_for(group.run.project)
+    blind = policy.blind if blind is None else blind
+    assignment, _ = Assignment.objects.get_or_create(
+        group=group, reviewer=reviewer, defaults={"blind": blind, "order": shuffled_order(group) if blind else []}
+    )
+    return assignment

@@ -1,0 +1,22 @@
+"""The review desk's pages, mounted under /projects/<project>/ before the group catch-all."""
+
+from django.urls import path
+
+from reviews.views import audit, judge, queue
+
+GROUP = "runs/<str:run>/groups/<path:uid>/"
+
+urlpatterns = [
+    path("review/", queue.queue, name="review-queue"),
+    path("review/next/", queue.next_group, name="review-next"),
+    path("review/policy/", queue.policy, name="review-policy"),
+    path("adjudication/", queue.adjudication_queue, name="adjudication-queue"),
+    path("audit/", audit.audit_queue, name="audit-queue"),
+    path("audit/<int:pk>/", audit.decide, name="audit-decide"),
+    path(GROUP + "judgment/", judge.submit, name="judgment-submit"),
+    path(GROUP + "draft/", judge.draft, name="judgment-draft"),
+    path(GROUP + "reveal/", judge.reveal, name="judgment-reveal"),
+    path(GROUP + "skip/", judge.skip, name="judgment-skip"),
+    path(GROUP + "compare/", judge.compare, name="patch-compare"),
+    path(GROUP + "adjudication/", judge.adjudicate, name="adjudication-submit"),
+]

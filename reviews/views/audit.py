@@ -1,0 +1,72 @@
+"""The cheat audit queue: every cheat signal with its evidence; confirm or overturn with a reason."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from grading.models import CheatDecision
+from reviews import selectors
+from reviews.services.audit import AuditError, audit_cheat
+from reviews.views.access import get_project
+
+PER_PAGE = 50
+
+
+def _status(request: HttpRequest) -> str:
+    status = request.GET.get("status", "pending")
+    return status if status in selectors.AUDIT_FILTERS else "pending"
+
+
+@login_required
+@require_GET
+def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, membership = get_project(request, project, "audit")
+    status, source = _status(request), request.GET.get("source", "")
+    page = Paginator(selectors.audit_queue(project_obj, status=status, source=source), PER_PAGE).get_page(request.GET.get("page"))
+    evidence = selectors.cheat_evidence(list(page))
+    for decision in page:
+        decision.evidence = evidence.get(decision.rollout_id, [])
+    return render(request, "reviews/audit.html", {
+        "project": project_obj, "page": page, "status": status, "source": source, "counts": selectors.audit_counts(project_obj),
+        "statuses": list(selectors.AUDIT_FILTERS), "sources": CheatDecision.Source.choices,
+    })
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def decide(request: HttpRequest, project: str, pk: int) -> HttpResponse:
+    project_obj, _ = get_project(request, project, "audit")
+    decision = get_object_or_404(
+        CheatDecision.objects.select_related("rollout__group__run", "rollout__group__task", "rollout__group__step"),
+        pk=pk, rollout__group__run__project=project_obj,
+    )
+    verdict = request.POST.get("verdict")
+    error = None
+    if verdict not in ("confirm", "overturn"):
+        error = "choose confirm or overturn"
+    else:
+        try:
+            audit_cheat(decision=decision, auditor=request.user, confirmed=verdict == "confirm",
+                        reason=request.POST.get("reason", ""))
+        except AuditError as exc:
+            error = str(exc)
+    if request.htmx:
+        decision = selectors.audit_queue(project_obj, status="all").get(pk=pk)
+        decision.evidence = selectors.cheat_evidence([decision]).get(decision.rollout_id, [])
+        return render(request, "reviews/audit.html#audit-row", {"project": project_obj, "decision": decision, "error": error},
+                      status=422 if error else 200)
+    if error:
+        messages.error(request, f"Not recorded: {error}")
+    else:
+        messages.success(request, f"Cheat signal {'confirmed' if verdict == 'confirm' else 'overturned'}; advantages of step "
+                                  f"{decision.rollout.group.step.number} are being recomputed.")
+    back = request.POST.get("status", "pending")
+    return redirect(reverse("audit-queue", args=[project]) + f"?status={back if back in selectors.AUDIT_FILTERS else 'pending'}")

@@ -1,0 +1,151 @@
+"""Judging one group: submit, autosave a draft, reveal early, skip, compare patches, adjudicate."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.formats import date_format
+from django.views.decorators.http import require_GET, require_POST
+
+from grading.patch_compare import compare_patches
+from grading.models import RolloutContent
+from grading.views import render_group_page
+from reviews.forms import draft_fields, parse_judgment
+from reviews.models import Judgment
+from reviews.services.judgments import (
+    JudgmentConflict, JudgmentError, reveal_early, save_draft, submit_judgment,
+)
+from reviews.services.queue import skip_assignment
+from reviews.views.access import get_assignment_for_reviewer, get_group_for
+
+
+def _group_url(group) -> str:
+    return reverse("group", args=[group.run.project.name, group.run.name, group.uid])
+
+
+def _passing(group) -> list[int]:
+    return list(group.rollouts.filter(passed=True).order_by("index").values_list("index", flat=True))
+
+
+def _seen_version(request: HttpRequest) -> int | None:
+    try:
+        return int(request.POST.get("seen_version", ""))
+    except ValueError:
+        return None
+
+
+def _seconds(request: HttpRequest) -> int | None:
+    try:
+        value = int(request.POST.get("seconds_spent", ""))
+    except ValueError:
+        return None
+    return value if 0 <= value < 7 * 24 * 3600 else None
+
+
+def _concurrent_message(result) -> str | None:
+    if not result.concurrent:
+        return None
+    who = ", ".join(sorted({j.reviewer.username for j in result.concurrent}))
+    when = date_format(result.concurrent[-1].created_at, "H:i")
+    return (f"Conflict: {who} submitted a judgment on this group while you were judging (last at {when} UTC). "
+            "Both judgments are kept; if they disagree, the group goes to an adjudicator.")
+
+
+@login_required
+@require_POST
+def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    assignment, membership = get_assignment_for_reviewer(request, project, run, uid)
+    group = assignment.group
+    if not group.is_mixed:
+        raise Http404("Only mixed groups are judged")
+    try:
+        items, note = parse_judgment(request.POST, _passing(group))
+        result = submit_judgment(reviewer=request.user, group=group, items=items, note=note,
+                                 seen_version=_seen_version(request), seconds_spent=_seconds(request))
+    except JudgmentError as error:
+        return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=request.POST)
+    except JudgmentConflict as conflict:
+        return render_group_page(request, group, membership, status=409, conflict=conflict)
+    message = _concurrent_message(result)
+    if message:
+        messages.warning(request, message)
+    messages.success(request, "Judgment stored. The grader's verdict is shown next to yours.")
+    return redirect(_group_url(group))
+
+
+@login_required
+@require_POST
+def draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    """Autosave: the judging form's fields, every few seconds while the reviewer works."""
+    assignment, _ = get_assignment_for_reviewer(request, project, run, uid)
+    if not assignment.is_open:
+        return JsonResponse({"error": "this group is already judged or skipped"}, status=409)
+    try:
+        saved = save_draft(assignment=assignment, data=draft_fields(request.POST))
+    except ValueError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    return JsonResponse({"saved_at": saved.draft_saved_at.isoformat()})
+
+
+@login_required
+@require_POST
+def reveal(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    assignment, _ = get_assignment_for_reviewer(request, project, run, uid)
+    if assignment.is_open:
+        if request.POST:  # keep what the reviewer had typed
+            save_draft(assignment=assignment, data=draft_fields(request.POST))
+        reveal_early(assignment=assignment)
+        messages.info(request, "Grader verdict revealed. Your judgment of this group will be recorded as not blind.")
+    return redirect(_group_url(assignment.group))
+
+
+@login_required
+@require_POST
+def skip(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    assignment, _ = get_assignment_for_reviewer(request, project, run, uid)
+    try:
+        skip_assignment(assignment=assignment)
+    except ValueError as error:
+        messages.error(request, str(error))
+        return redirect(_group_url(assignment.group))
+    messages.info(request, f"Skipped {assignment.group.uid}; it will not be served to you again.")
+    return redirect("review-queue", project=project)
+
+
+@login_required
+@require_GET
+def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    """Patch of rollout `a` against rollout `b`, or against the gold patch (`b=gold`)."""
+    group, _ = get_group_for(request, project, run, uid, "view")
+    patches = {str(index): patch for index, patch in RolloutContent.objects.filter(rollout__group=group).values_list(
+        "rollout__index", "patch")}
+    labels = {key: f"#{key}" for key in patches}
+    if group.task.gold_patch:
+        patches["gold"], labels["gold"] = group.task.gold_patch, "gold patch"
+    a, b = request.GET.get("a", ""), request.GET.get("b", "")
+    if a not in patches or b not in patches:
+        return render(request, "grading/group.html#compare", {"compare_error": "Choose two patches of this group."},
+                      status=400)
+    context = {"files": compare_patches(patches[a], patches[b]), "label_a": labels[a], "label_b": labels[b]}
+    return render(request, "grading/group.html#compare", context)
+
+
+@login_required
+@require_POST
+def adjudicate(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    group, membership = get_group_for(request, project, run, uid, "adjudicate")
+    if not group.is_mixed:
+        raise Http404("Only mixed groups are adjudicated")
+    try:
+        items, note = parse_judgment(request.POST, _passing(group))
+        submit_judgment(reviewer=request.user, group=group, items=items, note=note, kind=Judgment.Kind.ADJUDICATION,
+                        reason=request.POST.get("reason", ""), seconds_spent=_seconds(request))
+    except JudgmentError as error:
+        return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=request.POST)
+    except JudgmentConflict as conflict:
+        return render_group_page(request, group, membership, status=409, conflict=conflict)
+    messages.success(request, "Adjudication stored: this is now the group's final ranking.")
+    return redirect("adjudication-queue", project=project)

@@ -1,0 +1,83 @@
+"""The review queue (next group, my progress, the team's), its policy, and the adjudication queue."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from grading.models import Run
+from reviews import selectors
+from reviews.services.queue import next_assignment, policy_for, queue_groups, update_policy
+from reviews.views.access import get_project
+
+UPCOMING = 10
+
+
+def _run_filter(project, request: HttpRequest) -> Run | None:
+    name = request.GET.get("run") or request.POST.get("run") or ""
+    return get_object_or_404(Run, project=project, name=name) if name else None
+
+
+@login_required
+@require_GET
+def queue(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, membership = get_project(request, project, "review")
+    run = _run_filter(project_obj, request)
+    policy = policy_for(project_obj)
+    runs = list(project_obj.runs.all())
+    upcoming = list(queue_groups(project=project_obj, reviewer=request.user, run=run, policy=policy)[:UPCOMING])
+    context = {
+        "project": project_obj, "membership": membership, "run": run, "runs": runs, "policy": policy,
+        "progress": selectors.my_progress(project=project_obj, reviewer=request.user),
+        "assignments": selectors.my_assignments(project=project_obj, reviewer=request.user),
+        "upcoming": upcoming, "totals": selectors.project_review_totals(project_obj),
+        "team": selectors.team_progress(project_obj) if "manage" in membership.capabilities else None,
+    }
+    return render(request, "reviews/queue.html", context)
+
+
+@login_required
+@require_POST
+def next_group(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, _ = get_project(request, project, "review")
+    run = _run_filter(project_obj, request)
+    assignment = next_assignment(project=project_obj, reviewer=request.user, run=run)
+    if assignment is None:
+        messages.info(request, "Nothing left in your queue: every mixed group has its reviewers, or you have seen it.")
+        return redirect(reverse("review-queue", args=[project]) + (f"?run={run.name}" if run else ""))
+    group = assignment.group
+    return redirect("group", project=project, run=group.run.name, uid=group.uid)
+
+
+@login_required
+@require_POST
+def policy(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, _ = get_project(request, project, "manage")
+    try:
+        overlap = float(request.POST.get("overlap_percent", "")) / 100
+        lease = int(request.POST.get("lease_minutes", ""))
+        update_policy(project=project_obj, overlap=overlap, blind=request.POST.get("blind") == "on", lease_minutes=lease)
+    except ValueError as error:
+        messages.error(request, f"Policy not changed: {error}")
+    else:
+        messages.success(request, "Review policy saved.")
+    return redirect("review-queue", project=project)
+
+
+@login_required
+@require_GET
+def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, membership = get_project(request, project, "view")
+    if "adjudicate" not in membership.capabilities:
+        raise PermissionDenied("Adjudication needs the adjudicator or admin role")
+    include_done = request.GET.get("show") == "all"
+    page = Paginator(selectors.adjudication_queue(project_obj, include_done=include_done), 50).get_page(request.GET.get("page"))
+    return render(request, "reviews/adjudication.html",
+                  {"project": project_obj, "page": page, "include_done": include_done,
+                   "totals": selectors.project_review_totals(project_obj)})

@@ -1,0 +1,130 @@
+// The judging form on the group page: keyboard, autosaved drafts, progress. No inline
+// script (the CSP forbids it); the page works without this file, only slower.
+(function () {
+  "use strict";
+  var form, lanes = [], current = -1, started = Date.now(), saveTimer = null, dirty = false;
+
+  function passingLanes() {
+    return Array.prototype.slice.call(document.querySelectorAll("[data-judge]"))
+      .map(function (panel) { return panel.closest(".lane"); });
+  }
+
+  function focusLane(i) {
+    if (!lanes.length) return;
+    current = Math.max(0, Math.min(lanes.length - 1, i));
+    lanes.forEach(function (lane, n) { lane.classList.toggle("current", n === current); });
+    lanes[current].scrollIntoView({ block: "nearest", inline: "center" });
+    lanes.forEach(function (lane, n) {
+      if (n === current) lane.setAttribute("aria-current", "true"); else lane.removeAttribute("aria-current");
+    });
+  }
+
+  function panel() { return current >= 0 ? lanes[current].querySelector("[data-judge]") : null; }
+  function field(name) { var p = panel(); return p ? p.querySelector("[name='" + name + "-" + p.dataset.judge + "']") : null; }
+
+  function setTier(tier) {
+    var p = panel();
+    if (!p) return;
+    var radio = p.querySelector("input[type=radio][value='" + tier + "']");
+    if (radio) { radio.checked = true; changed(); }
+  }
+
+  function bumpRank(delta) {
+    var input = field("rank");
+    if (!input) return;
+    var value = parseInt(input.value || "0", 10) + delta;
+    input.value = String(Math.max(1, value));
+    changed();
+  }
+
+  function toggleCheat() {
+    var box = field("cheat");
+    if (box) { box.checked = !box.checked; changed(); }
+  }
+
+  function updateProgress() {
+    var progress = form.querySelector("[data-role=progress]");
+    if (!progress) return;
+    var total = parseInt(progress.dataset.total, 10), done = 0;
+    document.querySelectorAll("[data-judge]").forEach(function (p) {
+      if (p.querySelector("input[type=radio]:checked")) done += 1;
+    });
+    progress.textContent = done + " of " + total + " passing rollouts tiered";
+    progress.classList.toggle("complete", done === total);
+  }
+
+  function saveDraft() {
+    var url = form.dataset.draftUrl;
+    if (!url || !dirty) return;
+    dirty = false;
+    var status = document.getElementById("draft-status");
+    fetch(url, { method: "POST", body: new FormData(form), credentials: "same-origin",
+                 headers: { "X-CSRFToken": form.querySelector("[name=csrfmiddlewaretoken]").value } })
+      .then(function (r) { return r.json().then(function (body) { return { ok: r.ok, body: body }; }); })
+      .then(function (res) {
+        if (!status) return;
+        status.textContent = res.ok ? "draft saved " + new Date(res.body.saved_at).toLocaleTimeString() : "draft not saved: " + res.body.error;
+        status.dataset.saved = res.ok ? "1" : "0";
+      })
+      .catch(function () { if (status) { status.textContent = "draft not saved (offline?)"; status.dataset.saved = "0"; } dirty = true; });
+  }
+
+  function changed() {
+    dirty = true;
+    updateProgress();
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(saveDraft, 600);
+  }
+
+  function typing(target) {
+    var tag = (target.tagName || "").toLowerCase();
+    return tag === "textarea" || tag === "select" || (tag === "input" && target.type !== "radio" && target.type !== "checkbox");
+  }
+
+  function onKey(e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var help = document.getElementById("keys-help");
+    if (e.key === "?") { e.preventDefault(); if (help.open) help.close(); else help.showModal(); return; }
+    if (typing(e.target) || (help && help.open)) return;
+    switch (e.key) {
+      case "j": e.preventDefault(); focusLane(current + 1); break;
+      case "k": e.preventDefault(); focusLane(current - 1); break;
+      case "1": case "2": case "3": if (current < 0) focusLane(0); setTier("T" + e.key); break;
+      case "[": bumpRank(-1); break;
+      case "]": bumpRank(1); break;
+      case "c": if (current < 0) focusLane(0); toggleCheat(); break;
+      case "s": e.preventDefault(); submit(); break;
+      default: return;
+    }
+  }
+
+  function submit() {
+    var seconds = form.querySelector("[data-role=seconds]");
+    if (seconds) seconds.value = String(Math.round((Date.now() - started) / 1000));
+    clearTimeout(saveTimer);
+    form.requestSubmit();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var helpButton = document.querySelector("[data-action=help]");
+    var help = document.getElementById("keys-help");
+    if (helpButton && help) helpButton.addEventListener("click", function () { help.showModal(); });
+    form = document.getElementById("judgment-form");
+    if (!form) {
+      document.addEventListener("keydown", function (e) { if (e.key === "?" && help && !typing(e.target)) { e.preventDefault(); help.open ? help.close() : help.showModal(); } });
+      return;
+    }
+    lanes = passingLanes();
+    lanes.forEach(function (lane, n) { lane.addEventListener("click", function () { focusLane(n); }); });
+    document.addEventListener("input", function (e) { if (e.target.form === form || e.target.getAttribute("form") === "judgment-form") changed(); });
+    document.addEventListener("change", function (e) { if (e.target.form === form) changed(); });
+    form.addEventListener("submit", function () {
+      var seconds = form.querySelector("[data-role=seconds]");
+      if (seconds && !seconds.value) seconds.value = String(Math.round((Date.now() - started) / 1000));
+    });
+    window.addEventListener("beforeunload", function () { if (dirty && form.dataset.draftUrl) navigator.sendBeacon(form.dataset.draftUrl, new FormData(form)); });
+    document.addEventListener("keydown", onKey);
+    updateProgress();
+    if (lanes.length) focusLane(0);
+  });
+})();

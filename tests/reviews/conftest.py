@@ -1,0 +1,68 @@
+"""People and groups of the review desk tests.
+
+- alice: admin of acme; bob, dan: reviewers in acme; erin: auditor; fay: adjudicator
+- carol: admin of "other" only, so every acme group is 404 for her
+Groups (run r1, step 1): g1@1 and g2@1 mixed (rollouts 0, 1, 3 pass; 2 fails), g1 graded by
+"secret-grader@1" with an evidence note no blind page may show; g3@1 all pass (filtered).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grading.models import Group, Project, Role
+from grading.services.ingest import ingest_group_lines
+from grading.services.verdicts import GradeInput, record_verdict
+from tests.conftest import _member, small_group
+
+GRADER = "secret-grader@1"
+SECRET_NOTE = "GRADER-SECRET-NOTE"
+
+
+@pytest.fixture
+def dan(acme):
+    return _member("dan", acme, Role.REVIEWER)
+
+
+@pytest.fixture
+def erin(acme):
+    return _member("erin", acme, Role.AUDITOR)
+
+
+@pytest.fixture
+def fay(acme):
+    return _member("fay", acme, Role.ADJUDICATOR)
+
+
+def ingest(project: Project, *groups: dict) -> None:
+    report = ingest_group_lines(project=project, lines=[(n, json.dumps(g).encode()) for n, g in enumerate(groups, 1)])
+    assert not report.errors, report.errors
+
+
+@pytest.fixture
+def groups(acme, alice):
+    g1 = small_group("g1@1", rewards=(1, 1, 0, 1), gold_patch="--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 0\n+y = 9\n")
+    ingest(acme, g1, small_group("g2@1", instance_id="t-2", rewards=(1, 1, 0, 1)),
+           small_group("g3@1", instance_id="t-3", rewards=(1, 1)))
+    graded = Group.objects.get(uid="g1@1")
+    record_verdict(group=graded, grader=GRADER, status="valid", grades=[
+        GradeInput(0, "T1", 1, evidence=[]),
+        GradeInput(1, "T2", 2, evidence=[{"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": SECRET_NOTE}]),
+        GradeInput(3, "T3", 3, cheat=True, evidence=[{"kind": "turn", "rollout": 3, "locator": "1", "note": "read the fix"}]),
+    ])
+    return {g.uid: g for g in Group.objects.all()}
+
+
+def group_url(uid: str, suffix: str = "") -> str:
+    return f"/projects/acme/runs/r1/groups/{uid}/{suffix}"
+
+
+def judgment_post(tiers: dict[int, str], ranks: dict[int, int] | None = None, *, cheat=(), seen_version=0, **extra) -> dict:
+    data = {f"tier-{i}": t for i, t in tiers.items()}
+    data.update({f"rank-{i}": str(r) for i, r in (ranks or {}).items()})
+    data.update({f"cheat-{i}": "on" for i in cheat})
+    data["seen_version"] = str(seen_version)
+    data.update(extra)
+    return data
