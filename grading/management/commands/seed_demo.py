@@ -51,4 +51,9 @@ class Command(BaseCommand):
             statuses = [grade_group(group_id=group_id, backend="heuristic").status for group_id in mixed]
             self.stdout.write(f"graded {len(statuses)} mixed groups with the heuristic grader "
                               f"({statuses.count('valid')} valid verdicts)")
+            from reviews.demo import REVIEWERS, seed_judgments
+
+            counts = seed_judgments(project=project_obj, password=password)
+            self.stdout.write(f"demo reviewers {', '.join(REVIEWERS)} (password {password!r}): "
+                              f"{counts['stored']} judgments stored, {counts['kept']} already there")
         self.stdout.write(self.style.SUCCESS(f"Log in at http://127.0.0.1:8000/ as {username!r} with password {password!r}"))
