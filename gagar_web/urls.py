@@ -9,6 +9,7 @@ from grading.api import views as api
 from grading.api.advantages import AdvantageExportView
 from grading import views as pages
 from grading import views_grading
+from reviews.api_agreement import AgreementView
 
 api_v1 = [
     path("groups/", api.GroupListIngestView.as_view(), name="api-groups"),
@@ -17,6 +18,7 @@ api_v1 = [
     path("imports/<int:pk>/", imports_api.ImportDetailView.as_view(), name="api-import"),
     path("advantages/", AdvantageExportView.as_view(), name="api-advantages"),
     path("mappings/", include("grading.api.mappings")),
+    path("agreement/", AgreementView.as_view(), name="api-agreement"),
 ]
 
 urlpatterns = [

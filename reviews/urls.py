@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from reviews.views import audit, judge, queue
+from reviews.views import audit, calibration, judge, queue
 
 GROUP = "runs/<str:run>/groups/<path:uid>/"
 
@@ -11,6 +11,8 @@ urlpatterns = [
     path("review/next/", queue.next_group, name="review-next"),
     path("review/policy/", queue.policy, name="review-policy"),
     path("adjudication/", queue.adjudication_queue, name="adjudication-queue"),
+    path("calibration/", calibration.calibration, name="calibration"),
+    path("calibration/activate/", calibration.activate, name="calibration-activate"),
     path("audit/", audit.audit_queue, name="audit-queue"),
     path("audit/<int:pk>/", audit.decide, name="audit-decide"),
     path(GROUP + "judgment/", judge.submit, name="judgment-submit"),

@@ -9,9 +9,9 @@ from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
-from grading.access import get_project_for
 from grading.api.errors import error
-from grading.models import ApiToken, FactorMapping, Run
+from grading.api.scoping import project_for_request
+from grading.models import FactorMapping, Run
 from grading.services import export
 from grading.services.advantages import ensure_computed_many, resolve_mapping
 
@@ -42,11 +42,9 @@ class AdvantageExportView(APIView):
         summary="Export gagar-advantage/1 rows (one per rollout)",
     )
     def get(self, request):
-        token = request.auth if isinstance(request.auth, ApiToken) else None
-        project_name = request.query_params.get("project") or (token.project.name if token else "")
-        if not project_name:
-            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
-        project, _ = get_project_for(request.user, project_name, "export", token=token)
+        project, problem = project_for_request(request, "export")
+        if problem:
+            return problem
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in export.FORMATS:
             return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(export.FORMATS)}")

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
-from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -24,8 +22,8 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from grading.access import get_project_for
 from grading.api.errors import error
+from grading.api.scoping import project_for_request
 from grading.api.serializers import (
     ActiveMappingSerializer,
     MappingActivateSerializer,
@@ -34,26 +32,12 @@ from grading.api.serializers import (
     MappingDetailSerializer,
     MappingListItemSerializer,
 )
-from grading.models import ApiToken, FactorMapping, MappingActivation, Project, Run
-from grading.services.advantages import activate_mapping, active_mapping, default_mapping
+from grading.models import FactorMapping, MappingActivation, Project, Run
+from grading.services.advantages import activate_mapping, active_mapping, create_mapping, default_mapping
 
 READ = ("view", "export")
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ..., "fields": {field: [errors]}}')
-
-
-def _project(request, *capabilities: str) -> tuple[Project | None, Response | None]:
-    """The project of `?project=` (or the token's), if the user holds any of `capabilities` there."""
-    token = request.auth if isinstance(request.auth, ApiToken) else None
-    name = request.query_params.get("project") or (token.project.name if token else "")
-    if not name:
-        return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
-    for capability in capabilities[:-1]:
-        try:
-            return get_project_for(request.user, name, capability, token=token)[0], None
-        except PermissionDenied:
-            continue
-    return get_project_for(request.user, name, capabilities[-1], token=token)[0], None
 
 
 def visible_mappings(project: Project) -> QuerySet[FactorMapping]:
@@ -82,32 +66,12 @@ def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[Fa
     return mappings
 
 
-def create_mapping(*, project: Project, name: str, bands: dict, note: str = "", user=None) -> FactorMapping:
-    """A new manual mapping `name@N`, N one past the newest version of that name.
-
-    (name, version) is unique across projects, so N counts every project's versions of the
-    name: within a project the versions still only grow. Two admins creating the same name
-    at once both succeed, one version apart.
-    """
-    attempts = 3
-    while True:
-        try:
-            with transaction.atomic():
-                newest = FactorMapping.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
-                return FactorMapping.objects.create(project=project, name=name, version=newest + 1, bands=bands, note=note,
-                                                    source=FactorMapping.Source.MANUAL, created_by=user)
-        except IntegrityError:  # someone took that version meanwhile
-            attempts -= 1
-            if not attempts:
-                raise
-
-
 class MappingListCreateView(APIView):
     parser_classes = [JSONParser]  # bands are nested JSON; no form encoding of them
     @extend_schema(parameters=[PROJECT], responses=MappingListItemSerializer(many=True),
                    summary="Mappings visible to a project (built-in default and its own), with the runs each is active for")
     def get(self, request):
-        project, problem = _project(request, *READ)
+        project, problem = project_for_request(request, *READ)
         if problem:
             return problem
         mappings = with_active_runs(project, list(visible_mappings(project)))
@@ -120,7 +84,7 @@ class MappingListCreateView(APIView):
         summary="Create a new mapping version (admin); mappings are immutable, so a change is a new version",
     )
     def post(self, request):
-        project, problem = _project(request, "manage")
+        project, problem = project_for_request(request, "manage")
         if problem:
             return problem
         fields = MappingCreateSerializer(data=request.data)
@@ -136,7 +100,7 @@ class MappingDetailView(APIView):
     @extend_schema(parameters=[PROJECT], responses=MappingDetailSerializer,
                    summary="One mapping with the full record of its fit")
     def get(self, request, pk: int):
-        project, problem = _project(request, *READ)
+        project, problem = project_for_request(request, *READ)
         if problem:
             return problem
         mapping = visible_mappings(project).filter(pk=pk).first()
@@ -152,7 +116,7 @@ class ActiveMappingView(APIView):
         summary="The mapping in force for a run, and who activated which mapping when and why",
     )
     def get(self, request):
-        project, problem = _project(request, *READ)
+        project, problem = project_for_request(request, *READ)
         if problem:
             return problem
         run_name = request.query_params.get("run", "")
@@ -177,7 +141,7 @@ class MappingActivateView(APIView):
         summary="Make a mapping the run's active one (admin); its advantages are recomputed in the background",
     )
     def post(self, request, pk: int):
-        project, problem = _project(request, "manage")
+        project, problem = project_for_request(request, "manage")
         if problem:
             return problem
         mapping = visible_mappings(project).filter(pk=pk).first()

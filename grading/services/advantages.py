@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from grading.advantage import TIERS, group_summary, redistribute
@@ -104,6 +104,27 @@ def _queue_recompute(step_ids) -> None:
             recompute_step_task.delay(step_id=step_id)
 
     transaction.on_commit(enqueue)
+
+
+def create_mapping(*, project, name: str, bands: dict, note: str = "", user=None,
+                   source: str = FactorMapping.Source.MANUAL, fit: dict | None = None) -> FactorMapping:
+    """A new mapping `name@N`, N one past the newest version of that name.
+
+    (name, version) is unique across projects, so N counts every project's versions of the
+    name: within a project the versions still only grow. Two admins creating the same name
+    at once both succeed, one version apart.
+    """
+    attempts = 3
+    while True:
+        try:
+            with transaction.atomic():
+                newest = FactorMapping.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
+                return FactorMapping.objects.create(project=project, name=name, version=newest + 1, bands=bands, note=note,
+                                                    source=source, fit=fit or {}, created_by=user)
+        except IntegrityError:  # someone took that version meanwhile
+            attempts -= 1
+            if not attempts:
+                raise
 
 
 @transaction.atomic

@@ -1,0 +1,29 @@
+"""Which project an API request is about: `?project=` with a session login, or the token's own."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from rest_framework import status
+from rest_framework.response import Response
+
+from grading.access import get_project_for
+from grading.api.errors import error
+from grading.models import ApiToken, Project
+
+
+def project_for_request(request, *capabilities: str) -> tuple[Project | None, Response | None]:
+    """The project of `?project=` (or the token's), if the user holds any of `capabilities` there.
+
+    Returns (project, None), or (None, a 400 response) when no project is named; raises
+    Http404 for a project the user is not in and PermissionDenied when no capability fits.
+    """
+    token = request.auth if isinstance(request.auth, ApiToken) else None
+    name = request.query_params.get("project") or (token.project.name if token else "")
+    if not name:
+        return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
+    for capability in capabilities[:-1]:
+        try:
+            return get_project_for(request.user, name, capability, token=token)[0], None
+        except PermissionDenied:
+            continue
+    return get_project_for(request.user, name, capabilities[-1], token=token)[0], None

@@ -1,0 +1,133 @@
+"""The calibration page: agreement with intervals, slices, heatmap, trends, fitted vs active
+mapping, a what-if preview on one step, and activation (admins)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from grading.advantage import MappingSpec
+from grading.models import Run
+from grading.selectors import lambda_histogram
+from grading.services.advantages import active_mapping
+from reviews import selectors_calibration as data
+from reviews.services.calibration import activate_fitted_mapping
+from reviews.views.access import get_project
+
+N_BOOT = 1000
+N_BOOT_SLICES = 300
+
+
+def _scope(request: HttpRequest, project) -> dict:
+    """The run / grader / step the page is about, from the query (or the activation form)."""
+    source = request.POST if request.method == "POST" else request.GET
+    runs = list(project.runs.all())
+    run = None
+    if source.get("run"):
+        run = get_object_or_404(Run, project=project, name=source["run"])
+    elif len(runs) == 1:
+        run = runs[0]
+    step = source.get("step", "")
+    return {"run": run, "runs": runs, "grader": source.get("grader", "") or None,
+            "step": int(step) if step.isdigit() else None}
+
+
+def _frames(project, scope):
+    return data.judgment_frames(project=project, run=scope["run"], grader=scope["grader"], step=scope["step"])
+
+
+@login_required
+@require_GET
+def calibration(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, membership = get_project(request, project, "view")
+    scope = _scope(request, project_obj)
+    frames = _frames(project_obj, scope)
+    overall = data.report(frames.frame, n_boot=N_BOOT)
+    fitted = data.fitted_mapping(frames.frame, n_boot=N_BOOT)
+    run = scope["run"]
+    active = active_mapping(run) if run else None
+    steps = list(run.steps.order_by("number")) if run else []
+    preview = None
+    if run and steps and fitted.n_judgments:
+        chosen = request.GET.get("preview_step", "")
+        step = next((s for s in steps if str(s.number) == chosen), steps[-1])
+        preview = data.preview(step=step, proposed=MappingSpec.from_dict(fitted.bands()))
+    trend = data.trends(frames.frame, n_boot=200)
+    context = {
+        "project": project_obj, "membership": membership, "scope": scope, "frames": frames, "overall": overall,
+        "rows": data.slices(frames.frame, n_boot=N_BOOT_SLICES),
+        "ceiling": data.ceiling(frames.people, n_boot=N_BOOT), "fitted": fitted, "active": active, "steps": steps,
+        "preview": preview, "trend": trend, "can_activate": "manage" in membership.capabilities and run is not None,
+        "fitted_rows": _mapping_rows(fitted, active),
+        "heatmap": {"type": "heatmap", "labels": ["T1", "T2", "T3"], "matrix": overall["confusion"],
+                    "xlabel": "people (consensus)", "ylabel": "grader"},
+        "trend_chart": _trend_chart(trend),
+        "mapping_chart": _mapping_chart(fitted, active),
+        "lambda_chart": _lambda_chart(preview) if preview else None,
+    }
+    return render(request, "reviews/calibration.html", context)
+
+
+def _mapping_rows(fitted, active) -> list[dict]:
+    bands = active.bands if active else {}
+    rows = []
+    for n, tier in enumerate(("T1", "T2", "T3")):
+        lo, hi = fitted.intervals[n] if fitted.intervals else (None, None)
+        rows.append({"tier": tier, "f": fitted.f[n], "lo": lo, "hi": hi, "m": fitted.m[n], "counts": fitted.counts[n],
+                     "active": bands.get(tier)})
+    return rows
+
+
+def _trend_chart(trend: list[dict]) -> dict:
+    return {
+        "type": "line", "labels": [f"step {t['step']}" for t in trend], "ylabel": "value",
+        "datasets": [
+            {"label": "κ grader vs people", "data": [t["kappa"] for t in trend]},
+            {"label": "T1 share, grader", "data": [t["grader_t1_share"] for t in trend]},
+            {"label": "T1 share, people", "data": [t["human_t1_share"] for t in trend]},
+        ],
+    }
+
+
+def _mapping_chart(fitted, active) -> dict:
+    tiers = ["T1", "T2", "T3"]
+    datasets = [{"label": "fitted f", "data": [round(v, 4) for v in fitted.f]}]
+    if fitted.intervals:
+        datasets.append({"label": "fitted 95% interval", "data": [[round(lo, 4), round(hi, 4)] for lo, hi in fitted.intervals]})
+    if active:
+        datasets.append({"label": f"active {active.label} (band)", "data": [sorted(active.bands[t]) for t in tiers]})
+    return {"type": "bar", "labels": tiers, "datasets": datasets, "ylabel": "discount factor f"}
+
+
+def _lambda_chart(preview) -> dict:
+    now, then = lambda_histogram(preview.lambdas_active), lambda_histogram(preview.lambdas_proposed)
+    return {"type": "bar", "labels": now["labels"], "xlabel": "λ", "ylabel": "graded groups",
+            "datasets": [{"label": f"active {preview.active.label}", "data": now["datasets"][0]["data"]},
+                         {"label": "fitted (preview)", "data": then["datasets"][0]["data"]}]}
+
+
+@login_required
+@require_POST
+def activate(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, _ = get_project(request, project, "manage")
+    scope = _scope(request, project_obj)
+    back = reverse("calibration", args=[project]) + (f"?run={scope['run'].name}" if scope["run"] else "")
+    if scope["run"] is None:
+        messages.error(request, "Choose the run the mapping is for.")
+        return redirect(back)
+    frames = _frames(project_obj, scope)
+    fitted = data.fitted_mapping(frames.frame, n_boot=N_BOOT)
+    try:
+        mapping, _ = activate_fitted_mapping(
+            run=scope["run"], fitted=fitted, user=request.user, reason=request.POST.get("reason", ""),
+            scope={"run": scope["run"].name, "grader": scope["grader"], "step": scope["step"]}, n_judgments=frames.n_judgments,
+        )
+    except ValueError as error:
+        messages.error(request, f"Not activated: {error}")
+        return redirect(back)
+    messages.success(request, f"{mapping.label} is now active for {scope['run'].name}; every step's advantages are being recomputed.")
+    return redirect(back)
