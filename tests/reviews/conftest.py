@@ -15,6 +15,7 @@ import pytest
 from grading.models import Group, Project, Role
 from grading.services.ingest import ingest_group_lines
 from grading.services.verdicts import GradeInput, record_verdict
+from reviews.services.judgments import ItemInput, submit_judgment
 from tests.conftest import _member, small_group
 
 GRADER = "secret-grader@1"
@@ -53,6 +54,17 @@ def groups(acme, alice):
         GradeInput(3, "T3", 3, cheat=True, evidence=[{"kind": "turn", "rollout": 3, "locator": "1", "note": "read the fix"}]),
     ])
     return {g.uid: g for g in Group.objects.all()}
+
+
+@pytest.fixture
+def judged(groups, bob, dan):
+    """g2@1 graded too; bob and dan judged g1@1 (a tier apart on #1), bob judged g2@1."""
+    record_verdict(group=groups["g2@1"], grader=GRADER, status="valid",
+                   grades=[GradeInput(0, "T2", 2), GradeInput(1, "T1", 1), GradeInput(3, "T2", 2)])
+    for person, tiers in ((bob, {0: "T1", 1: "T2", 3: "T3"}), (dan, {0: "T1", 1: "T3", 3: "T3"})):
+        submit_judgment(reviewer=person, group=groups["g1@1"], items=[ItemInput(i, t) for i, t in tiers.items()])
+    submit_judgment(reviewer=bob, group=groups["g2@1"], items=[ItemInput(0, "T2"), ItemInput(1, "T1"), ItemInput(3, "T3")])
+    return groups
 
 
 def group_url(uid: str, suffix: str = "") -> str:

@@ -10,23 +10,11 @@ import pytest
 
 from grading.models import AdvantageResult, FactorMapping, MappingActivation, Run, Step
 from grading.services.advantages import active_mapping, ensure_computed_many
-from grading.services.verdicts import GradeInput, record_verdict
 from reviews.calibration import fit_mapping
 from reviews.services.calibration import activate_fitted_mapping
-from reviews.services.judgments import ItemInput, submit_judgment
-from tests.reviews.conftest import GRADER
+from tests.reviews.conftest import GRADER, judged  # noqa: F401  fixture
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def judged(groups, bob, dan):
-    record_verdict(group=groups["g2@1"], grader=GRADER, status="valid",
-                   grades=[GradeInput(0, "T2", 2), GradeInput(1, "T1", 1), GradeInput(3, "T2", 2)])
-    for person, tiers in ((bob, {0: "T1", 1: "T2", 3: "T3"}), (dan, {0: "T1", 1: "T3", 3: "T3"})):
-        submit_judgment(reviewer=person, group=groups["g1@1"], items=[ItemInput(i, t) for i, t in tiers.items()])
-    submit_judgment(reviewer=bob, group=groups["g2@1"], items=[ItemInput(0, "T2"), ItemInput(1, "T1"), ItemInput(3, "T3")])
-    return groups
 
 
 def test_page_shows_agreement_ceiling_heatmap_fit_and_preview(client, alice, judged):
