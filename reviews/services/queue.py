@@ -73,10 +73,8 @@ def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: 
     policy = policy or policy_for(project)
     runs = [run] if run is not None else list(project.runs.all())
     mapping_of_run = active_mapping_ids(runs)
-    lease_start = timezone.now() - timedelta(minutes=policy.lease_minutes)
     taken = (
-        Assignment.objects.filter(group=OuterRef("pk"))
-        .filter(Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.OPEN, created_at__gte=lease_start))
+        Assignment.objects.filter(group=OuterRef("pk")).filter(_counts_toward(policy))
         .order_by().values("group").annotate(n=Count("pk")).values("n")
     )
     credit_moved = (
@@ -103,6 +101,16 @@ def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: 
     )
 
 
+def _counts_toward(policy: ReviewPolicy) -> Q:
+    """Assignments that hold a group's reviewer slot: submitted ones, and open ones within the lease."""
+    lease_start = timezone.now() - timedelta(minutes=policy.lease_minutes)
+    return Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.OPEN, created_at__gte=lease_start)
+
+
+def _taken(group: Group, policy: ReviewPolicy) -> int:
+    return Assignment.objects.filter(group=group).filter(_counts_toward(policy)).count()
+
+
 def shuffled_order(group: Group) -> list[int]:
     order = list(group.rollouts.order_by("index").values_list("index", flat=True))
     random.SystemRandom().shuffle(order)
@@ -122,7 +130,7 @@ def next_assignment(*, project: Project, reviewer, run: Run | None = None) -> As
     if open_ is not None and (run is None or open_.group.run_id == run.pk):
         return open_
     policy = policy_for(project)
-    for _ in range(5):  # a candidate taken by someone else between read and lock: try the next best
+    for _ in range(20):  # a candidate taken by someone else between read and lock: try the next best
         with transaction.atomic():
             candidates = queue_groups(project=project, reviewer=reviewer, run=run, policy=policy)
             if connection.features.has_select_for_update_skip_locked:
@@ -130,6 +138,10 @@ def next_assignment(*, project: Project, reviewer, run: Run | None = None) -> As
             group = candidates.first()
             if group is None:
                 return None
+            # The candidate query's count may predate an assignment committed just before we
+            # locked the row; count again now that we hold it (READ COMMITTED sees that commit).
+            if _taken(group, policy) >= group.wanted:
+                continue
             try:
                 with transaction.atomic():
                     return Assignment.objects.create(
