@@ -19,6 +19,7 @@ api_v1 = [
     path("advantages/", AdvantageExportView.as_view(), name="api-advantages"),
     path("mappings/", include("grading.api.mappings")),
     path("agreement/", AgreementView.as_view(), name="api-agreement"),
+    path("labeled-groups/", include("reviews.api_urls")),
 ]
 
 urlpatterns = [

@@ -1,0 +1,360 @@
+"""GET /api/v1/labeled-groups/: judged groups as gagar-labeled-group/1 lines and as grader SFT examples.
+
+People (tests/reviews/conftest.py): alice admin, bob and dan reviewers, erin auditor, fay
+adjudicator, carol admin of "other" only, tess a trainer token of acme. The labeled run r1:
+
+- g1@1: bob and dan disagree, fay adjudicates (citations in her notes); graded by the
+  fixture grader, whose cheat flag on #3 is not audited yet;
+- g2@1: bob alone (a single review), his cheat flag on #3 confirmed by erin;
+- g4@2: bob and dan, not adjudicated (the median consensus), step 2 so it comes last;
+- g5@1: mixed but never judged, so never exported;
+- g6@1: dan without rubric scores (no SFT example), hostile patch and note text.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from grading.grader.base import RUBRIC
+from grading.grader.evidence import problems
+from grading.grader.llm import SYSTEM_PROMPT, VERDICT_SCHEMA, LLMGrader, parse_verdict, tool_specs
+from grading.grader.loading import load_workspace
+from grading.grader.tools import validate
+from grading.models import CheatDecision, Group, Verdict
+from grading.services.verdicts import GradeInput, record_verdict
+from reviews import labeled, selectors_labeled
+from reviews.models import CheatAudit, Judgment
+from reviews.services.audit import audit_cheat
+from reviews.services.judgments import ItemInput, submit_judgment
+from reviews.services.queue import assign
+from tests.conftest import small_group
+from tests.reviews.conftest import GRADER, SECRET_NOTE, ingest
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/labeled-groups/"
+HOSTILE_PATCH = (
+    "diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n"
+    "-y = 0\n+y = '</script><script>alert(\"x\")</script> \\u2028 \u2028 \u2029 \x85 &amp; \U0001f600'\n"
+)
+HOSTILE_NOTE = "<img src=x onerror=\"alert(1)\"> “quoted” \\ back\nslash & {{ template }} </textarea>"
+FAY_NOTE_1 = "keeps the old default: w.py:2 (see turn 1)"
+FAY_NOTE_3 = "reads the upstream fix at turn 1; w.py:99 is not in the patch"
+ERIN_REASON = "turn 1 downloads the fixed release"
+
+
+def scores(value: int) -> dict:
+    return {name: value for name in RUBRIC}
+
+
+def review(person, group, items, *, kind=Judgment.Kind.REVIEW, reason="", note=""):
+    if kind == Judgment.Kind.REVIEW:
+        assign(group=group, reviewer=person)
+    return submit_judgment(reviewer=person, group=group, items=items, kind=kind, reason=reason, note=note).judgment
+
+
+@pytest.fixture
+def labeled_run(groups, bob, dan, erin, fay):
+    acme = groups["g1@1"].run.project
+    ingest(acme, small_group("g4@2", step=2, instance_id="t-4", rewards=(1, 1, 0, 1)),
+           small_group("g5@1", instance_id="t-5", rewards=(1, 0)))
+    hostile = small_group("g6@1", instance_id="t-6", rewards=(1, 0), problem_statement=HOSTILE_NOTE)
+    hostile["rollouts"][0]["patch"] = HOSTILE_PATCH
+    ingest(acme, hostile)
+    g = {x.uid: x for x in Group.objects.all()}
+
+    review(bob, g["g1@1"], [ItemInput(0, "T1", 1, scores=scores(5)), ItemInput(1, "T2", 2, scores=scores(3)),
+                            ItemInput(3, "T3", 3, scores=scores(2))])
+    review(dan, g["g1@1"], [ItemInput(0, "T2", 2, scores=scores(3)), ItemInput(1, "T1", 1, scores=scores(5)),
+                            ItemInput(3, "T3", 3, scores=scores(2))])
+    review(fay, g["g1@1"], [ItemInput(0, "T1", 1, scores=scores(5)),
+                            ItemInput(1, "T2", 2, scores=scores(3), note=FAY_NOTE_1),
+                            ItemInput(3, "T3", 3, cheat=True, scores=scores(1), note=FAY_NOTE_3)],
+           kind=Judgment.Kind.ADJUDICATION, reason=Judgment.Reason.REVIEWERS_DISAGREE, note="settled on the diff")
+
+    review(bob, g["g2@1"], [ItemInput(0, "T1", 1, scores=scores(5)), ItemInput(1, "T1", 1, scores=scores(4)),
+                            ItemInput(3, "T2", 2, cheat=True, scores=scores(3), note=HOSTILE_NOTE)])
+    flag = CheatDecision.objects.get(rollout__group=g["g2@1"], source=CheatDecision.Source.REVIEWER)
+    audit_cheat(decision=flag, auditor=erin, confirmed=True, reason=ERIN_REASON)
+
+    review(bob, g["g4@2"], [ItemInput(0, "T1", 1, scores=scores(4)), ItemInput(1, "T2", 2, cheat=True, scores=scores(4)),
+                            ItemInput(3, "T3", 3, scores=scores(3))])
+    review(dan, g["g4@2"], [ItemInput(0, "T1", 1, scores=scores(5)), ItemInput(1, "T3", 3, scores=scores(2)),
+                            ItemInput(3, "T2", 2, scores={"minimality": 4})])
+
+    review(dan, g["g6@1"], [ItemInput(0, "T2", note=HOSTILE_NOTE)], note=HOSTILE_NOTE)
+    return g
+
+
+def get(client, **params):
+    r = client.get(URL, {"project": "acme", "run": "r1", **params})
+    assert r.status_code == 200, r.content if not r.streaming else ""
+    assert r["Content-Type"] == "application/x-ndjson"
+    body = b"".join(r.streaming_content)
+    return body, [json.loads(line) for line in body.decode().splitlines()]
+
+
+@pytest.fixture
+def as_alice(client, alice):
+    client.force_login(alice)
+    return client
+
+
+# --- who may export ----------------------------------------------------------------------------
+
+def test_refusals(client, labeled_run, alice, bob, carol, trainer_token):
+    assert client.get(URL, {"project": "acme", "run": "r1"}).status_code == 401  # anonymous
+    client.force_login(bob)  # bob reviews but may not export
+    r = client.get(URL, {"project": "acme", "run": "r1"})
+    assert r.status_code == 403 and "does not allow" in r.json()["detail"]
+    client.force_login(carol)  # carol is an admin elsewhere: acme does not exist for her
+    assert client.get(URL, {"project": "acme", "run": "r1"}).status_code == 404
+    client.logout()
+    auth = {"HTTP_AUTHORIZATION": f"Token {trainer_token}"}
+    assert client.get(URL, {"run": "r1"}, **auth).status_code == 200  # the token implies acme
+    assert client.get(URL, {"project": "other", "run": "r1"}, **auth).status_code == 404
+    assert client.post(URL + "?run=r1", **auth).status_code == 405
+    for params, status, words in [
+        ({"run": "nope"}, 404, "no run 'nope'"),
+        ({}, 400, "'run' is required"),
+        ({"run": "r1", "format": "csv"}, 400, "format must be one of jsonl, sft"),
+        ({"run": "r1", "label": "grader"}, 400, "label must be one of consensus, adjudicated"),
+        ({"run": "r1", "since": "yesterday"}, 400, "ISO 8601"),
+        ({"run": "r1", "since": "2026-01-01T00:00:00"}, 400, "needs a timezone"),
+        ({"run": "r1", "since": "2026-01-01T00:00:00 00:00"}, 400, "%2B"),
+    ]:
+        r = client.get(URL, params, **auth)
+        assert r.status_code == status and words in r.json()["detail"], (params, r.content)
+    client.force_login(alice)
+    assert client.get(URL, {"run": "r1"}).status_code == 400  # a session names its project
+
+
+# --- gagar-labeled-group/1 --------------------------------------------------------------------
+
+def test_jsonl_lines_hold_rollouts_judgments_consensus_cheats_and_verdicts(as_alice, labeled_run):
+    body, lines = get(as_alice)
+    assert [line["uid"] for line in lines] == ["g1@1", "g2@1", "g6@1", "g4@2"]  # (step, uid); g3, g5 never judged
+    by_uid = {line["uid"]: line for line in lines}
+
+    g1 = by_uid["g1@1"]
+    assert {k: g1[k] for k in ("format", "run", "step", "instance_id", "repo")} == {
+        "format": "gagar-labeled-group/1", "run": "r1", "step": 1, "instance_id": "t-1", "repo": "octo/widgets"}
+    assert [r["index"] for r in g1["rollouts"]] == [0, 1, 2, 3]
+    r1 = g1["rollouts"][1]
+    assert r1["reward"] == 1.0 and r1["passed"] is True and r1["exit_status"] == "Submitted"
+    assert r1["patch"] == small_group("x", rewards=(1, 1))["rollouts"][1]["patch"]
+    assert r1["summary"] == {"n_messages": 2, "tokens": 1001, "patch_files": 1, "patch_added": 1, "patch_removed": 1,
+                             "patch_parses": True, "tests_passed": 1, "tests_failed": 0}
+    assert g1["rollouts"][2]["summary"]["tests_failed"] == 1 and "messages" not in g1["rollouts"][2]
+    assert b'"messages"' not in body  # trajectories stay home
+
+    assert [(j["reviewer"], j["kind"], j["blind"], j["reason"]) for j in g1["judgments"]] == [
+        ("bob", "review", True, None), ("dan", "review", True, None), ("fay", "adjudication", False, "reviewers_disagree")]
+    fay = g1["judgments"][2]
+    assert fay["note"] == "settled on the diff"
+    assert fay["items"][1] == {"index": 1, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(3), "note": FAY_NOTE_1}
+    assert datetime.fromisoformat(fay["created_at"]) == Judgment.objects.get(kind="adjudication").created_at
+    assert g1["consensus"] == {"source": "adjudication", "reviewers": ["fay"], "items": [
+        {"index": 0, "tier": "T1", "rank": 1, "cheat": False, "scores": scores(5)},
+        {"index": 1, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(3)},
+        {"index": 3, "tier": "T3", "rank": 3, "cheat": True, "scores": scores(1)}]}
+    grader_flag, fay_flag = g1["cheat_decisions"]
+    assert (grader_flag["index"], grader_flag["source"], grader_flag["confirmed"], grader_flag["audits"]) == (3, "grader", None, [])
+    assert (fay_flag["source"], fay_flag["reason"]) == ("reviewer", f"flagged by fay: {FAY_NOTE_3}")
+    (verdict,) = g1["verdicts"]
+    assert (verdict["grader"], verdict["status"], verdict["errors"]) == (GRADER, "valid", [])
+    assert [(x["index"], x["tier"], x["rank"], x["cheat"]) for x in verdict["grades"]] == [(0, "T1", 1, False), (1, "T2", 2, False),
+                                                                                          (3, "T3", 3, True)]
+    assert verdict["grades"][1]["evidence"] == [{"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": SECRET_NOTE}]
+
+    g2 = by_uid["g2@1"]
+    assert g2["consensus"]["source"] == "single" and g2["consensus"]["reviewers"] == ["bob"]
+    assert [(i["index"], i["tier"], i["rank"], i["cheat"]) for i in g2["consensus"]["items"]] == [
+        (0, "T1", 1, False), (1, "T1", 1, False), (3, "T2", 2, True)]
+    (audited,) = g2["cheat_decisions"]
+    assert {k: audited[k] for k in ("index", "source", "confirmed", "decided_by")} == {
+        "index": 3, "source": "reviewer", "confirmed": True, "decided_by": "erin"}
+    assert [(a["auditor"], a["confirmed"], a["reason"]) for a in audited["audits"]] == [("erin", True, ERIN_REASON)]
+    assert datetime.fromisoformat(audited["audits"][0]["created_at"]) == CheatAudit.objects.get().created_at
+    assert g2["verdicts"] == []
+
+    g4 = by_uid["g4@2"]
+    assert g4["step"] == 2 and [j["reviewer"] for j in g4["judgments"]] == ["bob", "dan"]
+    assert g4["consensus"] == {"source": "median", "reviewers": ["bob", "dan"], "items": [
+        {"index": 0, "tier": "T1", "rank": 1, "cheat": False, "scores": scores(4)},  # lower median of 4 and 5
+        {"index": 1, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(2)},  # one of two flagged: no majority
+        {"index": 3, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(3) | {"minimality": 3}}]}
+
+    assert by_uid["g6@1"]["consensus"]["items"] == [{"index": 0, "tier": "T2", "rank": 1, "cheat": False, "scores": {}}]
+
+
+def test_untrusted_text_round_trips_unchanged(as_alice, labeled_run):
+    body, lines = get(as_alice)
+    g6 = next(line for line in lines if line["uid"] == "g6@1")
+    assert g6["rollouts"][0]["patch"] == HOSTILE_PATCH
+    assert g6["problem_statement"] == HOSTILE_NOTE
+    assert g6["judgments"][0]["note"] == HOSTILE_NOTE and g6["judgments"][0]["items"][0]["note"] == HOSTILE_NOTE
+    assert b"&lt;" not in body and b"&quot;" not in body  # JSON escaping only, never HTML's
+    assert all(b"\n" not in line for line in body.split(b"\n"))  # a newline in a note cannot split a line
+
+
+def test_adjudicated_label_selects_adjudicated_groups(as_alice, labeled_run):
+    _, lines = get(as_alice, label="adjudicated")
+    assert [line["uid"] for line in lines] == ["g1@1"]
+
+
+# --- since ---------------------------------------------------------------------------------------
+
+def _age_everything(when: datetime) -> None:
+    Judgment.objects.update(created_at=when)
+    Verdict.objects.update(created_at=when)
+    CheatDecision.objects.update(created_at=when)
+    CheatDecision.objects.filter(decided_at__isnull=False).update(decided_at=when)
+    CheatAudit.objects.update(created_at=when)
+
+
+def test_since_takes_groups_changed_strictly_later(as_alice, labeled_run, dan, erin):
+    long_ago = datetime(2026, 1, 1, tzinfo=UTC)
+    _age_everything(long_ago)
+    cut = long_ago + timedelta(hours=1)
+    _, lines = get(as_alice)
+    assert {line["changed_at"] for line in lines} == {"2026-01-01T00:00:00+00:00"}
+    assert get(as_alice, since=cut.isoformat())[1] == []
+    assert [line["uid"] for line in get(as_alice, since="2025-12-31T23:00:00Z")[1]] == ["g1@1", "g2@1", "g6@1", "g4@2"]
+
+    review(dan, labeled_run["g2@1"], [ItemInput(0, "T1"), ItemInput(1, "T2"), ItemInput(3, "T3")])  # a new review
+    flag = CheatDecision.objects.get(rollout__group=labeled_run["g4@2"])
+    audit_cheat(decision=flag, auditor=erin, confirmed=False, reason="no leak; the agent wrote it")  # a new audit
+    record_verdict(group=labeled_run["g6@1"], grader="heuristic@1", status="invalid", errors=["no evidence"])  # a new verdict
+    _, lines = get(as_alice, since=cut.isoformat().replace("+00:00", "Z"))
+    assert [line["uid"] for line in lines] == ["g2@1", "g6@1", "g4@2"]
+    newest = max((line["changed_at"] for line in lines), key=datetime.fromisoformat)
+    assert cut < datetime.fromisoformat(newest) <= timezone.now()
+    g2 = lines[0]
+    assert g2["consensus"]["source"] == "median" and datetime.fromisoformat(g2["changed_at"]) > cut
+    # The newest changed_at as the next `since` returns nothing: the bound is strict.
+    assert get(as_alice, since=newest)[1] == []
+    # An old-enough `since` sees every line again, the aged ones unchanged.
+    assert len(get(as_alice, since="2025-01-01T00:00:00+00:00")[1]) == 4
+
+
+# --- SFT -----------------------------------------------------------------------------------------
+
+def _verdict_of(example: dict) -> dict:
+    (call,) = example["messages"][2]["tool_calls"]
+    assert call["type"] == "function" and call["function"]["name"] == "submit_verdict"
+    return json.loads(call["function"]["arguments"])
+
+
+def test_sft_examples_speak_the_graders_protocol_and_validate(as_alice, labeled_run):
+    body, examples = get(as_alice, format="sft")
+    # g6's label has no rubric scores: the grader's schema needs them, so no example (none invented).
+    assert [(e["metadata"]["uid"], e["metadata"]["label"]) for e in examples] == [
+        ("g1@1", "adjudication"), ("g2@1", "single"), ("g4@2", "median")]
+    for example in examples:
+        group = labeled_run[example["metadata"]["uid"]]
+        workspace = load_workspace(group)  # the grader's own loader, trajectories and all
+        system, user, assistant = example["messages"]
+        assert system == {"role": "system", "content": SYSTEM_PROMPT}
+        assert user == {"role": "user", "content": labeled.workspace_message(workspace)}
+        assert user["content"].startswith(labeled.opening_message(workspace) + "\n\n")
+        assert assistant["role"] == "assistant" and assistant["content"] == ""
+        assert example["tools"] == tool_specs(workspace)
+        arguments = _verdict_of(example)
+        assert validate(VERDICT_SCHEMA, arguments) == []
+        judgments, errors = parse_verdict(arguments)
+        assert errors == [] and {j.index for j in judgments} == {r.index for r in workspace.passing}
+        assert example["metadata"] | {"reviewers": None} == {
+            "format": "gagar-grader-sft/1", "grader_protocol": 1, "label": example["metadata"]["label"], "reviewers": None,
+            "run": "r1", "step": group.step.number, "uid": group.uid}
+
+    g1, g2, g4 = (_verdict_of(e)["judgments"] for e in examples)
+    # fay's citations that resolve become evidence, each with her note; w.py:99 does not resolve and is dropped.
+    assert g1 == [
+        {"rollout": 0, "tier": "T1", "rank": 1, "scores": scores(5), "cheat": False, "evidence": []},
+        {"rollout": 1, "tier": "T2", "rank": 2, "scores": scores(3), "cheat": False, "evidence": [
+            {"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": FAY_NOTE_1},
+            {"kind": "turn", "rollout": 1, "locator": "1", "note": FAY_NOTE_1}]},
+        {"rollout": 3, "tier": "T3", "rank": 3, "scores": scores(1), "cheat": True, "evidence": [
+            {"kind": "turn", "rollout": 3, "locator": "1", "note": FAY_NOTE_3}]},
+    ]
+    assert problems(load_workspace(labeled_run["g1@1"]), parse_verdict({"judgments": g1})[0]) == []
+    # bob cited nothing on #3: no evidence is made up (the grader would ask for one); erin's audit sets the cheat flag.
+    assert [(j["rollout"], j["rank"], j["cheat"], j["evidence"]) for j in g2] == [(0, 1, False, []), (1, 1, False, []), (3, 2, True, [])]
+    assert [(j["rollout"], j["tier"], j["rank"], j["cheat"]) for j in g4] == [(0, "T1", 1, False), (1, "T2", 2, False),
+                                                                              (3, "T2", 2, False)]
+    assert b"&lt;" not in body
+
+    again, _ = get(as_alice, format="sft")
+    assert again == body  # deterministic
+    assert [e["metadata"]["uid"] for e in get(as_alice, format="sft", label="adjudicated")[1]] == ["g1@1"]
+
+
+def test_an_overturned_audit_clears_the_labels_cheat_flag(as_alice, labeled_run, erin):
+    flag = CheatDecision.objects.get(rollout__group=labeled_run["g2@1"])
+    audit_cheat(decision=flag, auditor=erin, confirmed=False, reason="the fix was the agent's own")
+    example = next(e for e in get(as_alice, format="sft")[1] if e["metadata"]["uid"] == "g2@1")
+    assert [j["cheat"] for j in _verdict_of(example)["judgments"]] == [False, False, False]
+
+
+def test_a_fine_tuned_grader_can_replay_the_example_through_the_real_grader_loop(as_alice, labeled_run):
+    """The LLM grader, run against a local OpenAI-compatible server that answers with the
+    example's assistant turn, sends the example's system prompt, opening message and tools,
+    and accepts the verdict (schema and every citation)."""
+    from tests.grading.fake_openai import FakeOpenAI, submit
+
+    example = next(e for e in get(as_alice, format="sft")[1] if e["metadata"]["uid"] == "g1@1")
+    with FakeOpenAI([submit(_verdict_of(example)["judgments"])]) as server:
+        grader = LLMGrader(base_url=server.base_url, model="fake-model", api_key="test-key", max_retries=0, request_timeout=5.0)
+        result = grader.grade(load_workspace(labeled_run["g1@1"]))
+        grader.close()
+    assert result.status == "valid", result.errors
+    assert [(j.index, j.tier, j.rank, j.cheat) for j in result.judgments] == [(0, "T1", 1, False), (1, "T2", 2, False), (3, "T3", 3, True)]
+    (request,) = server.requests
+    assert request["messages"][0] == example["messages"][0]
+    assert example["messages"][1]["content"].startswith(request["messages"][1]["content"] + "\n\n")
+    assert request["tools"] == example["tools"]
+
+
+# --- query count and chunking --------------------------------------------------------------------
+
+@pytest.fixture
+def many_groups(acme, alice, bob, erin):
+    def make(n: int) -> None:
+        ingest(acme, *(small_group(f"q{i:02d}@1", instance_id=f"q-{i}", rewards=(1, 0, 1)) for i in range(n)))
+        for group in Group.objects.filter(uid__startswith="q"):
+            review(bob, group, [ItemInput(0, "T1", scores=scores(5)), ItemInput(2, "T2", cheat=True, scores=scores(3),
+                                                                                  note="w.py:2 and turn 1")])
+            cited = [{"kind": "turn", "rollout": 2, "locator": "1", "note": "x"}]
+            record_verdict(group=group, grader="heuristic@1", status="valid",
+                           grades=[GradeInput(0, "T1", 1), GradeInput(2, "T2", 2, cheat=True, evidence=cited)])
+            decision = CheatDecision.objects.filter(rollout__group=group).first()
+            audit_cheat(decision=decision, auditor=erin, confirmed=True, reason="read the fix")
+    return make
+
+
+# session + user, project + membership, run, group ids, then 9 per chunk of groups
+QUERIES = 15
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "sft"])
+@pytest.mark.parametrize("n", [2, 6])
+def test_query_count_does_not_grow_with_groups(as_alice, many_groups, django_assert_num_queries, n, fmt):
+    many_groups(n)
+    with django_assert_num_queries(QUERIES):
+        _, lines = get(as_alice, format=fmt)
+    assert len(lines) == n
+
+
+def test_chunks_keep_order_and_content(as_alice, labeled_run, many_groups, monkeypatch):
+    many_groups(5)
+    whole = {fmt: get(as_alice, format=fmt)[0] for fmt in ("jsonl", "sft")}
+    monkeypatch.setattr(selectors_labeled, "CHUNK_GROUPS", 2)
+    monkeypatch.setattr(selectors_labeled, "SFT_CHUNK_GROUPS", 2)
+    for fmt in ("jsonl", "sft"):
+        assert get(as_alice, format=fmt)[0] == whole[fmt]
+    assert len(whole["jsonl"].splitlines()) == 9
