@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from grading.models import CheatDecision, Group, Membership, Project, RolloutGrade, Verdict
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
@@ -183,11 +183,3 @@ def cheat_evidence(decisions: list[CheatDecision]) -> dict[int, list[dict]]:
         items = grade.evidence if isinstance(grade.evidence, list) else []
         evidence.setdefault(grade.rollout_id, []).extend(i for i in items if isinstance(i, dict))
     return evidence
-
-
-def has_pending_assignment(*, group: Group, user) -> bool:
-    return Assignment.objects.filter(group=group, reviewer=user, status=Assignment.Status.OPEN).exists()
-
-
-def groups_with_reveals(user) -> QuerySet[Group]:
-    return Group.objects.filter(Exists(Reveal.objects.filter(group=OuterRef("pk"), user=user)))
