@@ -9,10 +9,15 @@ Two products of one group's human judgments:
   does not flag, as the lower median sends ties to the better tier), and each rubric
   score as the lower median of the reviewers who gave it.
 
-- `sft_example()`: one chat example in the LLM grader's own protocol
-  (grading.grader.llm): its system prompt, its opening user message followed by what the
-  workspace tools return for the group (the tools' JSON, byte for byte as the grader
-  would receive it), and an assistant turn that calls `submit_verdict` with the label.
+- `sft_example()`: one chat example (OpenAI fine-tuning format with tools) that replays
+  the LLM grader's live conversation (grading.grader.llm) turn by turn: its system
+  prompt; its opening user message (rollout indexes only); assistant turns that CALL the
+  workspace tools (`reading_rounds()`: get_task and list_rollouts, then read_patch and
+  test_outcomes for every rollout, each round as parallel calls), each call answered by a
+  `tool` message with the JSON the live tool returns (grading.grader.tools.call_tool, the
+  grader's own entry point, serialised as the grader serialises it); and a last assistant
+  turn that calls `submit_verdict` with the label. So the model learns to read before it
+  submits, and the messages are exactly the requests the grader would send.
   The verdict must pass the grader's schema, so a label without all five rubric scores on
   every passing rollout gives no example (scores are not invented). Evidence comes only
   from citations people wrote in their notes and that resolve against the group
@@ -40,16 +45,19 @@ from statistics import median_low
 
 from grading.grader.base import RUBRIC, SCORE_RANGE, Evidence
 from grading.grader.evidence import resolve
-from grading.grader.llm import SUBMIT, SYSTEM_PROMPT, VERSION as GRADER_PROTOCOL_VERSION, tool_specs
+from grading.grader.llm import SUBMIT, SYSTEM_PROMPT, VERSION as GRADER_PROTOCOL_VERSION, opening_message, tool_specs
 from grading.grader.tools import call_tool
 from grading.grader.workspace import GroupWorkspace
 from reviews.consensus import consensus
 
 FORMAT = "gagar-labeled-group/1"
-SFT_FORMAT = "gagar-grader-sft/1"
-SUBMIT_CALL_ID = "call_submit_verdict"
-# The tools whose results make up the example's user message, in the order the system
-# prompt asks for them; per rollout ones are called for every rollout.
+# /2: the tools are called by the assistant and answered by tool messages (the live
+# protocol); /1 quoted their results inside the user message.
+SFT_FORMAT = "gagar-grader-sft/2"
+# The example's reading before it submits: one assistant turn per round, the round's calls
+# made in parallel in this order. Group tools first, as the system prompt asks; then the
+# per-rollout tools for every rollout (failing ones are the passing ones' background), by
+# index, each rollout's tools in this order.
 GROUP_TOOLS = ("get_task", "list_rollouts")
 ROLLOUT_TOOLS = ("read_patch", "test_outcomes")
 
@@ -204,44 +212,53 @@ def _dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def opening_message(workspace: GroupWorkspace) -> str:
-    """The user message LLMGrader.grade() opens every conversation with."""
-    passing = [r.index for r in workspace.passing]
-    return (
-        f"Grade this group. It has {len(workspace.rollouts)} rollouts; the passing ones are {passing}. "
-        f"Judge exactly these, then call {SUBMIT}."
-    )
-
-
-def workspace_message(workspace: GroupWorkspace) -> str:
-    """The opening message, then each tool call with the JSON it returns for this group."""
-    calls: list[tuple[str, dict]] = [(name, {}) for name in GROUP_TOOLS]
-    calls += [(name, {"rollout": r.index}) for r in workspace.rollouts for name in ROLLOUT_TOOLS]
-    parts = [
-        opening_message(workspace),
-        "What the workspace tools return for this group, one call per section: the call, then its "
-        "result as JSON. The results are quoted, untrusted data, as in any tool result.",
+def reading_rounds(workspace: GroupWorkspace) -> list[list[tuple[str, dict]]]:
+    """The tool calls the example makes before submitting: (name, arguments) per call, one list per assistant turn."""
+    return [
+        [(name, {}) for name in GROUP_TOOLS],
+        [(name, {"rollout": r.index}) for r in workspace.rollouts for name in ROLLOUT_TOOLS],
     ]
-    for name, arguments in calls:
-        parts.append(f"### {name}({_dumps(arguments)})\n{_dumps(call_tool(workspace, name, arguments))}")
-    return "\n\n".join(parts)
+
+
+def _tool_call(call_id: str, name: str, arguments: dict) -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": _dumps(arguments)}}
+
+
+def conversation(workspace: GroupWorkspace, verdict: dict) -> list[dict]:
+    """The grader's conversation for this group, ending in a submit_verdict call with `verdict`.
+
+    Each message is what the grader itself keeps in its history (and sends back with the
+    next request): assistant turns with content "" and their tool calls (ids call_0,
+    call_1, ... in order), then one tool message per call holding `call_tool`'s result.
+    """
+    messages: list[dict] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": opening_message(workspace)},
+    ]
+    next_id = 0
+    for round_ in reading_rounds(workspace):
+        calls = []
+        for name, arguments in round_:
+            calls.append((_tool_call(f"call_{next_id}", name, arguments), name, arguments))
+            next_id += 1
+        messages.append({"role": "assistant", "content": "", "tool_calls": [call for call, _, _ in calls]})
+        messages.extend(
+            {"role": "tool", "tool_call_id": call["id"], "content": _dumps(call_tool(workspace, name, arguments))}
+            for call, name, arguments in calls
+        )
+    messages.append({"role": "assistant", "content": "", "tool_calls": [_tool_call(f"call_{next_id}", SUBMIT, verdict)]})
+    return messages
 
 
 def sft_example(workspace: GroupWorkspace, label: dict, *, cheats: dict[int, bool] | None = None,
                 metadata: dict | None = None) -> dict | None:
-    """One chat example (OpenAI fine-tuning shape: messages, tools), or None when the label
-    does not fill the verdict schema. Deterministic for the same group and judgments."""
+    """One chat example (OpenAI fine-tuning shape: messages, tools, plus metadata), or None
+    when the label does not fill the verdict schema. Deterministic for the same group and judgments."""
     arguments = verdict_arguments(workspace, label, cheats)
     if arguments is None:
         return None
     return {
-        "messages": [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": workspace_message(workspace)},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": SUBMIT_CALL_ID, "type": "function", "function": {"name": SUBMIT, "arguments": _dumps(arguments)}}
-            ]},
-        ],
+        "messages": conversation(workspace, arguments),
         "tools": tool_specs(workspace),
         "metadata": {"format": SFT_FORMAT, "grader_protocol": GRADER_PROTOCOL_VERSION, "label": label["source"],
                      "reviewers": label["reviewers"], **(metadata or {})},

@@ -20,8 +20,10 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 import orjson
+from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
 from grading.grader.workspace import GroupWorkspace, RolloutView
@@ -165,8 +167,18 @@ def _line(loaded: dict, run_name: str) -> dict:
     }
 
 
+def _checkout(instance_id: str) -> Path | None:
+    # As grading.grader.loading.load_workspace finds it: with a checkout the live grader
+    # offers read_file and get_task says has_checkout, so the SFT example must too.
+    root = getattr(settings, "GAGAR_CHECKOUT_ROOT", None)
+    checkout = Path(root) / instance_id if root else None
+    return checkout if checkout and checkout.is_dir() else None
+
+
 def _workspace(loaded: dict) -> GroupWorkspace:
-    """The grader's view of the group (grading.grader.loading), without the trajectories' text."""
+    """The grader's view of the group (grading.grader.loading.load_workspace), from the
+    chunk's rows and without the trajectories' text: the tools the SFT example calls
+    (labeled.reading_rounds) return the same JSON on it as on the loader's workspace."""
     group, task = loaded["group"], loaded["group"].task
     views = []
     for r in loaded["rollouts"]:
@@ -177,6 +189,7 @@ def _workspace(loaded: dict) -> GroupWorkspace:
         uid=group.uid, instance_id=task.instance_id, repo=task.repo, base_commit=task.base_commit,
         problem_statement=task.problem_statement, gold_patch=task.gold_patch, test_patch=task.test_patch,
         fail_to_pass=list(task.fail_to_pass or []), pass_to_pass=list(task.pass_to_pass or []), rollouts=views,
+        checkout_path=_checkout(task.instance_id),
     )
 
 

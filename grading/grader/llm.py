@@ -160,6 +160,15 @@ def _one_line(text: Any, limit: int = TRANSCRIPT_TEXT) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def opening_message(workspace: GroupWorkspace) -> str:
+    """The user message every grading conversation opens with (also the SFT examples' first turn)."""
+    passing = [r.index for r in workspace.passing]
+    return (
+        f"Grade this group. It has {len(workspace.rollouts)} rollouts; the passing ones are {passing}. "
+        f"Judge exactly these, then call {SUBMIT}."
+    )
+
+
 class LLMGrader:
     """Grader protocol over an OpenAI-compatible chat completions server."""
 
@@ -199,10 +208,7 @@ class LLMGrader:
         passing = [r.index for r in workspace.passing]
         run = _Run(messages=[
             {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": (
-                f"Grade this group. It has {len(workspace.rollouts)} rollouts; the passing ones are {passing}. "
-                f"Judge exactly these, then call {SUBMIT}."
-            )},
+            {"role": "user", "content": opening_message(workspace)},
         ])
         if not passing:
             result = GraderResult("invalid", errors=["the group has no passing rollout; there is nothing to grade"])

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
 from reviews import consensus
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 
-RUBRIC = ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency")
-RUBRIC_LABELS = {
+RUBRIC_LABELS = {  # the grader's five dimensions (METHOD.md §2), as people read them
     "solution_fit": "Solution fit",
     "implementation_precision": "Implementation precision",
     "minimality": "Minimality of change",
@@ -79,8 +79,8 @@ def _checked_items(group: Group, items: list[ItemInput]) -> tuple[dict[int, Roll
         elif item.rank is not None and item.rank < 1:
             errors[f"rank-{item.index}"] = "rank must be 1 or more"
         for name, score in item.scores.items():
-            if name not in RUBRIC or not (isinstance(score, int) and 1 <= score <= 5):
-                errors[f"score-{item.index}-{name}"] = "rubric scores are whole numbers 1 to 5"
+            if name not in RUBRIC or not (isinstance(score, int) and SCORE_RANGE[0] <= score <= SCORE_RANGE[1]):
+                errors[f"score-{item.index}-{name}"] = f"rubric scores are whole numbers {SCORE_RANGE[0]} to {SCORE_RANGE[1]}"
         seen.add(item.index)
     for index in sorted(passing - seen):
         errors[f"tier-{index}"] = f"rollout #{index} passed and needs a tier"

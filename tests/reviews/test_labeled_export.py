@@ -23,10 +23,10 @@ from grading.grader.base import RUBRIC
 from grading.grader.evidence import problems
 from grading.grader.llm import SYSTEM_PROMPT, VERDICT_SCHEMA, LLMGrader, parse_verdict, tool_specs
 from grading.grader.loading import load_workspace
-from grading.grader.tools import validate
+from grading.grader.tools import call_tool, validate
 from grading.models import CheatDecision, Group, Verdict
 from grading.services.verdicts import GradeInput, record_verdict
-from reviews import labeled, selectors_labeled
+from reviews import selectors_labeled
 from reviews.models import CheatAudit, Judgment
 from reviews.services.audit import audit_cheat
 from reviews.services.judgments import ItemInput, submit_judgment
@@ -245,12 +245,25 @@ def test_since_takes_groups_changed_strictly_later(as_alice, labeled_run, dan, e
 # --- SFT -----------------------------------------------------------------------------------------
 
 def _verdict_of(example: dict) -> dict:
-    (call,) = example["messages"][2]["tool_calls"]
+    last = example["messages"][-1]
+    assert last["role"] == "assistant"
+    (call,) = last["tool_calls"]
     assert call["type"] == "function" and call["function"]["name"] == "submit_verdict"
     return json.loads(call["function"]["arguments"])
 
 
-def test_sft_examples_speak_the_graders_protocol_and_validate(as_alice, labeled_run):
+def _reading(example: dict) -> list[list[tuple[str, dict]]]:
+    """(name, arguments) of the example's tool calls before the verdict, one list per assistant turn."""
+    return [[(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in m["tool_calls"]]
+            for m in example["messages"][2:-1] if m["role"] == "assistant"]
+
+
+def _live_result(workspace, call: dict) -> str:
+    """What the live grader puts in the tool message answering `call` (grading.grader.llm)."""
+    return json.dumps(call_tool(workspace, call["function"]["name"], json.loads(call["function"]["arguments"])), ensure_ascii=False)
+
+
+def test_sft_examples_replay_the_graders_live_protocol_and_validate(as_alice, labeled_run):
     body, examples = get(as_alice, format="sft")
     # g6's label has no rubric scores: the grader's schema needs them, so no example (none invented).
     assert [(e["metadata"]["uid"], e["metadata"]["label"]) for e in examples] == [
@@ -258,18 +271,39 @@ def test_sft_examples_speak_the_graders_protocol_and_validate(as_alice, labeled_
     for example in examples:
         group = labeled_run[example["metadata"]["uid"]]
         workspace = load_workspace(group)  # the grader's own loader, trajectories and all
-        system, user, assistant = example["messages"]
-        assert system == {"role": "system", "content": SYSTEM_PROMPT}
-        assert user == {"role": "user", "content": labeled.workspace_message(workspace)}
-        assert user["content"].startswith(labeled.opening_message(workspace) + "\n\n")
-        assert assistant["role"] == "assistant" and assistant["content"] == ""
+        messages = example["messages"]
+        n = len(workspace.rollouts)
+        # system, user, assistant(get_task, list_rollouts), 2 tools, assistant(2 per rollout), 2n tools, assistant(verdict)
+        assert [m["role"] for m in messages] == (
+            ["system", "user", "assistant", "tool", "tool", "assistant"] + ["tool"] * (2 * n) + ["assistant"])
+        assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
+        # the grader's own opening line: rollout indexes, nothing from the group's content
+        passing = [r.index for r in workspace.passing]
+        assert messages[1] == {"role": "user", "content": (
+            f"Grade this group. It has {n} rollouts; the passing ones are {passing}. Judge exactly these, then call submit_verdict.")}
+        assert _reading(example) == [
+            [("get_task", {}), ("list_rollouts", {})],
+            [(name, {"rollout": r.index}) for r in workspace.rollouts for name in ("read_patch", "test_outcomes")]]
+        calls = [c for m in messages if m["role"] == "assistant" for c in m["tool_calls"]]
+        assert [c["id"] for c in calls] == [f"call_{i}" for i in range(len(calls))]  # deterministic, unique
+        assert all(m["content"] == "" and set(m) == {"role", "content", "tool_calls"} for m in messages if m["role"] == "assistant")
+        # each tool message answers the call before it, with exactly what the live tool returns on this group
+        by_id = {c["id"]: c for c in calls}
+        tool_messages = [m for m in messages if m["role"] == "tool"]
+        assert [m["tool_call_id"] for m in tool_messages] == [c["id"] for c in calls[:-1]]
+        for message in tool_messages:
+            assert set(message) == {"role", "tool_call_id", "content"}
+            assert message["content"] == _live_result(workspace, by_id[message["tool_call_id"]])
+            assert "error" not in json.loads(message["content"])
+        task = json.loads(tool_messages[0]["content"])
+        assert (task["uid"], task["passing_rollouts"], task["has_checkout"]) == (group.uid, passing, False)
         assert example["tools"] == tool_specs(workspace)
         arguments = _verdict_of(example)
         assert validate(VERDICT_SCHEMA, arguments) == []
         judgments, errors = parse_verdict(arguments)
-        assert errors == [] and {j.index for j in judgments} == {r.index for r in workspace.passing}
+        assert errors == [] and {j.index for j in judgments} == set(passing)
         assert example["metadata"] | {"reviewers": None} == {
-            "format": "gagar-grader-sft/1", "grader_protocol": 1, "label": example["metadata"]["label"], "reviewers": None,
+            "format": "gagar-grader-sft/2", "grader_protocol": 1, "label": example["metadata"]["label"], "reviewers": None,
             "run": "r1", "step": group.step.number, "uid": group.uid}
 
     g1, g2, g4 = (_verdict_of(e)["judgments"] for e in examples)
@@ -294,6 +328,18 @@ def test_sft_examples_speak_the_graders_protocol_and_validate(as_alice, labeled_
     assert [e["metadata"]["uid"] for e in get(as_alice, format="sft", label="adjudicated")[1]] == ["g1@1"]
 
 
+def test_sft_examples_see_the_checkout_the_live_grader_sees(as_alice, labeled_run, settings, tmp_path):
+    (tmp_path / "t-1").mkdir()  # g1's task has a checkout; the others do not
+    settings.GAGAR_CHECKOUT_ROOT = str(tmp_path)
+    for example in get(as_alice, format="sft")[1]:
+        workspace = load_workspace(labeled_run[example["metadata"]["uid"]])
+        assert (workspace.checkout_path is not None) == (example["metadata"]["uid"] == "g1@1")
+        assert example["tools"] == tool_specs(workspace)  # read_file offered exactly when the grader offers it
+        get_task = example["messages"][3]
+        assert get_task["content"] == _live_result(workspace, example["messages"][2]["tool_calls"][0])
+        assert json.loads(get_task["content"])["has_checkout"] is (workspace.checkout_path is not None)
+
+
 def test_an_overturned_audit_clears_the_labels_cheat_flag(as_alice, labeled_run, erin):
     flag = CheatDecision.objects.get(rollout__group=labeled_run["g2@1"])
     audit_cheat(decision=flag, auditor=erin, confirmed=False, reason="the fix was the agent's own")
@@ -302,22 +348,36 @@ def test_an_overturned_audit_clears_the_labels_cheat_flag(as_alice, labeled_run,
 
 
 def test_a_fine_tuned_grader_can_replay_the_example_through_the_real_grader_loop(as_alice, labeled_run):
-    """The LLM grader, run against a local OpenAI-compatible server that answers with the
-    example's assistant turn, sends the example's system prompt, opening message and tools,
-    and accepts the verdict (schema and every citation)."""
-    from tests.grading.fake_openai import FakeOpenAI, submit
+    """The LLM grader, run against a local OpenAI-compatible server that answers each of its
+    requests with the example's next assistant message, sends exactly the example's
+    preceding messages (its own tool results equal to the example's) and tools each time,
+    and accepts the verdict (schema and every citation) on the last turn."""
+    from tests.grading.fake_openai import FakeOpenAI, completion
 
-    example = next(e for e in get(as_alice, format="sft")[1] if e["metadata"]["uid"] == "g1@1")
-    with FakeOpenAI([submit(_verdict_of(example)["judgments"])]) as server:
-        grader = LLMGrader(base_url=server.base_url, model="fake-model", api_key="test-key", max_retries=0, request_timeout=5.0)
-        result = grader.grade(load_workspace(labeled_run["g1@1"]))
-        grader.close()
-    assert result.status == "valid", result.errors
-    assert [(j.index, j.tier, j.rank, j.cheat) for j in result.judgments] == [(0, "T1", 1, False), (1, "T2", 2, False), (3, "T3", 3, True)]
-    (request,) = server.requests
-    assert request["messages"][0] == example["messages"][0]
-    assert example["messages"][1]["content"].startswith(request["messages"][1]["content"] + "\n\n")
-    assert request["tools"] == example["tools"]
+    for example in get(as_alice, format="sft")[1]:
+        uid = example["metadata"]["uid"]
+        turns = [k for k, m in enumerate(example["messages"]) if m["role"] == "assistant"]
+        script = [completion({"content": example["messages"][k]["content"], "tool_calls": example["messages"][k]["tool_calls"]})
+                  for k in turns]
+        with FakeOpenAI(script) as server:
+            grader = LLMGrader(base_url=server.base_url, model="fake-model", api_key="test-key", max_retries=0, request_timeout=5.0)
+            result = grader.grade(load_workspace(labeled_run[uid]))
+            grader.close()
+        # one request per assistant turn, each carrying the transcript up to that turn
+        assert len(server.requests) >= len(turns), (uid, result.errors)
+        for request, k in zip(server.requests, turns):
+            assert request["messages"] == example["messages"][:k], uid
+            assert request["tools"] == example["tools"]
+        assert [len(c["calls"]) for c in result.raw["transcript"]][: len(turns)] == [len(example["messages"][k]["tool_calls"]) for k in turns]
+        if uid == "g1@1":  # fay cited every negative judgment: the grader accepts the label as it stands
+            assert result.status == "valid", result.errors
+            assert len(server.requests) == len(turns) == 3 and result.usage["turns"] == 3
+            assert [(j.index, j.tier, j.rank, j.cheat) for j in result.judgments] == [
+                (0, "T1", 1, False), (1, "T2", 2, False), (3, "T3", 3, True)]
+        else:  # uncited negatives: the grader asks for evidence (the example never invents it)
+            (submitted,) = result.raw["transcript"][len(turns) - 1]["calls"]
+            assert submitted["name"] == "submit_verdict" and submitted["accepted"] is False and submitted["errors"] >= 1
+            assert any("needs at least one citation" in error for error in json.loads(server.requests[len(turns)]["messages"][-1]["content"])["errors"])
 
 
 # --- query count and chunking --------------------------------------------------------------------
