@@ -85,7 +85,7 @@ SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=false")
-    SECRET_KEY = "dev-only-insecure-key-never-used-with-debug-off"  # noqa: S105
+    SECRET_KEY = "dev-only-insecure-key-never-used-with-debug-off"  # noqa: S105  # nosec B105: DEBUG only; production refuses to start without one
 elif not DEBUG and len(SECRET_KEY) < 50:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be at least 50 characters when DJANGO_DEBUG=false")
 
@@ -124,6 +124,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so it is the first to see a view's exception: a lost database is a 503.
+    "gagar_web.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "gagar_web.urls"

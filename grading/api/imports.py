@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from grading.access import get_project_for
 from grading.api.errors import error
-from grading.groupline import MAX_NAME
+from grading.groupline import MAX_INT, MAX_NAME, LineError, check_name
 from grading.importers.scan import FORMATS
 from grading.models import ApiToken, ImportJob
 from grading.services.imports import UploadRefused, create_import_job, store_upload
@@ -39,9 +39,17 @@ class ImportJobSerializer(serializers.ModelSerializer):
         return reverse("api-import", args=[job.pk])
 
 
+def _run_name(value: str) -> str:
+    try:
+        check_name(value, "run", kind="run")
+    except LineError as exc:
+        raise serializers.ValidationError(str(exc)) from None
+    return value
+
+
 class ImportUploadSerializer(serializers.Serializer):
-    run = serializers.CharField(max_length=MAX_NAME)
-    step = serializers.IntegerField(min_value=0)
+    run = serializers.CharField(max_length=MAX_NAME, validators=[_run_name])
+    step = serializers.IntegerField(min_value=0, max_value=MAX_INT)
     format = serializers.ChoiceField(choices=FORMATS, default="auto")
 
 

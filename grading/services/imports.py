@@ -31,7 +31,7 @@ from django.db import transaction
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from grading.groupline import FORMAT, MAX_NAME, find_nul
+from grading.groupline import FORMAT, MAX_INT, MAX_NAME, LineError, check_name, find_nul
 from grading.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name
 from grading.importers.common import repo_of
 from grading.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Finding, RunFinder, Source
@@ -139,6 +139,12 @@ def import_runs(
     """Import every attempt found in `sources` into (run, step); refusals and skips are reported, never raised."""
     if not run or len(run) > MAX_NAME:
         raise ValueError(f"run name must be 1..{MAX_NAME} characters")
+    try:
+        check_name(run, "run", kind="run")
+    except LineError as exc:
+        raise ValueError(str(exc)) from None
+    if not 0 <= step <= MAX_INT:
+        raise ValueError(f"step must be between 0 and {MAX_INT:,}")
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     summary = ImportSummary()
@@ -147,6 +153,7 @@ def import_runs(
     summary.files, summary.bytes, summary.instances = finder.files_seen, finder.bytes_seen, len(instance_ids)
     stored = _Stored(project, run, step)
     uids_by_line: dict[int, str] = {}
+    unencodable: list[dict] = []
 
     def lines() -> Iterator[tuple[int, bytes]]:
         for position, instance_id in enumerate(instance_ids):
@@ -182,10 +189,17 @@ def import_runs(
             if not has_statement and statement:
                 task["problem_statement"] = statement
             group = {"format": FORMAT, "run": run, "step": step, "uid": uid, "task": task, "rollouts": rollouts}
-            line = orjson.dumps(group)
+            try:
+                line = orjson.dumps(group)
+            except orjson.JSONEncodeError as exc:  # e.g. nested deeper than orjson writes (255 levels)
+                unencodable.append({"uid": uid, "error": f"could not be written as a gagar-group/1 line: {exc}"})
+                continue
             if b"\\u0000" in line and find_nul(group, ""):
-                line = orjson.dumps(_sanitize(group))
-                summary.findings.append(Finding(uid, "NUL characters (\\u0000) replaced by U+FFFD", NOTICE))
+                try:
+                    line = orjson.dumps(_sanitize(group))
+                    summary.findings.append(Finding(uid, "NUL characters (\\u0000) replaced by U+FFFD", NOTICE))
+                except RecursionError:
+                    pass  # nested far too deep to rewrite; ingest refuses the line for its depth
             uids_by_line[position + 1] = uid
             yield position + 1, line
 
@@ -194,7 +208,9 @@ def import_runs(
     summary.groups_created, summary.groups_extended = report.groups_created, report.groups_extended
     summary.groups_unchanged = report.groups_unchanged
     summary.rollouts_created, summary.rollouts_unchanged = report.rollouts_created, report.rollouts_unchanged
-    summary.refused = [{"uid": e.uid or uids_by_line.get(e.line, f"line {e.line}"), "error": e.error} for e in report.errors]
+    summary.refused = unencodable + [
+        {"uid": e.uid or uids_by_line.get(e.line, f"line {e.line}"), "error": e.error} for e in report.errors
+    ]
     summary.aborted = report.aborted
     uids = list(uids_by_line.values())
     for start in range(0, len(uids), _LOOKUP_CHUNK):

@@ -5,7 +5,11 @@ validated in Python first, then written in batches — one transaction and a han
 bulk statements per batch — because a step is tens of thousands of rollouts. If a batch
 hits a uniqueness race with a concurrent writer, it is rolled back and replayed one
 line per transaction, so the loser of the race sees the winner's rows and reports them
-as unchanged (or as a conflict), never as a duplicate.
+as unchanged (or as a conflict), never as a duplicate. A value the database itself
+refuses (DataError: a value PostgreSQL cannot hold that validation did not foresee) is
+handled the same way, so only its own line is refused and the stream goes on. A lost
+connection (OperationalError) is not caught: the caller answers 503 and the sender
+resends, which is safe because every line is idempotent.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 
 from grading.groupline import LineError, ParsedGroup, parse_group_line
 from grading.linereader import OversizeLine
@@ -162,10 +166,12 @@ class _BatchWriter:
         try:
             with transaction.atomic():
                 outcome = self._store(batch)
-        except IntegrityError:
-            # A concurrent writer stored some of these identities first. Replay line by
-            # line; each now sees the other writer's rows.
-            logger.info("ingest batch raced a concurrent writer; replaying %d lines singly", len(batch))
+        except (IntegrityError, DataError, OverflowError) as exc:
+            # IntegrityError: a concurrent writer stored some of these identities first;
+            # replayed line by line, each now sees the other writer's rows. DataError /
+            # OverflowError: one line holds a value the database refuses; replayed singly,
+            # only that line is refused.
+            logger.info("ingest batch of %d lines replayed singly after %s", len(batch), exc.__class__.__name__)
             self._forget_cache()
             for pending in batch:
                 self._write_single(pending)
@@ -177,6 +183,11 @@ class _BatchWriter:
             try:
                 with transaction.atomic():
                     outcome = self._store([pending])
+            except (DataError, OverflowError) as exc:
+                self._forget_cache()
+                reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc.__class__.__name__
+                self.report.refuse(pending.line, f"could not be stored: the database refused a value ({reason})", pending.group.uid)
+                return
             except IntegrityError:
                 self._forget_cache()
                 if attempt == attempts - 1:
