@@ -19,7 +19,7 @@ from grading.advantage import MappingSpec, group_summary, redistribute
 from grading.models import CheatDecision, FactorMapping, Project, RolloutGrade, Run, Step, Verdict
 from grading.services.advantages import active_mapping, step_balance, step_inputs
 from reviews.agreement import GRADER, STATISTICS, ceiling_report, group_statistics, report_from_statistics
-from reviews.calibration import DEFAULT_K, DEFAULT_Q, FittedMapping, bootstrap_mapping
+from reviews.calibration import DEFAULT_K, DEFAULT_Q, FittedMapping, bootstrap_mapping, counts_from_pairs, fit_mapping
 from reviews.models import Judgment, JudgmentItem
 
 COLUMNS = ["group", "uid", "rollout", "rater", "tier", "rank", "cheat", "audit", "step", "repo", "grader"]
@@ -186,6 +186,8 @@ def fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int = 0, q=DEFAULT
         repeat = counts[group, cell]
         pairs = pd.DataFrame({"group": np.repeat(group, repeat), "grader_tier": np.repeat(cell // 3 + 1, repeat),
                               "human_tier": np.repeat(cell % 3 + 1, repeat)})
+    if not n_boot:  # asked for no intervals
+        return fit_mapping(counts_from_pairs(pairs), q=q, k=k)
     return bootstrap_mapping(pairs, n_boot=n_boot, seed=seed, q=q, k=k)
 
 

@@ -18,11 +18,11 @@ from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from grading.api.errors import error
+from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
 from grading.api.serializers import (
     ActiveMappingSerializer,
@@ -67,7 +67,7 @@ def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[Fa
 
 
 class MappingListCreateView(APIView):
-    parser_classes = [JSONParser]  # bands are nested JSON; no form encoding of them
+    parser_classes = [StrictJSONParser]  # bands are nested JSON; no form encoding of them
     @extend_schema(parameters=[PROJECT], responses=MappingListItemSerializer(many=True),
                    summary="Mappings visible to a project (built-in default and its own), with the runs each is active for")
     def get(self, request):
@@ -132,7 +132,7 @@ class ActiveMappingView(APIView):
 
 
 class MappingActivateView(APIView):
-    parser_classes = [JSONParser]
+    parser_classes = [StrictJSONParser]
     @extend_schema(
         parameters=[PROJECT],
         request=MappingActivateSerializer,

@@ -48,7 +48,9 @@ def check_grader_url(url: str) -> None:
         raise GraderUnavailable(f"cannot resolve the grader host {parsed.hostname!r}: {exc}") from None
     for address in addresses:
         ip = ipaddress.ip_address(address.split("%")[0])
-        if ip.is_loopback or ip.is_link_local or ip.is_private or ip.is_reserved or ip.is_multicast or ip.is_unspecified:
+        # not is_global also covers what is neither private nor public, e.g. carrier-grade NAT 100.64.0.0/10
+        if ip.is_loopback or ip.is_link_local or ip.is_private or ip.is_reserved or ip.is_multicast or ip.is_unspecified \
+                or not ip.is_global:
             raise GraderUnavailable(
                 f"the grader host {parsed.hostname!r} resolves to {ip}, a non-public address; "
                 "set GRADER_ALLOW_PRIVATE_NETWORK=true to allow a local model server"

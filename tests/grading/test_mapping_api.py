@@ -384,3 +384,13 @@ def test_activating_through_the_api_changes_graded_groups_only_and_the_old_expor
     assert [(h["activated_by"], h["reason"]) for h in history["history"]] == [("alice", "calibration says T3 is worth little")]
     listed = {m["label"]: m["active_runs"] for m in client.get("/api/v1/mappings/", **token(trainer_token)).json()}
     assert listed == {"default@1": [], "steep@1": ["r1"]}
+
+
+def test_a_key_sent_twice_is_refused_not_last_wins(client, alice):
+    client.force_login(alice)
+    body = '{"name": "twice", "bands": {"T1": [1, 1], "T2": [0.8, 0.8], "T3": [0.5, 0.5]}, "name": "other"}'
+    r = client.post("/api/v1/mappings/?project=acme", data=body, content_type="application/json")
+    assert r.status_code == 400 and "duplicate key 'name'" in r.json()["detail"]
+    r = client.post("/api/v1/mappings/?project=acme", data='{"name": "nan", "bands": NaN}', content_type="application/json")
+    assert r.status_code == 400
+    assert not FactorMapping.objects.filter(name__in=["twice", "other", "nan"]).exists()

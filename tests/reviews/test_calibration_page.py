@@ -99,6 +99,8 @@ def test_agreement_api(client, alice, carol, trainer_token, judged):
     r = client.get("/api/v1/agreement/", HTTP_AUTHORIZATION=f"Token {trainer_token}")
     assert r.status_code == 200 and r.json()["n_groups"] == 2
     assert client.get("/api/v1/agreement/?project=acme&n_boot=x").status_code == 400
+    plain = client.get("/api/v1/agreement/?project=acme&run=r1&n_boot=0").json()  # point figures, no intervals
+    assert plain["figures"]["kappa"]["lo"] is None and plain["fitted_mapping"]["intervals"] is None
     assert client.get("/api/v1/agreement/?project=acme&run=nope").status_code == 404
     assert client.get("/api/v1/agreement/?project=acme&grader=other@1").json()["n_groups"] == 0
     client.force_login(carol)
