@@ -16,6 +16,8 @@ shown escaped, unhighlighted, with a warning.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -91,18 +93,70 @@ def _lexer_for(path: str):
         return TextLexer(stripnl=False, ensurenl=False)
 
 
-def _highlight_lines(lines: list[str], path: str, colour: bool = True) -> list[str]:
+class HighlightCache:
+    """Highlighted hunk sides by (path, lines), least recently used out first.
+
+    pygments is most of a group page's cost (its lexers try dozens of regular expressions
+    per token: ~1.5 ms per kB of Python), and a hunk side's HTML depends on nothing but
+    the path (which picks the lexer) and its lines, so a page shown again (a reload, the
+    page after a submit, the split view of the same patch) reuses it. Bounded by the
+    characters held (lines and HTML), per process; thread-safe.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self._items: OrderedDict[tuple, tuple[tuple[str, ...], int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> tuple[str, ...] | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: tuple, html: tuple[str, ...]) -> None:
+        size = len(key[0]) + sum(map(len, key[1])) + sum(map(len, html))
+        if size > self.max_chars // 8:  # one huge hunk must not flush everything else
+            return
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = (html, size)
+            self.chars += size
+            while self.chars > self.max_chars:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self.chars -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.chars = 0
+
+
+highlight_cache = HighlightCache(max_chars=8_000_000)  # ~12 MB per process, ~60 real-size groups
+
+
+def _highlight_lines(lines: list[str], path: str, colour: bool = True) -> tuple[str, ...]:
     """Highlight lines together (keeps multi-line strings coloured) and split them back."""
     if not lines:
-        return []
+        return ()
     if not colour:
-        return [""] * len(lines)
+        return ("",) * len(lines)
+    key = (path, tuple(lines))
+    cached = highlight_cache.get(key)
+    if cached is not None:
+        return cached
     html = highlight("\n".join(lines), _lexer_for(path), _FORMATTER)
     out = html.split("\n")
     # pygments adds no trailing newline with ensurenl=False, but be exact about the count.
     if len(out) < len(lines):
         out += [""] * (len(lines) - len(out))
-    return out[: len(lines)]
+    result = tuple(out[: len(lines)])
+    highlight_cache.put(key, result)
+    return result
 
 
 def _build_hunk(hunk, path: str, colour: bool = True) -> Hunk:
