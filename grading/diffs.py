@@ -216,6 +216,22 @@ def _status(patched_file) -> str:
     return "modified"
 
 
+def changed_lines(text: str) -> int:
+    """Lines of a patch that add or remove something: every line starting with + or -,
+    except a "--- " / "+++ " pair of file headers."""
+    lines = text.splitlines()
+    count, skip = 0, False
+    for n, line in enumerate(lines):
+        if skip:
+            skip = False
+            continue
+        if line.startswith("--- ") and n + 1 < len(lines) and lines[n + 1].startswith("+++ "):
+            skip = True
+            continue
+        count += line[:1] in ("+", "-")
+    return count
+
+
 def _patch_set(text: str):
     try:
         patch_set = PatchSet(text)
@@ -223,6 +239,12 @@ def _patch_set(text: str):
         return None, f"not a parseable unified diff ({exc})"
     if text.strip() and not len(patch_set):
         return None, "no file headers (--- / +++) found; not a unified diff"
+    # unidiff skips lines it cannot place (after the last hunk, past a hunk's stated length)
+    # without a word; a patch must never read shorter to a reviewer than to `git apply`.
+    placed, present = patch_set.added + patch_set.removed, changed_lines(text)
+    if placed != present:
+        return None, (f"the diff parser placed {placed} of its {present} added/removed lines (lines outside "
+                      "a hunk or past a hunk's stated length); the raw patch is shown so nothing is hidden")
     return patch_set, None
 
 

@@ -18,7 +18,8 @@ from grading.access import get_project_for
 from grading.diffs import parse_patch
 from grading.models import Group, ImportJob, Project, Run
 from grading.services.advantages import active_mapping, ensure_computed, ensure_computed_many
-from grading.templatetags.gagar import patch_anchor, path_key
+from grading.invisible import INVISIBLE, find_invisible
+from grading.templatetags.gagar import patch_anchor, path_key, visible_html
 from grading.turns import to_turns
 from reviews import selectors as review_selectors
 from reviews.forms import draft_fields
@@ -26,6 +27,10 @@ from reviews.models import Judgment, Reveal
 from reviews.services.judgments import RUBRIC, RUBRIC_LABELS, log_reveal
 
 TURNS_PER_PAGE = 40
+# Patches highlighted inline on a group page: one rollout's up to DIFF_INLINE_CHARS, all of
+# them together up to DIFF_PAGE_CHARS; larger ones load when asked (benchmarks/group_page.py).
+DIFF_INLINE_CHARS = 40_000
+DIFF_PAGE_CHARS = 120_000
 LOG_PREVIEW_CHARS = 200_000
 
 
@@ -59,26 +64,27 @@ def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
     rollout is ever marked safe.
     """
     tables = []
+    shown = visible_html if INVISIBLE.search(parsed.raw or "") else (lambda html: html)  # bidi / zero-width as ⟨U+…⟩
     for file in parsed.files:
         key = path_key(file.path)
         if view == "split":
             out = ['<table class="diff split hl">\n<colgroup><col class="ln"><col><col class="ln"><col></colgroup>\n']
             for hunk in file.hunks:
-                out.append(f'<tr class="hunk"><td colspan="4">{escape(hunk.header)}</td></tr>\n')
+                out.append(f'<tr class="hunk"><td colspan="4">{shown(escape(hunk.header))}</td></tr>\n')
                 out.extend(
                     f'<tr{_row_id(index, key, row.new_no)}><td class="ln">{_ln(row.old_no)}</td>'
-                    f'<td class="code {row.old_kind}">{row.old_html}</td><td class="ln">{_ln(row.new_no)}</td>'
-                    f'<td class="code {row.new_kind}">{row.new_html}</td></tr>\n'
+                    f'<td class="code {row.old_kind}">{shown(row.old_html)}</td><td class="ln">{_ln(row.new_no)}</td>'
+                    f'<td class="code {row.new_kind}">{shown(row.new_html)}</td></tr>\n'
                     for row in hunk.split
                 )
         else:
             out = ['<table class="diff unified hl">\n<colgroup><col class="ln"><col class="ln"><col></colgroup>\n']
             for hunk in file.hunks:
-                out.append(f'<tr class="hunk"><td colspan="3">{escape(hunk.header)}</td></tr>\n')
+                out.append(f'<tr class="hunk"><td colspan="3">{shown(escape(hunk.header))}</td></tr>\n')
                 out.extend(
                     f'<tr class="{row.kind}"{_row_id(index, key, row.new_no)}>'
                     f'<td class="ln">{_ln(row.old_no)}</td><td class="ln">{_ln(row.new_no)}</td>'
-                    f'<td class="code">{row.html}</td></tr>\n'
+                    f'<td class="code">{shown(row.html)}</td></tr>\n'
                     for row in hunk.unified
                 )
         out.append("</table>")
@@ -86,7 +92,17 @@ def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
     return tables
 
 
-def _evidence_links(group: Group, evidence: list) -> list[dict]:
+def _test_names(outcomes) -> str:
+    if not isinstance(outcomes, dict):
+        return ""
+    names = list(outcomes)
+    for outcome in outcomes.values():
+        if isinstance(outcome, dict):
+            names += [str(t) for key in ("success", "failure") for t in (outcome.get(key) or [])]
+    return "\n".join(map(str, names))
+
+
+def _evidence_links(group: Group, evidence: list, deferred: set[int] = frozenset()) -> list[dict]:
     """Where each citation opens: the patch line's row on this page, the turn (turns load
     lazily, so the turns view starting at it), or the rollout's test outcomes."""
     links = []
@@ -99,6 +115,8 @@ def _evidence_links(group: Group, evidence: list) -> list[dict]:
         if kind == "patch" and ":" in locator:
             path, _, line = locator.rpartition(":")
             href = f"#{patch_anchor(index, path, line)}"
+            if index in deferred:  # that lane's patch loads on demand: open the patch's own page there
+                href = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, index]) + href
         elif kind == "turn" and locator.isdigit():
             base = reverse("rollout-turns", args=[group.run.project.name, group.run.name, group.uid, index])
             href = f"{base}?start={locator}#turn-{index}-{locator}"
@@ -225,12 +243,21 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
                                                               "tier": item.tier, "rank": item.rank, "cheat": item.cheat})
     only = request.GET.get("only", "all")
     shown = [r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)]
+    budget = DIFF_PAGE_CHARS
+    deferred: set[int] = set()
     for rollout in shown:  # only lanes on the page need their patch parsed and highlighted
+        rollout.invisible = find_invisible(rollout.patch_text + "\n" + _test_names(rollout.test_outcomes))
+        size = len(rollout.patch_text)
+        if size > DIFF_INLINE_CHARS or size > budget:  # a click away, so one huge patch cannot stall the page
+            rollout.diff_deferred = True
+            deferred.add(rollout.index)
+            continue
+        budget -= size
         rollout.diff = parse_patch(rollout.patch_text)
         rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, "unified")
     for rollout in rollouts:
         rollout.grade = grades.get(rollout.index)
-        rollout.evidence_links = _evidence_links(group, rollout.grade.evidence) if rollout.grade else []
+        rollout.evidence_links = _evidence_links(group, rollout.grade.evidence, deferred) if rollout.grade else []
         rollout.mine = review.items.get(rollout.index, {})
         rollout.others = others.get(rollout.index, [])
         scores = rollout.mine.get("scores", {})

@@ -5,6 +5,10 @@ from __future__ import annotations
 import hashlib
 
 from django import template
+from django.utils.html import conditional_escape
+from django.utils.safestring import mark_safe
+
+from grading.invisible import describe, mark_invisible
 
 register = template.Library()
 
@@ -19,3 +23,21 @@ def patch_anchor(index: int, path: str, line: int) -> str:
 
 
 register.filter("path_key", path_key)
+
+
+def _marker(ch: str) -> str:
+    return f'<span class="invisible-char" title="{describe(ch)}">⟨U+{ord(ch):04X}⟩</span>'
+
+
+@register.filter(needs_autoescape=True)
+def visible(text, autoescape=True):
+    """Escape untrusted text, then show bidi controls and zero-width characters as visible
+    ⟨U+…⟩ markers. Safe to mark safe: the text is escaped before any marker goes in, and the
+    markers hold only a code point and its Unicode name."""
+    escaped = conditional_escape(text) if autoescape else str(text)
+    return mark_safe(mark_invisible(str(escaped), _marker))  # noqa: S308
+
+
+def visible_html(html: str) -> str:
+    """The same markers inside HTML that is already escaped (pygments' output)."""
+    return mark_invisible(html, _marker)

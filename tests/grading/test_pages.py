@@ -141,3 +141,24 @@ def test_health_check_is_public_and_says_nothing_else(client, db):
     r = client.get("/healthz")
     assert r.status_code == 200 and r.json() == {"status": "ok"}
     assert client.post("/healthz").status_code == 405
+
+
+def test_a_huge_patch_loads_on_demand_and_evidence_still_opens_it(client, alice, alice_token):
+    from grading.models import Group
+    from grading.services.verdicts import GradeInput, record_verdict
+
+    big = small_group("big@1", rewards=(1, 0, 1))
+    body = "".join(f"+line_{n} = {n}\n" for n in range(8000))
+    big["rollouts"][0]["patch"] = f"--- a/w.py\n+++ b/w.py\n@@ -0,0 +1,8000 @@\n{body}"
+    ingest(client, alice_token, big)
+    record_verdict(group=Group.objects.get(uid="big@1"), grader="g@1", status="valid", grades=[
+        GradeInput(0, "T2", 2, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:7", "note": "dead code"}]),
+        GradeInput(2, "T1", 1)])
+    client.force_login(alice)
+    html = client.get("/projects/acme/runs/r1/groups/big@1/").content.decode()
+    assert 'data-testid="load-diff-0"' in html and "line_7999" not in html  # deferred
+    assert 'data-testid="load-diff-2"' not in html and 'class="diff unified hl"' in html  # small ones inline
+    anchor = "/projects/acme/runs/r1/groups/big@1/rollouts/0/diff/#p0-"
+    assert anchor in html  # the citation opens the patch's own page at the cited row
+    r = client.get("/projects/acme/runs/r1/groups/big@1/rollouts/0/diff/?view=unified", HTTP_HX_REQUEST="true")
+    assert "line_7999" in r.content.decode()

