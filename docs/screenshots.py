@@ -4,7 +4,7 @@
 
 Seeds a scratch SQLite database with `seed_demo` (demo reviewers rita and sam, judgments,
 one reviewer cheat call), serves it with runserver on a free loopback port, and captures:
-review-queue.png (rita's queue), judged-group.png (a group rita judged, the grader's
+review-queue.png (rita's queue), judging.png (rita judging a group blind), judged-group.png (a group rita judged, the grader's
 verdict revealed next to hers), audit-queue.png (the demo admin's cheat audit),
 calibration.png (the calibration page).
 """
@@ -64,6 +64,14 @@ def shoot(browser, base: str) -> None:
     rita.goto(f"{base}{judged}?only=passing")  # the passing lanes: her tiers next to the grader's
     rita.wait_for_selector("section.verdict")
     rita.screenshot(path=ROOT / "docs/judged-group.png")
+
+    rita.goto(f"{base}/projects/demo/review/")
+    rita.get_by_test_id("next-group").click()  # a blind group, mid-judgment: two tiers set by keyboard
+    rita.wait_for_selector("[data-judge]")
+    for key in ("1", "j", "2"):
+        rita.keyboard.press(key)
+    rita.wait_for_timeout(300)
+    rita.screenshot(path=ROOT / "docs/judging.png")
 
     admin = log_in(browser, base, "demo")
     admin.goto(f"{base}/projects/demo/audit/")

@@ -13,7 +13,10 @@
     if (!lanes.length) return;
     current = Math.max(0, Math.min(lanes.length - 1, i));
     lanes.forEach(function (lane, n) { lane.classList.toggle("current", n === current); });
-    lanes[current].scrollIntoView({ block: "nearest", inline: "center" });
+    // Centre the lane in the side-by-side strip; leave the page's vertical position alone.
+    var lane = lanes[current], strip = lane.parentElement;
+    var laneBox = lane.getBoundingClientRect(), stripBox = strip.getBoundingClientRect();
+    strip.scrollLeft += laneBox.left - stripBox.left - (stripBox.width - laneBox.width) / 2;
     lanes.forEach(function (lane, n) {
       if (n === current) lane.setAttribute("aria-current", "true"); else lane.removeAttribute("aria-current");
     });
