@@ -314,3 +314,25 @@ def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, dja
     assign(group=groups["g1@1"], reviewer=bob)
     with django_assert_num_queries(11):
         assert client.get(group_url("g1@1")).status_code == 200
+
+
+def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, alice, bob, dan, groups, django_assert_num_queries):
+    from grading.models import CheatDecision, Rollout
+
+    update_policy(project=groups["g1@1"].run.project, overlap=1.0, blind=True, lease_minutes=60)
+
+    def add_rows(uid):
+        for rollout in Rollout.objects.filter(group__uid=uid, passed=True):
+            CheatDecision.objects.create(rollout=rollout, source="prescreen", reason="reads git log")
+        for person, tiers in ((bob, GOOD), (dan, {0: "T3", 1: "T1", 3: "T1"})):
+            assign(group=groups[uid], reviewer=person)
+            client.force_login(person)
+            client.post(group_url(uid, "judgment/"), judgment_post(tiers))
+        client.force_login(alice)
+
+    for uid in ("g1@1", "g2@1"):  # the second round has twice the signals and groups waiting
+        add_rows(uid)
+        with django_assert_num_queries(9):
+            assert client.get("/projects/acme/audit/?status=all").status_code == 200
+        with django_assert_num_queries(8):
+            assert client.get("/projects/acme/adjudication/").status_code == 200
