@@ -15,10 +15,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import status
 from rest_framework.views import APIView
 
-from grading.access import get_project_for
 from grading.api.advantages import FileExportNegotiation
 from grading.api.errors import error
-from grading.models import ApiToken, Run
+from grading.api.scoping import project_for_request, run_for_request
 from reviews import selectors_labeled
 
 CONTENT_TYPE = "application/x-ndjson"
@@ -46,11 +45,9 @@ class LabeledGroupExportView(APIView):
         summary="Export judged groups (gagar-labeled-group/1) or grader SFT examples, ordered by (step, uid)",
     )
     def get(self, request):
-        token = request.auth if isinstance(request.auth, ApiToken) else None
-        project_name = request.query_params.get("project") or (token.project.name if token else "")
-        if not project_name:
-            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
-        project, _ = get_project_for(request.user, project_name, "export", token=token)
+        project, problem = project_for_request(request, "export")
+        if problem:
+            return problem
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in selectors_labeled.FORMATS:
             return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(selectors_labeled.FORMATS)}")
@@ -69,12 +66,9 @@ class LabeledGroupExportView(APIView):
                 return error(status.HTTP_400_BAD_REQUEST, f"since must be an ISO 8601 datetime, got {raw[:40]!r}{hint}")
             if since.tzinfo is None:
                 return error(status.HTTP_400_BAD_REQUEST, "since needs a timezone, e.g. 2026-05-01T00:00:00Z")
-        run_name = request.query_params.get("run", "")
-        if not run_name:
-            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required")
-        run = Run.objects.filter(project=project, name=run_name).first()
-        if run is None:
-            return error(status.HTTP_404_NOT_FOUND, f"no run {run_name!r} in {project.name}")
+        run, problem = run_for_request(request, project)
+        if problem:
+            return problem
         stream = selectors_labeled.export_stream(run=run, fmt=fmt, since=since, adjudicated_only=label == "adjudicated")
         response = StreamingHttpResponse(stream, content_type=CONTENT_TYPE)
         suffix = "sft" if fmt == "sft" else "labeled"

@@ -9,8 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from grading.api.errors import error
-from grading.api.scoping import project_for_request
-from grading.models import Run
+from grading.api.scoping import project_for_request, run_for_request
 from grading.services.advantages import active_mapping
 from reviews import selectors_calibration as data
 
@@ -35,11 +34,9 @@ class AgreementView(APIView):
         if problem:
             return problem
         params = request.query_params
-        run = None
-        if params.get("run"):
-            run = Run.objects.filter(project=project, name=params["run"]).first()
-            if run is None:
-                return error(status.HTTP_404_NOT_FOUND, f"no run {params['run']!r} in {project.name}")
+        run, problem = run_for_request(request, project, required=False)
+        if problem:
+            return problem
         step = params.get("step")
         if step is not None and not step.isdigit():
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"step": ["a non-negative integer"]})

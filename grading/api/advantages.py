@@ -10,8 +10,8 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from grading.api.errors import error
-from grading.api.scoping import project_for_request
-from grading.models import FactorMapping, Run
+from grading.api.scoping import project_for_request, run_for_request
+from grading.models import FactorMapping
 from grading.services import export
 from grading.services.advantages import ensure_computed_many, resolve_mapping
 
@@ -48,11 +48,9 @@ class AdvantageExportView(APIView):
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in export.FORMATS:
             return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(export.FORMATS)}")
-        run_name = request.query_params.get("run", "")
-        run = Run.objects.filter(project=project, name=run_name).first() if run_name else None
-        if run is None:
-            return error(status.HTTP_404_NOT_FOUND if run_name else status.HTTP_400_BAD_REQUEST,
-                         f"no run {run_name!r} in {project.name}" if run_name else "query parameter 'run' is required")
+        run, problem = run_for_request(request, project)
+        if problem:
+            return problem
         steps = run.steps.order_by("number")
         step = request.query_params.get("step")
         if step is not None:

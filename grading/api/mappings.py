@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
-from grading.api.scoping import project_for_request
+from grading.api.scoping import project_for_request, run_for_request
 from grading.api.serializers import (
     ActiveMappingSerializer,
     MappingActivateSerializer,
@@ -119,12 +119,9 @@ class ActiveMappingView(APIView):
         project, problem = project_for_request(request, *READ)
         if problem:
             return problem
-        run_name = request.query_params.get("run", "")
-        if not run_name:
-            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required")
-        run = Run.objects.filter(project=project, name=run_name).first()
-        if run is None:
-            return error(status.HTTP_404_NOT_FOUND, f"no run {run_name!r} in {project.name}")
+        run, problem = run_for_request(request, project)
+        if problem:
+            return problem
         history = list(run.mapping_activations.select_related("run", "mapping__project", "mapping__created_by", "activated_by"))
         mapping = history[0].mapping if history else active_mapping(run)  # the built-in default: no project, no author
         data = {"run": run.name, "mapping": mapping, "activation": history[0] if history else None, "history": history}

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from grading.access import get_project_for
 from grading.api.errors import error
-from grading.models import ApiToken, Project
+from grading.models import ApiToken, Project, Run
 
 
 def project_for_request(request, *capabilities: str) -> tuple[Project | None, Response | None]:
@@ -27,3 +27,15 @@ def project_for_request(request, *capabilities: str) -> tuple[Project | None, Re
         except PermissionDenied:
             continue
     return get_project_for(request.user, name, capabilities[-1], token=token)[0], None
+
+
+def run_for_request(request, project: Project, *, required: bool = True) -> tuple[Run | None, Response | None]:
+    """The run of `?run=` in `project`: (run, None); (None, a 400) when it is required and
+    missing; (None, a 404) when no such run; (None, None) when optional and not given."""
+    name = request.query_params.get("run", "")
+    if not name:
+        return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required") if required else None
+    run = Run.objects.filter(project=project, name=name).first()
+    if run is None:
+        return None, error(status.HTTP_404_NOT_FOUND, f"no run {name!r} in {project.name}")
+    return run, None
