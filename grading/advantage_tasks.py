@@ -6,7 +6,7 @@ from grading.models import Step
 from grading.services.advantages import active_mapping, compute_step
 
 
-@shared_task(acks_late=True, max_retries=0)
+@shared_task(name="grading.advantage_tasks.recompute_step_task", acks_late=True, max_retries=0)
 def recompute_step_task(*, step_id: int) -> dict:
     """Recompute a step under its run's active mapping (batched: one task per step, not per group)."""
     step = Step.objects.select_related("run").filter(pk=step_id).first()
