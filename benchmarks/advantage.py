@@ -5,13 +5,13 @@
     .venv/bin/python benchmarks/advantage.py --baseline grpo --repeat 5
 
 1. Generates one long table (one row per rollout, groups contiguous, integer group ids
-   as `grading.services.advantages.step_inputs` gives the engine): per group a pass rate
+   as `grading.method.services.step_inputs` gives the engine): per group a pass rate
    drawn uniformly from [0, 1] (so some groups all pass or all fail and are filtered),
    binary rewards, a tier T1/T2/T3 and a group-wide rank with ties for every pass,
    a few confirmed cheats (tier/rank left on them, as a grader would), a share of
    ungraded groups (no valid verdict: fallback) and a few verdicts that skipped a pass
    (also fallback).
-2. Times `grading.advantage.redistribute(frame)` and two per-group loops written here
+2. Times `grading.method.advantage.redistribute(frame)` and two per-group loops written here
    the way a careful engineer would without vectorising (one in plain Python over
    lists, one with small NumPy arrays per group), each from the same DataFrame to its
    natural output (the engine: its result DataFrame; the loops: per-row arrays),
@@ -40,7 +40,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grading.advantage import (  # noqa: E402  (pure module, no Django)
+from grading.method.advantage import (  # noqa: E402  (pure module, no Django)
     DEFAULT_MAPPING,
     FALLBACK,
     FILTERED,
@@ -101,7 +101,7 @@ def make_frame(*, groups: int, size: int, cheat_rate: float, ungraded_rate: floa
         "index": index,
         "reward": reward,
         "cheat": cheat,
-        # Categorical, as grading.services.advantages.step_inputs hands tiers over.
+        # Categorical, as grading.method.services.step_inputs hands tiers over.
         "tier": pd.Categorical(tier, categories=["T1", "T2", "T3"]),
         "rank": rank,  # float, NaN where the grader gave none (as step_inputs hands it over)
         "graded": graded,

@@ -11,7 +11,7 @@
    rollout; each rater sees it with its own noise and gives a tier (T1/T2/T3 by fixed
    cuts) and a rank (ties where its noisy scores round equal). 3 % of passes cheat; the
    grader and the people flag cheats imperfectly; flagged rollouts carry an audit.
-2. Times `reviews.agreement`: `group_statistics` (the frame reduced to per-group
+2. Times `reviews.stats.agreement`: `group_statistics` (the frame reduced to per-group
    counts), the point figures, 1000 bootstrap resamples of every figure, and
    `agreement_report` end to end; then `ceiling_report` (the two-person groups).
    Each `--repeat` times; the median is reported.
@@ -39,7 +39,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reviews.agreement import (  # noqa: E402  (pure module, no Django)
+from reviews.stats.agreement import (  # noqa: E402  (pure module, no Django)
     FIGURES,
     agreement_report,
     ceiling_report,

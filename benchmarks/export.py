@@ -10,11 +10,11 @@
    rows with psycopg COPY (constraints, indexes and foreign keys in place, as the app
    has them). The numbers in the rows are real: the rollouts of
    benchmarks/advantage.py (random rewards, tiers and ranks with ties, cheats, ungraded
-   groups) put through `grading.advantage.redistribute`, one mapping (default@1), rows
+   groups) put through `grading.method.advantage.redistribute`, one mapping (default@1), rows
    inserted step by step in export order as `compute_step` stores them, then
    VACUUM ANALYZE. A `StepComputation` per step marks them current.
 2. Times, `--repeat` times interleaved (median reported), in this process:
-   `grading.services.export.jsonl_stream(steps, mapping)` and `csv_stream(...)`
+   `grading.method.export.jsonl_stream(steps, mapping)` and `csv_stream(...)`
    consumed to the end (bytes and lines counted) and `parquet_file(steps, mapping)`
    (the returned file read back with pyarrow to check the row count). For reference, the
    floor: the COPY csv_stream() runs, alone (psycopg, every row discarded, no parsing).
@@ -75,7 +75,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from advantage import make_frame  # noqa: E402  (benchmarks/advantage.py: the same rollouts)
 
-from grading.advantage import redistribute  # noqa: E402  (pure module, no Django)
+from grading.method.advantage import redistribute  # noqa: E402  (pure module, no Django)
 
 PROJECT = "bench"
 RUN = "bench-run"
@@ -120,8 +120,8 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
     from django.db import connection
 
     from grading.models import FactorMapping, Project, Run, Step, StepComputation
-    from grading.services.advantages import default_mapping
-    from grading.services.tokens import issue_api_token
+    from grading.method.services import default_mapping
+    from grading.projects.tokens import issue_api_token
 
     t0 = time.perf_counter()
     frame = make_frame(groups=steps * groups, size=size, cheat_rate=0.02, ungraded_rate=0.15, partial_rate=0.01, seed=seed)
@@ -221,7 +221,7 @@ def time_stream(fn, steps, mapping) -> tuple[float, int, int, bytes]:
 
 
 def time_parquet(steps, mapping, *, use_snapshots: bool = True) -> tuple[float, int, pa.Table]:
-    from grading.services import export
+    from grading.method import export
 
     started = time.perf_counter()
     spool = export.parquet_file(steps, mapping, use_snapshots=use_snapshots)
@@ -324,7 +324,7 @@ def main() -> int:
               f"COPY {load['load_s']:.1f} s, VACUUM ANALYZE {load['vacuum_s']:.1f} s")
 
         from grading.models import FactorMapping, Run
-        from grading.services import export
+        from grading.method import export
 
         run = Run.objects.get(pk=load["run_id"])
         mapping = FactorMapping.objects.get(pk=load["mapping_id"])

@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/grading.py                  # 100 groups x 20 tool turns, 8 jobs
 
-1. Builds --groups mixed groups of 8 rollouts (grading.demo.make_group: real-sized
+1. Builds --groups mixed groups of 8 rollouts (grading.ingest.demo.make_group: real-sized
    patches, trajectories of 8-40 steps, test outcomes and logs) as GroupWorkspaces.
 2. Serves tests/grading/fake_openai.py on 127.0.0.1, in a separate process (as a model
    server would be) unless --in-process. Its scripted model makes --turns tool calls per
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
 
-from grading.demo import make_group  # noqa: E402  (pure, no Django)
+from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
 from grading.grader.llm import LLMGrader  # noqa: E402
 from grading.grader.workspace import GroupWorkspace, RolloutView  # noqa: E402
 from tests.grading.fake_openai import FakeOpenAI, call, submit  # noqa: E402

@@ -5,14 +5,14 @@
 
 1. Creates a fresh PostgreSQL database (dropped again at the end) and migrates it.
 2. Stores one step with up to two mixed groups of 16 rollouts through the app's own ingest
-   path (`grading.services.ingest.ingest_group_lines`):
+   path (`grading.ingest.service.ingest_group_lines`):
    - `real`: the 16 real mini-swe-agent trajectories of /work/shared/data/
      mini-swe-agent-gemini-3-pro read as tests/conftest.py `load_real_groups` reads them
      (`rollout_from_trajectory` with each instance's SWE-bench report.json): their real
      messages, patches and test outcomes (the data carries no test logs), 8 pass, 8 fail,
      put into ONE group (indexes 0..15, repeated round-robin if there are fewer than 16).
      When the folder is absent the run says so and measures only the synthetic load.
-   - `synthetic`: 16 generated rollouts (grading.demo helpers) of the same shape but
+   - `synthetic`: 16 generated rollouts (grading.ingest.demo helpers) of the same shape but
      heavier than the real ones: ~150 kB of messages, patches of ~5-45 kB, 100-900 test
      names, a test log; 8 pass, 8 fail.
    Each group gets a heuristic grader verdict (`grade_group(backend="heuristic")`, the
@@ -22,7 +22,7 @@
    `reviews.services.queue.assign`: judge panels, no grader fields). Sessions are made with
    Django's own login (`Client.force_login`) and sent as a cookie.
 4. Cold, in-process (Django test Client, same database): counts the SQL queries of one
-   request per page, then `--cold-requests` GETs per page with grading.diffs' highlight
+   request per page, then `--cold-requests` GETs per page with grading.rollouts.diffs' highlight
    cache emptied before each (a group's first showing: every patch through pygments).
 5. Warm, over HTTP: serves the real app with gunicorn (one sync worker, DJANGO_DEBUG=false)
    on 127.0.0.1, sends `--warmup` GETs per page, then `--requests` timed GETs per page, one
@@ -79,7 +79,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grading import demo  # noqa: E402  (pure module, no Django)
+from grading.ingest import demo  # noqa: E402  (pure module, no Django)
 
 PROJECT = "bench"
 RUN = "bench-run"
@@ -108,7 +108,7 @@ def parse_args() -> argparse.Namespace:
 
 def real_group(n: int) -> dict | None:
     """The real trajectories as ONE mixed group of n rollouts, or None without the data."""
-    from grading.importers.mini_swe_agent import rollout_from_trajectory
+    from grading.ingest.importers.mini_swe_agent import rollout_from_trajectory
 
     paths = sorted((REAL_DATA / "trajs").glob("*/*.traj.json"))
     if not paths:
@@ -201,8 +201,8 @@ def store(groups: list[dict]) -> dict:
     from django.test import Client
 
     from grading.models import Group, Membership, Project, Role, Verdict
-    from grading.services.grading import grade_group
-    from grading.services.ingest import ingest_group_lines
+    from grading.grader.jobs import grade_group
+    from grading.ingest.service import ingest_group_lines
     from reviews.services.queue import assign
 
     project = Project.objects.create(name=PROJECT)
@@ -281,7 +281,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def in_process(paths: dict, users: dict, n_cold: int) -> tuple[dict, dict]:
     """Per page, in this process (Django test Client, same database): the SQL queries of one
-    request, and `n_cold` requests each with grading.diffs' highlight cache emptied first,
+    request, and `n_cold` requests each with grading.rollouts.diffs' highlight cache emptied first,
     i.e. the first showing of the group's patches (every lane highlighted by pygments)."""
     from django.contrib.auth import get_user_model
     from django.db import connection
@@ -289,7 +289,7 @@ def in_process(paths: dict, users: dict, n_cold: int) -> tuple[dict, dict]:
     from django.test.utils import CaptureQueriesContext
 
     try:
-        from grading.diffs import highlight_cache
+        from grading.rollouts.diffs import highlight_cache
     except ImportError:  # a version without the cache: every request is cold
         highlight_cache = None
 

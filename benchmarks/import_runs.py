@@ -158,9 +158,9 @@ def main() -> None:
         from django.core.management import call_command
         from django.db import connection, connections
 
-        from grading.importers.scan import Source
+        from grading.ingest.importers.scan import Source
         from grading.models import Project, Rollout
-        from grading.services.imports import import_runs
+        from grading.ingest.imports import import_runs
 
         call_command("migrate", verbosity=0)
         project = Project.objects.create(name="bench")

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/ingest.py            # or: make bench
 
 1. Generates a step as JSON Lines (default 125 groups x 16 rollouts of ~170 kB each,
-   grading.demo.make_group) into a temporary file.
+   grading.ingest.demo.make_group) into a temporary file.
 2. Creates a fresh PostgreSQL database (dropped again at the end), migrates it, issues an
    admin token with `manage.py create_api_token`, and serves the real app with gunicorn
    (one sync worker, DJANGO_DEBUG=false) on 127.0.0.1.
@@ -55,7 +55,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grading.demo import make_group  # noqa: E402  (pure module, no Django)
+from grading.ingest.demo import make_group  # noqa: E402  (pure module, no Django)
 
 PROJECT = "bench"
 PYTHON = sys.executable

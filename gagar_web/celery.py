@@ -1,4 +1,5 @@
-"""The Celery app. Tasks live next to the code they run (grading/tasks.py) and take ids."""
+"""The Celery app. Tasks live next to the service they call (grading/<concept>/tasks.py), take ids,
+and keep the names they were queued under, so messages in flight survive a move."""
 
 import os
 
@@ -8,5 +9,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
 
 app = Celery("gagar_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
-app.autodiscover_tasks(related_name="advantage_tasks")
+app.autodiscover_tasks(["grading.ingest", "grading.grader", "grading.method"])

@@ -1,8 +1,10 @@
-"""The review desk's pages, mounted under /projects/<project>/ before the group catch-all."""
+"""The review desk's pages, mounted under /projects/<project>/ by gagar_web/urls.py.
+
+Group uids may contain '/', so every route under a group comes before the group page itself."""
 
 from django.urls import path
 
-from reviews.views import audit, calibration, judge, queue
+from reviews.views import audit, calibration, group, judge, queue
 
 GROUP = "runs/<str:run>/groups/<path:uid>/"
 
@@ -21,4 +23,8 @@ urlpatterns = [
     path(GROUP + "skip/", judge.skip, name="judgment-skip"),
     path(GROUP + "compare/", judge.compare, name="patch-compare"),
     path(GROUP + "adjudication/", judge.adjudicate, name="adjudication-submit"),
+    path(GROUP + "rollouts/<int:index>/turns/", group.rollout_turns, name="rollout-turns"),
+    path(GROUP + "rollouts/<int:index>/diff/", group.rollout_diff, name="rollout-diff"),
+    path(GROUP + "rollouts/<int:index>/log/", group.rollout_log, name="rollout-log"),
+    path(GROUP, group.group_detail, name="group"),
 ]

@@ -17,7 +17,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from grading.models import Membership, Project, Role
-from grading.services.tokens import issue_api_token
+from grading.projects.tokens import issue_api_token
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 SHARED_DATA = SHARED / "data"
@@ -116,7 +116,7 @@ def small_group(uid: str = "t-1@1", *, run: str = "r1", step: int = 1, rewards=(
 
 def load_real_groups() -> list[dict]:
     """The 16 real mini-swe-agent trajectories as gagar-group/1 groups (one rollout each)."""
-    from grading.importers.mini_swe_agent import rollout_from_trajectory
+    from grading.ingest.importers.mini_swe_agent import rollout_from_trajectory
 
     if not MINI_SWE_AGENT.is_dir():
         pytest.skip(f"real data not present at {MINI_SWE_AGENT}")

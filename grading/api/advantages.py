@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
 from grading.models import FactorMapping
-from grading.services import export
-from grading.services.advantages import ensure_computed_many, resolve_mapping
+from grading.method import export
+from grading.method.services import ensure_computed_many, resolve_mapping
 
 
 class FileExportNegotiation(BaseContentNegotiation):

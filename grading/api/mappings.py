@@ -3,7 +3,7 @@
 Reading needs "view" (people) or "export" (trainers, who pass `?mapping=` to the export);
 creating and activating need "manage". A mapping is immutable once created: a change is
 a new version (there is no PUT or PATCH). Activation goes through
-`grading.services.advantages.activate_mapping`, which logs who/when/why and queues the
+`grading.method.services.activate_mapping`, which logs who/when/why and queues the
 run's recomputation after the commit.
 
 Mounted at /api/v1/mappings/ by `include("grading.api.mappings")`; `urlpatterns` is at the end.
@@ -33,7 +33,7 @@ from grading.api.serializers import (
     MappingListItemSerializer,
 )
 from grading.models import FactorMapping, MappingActivation, Project, Run
-from grading.services.advantages import activate_mapping, active_mapping, create_mapping, default_mapping
+from grading.method.services import activate_mapping, active_mapping, create_mapping, default_mapping
 
 READ = ("view", "export")
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")

@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 from rest_framework import status
 from rest_framework.response import Response
 
-from grading.access import get_project_for
+from grading.projects.access import get_project_for
 from grading.api.errors import error
 from grading.models import ApiToken, Project, Run
 

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from grading.advantage import DEFAULT_MAPPING, TIERS, MappingSpec
+from grading.method.advantage import DEFAULT_MAPPING, TIERS, MappingSpec
 from grading.models import FactorMapping, Group, MappingActivation
 
 

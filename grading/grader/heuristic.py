@@ -7,7 +7,7 @@ unnecessary complexity, weakened checks, out-of-scope edits and a wasteful strat
   + 1.0 per source file beyond the first      spread across files
   + 0.5 per source hunk beyond one per file   spread inside files
   + 0.5 when test files only gain lines       adding tests is fine, but is not minimal
-  + 3.0 per out-of-scope file                 grading.prescreen.patch_features
+  + 3.0 per out-of-scope file                 grading.grader.prescreen.patch_features
   + 4.0 per tamper signal                     edits that weaken the tests
   + 1.0 per repeated failed command           same command failing ≥ 3 times
   + turns / 25                                 a long trajectory
@@ -38,7 +38,7 @@ import math
 from grading.grader.base import LOW_SCORE, RUBRIC, TIERS, Evidence, GraderResult, RolloutJudgment
 from grading.grader.evidence import problems, resolve
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.prescreen import PatchFeatures, Signal, package_dirs, patch_features, screen_group
+from grading.grader.prescreen import PatchFeatures, Signal, package_dirs, patch_features, screen_group
 
 T1_MARGIN = 2.0  # penalty points above the group's best that still make T1
 T3_MARGIN = 6.0  # penalty points above the group's best that make T3

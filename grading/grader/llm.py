@@ -1,6 +1,6 @@
 """The LLM grader: a bounded tool-calling conversation with any OpenAI-compatible server.
 
-Pure: no Django (the settings are read by grading.services.grading, which builds it).
+Pure: no Django (the settings are read by grading.grader.jobs, which builds it).
 
 Protocol. The model gets a fixed system prompt and a user message that carries nothing
 from the group but rollout indexes. Everything it learns about the group comes back as

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-from grading.diffs import parse_patch
+from grading.rollouts.diffs import parse_patch
 from grading.grader.workspace import MAX_TEXT, GroupWorkspace, RolloutView, clip
-from grading.turns import to_turn
+from grading.rollouts.turns import to_turn
 
 MAX_TURNS_PER_READ = 20
 TURN_TEXT_LIMIT = 4_000  # default characters per turn field; a caller may ask for up to MAX_TEXT
@@ -145,7 +145,7 @@ def _render_patch(text: str, only: str | None = None) -> dict:
 
     Each row is "<new-side line> <old-side line> |<sign><code>", so "path:<new-side line>"
     is a citation that resolves; removed lines have no new-side number. The rows are
-    grading.diffs' (parsed without rendering), the same ones evidence resolution reads.
+    grading.rollouts.diffs' (parsed without rendering), the same ones evidence resolution reads.
     """
     if not (text or "").strip():
         return {"files": [], "empty": True}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grading.diffs import ParsedPatch, parse_patch
+from grading.rollouts.diffs import ParsedPatch, parse_patch
 
 MAX_TEXT = 20_000  # characters of one field a tool returns before it truncates (and says so)
 

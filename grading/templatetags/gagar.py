@@ -8,7 +8,7 @@ from django import template
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
 
-from grading.invisible import describe, mark_invisible
+from grading.rollouts.invisible import describe, mark_invisible
 
 register = template.Library()
 

@@ -3,7 +3,7 @@
 The signal (grading.CheatDecision) carries the current state the advantage engine reads:
 a confirmed cheat gets reward 0 and counts as failing (METHOD.md §1). Every decision is
 also kept as a `CheatAudit` row, so a signal confirmed and later overturned shows both.
-Deciding marks the step stale and queues its recomputation (grading.services.verdicts).
+Deciding marks the step stale and queues its recomputation (grading.grader.verdicts).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from grading.models import CheatDecision
-from grading.services.verdicts import decide_cheat
+from grading.grader.verdicts import decide_cheat
 from reviews.models import CheatAudit
 
 MIN_REASON_CHARS = 3

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
-from reviews import consensus
+from reviews.stats import consensus
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 
 RUBRIC_LABELS = {  # the grader's five dimensions (METHOD.md §2), as people read them

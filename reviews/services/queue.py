@@ -25,7 +25,7 @@ from django.db.models.functions import Abs, Coalesce, Mod
 from django.utils import timezone
 
 from grading.models import AdvantageResult, Group, MappingActivation, Project, Run, Verdict
-from grading.services.advantages import default_mapping
+from grading.method.services import default_mapping
 from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
 
 OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids

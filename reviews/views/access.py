@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from grading import selectors
-from grading.access import get_project_for
+from grading.projects.access import get_project_for
 from grading.models import Group, Membership, Project, Run
 from reviews.models import Assignment
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from grading.models import CheatDecision
-from reviews import selectors
+from reviews.selectors import desk as selectors
 from reviews.services.audit import AuditError, audit_cheat
 from reviews.views.access import get_project
 

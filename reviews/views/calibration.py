@@ -10,11 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from grading.advantage import MappingSpec
+from grading.method.advantage import MappingSpec
 from grading.models import Run
 from grading.selectors import lambda_histogram
-from grading.services.advantages import active_mapping
-from reviews import selectors_calibration as data
+from grading.method.services import active_mapping
+from reviews.selectors import calibration as data
 from reviews.services.calibration import activate_fitted_mapping
 from reviews.views.access import get_project
 

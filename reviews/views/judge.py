@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.utils.formats import date_format
 from django.views.decorators.http import require_GET, require_POST
 
-from grading.patch_compare import compare_patches
+from grading.rollouts.patch_compare import compare_patches
 from grading.models import RolloutContent
-from grading.views import render_group_page
+from reviews.views.group import render_group_page
 from reviews.forms import draft_fields, parse_judgment
 from reviews.models import Judgment
 from reviews.services.judgments import (
@@ -127,10 +127,10 @@ def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespo
         patches["gold"], labels["gold"] = group.task.gold_patch, "gold patch"
     a, b = request.GET.get("a", ""), request.GET.get("b", "")
     if a not in patches or b not in patches:
-        return render(request, "grading/group.html#compare", {"compare_error": "Choose two patches of this group."},
+        return render(request, "reviews/group.html#compare", {"compare_error": "Choose two patches of this group."},
                       status=400)
     context = {"files": compare_patches(patches[a], patches[b]), "label_a": labels[a], "label_b": labels[b]}
-    return render(request, "grading/group.html#compare", context)
+    return render(request, "reviews/group.html#compare", context)
 
 
 @login_required

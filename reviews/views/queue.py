@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.models import Run
-from reviews import selectors
+from reviews.selectors import desk as selectors
 from reviews.services.queue import next_assignment, policy_for, queue_groups, update_policy
 from reviews.views.access import get_project
 

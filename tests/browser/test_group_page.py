@@ -14,9 +14,9 @@ import orjson
 import pytest
 from playwright.sync_api import expect
 
-from grading.demo import make_group
+from grading.ingest.demo import make_group
 from grading.models import Group
-from grading.services.ingest import ingest_group_lines
+from grading.ingest.service import ingest_group_lines
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

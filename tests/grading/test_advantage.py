@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grading import advantage
-from grading.advantage import (
+from grading.method import advantage
+from grading.method.advantage import (
     DEFAULT_MAPPING,
     MappingSpec,
     band_factors,

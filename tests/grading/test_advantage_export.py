@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Run, StepComputation
-from grading.services.advantages import activate_mapping
-from grading.services.export import COLUMNS
-from grading.services.verdicts import GradeInput, decide_cheat, record_verdict
+from grading.method.services import activate_mapping
+from grading.method.export import COLUMNS
+from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
 from tests.conftest import jsonl, load_real_groups, small_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -140,7 +140,7 @@ def test_export_query_count_does_not_grow_with_rows(client, trainer_token, grade
 def test_parquet_snapshot_equals_rows_and_keeps_nulls(client, trainer_token, alice_token, acme, graded_step):
     """The Parquet stored with a computation and one rebuilt from the rows are the same table,
     including NULL rewards (unknown verdicts), NULL tiers/ranks and cheat sources."""
-    from grading.services.ingest import ingest_group_lines
+    from grading.ingest.service import ingest_group_lines
     from tests.conftest import line
 
     unknown = small_group("u@1", instance_id="t-9", rewards=(1, 0))

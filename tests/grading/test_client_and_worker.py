@@ -16,8 +16,8 @@ from django.db import connection
 
 from grading.client import GagarError, fetch_advantages
 from grading.models import Group, StepComputation
-from grading.services.verdicts import GradeInput, record_verdict
-from grading.services.ingest import ingest_group_lines
+from grading.grader.verdicts import GradeInput, record_verdict
+from grading.ingest.service import ingest_group_lines
 from tests.conftest import line, small_group
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from django.db import connection
 from django.test import override_settings
 
 from grading.models import Group, Verdict
-from grading.services.grading import queue_step
-from grading.services.ingest import ingest_group_lines
+from grading.grader.jobs import queue_step
+from grading.ingest.service import ingest_group_lines
 from tests.conftest import line, small_group
 from tests.grading.fake_openai import FakeOpenAI, submit
 

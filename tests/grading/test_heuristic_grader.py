@@ -11,12 +11,12 @@ import re
 import orjson
 import pytest
 
-from grading.demo import demo_groups
+from grading.ingest.demo import demo_groups
 from grading.grader.base import LOW_SCORE, RUBRIC, TIERS
 from grading.grader.evidence import problems, resolve
 from grading.grader.heuristic import HeuristicGrader, penalty
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.prescreen import package_dirs, patch_features
+from grading.grader.prescreen import package_dirs, patch_features
 from tests.conftest import load_real_groups
 from tests.grading.test_prescreen import diff, trajectory, workspace_from_group
 
@@ -205,7 +205,7 @@ def test_penalty_is_monotone_in_what_it_counts():
 def test_grading_a_stored_group_through_load_workspace(acme):
     from grading.grader.loading import load_workspace
     from grading.models import Group
-    from grading.services.ingest import ingest_group_lines
+    from grading.ingest.service import ingest_group_lines
 
     g = next(g for g in demo_groups(steps=1, groups_per_step=8) if 0 < sum(r["reward"] for r in g["rollouts"]) < len(g["rollouts"]))
     report = ingest_group_lines(project=acme, lines=[(1, orjson.dumps(g))])

@@ -198,7 +198,7 @@ def test_a_failing_job_is_recorded_not_raised(client, alice_token, runs, media, 
     stored.sources = [{"path": "imports/gone", "label": "gone"}, {"path": "imports/gone", "label": "gone"}]
     stored.format = "no-such-format"
     stored.save()
-    from grading.tasks import import_job_task
+    from grading.ingest.tasks import import_job_task
 
     assert import_job_task.delay(job_id=stored.pk).get() == "failed"
     stored.refresh_from_db()

@@ -9,9 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from grading.importers.scan import Source
+from grading.ingest.importers.scan import Source
 from grading.models import Group, Rollout, Task
-from grading.services.imports import import_runs
+from grading.ingest.imports import import_runs
 from tests.conftest import MINI_SWE_AGENT
 from tests.grading.importers import builders as b
 

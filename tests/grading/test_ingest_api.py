@@ -211,7 +211,7 @@ def test_trainer_token_cannot_ingest(client, trainer_token):
 
 
 def test_token_of_another_project_sees_404(client, alice_token, carol):
-    from grading.services.tokens import issue_api_token
+    from grading.projects.tokens import issue_api_token
 
     _, carol_secret = issue_api_token(username="carol", project_name="other", role="admin")
     # carol's token is bound to "other": acme does not exist for it

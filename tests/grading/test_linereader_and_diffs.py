@@ -4,8 +4,9 @@ import io
 
 import pytest
 
-from grading import diffs, groupline, linereader
-from grading.linereader import OversizeLine, iter_lines, open_body
+from grading.formats import groupline, linereader
+from grading.rollouts import diffs
+from grading.formats.linereader import OversizeLine, iter_lines, open_body
 
 
 def test_doctests():

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from grading.models import FactorMapping, Group, MappingActivation, Run, Step, StepComputation
-from grading.services.advantages import activate_mapping, default_mapping
-from grading.services.export import COLUMNS
-from grading.services.verdicts import GradeInput, record_verdict
+from grading.method.services import activate_mapping, default_mapping
+from grading.method.export import COLUMNS
+from grading.grader.verdicts import GradeInput, record_verdict
 from tests.conftest import jsonl, small_group
 
 URL = "/api/v1/mappings/"

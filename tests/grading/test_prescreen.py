@@ -9,7 +9,7 @@ import pytest
 
 from grading.grader.evidence import resolve
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.prescreen import (
+from grading.grader.prescreen import (
     GOLD_JACCARD,
     LEAK_SIGNALS,
     commands,

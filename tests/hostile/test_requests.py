@@ -9,7 +9,7 @@ import pytest
 from django.db import DataError
 
 from grading.models import Group, Rollout
-from grading.services import ingest
+from grading.ingest import service as ingest
 from tests.conftest import jsonl, small_group
 from tests.hostile.corpus import record
 

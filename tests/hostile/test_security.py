@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from grading.models import ApiToken, FactorMapping, ImportJob, Run
-from grading.services.grading import GraderUnavailable, check_grader_url
+from grading.grader.jobs import GraderUnavailable, check_grader_url
 from tests.conftest import jsonl, small_group
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +47,7 @@ def world(client, alice, alice_token, acme):
                     HTTP_AUTHORIZATION=f"Token {alice_token}")
     assert r.status_code == 200
     job = ImportJob.objects.create(project=acme, run=Run.objects.get(name="r1"), step=1, created_by=alice)
-    from grading.services.advantages import default_mapping
+    from grading.method.services import default_mapping
 
     return {"project": "acme", "run": "r1", "uid": "t-1@1", "index": "0", "step": "1",
             "pk": {"api-import": job.pk, "api-mapping": default_mapping().pk, "api-mapping-activate": default_mapping().pk}}

@@ -13,8 +13,8 @@ import json
 import pytest
 
 from grading.models import Group, Project, Role
-from grading.services.ingest import ingest_group_lines
-from grading.services.verdicts import GradeInput, record_verdict
+from grading.ingest.service import ingest_group_lines
+from grading.grader.verdicts import GradeInput, record_verdict
 from reviews.services.judgments import ItemInput, submit_judgment
 from tests.conftest import _member, small_group
 

@@ -1,14 +1,14 @@
 """The straightforward way to the frame-level figures: one group at a time, every
 bootstrap resample rebuilt as a frame and measured again. The tests hold
-`reviews.agreement`'s vectorised path equal to this; `benchmarks/agreement.py` times it.
-(The per-group loops are the ones `reviews.agreement` had before it was vectorised.)"""
+`reviews.stats.agreement`'s vectorised path equal to this; `benchmarks/agreement.py` times it.
+(The per-group loops are the ones `reviews.stats.agreement` had before it was vectorised.)"""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from reviews.agreement import (
+from reviews.stats.agreement import (
     FIGURES,
     GRADER,
     TIERS,
@@ -129,7 +129,7 @@ def resampled_frame(pieces: list[pd.DataFrame], indices) -> pd.DataFrame:
 
 def bootstrap(frame: pd.DataFrame, *, n_boot: int, seed, level: float = 0.95, grader: str = GRADER) -> dict:
     """{figure: (low, high)}: the figures of every resample, from the same draws as
-    `reviews.agreement.bootstrap_ci` with this seed."""
+    `reviews.stats.agreement.bootstrap_ci` with this seed."""
     pieces = [g for _, g in frame.groupby("group", sort=False)]
     draws = np.random.default_rng(seed).integers(0, len(pieces), size=(n_boot, len(pieces)))
     values = {name: [] for name in FIGURES}

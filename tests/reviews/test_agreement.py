@@ -12,8 +12,8 @@ import pytest
 from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
-from reviews import agreement
-from reviews.agreement import (
+from reviews.stats import agreement
+from reviews.stats.agreement import (
     bootstrap_ci,
     cheat_scores,
     confusion_matrix,
@@ -134,7 +134,7 @@ def test_bootstrap_coverage_is_near_nominal():
 
 # --- the vectorised path and the reports ------------------------------------------------
 
-from reviews.agreement import (  # noqa: E402
+from reviews.stats.agreement import (  # noqa: E402
     FIGURES,
     TIERS,
     Figure,

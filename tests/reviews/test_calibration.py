@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grading.advantage import MappingSpec, redistribute_group
-from reviews import calibration
-from reviews.calibration import bootstrap_mapping, counts_from_pairs, fit_mapping
+from grading.method.advantage import MappingSpec, redistribute_group
+from reviews.stats import calibration
+from reviews.stats.calibration import bootstrap_mapping, counts_from_pairs, fit_mapping
 
 VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
 CALIBRATION_VECTORS = VECTORS / "calibration.jsonl"

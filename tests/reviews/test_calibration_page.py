@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from grading.models import AdvantageResult, FactorMapping, MappingActivation, Run, Step
-from grading.services.advantages import active_mapping, ensure_computed_many
-from reviews.calibration import fit_mapping
+from grading.method.services import active_mapping, ensure_computed_many
+from reviews.stats.calibration import fit_mapping
 from reviews.services.calibration import activate_fitted_mapping
 from tests.reviews.conftest import GRADER, judged  # noqa: F401  fixture
 

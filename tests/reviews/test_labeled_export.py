@@ -25,8 +25,8 @@ from grading.grader.llm import SYSTEM_PROMPT, VERDICT_SCHEMA, LLMGrader, parse_v
 from grading.grader.loading import load_workspace
 from grading.grader.tools import call_tool, validate
 from grading.models import CheatDecision, Group, Verdict
-from grading.services.verdicts import GradeInput, record_verdict
-from reviews import selectors_labeled
+from grading.grader.verdicts import GradeInput, record_verdict
+from reviews.selectors import labeled as selectors_labeled
 from reviews.models import CheatAudit, Judgment
 from reviews.services.audit import audit_cheat
 from reviews.services.judgments import ItemInput, submit_judgment

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils.text import slugify
 
 from grading.models import Role
-from grading.services.tokens import issue_api_token
+from grading.projects.tokens import issue_api_token
 
 
 class Command(BaseCommand):

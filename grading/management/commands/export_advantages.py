@@ -5,8 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from grading.models import FactorMapping, Project
-from grading.services import export
-from grading.services.advantages import ensure_computed_many, resolve_mapping
+from grading.method import export
+from grading.method.services import ensure_computed_many, resolve_mapping
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from grading.models import GradingJob, Step, Verdict
-from grading.services.grading import BACKENDS, GraderUnavailable, grader_for, queue_step
+from grading.grader.jobs import BACKENDS, GraderUnavailable, grader_for, queue_step
 
 
 class Command(BaseCommand):

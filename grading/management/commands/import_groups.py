@@ -5,9 +5,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.linereader import BodyError, iter_lines, open_body
+from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.models import Project
-from grading.services.ingest import IngestReport, ingest_group_lines
+from grading.ingest.service import IngestReport, ingest_group_lines
 
 
 class Command(BaseCommand):

@@ -4,9 +4,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Source
+from grading.ingest.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Source
 from grading.models import Project
-from grading.services.imports import ImportSummary, import_runs
+from grading.ingest.imports import ImportSummary, import_runs
 
 LISTED = 50  # findings printed per kind; the rest are counted
 

@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from grading.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name
+from grading.ingest.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name
 
 
 def tar_with(path, members, mode="w:gz"):

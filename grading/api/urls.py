@@ -1,0 +1,15 @@
+"""The store's REST API, mounted at /api/v1/ by gagar_web/urls.py."""
+
+from django.urls import include, path
+
+from grading.api import groups, imports
+from grading.api.advantages import AdvantageExportView
+
+urlpatterns = [
+    path("groups/", groups.GroupListIngestView.as_view(), name="api-groups"),
+    path("groups/<path:uid>/", groups.GroupDetailView.as_view(), name="api-group"),
+    path("imports/", imports.ImportListCreateView.as_view(), name="api-imports"),
+    path("imports/<int:pk>/", imports.ImportDetailView.as_view(), name="api-import"),
+    path("advantages/", AdvantageExportView.as_view(), name="api-advantages"),
+    path("mappings/", include("grading.api.mappings")),
+]

@@ -1,0 +1,190 @@
+"""Run graders on mixed groups: queue a step, grade one group idempotently, record the verdict.
+
+One verdict per group per grader name (a database constraint). `grade_group` looks for
+that verdict before calling the grader, so a task redelivered after a worker died makes
+no second model call once the first one was recorded; if two deliveries race, the
+constraint keeps one verdict and the loser returns it. Retries live in one layer only:
+the grader backend (the openai client's own retries); the Celery task never retries.
+A grader that fails, times out or returns an invalid verdict leaves an invalid/timeout
+verdict, which makes the group fall back (METHOD.md §2).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import time
+from urllib.parse import urlparse
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from grading.grader.base import GraderResult
+from grading.grader.tasks import grade_group_task
+from grading.models import CheatDecision, Group, GradingJob, Rollout, Step, Verdict
+from grading.grader.verdicts import GradeInput, record_verdict
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("heuristic", "llm")
+
+
+class GraderUnavailable(RuntimeError):
+    """The chosen backend cannot run here (not configured, or a refused address)."""
+
+
+def check_grader_url(url: str) -> None:
+    """Refuse loopback, link-local and private targets unless settings allow them (SSRF)."""
+    parsed = urlparse(url)
+    if parsed.scheme not in {"http", "https"} or not parsed.hostname:
+        raise GraderUnavailable(f"GRADER_BASE_URL {url!r} is not an http(s) URL")
+    if settings.GRADER_ALLOW_PRIVATE_NETWORK:
+        return
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(parsed.hostname, parsed.port or 443)}
+    except socket.gaierror as exc:
+        raise GraderUnavailable(f"cannot resolve the grader host {parsed.hostname!r}: {exc}") from None
+    for address in addresses:
+        ip = ipaddress.ip_address(address.split("%")[0])
+        # not is_global also covers what is neither private nor public, e.g. carrier-grade NAT 100.64.0.0/10
+        if ip.is_loopback or ip.is_link_local or ip.is_private or ip.is_reserved or ip.is_multicast or ip.is_unspecified \
+                or not ip.is_global:
+            raise GraderUnavailable(
+                f"the grader host {parsed.hostname!r} resolves to {ip}, a non-public address; "
+                "set GRADER_ALLOW_PRIVATE_NETWORK=true to allow a local model server"
+            )
+
+
+def grader_for(backend: str):
+    if backend == "heuristic":
+        from grading.grader.heuristic import HeuristicGrader
+
+        return HeuristicGrader()
+    if backend == "llm":
+        if not (settings.GRADER_BASE_URL and settings.GRADER_MODEL):
+            raise GraderUnavailable("the LLM grader needs GRADER_BASE_URL and GRADER_MODEL")
+        check_grader_url(settings.GRADER_BASE_URL)
+        from grading.grader.llm import LLMGrader
+
+        return LLMGrader(
+            base_url=settings.GRADER_BASE_URL, model=settings.GRADER_MODEL, api_key=settings.GRADER_API_KEY or "none",
+            max_turns=settings.GRADER_MAX_TURNS, request_timeout=settings.GRADER_REQUEST_TIMEOUT,
+        )
+    raise GraderUnavailable(f"unknown grader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def queue_step(*, step: Step, backend: str) -> list[GradingJob]:
+    """Queue every mixed group of the step that has no verdict from this grader yet."""
+    grader = grader_for(backend)  # fail here, in the request, if it cannot run
+    groups = list(step.groups.filter(is_mixed=True).exclude(verdicts__grader=grader.name).values_list("id", flat=True))
+    with transaction.atomic():
+        existing = {
+            job.group_id: job for job in GradingJob.objects.filter(group_id__in=groups, grader=grader.name).select_for_update()
+        }
+        jobs = []
+        for group_id in groups:
+            job = existing.get(group_id)
+            if job is None:
+                job = GradingJob.objects.create(group_id=group_id, grader=grader.name)
+            elif job.status in (GradingJob.Status.DONE, GradingJob.Status.FAILED):
+                job.status = GradingJob.Status.QUEUED
+                job.save(update_fields=["status"])
+            jobs.append(job)
+
+        def enqueue():
+            for job in jobs:
+                grade_group_task.delay(group_id=job.group_id, backend=backend)
+
+        transaction.on_commit(enqueue)
+    return jobs
+
+
+def grade_group(*, group_id: int, backend: str) -> Verdict:
+    """Grade one group once per grader; returns its verdict (stored earlier, or now)."""
+    grader = grader_for(backend)
+    group = Group.objects.select_related("task", "step").get(pk=group_id)
+    existing = Verdict.objects.filter(group=group, grader=grader.name).first()
+    job, _ = GradingJob.objects.get_or_create(group=group, grader=grader.name)
+    if existing is not None:  # a redelivery, or graded by another path: no second call
+        _finish(job, existing, error="")
+        return existing
+    GradingJob.objects.filter(pk=job.pk).update(
+        status=GradingJob.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1
+    )
+    from grading.grader.loading import load_workspace
+
+    workspace = load_workspace(group)
+    record_prescreen(group=group, workspace=workspace)
+    started = time.monotonic()
+    try:
+        result = grader.grade(workspace)
+    except Exception as exc:  # a backend must not raise; if one does, the group falls back
+        logger.exception("grader %s failed on group %s", grader.name, group.uid)
+        result = GraderResult(status=Verdict.Status.INVALID, errors=[f"{type(exc).__name__}: {exc}"])
+    result.usage.setdefault("latency_s", round(time.monotonic() - started, 3))
+    verdict = store_result(group=group, grader_name=grader.name, result=result)
+    _finish(job, verdict, error="; ".join(result.errors)[:2000])
+    return verdict
+
+
+def store_result(*, group: Group, grader_name: str, result: GraderResult) -> Verdict:
+    valid = result.status == Verdict.Status.VALID
+    grades = [
+        GradeInput(j.index, j.tier, j.rank, cheat=j.cheat, scores=j.scores, evidence=[e.as_dict() for e in j.evidence])
+        for j in result.judgments
+    ] if valid else []
+    raw = {**result.raw, "usage": result.usage}
+    try:
+        verdict, _ = record_verdict(group=group, grader=grader_name, status=result.status, grades=grades,
+                                    errors=result.errors, raw=raw)
+    except IntegrityError:  # a concurrent delivery stored it first
+        verdict = Verdict.objects.get(group=group, grader=grader_name)
+    return verdict
+
+
+def record_timeout(*, group_id: int, backend: str, why: str) -> Verdict:
+    """The task ran out of time: store a timeout verdict so the group falls back."""
+    grader = grader_for(backend)
+    group = Group.objects.get(pk=group_id)
+    verdict = store_result(group=group, grader_name=grader.name, result=GraderResult(status=Verdict.Status.TIMEOUT, errors=[why]))
+    job, _ = GradingJob.objects.get_or_create(group=group, grader=grader.name)
+    _finish(job, verdict, error=why)
+    return verdict
+
+
+def record_prescreen(*, group: Group, workspace) -> int:
+    """Store leak signals (reading the upstream fix, a newer release, the project's repo, the
+    gold patch) as unaudited prescreen cheat decisions, once per rollout and signal. Test
+    tampering is a quality problem the grader tiers down, not a leaked answer, so it is
+    not a cheat candidate (METHOD.md §2)."""
+    from grading.grader.prescreen import screen_group
+
+    signals = [s for s in screen_group(workspace) if s.category == "leak"]
+    if not signals:
+        return 0
+    rollouts = {r.index: r for r in Rollout.objects.filter(group=group).only("id", "index")}
+    known = set(
+        CheatDecision.objects.filter(rollout__group=group, source=CheatDecision.Source.PRESCREEN).values_list("rollout_id", "reason")
+    )
+    created = 0
+    for signal in signals:
+        rollout = rollouts.get(signal.rollout)
+        reason = f"{signal.signal}: {signal.detail}"[:1000]
+        if rollout is None or (rollout.pk, reason) in known:
+            continue
+        CheatDecision.objects.create(rollout=rollout, source=CheatDecision.Source.PRESCREEN, reason=reason)
+        known.add((rollout.pk, reason))
+        created += 1
+    return created
+
+
+def _finish(job: GradingJob, verdict: Verdict, *, error: str) -> None:
+    usage = (verdict.raw or {}).get("usage", {})
+    GradingJob.objects.filter(pk=job.pk).update(
+        status=GradingJob.Status.DONE if verdict.status == Verdict.Status.VALID else GradingJob.Status.FAILED,
+        verdict=verdict, finished_at=timezone.now(), usage=usage, latency_s=usage.get("latency_s"),
+        error=error or "; ".join(verdict.errors or [])[:2000],
+    )

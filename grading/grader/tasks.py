@@ -1,0 +1,20 @@
+"""Celery tasks of the grader: thin, they take ids and call one service (imported in the body,
+so the service can import this module at its top and queue through transaction.on_commit)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="grading.grade_group", acks_late=True, reject_on_worker_lost=True, max_retries=0)
+def grade_group_task(*, group_id: int, backend: str) -> str:
+    """Grade one mixed group. No task-level retries: the backend retries its API calls;
+    a soft time limit (below the broker's visibility timeout) stores a timeout verdict."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from grading.grader.jobs import grade_group, record_timeout
+
+    try:
+        return grade_group(group_id=group_id, backend=backend).status
+    except SoftTimeLimitExceeded:
+        return record_timeout(group_id=group_id, backend=backend, why="grading exceeded the task's time limit").status

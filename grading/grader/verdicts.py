@@ -1,0 +1,73 @@
+"""Writes of the method's inputs: grader verdicts and cheat decisions.
+
+Each write marks the step's stored advantages stale and queues their recomputation after
+the commit (grading.method.services.mark_stale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from grading.grader.hooks import verdict_recorded
+from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
+from grading.method.services import mark_stale
+
+
+@dataclass(frozen=True)
+class GradeInput:
+    index: int
+    tier: str
+    rank: int
+    cheat: bool = False
+    scores: dict = field(default_factory=dict)
+    evidence: list = field(default_factory=list)
+
+
+@transaction.atomic
+def record_verdict(*, group: Group, grader: str, status: str, grades: list[GradeInput] = (), errors: list | None = None,
+                   raw: dict | None = None) -> tuple[Verdict, bool]:
+    """Store the verdict of `grader` on `group` once; a second call for the same pair returns the first.
+
+    Returns (verdict, created). Grades must name passing rollouts of the group.
+    """
+    existing = Verdict.objects.filter(group=group, grader=grader).first()
+    if existing is not None:
+        return existing, False
+    rollouts = {r.index: r for r in Rollout.objects.filter(group=group).only("id", "index", "passed")}
+    for grade in grades:
+        rollout = rollouts.get(grade.index)
+        if rollout is None:
+            raise ValueError(f"group {group.uid} has no rollout {grade.index}")
+        if rollout.passed is not True:
+            raise ValueError(f"rollout {grade.index} of {group.uid} did not pass; only passing rollouts are graded")
+        if grade.tier not in RolloutGrade.Tier.values:
+            raise ValueError(f"tier must be one of {', '.join(RolloutGrade.Tier.values)}, got {grade.tier!r}")
+    verdict = Verdict.objects.create(group=group, grader=grader, status=status, errors=errors or [], raw=raw or {})
+    RolloutGrade.objects.bulk_create(
+        RolloutGrade(verdict=verdict, rollout=rollouts[g.index], tier=g.tier, rank=g.rank, cheat=g.cheat, scores=g.scores,
+                     evidence=g.evidence)
+        for g in grades
+    )
+    for grade in grades:
+        if grade.cheat:
+            CheatDecision.objects.create(rollout=rollouts[grade.index], source=CheatDecision.Source.GRADER,
+                                         reason="flagged by " + grader)
+    mark_stale(step_ids=[group.step_id])
+    verdict_recorded.send(sender=Verdict, group=group, verdict=verdict)  # people may have judged the group already
+    return verdict, True
+
+
+@transaction.atomic
+def decide_cheat(*, decision: CheatDecision, confirmed: bool, user=None, reason: str = "") -> CheatDecision:
+    """An auditor confirms (reward -> 0) or overturns a cheat signal."""
+    decision = CheatDecision.objects.select_for_update().select_related("rollout__group").get(pk=decision.pk)
+    decision.confirmed = confirmed
+    decision.decided_by = user
+    decision.reason = reason or decision.reason
+    decision.decided_at = timezone.now()
+    decision.save(update_fields=["confirmed", "decided_by", "reason", "decided_at"])
+    mark_stale(step_ids=[decision.rollout.group.step_id])
+    return decision

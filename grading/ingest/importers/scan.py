@@ -1,0 +1,386 @@
+"""Find what a set of PATHs holds and turn it into attempts, one instance at a time. No Django.
+
+Two passes, so memory stays at one group however many trajectories there are:
+
+1. `RunFinder.scan()` walks every PATH, sorts files by name (`*.traj.json`, `*.traj`,
+   `*.pred`, `report.json`, `*.jsonl`, other `*.json`, `test_output.txt`), reads the small
+   ones (reports, run summaries, predictions) and only notes where the trajectories are.
+2. `RunFinder.attempts(instance_id)` reads that instance's trajectories, detects their
+   format from the content, and gives each attempt its verdict.
+
+**Run roots.** A verdict belongs to the run it was made for. Files are placed in a run
+root: `R/trajs/<id>/<id>.traj.json`, `R/<id>/<id>.traj.json`, `R/<id>.traj.json` (and the
+same for `.traj`) all belong to R; `R/logs/.../report.json` to R; a run summary, a
+predictions file or `preds.json` to its folder. Verdicts apply to trajectories of the
+same root; when a PATH holds a single run, all its verdicts apply to it. So one PATH (or
+archive) may hold several run folders, and several PATHs may be runs of the same tasks.
+
+**Which verdict.** A per-instance report.json beats a run summary. A verdict holds for
+the patch that was evaluated: when the run says which (a `preds.json` beside the
+trajectories, or the chosen attempt of a SWE-agent retry loop), an attempt whose patch
+differs gets no verdict. No verdict -> reward unknown, except an empty patch, which the
+harness always fails.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from grading.ingest.importers import mini_swe_agent, swe_agent, swebench
+from grading.ingest.importers.common import (
+    Attempt,
+    SourceError,
+    Verdict,
+    is_bare_report,
+    is_empty_patch,
+    is_run_summary,
+    load_json,
+    same_patch,
+    verdicts_from_report_file,
+    verdicts_from_summary,
+)
+
+FORMATS = ("auto", "mini-swe-agent", "swe-agent", "swebench")
+MAX_TEST_LOG = 2 * 1024 * 1024  # characters of test_output.txt kept (the tail: failures are at the end)
+_IDS_SHOWN = 5
+
+SKIPPED = "skipped"  # the file (or attempt) was not imported
+UNKNOWN = "unknown_reward"  # imported, reward unknown
+NOTICE = "notice"  # imported, worth knowing
+
+
+@dataclass(frozen=True)
+class Source:
+    """One PATH. `label` prefixes its refs; None -> the folder's name (a file PATH: none)."""
+
+    path: Path
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    ref: str
+    reason: str
+    kind: str = SKIPPED
+
+    def as_dict(self) -> dict:
+        return {"ref": self.ref, "reason": self.reason}
+
+
+@dataclass
+class _Candidate:
+    instance_id: str
+    kind: str  # "trajectory" or "prediction"
+    path: Path
+    ref: str
+    root: tuple[int, str]
+    order: tuple
+    prediction: dict | None = None
+    sidecar: Path | None = None
+
+
+@dataclass
+class FoundAttempt:
+    attempt: Attempt
+    rollout: dict  # gagar-group/1 rollout without "index"
+
+
+@dataclass
+class _PredictionFile:
+    root: tuple[int, str]
+    rel: str
+    ref: str
+    predictions: list[dict]
+
+
+def _join(prefix: str, rel: str) -> str:
+    return f"{prefix}/{rel}" if prefix else rel
+
+
+def _trajectory_root(parts: list[str], instance_id: str) -> str:
+    base = parts[:-1]
+    if base and base[-1] == instance_id:
+        base = base[:-1]
+    if base and base[-1] == "trajs":
+        base = base[:-1]
+    return "/".join(base)
+
+
+def _report_root(parts: list[str], instance_ids: Iterable[str]) -> str:
+    """`R/logs/.../report.json` -> R; `R/<id>/report.json` -> R; otherwise the report's folder."""
+    dirs = parts[:-1]
+    if "logs" in dirs:
+        return "/".join(dirs[: len(dirs) - 1 - dirs[::-1].index("logs")])
+    if dirs and dirs[-1] in set(instance_ids):
+        dirs = dirs[:-1]
+    return "/".join(dirs)
+
+
+def _ids(ids: Iterable[str]) -> str:
+    ids = sorted(ids)
+    shown = ", ".join(ids[:_IDS_SHOWN])
+    return shown + (f", … ({len(ids) - _IDS_SHOWN} more)" if len(ids) > _IDS_SHOWN else "")
+
+
+def _read_tail(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            if size > MAX_TEST_LOG:
+                handle.seek(size - MAX_TEST_LOG)
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return (f"[… first {size - MAX_TEST_LOG:,} bytes left out …]\n" + text) if size > MAX_TEST_LOG else text
+
+
+class RunFinder:
+    def __init__(self, sources: list[Source], *, fmt: str = "auto"):
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+        self.sources = sources
+        self.fmt = fmt
+        self.findings: list[Finding] = []
+        self.files_seen = 0
+        self.bytes_seen = 0
+        self._candidates: dict[str, list[_Candidate]] = defaultdict(list)
+        self._verdicts: dict[tuple[int, str], dict[str, list[Verdict]]] = defaultdict(lambda: defaultdict(list))
+        self._evaluated: dict[tuple[int, str], dict[str, str]] = defaultdict(dict)
+        self._prediction_files: list[_PredictionFile] = []
+        self._report_refs: list[tuple[tuple[int, str], str, str]] = []  # (root, instance, ref) of report.json files
+        self._summary_refs: list[tuple[tuple[int, str], str, set[str]]] = []
+
+    # -- pass 1 -----------------------------------------------------------------
+    def scan(self) -> RunFinder:
+        prefixes: dict[str, int] = {}
+        for position, source in enumerate(self.sources):
+            path = Path(source.path)
+            if not path.exists():
+                self._skip(str(source.path), "no such file or folder")
+                continue
+            if path.is_dir():
+                prefix = path.resolve().name if source.label is None else source.label
+            else:
+                prefix = source.label or ""
+            key = prefix if path.is_dir() else _join(prefix, path.name)
+            if key in prefixes:
+                self._skip(str(source.path), f"another PATH of this import is also named {key!r}; refs would collide (rename one)")
+                continue
+            prefixes[key] = position
+            if path.is_dir():
+                for dirpath, dirnames, filenames in os.walk(path):
+                    dirnames.sort()
+                    here = Path(dirpath)
+                    rel_dir = here.relative_to(path).as_posix()
+                    self._scan_folder(position, path, prefix, "" if rel_dir == "." else rel_dir, sorted(filenames))
+            else:
+                self._scan_folder(position, path.parent, prefix, "", [path.name])
+        self._settle()
+        return self
+
+    def _skip(self, ref: str, reason: str, kind: str = SKIPPED) -> None:
+        self.findings.append(Finding(ref, reason, kind))
+
+    def _scan_folder(self, position: int, base: Path, prefix: str, rel_dir: str, names: list[str]) -> None:
+        present = set(names)
+        for name in names:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            path = base / rel
+            ref = _join(prefix, rel)
+            parts = rel.split("/")
+            try:
+                size = path.stat().st_size
+            except OSError:
+                size = 0
+            self.files_seen += 1
+            self.bytes_seen += size
+            if name.startswith(".") or "__MACOSX" in parts:
+                self._skip(ref, "hidden file")
+                continue
+            try:
+                self._classify(position, path, name, rel, ref, parts, present)
+            except SourceError as exc:
+                self._skip(ref, str(exc))
+
+    def _classify(self, position, path, name, rel, ref, parts, present) -> None:
+        order = (position, rel)
+        for suffix in (".traj.json", ".traj"):
+            if name.endswith(suffix) and len(name) > len(suffix):
+                instance_id = name[: -len(suffix)]
+                if self.fmt == "swebench":
+                    raise SourceError("a trajectory, but --format swebench reads predictions only")
+                sidecar = path.with_name(f"{instance_id}.pred") if suffix == ".traj" and f"{instance_id}.pred" in present else None
+                root = (position, _trajectory_root(parts, instance_id))
+                self._candidates[instance_id].append(_Candidate(instance_id, "trajectory", path, ref, root, order, sidecar=sidecar))
+                return
+        if name.endswith(".pred"):
+            if self.fmt != "swebench" and f"{name[:-5]}.traj" in present:
+                return  # read with its .traj
+            obj = load_json(path)
+            if not swebench.is_prediction(obj):
+                raise SourceError("not a prediction (needs instance_id and model_patch)")
+            self._prediction_files.append(_PredictionFile((position, "/".join(parts[:-1])), rel, ref, [obj]))
+            return
+        if name == "test_output.txt" and "report.json" in present:
+            return  # read with its report.json
+        if name == "report.json":
+            obj = load_json(path)
+            hint = parts[-2] if len(parts) >= 2 else None
+            verdicts = verdicts_from_report_file(obj, instance_hint=hint, ref=ref)
+            log = _read_tail(path.with_name("test_output.txt")) if "test_output.txt" in present and len(verdicts) == 1 else ""
+            root = (position, _report_root(parts, verdicts))
+            for instance_id, verdict in verdicts.items():
+                if log:
+                    verdict = Verdict(verdict.status, verdict.source, verdict.ref, verdict.tests, log)
+                self._verdicts[root][instance_id].append(verdict)
+                self._report_refs.append((root, instance_id, ref))
+            return
+        if name.endswith(".jsonl"):
+            predictions, problems = swebench.predictions_from_jsonl(path)
+            for problem in problems:
+                self._skip(ref, problem)
+            self._prediction_files.append(_PredictionFile((position, "/".join(parts[:-1])), rel, ref, predictions))
+            return
+        if name.endswith(".json"):
+            obj = load_json(path)
+            root = (position, "/".join(parts[:-1]))
+            if is_run_summary(obj):
+                verdicts = verdicts_from_summary(obj, ref=ref)
+                for instance_id, verdict in verdicts.items():
+                    self._verdicts[root][instance_id].append(verdict)
+                self._summary_refs.append((root, ref, set(verdicts)))
+                return
+            if swebench.is_predictions(obj):
+                self._prediction_files.append(_PredictionFile(root, rel, ref, swebench.predictions_of(obj)))
+                return
+            if isinstance(obj, dict) and obj and all(is_bare_report(v) for v in obj.values()):
+                verdicts = verdicts_from_report_file(obj, instance_hint=None, ref=ref)
+                root = (position, _report_root(parts, verdicts))
+                for instance_id, verdict in verdicts.items():
+                    self._verdicts[root][instance_id].append(verdict)
+                    self._report_refs.append((root, instance_id, ref))
+                return
+            raise SourceError("unrelated JSON (not a trajectory, predictions, report.json or run summary)")
+        raise SourceError("unrelated file (not a trajectory, predictions, report.json or run summary)")
+
+    def _settle(self) -> None:
+        """Decide what predictions are, and which run each verdict belongs to."""
+        trajectory_roots = {c.root for cs in self._candidates.values() for c in cs}
+        for file in self._prediction_files:
+            if file.root in trajectory_roots:
+                # preds.json beside trajectories: the patches the harness evaluated, not extra rollouts.
+                known = {c.instance_id for cs in self._candidates.values() for c in cs if c.root == file.root}
+                for p in file.predictions:
+                    patch = p.get("model_patch")
+                    self._evaluated[file.root][p["instance_id"]] = patch if isinstance(patch, str) else ""
+                orphans = {p["instance_id"] for p in file.predictions} - known
+                if orphans:
+                    self._skip(file.ref, f"{len(orphans)} prediction(s) with no trajectory beside them: {_ids(orphans)}", NOTICE)
+            elif self.fmt in ("auto", "swebench"):
+                seen: dict[str, int] = defaultdict(int)
+                for p in file.predictions:
+                    instance_id = p["instance_id"]
+                    seen[instance_id] += 1
+                    suffix = "" if seen[instance_id] == 1 else f"~{seen[instance_id]}"
+                    ref = file.ref if file.rel.endswith(".pred") else f"{file.ref}#{instance_id}{suffix}"
+                    self._candidates[instance_id].append(
+                        _Candidate(instance_id, "prediction", Path(), ref, file.root, (file.root[0], file.rel, seen[instance_id]), prediction=p)
+                    )
+            else:
+                self._skip(file.ref, f"SWE-bench predictions, but --format {self.fmt} was asked for")
+
+        candidate_roots = {c.root for cs in self._candidates.values() for c in cs}
+        by_source: dict[int, set[str]] = defaultdict(set)
+        for position, root in candidate_roots:
+            by_source[position].add(root)
+        moved: dict[tuple[int, str], tuple[int, str]] = {}
+        for root in list(self._verdicts):
+            if root not in candidate_roots and len(by_source.get(root[0], ())) == 1:
+                target = (root[0], next(iter(by_source[root[0]])))
+                moved[root] = target
+                for instance_id, verdicts in self._verdicts.pop(root).items():
+                    self._verdicts[target][instance_id].extend(verdicts)
+        have = {(c.root, c.instance_id) for cs in self._candidates.values() for c in cs}
+        for root, instance_id, ref in self._report_refs:
+            if (moved.get(root, root), instance_id) not in have:
+                self._skip(ref, f"report for {instance_id}, which has no trajectory or prediction in this run")
+        for root, ref, ids in self._summary_refs:
+            missing = {i for i in ids if (moved.get(root, root), i) not in have}
+            if missing and missing == ids:
+                self._skip(ref, f"run summary whose {len(ids)} instance(s) have no trajectory or prediction in this run")
+            elif missing:
+                self._skip(ref, f"{len(missing)} instance(s) in this run summary have no trajectory or prediction: {_ids(missing)}", NOTICE)
+
+    # -- pass 2 -----------------------------------------------------------------
+    @property
+    def instance_ids(self) -> list[str]:
+        return sorted(self._candidates)
+
+    def attempts(self, instance_id: str) -> list[FoundAttempt]:
+        found: list[FoundAttempt] = []
+        for candidate in sorted(self._candidates.get(instance_id, []), key=lambda c: c.order):
+            try:
+                attempts = self._read(candidate)
+            except SourceError as exc:
+                self._skip(candidate.ref, str(exc))
+                continue
+            for attempt in attempts:
+                if attempt.unfinished:
+                    self._skip(attempt.ref, "no submission and no exit status: the agent did not finish this run")
+                    continue
+                found.append(FoundAttempt(attempt, self._rollout(candidate, attempt)))
+        return found
+
+    def _read(self, candidate: _Candidate) -> list[Attempt]:
+        if candidate.kind == "prediction":
+            return [swebench.attempt_from_prediction(candidate.prediction, ref=candidate.ref)]
+        obj = load_json(candidate.path)
+        named = obj.get("instance_id") if isinstance(obj, dict) else None
+        if isinstance(named, str) and named and named != candidate.instance_id:
+            raise SourceError(f"instance_id {named!r} in the file does not match its name ({candidate.instance_id!r})")
+        if self.fmt in ("auto", "mini-swe-agent") and mini_swe_agent.is_trajectory(obj):
+            return [mini_swe_agent.attempt_from_trajectory(obj, ref=candidate.ref, instance_id=candidate.instance_id)]
+        if self.fmt in ("auto", "swe-agent") and swe_agent.is_trajectory(obj):
+            pred_patch = None
+            if candidate.sidecar is not None:
+                pred = load_json(candidate.sidecar)
+                patch = pred.get("model_patch") if isinstance(pred, dict) else None
+                pred_patch = patch if isinstance(patch, str) else None
+            return swe_agent.attempts_from_traj(obj, ref=candidate.ref, instance_id=candidate.instance_id, pred_patch=pred_patch)
+        if self.fmt == "auto":
+            raise SourceError("not a trajectory this importer knows (neither mini-swe-agent nor SWE-agent)")
+        raise SourceError(f"not a {self.fmt} trajectory (--format {self.fmt})")
+
+    def _verdict(self, candidate: _Candidate) -> tuple[Verdict | None, str]:
+        verdicts = self._verdicts.get(candidate.root, {}).get(candidate.instance_id, [])
+        reports = [v for v in verdicts if v.source == "report"] or verdicts
+        if not reports:
+            return None, "no report.json or run-summary entry for this instance"
+        if len({v.status for v in reports}) > 1:
+            return None, "conflicting verdicts: " + "; ".join(f"{v.ref} says {v.status}" for v in reports)
+        return reports[0], ""
+
+    def _rollout(self, candidate: _Candidate, attempt: Attempt) -> dict:
+        verdict, why = self._verdict(candidate)
+        evaluated = attempt.evaluated_patch
+        if evaluated is None:
+            evaluated = self._evaluated.get(candidate.root, {}).get(candidate.instance_id)
+        if verdict is not None and attempt.verdict_ambiguous:
+            verdict, why = None, "several attempts and no record of which one was evaluated"
+        elif verdict is not None and evaluated is not None and not same_patch(attempt.patch, evaluated):
+            verdict, why = None, "the evaluated patch is not this attempt's patch"
+        rollout = attempt.rollout(verdict=verdict, reward_note=why)
+        if rollout["reward"] is None:
+            self._skip(attempt.ref, f"no verdict ({why}): reward unknown", UNKNOWN)
+        elif verdict is None and is_empty_patch(attempt.patch):
+            status = f" (exit status {attempt.exit_status})" if attempt.exit_status else ""
+            self._skip(attempt.ref, f"no submission{status}: counted as failing (empty patch)", NOTICE)
+        return rollout
+
+    @staticmethod
+    def problem_statement(found: list[FoundAttempt]) -> str:
+        return next((f.attempt.problem_statement for f in found if f.attempt.problem_statement), "")

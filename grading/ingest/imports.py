@@ -1,0 +1,336 @@
+"""Import agent runs (mini-swe-agent, SWE-agent, SWE-bench predictions) through the one ingest path.
+
+`import_runs` finds the attempts in a set of PATHs (grading.ingest.importers.scan), builds one
+`gagar-group/1` line per instance — uid `<instance_id>@<step>`, one rollout per attempt —
+and streams the lines into `ingest_group_lines`, which stores them idempotently.
+
+**Indexes are stable.** A rollout is known by its source ref (`<PATH name>/<path inside>`,
+plus `#attempt-n` or `#<instance>` where one file holds several). An attempt whose ref is
+already stored in the group keeps that index; new attempts take the next free indexes in
+the order of the PATHs, then of the paths inside each PATH, then of the attempts. So
+importing the same files again (in any order) changes nothing, and importing a fourth
+run later extends each group with index 3.
+
+Upload jobs: `store_upload` unpacks an API upload under MEDIA_ROOT/imports,
+`create_import_job` records it and queues `run_import_job` (Celery) after the commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from django.conf import settings
+from django.db import transaction
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from grading.formats.groupline import FORMAT, MAX_INT, MAX_NAME, LineError, check_name, find_nul
+from grading.ingest.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name
+from grading.ingest.importers.common import repo_of
+from grading.ingest.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Finding, RunFinder, Source
+from grading.models import Group, ImportJob, Project, Rollout, Run, Task
+from grading.ingest.service import IngestReport, ingest_group_lines
+from grading.ingest.tasks import import_job_task
+
+logger = logging.getLogger(__name__)
+
+MAX_LISTED = 1000  # findings kept per kind in a summary
+_LOOKUP_CHUNK = 400
+_PROGRESS_EVERY = 0.5  # seconds between progress writes of a job
+
+
+@dataclass
+class ImportSummary:
+    files: int = 0
+    bytes: int = 0
+    instances: int = 0
+    groups_created: int = 0
+    groups_extended: int = 0
+    groups_unchanged: int = 0
+    groups_mixed: int = 0
+    rollouts_created: int = 0
+    rollouts_unchanged: int = 0
+    rollouts_passed: int = 0
+    rollouts_failed: int = 0
+    rollouts_unknown: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    refused: list[dict] = field(default_factory=list)
+    aborted: str | None = None
+
+    @property
+    def groups(self) -> int:
+        return self.groups_created + self.groups_extended + self.groups_unchanged
+
+    @property
+    def rollouts(self) -> int:
+        return self.rollouts_passed + self.rollouts_failed + self.rollouts_unknown
+
+    def of_kind(self, kind: str) -> list[Finding]:
+        return [f for f in self.findings if f.kind == kind]
+
+    def as_dict(self) -> dict:
+        out = {
+            "files": self.files,
+            "bytes": self.bytes,
+            "groups": {"total": self.groups, "created": self.groups_created, "extended": self.groups_extended,
+                       "unchanged": self.groups_unchanged, "mixed": self.groups_mixed},
+            "rollouts": {"total": self.rollouts, "created": self.rollouts_created, "unchanged": self.rollouts_unchanged,
+                         "passed": self.rollouts_passed, "failed": self.rollouts_failed, "unknown": self.rollouts_unknown},
+            "refused": self.refused[:MAX_LISTED],
+            "aborted": self.aborted,
+        }
+        for kind in (SKIPPED, UNKNOWN, NOTICE):
+            items = self.of_kind(kind)
+            out[kind] = [f.as_dict() for f in items[:MAX_LISTED]]
+            out[f"{kind}_count"] = len(items)
+        return out
+
+
+def _sanitize(value):
+    """U+0000 cannot be stored (PostgreSQL); in imported text it becomes U+FFFD."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_sanitize(v) for v in value]
+    if isinstance(value, dict):
+        return {_sanitize(k): _sanitize(v) for k, v in value.items()}
+    return value
+
+
+class _Stored:
+    """What the database already holds for the groups of this (run, step), fetched a chunk at a time."""
+
+    def __init__(self, project: Project, run: str, step: int):
+        self.project, self.run, self.step = project, run, step
+        self.refs: dict[str, dict[str, int]] = {}
+        self.max_index: dict[str, int] = {}
+        self.task_has: dict[str, tuple[bool, bool]] = {}
+
+    def load(self, instance_ids: list[str]) -> None:
+        uids = [f"{i}@{self.step}" for i in instance_ids]
+        rows = Rollout.objects.filter(
+            group__run__project=self.project, group__run__name=self.run, group__uid__in=uids
+        ).values_list("group__uid", "source_ref", "index")
+        for uid, ref, index in rows:
+            self.refs.setdefault(uid, {})[ref] = index
+            self.max_index[uid] = max(index, self.max_index.get(uid, -1))
+        tasks = Task.objects.filter(run__project=self.project, run__name=self.run, instance_id__in=instance_ids).values_list(
+            "instance_id", "repo", Length("problem_statement")
+        )
+        for instance_id, repo, statement_length in tasks:
+            self.task_has[instance_id] = (bool(repo), bool(statement_length))
+
+
+def import_runs(
+    *,
+    project: Project,
+    run: str,
+    step: int,
+    sources: list[Source],
+    fmt: str = "auto",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ImportSummary:
+    """Import every attempt found in `sources` into (run, step); refusals and skips are reported, never raised."""
+    if not run or len(run) > MAX_NAME:
+        raise ValueError(f"run name must be 1..{MAX_NAME} characters")
+    try:
+        check_name(run, "run", kind="run")
+    except LineError as exc:
+        raise ValueError(str(exc)) from None
+    if not 0 <= step <= MAX_INT:
+        raise ValueError(f"step must be between 0 and {MAX_INT:,}")
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    summary = ImportSummary()
+    finder = RunFinder(sources, fmt=fmt).scan()
+    instance_ids = finder.instance_ids
+    summary.files, summary.bytes, summary.instances = finder.files_seen, finder.bytes_seen, len(instance_ids)
+    stored = _Stored(project, run, step)
+    uids_by_line: dict[int, str] = {}
+    unencodable: list[dict] = []
+
+    def lines() -> Iterator[tuple[int, bytes]]:
+        for position, instance_id in enumerate(instance_ids):
+            if position % _LOOKUP_CHUNK == 0:
+                stored.load(instance_ids[position : position + _LOOKUP_CHUNK])
+            found = finder.attempts(instance_id)
+            if on_progress:
+                on_progress(position + 1, len(instance_ids))
+            if not found:
+                continue
+            uid = f"{instance_id}@{step}"
+            known = stored.refs.get(uid, {})
+            next_index = stored.max_index.get(uid, -1) + 1
+            rollouts = []
+            for item in found:
+                index = known.get(item.attempt.ref)
+                if index is None:
+                    index, next_index = next_index, next_index + 1
+                rollouts.append({"index": index, **item.rollout})
+                reward = item.rollout["reward"]
+                if reward is None:
+                    summary.rollouts_unknown += 1
+                elif reward == 1.0:
+                    summary.rollouts_passed += 1
+                else:
+                    summary.rollouts_failed += 1
+            has_repo, has_statement = stored.task_has.get(instance_id, (False, False))
+            task = {"instance_id": instance_id}
+            # Fields the task already has are left out: a missing field is never a conflict.
+            if not has_repo and repo_of(instance_id):
+                task["repo"] = repo_of(instance_id)
+            statement = RunFinder.problem_statement(found)
+            if not has_statement and statement:
+                task["problem_statement"] = statement
+            group = {"format": FORMAT, "run": run, "step": step, "uid": uid, "task": task, "rollouts": rollouts}
+            try:
+                line = orjson.dumps(group)
+            except orjson.JSONEncodeError as exc:  # e.g. nested deeper than orjson writes (255 levels)
+                unencodable.append({"uid": uid, "error": f"could not be written as a gagar-group/1 line: {exc}"})
+                continue
+            if b"\\u0000" in line and find_nul(group, ""):
+                try:
+                    line = orjson.dumps(_sanitize(group))
+                    summary.findings.append(Finding(uid, "NUL characters (\\u0000) replaced by U+FFFD", NOTICE))
+                except RecursionError:
+                    pass  # nested far too deep to rewrite; ingest refuses the line for its depth
+            uids_by_line[position + 1] = uid
+            yield position + 1, line
+
+    report = ingest_group_lines(project=project, lines=lines(), allow_unknown_reward=True, report=IngestReport())
+    summary.findings = finder.findings + summary.findings
+    summary.groups_created, summary.groups_extended = report.groups_created, report.groups_extended
+    summary.groups_unchanged = report.groups_unchanged
+    summary.rollouts_created, summary.rollouts_unchanged = report.rollouts_created, report.rollouts_unchanged
+    summary.refused = unencodable + [
+        {"uid": e.uid or uids_by_line.get(e.line, f"line {e.line}"), "error": e.error} for e in report.errors
+    ]
+    summary.aborted = report.aborted
+    uids = list(uids_by_line.values())
+    for start in range(0, len(uids), _LOOKUP_CHUNK):
+        summary.groups_mixed += Group.objects.filter(
+            run__project=project, run__name=run, uid__in=uids[start : start + _LOOKUP_CHUNK], is_mixed=True
+        ).count()
+    return summary
+
+
+# -- upload jobs (API) -----------------------------------------------------------------
+
+
+class UploadRefused(ValueError):
+    """The upload cannot be imported; the message says why (HTTP 400)."""
+
+
+def _uploads_root() -> Path:
+    return Path(settings.MEDIA_ROOT) / "imports"
+
+
+def store_upload(*, files) -> tuple[str, list[dict], list[dict]]:
+    """Write uploaded files under MEDIA_ROOT/imports/<new folder>, unpacking archives safely.
+
+    Each archive becomes one PATH named after it (`run-2.tar.gz` -> refs `run-2/...`; an
+    archive holding a single folder is that folder, so refs match a command-line import of
+    it); the other files together form one PATH whose refs are their names. Returns (folder relative
+    to MEDIA_ROOT, sources, uploaded file names and sizes). Raises UploadRefused.
+    """
+    if not files:
+        raise UploadRefused("no files: send an archive (.tar.gz, .zip) or files as multipart field 'file'")
+    folder = _uploads_root() / uuid.uuid4().hex
+    folder.mkdir(parents=True)
+    sources: list[dict] = []
+    uploaded: list[dict] = []
+    loose = folder / "files"
+    seen_names: set[str] = set()
+    try:
+        for upload in files:
+            name = Path(upload.name or "").name
+            if not name or name in (".", "..") or name.startswith("."):
+                raise UploadRefused(f"{upload.name!r}: not a usable file name")
+            if name in seen_names:
+                raise UploadRefused(f"{name!r} was uploaded twice")
+            seen_names.add(name)
+            uploaded.append({"name": name, "size": upload.size})
+            if is_archive_name(name):
+                stem = archive_stem(name)
+                if not stem or stem == "files" or any(s["label"] == stem for s in sources):
+                    raise UploadRefused(f"{name!r}: another upload unpacks to the same name {stem!r}")
+                packed = folder / f".{uuid.uuid4().hex}"
+                with packed.open("wb") as out:
+                    for chunk in upload.chunks():
+                        out.write(chunk)
+                try:
+                    extract_archive(packed, folder / stem)
+                except UnsafeArchive as exc:
+                    raise UploadRefused(f"archive {name!r} refused: {exc}") from None
+                finally:
+                    packed.unlink(missing_ok=True)
+                root = folder / stem
+                entries = list(root.iterdir())
+                if len(entries) == 1 and entries[0].is_dir() and all(s["label"] != entries[0].name for s in sources):
+                    # `tar czf run-3.tar.gz run-3/`: refs start at run-3/, as `import_runs run-3/` gives them.
+                    root = entries[0]
+                sources.append({"path": root.relative_to(settings.MEDIA_ROOT).as_posix(), "label": root.name})
+            else:
+                loose.mkdir(exist_ok=True)
+                with (loose / name).open("xb") as out:
+                    for chunk in upload.chunks():
+                        out.write(chunk)
+        if loose.exists():
+            sources.append({"path": loose.relative_to(settings.MEDIA_ROOT).as_posix(), "label": ""})
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder.relative_to(settings.MEDIA_ROOT).as_posix(), sources, uploaded
+
+
+def create_import_job(*, project: Project, user, run: str, step: int, fmt: str, sources: list[dict], uploaded: list[dict]) -> ImportJob:
+    """Record the job and queue it once the row is committed (the worker must be able to read it)."""
+    with transaction.atomic():
+        run_obj, _ = Run.objects.get_or_create(project=project, name=run)
+        job = ImportJob.objects.create(
+            project=project, run=run_obj, step=step, format=fmt, sources=sources, uploaded_files=uploaded, created_by=user
+        )
+        transaction.on_commit(lambda: import_job_task.delay(job_id=job.pk))
+    return job
+
+
+def run_import_job(*, job_id: int) -> ImportJob:
+    """Run one queued job: status running -> done (with its summary) or failed (with the error)."""
+    job = ImportJob.objects.select_related("project", "run").get(pk=job_id)
+    if job.status == ImportJob.Status.DONE:
+        return job  # a redelivered message: the work is done (and importing again would change nothing)
+    job.status, job.started_at, job.error = ImportJob.Status.RUNNING, timezone.now(), ""
+    job.save(update_fields=["status", "started_at", "error"])
+    last_write = 0.0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal last_write
+        now = time.monotonic()
+        if done == total or now - last_write >= _PROGRESS_EVERY:
+            last_write = now
+            ImportJob.objects.filter(pk=job.pk).update(progress_done=done, progress_total=total)
+
+    media = Path(settings.MEDIA_ROOT)
+    sources = [Source(media / s["path"], label=s.get("label", "")) for s in job.sources]
+    try:
+        summary = import_runs(project=job.project, run=job.run.name, step=job.step, sources=sources, fmt=job.format, on_progress=progress)
+    except Exception as exc:  # recorded on the job for the run page; the worker stays up
+        logger.exception("import job %s failed", job.pk)
+        job.status, job.error, job.finished_at = ImportJob.Status.FAILED, f"{exc.__class__.__name__}: {exc}", timezone.now()
+        job.save(update_fields=["status", "error", "finished_at"])
+        return job
+    job.refresh_from_db(fields=["progress_done", "progress_total"])
+    job.summary = summary.as_dict()
+    job.status = ImportJob.Status.DONE if summary.aborted is None else ImportJob.Status.FAILED
+    job.error = summary.aborted or ""
+    job.progress_done = job.progress_total = summary.instances
+    job.finished_at = timezone.now()
+    job.save(update_fields=["summary", "status", "error", "progress_done", "progress_total", "finished_at"])
+    return job

@@ -1,0 +1,12 @@
+"""Celery tasks of ingest: thin, they take ids and call one service (imported in the body)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="grading.import_job")
+def import_job_task(*, job_id: int) -> str:
+    from grading.ingest.imports import run_import_job
+
+    return run_import_job(job_id=job_id).status

@@ -1,0 +1,282 @@
+"""Compute and store redistributed advantages per step and mapping (METHOD.md §1–4).
+
+The math is grading.method.advantage (pure, vectorised); this module gathers a step's inputs
+in a fixed number of queries, runs it once for the whole step, and stores one
+`AdvantageResult` per rollout so every exported number can be traced to its group,
+verdict, cheat decision and mapping version later.
+
+Inputs change when a verdict lands, a cheat decision is made or a run's active mapping
+changes; each of those calls `mark_stale()`, which queues `recompute_step_task` after
+the commit. An export of a stale or never-computed step computes it first.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from grading.method.advantage import TIERS, group_summary, redistribute
+from grading.method import export
+from grading.method.tasks import recompute_step_task
+from grading.models import (
+    AdvantageResult,
+    CheatDecision,
+    FactorMapping,
+    MappingActivation,
+    Rollout,
+    RolloutGrade,
+    Run,
+    Step,
+    StepComputation,
+    Verdict,
+)
+
+logger = logging.getLogger(__name__)
+
+
+DEFAULT_BANDS = {"T1": [1.0, 1.0], "T2": [0.85, 0.70], "T3": [0.50, 0.50]}
+
+
+def default_mapping() -> FactorMapping:
+    """The METHOD.md §3 mapping. A migration creates it; recreated here if someone deleted it."""
+    mapping, _ = FactorMapping.objects.get_or_create(
+        name="default", version=1, project=None, defaults={"bands": DEFAULT_BANDS, "source": FactorMapping.Source.DEFAULT}
+    )
+    return mapping
+
+
+def active_mapping(run: Run) -> FactorMapping:
+    activation = run.mapping_activations.select_related("mapping").first()
+    return activation.mapping if activation else default_mapping()
+
+
+def resolve_mapping(run: Run, value: str | None) -> FactorMapping:
+    """A mapping by id or `name@version` label (visible to the run's project); the active one when empty."""
+    if not value:
+        return active_mapping(run)
+    visible = FactorMapping.objects.filter(project__isnull=True) | FactorMapping.objects.filter(project=run.project_id)
+    if value.isdigit():
+        return visible.get(pk=int(value))
+    name, _, version = value.partition("@")
+    if not version.isdigit():
+        raise FactorMapping.DoesNotExist(f"mapping {value!r}: use an id or name@version")
+    return visible.get(name=name, version=int(version))
+
+
+def mark_stale(*, step_ids: list[int] | set[int]) -> None:
+    """Inputs of these steps changed: bump their version and recompute after the commit.
+
+    Batched per step: a recomputation is queued only when a step's result under its run's
+    active mapping goes from current to stale (or has none yet). While it is queued or
+    running, further changes only bump the version; compute_step notices the newer version
+    when it saves and queues one more round, so the last change is never lost.
+    """
+    step_ids = sorted(set(step_ids))
+    if not step_ids:
+        return
+    Step.objects.filter(pk__in=step_ids).update(inputs_version=F("inputs_version") + 1)
+    queue: set[int] = set()
+    mappings: dict[int, FactorMapping] = {}  # one active-mapping lookup per run, not per step
+    for step in Step.objects.filter(pk__in=step_ids).select_related("run"):
+        mapping = mappings.get(step.run_id) or mappings.setdefault(step.run_id, active_mapping(step.run))
+        _, created = StepComputation.objects.defer("parquet").get_or_create(step=step, mapping=mapping)
+        if created:
+            queue.add(step.pk)
+    queue |= set(StepComputation.objects.filter(step_id__in=step_ids, stale=False).values_list("step_id", flat=True))
+    StepComputation.objects.filter(step_id__in=step_ids, stale=False).update(stale=True)
+    _queue_recompute(queue)
+
+
+def _queue_recompute(step_ids) -> None:
+    step_ids = sorted(step_ids)
+    if not step_ids:
+        return
+
+    def enqueue():
+        for step_id in step_ids:
+            recompute_step_task.delay(step_id=step_id)
+
+    transaction.on_commit(enqueue)
+
+
+def create_mapping(*, project, name: str, bands: dict, note: str = "", user=None,
+                   source: str = FactorMapping.Source.MANUAL, fit: dict | None = None) -> FactorMapping:
+    """A new mapping `name@N`, N one past the newest version of that name.
+
+    (name, version) is unique across projects, so N counts every project's versions of the
+    name: within a project the versions still only grow. Two admins creating the same name
+    at once both succeed, one version apart.
+    """
+    attempts = 3
+    while True:
+        try:
+            with transaction.atomic():
+                newest = FactorMapping.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
+                return FactorMapping.objects.create(project=project, name=name, version=newest + 1, bands=bands, note=note,
+                                                    source=source, fit=fit or {}, created_by=user)
+        except IntegrityError:  # someone took that version meanwhile
+            attempts -= 1
+            if not attempts:
+                raise
+
+
+@transaction.atomic
+def activate_mapping(*, run: Run, mapping: FactorMapping, user=None, reason: str = "") -> MappingActivation:
+    if mapping.project_id not in (None, run.project_id):
+        raise ValueError("that mapping belongs to another project")
+    activation = MappingActivation.objects.create(run=run, mapping=mapping, activated_by=user, reason=reason)
+    mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
+    return activation
+
+
+@dataclass
+class StepInputs:
+    frame: pd.DataFrame  # one row per rollout with known reward, engine input columns + ids
+    unknown: pd.DataFrame  # rollouts of groups holding an unknown reward (filtered as a whole)
+
+
+def step_inputs(step: Step) -> StepInputs:
+    """Everything the engine needs for one step, in five queries whatever its size."""
+    rows = list(
+        Rollout.objects.filter(group__step=step)
+        .order_by("group_id", "index")  # groups as ascending runs: the engine's fast path
+        .values_list("id", "group_id", "index", "reward", "group__uid", "group__task__instance_id")
+    )
+    frame = pd.DataFrame(rows, columns=["rollout_id", "group", "index", "reward", "uid", "instance_id"])
+
+    latest_verdict: dict[int, tuple[int, str]] = {}
+    for verdict_id, group_id, status in (
+        Verdict.objects.filter(group__step=step).order_by("group_id", "-created_at", "-id").values_list("id", "group_id", "status")
+    ):
+        latest_verdict.setdefault(group_id, (verdict_id, status))
+    valid_ids = [vid for vid, status in latest_verdict.values() if status == Verdict.Status.VALID]
+    grades = {
+        rollout_id: (tier, rank)
+        for rollout_id, tier, rank in RolloutGrade.objects.filter(verdict_id__in=valid_ids).values_list("rollout_id", "tier", "rank")
+    }
+    cheats: dict[int, str] = {}
+    seen: set[int] = set()
+    for rollout_id, confirmed, source in (
+        CheatDecision.objects.filter(rollout__group__step=step, confirmed__isnull=False)
+        .order_by("rollout_id", "-decided_at", "-id")
+        .values_list("rollout_id", "confirmed", "source")
+    ):
+        if rollout_id in seen:
+            continue
+        seen.add(rollout_id)
+        if confirmed:
+            cheats[rollout_id] = source
+
+    if frame.empty:
+        empty = frame.assign(cheat=[], cheat_source=[], tier=[], rank=[], graded=[], verdict_id=[])
+        return StepInputs(empty, empty)
+    # Dict lookups through Series.map (hashed in C), not a Python call per row.
+    frame["verdict_id"] = frame["group"].map({g: v for g, (v, _) in latest_verdict.items()})
+    frame["graded"] = frame["group"].map({g: st == Verdict.Status.VALID for g, (_, st) in latest_verdict.items()}).eq(True)
+    frame["tier"] = pd.Categorical(frame["rollout_id"].map({r: t for r, (t, _) in grades.items()}), categories=TIERS)
+    frame["rank"] = frame["rollout_id"].map({r: k for r, (_, k) in grades.items()})
+    frame["cheat"] = frame["rollout_id"].isin(cheats.keys())
+    frame["cheat_source"] = frame["rollout_id"].map(cheats).astype(object).fillna("")
+    has_unknown = frame["reward"].isna().groupby(frame["group"]).transform("any")
+    return StepInputs(frame[~has_unknown].reset_index(drop=True), frame[has_unknown].reset_index(drop=True))
+
+
+def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
+    """Recompute and store every rollout's numbers of `step` under `mapping`."""
+    run = step.run
+    version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
+    inputs = step_inputs(step)
+    now = timezone.now()
+    result = redistribute(inputs.frame, mapping=mapping.spec, baseline=run.baseline) if not inputs.frame.empty else inputs.frame
+    rows: list[AdvantageResult] = []
+    common = {"mapping": mapping, "step": step, "run_name": run.name, "step_number": step.number,
+              "baseline": run.baseline, "mapping_label": mapping.label, "computed_at": now}
+    # `lambda` is a keyword, so itertuples would rename the column positionally.
+    for rec in result.rename(columns={"lambda": "lambda_value"}).itertuples(index=False):
+        graded = rec.status == "graded"
+        rows.append(
+            AdvantageResult(
+                rollout_id=rec.rollout_id, verdict_id=_int_or_none(rec.verdict_id), uid=rec.uid, index=rec.index,
+                instance_id=rec.instance_id, reward=float(rec.reward_used), passed=bool(rec.passed), cheat=bool(rec.cheat),
+                cheat_source=rec.cheat_source if rec.cheat else "", advantage=float(rec.advantage),
+                tier=rec.tier if graded and rec.passed and isinstance(rec.tier, str) else "",
+                rank=_int_or_none(rec.rank) if graded and rec.passed else None,
+                factor=float(rec.factor), lambda_value=float(rec.lambda_value),
+                redistributed_advantage=float(rec.redistributed_advantage), discount_only_advantage=float(rec.discount_only_advantage),
+                status=rec.status, **common,
+            )
+        )
+    for rec in inputs.unknown.itertuples(index=False):
+        rows.append(
+            AdvantageResult(
+                rollout_id=rec.rollout_id, verdict_id=None, uid=rec.uid, index=rec.index, instance_id=rec.instance_id,
+                reward=None if pd.isna(rec.reward) else float(rec.reward), passed=None if pd.isna(rec.reward) else rec.reward == 1.0,
+                cheat=False, cheat_source="", advantage=0.0, tier="", rank=None, factor=1.0, lambda_value=1.0,
+                redistributed_advantage=0.0, discount_only_advantage=0.0, status="filtered", **common,
+            )
+        )
+    summary = step_balance(result) if not inputs.frame.empty else step_balance(None)
+    summary["unknown_reward_groups"] = int(inputs.unknown["group"].nunique()) if not inputs.unknown.empty else 0
+    with transaction.atomic():
+        # The computation row is the lock: two recomputations of a step write one at a time.
+        computation, _ = StepComputation.objects.defer("parquet").get_or_create(step=step, mapping=mapping)
+        computation = StepComputation.objects.select_for_update().defer("parquet").get(pk=computation.pk)
+        AdvantageResult.objects.filter(step=step, mapping=mapping).delete()
+        AdvantageResult.objects.bulk_create(rows, batch_size=2000)
+        changed_meanwhile = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk) != version
+        if changed_meanwhile:  # inputs moved on while we computed: one more round
+            _queue_recompute([step.pk])
+        computation.stale = changed_meanwhile
+        computation.computed_at = now
+        computation.n_rows = len(rows)
+        computation.summary = summary
+        computation.parquet = export.step_snapshot(step, mapping)
+        computation.save(update_fields=["stale", "computed_at", "n_rows", "summary", "parquet"])
+    return computation
+
+
+def ensure_computed(*, step: Step, mapping: FactorMapping) -> StepComputation:
+    return ensure_computed_many(steps=[step], mapping=mapping)[step.pk]
+
+
+def ensure_computed_many(*, steps: list[Step], mapping: FactorMapping) -> dict[int, StepComputation]:
+    """Current computations of these steps, computing the missing or stale ones; one query when all are current."""
+    current = {
+        c.step_id: c for c in StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False).defer("parquet")
+    }
+    for step in steps:
+        if step.pk not in current:
+            current[step.pk] = compute_step(step=step, mapping=mapping)
+    return current
+
+
+def _int_or_none(value) -> int | None:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    return int(value)
+
+
+def step_balance(result: pd.DataFrame | None) -> dict:
+    """Credit balance of a step: what the dashboard plots (plain JSON-able numbers)."""
+    if result is None or result.empty:
+        return {"groups": {"graded": 0, "fallback": 0, "filtered": 0}, "rollouts": 0, "positive_credit_before": 0.0,
+                "positive_credit_after": 0.0, "discount_only_positive_credit": 0.0, "dropped_credit": 0.0, "lambdas": []}
+    groups = group_summary(result)
+    counts = groups["status"].value_counts().to_dict()
+    graded = groups[groups["status"] == "graded"]
+    discount_positive = float(result.loc[result["discount_only_advantage"] > 0, "discount_only_advantage"].sum())
+    return {
+        "groups": {k: int(counts.get(k, 0)) for k in ("graded", "fallback", "filtered")},
+        "rollouts": int(len(result)),
+        "positive_credit_before": float(groups["positive_credit_before"].sum()),
+        "positive_credit_after": float(groups["positive_credit_after"].sum()),
+        "discount_only_positive_credit": discount_positive,
+        "dropped_credit": float(graded["dropped_credit"].sum()),
+        "lambdas": [float(x) for x in graded["lambda"].tolist()],
+    }

@@ -1,0 +1,30 @@
+"""Every model of the grading app, re-exported so `from grading.models import Group` and the
+migrations keep working whichever module a model lives in.
+
+- projects: tenancy (projects, members and roles, API tokens)
+- runs: the store (runs, steps, tasks, groups, rollouts and their bodies, import jobs)
+- grades: what the grader said (verdicts, rollout grades, cheat decisions, grading jobs)
+- method: factor mappings, their activations, step computations and stored advantages
+"""
+
+from grading.models.projects import ROLE_CAPABILITIES as ROLE_CAPABILITIES
+from grading.models.projects import ApiToken as ApiToken
+from grading.models.projects import Membership as Membership
+from grading.models.projects import Project as Project
+from grading.models.projects import Role as Role
+from grading.models.runs import BulkJSONField as BulkJSONField
+from grading.models.runs import Group as Group
+from grading.models.runs import ImportJob as ImportJob
+from grading.models.runs import Rollout as Rollout
+from grading.models.runs import RolloutContent as RolloutContent
+from grading.models.runs import Run as Run
+from grading.models.runs import Step as Step
+from grading.models.runs import Task as Task
+from grading.models.grades import CheatDecision as CheatDecision
+from grading.models.grades import GradingJob as GradingJob
+from grading.models.grades import RolloutGrade as RolloutGrade
+from grading.models.grades import Verdict as Verdict
+from grading.models.method import AdvantageResult as AdvantageResult
+from grading.models.method import FactorMapping as FactorMapping
+from grading.models.method import MappingActivation as MappingActivation
+from grading.models.method import StepComputation as StepComputation

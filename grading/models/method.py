@@ -1,0 +1,113 @@
+"""Models of the method: factor mappings and their activations, step computations and the
+stored advantages. Kept apart from the data store (runs, groups, rollouts) and from the
+grader's verdicts because these change for different reasons.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+class FactorMapping(models.Model):
+    """A versioned tier -> f mapping (METHOD.md §3). Immutable once used: change = new version."""
+
+    class Source(models.TextChoices):
+        DEFAULT = "default", "Default (METHOD.md §3)"
+        CALIBRATED = "calibrated", "Calibrated from human judgments"
+        MANUAL = "manual", "Set by hand"
+
+    project = models.ForeignKey("grading.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="mappings",
+                                help_text="empty for the built-in default mapping, shared by every project")
+    name = models.SlugField(max_length=100)
+    version = models.PositiveIntegerField(default=1)
+    bands = models.JSONField(help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}')
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
+    fit = models.JSONField(default=dict, blank=True, help_text="judgments, counts and intervals a calibrated mapping came from")
+    note = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "version"]
+        constraints = [models.UniqueConstraint(fields=["name", "version"], name="mapping_version_unique")]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def spec(self):
+        from grading.method.advantage import MappingSpec
+
+        return MappingSpec.from_dict(self.bands)
+
+
+class MappingActivation(models.Model):
+    """Who made which mapping active for a run, when and why. The newest row is in force."""
+
+    run = models.ForeignKey("grading.Run", on_delete=models.CASCADE, related_name="mapping_activations")
+    mapping = models.ForeignKey(FactorMapping, on_delete=models.PROTECT, related_name="activations")
+    activated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class StepComputation(models.Model):
+    """Stored advantages of one step under one mapping are current iff this row is not stale."""
+
+    step = models.ForeignKey("grading.Step", on_delete=models.CASCADE, related_name="computations")
+    mapping = models.ForeignKey(FactorMapping, on_delete=models.PROTECT, related_name="computations")
+    stale = models.BooleanField(default=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    n_rows = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True)
+    # The step's gagar-advantage/1 rows as a Parquet file, written in the same transaction
+    # as the rows: a Parquet export of current steps is a concatenation of these, and an
+    # export can be reproduced byte for byte later. Deferred wherever it is not needed.
+    parquet = models.BinaryField(null=True, blank=True, editable=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["step", "mapping"], name="one_computation_per_step_mapping")]
+
+
+class AdvantageResult(models.Model):
+    """One `gagar-advantage/1` row: a rollout's numbers under one mapping.
+
+    The export columns are stored denormalised so a million rows stream straight out of
+    one table (PostgreSQL COPY) without joins.
+    """
+
+    rollout = models.ForeignKey("grading.Rollout", on_delete=models.CASCADE, related_name="advantages")
+    mapping = models.ForeignKey(FactorMapping, on_delete=models.PROTECT, related_name="results")
+    step = models.ForeignKey("grading.Step", on_delete=models.CASCADE, related_name="advantages")
+    verdict = models.ForeignKey("grading.Verdict", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    run_name = models.CharField(max_length=200)
+    step_number = models.PositiveIntegerField()
+    uid = models.CharField(max_length=300)
+    index = models.PositiveIntegerField()
+    instance_id = models.CharField(max_length=300)
+    reward = models.FloatField(null=True)
+    passed = models.BooleanField(null=True)
+    cheat = models.BooleanField(default=False)
+    cheat_source = models.CharField(max_length=10, blank=True)
+    baseline = models.CharField(max_length=8)
+    advantage = models.FloatField()
+    tier = models.CharField(max_length=2, blank=True)
+    rank = models.PositiveIntegerField(null=True)
+    factor = models.FloatField()
+    lambda_value = models.FloatField(db_column="lambda")
+    redistributed_advantage = models.FloatField()
+    discount_only_advantage = models.FloatField()
+    mapping_label = models.CharField(max_length=120)
+    status = models.CharField(max_length=10)
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rollout", "mapping"], name="one_result_per_rollout_per_mapping")]
+        indexes = [models.Index(fields=["step", "mapping", "uid", "index"], name="advantage_export_order")]

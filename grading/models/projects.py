@@ -1,0 +1,88 @@
+"""Tenancy: projects, their members and roles, and API tokens bound to a project."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+
+class Role(models.TextChoices):
+    REVIEWER = "reviewer", "Reviewer"
+    AUDITOR = "auditor", "Auditor"
+    ADJUDICATOR = "adjudicator", "Adjudicator"
+    ADMIN = "admin", "Admin"
+    TRAINER = "trainer", "Trainer (read-only API)"
+
+
+# What each role may do. Views and API permissions ask for a capability, never a role
+# name, so adding a role is one line here.
+ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
+    Role.REVIEWER: frozenset({"view", "review"}),
+    Role.AUDITOR: frozenset({"view", "review", "audit"}),
+    Role.ADJUDICATOR: frozenset({"view", "review", "adjudicate"}),
+    Role.ADMIN: frozenset({"view", "review", "audit", "adjudicate", "ingest", "manage", "export"}),
+    Role.TRAINER: frozenset({"export"}),
+}
+
+
+class Project(models.Model):
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="one_membership_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.project} ({self.role})"
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return ROLE_CAPABILITIES.get(self.role, frozenset())
+
+
+class ApiToken(models.Model):
+    """A revocable API token. Only a SHA-256 of the secret is stored; the secret is shown once."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=12, db_index=True)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    PREFIX = "gagar_"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user}, {self.project})"
+
+    @staticmethod
+    def digest_of(secret: str) -> str:
+        return hashlib.sha256(secret.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, *, user, project: Project, name: str = "") -> tuple[ApiToken, str]:
+        secret = cls.PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(
+            user=user, project=project, name=name, prefix=secret[: len(cls.PREFIX) + 6], digest=cls.digest_of(secret)
+        )
+        return token, secret

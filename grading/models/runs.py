@@ -1,0 +1,245 @@
+"""What the product stores of a run: runs, steps, tasks, groups, rollouts, import jobs.
+
+Scale (METHOD.md): a step holds up to 1568 groups x 16 rollouts and one rollout can carry
+100k+ tokens of messages. So every large body (messages, patch, test log) lives in
+`RolloutContent`, one row per rollout joined only when a page or export needs it; list
+queries touch `Group` and `Rollout`, which hold identities, counts and small stats.
+"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+from django.conf import settings
+from django.db import models
+
+from grading.models.projects import Project
+from django.db.models import Q
+from psycopg.types.json import Jsonb
+
+def _jsonb_dumps(value) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # what orjson refuses (ints over 64 bits, lone surrogates) gets the stdlib's answer
+        return json.dumps(value).encode()
+
+
+class BulkJSONField(models.JSONField):
+    """A JSONField for megabyte bodies: orjson-encoded, one bind parameter per value on PostgreSQL.
+
+    Django's JSONField encodes with the stdlib json module, and bulk_create on PostgreSQL
+    packs each column into one array literal (INSERT ... SELECT * FROM UNNEST(...)) that
+    psycopg escapes quote by quote in Python; for rollout bodies that was most of the
+    ingest time (benchmarks/ingest.py). Having get_placeholder turns UNNEST off for the
+    model's inserts, so every value is escaped by libpq in C. The column is the same jsonb
+    and it deconstructs as a plain JSONField, so it needs no migration. SQLite is unchanged.
+    """
+
+    def get_placeholder(self, value, compiler, connection) -> str:
+        return "%s"
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if connection.vendor != "postgresql" or self.encoder is not None:
+            return super().get_db_prep_value(value, connection, prepared)
+        if not prepared:
+            value = self.get_prep_value(value)
+        return Jsonb(value, dumps=_jsonb_dumps)
+
+    def deconstruct(self):
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs
+
+
+class Run(models.Model):
+    """One RL training run; its steps hold the groups. The baseline is chosen per run (METHOD.md §1)."""
+
+    class Baseline(models.TextChoices):
+        MEAN = "mean", "mean (Dr. GRPO)"
+        LOO = "loo", "leave-one-out (RLOO)"
+        GRPO = "grpo", "GRPO (std-normalised)"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(max_length=200)
+    baseline = models.CharField(max_length=8, choices=Baseline.choices, default=Baseline.MEAN)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="run_name_unique_in_project")]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.name}"
+
+
+class Step(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    number = models.PositiveIntegerField()
+    # Bumped whenever the method's inputs of this step change (a verdict, a cheat decision,
+    # the active mapping); stored advantages computed from an older version are stale.
+    inputs_version = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="step_number_unique_in_run")]
+
+    def __str__(self) -> str:
+        return f"{self.run} step {self.number}"
+
+
+class Task(models.Model):
+    """A coding task (e.g. a SWE-bench instance) as seen by one run; shared by its groups across steps."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tasks")
+    instance_id = models.CharField(max_length=300)
+    repo = models.CharField(max_length=300, blank=True)
+    base_commit = models.CharField(max_length=100, blank=True)
+    problem_statement = models.TextField(blank=True)
+    gold_patch = models.TextField(blank=True)
+    test_patch = models.TextField(blank=True)
+    fail_to_pass = models.JSONField(default=list, blank=True)
+    pass_to_pass = models.JSONField(default=list, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["instance_id"]
+        constraints = [models.UniqueConstraint(fields=["run", "instance_id"], name="task_unique_in_run")]
+
+    def __str__(self) -> str:
+        return self.instance_id
+
+
+class Group(models.Model):
+    """The n rollouts of one task at one step. Identity: (run, uid)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="groups")
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="groups")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="groups")
+    uid = models.CharField(max_length=300)
+    # Denormalised from the rollouts so list pages and queues never count rows.
+    n_rollouts = models.PositiveIntegerField(default=0)
+    n_passed = models.PositiveIntegerField(default=0)
+    n_unknown = models.PositiveIntegerField(default=0)
+    is_mixed = models.BooleanField(default=False, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["step__number", "uid"]
+        constraints = [models.UniqueConstraint(fields=["run", "uid"], name="group_uid_unique_in_run")]
+        indexes = [models.Index(fields=["step", "uid"], name="group_step_uid")]
+
+    def __str__(self) -> str:
+        return self.uid
+
+    @property
+    def n_failed(self) -> int:
+        return self.n_rollouts - self.n_passed - self.n_unknown
+
+
+class Rollout(models.Model):
+    """One trajectory of a group: the small, listable part. Bodies are in RolloutContent."""
+
+    group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="rollouts")
+    index = models.PositiveIntegerField()
+    # None when the source carried no test verdict (importers say so instead of guessing).
+    reward = models.FloatField(null=True, blank=True)
+    passed = models.BooleanField(null=True, blank=True)
+    exit_status = models.CharField(max_length=100, blank=True)
+    n_messages = models.PositiveIntegerField(default=0)
+    tokens = models.BigIntegerField(null=True, blank=True)
+    cost_usd = models.FloatField(null=True, blank=True)
+    stats = models.JSONField(default=dict, blank=True)
+    patch_files = models.PositiveIntegerField(default=0)
+    patch_added = models.PositiveIntegerField(default=0)
+    patch_removed = models.PositiveIntegerField(default=0)
+    patch_parses = models.BooleanField(default=True)
+    tests_passed = models.PositiveIntegerField(default=0)
+    tests_failed = models.PositiveIntegerField(default=0)
+    source_format = models.CharField(max_length=64, blank=True)
+    source_ref = models.CharField(max_length=1000, blank=True)
+    # SHA-256 of the canonical rollout JSON: same content -> unchanged, other content -> conflict.
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["group", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "index"], name="rollout_index_unique_in_group"),
+            models.CheckConstraint(
+                condition=Q(reward__isnull=True) | (Q(reward__gte=0) & Q(reward__lte=1)), name="reward_in_unit_interval"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group.uid}#{self.index}"
+
+    @property
+    def outcome(self) -> str:
+        if self.passed is None:
+            return "unknown"
+        return "pass" if self.passed else "fail"
+
+
+class RolloutContent(models.Model):
+    """The large bodies of a rollout, fetched one rollout at a time."""
+
+    rollout = models.OneToOneField(Rollout, on_delete=models.CASCADE, primary_key=True, related_name="content")
+    messages = BulkJSONField(default=list, blank=True)
+    patch = models.TextField(blank=True)
+    tests = BulkJSONField(default=dict, blank=True)
+    test_log = models.TextField(blank=True)
+    metadata = BulkJSONField(default=dict, blank=True)
+
+    def __str__(self) -> str:
+        return f"content of rollout {self.rollout_id}"
+
+
+
+class ImportJob(models.Model):
+    """One upload of agent runs (mini-swe-agent, SWE-agent, SWE-bench) imported by a Celery task.
+
+    Progress is written with `update_fields` by the task only; the run page polls it.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="import_jobs")
+    step = models.PositiveIntegerField()
+    format = models.CharField(max_length=20, default="auto")
+    # [{"path": folder relative to MEDIA_ROOT, "label": prefix of the rollouts' source refs}]
+    sources = models.JSONField(default=list, blank=True)
+    uploaded_files = models.JSONField(default=list, blank=True)  # [{"name", "size"}]
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    progress_done = models.PositiveIntegerField(default=0)  # instances read so far
+    progress_total = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["run", "-created_at"], name="importjob_run_recent")]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} into {self.run} step {self.step} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return int(100 * self.progress_done / self.progress_total) if self.progress_total else 0

@@ -1,0 +1,17 @@
+"""Pages of the store, mounted at the site root by gagar_web/urls.py."""
+
+from django.urls import path
+
+from grading.views import grading, pages
+
+RUN = "projects/<slug:project>/runs/<str:run>/"
+
+urlpatterns = [
+    path("healthz", pages.healthz, name="healthz"),
+    path("projects/", pages.project_list, name="projects"),
+    path("projects/<slug:project>/", pages.project_detail, name="project"),
+    path(RUN, pages.run_detail, name="run"),
+    path(RUN + "steps/<int:step>/", pages.step_detail, name="step"),
+    path(RUN + "steps/<int:step>/grading/", grading.step_grading, name="step-grading"),
+    path(RUN + "imports/", pages.run_imports, name="run-imports"),
+]

@@ -1,0 +1,102 @@
+"""Pages of the store: projects -> runs -> steps (the group page is the review desk's,
+reviews/views/group.py), and /healthz."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from grading import selectors
+from grading.method.services import active_mapping, ensure_computed, ensure_computed_many
+from grading.models import ImportJob, Project, Run
+from grading.projects.access import get_project_for
+
+
+def _get_run_for_user(request: HttpRequest, project: str, run: str) -> tuple[Project, Run]:
+    project_obj, _ = get_project_for(request.user, project, "view")
+    return project_obj, get_object_or_404(Run, project=project_obj, name=run)
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """For load balancers and compose health checks: the one unauthenticated URL, so it says
+    nothing beyond whether the database answers."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return JsonResponse({"status": "ok"})
+
+
+@login_required
+@require_GET
+def project_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "grading/projects.html", {"projects": selectors.projects_for_user(request.user)})
+
+
+@login_required
+@require_GET
+def project_detail(request: HttpRequest, project: str) -> HttpResponse:
+    project_obj, membership = get_project_for(request.user, project, "view")
+    runs = list(selectors.runs_for_project(project_obj))
+    for run in runs:
+        run.totals = selectors.group_totals(run.groups.all())
+    return render(request, "grading/project.html", {"project": project_obj, "membership": membership, "runs": runs})
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
+    project_obj, run_obj = _get_run_for_user(request, project, run)
+    steps = list(selectors.steps_for_run(run_obj))
+    mapping = active_mapping(run_obj)
+    computations = ensure_computed_many(steps=steps, mapping=mapping)
+    credit = [(s.number, computations[s.pk].summary) for s in steps]
+    return render(
+        request,
+        "grading/run.html",
+        {"project": project_obj, "run": run_obj, "steps": steps, "mapping": mapping,
+         "credit_chart": selectors.credit_chart(credit), **_import_jobs(run_obj)},
+    )
+
+
+RECENT_IMPORT_JOBS = 10
+
+
+def _import_jobs(run: Run) -> dict:
+    jobs = list(ImportJob.objects.filter(run=run).select_related("created_by")[:RECENT_IMPORT_JOBS])
+    return {"import_jobs": jobs, "imports_active": any(job.is_active for job in jobs)}
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
+    """The run page's import jobs, polled by htmx every 2 s while one is queued or running."""
+    project_obj, run_obj = _get_run_for_user(request, project, run)
+    context = {"project": project_obj, "run": run_obj, **_import_jobs(run_obj)}
+    return render(request, "grading/run.html#import-jobs", context)
+
+
+@login_required
+@require_GET
+def step_detail(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
+    project_obj, run_obj = _get_run_for_user(request, project, run)
+    step_obj = get_object_or_404(run_obj.steps, number=step)
+    show = request.GET.get("show", "all")
+    if show not in selectors.GROUP_FILTERS:
+        show = "all"
+    page = Paginator(selectors.groups_for_step(step_obj, show=show), 100).get_page(request.GET.get("page"))
+    totals = selectors.group_totals(step_obj.groups.all())
+    mapping = active_mapping(run_obj)
+    balance = ensure_computed(step=step_obj, mapping=mapping).summary
+    return render(
+        request,
+        "grading/step.html",
+        {"project": project_obj, "run": run_obj, "step": step_obj, "page": page, "show": show,
+         "filters": list(selectors.GROUP_FILTERS), "totals": totals, "mapping": mapping, "balance": balance,
+         "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", []))},
+    )

@@ -1,0 +1,66 @@
+"""GET /api/v1/agreement/: how far the grader agrees with people, with 95% intervals."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from grading.api.errors import error
+from grading.api.scoping import project_for_request, run_for_request
+from grading.method.services import active_mapping
+from reviews.selectors import calibration as data
+
+MAX_BOOT = 5000
+
+
+class AgreementView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
+            OpenApiParameter("run", str, description="one run; every run of the project when omitted"),
+            OpenApiParameter("grader", str, description="grader name@version; the newest valid verdict per group when omitted"),
+            OpenApiParameter("step", int, description="one step number"),
+            OpenApiParameter("n_boot", int, description=f"bootstrap resamples over groups (default 1000, at most {MAX_BOOT})"),
+            OpenApiParameter("slices", bool, description="also per grader, step and repo (default false)"),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Grader–human agreement (exact, κ, α, τ-b, pairwise, top-1, cheat P/R/F1), the people-vs-people ceiling and the fitted mapping",
+    )
+    def get(self, request):
+        project, problem = project_for_request(request, "view", "export")
+        if problem:
+            return problem
+        params = request.query_params
+        run, problem = run_for_request(request, project, required=False)
+        if problem:
+            return problem
+        step = params.get("step")
+        if step is not None and not step.isdigit():
+            return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"step": ["a non-negative integer"]})
+        n_boot = params.get("n_boot", "1000")
+        if not n_boot.isdigit() or not 0 <= int(n_boot) <= MAX_BOOT:
+            return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"n_boot": [f"an integer 0..{MAX_BOOT}"]})
+        n_boot = int(n_boot)
+        frames = data.judgment_frames(project=project, run=run, grader=params.get("grader") or None,
+                                      step=int(step) if step is not None else None)
+        overall = data.report(frames.frame, n_boot=n_boot)
+        fitted = data.fitted_mapping(frames.frame, n_boot=n_boot)
+        body = {
+            "project": project.name,
+            "scope": {"run": run.name if run else None, "grader": params.get("grader") or None,
+                      "step": int(step) if step is not None else None},
+            "n_judged_rollouts": frames.n_judgments,
+            "graders": frames.graders,
+            "n_boot": n_boot,
+            **overall,
+            "ceiling": data.ceiling(frames.people, n_boot=n_boot),
+            "by_step": data.trends(frames.frame, n_boot=min(n_boot, 200)),
+            "fitted_mapping": {"bands": fitted.bands(), **fitted.to_dict()},
+            "active_mapping": active_mapping(run).label if run else None,
+        }
+        if params.get("slices") in ("1", "true", "yes"):
+            body["slices"] = data.slices(frames.frame, n_boot=min(n_boot, 300))
+        return Response(body)

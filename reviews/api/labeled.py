@@ -1,0 +1,76 @@
+"""GET /api/v1/labeled-groups/: judged groups for trainers (JSON Lines) and grader fine-tuning (SFT).
+
+Needs the "export" capability (trainer tokens, admins), like the advantages export: a
+reviewer gets 403, a non-member 404, an anonymous caller 401. The body is streamed
+(reviews.selectors.labeled reads the groups in chunks); its line shapes are documented in
+README.md and reviews/formats/labeled.py.
+"""
+
+from __future__ import annotations
+
+from django.http import StreamingHttpResponse
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.views import APIView
+
+from grading.api.advantages import FileExportNegotiation
+from grading.api.errors import error
+from grading.api.scoping import project_for_request, run_for_request
+from reviews.selectors import labeled as selectors_labeled
+
+CONTENT_TYPE = "application/x-ndjson"
+PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ...}')
+
+
+class LabeledGroupExportView(APIView):
+    content_negotiation_class = FileExportNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("run", str, required=True),
+            OpenApiParameter("since", OpenApiTypes.DATETIME, description=(
+                "ISO 8601 with a timezone (Z or +00:00, the + URL-encoded as %2B): only groups whose changed_at "
+                "(latest judgment, adjudication, verdict, cheat signal, cheat decision or audit) is strictly later")),
+            OpenApiParameter("format", str, enum=list(selectors_labeled.FORMATS), description=(
+                "jsonl (default): one gagar-labeled-group/1 line per judged group; sft: one grader chat example per "
+                "group whose label fills the verdict schema")),
+            OpenApiParameter("label", str, enum=list(selectors_labeled.LABELS), description=(
+                "consensus (default): every judged group, labeled by its adjudication or else its reviews' "
+                "consensus; adjudicated: adjudicated groups only")),
+            OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
+        ],
+        responses={(200, CONTENT_TYPE): OpenApiTypes.BINARY, 400: PROBLEM, 401: PROBLEM, 403: PROBLEM, 404: PROBLEM},
+        summary="Export judged groups (gagar-labeled-group/1) or grader SFT examples, ordered by (step, uid)",
+    )
+    def get(self, request):
+        project, problem = project_for_request(request, "export")
+        if problem:
+            return problem
+        fmt = request.query_params.get("format", "jsonl")
+        if fmt not in selectors_labeled.FORMATS:
+            return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(selectors_labeled.FORMATS)}")
+        label = request.query_params.get("label", "consensus")
+        if label not in selectors_labeled.LABELS:
+            return error(status.HTTP_400_BAD_REQUEST, f"label must be one of {', '.join(selectors_labeled.LABELS)}")
+        since = None
+        if "since" in request.query_params:
+            raw = request.query_params["since"]
+            try:
+                since = parse_datetime(raw.strip())
+            except ValueError:
+                since = None
+            if since is None:
+                hint = " (a '+' in a URL reads as a space: write %2B or Z)" if " " in raw.strip() else ""
+                return error(status.HTTP_400_BAD_REQUEST, f"since must be an ISO 8601 datetime, got {raw[:40]!r}{hint}")
+            if since.tzinfo is None:
+                return error(status.HTTP_400_BAD_REQUEST, "since needs a timezone, e.g. 2026-05-01T00:00:00Z")
+        run, problem = run_for_request(request, project)
+        if problem:
+            return problem
+        stream = selectors_labeled.export_stream(run=run, fmt=fmt, since=since, adjudicated_only=label == "adjudicated")
+        response = StreamingHttpResponse(stream, content_type=CONTENT_TYPE)
+        suffix = "sft" if fmt == "sft" else "labeled"
+        response["Content-Disposition"] = f'attachment; filename="{run.name}-{suffix}.jsonl"'
+        return response

@@ -1,0 +1,11 @@
+"""The review desk's REST API, mounted at /api/v1/ by gagar_web/urls.py."""
+
+from django.urls import path
+
+from reviews.api.agreement import AgreementView
+from reviews.api.labeled import LabeledGroupExportView
+
+urlpatterns = [
+    path("agreement/", AgreementView.as_view(), name="api-agreement"),
+    path("labeled-groups/", LabeledGroupExportView.as_view(), name="api-labeled-groups"),
+]

@@ -1,0 +1,61 @@
+"""Demo data for `make run`: runs and groups (grading), a heuristic grading, and reviewers' judgments
+(reviews) -- so it lives in reviews, which may import grading."""
+
+import orjson
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from grading.ingest.demo import demo_groups
+from grading.models import Group, Membership, Project, Role
+from grading.grader.jobs import grade_group
+from grading.ingest.service import ingest_group_lines
+from reviews.demo import REVIEWERS, seed_judgments
+
+
+class Command(BaseCommand):
+    help = "Create a demo project, a demo user (demo/demo, admin of it) and realistic demo groups. Safe to run twice."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", default="demo")
+        parser.add_argument("--username", default="demo")
+        parser.add_argument("--password", default="demo")
+        parser.add_argument("--steps", type=int, default=3)
+        parser.add_argument("--groups-per-step", type=int, default=8)
+        parser.add_argument("--rollouts", type=int, default=8)
+        parser.add_argument("--no-grade", action="store_true", help="leave the mixed groups ungraded (fallback)")
+
+    def handle(self, *args, project, username, password, steps, groups_per_step, rollouts, no_grade=False, **options):
+        with transaction.atomic():
+            project_obj, _ = Project.objects.get_or_create(
+                name=project, defaults={"description": "Generated demo groups: SWE-bench-like tasks, multi-file patches, long trajectories."}
+            )
+            user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": True})
+            if created:
+                user.set_password(password)
+                user.save(update_fields=["password"])
+            Membership.objects.get_or_create(project=project_obj, user=user, defaults={"role": Role.ADMIN})
+        lines = (
+            (n, orjson.dumps(group))
+            for n, group in enumerate(
+                demo_groups(steps=steps, groups_per_step=groups_per_step, n_rollouts=rollouts), start=1
+            )
+        )
+        report = ingest_group_lines(project=project_obj, lines=lines)
+        self.stdout.write(
+            f"demo project {project!r}: {report.groups_created} groups created, {report.groups_unchanged} unchanged, "
+            f"{report.rollouts_created} rollouts created, {report.refused} refused"
+        )
+        for err in report.errors:
+            self.stdout.write(f"  line {err.line}: {err.error}")
+        if not no_grade:
+            # The heuristic grader needs no server, so a fresh machine shows verdicts, evidence
+            # and redistributed credit rather than fallbacks everywhere.
+            mixed = Group.objects.filter(run__project=project_obj, run__name="demo-run", is_mixed=True).values_list("id", flat=True)
+            statuses = [grade_group(group_id=group_id, backend="heuristic").status for group_id in mixed]
+            self.stdout.write(f"graded {len(statuses)} mixed groups with the heuristic grader "
+                              f"({statuses.count('valid')} valid verdicts)")
+            counts = seed_judgments(project=project_obj, password=password)
+            self.stdout.write(f"demo reviewers {', '.join(REVIEWERS)} (password {password!r}): "
+                              f"{counts['stored']} judgments stored, {counts['kept']} already there")
+        self.stdout.write(self.style.SUCCESS(f"Log in at http://127.0.0.1:8000/ as {username!r} with password {password!r}"))

@@ -1,0 +1,14 @@
+"""Receivers of the signals grading sends upward (connected in reviews/apps.py)."""
+
+from __future__ import annotations
+
+from reviews.models import GroupReview
+from reviews.services.judgments import refresh_review_state
+
+
+def refresh_review_on_verdict(sender, *, group, verdict, **kwargs) -> None:
+    """A verdict arrived for a group people may already have judged: recompute its review
+    state (agreement with the grader, whether it needs adjudication)."""
+    review = GroupReview.objects.filter(group=group).first()
+    if review is not None:
+        refresh_review_state(group=group, review=review)

@@ -1,0 +1,250 @@
+"""Reads for agreement and calibration: the long judgment frame, slices, the what-if preview.
+
+The frame is what reviews.stats.agreement takes: one row per (rollout, rater) with group, rollout,
+rater, tier (T1..T3), rank, cheat and audit, plus step, repo and grader columns to slice by.
+The grader's rows come from the newest valid verdict of each group (or of the chosen
+grader). People's rows are their reviews; where an adjudicator settled a group, the
+adjudication is the people's word for the grader comparison (`frame`), while the
+reviews stay the material of the people-vs-people ceiling (`people`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from grading.method.advantage import MappingSpec, group_summary, redistribute
+from grading.models import CheatDecision, FactorMapping, Project, RolloutGrade, Run, Step, Verdict
+from grading.method.services import active_mapping, step_balance, step_inputs
+from reviews.stats.agreement import GRADER, STATISTICS, ceiling_report, group_statistics, report_from_statistics
+from reviews.stats.calibration import DEFAULT_K, DEFAULT_Q, FittedMapping, bootstrap_mapping, counts_from_pairs, fit_mapping
+from reviews.models import Judgment, JudgmentItem
+
+COLUMNS = ["group", "uid", "rollout", "rater", "tier", "rank", "cheat", "audit", "step", "repo", "grader"]
+ADJUDICATED = "adjudicated"
+
+
+@dataclass
+class JudgmentFrames:
+    frame: pd.DataFrame  # grader rows + the people's word per group (adjudication where there is one)
+    people: pd.DataFrame  # reviews only: the ceiling's material
+    graders: list[str]
+    n_judgments: int
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+
+
+def judgment_frames(*, project: Project, run: Run | None = None, grader: str | None = None,
+                    step: int | None = None) -> JudgmentFrames:
+    """Four queries whatever the number of judgments."""
+    items = JudgmentItem.objects.filter(judgment__group__run__project=project)
+    if run is not None:
+        items = items.filter(judgment__group__run=run)
+    if step is not None:
+        items = items.filter(judgment__group__step__number=step)
+    human = pd.DataFrame(
+        list(items.values_list("judgment__group_id", "judgment__group__uid", "rollout__index", "rollout_id",
+                               "judgment__reviewer__username", "judgment__kind", "tier", "rank", "cheat",
+                               "judgment__group__step__number", "judgment__group__task__repo")),
+        columns=["group", "uid", "rollout", "rollout_id", "rater", "kind", "tier", "rank", "cheat", "step", "repo"],
+    )
+    if human.empty:
+        return JudgmentFrames(_empty(), _empty(), [], 0)
+    group_ids = human["group"].unique().tolist()
+
+    verdicts = Verdict.objects.filter(group_id__in=group_ids, status=Verdict.Status.VALID)
+    if grader:
+        verdicts = verdicts.filter(grader=grader)
+    latest: dict[int, tuple[int, str]] = {}
+    for verdict_id, group_id, name in verdicts.order_by("group_id", "-created_at", "-id").values_list("id", "group_id", "grader"):
+        latest.setdefault(group_id, (verdict_id, name))
+    machine = pd.DataFrame(
+        list(RolloutGrade.objects.filter(verdict_id__in=[v for v, _ in latest.values()]).values_list(
+            "verdict__group_id", "rollout__index", "rollout_id", "tier", "rank", "cheat")),
+        columns=["group", "rollout", "rollout_id", "tier", "rank", "cheat"],
+    )
+    grader_of = {g: name for g, (_, name) in latest.items()}
+    human = human[human["group"].isin(grader_of.keys())] if grader else human
+    human["grader"] = human["group"].map(grader_of).fillna("")
+    group_info = human.drop_duplicates("group").set_index("group")[["uid", "step", "repo"]]
+    machine = machine.join(group_info, on="group")
+    machine["rater"], machine["grader"] = GRADER, machine["group"].map(grader_of)
+
+    audits: dict[int, bool] = {}
+    for rollout_id, confirmed in (
+        CheatDecision.objects.filter(rollout_id__in=human["rollout_id"].unique().tolist(), confirmed__isnull=False)
+        .order_by("rollout_id", "-decided_at", "-id").values_list("rollout_id", "confirmed")
+    ):
+        audits.setdefault(rollout_id, confirmed)
+
+    reviews = human[human["kind"] == Judgment.Kind.REVIEW]
+    adjudications = human[human["kind"] == Judgment.Kind.ADJUDICATION].assign(rater=ADJUDICATED)
+    settled = set(adjudications["group"])
+    people_word = pd.concat([reviews[~reviews["group"].isin(settled)], adjudications], ignore_index=True)
+    frame = pd.concat([machine, people_word], ignore_index=True)
+
+    def finish(data: pd.DataFrame) -> pd.DataFrame:
+        data = data.copy()
+        data["audit"] = data["rollout_id"].map(audits).astype(object)
+        data["cheat"] = data["cheat"].astype(bool)
+        data["rank"] = data["rank"].astype(float)
+        return data[COLUMNS].sort_values(["group", "rollout", "rater"], kind="stable").reset_index(drop=True)
+
+    return JudgmentFrames(finish(frame), finish(reviews), sorted(set(grader_of.values())), int(human.shape[0]))
+
+
+FIGURE_LABELS = {
+    "exact_agreement": "Exact tier agreement",
+    "kappa": "Cohen's κ (quadratic)",
+    "alpha": "Krippendorff's α (ordinal)",
+    "tau": "Kendall τ-b per group",
+    "pairwise_accuracy": "Pairwise preference accuracy",
+    "top1": "Top-1 agreement",
+    "cheat_precision": "Cheat precision",
+    "cheat_recall": "Cheat recall",
+    "cheat_f1": "Cheat F1",
+}
+
+
+def _graded_only(frame: pd.DataFrame) -> pd.DataFrame:
+    """Groups that hold both a grader's rows and a person's: the only ones comparable."""
+    if frame.empty:
+        return frame
+    is_grader = frame["rater"] == GRADER
+    by_group = frame["group"]
+    has_grader = is_grader.groupby(by_group).transform("any")
+    has_person = (~is_grader).groupby(by_group).transform("any")
+    return frame[has_grader & has_person]
+
+
+_CONFUSION = [i for i, name in enumerate(STATISTICS) if name.startswith("confusion_")]
+_AGREEMENT_COLUMNS = ["group", "rollout", "rater", "tier", "rank", "cheat", "audit"]
+
+
+def _statistics(frame: pd.DataFrame):
+    comparable = _graded_only(frame)
+    return group_statistics(comparable[_AGREEMENT_COLUMNS]) if not comparable.empty else None
+
+
+def report(frame: pd.DataFrame, *, n_boot: int, seed: int = 0) -> dict:
+    """Figures as plain dicts, plus the confusion counts (grader rows × people's consensus
+    columns) and the number of comparable groups."""
+    stats = _statistics(frame)
+    if stats is None or not len(stats):
+        return {"n_groups": 0, "figures": {}, "confusion": [[0] * 3 for _ in range(3)]}
+    figures = report_from_statistics(stats, n_boot=n_boot, seed=seed)
+    confusion = stats.table[:, _CONFUSION].sum(axis=0).reshape(3, 3).round().astype(int)
+    return {
+        "n_groups": len(stats),
+        "figures": {name: {"label": FIGURE_LABELS[name], **_figure(figures[name])} for name in FIGURE_LABELS},
+        "confusion": confusion.tolist(),
+    }
+
+
+def _figure(figure) -> dict:
+    def plain(x):
+        return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(float(x), 6)
+
+    return {"value": plain(figure.value), "lo": plain(figure.lo), "hi": plain(figure.hi), "n": int(figure.n)}
+
+
+def ceiling(people: pd.DataFrame, *, n_boot: int, seed: int = 0) -> dict:
+    counts = people.groupby("group")["rater"].nunique() if not people.empty else pd.Series(dtype=int)
+    overlap = int((counts >= 2).sum())
+    if not overlap:
+        return {"n_groups": 0, "figures": {}}
+    figures = ceiling_report(people[_AGREEMENT_COLUMNS].drop(columns=["audit"]), n_boot=n_boot, seed=seed)
+    return {"n_groups": overlap, "figures": {name: {"label": FIGURE_LABELS[name], **_figure(figures[name])}
+                                             for name in FIGURE_LABELS if not name.startswith("cheat_")}}
+
+
+def slices(frame: pd.DataFrame, *, n_boot: int, max_repos: int = 8) -> list[dict]:
+    """The agreement table's rows: everything, then per grader version, per step, per repo."""
+    rows = [{"slice": "all", "value": "all judgments", **report(frame, n_boot=n_boot)}]
+    for column, label in (("grader", "grader"), ("step", "step"), ("repo", "repo")):
+        values = frame[column].dropna().unique().tolist()
+        if column == "repo":
+            sizes = frame.groupby("repo")["group"].nunique().sort_values(ascending=False)
+            values = [v for v in sizes.index.tolist()[:max_repos] if v]
+        for value in sorted(values, key=str):
+            rows.append({"slice": label, "value": value, **report(frame[frame[column] == value], n_boot=n_boot)})
+    return rows
+
+
+def fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int = 0, q=DEFAULT_Q, k: float = DEFAULT_K) -> FittedMapping:
+    """METHOD.md §5 on the (grader tier, people's consensus tier) pairs, intervals resampling groups."""
+    stats = _statistics(frame)
+    if stats is None or not len(stats):
+        pairs = pd.DataFrame({"group": [], "grader_tier": [], "human_tier": []})
+    else:  # each group's 3x3 counts back into (group, g, h) rows
+        counts = stats.table[:, _CONFUSION].round().astype(np.int64)
+        group, cell = np.nonzero(counts)
+        repeat = counts[group, cell]
+        pairs = pd.DataFrame({"group": np.repeat(group, repeat), "grader_tier": np.repeat(cell // 3 + 1, repeat),
+                              "human_tier": np.repeat(cell % 3 + 1, repeat)})
+    if not n_boot:  # asked for no intervals
+        return fit_mapping(counts_from_pairs(pairs), q=q, k=k)
+    return bootstrap_mapping(pairs, n_boot=n_boot, seed=seed, q=q, k=k)
+
+
+def trends(frame: pd.DataFrame, *, n_boot: int) -> list[dict]:
+    """Per step: κ with its interval and the T1 share of the grader's and the people's tiers."""
+    out = []
+    for step in sorted(frame["step"].dropna().unique().tolist()):
+        part = frame[frame["step"] == step]
+        figures = report(part, n_boot=n_boot)["figures"]
+        grader_tiers = part.loc[part["rater"] == GRADER, "tier"]
+        human_tiers = part.loc[part["rater"] != GRADER, "tier"]
+        out.append({
+            "step": int(step),
+            "kappa": figures.get("kappa", {}).get("value"),
+            "kappa_lo": figures.get("kappa", {}).get("lo"),
+            "kappa_hi": figures.get("kappa", {}).get("hi"),
+            "grader_t1_share": round(float((grader_tiers == "T1").mean()), 6) if len(grader_tiers) else None,
+            "human_t1_share": round(float((human_tiers == "T1").mean()), 6) if len(human_tiers) else None,
+        })
+    return out
+
+
+@dataclass
+class Preview:
+    step: Step
+    active: FactorMapping
+    proposed: MappingSpec
+    n_rollouts: int
+    n_changed: int
+    n_groups_changed: int
+    max_abs_change: float
+    mean_abs_change: float
+    balance_active: dict
+    balance_proposed: dict
+    lambdas_active: list[float]
+    lambdas_proposed: list[float]
+
+
+def preview(*, step: Step, proposed: MappingSpec) -> Preview:
+    """What activating `proposed` would do to one step, computed here and stored nowhere."""
+    run = step.run
+    mapping = active_mapping(run)
+    inputs = step_inputs(step)
+    if inputs.frame.empty:
+        empty = step_balance(None)
+        return Preview(step, mapping, proposed, 0, 0, 0, 0.0, 0.0, empty, empty, [], [])
+    now = redistribute(inputs.frame, mapping=mapping.spec, baseline=run.baseline)
+    then = redistribute(inputs.frame, mapping=proposed, baseline=run.baseline)
+    delta = (then["redistributed_advantage"] - now["redistributed_advantage"]).abs()
+    changed = delta > 1e-12
+    graded_now = group_summary(now)
+    graded_then = group_summary(then)
+    return Preview(
+        step=step, active=mapping, proposed=proposed, n_rollouts=int(len(now)), n_changed=int(changed.sum()),
+        n_groups_changed=int(now.loc[changed, "group"].nunique()), max_abs_change=float(delta.max()),
+        mean_abs_change=float(delta[changed].mean()) if changed.any() else 0.0,
+        balance_active=step_balance(now), balance_proposed=step_balance(then),
+        lambdas_active=[float(x) for x in graded_now.loc[graded_now["status"] == "graded", "lambda"]],
+        lambdas_proposed=[float(x) for x in graded_then.loc[graded_then["status"] == "graded", "lambda"]],
+    )

@@ -1,0 +1,244 @@
+"""The group page: a group's rollouts side by side (diffs, turns, tests) with the review
+desk's judge panel for this person, and the rollout partials it loads on demand."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from grading import selectors
+from grading.models import Group, Run
+from grading.projects.access import get_project_for
+from grading.rollouts.diffs import parse_patch
+from grading.rollouts.invisible import INVISIBLE, find_invisible
+from grading.rollouts.turns import to_turns
+from grading.templatetags.gagar import patch_anchor, path_key, visible_html
+from reviews.forms import draft_fields
+from reviews.models import Judgment, Reveal
+from reviews.selectors import desk as review_selectors
+from reviews.services.judgments import RUBRIC, RUBRIC_LABELS, log_reveal
+
+TURNS_PER_PAGE = 40
+# Patches highlighted inline on a group page: one rollout's up to DIFF_INLINE_CHARS, all of
+# them together up to DIFF_PAGE_CHARS; larger ones load when asked (benchmarks/group_page.py).
+DIFF_INLINE_CHARS = 40_000
+DIFF_PAGE_CHARS = 120_000
+LOG_PREVIEW_CHARS = 200_000
+
+
+def _get_group_for_user(request: HttpRequest, project: str, run: str, uid: str) -> Group:
+    project_obj, _ = get_project_for(request.user, project, "view")
+    run_obj = get_object_or_404(Run, project=project_obj, name=run)
+    return selectors.group_for_page(run_obj, uid)
+
+
+def _ln(number: int | None) -> str:
+    return "" if number is None else str(number)
+
+
+def _row_id(index: int, key: str, new_no: int | None) -> str:
+    """The anchor evidence links point at (patch_anchor), on rows with a new-side line."""
+    return f' id="p{index}-{key}-{new_no}"' if new_no else ""
+
+
+def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
+    """(file, table HTML) for every file of a parsed patch, in the unified or split view.
+
+    Built here rather than by a template loop over every row: the same markup at a tenth
+    of the cost (a group page holds thousands of diff rows). Each table is marked safe
+    because every piece of it is escaped: the code cells are pygments' output, which
+    escapes every source character it emits; hunk headers go through escape(); the rest
+    are line numbers, fixed class names and a hex digest of the path. Nothing else from a
+    rollout is ever marked safe.
+    """
+    tables = []
+    shown = visible_html if INVISIBLE.search(parsed.raw or "") else (lambda html: html)  # bidi / zero-width as ⟨U+…⟩
+    for file in parsed.files:
+        key = path_key(file.path)
+        if view == "split":
+            out = ['<table class="diff split hl">\n<colgroup><col class="ln"><col><col class="ln"><col></colgroup>\n']
+            for hunk in file.hunks:
+                out.append(f'<tr class="hunk"><td colspan="4">{shown(escape(hunk.header))}</td></tr>\n')
+                out.extend(
+                    f'<tr{_row_id(index, key, row.new_no)}><td class="ln">{_ln(row.old_no)}</td>'
+                    f'<td class="code {row.old_kind}">{shown(row.old_html)}</td><td class="ln">{_ln(row.new_no)}</td>'
+                    f'<td class="code {row.new_kind}">{shown(row.new_html)}</td></tr>\n'
+                    for row in hunk.split
+                )
+        else:
+            out = ['<table class="diff unified hl">\n<colgroup><col class="ln"><col class="ln"><col></colgroup>\n']
+            for hunk in file.hunks:
+                out.append(f'<tr class="hunk"><td colspan="3">{shown(escape(hunk.header))}</td></tr>\n')
+                out.extend(
+                    f'<tr class="{row.kind}"{_row_id(index, key, row.new_no)}>'
+                    f'<td class="ln">{_ln(row.old_no)}</td><td class="ln">{_ln(row.new_no)}</td>'
+                    f'<td class="code">{shown(row.html)}</td></tr>\n'
+                    for row in hunk.unified
+                )
+        out.append("</table>")
+        tables.append((file, mark_safe("".join(out))))  # noqa: S308  (see the docstring)
+    return tables
+
+
+def _test_names(outcomes) -> str:
+    if not isinstance(outcomes, dict):
+        return ""
+    names = list(outcomes)
+    for outcome in outcomes.values():
+        if isinstance(outcome, dict):
+            names += [str(t) for key in ("success", "failure") for t in (outcome.get(key) or [])]
+    return "\n".join(map(str, names))
+
+
+def _evidence_links(group: Group, evidence: list, deferred: set[int] = frozenset()) -> list[dict]:
+    """Where each citation opens: the patch line's row on this page, the turn (turns load
+    lazily, so the turns view starting at it), or the rollout's test outcomes."""
+    links = []
+    for item in evidence if isinstance(evidence, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind, index, locator = item.get("kind"), item.get("rollout"), str(item.get("locator", ""))
+        if not isinstance(index, int):
+            continue
+        if kind == "patch" and ":" in locator:
+            path, _, line = locator.rpartition(":")
+            href = f"#{patch_anchor(index, path, line)}"
+            if index in deferred:  # that lane's patch loads on demand: open the patch's own page there
+                href = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, index]) + href
+        elif kind == "turn" and locator.isdigit():
+            base = reverse("rollout-turns", args=[group.run.project.name, group.run.name, group.uid, index])
+            href = f"{base}?start={locator}#turn-{index}-{locator}"
+        else:
+            href = f"#tests-{index}"
+        links.append({"kind": kind, "locator": locator, "note": str(item.get("note", "")), "href": href})
+    return links
+
+
+@login_required
+@require_GET
+def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    project_obj, membership = get_project_for(request.user, project, "view")
+    group = selectors.group_for_page(get_object_or_404(Run, project=project_obj, name=run), uid)
+    return render_group_page(request, group, membership)
+
+
+def render_group_page(request: HttpRequest, group: Group, membership, *, status: int = 200, errors: dict | None = None,
+                      form_data: dict | None = None, conflict=None) -> HttpResponse:
+    """The side-by-side group page, with the review desk's panel for this person.
+
+    In blind mode (an open blind assignment) no grader field is loaded, so none can reach
+    the HTML; otherwise the first showing of a verdict to a person is logged as a reveal.
+    """
+    review = review_selectors.review_context(user=request.user, membership=membership, group=group)
+    fields = draft_fields(form_data) if form_data is not None else (
+        review.assignment.draft if review.assignment and review.assignment.is_open else {})
+    if form_data is not None:
+        review.items = review_selectors.items_from_fields(fields)
+    rollouts = selectors.rollouts_with_patches(group)
+    if review.order:
+        position = {index: n for n, index in enumerate(review.order)}
+        rollouts.sort(key=lambda r: position.get(r.index, len(position) + r.index))
+    if review.blind:
+        verdict, grades = None, {}
+    else:
+        verdict, grades = selectors.latest_verdict(group)
+        if review_selectors.needs_browse_reveal(user=request.user, group=group, verdict=verdict):
+            log_reveal(group=group, user=request.user, verdict=verdict, reason=Reveal.Reason.BROWSE)
+    others: dict[int, list] = {}
+    for judgment in review.others:
+        for item in judgment.items.all():
+            others.setdefault(item.rollout.index, []).append({"who": judgment.reviewer.username, "kind": judgment.kind,
+                                                              "tier": item.tier, "rank": item.rank, "cheat": item.cheat})
+    only = request.GET.get("only", "all")
+    shown = [r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)]
+    budget = DIFF_PAGE_CHARS
+    deferred: set[int] = set()
+    for rollout in shown:  # only lanes on the page need their patch parsed and highlighted
+        rollout.invisible = find_invisible(rollout.patch_text + "\n" + _test_names(rollout.test_outcomes))
+        size = len(rollout.patch_text)
+        if size > DIFF_INLINE_CHARS or size > budget:  # a click away, so one huge patch cannot stall the page
+            rollout.diff_deferred = True
+            deferred.add(rollout.index)
+            continue
+        budget -= size
+        rollout.diff = parse_patch(rollout.patch_text)
+        rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, "unified")
+    for rollout in rollouts:
+        rollout.grade = grades.get(rollout.index)
+        rollout.evidence_links = _evidence_links(group, rollout.grade.evidence, deferred) if rollout.grade else []
+        rollout.mine = review.items.get(rollout.index, {})
+        rollout.others = others.get(rollout.index, [])
+        scores = rollout.mine.get("scores", {})
+        rollout.score_rows = [(name, RUBRIC_LABELS[name], scores.get(name, "")) for name in RUBRIC]
+        rollout.errors = [m for f, m in (errors or {}).items() if f.split("-")[1:2] == [str(rollout.index)]]
+    adjudication = next((j for j in review.others if j.kind == Judgment.Kind.ADJUDICATION), None)
+    state = review.review
+    adjudicating = bool(
+        review.can_adjudicate and not review.judging and not review.blind and adjudication is None and state is not None
+        and state.n_reviews and (state.needs_adjudication or request.GET.get("mode") == "adjudicate")
+    )
+    return render(
+        request,
+        "reviews/group.html",
+        {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
+         "rollouts": shown, "all_rollouts": rollouts, "n_all": len(rollouts), "only": only, "diff_view": "unified",
+         "verdict": verdict, "review": review, "membership": membership,
+         "rubric": [(name, RUBRIC_LABELS[name]) for name in RUBRIC], "errors": errors or {},
+         "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,
+         "n_passing": sum(1 for r in rollouts if r.passed), "tiers": ["T1", "T2", "T3"],
+         "form_mode_adjudicate": adjudicating, "group_note": fields.get("note", "")},
+        status=status,
+    )
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
+    group = _get_group_for_user(request, project, run, uid)
+    rollout, content = selectors.rollout_content(group, index, "patch")
+    view = "split" if request.GET.get("view") == "split" else "unified"
+    rollout.diff = parse_patch(content.patch)
+    rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, view)
+    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout, "diff_view": view}
+    template = "reviews/group.html#rollout-diff" if request.htmx else "reviews/rollout_part.html"
+    return render(request, template, {**context, "part": "diff"})
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
+    group = _get_group_for_user(request, project, run, uid)
+    rollout, content = selectors.rollout_content(group, index, "messages")
+    try:
+        start = max(0, int(request.GET.get("start", 0)))
+    except ValueError:
+        start = 0
+    messages = content.messages if isinstance(content.messages, list) else []
+    turns = to_turns(messages, start, start + TURNS_PER_PAGE)
+    next_start = start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None
+    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout,
+               "turns": turns, "next_start": next_start, "n_messages": len(messages)}
+    template = "reviews/group.html#rollout-turns" if request.htmx else "reviews/rollout_part.html"
+    return render(request, template, {**context, "part": "turns"})
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def rollout_log(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
+    group = _get_group_for_user(request, project, run, uid)
+    rollout, content = selectors.rollout_content(group, index, "test_log")
+    log = content.test_log or ""
+    truncated = len(log) > LOG_PREVIEW_CHARS
+    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout,
+               "log": log[-LOG_PREVIEW_CHARS:] if truncated else log, "log_truncated": truncated, "log_size": len(log)}
+    template = "reviews/group.html#rollout-log" if request.htmx else "reviews/rollout_part.html"
+    return render(request, template, {**context, "part": "log"})
