@@ -1,4 +1,10 @@
 FROM python:3.11-slim
+# PYTHONPATH: the code runs from /app (where templates, static files and staticfiles are),
+# never from the copy `pip install .` leaves in site-packages.
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PYTHONPATH=/app \
+    GAGAR_MEDIA_ROOT=/data/media
 WORKDIR /app
 COPY pyproject.toml ./
 COPY gagar_web gagar_web
@@ -7,7 +13,16 @@ COPY reviews reviews
 COPY templates templates
 COPY static static
 COPY manage.py ./
+COPY docker docker
 RUN pip install --no-cache-dir .
-RUN useradd --create-home gagar
+# Static files are collected now, as root, into /app/staticfiles (read-only at run time).
+# The script passes throwaway DEBUG-off settings to that one command; none is kept in the image.
+RUN docker/collect-static.sh
+# /app stays root's. The user owns /data only: uploads in /data/media (the compose volume,
+# which Docker initialises from this directory, ownership included, when it is first created).
+RUN useradd --create-home --uid 10001 gagar \
+    && install -d -o gagar -g gagar -m 0750 /data /data/media
 USER gagar
 EXPOSE 8000
+# migrate, then gunicorn; tested without Docker by tests/test_container_start.py
+CMD ["/app/docker/start.sh"]
