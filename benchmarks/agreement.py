@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Agreement benchmark: every figure of METHOD.md section 5 with 1000 bootstrap resamples.
+"""Agreement benchmark: every figure of docs/method.md section 5 with 1000 bootstrap resamples.
 
     .venv/bin/python benchmarks/agreement.py                # 10,000 labeled groups
     .venv/bin/python benchmarks/agreement.py --repeat 5 --naive-groups 300 --naive-boot 20

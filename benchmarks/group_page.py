@@ -6,8 +6,8 @@
 1. Creates a fresh PostgreSQL database (dropped again at the end) and migrates it.
 2. Stores one step with up to two mixed groups of 16 rollouts through the app's own ingest
    path (`grading.ingest.service.ingest_group_lines`):
-   - `real`: the 16 real mini-swe-agent trajectories of /work/shared/data/
-     mini-swe-agent-gemini-3-pro read as tests/conftest.py `load_real_groups` reads them
+   - `real`: the 16 real mini-swe-agent trajectories vendored in
+     tests/fixtures/mini-swe-agent-gemini-3-pro, read as tests/conftest.py `load_real_groups` reads them
      (`rollout_from_trajectory` with each instance's SWE-bench report.json): their real
      messages, patches and test outcomes (the data carries no test logs), 8 pass, 8 fail,
      put into ONE group (indexes 0..15, repeated round-robin if there are fewer than 16).
@@ -85,7 +85,7 @@ PROJECT = "bench"
 RUN = "bench-run"
 PYTHON = sys.executable
 MB = 1_000_000
-REAL_DATA = Path(os.environ.get("GAGAR_REAL_DATA", "/work/shared/data/mini-swe-agent-gemini-3-pro"))
+REAL_DATA = Path(os.environ.get("GAGAR_REAL_DATA", ROOT / "tests" / "fixtures" / "mini-swe-agent-gemini-3-pro"))
 GOAL_P95_MS = 150.0
 GOAL_HTML_BYTES = 1_500_000
 

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/import_runs.py [--trajectories 500] [--runs 4] [--pg postgres://postgres@127.0.0.1:5432/postgres]
 
 Writes `--runs` run folders of the same tasks (500 trajectories in all by default) shaped
-like the real mini-swe-agent-1 files in ../shared/data (system and instance prompts,
+like the real mini-swe-agent-1 files in tests/fixtures (system and instance prompts,
 20-55 steps of THOUGHT + fenced bash with the raw response, reasoning and usage under
 `extra.response`, `<returncode>` observations, `info.config`; 100-200 kB each) plus a
 SWE-bench report.json per trajectory into a temporary folder, creates its own database

@@ -1,4 +1,4 @@
-"""REST endpoints for factor mappings (METHOD.md §3, §5): list, create, see the active one, activate.
+"""REST endpoints for factor mappings (docs/method.md §3, §5): list, create, see the active one, activate.
 
 Reading needs "view" (people) or "export" (trainers, who pass `?mapping=` to the export);
 creating and activating need "manage". A mapping is immutable once created: a change is

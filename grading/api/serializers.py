@@ -42,7 +42,7 @@ class IngestReportSerializer(serializers.Serializer):
     aborted = serializers.CharField(allow_null=True)
 
 
-# --- Factor mappings (METHOD.md §3, §5) ---------------------------------------------------
+# --- Factor mappings (docs/method.md §3, §5) ---------------------------------------------------
 
 # Keys of a calibrated mapping's `fit` small enough for a list; the full record (counts,
 # judgment ids) is on the mapping's own endpoint.

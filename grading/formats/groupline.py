@@ -1,4 +1,4 @@
-"""Parse and validate one `gagar-group/1` line (FORMATS.md) into plain data. No Django here.
+"""Parse and validate one `gagar-group/1` line (docs/formats.md) into plain data. No Django here.
 
 Every refusal is a `LineError` naming the field and the reason, so a trainer streaming
 a step learns exactly which line to fix and resend:

@@ -3,7 +3,7 @@
 A backend gets a `GroupWorkspace` (grading.grader.workspace) and returns a
 `GraderResult`: per passing rollout a tier, a group-wide rank (ties allowed), five rubric
 scores, a cheat flag and evidence items; or no judgments with status invalid/timeout,
-in which case the group falls back (METHOD.md §2).
+in which case the group falls back (docs/method.md §2).
 """
 
 from __future__ import annotations

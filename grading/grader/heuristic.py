@@ -1,6 +1,6 @@
 """A deterministic grader without a model: patch features and prescreen signals. Pure: no Django.
 
-For every passing rollout a penalty (lower is better) sums what METHOD.md §2 calls
+For every passing rollout a penalty (lower is better) sums what docs/method.md §2 calls
 unnecessary complexity, weakened checks, out-of-scope edits and a wasteful strategy:
 
     log2(1 + source lines changed)           1 line → 1.0, 10 → 3.5, 100 → 6.7
@@ -22,7 +22,7 @@ decimals), so no T3 outranks a T2; equal ones tie (1, 1, 3). Rubric scores come 
 Every negative judgment cites what caused it (a signal's turn or patch line, a line of an
 out-of-scope file, of the largest file, a repeated failure's turn), and each citation is
 checked with grading.grader.evidence.resolve before it is kept. A rollout that offers
-nothing to cite (no patch line, no message) is judged positively: METHOD.md forbids a
+nothing to cite (no patch line, no message) is judged positively: docs/method.md forbids a
 negative judgment without evidence.
 
 Worked example: two passing rollouts of one task fix the same 2 lines in 10 turns; the
@@ -104,7 +104,7 @@ class HeuristicGrader:
             i = rollout.index
             judgment = self._judge(workspace, rollout, feats[i], by_rollout[i], points[i], best, dirs)
             if not judgment.evidence and _negative(judgment):
-                uncitable.append(i)  # nothing to cite: stay positive (METHOD.md §2)
+                uncitable.append(i)  # nothing to cite: stay positive (docs/method.md §2)
                 judgment.tier, judgment.cheat = "T1", False
                 judgment.scores = {k: max(v, LOW_SCORE + 1) for k, v in judgment.scores.items()}
             judgments.append(judgment)

@@ -6,7 +6,7 @@ no second model call once the first one was recorded; if two deliveries race, th
 constraint keeps one verdict and the loser returns it. Retries live in one layer only:
 the grader backend (the openai client's own retries); the Celery task never retries.
 A grader that fails, times out or returns an invalid verdict leaves an invalid/timeout
-verdict, which makes the group fall back (METHOD.md §2).
+verdict, which makes the group fall back (docs/method.md §2).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def record_prescreen(*, group: Group, workspace) -> int:
     """Store leak signals (reading the upstream fix, a newer release, the project's repo, the
     gold patch) as unaudited prescreen cheat decisions, once per rollout and signal. Test
     tampering is a quality problem the grader tiers down, not a leaked answer, so it is
-    not a cheat candidate (METHOD.md §2)."""
+    not a cheat candidate (docs/method.md §2)."""
     from grading.grader.prescreen import screen_group
 
     signals = [s for s in screen_group(workspace) if s.category == "leak"]

@@ -1,11 +1,11 @@
 """Baseline advantages, discount factors and sum-preserving redistribution.
 
-The numbers of METHOD.md sections 1, 3 and 4, computed for many groups at once
+The numbers of docs/method.md sections 1, 3 and 4, computed for many groups at once
 from one long table (one row per rollout). Pure: standard library, NumPy and pandas
 only, so the trainer-facing export, the dashboard and the tests all share one
 implementation without a database.
 
-Worked example (METHOD.md section 4), n = 6: three passing rollouts graded T1, T2 and
+Worked example (docs/method.md section 4), n = 6: three passing rollouts graded T1, T2 and
 T3, three failing ones, `mean` baseline and the default mapping.
 
 >>> result = redistribute_group(
@@ -59,7 +59,7 @@ Edge cases, decided here once:
   rollout, factor 1, lambda 1. So `loo` and `grpo` never meet n = 1 in a result;
   the baseline helpers define both as 0 there rather than dividing by zero.
 * A mixed group with `graded` false, or whose verdict lacks a tier or a rank for a
-  passing rollout (the grader skipped it), is `fallback`: METHOD.md section 2 asks
+  passing rollout (the grader skipped it), is `fallback`: docs/method.md section 2 asks
   the verdict to cover every passing rollout, so a partial one is treated as
   invalid rather than guessed at. Baseline advantages are kept, factor 1, lambda 1.
 * When all passing rollouts of a graded group share one factor (one pass, all T1,
@@ -101,7 +101,7 @@ OUTPUT_COLUMNS = (
 
 @dataclass(frozen=True)
 class MappingSpec:
-    """Band (hi, lo) of discount factors per tier; see METHOD.md section 3."""
+    """Band (hi, lo) of discount factors per tier; see docs/method.md section 3."""
 
     t1: tuple[float, float] = (1.0, 1.0)
     t2: tuple[float, float] = (0.85, 0.70)
@@ -328,7 +328,7 @@ def redistribute_group(
 
 
 def baseline_advantages(rewards: Sequence[float], baseline: str = "mean") -> np.ndarray:
-    """Baseline advantages of one group, before dynamic sampling (METHOD.md section 1)."""
+    """Baseline advantages of one group, before dynamic sampling (docs/method.md section 1)."""
     if baseline not in BASELINES:
         raise ValueError(f"Unknown baseline {baseline!r}; expected one of {', '.join(BASELINES)}")
     reward = np.asarray(rewards, dtype=float)
@@ -433,7 +433,7 @@ def _baseline_advantage(reward: np.ndarray, groups: _Groups, baseline: str) -> n
 
 
 def _band_factors(group: np.ndarray, tier: np.ndarray, rank: np.ndarray, mapping: MappingSpec) -> np.ndarray:
-    """METHOD.md section 3: position j of a rank among the k distinct ranks of its tier."""
+    """docs/method.md section 3: position j of a rank among the k distinct ranks of its tier."""
     n = len(group)
     if n == 0:
         return np.empty(0)

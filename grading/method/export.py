@@ -1,4 +1,4 @@
-"""Stream `gagar-advantage/1` rows (FORMATS.md) as JSON Lines, CSV or Parquet.
+"""Stream `gagar-advantage/1` rows (docs/formats.md) as JSON Lines, CSV or Parquet.
 
 On PostgreSQL the rows leave the database through COPY: JSON Lines are built by
 `json_build_object` (PostgreSQL prints float8 in shortest round-trip form, as Python

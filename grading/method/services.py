@@ -1,4 +1,4 @@
-"""Compute and store redistributed advantages per step and mapping (METHOD.md §1–4).
+"""Compute and store redistributed advantages per step and mapping (docs/method.md §1–4).
 
 The math is grading.method.advantage (pure, vectorised); this module gathers a step's inputs
 in a fixed number of queries, runs it once for the whole step, and stores one
@@ -44,7 +44,7 @@ DEFAULT_BANDS = {"T1": [1.0, 1.0], "T2": [0.85, 0.70], "T3": [0.50, 0.50]}
 
 
 def default_mapping() -> FactorMapping:
-    """The METHOD.md §3 mapping. A migration creates it; recreated here if someone deleted it."""
+    """The docs/method.md §3 mapping. A migration creates it; recreated here if someone deleted it."""
     mapping, _ = FactorMapping.objects.get_or_create(
         name="default", version=1, project=None, defaults={"bands": DEFAULT_BANDS, "source": FactorMapping.Source.DEFAULT}
     )

@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
                 ('name', models.SlugField(max_length=100)),
                 ('version', models.PositiveIntegerField(default=1)),
                 ('bands', models.JSONField(help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}')),
-                ('source', models.CharField(choices=[('default', 'Default (METHOD.md §3)'), ('calibrated', 'Calibrated from human judgments'), ('manual', 'Set by hand')], default='manual', max_length=16)),
+                ('source', models.CharField(choices=[('default', 'Default (docs/method.md §3)'), ('calibrated', 'Calibrated from human judgments'), ('manual', 'Set by hand')], default='manual', max_length=16)),
                 ('fit', models.JSONField(blank=True, default=dict, help_text='judgments, counts and intervals a calibrated mapping came from')),
                 ('note', models.TextField(blank=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),

@@ -51,7 +51,7 @@ class RolloutGrade(models.Model):
 
 
 class CheatDecision(models.Model):
-    """A cheat signal and its audit. Only a confirmed one zeroes the reward (METHOD.md §1)."""
+    """A cheat signal and its audit. Only a confirmed one zeroes the reward (docs/method.md §1)."""
 
     class Source(models.TextChoices):
         GRADER = "grader", "Grader flag"

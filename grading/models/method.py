@@ -9,10 +9,10 @@ from django.conf import settings
 from django.db import models
 
 class FactorMapping(models.Model):
-    """A versioned tier -> f mapping (METHOD.md §3). Immutable once used: change = new version."""
+    """A versioned tier -> f mapping (docs/method.md §3). Immutable once used: change = new version."""
 
     class Source(models.TextChoices):
-        DEFAULT = "default", "Default (METHOD.md §3)"
+        DEFAULT = "default", "Default (docs/method.md §3)"
         CALIBRATED = "calibrated", "Calibrated from human judgments"
         MANUAL = "manual", "Set by hand"
 

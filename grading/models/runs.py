@@ -1,6 +1,6 @@
 """What the product stores of a run: runs, steps, tasks, groups, rollouts, import jobs.
 
-Scale (METHOD.md): a step holds up to 1568 groups x 16 rollouts and one rollout can carry
+Scale (docs/method.md): a step holds up to 1568 groups x 16 rollouts and one rollout can carry
 100k+ tokens of messages. So every large body (messages, patch, test log) lives in
 `RolloutContent`, one row per rollout joined only when a page or export needs it; list
 queries touch `Group` and `Rollout`, which hold identities, counts and small stats.
@@ -52,7 +52,7 @@ class BulkJSONField(models.JSONField):
 
 
 class Run(models.Model):
-    """One RL training run; its steps hold the groups. The baseline is chosen per run (METHOD.md §1)."""
+    """One RL training run; its steps hold the groups. The baseline is chosen per run (docs/method.md §1)."""
 
     class Baseline(models.TextChoices):
         MEAN = "mean", "mean (Dr. GRPO)"

@@ -176,7 +176,7 @@ def slices(frame: pd.DataFrame, *, n_boot: int, max_repos: int = 8) -> list[dict
 
 
 def fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int = 0, q=DEFAULT_Q, k: float = DEFAULT_K) -> FittedMapping:
-    """METHOD.md §5 on the (grader tier, people's consensus tier) pairs, intervals resampling groups."""
+    """docs/method.md §5 on the (grader tier, people's consensus tier) pairs, intervals resampling groups."""
     stats = _statistics(frame)
     if stats is None or not len(stats):
         pairs = pd.DataFrame({"group": [], "grader_tier": [], "human_tier": []})

@@ -1,7 +1,7 @@
 """The cheat audit: an auditor confirms or overturns a cheat signal, with a reason.
 
 The signal (grading.CheatDecision) carries the current state the advantage engine reads:
-a confirmed cheat gets reward 0 and counts as failing (METHOD.md §1). Every decision is
+a confirmed cheat gets reward 0 and counts as failing (docs/method.md §1). Every decision is
 also kept as a `CheatAudit` row, so a signal confirmed and later overturned shows both.
 Deciding marks the step stale and queues its recomputation (grading.grader.verdicts).
 """

@@ -1,4 +1,4 @@
-"""Turning people's judgments into the mapping a run uses (METHOD.md §5).
+"""Turning people's judgments into the mapping a run uses (docs/method.md §5).
 
 A calibrated mapping is a new, immutable FactorMapping version whose `fit` records what it
 came from — the count table, k, q, the bootstrap intervals, how many judgments and

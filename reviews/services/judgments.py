@@ -18,7 +18,7 @@ from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
 from reviews.stats import consensus
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 
-RUBRIC_LABELS = {  # the grader's five dimensions (METHOD.md §2), as people read them
+RUBRIC_LABELS = {  # the grader's five dimensions (docs/method.md §2), as people read them
     "solution_fit": "Solution fit",
     "implementation_precision": "Implementation precision",
     "minimality": "Minimality of change",
@@ -210,7 +210,7 @@ def submit_judgment(
 
 def _flag_cheats(*, judgment: Judgment, rollouts: dict[int, Rollout], items: list[ItemInput]) -> None:
     """A person's cheat call goes to the audit queue like any other signal; it changes no
-    reward until an auditor confirms it (METHOD.md §1)."""
+    reward until an auditor confirms it (docs/method.md §1)."""
     flagged = [rollouts[i.index] for i in items if i.cheat]
     if not flagged:
         return

@@ -1,6 +1,6 @@
 """Handing out groups: a reviewer's next group, skipping, and the project's review policy.
 
-The queue holds the mixed groups of a project (only they carry signal, METHOD.md §1). A
+The queue holds the mixed groups of a project (only they carry signal, docs/method.md §1). A
 group wants one reviewer, or two for the overlap share that measures people against
 each other. The share is picked by group id (`id·19 mod 100 < overlap·100`), so the
 same groups stay in the overlap set however often the queue is asked, spread evenly over

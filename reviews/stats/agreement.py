@@ -1,4 +1,4 @@
-"""How far the grader agrees with people (METHOD.md section 5). Pure: stdlib, NumPy, pandas.
+"""How far the grader agrees with people (docs/method.md section 5). Pure: stdlib, NumPy, pandas.
 
 Tiers are ordinal codes 1, 2, 3 for T1 (best), T2, T3; "T1".."T3" strings are accepted
 everywhere. Array functions take plain lists / NumPy arrays; the group-level figures

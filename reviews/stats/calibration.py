@@ -1,4 +1,4 @@
-"""A tier -> discount-factor mapping fitted to what people said (METHOD.md section 5).
+"""A tier -> discount-factor mapping fitted to what people said (docs/method.md section 5).
 
 Pure: standard library, NumPy and pandas only, tested without a database.
 

@@ -1,4 +1,4 @@
-"""METHOD.md sections 1, 3 and 4: shared vectors, worked example, invariants as properties."""
+"""docs/method.md: the test vectors, worked example, invariants as properties."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grading.method import advantage
+from tests.conftest import VECTORS as FIXTURE_VECTORS
 from grading.method.advantage import (
     DEFAULT_MAPPING,
     MappingSpec,
@@ -24,9 +25,8 @@ from grading.method.advantage import (
 )
 
 TOL = 1e-9
-REPO = Path(__file__).resolve().parents[2]
-VECTORS = REPO / ".." / "shared" / "vectors" / "redistribution.jsonl"
-CASES = [json.loads(line) for line in VECTORS.read_text().splitlines() if line.strip()] if VECTORS.exists() else []
+VECTORS = FIXTURE_VECTORS / "redistribution.jsonl"
+CASES = [json.loads(line) for line in VECTORS.read_text().splitlines() if line.strip()]
 
 
 def frame_of(groups: list[dict]) -> pd.DataFrame:
@@ -60,13 +60,15 @@ def assert_matches_vector(out: pd.DataFrame, expected: dict) -> None:
     assert set(out["status"]) == {expected["status"]}
 
 
-# --- shared vectors -------------------------------------------------------------------
+# --- test vectors (tests/fixtures/vectors) -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", CASES or [None], ids=lambda c: f"case{c['case']}" if c else "absent")
+def test_vector_file_has_every_case():
+    assert len(CASES) == 301
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"case{c['case']}")
 def test_vector_case(case):
-    if case is None:
-        pytest.skip(f"no test vectors at {VECTORS}")
     inp = case["input"]
     out = redistribute(frame_of([inp]), baseline=inp["baseline"])
     assert_matches_vector(out, case["expected"])
@@ -77,8 +79,7 @@ def test_all_vector_cases_in_one_table(baseline):
     # One frame holding every case of a baseline, rows interleaved: vectorised
     # grouping must not let one group's numbers leak into another's.
     cases = [c for c in CASES if c["input"]["baseline"] == baseline]
-    if not cases:
-        pytest.skip(f"no test vectors at {VECTORS}")
+    assert cases
     table = frame_of([dict(c["input"], group=f"case-{c['case']}") for c in cases])
     table = table.sample(frac=1.0, random_state=7)
     out = redistribute(table, baseline=baseline)
@@ -112,7 +113,7 @@ def test_module_docstring_example_runs():
     assert attempted > 0 and failed == 0
 
 
-# --- invariants of METHOD.md section 4 as properties ------------------------------------
+# --- invariants of docs/method.md section 4 as properties ------------------------------------
 
 
 @st.composite
@@ -391,7 +392,7 @@ def test_bad_input_is_refused():
 @given(tables, st.sampled_from([100, 1000]), st.sampled_from([1.0, 0.5]))
 def test_band_rule_depends_only_on_rank_order(table, shift, scale):
     """Ranks 1..64 and any other ranks (shifted past 64, or fractional) give the same factors:
-    METHOD.md §3 uses only the order of a tier's distinct ranks."""
+    docs/method.md §3 uses only the order of a tier's distinct ranks."""
     frame = frame_of(table)
     moved = frame.assign(rank=frame["rank"] * scale + shift)
     plain, shifted = redistribute(frame), redistribute(moved)

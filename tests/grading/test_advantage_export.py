@@ -39,7 +39,7 @@ def export(client, token, fmt, **params) -> pd.DataFrame:
 
 @pytest.fixture
 def graded_step(client, alice_token):
-    # g1: the METHOD.md worked example; g2: a fallback group; g3: all pass (filtered)
+    # g1: the docs/method.md worked example; g2: a fallback group; g3: all pass (filtered)
     ingest(client, alice_token, small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)), small_group("g2@1", instance_id="t-2", rewards=(1, 0)),
            small_group("g3@1", instance_id="t-3", rewards=(1, 1)))
     record_verdict(group=Group.objects.get(uid="g1@1"), grader="test@1", status="valid",

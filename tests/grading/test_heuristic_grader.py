@@ -26,7 +26,7 @@ SETUP = diff("setup.py", "     name='widgets',\n-    version='1'\n+    version='
 
 
 def graded(ws: GroupWorkspace):
-    """Grade and check what every verdict must satisfy (METHOD.md §2)."""
+    """Grade and check what every verdict must satisfy (docs/method.md §2)."""
     result = GRADER.grade(ws)
     assert result.status == "valid", result.errors
     assert problems(ws, result.judgments) == []

@@ -154,8 +154,6 @@ def test_stored_task_fields_are_never_a_conflict(acme, tmp_path):
 
 
 def test_real_mini_swe_agent_run_imports_with_its_verdicts_and_turn_counts(acme):
-    if not MINI_SWE_AGENT.is_dir():
-        pytest.skip(f"real data not present at {MINI_SWE_AGENT}")
     out = run_command("--run", "gemini-3-pro", "--step", 0, MINI_SWE_AGENT)
     assert "groups: 16 (16 created, 0 extended, 0 unchanged), 0 mixed" in out
     assert "rollouts: 16 (16 created, 0 unchanged) · 8 pass, 8 fail, 0 unknown reward" in out
@@ -176,8 +174,6 @@ def test_real_mini_swe_agent_run_imports_with_its_verdicts_and_turn_counts(acme)
 
 def test_real_trajectories_as_three_runs_make_mixed_groups(client, alice, acme, tmp_path):
     """The real files copied as three runs whose verdicts differ: every group mixed, shown side by side."""
-    if not MINI_SWE_AGENT.is_dir():
-        pytest.skip(f"real data not present at {MINI_SWE_AGENT}")
     trajs = sorted((MINI_SWE_AGENT / "trajs").glob("*/*.traj.json"))[:3]
     runs = []
     for n in range(3):

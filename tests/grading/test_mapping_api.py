@@ -291,7 +291,7 @@ def test_refusals(client, alice, alice_token, bob, carol, trainer_token, default
     assert FactorMapping.objects.filter(pk=steep.pk).exists()
 
 
-# --- end to end: activation through the API changes the trainer export as METHOD.md says ----
+# --- end to end: activation through the API changes the trainer export as docs/method.md says ----
 
 EXPORT = "/api/v1/advantages/"
 
@@ -305,7 +305,7 @@ def export(client, secret: str, **params) -> tuple[pd.DataFrame, str]:
 
 
 def assert_method_invariants(frame: pd.DataFrame) -> None:
-    """METHOD.md §4 on every group: sums kept, failing rollouts untouched, preference ratios kept."""
+    """docs/method.md §4 on every group: sums kept, failing rollouts untouched, preference ratios kept."""
     for _, group in frame.groupby(["step", "uid"]):
         passing, failing = group[group.passed], group[~group.passed]
         assert abs(group.redistributed_advantage.sum() - group.advantage.sum()) < 1e-9
@@ -320,7 +320,7 @@ def assert_method_invariants(frame: pd.DataFrame) -> None:
 def test_activating_through_the_api_changes_graded_groups_only_and_the_old_export_stays(client, alice, alice_token, trainer_token):
     default = default_mapping()
     r = client.post("/api/v1/groups/?project=acme", content_type="application/x-ndjson", **token(alice_token), data=jsonl(
-        small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)),  # the METHOD.md worked example
+        small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)),  # the docs/method.md worked example
         small_group("g2@1", instance_id="t-2", rewards=(1, 0, 1, 1, 0)),  # graded, two T2s share the band
         small_group("g3@1", instance_id="t-3", rewards=(1, 0)),  # no verdict yet: fallback
         small_group("g4@1", instance_id="t-4", rewards=(1, 1, 0)),  # invalid verdict: fallback

@@ -1,4 +1,4 @@
-"""Agreement figures (METHOD.md section 5), cross-checked against scikit-learn, scipy and
+"""Agreement figures (docs/method.md section 5), cross-checked against scikit-learn, scipy and
 the krippendorff package. Pure, no database."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""METHOD.md section 5: the fitted tier -> f mapping. Pure, no database."""
+"""docs/method.md section 5: the fitted tier -> f mapping. Pure, no database."""
 
 from __future__ import annotations
 
@@ -9,31 +9,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import VECTORS
 from grading.method.advantage import MappingSpec, redistribute_group
 from reviews.stats import calibration
 from reviews.stats.calibration import bootstrap_mapping, counts_from_pairs, fit_mapping
 
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
 CALIBRATION_VECTORS = VECTORS / "calibration.jsonl"
 
 
 def _cases():
-    if not CALIBRATION_VECTORS.exists():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no vectors at {CALIBRATION_VECTORS}"))]
     lines = CALIBRATION_VECTORS.read_text().splitlines()
     return [pytest.param(json.loads(line), id=f"case{json.loads(line)['case']}") for line in lines if line.strip()]
 
 
 @pytest.mark.parametrize("case", _cases())
-def test_shared_vector(case):
+def test_vector(case):
     given = case["input"]
     fitted = fit_mapping(given["counts"], q=given["q"], k=given["k"])
     assert fitted.f == pytest.approx(case["expected"]["f"], abs=1e-9, rel=0)
 
 
 def test_vector_file_has_63_cases():
-    if not CALIBRATION_VECTORS.exists():
-        pytest.skip(f"no vectors at {CALIBRATION_VECTORS}")
     assert len(CALIBRATION_VECTORS.read_text().splitlines()) == 63
 
 

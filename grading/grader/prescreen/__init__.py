@@ -6,7 +6,7 @@ patch line ("path:new_line") for what the patch does.
 
 Signals, by category:
 
-leak — the rollout may rely on the answer (a cheat flag, METHOD.md §2):
+leak — the rollout may rely on the answer (a cheat flag, docs/method.md §2):
 - ``upstream_history``: git reading commits beyond the base: ``git log --all`` (and
   ``--remotes``/``--branches``/``--tags``/``--glob``/``--reflog``), any remote ref
   (``origin/…``, ``upstream/…``, ``refs/remotes/…``, ``FETCH_HEAD``, ``@{u}``),

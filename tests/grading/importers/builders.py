@@ -1,4 +1,4 @@
-"""Small files shaped like the real ones (see ../shared/data/mini-swe-agent-gemini-3-pro), written into tmp_path.
+"""Small files shaped like the real ones (see tests/fixtures/mini-swe-agent-gemini-3-pro), written into tmp_path.
 
 mini-swe-agent-1 follows the real Gemini run (fenced bash, `<returncode>` observations as
 user messages, the raw response with usage and reasoning under `extra.response`);
