@@ -1,10 +1,11 @@
 # Two commands on a fresh machine: `make run` and `make test`.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The newest Python 3.11+ on the PATH (python3.14 ... python3.11, then python3 if it is new enough).
+PYTHON ?= $(shell for v in 3.14 3.13 3.12 3.11; do command -v python$$v >/dev/null 2>&1 && python$$v -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v python$$v; exit 0; }; done; command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-load audit install migrate demo bench check clean
+.PHONY: run test test-fast test-load test-trainers audit install install-trainers migrate demo bench check lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,8 +40,13 @@ audit: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/ingest.py
 
-# check --deploy, and the deployed static pipeline (manifest + compression), which docker-compose runs on start
-check: $(STAMP)
+# Layers and lint: import-linter holds gagar_web -> reviews -> grading and the pure cores; ruff.
+lint: $(STAMP)
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+
+# lint, check --deploy, and the deployed static pipeline (manifest + compression) that the image builds
+check: lint
 	DJANGO_DEBUG=false DJANGO_SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(64))') \
 	DJANGO_ALLOWED_HOSTS=gagar.example.org $(PY) manage.py check --deploy --fail-level WARNING
 	DJANGO_DEBUG=false DJANGO_SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(64))') \

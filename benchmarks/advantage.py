@@ -32,10 +32,13 @@ import sys
 import time
 from pathlib import Path
 
-from _support import cpu_model, load_average, usable_cores  # benchmarks/_support.py (this folder is on sys.path when a script runs)
-
 import numpy as np
 import pandas as pd
+from _support import (  # benchmarks/_support.py (this folder is on sys.path when a script runs)
+    cpu_model,
+    load_average,
+    usable_cores,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

@@ -31,10 +31,9 @@ import sys
 import time
 from pathlib import Path
 
-from _support import cpu_model, load_average, memory_gib, usable_cores  # benchmarks/_support.py
-
 import numpy as np
 import pandas as pd
+from _support import cpu_model, load_average, memory_gib, usable_cores  # benchmarks/_support.py
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

@@ -45,7 +45,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
+import numpy as np
+import pandas as pd
+import psycopg
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 from _support import (
     cpu_model,
     database_urls,
@@ -58,15 +66,6 @@ from _support import (
     usable_cores,
     wait_until_healthy,
 )
-from urllib.parse import urlparse
-
-import numpy as np
-import pandas as pd
-import psycopg
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from psycopg import sql
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,8 +118,8 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
     """Project, run, steps (ORM); tasks, groups, rollouts, AdvantageResult (COPY). Returns counts."""
     from django.db import connection
 
-    from grading.models import FactorMapping, Project, Run, Step, StepComputation
     from grading.method.services import default_mapping
+    from grading.models import FactorMapping, Project, Run, Step, StepComputation
     from grading.projects.tokens import issue_api_token
 
     t0 = time.perf_counter()
@@ -323,8 +322,8 @@ def main() -> int:
               f"indexes {load['table_mb']:.0f} MB): migrate {migrate_s:.1f} s, compute {load['compute_s']:.1f} s, "
               f"COPY {load['load_s']:.1f} s, VACUUM ANALYZE {load['vacuum_s']:.1f} s")
 
-        from grading.models import FactorMapping, Run
         from grading.method import export
+        from grading.models import FactorMapping, Run
 
         run = Run.objects.get(pk=load["run_id"])
         mapping = FactorMapping.objects.get(pk=load["mapping_id"])

@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
 
-from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
 from grading.grader.llm import LLMGrader  # noqa: E402
 from grading.grader.workspace import GroupWorkspace, RolloutView  # noqa: E402
+from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
 from tests.grading.fake_openai import FakeOpenAI, call, submit  # noqa: E402
 
 RUBRIC_SCORES = {"solution_fit": 4, "implementation_precision": 4, "minimality": 4, "side_effect_avoidance": 4, "codebase_consistency": 4}

@@ -59,6 +59,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+import orjson
+import psycopg
 from _support import (  # benchmarks/_support.py
     cpu_model,
     database_urls,
@@ -72,9 +74,6 @@ from _support import (  # benchmarks/_support.py
     usable_cores,
     wait_until_healthy,
 )
-
-import orjson
-import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -200,9 +199,9 @@ def store(groups: list[dict]) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from grading.models import Group, Membership, Project, Role, Verdict
     from grading.grader.jobs import grade_group
     from grading.ingest.service import ingest_group_lines
+    from grading.models import Group, Membership, Project, Role, Verdict
     from reviews.services.queue import assign
 
     project = Project.objects.create(name=PROJECT)

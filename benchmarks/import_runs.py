@@ -23,9 +23,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlparse, urlunparse
 
 from _support import cpu_model, memory_gib  # benchmarks/_support.py (this folder is on sys.path when a script runs)
-from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -159,8 +159,8 @@ def main() -> None:
         from django.db import connection, connections
 
         from grading.ingest.importers.scan import Source
-        from grading.models import Project, Rollout
         from grading.ingest.imports import import_runs
+        from grading.models import Project, Rollout
 
         call_command("migrate", verbosity=0)
         project = Project.objects.create(name="bench")

@@ -35,7 +35,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
+import orjson
+import psycopg
 from _support import (
     cpu_model,
     database_urls,
@@ -47,10 +50,6 @@ from _support import (
     stop_server,
     wait_until_healthy,
 )
-from urllib.parse import urlparse
-
-import orjson
-import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

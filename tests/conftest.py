@@ -28,6 +28,14 @@ OPENHANDS = FIXTURES / "openhands-multi-swe-bench"
 MISSING_DATA = ("not present", "no vectors", "no test vectors", "no real data", "missing data", "fixture")
 
 
+def pytest_configure(config):
+    # A fast hasher for the people tests create: PBKDF2's deliberate 0.25 s per password is the
+    # point in production and pure waste in a fixture that creates alice, bob and carol.
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A skip for missing data is a failure: it would hide that a clone lacks what it ships."""

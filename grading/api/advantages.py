@@ -11,9 +11,9 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
-from grading.models import FactorMapping
 from grading.method import export
 from grading.method.services import ensure_computed_many, resolve_mapping
+from grading.models import FactorMapping
 
 
 class FileExportNegotiation(BaseContentNegotiation):

@@ -13,13 +13,13 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from grading.projects.access import get_project_for
 from grading.api.errors import error
 from grading.api.serializers import GroupSummarySerializer, IngestReportSerializer
 from grading.formats.linereader import BodyError, iter_lines, open_body
-from grading.models import ApiToken, Group
-from grading.selectors import group_as_line
 from grading.ingest.service import IngestReport, ingest_group_lines
+from grading.models import ApiToken, Group
+from grading.projects.access import get_project_for
+from grading.selectors import group_as_line
 
 logger = logging.getLogger(__name__)
 

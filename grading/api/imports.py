@@ -11,12 +11,12 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from grading.projects.access import get_project_for
 from grading.api.errors import error
 from grading.formats.groupline import MAX_INT, MAX_NAME, LineError, check_name
 from grading.ingest.importers.scan import FORMATS
-from grading.models import ApiToken, ImportJob
 from grading.ingest.imports import UploadRefused, create_import_job, store_upload
+from grading.models import ApiToken, ImportJob
+from grading.projects.access import get_project_for
 
 PROJECT = OpenApiParameter("project", str, required=True, description="Project name")
 

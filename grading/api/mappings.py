@@ -32,8 +32,8 @@ from grading.api.serializers import (
     MappingDetailSerializer,
     MappingListItemSerializer,
 )
-from grading.models import FactorMapping, MappingActivation, Project, Run
 from grading.method.services import activate_mapping, active_mapping, create_mapping, default_mapping
+from grading.models import FactorMapping, MappingActivation, Project, Run
 
 READ = ("view", "export")
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")

@@ -6,9 +6,9 @@ from django.core.exceptions import PermissionDenied
 from rest_framework import status
 from rest_framework.response import Response
 
-from grading.projects.access import get_project_for
 from grading.api.errors import error
 from grading.models import ApiToken, Project, Run
+from grading.projects.access import get_project_for
 
 
 def project_for_request(request, *capabilities: str) -> tuple[Project | None, Response | None]:

@@ -37,8 +37,8 @@ import math
 
 from grading.grader.base import LOW_SCORE, RUBRIC, TIERS, Evidence, GraderResult, RolloutJudgment
 from grading.grader.evidence import problems, resolve
-from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.grader.prescreen import PatchFeatures, Signal, package_dirs, patch_features, screen_group
+from grading.grader.workspace import GroupWorkspace, RolloutView
 
 T1_MARGIN = 2.0  # penalty points above the group's best that still make T1
 T3_MARGIN = 6.0  # penalty points above the group's best that make T3

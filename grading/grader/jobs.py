@@ -24,8 +24,8 @@ from django.utils import timezone
 
 from grading.grader.base import GraderResult
 from grading.grader.tasks import grade_group_task
-from grading.models import CheatDecision, Group, GradingJob, Rollout, Step, Verdict
 from grading.grader.verdicts import GradeInput, record_verdict
+from grading.models import CheatDecision, GradingJob, Group, Rollout, Step, Verdict
 
 logger = logging.getLogger(__name__)
 

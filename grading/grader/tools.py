@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-
-from grading.rollouts.diffs import parse_patch
 from grading.grader.workspace import MAX_TEXT, GroupWorkspace, RolloutView, clip
+from grading.rollouts.diffs import parse_patch
 from grading.rollouts.turns import to_turn
 
 MAX_TURNS_PER_READ = 20

@@ -12,8 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.grader.hooks import verdict_recorded
-from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
 from grading.method.services import mark_stale
+from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,9 @@ from grading.formats.groupline import FORMAT, MAX_INT, MAX_NAME, LineError, chec
 from grading.ingest.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name
 from grading.ingest.importers.common import repo_of
 from grading.ingest.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Finding, RunFinder, Source
-from grading.models import Group, ImportJob, Project, Rollout, Run, Task
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.ingest.tasks import import_job_task
+from grading.models import Group, ImportJob, Project, Rollout, Run, Task
 
 logger = logging.getLogger(__name__)
 

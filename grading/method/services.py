@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from grading.method.advantage import TIERS, group_summary, redistribute
 from grading.method import export
+from grading.method.advantage import TIERS, group_summary, redistribute
 from grading.method.tasks import recompute_step_task
 from grading.models import (
     AdvantageResult,

@@ -7,6 +7,14 @@ migrations keep working whichever module a model lives in.
 - method: factor mappings, their activations, step computations and stored advantages
 """
 
+from grading.models.grades import CheatDecision as CheatDecision
+from grading.models.grades import GradingJob as GradingJob
+from grading.models.grades import RolloutGrade as RolloutGrade
+from grading.models.grades import Verdict as Verdict
+from grading.models.method import AdvantageResult as AdvantageResult
+from grading.models.method import FactorMapping as FactorMapping
+from grading.models.method import MappingActivation as MappingActivation
+from grading.models.method import StepComputation as StepComputation
 from grading.models.projects import ROLE_CAPABILITIES as ROLE_CAPABILITIES
 from grading.models.projects import ApiToken as ApiToken
 from grading.models.projects import Membership as Membership
@@ -20,11 +28,3 @@ from grading.models.runs import RolloutContent as RolloutContent
 from grading.models.runs import Run as Run
 from grading.models.runs import Step as Step
 from grading.models.runs import Task as Task
-from grading.models.grades import CheatDecision as CheatDecision
-from grading.models.grades import GradingJob as GradingJob
-from grading.models.grades import RolloutGrade as RolloutGrade
-from grading.models.grades import Verdict as Verdict
-from grading.models.method import AdvantageResult as AdvantageResult
-from grading.models.method import FactorMapping as FactorMapping
-from grading.models.method import MappingActivation as MappingActivation
-from grading.models.method import StepComputation as StepComputation

@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+
 class FactorMapping(models.Model):
     """A versioned tier -> f mapping (docs/method.md §3). Immutable once used: change = new version."""
 

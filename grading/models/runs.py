@@ -13,10 +13,11 @@ import json
 import orjson
 from django.conf import settings
 from django.db import models
-
-from grading.models.projects import Project
 from django.db.models import Q
 from psycopg.types.json import Jsonb
+
+from grading.models.projects import Project
+
 
 def _jsonb_dumps(value) -> bytes:
     try:

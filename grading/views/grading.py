@@ -11,9 +11,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from grading.projects.access import get_project_for
-from grading.models import GradingJob, Run
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
+from grading.models import GradingJob, Run
+from grading.projects.access import get_project_for
 
 
 @login_required

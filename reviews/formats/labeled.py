@@ -45,7 +45,8 @@ from statistics import median_low
 
 from grading.grader.base import RUBRIC, SCORE_RANGE, Evidence
 from grading.grader.evidence import resolve
-from grading.grader.llm import SUBMIT, SYSTEM_PROMPT, VERSION as GRADER_PROTOCOL_VERSION, opening_message, tool_specs
+from grading.grader.llm import SUBMIT, SYSTEM_PROMPT, opening_message, tool_specs
+from grading.grader.llm import VERSION as GRADER_PROTOCOL_VERSION
 from grading.grader.tools import call_tool
 from grading.grader.workspace import GroupWorkspace
 from reviews.stats.consensus import consensus

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from grading.models import CheatDecision
 from grading.grader.verdicts import decide_cheat
+from grading.models import CheatDecision
 from reviews.models import CheatAudit
 
 MIN_REASON_CHARS = 3

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from grading.models import FactorMapping, MappingActivation, Run
 from grading.method.services import activate_mapping, create_mapping
+from grading.models import FactorMapping, MappingActivation, Run
 from reviews.stats.calibration import FittedMapping
 
 MIN_REASON_CHARS = 3

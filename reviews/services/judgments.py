@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
-from reviews.stats import consensus
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
+from reviews.stats import consensus
 
 RUBRIC_LABELS = {  # the grader's five dimensions (docs/method.md §2), as people read them
     "solution_fit": "Solution fit",

@@ -19,13 +19,25 @@ from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import (
-    Case, Count, Exists, F, FloatField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value, When,
+    Case,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
 )
 from django.db.models.functions import Abs, Coalesce, Mod
 from django.utils import timezone
 
-from grading.models import AdvantageResult, Group, MappingActivation, Project, Run, Verdict
 from grading.method.services import default_mapping
+from grading.models import AdvantageResult, Group, MappingActivation, Project, Run, Verdict
 from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
 
 OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids

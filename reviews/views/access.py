@@ -6,8 +6,8 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from grading import selectors
-from grading.projects.access import get_project_for
 from grading.models import Group, Membership, Project, Run
+from grading.projects.access import get_project_for
 from reviews.models import Assignment
 
 

@@ -11,9 +11,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.method.advantage import MappingSpec
+from grading.method.services import active_mapping
 from grading.models import Run
 from grading.selectors import lambda_histogram
-from grading.method.services import active_mapping
 from reviews.selectors import calibration as data
 from reviews.services.calibration import activate_fitted_mapping
 from reviews.views.access import get_project

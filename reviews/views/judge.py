@@ -10,16 +10,20 @@ from django.urls import reverse
 from django.utils.formats import date_format
 from django.views.decorators.http import require_GET, require_POST
 
-from grading.rollouts.patch_compare import compare_patches
 from grading.models import RolloutContent
-from reviews.views.group import render_group_page
+from grading.rollouts.patch_compare import compare_patches
 from reviews.forms import draft_fields, parse_judgment
 from reviews.models import Judgment
 from reviews.services.judgments import (
-    JudgmentConflict, JudgmentError, reveal_early, save_draft, submit_judgment,
+    JudgmentConflict,
+    JudgmentError,
+    reveal_early,
+    save_draft,
+    submit_judgment,
 )
 from reviews.services.queue import skip_assignment
 from reviews.views.access import get_assignment_for_reviewer, get_group_for
+from reviews.views.group import render_group_page
 
 
 def _group_url(group) -> str:

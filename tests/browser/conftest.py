@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# The review desk's people and groups, shared with tests/reviews (fixtures are found through a conftest).
+from tests.reviews.conftest import dan, erin, groups, judged  # noqa: F401
+
 # Playwright's sync API runs an event loop in the test thread; Django would otherwise
 # refuse ORM calls made from it (SynchronousOnlyOperation).
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

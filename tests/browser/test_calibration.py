@@ -7,7 +7,6 @@ import pytest
 from playwright.sync_api import expect
 
 from grading.models import MappingActivation
-from tests.reviews.conftest import dan, groups, judged  # noqa: F401  fixtures
 from tests.browser.test_review_desk import log_in, watch_dialogs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -15,8 +15,8 @@ import pytest
 from playwright.sync_api import expect
 
 from grading.ingest.demo import make_group
-from grading.models import Group
 from grading.ingest.service import ingest_group_lines
+from grading.models import Group
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

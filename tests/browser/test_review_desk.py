@@ -20,7 +20,7 @@ from reviews.models import Judgment, Reveal
 from reviews.services.audit import audit_cheat
 from reviews.services.queue import assign, update_policy
 from tests.conftest import small_group
-from tests.reviews.conftest import GRADER, SECRET_NOTE, dan, erin, groups, ingest  # noqa: F401  fixtures
+from tests.reviews.conftest import GRADER, SECRET_NOTE, ingest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

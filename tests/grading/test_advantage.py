@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import doctest
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grading.method import advantage
-from tests.conftest import VECTORS as FIXTURE_VECTORS
 from grading.method.advantage import (
     DEFAULT_MAPPING,
     MappingSpec,
@@ -23,6 +21,7 @@ from grading.method.advantage import (
     redistribute,
     redistribute_group,
 )
+from tests.conftest import VECTORS as FIXTURE_VECTORS
 
 TOL = 1e-9
 VECTORS = FIXTURE_VECTORS / "redistribution.jsonl"

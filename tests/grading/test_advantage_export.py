@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
-from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Run, StepComputation
-from grading.method.services import activate_mapping
-from grading.method.export import COLUMNS
 from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
+from grading.method.export import COLUMNS
+from grading.method.services import activate_mapping
+from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Run, StepComputation
 from tests.conftest import jsonl, load_real_groups, small_group
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,9 +15,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from grading.client import GagarError, fetch_advantages
-from grading.models import Group, StepComputation
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.ingest.service import ingest_group_lines
+from grading.models import Group, StepComputation
 from tests.conftest import line, small_group
 
 ROOT = Path(__file__).resolve().parents[2]

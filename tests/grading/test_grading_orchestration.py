@@ -9,9 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from grading.models import AdvantageResult, GradingJob, Group, Verdict
 from grading.grader.jobs import GraderUnavailable, check_grader_url, grade_group, queue_step
 from grading.ingest.service import ingest_group_lines
+from grading.models import AdvantageResult, GradingJob, Group, Verdict
 from tests.conftest import line, small_group
 
 # Transactional: jobs are queued after the commit (transaction.on_commit), as in production.

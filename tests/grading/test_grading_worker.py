@@ -14,9 +14,9 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from grading.models import Group, Verdict
 from grading.grader.jobs import queue_step
 from grading.ingest.service import ingest_group_lines
+from grading.models import Group, Verdict
 from tests.conftest import line, small_group
 from tests.grading.fake_openai import FakeOpenAI, submit
 

@@ -11,12 +11,12 @@ import re
 import orjson
 import pytest
 
-from grading.ingest.demo import demo_groups
 from grading.grader.base import LOW_SCORE, RUBRIC, TIERS
 from grading.grader.evidence import problems, resolve
 from grading.grader.heuristic import HeuristicGrader, penalty
-from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.grader.prescreen import package_dirs, patch_features
+from grading.grader.workspace import GroupWorkspace, RolloutView
+from grading.ingest.demo import demo_groups
 from tests.conftest import load_real_groups
 from tests.grading.test_prescreen import diff, trajectory, workspace_from_group
 
@@ -204,8 +204,8 @@ def test_penalty_is_monotone_in_what_it_counts():
 @pytest.mark.django_db
 def test_grading_a_stored_group_through_load_workspace(acme):
     from grading.grader.loading import load_workspace
-    from grading.models import Group
     from grading.ingest.service import ingest_group_lines
+    from grading.models import Group
 
     g = next(g for g in demo_groups(steps=1, groups_per_step=8) if 0 < sum(r["reward"] for r in g["rollouts"]) < len(g["rollouts"]))
     report = ingest_group_lines(project=acme, lines=[(1, orjson.dumps(g))])

@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from grading.ingest.importers.scan import Source
-from grading.models import Group, Rollout, Task
 from grading.ingest.imports import import_runs
+from grading.models import Group, Rollout, Task
 from tests.conftest import MINI_SWE_AGENT
 from tests.grading.importers import builders as b
 

@@ -5,8 +5,8 @@ import io
 import pytest
 
 from grading.formats import groupline, linereader
-from grading.rollouts import diffs
 from grading.formats.linereader import OversizeLine, iter_lines, open_body
+from grading.rollouts import diffs
 
 
 def test_doctests():

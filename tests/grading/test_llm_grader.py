@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from grading.grader.evidence import resolve
 from grading.grader.base import Evidence
+from grading.grader.evidence import resolve
 from grading.grader.llm import SYSTEM_PROMPT, LLMGrader
 from grading.grader.tools import TOOLS, call_tool
 from grading.grader.workspace import GroupWorkspace, RolloutView

@@ -8,7 +8,6 @@ import json
 import pytest
 
 from grading.grader.evidence import resolve
-from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.grader.prescreen import (
     GOLD_JACCARD,
     LEAK_SIGNALS,
@@ -22,6 +21,7 @@ from grading.grader.prescreen import (
     screen_rollout,
     segments,
 )
+from grading.grader.workspace import GroupWorkspace, RolloutView
 from tests.conftest import load_real_groups
 
 BASE = "1234567890abcdef1234567890abcdef12345678"

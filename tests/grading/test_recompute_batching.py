@@ -7,9 +7,9 @@ instead of run, so the test sees what would be queued.
 import pytest
 from django.db.models import F
 
-from grading.models import Group, StepComputation
-from grading.ingest.service import ingest_group_lines
 from grading.grader.verdicts import GradeInput, record_verdict
+from grading.ingest.service import ingest_group_lines
+from grading.models import Group, StepComputation
 from tests.conftest import line, small_group
 
 pytestmark = pytest.mark.django_db
@@ -39,8 +39,8 @@ def test_changes_to_a_step_queue_one_recomputation_until_it_runs(step_with_verdi
 
 def test_inputs_changing_during_a_computation_leave_it_stale_and_queue_another(step_with_verdict, django_capture_on_commit_callbacks,
                                                                                monkeypatch):
-    from grading.models import Step
     from grading.method import services as advantages
+    from grading.models import Step
 
     step = step_with_verdict
     real_inputs = advantages.step_inputs

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from grading.ingest.importers.scan import Source
-from grading.models import Group, Project
 from grading.ingest.imports import import_runs
+from grading.models import Group, Project
 from tests.grading.importers import builders as b
 from tests.hostile.corpus import record
 

@@ -24,8 +24,8 @@ import orjson
 import pytest
 from django.db import connection
 
-from grading.models import Group, Rollout, RolloutContent
 from grading.ingest.service import BATCH_LINES
+from grading.models import Group, Rollout, RolloutContent
 from tests.conftest import small_group
 
 pytestmark = [

@@ -7,7 +7,6 @@ import orjson
 import pytest
 from django.urls import reverse
 
-from tests.conftest import jsonl
 from tests.hostile.corpus import CASES, RAW_MARKERS, Case, record
 
 pytestmark = pytest.mark.django_db

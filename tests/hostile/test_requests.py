@@ -8,8 +8,8 @@ import gzip
 import pytest
 from django.db import DataError
 
-from grading.models import Group, Rollout
 from grading.ingest import service as ingest
+from grading.models import Group, Rollout
 from tests.conftest import jsonl, small_group
 from tests.hostile.corpus import record
 

@@ -15,8 +15,8 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from grading.models import ApiToken, FactorMapping, ImportJob, Run
 from grading.grader.jobs import GraderUnavailable, check_grader_url
+from grading.models import ApiToken, ImportJob, Run
 from tests.conftest import jsonl, small_group
 
 pytestmark = pytest.mark.django_db

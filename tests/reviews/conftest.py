@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from grading.models import Group, Project, Role
-from grading.ingest.service import ingest_group_lines
 from grading.grader.verdicts import GradeInput, record_verdict
+from grading.ingest.service import ingest_group_lines
+from grading.models import Group, Project, Role
 from reviews.services.judgments import ItemInput, submit_judgment
 from tests.conftest import _member, small_group
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import doctest
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import VECTORS
 from grading.method.advantage import MappingSpec, redistribute_group
 from reviews.stats import calibration
 from reviews.stats.calibration import bootstrap_mapping, counts_from_pairs, fit_mapping
+from tests.conftest import VECTORS
 
 CALIBRATION_VECTORS = VECTORS / "calibration.jsonl"
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from grading.models import AdvantageResult, FactorMapping, MappingActivation, Run, Step
 from grading.method.services import active_mapping, ensure_computed_many
-from reviews.stats.calibration import fit_mapping
+from grading.models import AdvantageResult, FactorMapping, MappingActivation, Run, Step
 from reviews.services.calibration import activate_fitted_mapping
-from tests.reviews.conftest import GRADER, judged  # noqa: F401  fixture
+from reviews.stats.calibration import fit_mapping
+from tests.reviews.conftest import GRADER
 
 pytestmark = pytest.mark.django_db
 

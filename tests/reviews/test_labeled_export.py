@@ -24,10 +24,10 @@ from grading.grader.evidence import problems
 from grading.grader.llm import SYSTEM_PROMPT, VERDICT_SCHEMA, LLMGrader, parse_verdict, tool_specs
 from grading.grader.loading import load_workspace
 from grading.grader.tools import call_tool, validate
-from grading.models import CheatDecision, Group, Verdict
 from grading.grader.verdicts import GradeInput, record_verdict
-from reviews.selectors import labeled as selectors_labeled
+from grading.models import CheatDecision, Group, Verdict
 from reviews.models import CheatAudit, Judgment
+from reviews.selectors import labeled as selectors_labeled
 from reviews.services.audit import audit_cheat
 from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import assign

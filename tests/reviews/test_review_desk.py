@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from grading.method.services import active_mapping, ensure_computed
+from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal
 from reviews.services.queue import assign, policy_for, update_policy
 from tests.conftest import small_group

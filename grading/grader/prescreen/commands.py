@@ -9,10 +9,9 @@ import shlex
 from dataclasses import dataclass
 
 from grading.grader.base import Evidence
-from grading.rollouts.turns import to_turn
 from grading.grader.prescreen.paths import _norm, package_names
 from grading.grader.prescreen.signals import Signal
-
+from grading.rollouts.turns import to_turn
 
 # --- commands ------------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ from grading.grader.base import Evidence
 from grading.grader.prescreen.paths import is_test_path
 from grading.grader.prescreen.signals import GOLD_MIN_LINES, Signal
 
-
 # --- patches -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

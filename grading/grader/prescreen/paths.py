@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-
 # --- package names and paths -------------------------------------------------------------
 
 _DIST_ALIASES = {"scikit-learn": ("scikit-learn", "sklearn")}

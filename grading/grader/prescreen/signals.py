@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from grading.grader.base import Evidence
 
-
 GOLD_JACCARD = 0.9
 GOLD_MIN_LINES = 6
 REPEATED_FAILURES = 3  # the same command failing this many times is a wasteful strategy

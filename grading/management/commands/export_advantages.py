@@ -4,9 +4,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.models import FactorMapping, Project
 from grading.method import export
 from grading.method.services import ensure_computed_many, resolve_mapping
+from grading.models import FactorMapping, Project
 
 
 class Command(BaseCommand):

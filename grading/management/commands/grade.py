@@ -4,8 +4,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.models import GradingJob, Step, Verdict
 from grading.grader.jobs import BACKENDS, GraderUnavailable, grader_for, queue_step
+from grading.models import GradingJob, Step, Verdict
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from grading.formats.linereader import BodyError, iter_lines, open_body
-from grading.models import Project
 from grading.ingest.service import IngestReport, ingest_group_lines
+from grading.models import Project
 
 
 class Command(BaseCommand):

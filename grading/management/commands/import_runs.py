@@ -5,8 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from grading.ingest.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Source
-from grading.models import Project
 from grading.ingest.imports import ImportSummary, import_runs
+from grading.models import Project
 
 LISTED = 50  # findings printed per kind; the rest are counted
 

@@ -6,10 +6,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from grading.ingest.demo import demo_groups
-from grading.models import Group, Membership, Project, Role
 from grading.grader.jobs import grade_group
+from grading.ingest.demo import demo_groups
 from grading.ingest.service import ingest_group_lines
+from grading.models import Group, Membership, Project, Role
 from reviews.demo import REVIEWERS, seed_judgments
 
 
