@@ -38,13 +38,9 @@ from _support import cpu_model, load_average, memory_gib, usable_cores  # benchm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reviews.stats.agreement import (  # noqa: E402  (pure module, no Django)
-    FIGURES,
-    agreement_report,
-    ceiling_report,
-    group_statistics,
-    report_from_statistics,
-)
+from reviews.stats.agreement.figures import FIGURES  # noqa: E402  (pure modules, no Django)
+from reviews.stats.agreement.groups import group_statistics  # noqa: E402
+from reviews.stats.agreement.report import agreement_report, ceiling_report, report_from_statistics  # noqa: E402
 from tests.reviews import naive_agreement as naive  # noqa: E402
 
 TOLERANCE = 1e-9

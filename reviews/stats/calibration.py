@@ -58,7 +58,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-TIERS = ("T1", "T2", "T3")
+from grading.method.tiers import LEVELS, TIER_INDEX, TIERS, tier_index
+
 DEFAULT_Q = (1.0, 0.75, 0.5)
 DEFAULT_K = 1.0
 
@@ -225,15 +226,6 @@ def _plain(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def tier_code(tier: Any) -> int:
-    """0, 1, 2 for T1, T2, T3 (accepts "T1".."T3" or 1..3)."""
-    if isinstance(tier, str) and tier in TIERS:
-        return TIERS.index(tier)
-    if isinstance(tier, (int, np.integer)) and not isinstance(tier, bool) and 1 <= tier <= 3:
-        return int(tier) - 1
-    raise ValueError(f"Unknown tier {tier!r}; expected one of {', '.join(TIERS)} or 1..3")
-
-
 def _pairs_arrays(pairs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if isinstance(pairs, pd.DataFrame):
         missing = {"group", "grader_tier", "human_tier"} - set(pairs.columns)
@@ -251,12 +243,12 @@ def _pairs_arrays(pairs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-_CODES = {"T1": 0, "T2": 1, "T3": 2, 1: 0, 2: 1, 3: 2}
+_CODES = {**TIER_INDEX, **{level: level - 1 for level in LEVELS}}  # 0-based
 
 
 def _tier_codes(column: pd.Series) -> np.ndarray:
     codes = column.astype(object).map(lambda t: _CODES.get(t, -1) if not isinstance(t, bool) else -1)
     bad = codes < 0
     if bad.any():
-        tier_code(column[bad].iloc[0])  # raises with the offending value
+        tier_index(column[bad].iloc[0])  # raises with the offending value
     return codes.to_numpy(dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Checking, comparing and combining judgments of one group. Pure: standard library only.
+"""Checking, comparing and combining judgments of one group. Pure: standard library (and the tier codes of grading.method.tiers) only.
 
 A *ranking* is what one rater said about a group's passing rollouts:
 ``{rollout_index: (tier, rank)}`` with tiers "T1".."T3" and group-wide ranks (1 = best,
@@ -17,7 +17,7 @@ from __future__ import annotations
 from itertools import combinations
 from statistics import median_low
 
-TIERS = ("T1", "T2", "T3")
+from grading.method.tiers import TIERS
 
 Ranking = dict[int, tuple[str, int]]
 

@@ -8,20 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reviews.stats.agreement import (
+from grading.method.tiers import TIERS
+from reviews.stats.agreement.figures import (
     FIGURES,
-    GRADER,
-    TIERS,
-    _checked_frame,
     cheat_scores,
     confusion_matrix,
-    consensus_table,
     exact_agreement,
     kendall_tau_b,
     krippendorff_alpha,
     quadratic_kappa,
-    reliability_matrix,
 )
+from reviews.stats.agreement.frame import GRADER, _checked_frame, consensus_table, reliability_matrix
 
 
 def _per_group(table: pd.DataFrame, fn) -> np.ndarray:

@@ -4,6 +4,7 @@ the krippendorff package. Pure, no database."""
 from __future__ import annotations
 
 import doctest
+import importlib
 
 import krippendorff
 import numpy as np
@@ -12,7 +13,6 @@ import pytest
 from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
-from reviews.stats import agreement
 from reviews.stats.agreement import (
     bootstrap_ci,
     cheat_scores,
@@ -29,8 +29,9 @@ from reviews.stats.agreement import (
 )
 
 
-def test_docstring_example_runs():
-    assert doctest.testmod(agreement).failed == 0
+@pytest.mark.parametrize("module", ["", ".frame", ".groups", ".figures", ".report"])
+def test_docstring_example_runs(module):
+    assert doctest.testmod(importlib.import_module("reviews.stats.agreement" + module)).failed == 0
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -1,0 +1,125 @@
+"""Plain helpers the tests share (fixtures live in the conftest files).
+
+- the vendored data: FIXTURES, VECTORS, MINI_SWE_AGENT, OPENHANDS, `load_real_groups()`
+- a person: `member(username, project, role)`
+- a group line: `small_group(uid, ...)` builds one gagar-group/1 group; `line(group)` is its
+  bytes, `jsonl(*groups)` a request body (a group given as bytes is a raw line)
+- ingest through the API with a token: `post_lines(client, token, body)` (the response, for
+  tests of the API itself), `post_groups(client, token, *groups)` (must succeed; its report)
+- ingest through the service, no HTTP: `ingest_groups(project, *groups)` (must succeed; its report)
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import orjson
+from django.contrib.auth import get_user_model
+
+from grading.ingest.importers.mini_swe_agent import rollout_from_trajectory
+from grading.ingest.service import ingest_group_lines
+from grading.models import Membership
+
+# Real third-party data and the method's test vectors, vendored with their licences: every
+# test runs on a fresh clone, none may skip for want of data (see tests/conftest.py).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+VECTORS = FIXTURES / "vectors"
+MINI_SWE_AGENT = FIXTURES / "mini-swe-agent-gemini-3-pro"
+OPENHANDS = FIXTURES / "openhands-multi-swe-bench"
+
+INGEST_URL = "/api/v1/groups/"
+NDJSON = "application/x-ndjson"
+
+
+def member(username: str, project, role: str):
+    """A user with a password of `<username>-pass-123` and `role` in `project`."""
+    user = get_user_model().objects.create_user(username=username, password=f"{username}-pass-123")
+    Membership.objects.create(user=user, project=project, role=role)
+    return user
+
+
+def line(obj) -> bytes:
+    return orjson.dumps(obj)
+
+
+def jsonl(*objs, gz: bool = False) -> bytes:
+    """A JSON-lines body: each object on its own line; a line given as bytes goes as it is."""
+    body = b"".join((o if isinstance(o, bytes) else orjson.dumps(o)) + b"\n" for o in objs)
+    return gzip.compress(body) if gz else body
+
+
+def small_group(uid: str = "t-1@1", *, run: str = "r1", step: int = 1, rewards=(1, 0, 1), instance_id: str = "t-1", **task) -> dict:
+    return {
+        "format": "gagar-group/1",
+        "run": run,
+        "step": step,
+        "uid": uid,
+        "task": {"instance_id": instance_id, "repo": "octo/widgets", "problem_statement": "Fix the widget.", **task},
+        "rollouts": [
+            {
+                "index": i,
+                "reward": r,
+                "patch": f"diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = {i}\n+y = {i + 1}\n",
+                "messages": [
+                    {"role": "user", "content": "Fix the widget."},
+                    {"role": "assistant", "content": "THOUGHT: look\n\n```bash\ncat w.py\n```", "action": "cat w.py", "observation": "x = 1"},
+                ],
+                "tests": {"FAIL_TO_PASS": {"success": ["t::a"] if r else [], "failure": [] if r else ["t::a"]}},
+                "test_log": "t::a PASSED" if r else "t::a FAILED",
+                "exit_status": "Submitted",
+                "stats": {"tokens": 1000 + i, "turns": 1, "cost_usd": 0.01},
+                "source": {"format": "test", "ref": f"fixture/{uid}/{i}"},
+            }
+            for i, r in enumerate(rewards)
+        ],
+    }
+
+
+def post_lines(client, token: str, body: bytes, *, project: str = "acme", **headers):
+    """POST a JSON-lines body to the ingest API as `token` (`headers`: more request headers,
+    e.g. HTTP_CONTENT_ENCODING="gzip"); the response, whatever it is."""
+    return client.post(f"{INGEST_URL}?project={project}", data=body, content_type=NDJSON, HTTP_AUTHORIZATION=f"Token {token}",
+                       **headers)
+
+
+def post_groups(client, token: str, *groups: dict | bytes, project: str = "acme") -> dict:
+    """Ingest `groups` through the API as `token`; the request must succeed. Its JSON report."""
+    r = post_lines(client, token, jsonl(*groups), project=project)
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def ingest_groups(project, *groups: dict, **options):
+    """Ingest `groups` through the service (no HTTP), one line each; no line may be refused.
+
+    `options` go to `ingest_group_lines` (e.g. allow_unknown_reward=True). Its IngestReport.
+    """
+    report = ingest_group_lines(project=project, lines=[(n, line(g)) for n, g in enumerate(groups, 1)], **options)
+    assert not report.errors, report.errors
+    return report
+
+
+def load_real_groups() -> list[dict]:
+    """The 16 real mini-swe-agent trajectories as gagar-group/1 groups (one rollout each)."""
+    groups = []
+    for traj_path in sorted((MINI_SWE_AGENT / "trajs").glob("*/*.traj.json")):
+        instance_id = traj_path.parent.name
+        traj = json.loads(traj_path.read_text())
+        report_path = MINI_SWE_AGENT / "logs" / instance_id / "report.json"
+        report = json.loads(report_path.read_text()) if report_path.exists() else None
+        rollout = rollout_from_trajectory(traj, index=0, report=report, ref=str(traj_path.relative_to(MINI_SWE_AGENT)))
+        repo = instance_id.split("__")[0] + "/" + instance_id.split("__")[1].rsplit("-", 1)[0]
+        problem = next((m["content"] for m in rollout["messages"] if m["role"] == "user"), "")
+        groups.append(
+            {
+                "format": "gagar-group/1",
+                "run": "gemini-3-pro-swebench",
+                "step": 0,
+                "uid": f"{instance_id}@0",
+                "task": {"instance_id": instance_id, "repo": repo, "problem_statement": problem},
+                "rollouts": [rollout],
+            }
+        )
+    return groups
