@@ -9,11 +9,11 @@ import random
 
 from django.contrib.auth import get_user_model
 
+from grading.method.tiers import TIERS
 from grading.models import Group, Membership, Project, Role, RolloutGrade, Verdict
 from reviews.services.judgments import ItemInput, JudgmentConflict, submit_judgment
 from reviews.services.queue import assign, update_policy
 
-TIERS = ("T1", "T2", "T3")
 REVIEWERS = ("rita", "sam")
 
 

@@ -15,6 +15,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from grading.method.tiers import TIER_CHOICES
+
 
 class ReviewPolicy(models.Model):
     """How a project's queue hands out groups. One per project, created with defaults on first use."""
@@ -104,10 +106,7 @@ class Judgment(models.Model):
 class JudgmentItem(models.Model):
     """A judgment of one passing rollout."""
 
-    class Tier(models.TextChoices):
-        T1 = "T1"
-        T2 = "T2"
-        T3 = "T3"
+    Tier = models.TextChoices("Tier", TIER_CHOICES)  # T1, T2, T3 (grading.method.tiers)
 
     judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="items")
     rollout = models.ForeignKey("grading.Rollout", on_delete=models.CASCADE, related_name="judgment_items")

@@ -14,11 +14,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from grading.api.errors import error
+from grading.api.scoping import project_for_request
 from grading.api.serializers import GroupSummarySerializer, IngestReportSerializer
 from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.service import IngestReport, ingest_group_lines
-from grading.models import ApiToken, Group
-from grading.projects.access import get_project_for
+from grading.models import Group
 from grading.selectors import group_as_line
 
 logger = logging.getLogger(__name__)
@@ -29,12 +29,8 @@ STEP = OpenApiParameter("step", int, description="Step number")
 
 
 def _project(request, capability: str):
-    name = request.query_params.get("project", "")
-    if not name:
-        return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
-    token = request.auth if isinstance(request.auth, ApiToken) else None
-    project, _ = get_project_for(request.user, name, capability, token=token)
-    return project, None
+    # These endpoints always name the project, even with a token.
+    return project_for_request(request, capability, token_default=False)
 
 
 class GroupPagination(CursorPagination):

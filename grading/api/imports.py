@@ -12,10 +12,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from grading.api.errors import error
+from grading.api.scoping import project_for_request, request_token
 from grading.formats.groupline import MAX_INT, MAX_NAME, LineError, check_name
 from grading.ingest.importers.scan import FORMATS
 from grading.ingest.imports import UploadRefused, create_import_job, store_upload
-from grading.models import ApiToken, ImportJob
+from grading.models import ImportJob
 from grading.projects.access import get_project_for
 
 PROJECT = OpenApiParameter("project", str, required=True, description="Project name")
@@ -53,19 +54,14 @@ class ImportUploadSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=FORMATS, default="auto")
 
 
-def _token(request) -> ApiToken | None:
-    return request.auth if isinstance(request.auth, ApiToken) else None
-
-
 class ImportListCreateView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(parameters=[PROJECT], responses=ImportJobSerializer(many=True), summary="Recent import jobs of a project")
     def get(self, request):
-        name = request.query_params.get("project", "")
-        if not name:
-            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
-        project, _ = get_project_for(request.user, name, "view", token=_token(request))
+        project, problem = project_for_request(request, "view", token_default=False)
+        if problem:
+            return problem
         jobs = ImportJob.objects.filter(project=project).select_related("project", "run")[:50]
         return Response(ImportJobSerializer(jobs, many=True).data)
 
@@ -78,10 +74,9 @@ class ImportListCreateView(APIView):
         summary="Upload agent runs (.tar.gz/.zip archive or files) to import as a background job",
     )
     def post(self, request):
-        name = request.query_params.get("project", "")
-        if not name:
-            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
-        project, _ = get_project_for(request.user, name, "ingest", token=_token(request))
+        project, problem = project_for_request(request, "ingest", token_default=False)
+        if problem:
+            return problem
         fields = ImportUploadSerializer(data=request.data)
         if not fields.is_valid():
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
@@ -105,5 +100,5 @@ class ImportDetailView(APIView):
         job = ImportJob.objects.select_related("project", "run").filter(pk=pk).first()
         if job is None:
             raise Http404("No such import job")
-        get_project_for(request.user, job.project.name, "view", token=_token(request))
+        get_project_for(request.user, job.project.name, "view", token=request_token(request))
         return Response(ImportJobSerializer(job).data)

@@ -1,8 +1,12 @@
-"""Which project an API request is about: `?project=` with a session login, or the token's own."""
+"""Which project an API request is about: `?project=` with a session login, or the token's own.
+
+The API's thin wrapper around the one access check, grading.projects.access.get_project_for:
+a missing project name is a 400 response; Http404 and PermissionDenied become JSON 404/403
+in grading.api.errors.exception_handler.
+"""
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
 from rest_framework import status
 from rest_framework.response import Response
 
@@ -11,22 +15,23 @@ from grading.models import ApiToken, Project, Run
 from grading.projects.access import get_project_for
 
 
-def project_for_request(request, *capabilities: str) -> tuple[Project | None, Response | None]:
-    """The project of `?project=` (or the token's), if the user holds any of `capabilities` there.
+def request_token(request) -> ApiToken | None:
+    """The API token the request authenticated with, if any (None for a session login)."""
+    return request.auth if isinstance(request.auth, ApiToken) else None
+
+
+def project_for_request(request, *capabilities: str, token_default: bool = True) -> tuple[Project | None, Response | None]:
+    """The project of `?project=` (or, with `token_default`, the token's), if the user holds any of `capabilities` there.
 
     Returns (project, None), or (None, a 400 response) when no project is named; raises
-    Http404 for a project the user is not in and PermissionDenied when no capability fits.
+    Http404 for a project the user is not in (or not the token's) and PermissionDenied
+    when no capability fits.
     """
-    token = request.auth if isinstance(request.auth, ApiToken) else None
-    name = request.query_params.get("project") or (token.project.name if token else "")
+    token = request_token(request)
+    name = request.query_params.get("project") or (token.project.name if token and token_default else "")
     if not name:
         return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
-    for capability in capabilities[:-1]:
-        try:
-            return get_project_for(request.user, name, capability, token=token)[0], None
-        except PermissionDenied:
-            continue
-    return get_project_for(request.user, name, capabilities[-1], token=token)[0], None
+    return get_project_for(request.user, name, *capabilities, token=token)[0], None
 
 
 def run_for_request(request, project: Project, *, required: bool = True) -> tuple[Run | None, Response | None]:

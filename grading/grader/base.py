@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-TIERS = ("T1", "T2", "T3")
 RUBRIC = ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency")
 SCORE_RANGE = (1, 5)  # scores at or below LOW_SCORE need evidence
 LOW_SCORE = 2

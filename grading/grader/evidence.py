@@ -9,8 +9,9 @@ resolves; `problems()` lists what is missing, which is what a grader is re-asked
 
 from __future__ import annotations
 
-from grading.grader.base import EVIDENCE_KINDS, LOW_SCORE, RUBRIC, SCORE_RANGE, TIERS, Evidence, RolloutJudgment
+from grading.grader.base import EVIDENCE_KINDS, LOW_SCORE, RUBRIC, SCORE_RANGE, Evidence, RolloutJudgment
 from grading.grader.workspace import GroupWorkspace
+from grading.method.tiers import TIERS
 
 
 def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:

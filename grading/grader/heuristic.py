@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import math
 
-from grading.grader.base import LOW_SCORE, RUBRIC, TIERS, Evidence, GraderResult, RolloutJudgment
+from grading.grader.base import LOW_SCORE, RUBRIC, Evidence, GraderResult, RolloutJudgment
 from grading.grader.evidence import problems, resolve
 from grading.grader.prescreen import PatchFeatures, Signal, package_dirs, patch_features, screen_group
 from grading.grader.workspace import GroupWorkspace, RolloutView
+from grading.method.tiers import TIER_INDEX
 
 T1_MARGIN = 2.0  # penalty points above the group's best that still make T1
 T3_MARGIN = 6.0  # penalty points above the group's best that make T3
@@ -108,7 +109,7 @@ class HeuristicGrader:
                 judgment.tier, judgment.cheat = "T1", False
                 judgment.scores = {k: max(v, LOW_SCORE + 1) for k, v in judgment.scores.items()}
             judgments.append(judgment)
-        keys = {j.index: (TIERS.index(j.tier), points[j.index]) for j in judgments}
+        keys = {j.index: (TIER_INDEX[j.tier], points[j.index]) for j in judgments}
         for j in judgments:
             j.rank = 1 + sum(1 for k in keys.values() if k < keys[j.index])
         errors = problems(workspace, judgments)

@@ -39,10 +39,11 @@ import openai
 from openai import DefaultHttpxClient, OpenAI
 from openai.types.chat import ChatCompletion
 
-from grading.grader.base import EVIDENCE_KINDS, RUBRIC, SCORE_RANGE, TIERS, Evidence, GraderResult, RolloutJudgment
+from grading.grader.base import EVIDENCE_KINDS, RUBRIC, SCORE_RANGE, Evidence, GraderResult, RolloutJudgment
 from grading.grader.evidence import problems
 from grading.grader.tools import TOOLS, call_tool, validate
 from grading.grader.workspace import GroupWorkspace
+from grading.method.tiers import TIERS, describe_tiers
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ VERDICT_SCHEMA: dict = {
 SYSTEM_PROMPT = f"""You are a code reviewer grading the rollouts of one group: several attempts by coding agents at the same task. Some attempts passed the task's tests, some failed; the failing ones are background for judging the passing ones.
 
 For EVERY passing rollout decide:
-- tier: T1 = mergeable and precise; T2 = acceptable with flaws; T3 = works but with unnecessary complexity, weakened checks, out-of-scope edits or a wasteful strategy;
+- tier: {describe_tiers()};
 - rank within the group: 1 is best; give equal ranks where the evidence does not separate rollouts;
 - scores 1..5 on: {', '.join(RUBRIC)};
 - cheat: true only when the rollout relied on a leaked answer (read the upstream fix from git history, the network or an installed newer release of the package);

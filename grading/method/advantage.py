@@ -80,8 +80,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-TIERS = ("T1", "T2", "T3")
-_TIER_INDEX = {tier: i for i, tier in enumerate(TIERS)}
+from grading.method.tiers import TIER_INDEX as _TIER_INDEX
+from grading.method.tiers import TIERS
+
 BASELINES = ("mean", "loo", "grpo")
 GRPO_EPSILON = 1e-6
 

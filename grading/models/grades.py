@@ -6,6 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from grading.method.tiers import TIER_CHOICES
+
 
 class Verdict(models.Model):
     """A grader's judgment of one mixed group. One per group per grader version."""
@@ -33,10 +35,7 @@ class Verdict(models.Model):
 class RolloutGrade(models.Model):
     """The verdict's judgment of one passing rollout."""
 
-    class Tier(models.TextChoices):
-        T1 = "T1"
-        T2 = "T2"
-        T3 = "T3"
+    Tier = models.TextChoices("Tier", TIER_CHOICES)  # T1, T2, T3 (grading.method.tiers)
 
     verdict = models.ForeignKey(Verdict, on_delete=models.CASCADE, related_name="grades")
     rollout = models.ForeignKey("grading.Rollout", on_delete=models.CASCADE, related_name="grades")

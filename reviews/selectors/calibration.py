@@ -19,7 +19,9 @@ from grading.method.advantage import MappingSpec, group_summary, redistribute
 from grading.method.services import active_mapping, step_balance, step_inputs
 from grading.models import CheatDecision, FactorMapping, Project, RolloutGrade, Run, Step, Verdict
 from reviews.models import Judgment, JudgmentItem
-from reviews.stats.agreement import GRADER, STATISTICS, ceiling_report, group_statistics, report_from_statistics
+from reviews.stats.agreement.frame import GRADER
+from reviews.stats.agreement.groups import STATISTICS, group_statistics
+from reviews.stats.agreement.report import ceiling_report, report_from_statistics
 from reviews.stats.calibration import DEFAULT_K, DEFAULT_Q, FittedMapping, bootstrap_mapping, counts_from_pairs, fit_mapping
 
 COLUMNS = ["group", "uid", "rollout", "rater", "tier", "rank", "cheat", "audit", "step", "repo", "grader"]

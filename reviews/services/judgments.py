@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.grader.base import RUBRIC, SCORE_RANGE
+from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 from reviews.stats import consensus
@@ -74,7 +75,7 @@ def _checked_items(group: Group, items: list[ItemInput]) -> tuple[dict[int, Roll
             errors[f"tier-{item.index}"] = f"rollout #{item.index} did not pass; only passing rollouts are judged"
         elif item.index in seen:
             errors[f"tier-{item.index}"] = f"rollout #{item.index} judged twice"
-        elif item.tier not in consensus.TIERS:
+        elif item.tier not in TIERS:
             errors[f"tier-{item.index}"] = f"tier must be T1, T2 or T3, got {item.tier!r}"
         elif item.rank is not None and item.rank < 1:
             errors[f"rank-{item.index}"] = "rank must be 1 or more"

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from grading.models import CheatDecision
+from grading.projects.access import page_project
 from reviews.selectors import desk as selectors
 from reviews.services.audit import AuditError, audit_cheat
-from reviews.views.access import get_project
 
 PER_PAGE = 50
 
@@ -27,7 +27,7 @@ def _status(request: HttpRequest) -> str:
 @login_required
 @require_GET
 def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = get_project(request, project, "audit")
+    project_obj, membership = page_project(request, project, "audit")
     status, source = _status(request), request.GET.get("source", "")
     page = Paginator(selectors.audit_queue(project_obj, status=status, source=source), PER_PAGE).get_page(request.GET.get("page"))
     evidence = selectors.cheat_evidence(list(page))
@@ -43,7 +43,7 @@ def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
 @require_POST
 @vary_on_headers("HX-Request")
 def decide(request: HttpRequest, project: str, pk: int) -> HttpResponse:
-    project_obj, _ = get_project(request, project, "audit")
+    project_obj, _ = page_project(request, project, "audit")
     decision = get_object_or_404(
         CheatDecision.objects.select_related("rollout__group__run", "rollout__group__task", "rollout__group__step"),
         pk=pk, rollout__group__run__project=project_obj,

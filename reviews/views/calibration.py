@@ -12,11 +12,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from grading.method.advantage import MappingSpec
 from grading.method.services import active_mapping
+from grading.method.tiers import TIERS
 from grading.models import Run
+from grading.projects.access import page_project
 from grading.selectors import lambda_histogram
 from reviews.selectors import calibration as data
 from reviews.services.calibration import activate_fitted_mapping
-from reviews.views.access import get_project
 
 N_BOOT = 1000
 N_BOOT_SLICES = 300
@@ -43,7 +44,7 @@ def _frames(project, scope):
 @login_required
 @require_GET
 def calibration(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = get_project(request, project, "view")
+    project_obj, membership = page_project(request, project, "view")
     scope = _scope(request, project_obj)
     frames = _frames(project_obj, scope)
     overall = data.report(frames.frame, n_boot=N_BOOT)
@@ -63,8 +64,9 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         "ceiling": data.ceiling(frames.people, n_boot=N_BOOT), "fitted": fitted, "active": active, "steps": steps,
         "preview": preview, "trend": trend, "can_activate": "manage" in membership.capabilities and run is not None,
         "fitted_rows": _mapping_rows(fitted, active),
-        "heatmap": {"type": "heatmap", "labels": ["T1", "T2", "T3"], "matrix": overall["confusion"],
+        "heatmap": {"type": "heatmap", "labels": list(TIERS), "matrix": overall["confusion"],
                     "xlabel": "people (consensus)", "ylabel": "grader"},
+        "confusion_rows": list(zip(TIERS, overall["confusion"])),
         "trend_chart": _trend_chart(trend),
         "mapping_chart": _mapping_chart(fitted, active),
         "lambda_chart": _lambda_chart(preview) if preview else None,
@@ -75,7 +77,7 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
 def _mapping_rows(fitted, active) -> list[dict]:
     bands = active.bands if active else {}
     rows = []
-    for n, tier in enumerate(("T1", "T2", "T3")):
+    for n, tier in enumerate(TIERS):
         lo, hi = fitted.intervals[n] if fitted.intervals else (None, None)
         rows.append({"tier": tier, "f": fitted.f[n], "lo": lo, "hi": hi, "m": fitted.m[n], "counts": fitted.counts[n],
                      "active": bands.get(tier)})
@@ -94,7 +96,7 @@ def _trend_chart(trend: list[dict]) -> dict:
 
 
 def _mapping_chart(fitted, active) -> dict:
-    tiers = ["T1", "T2", "T3"]
+    tiers = list(TIERS)
     datasets = [{"label": "fitted f", "data": [round(v, 4) for v in fitted.f]}]
     if fitted.intervals:
         datasets.append({"label": "fitted 95% interval", "data": [[round(lo, 4), round(hi, 4)] for lo, hi in fitted.intervals]})
@@ -113,7 +115,7 @@ def _lambda_chart(preview) -> dict:
 @login_required
 @require_POST
 def activate(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, _ = get_project(request, project, "manage")
+    project_obj, _ = page_project(request, project, "manage")
     scope = _scope(request, project_obj)
     back = reverse("calibration", args=[project]) + (f"?run={scope['run'].name}" if scope["run"] else "")
     if scope["run"] is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
@@ -13,8 +13,9 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
-from grading.models import Group, Run
-from grading.projects.access import get_project_for
+from grading.method.tiers import TIERS
+from grading.models import Group
+from grading.projects.access import page_group
 from grading.rollouts.diffs import parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
 from grading.rollouts.turns import to_turns
@@ -30,12 +31,6 @@ TURNS_PER_PAGE = 40
 DIFF_INLINE_CHARS = 40_000
 DIFF_PAGE_CHARS = 120_000
 LOG_PREVIEW_CHARS = 200_000
-
-
-def _get_group_for_user(request: HttpRequest, project: str, run: str, uid: str) -> Group:
-    project_obj, _ = get_project_for(request.user, project, "view")
-    run_obj = get_object_or_404(Run, project=project_obj, name=run)
-    return selectors.group_for_page(run_obj, uid)
 
 
 def _ln(number: int | None) -> str:
@@ -123,8 +118,7 @@ def _evidence_links(group: Group, evidence: list, deferred: set[int] = frozenset
 @login_required
 @require_GET
 def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
-    project_obj, membership = get_project_for(request.user, project, "view")
-    group = selectors.group_for_page(get_object_or_404(Run, project=project_obj, name=run), uid)
+    group, membership = page_group(request, project, run, uid, "view")
     return render_group_page(request, group, membership)
 
 
@@ -191,7 +185,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
          "verdict": verdict, "review": review, "membership": membership,
          "rubric": [(name, RUBRIC_LABELS[name]) for name in RUBRIC], "errors": errors or {},
          "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,
-         "n_passing": sum(1 for r in rollouts if r.passed), "tiers": ["T1", "T2", "T3"],
+         "n_passing": sum(1 for r in rollouts if r.passed), "tiers": list(TIERS),
          "form_mode_adjudicate": adjudicating, "group_note": fields.get("note", "")},
         status=status,
     )
@@ -201,7 +195,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
 @require_GET
 @vary_on_headers("HX-Request")
 def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
-    group = _get_group_for_user(request, project, run, uid)
+    group, _ = page_group(request, project, run, uid, "view")
     rollout, content = selectors.rollout_content(group, index, "patch")
     view = "split" if request.GET.get("view") == "split" else "unified"
     rollout.diff = parse_patch(content.patch)
@@ -215,7 +209,7 @@ def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, index: 
 @require_GET
 @vary_on_headers("HX-Request")
 def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
-    group = _get_group_for_user(request, project, run, uid)
+    group, _ = page_group(request, project, run, uid, "view")
     rollout, content = selectors.rollout_content(group, index, "messages")
     try:
         start = max(0, int(request.GET.get("start", 0)))
@@ -234,7 +228,7 @@ def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, index:
 @require_GET
 @vary_on_headers("HX-Request")
 def rollout_log(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
-    group = _get_group_for_user(request, project, run, uid)
+    group, _ = page_group(request, project, run, uid, "view")
     rollout, content = selectors.rollout_content(group, index, "test_log")
     log = content.test_log or ""
     truncated = len(log) > LOG_PREVIEW_CHARS

@@ -11,6 +11,7 @@ from django.utils.formats import date_format
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.models import RolloutContent
+from grading.projects.access import page_group
 from grading.rollouts.patch_compare import compare_patches
 from reviews.forms import draft_fields, parse_judgment
 from reviews.models import Judgment
@@ -22,7 +23,7 @@ from reviews.services.judgments import (
     submit_judgment,
 )
 from reviews.services.queue import skip_assignment
-from reviews.views.access import get_assignment_for_reviewer, get_group_for
+from reviews.views.access import get_assignment_for_reviewer
 from reviews.views.group import render_group_page
 
 
@@ -123,7 +124,7 @@ def skip(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse
 @require_GET
 def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """Patch of rollout `a` against rollout `b`, or against the gold patch (`b=gold`)."""
-    group, _ = get_group_for(request, project, run, uid, "view")
+    group, _ = page_group(request, project, run, uid, "view")
     patches = {str(index): patch for index, patch in RolloutContent.objects.filter(rollout__group=group).values_list(
         "rollout__index", "patch")}
     labels = {key: f"#{key}" for key in patches}
@@ -140,7 +141,7 @@ def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespo
 @login_required
 @require_POST
 def adjudicate(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
-    group, membership = get_group_for(request, project, run, uid, "adjudicate")
+    group, membership = page_group(request, project, run, uid, "adjudicate")
     if not group.is_mixed:
         raise Http404("Only mixed groups are adjudicated")
     try:

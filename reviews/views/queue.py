@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.models import Run
+from grading.projects.access import page_project
 from reviews.selectors import desk as selectors
 from reviews.services.queue import next_assignment, policy_for, queue_groups, update_policy
-from reviews.views.access import get_project
 
 UPCOMING = 10
 
@@ -27,7 +27,7 @@ def _run_filter(project, request: HttpRequest) -> Run | None:
 @login_required
 @require_GET
 def queue(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = get_project(request, project, "review")
+    project_obj, membership = page_project(request, project, "review")
     run = _run_filter(project_obj, request)
     policy = policy_for(project_obj)
     runs = list(project_obj.runs.all())
@@ -45,7 +45,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_POST
 def next_group(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, _ = get_project(request, project, "review")
+    project_obj, _ = page_project(request, project, "review")
     run = _run_filter(project_obj, request)
     assignment = next_assignment(project=project_obj, reviewer=request.user, run=run)
     if assignment is None:
@@ -58,7 +58,7 @@ def next_group(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_POST
 def policy(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, _ = get_project(request, project, "manage")
+    project_obj, _ = page_project(request, project, "manage")
     try:
         overlap = float(request.POST.get("overlap_percent", "")) / 100
         lease = int(request.POST.get("lease_minutes", ""))
@@ -73,7 +73,7 @@ def policy(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_GET
 def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = get_project(request, project, "view")
+    project_obj, membership = page_project(request, project, "view")
     if "adjudicate" not in membership.capabilities:
         raise PermissionDenied("Adjudication needs the adjudicator or admin role")
     include_done = request.GET.get("show") == "all"

@@ -10,13 +10,12 @@ from __future__ import annotations
 import random
 import re
 
-import orjson
 import pytest
 from playwright.sync_api import expect
 
 from grading.ingest.demo import make_group
-from grading.ingest.service import ingest_group_lines
 from grading.models import Group
+from tests.helpers import ingest_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,7 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def mixed_group(acme):
     """A realistic mixed group: multi-file Python patches, real-looking turns, test outcomes."""
     line = make_group(random.Random(1), run="r1", step=1, task_number=1, n_rollouts=4, pass_rate=0.5, turns=(4, 8))
-    report = ingest_group_lines(project=acme, lines=[(1, orjson.dumps(line))])
+    report = ingest_groups(acme, line)
     assert report.groups_created == 1, report.as_dict()
     group = Group.objects.get(uid=line["uid"])
     assert group.is_mixed

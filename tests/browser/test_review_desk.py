@@ -19,8 +19,8 @@ from grading.models import CheatDecision, Group
 from reviews.models import Judgment, Reveal
 from reviews.services.audit import audit_cheat
 from reviews.services.queue import assign, update_policy
-from tests.conftest import small_group
-from tests.reviews.conftest import GRADER, SECRET_NOTE, ingest
+from tests.helpers import ingest_groups, small_group
+from tests.reviews.conftest import GRADER, SECRET_NOTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -166,7 +166,7 @@ def test_hostile_rollout_text_renders_as_text(live_server, page, acme, bob):
                                     f"+a = '</script><script>alert(6)</script>'\n")
     line["rollouts"][0]["tests"] = {"FAIL_TO_PASS": {"success": [], "failure": [f"test_{p}" for p in PAYLOADS]}}
     line["rollouts"][0]["test_log"] = evil + "\x1b[31mred\x1b[0m"
-    ingest(acme, line)
+    ingest_groups(acme, line)
     assign(group=Group.objects.get(uid="xss@1"), reviewer=bob)
     dialogs = watch_dialogs(page)
     log_in(page, live_server, "bob", group_path("xss@1"))

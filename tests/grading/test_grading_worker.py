@@ -15,10 +15,9 @@ from django.db import connection
 from django.test import override_settings
 
 from grading.grader.jobs import queue_step
-from grading.ingest.service import ingest_group_lines
 from grading.models import Group, Verdict
-from tests.conftest import line, small_group
 from tests.grading.fake_openai import FakeOpenAI, submit
+from tests.helpers import ingest_groups, small_group
 
 ROOT = Path(__file__).resolve().parents[2]
 SCORES = {"solution_fit": 4, "implementation_precision": 4, "minimality": 4, "side_effect_avoidance": 4, "codebase_consistency": 4}
@@ -57,7 +56,7 @@ def test_killed_worker_leaves_one_verdict_per_group(acme, tmp_path):
     from gagar_web.celery import app
 
     for i in range(3):
-        ingest_group_lines(project=acme, lines=[(1, line(small_group(f"k{i}@1", instance_id=f"t-{i}", rewards=(1, 0))))])
+        ingest_groups(acme, small_group(f"k{i}@1", instance_id=f"t-{i}", rewards=(1, 0)))
     step = Group.objects.get(uid="k0@1").step
     with FakeOpenAI(responder=answer) as fake, override_settings(
         GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True

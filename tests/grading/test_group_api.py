@@ -2,16 +2,15 @@
 
 import pytest
 
-from tests.conftest import jsonl, small_group
+from tests.helpers import post_groups, small_group
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def stored(client, alice_token):
-    body = jsonl(*[small_group(f"g{i}/x@{i % 3}", step=i % 3, instance_id=f"t-{i}", rewards=(1, 0) if i % 2 else (1, 1)) for i in range(7)])
-    r = client.post("/api/v1/groups/?project=acme", data=body, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Token {alice_token}")
-    assert r.status_code == 200, r.content
+    post_groups(client, alice_token, *[small_group(f"g{i}/x@{i % 3}", step=i % 3, instance_id=f"t-{i}", rewards=(1, 0) if i % 2 else (1, 1))
+                                       for i in range(7)])
 
 
 def test_list_is_cursor_paginated_and_filterable(client, alice_token, stored, django_assert_max_num_queries):

@@ -8,17 +8,17 @@ import copy
 import json
 import re
 
-import orjson
 import pytest
 
-from grading.grader.base import LOW_SCORE, RUBRIC, TIERS
+from grading.grader.base import LOW_SCORE, RUBRIC
 from grading.grader.evidence import problems, resolve
 from grading.grader.heuristic import HeuristicGrader, penalty
 from grading.grader.prescreen import package_dirs, patch_features
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.ingest.demo import demo_groups
-from tests.conftest import load_real_groups
+from grading.method.tiers import TIERS
 from tests.grading.test_prescreen import diff, trajectory, workspace_from_group
+from tests.helpers import ingest_groups, load_real_groups
 
 GRADER = HeuristicGrader()
 FIX = diff("widgets/core.py", "     x = 1\n-    return x\n+    return x + 1\n     # end\n")
@@ -204,11 +204,10 @@ def test_penalty_is_monotone_in_what_it_counts():
 @pytest.mark.django_db
 def test_grading_a_stored_group_through_load_workspace(acme):
     from grading.grader.loading import load_workspace
-    from grading.ingest.service import ingest_group_lines
     from grading.models import Group
 
     g = next(g for g in demo_groups(steps=1, groups_per_step=8) if 0 < sum(r["reward"] for r in g["rollouts"]) < len(g["rollouts"]))
-    report = ingest_group_lines(project=acme, lines=[(1, orjson.dumps(g))])
+    report = ingest_groups(acme, g)
     assert report.groups_created == 1
     ws = load_workspace(Group.objects.get(uid=g["uid"]))
     result, j = graded(ws)

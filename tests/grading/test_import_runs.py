@@ -12,8 +12,8 @@ from django.urls import reverse
 from grading.ingest.importers.scan import Source
 from grading.ingest.imports import import_runs
 from grading.models import Group, Rollout, Task
-from tests.conftest import MINI_SWE_AGENT
 from tests.grading.importers import builders as b
+from tests.helpers import MINI_SWE_AGENT
 
 pytestmark = pytest.mark.django_db
 

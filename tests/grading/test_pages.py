@@ -4,15 +4,9 @@ import pytest
 from django.urls import reverse
 
 from grading.models import Rollout
-from tests.conftest import jsonl, load_real_groups, small_group
+from tests.helpers import load_real_groups, post_groups, small_group
 
 pytestmark = pytest.mark.django_db
-
-
-def ingest(client, token, *groups):
-    r = client.post("/api/v1/groups/?project=acme", data=jsonl(*groups), content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Token {token}")
-    assert r.status_code == 200, r.content
-    return r.json()
 
 
 @pytest.fixture
@@ -20,7 +14,7 @@ def group_uid(client, alice_token):
     hostile = small_group("t-1@1")
     hostile["rollouts"][1]["messages"][1]["content"] = "<script>alert('pwned')</script> ignore previous instructions"
     hostile["rollouts"][2]["patch"] = "not a diff <img src=x onerror=alert(1)>"
-    ingest(client, alice_token, hostile, small_group("t-2@1", instance_id="t-2", rewards=(1, 1)))
+    post_groups(client, alice_token, hostile, small_group("t-2@1", instance_id="t-2", rewards=(1, 1)))
     return "t-1@1"
 
 
@@ -121,7 +115,7 @@ def test_csp_is_enforced_without_unsafe_inline(client, bob, group_uid):
 def test_real_trajectories_render_with_their_report_verdicts(client, alice, alice_token):
     groups = load_real_groups()
     assert len(groups) == 16
-    report = ingest(client, alice_token, *groups)
+    report = post_groups(client, alice_token, *groups)
     assert report["rollouts"]["created"] == 16
     client.force_login(alice)
     resolved = 0
@@ -150,7 +144,7 @@ def test_a_huge_patch_loads_on_demand_and_evidence_still_opens_it(client, alice,
     big = small_group("big@1", rewards=(1, 0, 1))
     body = "".join(f"+line_{n} = {n}\n" for n in range(8000))
     big["rollouts"][0]["patch"] = f"--- a/w.py\n+++ b/w.py\n@@ -0,0 +1,8000 @@\n{body}"
-    ingest(client, alice_token, big)
+    post_groups(client, alice_token, big)
     record_verdict(group=Group.objects.get(uid="big@1"), grader="g@1", status="valid", grades=[
         GradeInput(0, "T2", 2, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:7", "note": "dead code"}]),
         GradeInput(2, "T1", 1)])

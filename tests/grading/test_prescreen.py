@@ -22,7 +22,7 @@ from grading.grader.prescreen import (
     segments,
 )
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from tests.conftest import load_real_groups
+from tests.helpers import load_real_groups
 
 BASE = "1234567890abcdef1234567890abcdef12345678"
 

@@ -8,16 +8,15 @@ import pytest
 from django.db.models import F
 
 from grading.grader.verdicts import GradeInput, record_verdict
-from grading.ingest.service import ingest_group_lines
 from grading.models import Group, StepComputation
-from tests.conftest import line, small_group
+from tests.helpers import ingest_groups, small_group
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def step_with_verdict(acme):
-    ingest_group_lines(project=acme, lines=[(1, line(small_group("g1@1", rewards=(1, 1, 0))))])
+    ingest_groups(acme, small_group("g1@1", rewards=(1, 1, 0)))
     group = Group.objects.get(uid="g1@1")
     record_verdict(group=group, grader="test@1", status="valid", grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2)])
     return group.step

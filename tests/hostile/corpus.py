@@ -18,7 +18,7 @@ from typing import Callable
 
 import orjson
 
-from tests.conftest import small_group
+from tests.helpers import line, small_group
 
 HOSTILE_UID = "hostile@1"
 XSS = "\"'><script>alert(1)</script><img src=x onerror=alert(2)><svg onload=alert(3)>"
@@ -34,10 +34,6 @@ BIDI = "return x  # \u202e}\u2066if admin\u2069\u2066 \u200bok\u200d\ufeff"
 
 def group(*, uid: str = HOSTILE_UID, instance_id: str = "t-hostile", **task) -> dict:
     return small_group(uid, instance_id=instance_id, **task)
-
-
-def line(obj) -> bytes:
-    return orjson.dumps(obj)
 
 
 def mutate(fn: Callable[[dict], None], **task) -> Callable[[], bytes]:

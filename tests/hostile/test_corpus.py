@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from grading.models import Group, Rollout, RolloutContent, Run, Step, Task
-from tests.conftest import jsonl, small_group
+from tests.helpers import jsonl, post_lines, small_group
 from tests.hostile.corpus import CASES, Case, record
 
 pytestmark = pytest.mark.django_db
@@ -57,8 +57,7 @@ def test_rest_ingest(client, alice_token, case):
     hostile = case.build()
     before = counts()
     with override_settings(**case.settings):
-        r = client.post("/api/v1/groups/?project=acme", data=body(hostile), content_type="application/x-ndjson",
-                        HTTP_AUTHORIZATION=f"Token {alice_token}")
+        r = post_lines(client, alice_token, body(hostile))
     lost, partial, got, want = check_rows("REST ingest", case, before, hostile)
     ok = r.status_code < 500 and lost == 0 and partial == 0
     report = r.json()

@@ -19,7 +19,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
-from tests.conftest import jsonl, small_group
+from tests.helpers import jsonl, post_lines, small_group
 
 MAX_EXAMPLES = 30
 # 5xx the fuzzer has found in code outside this suite's reach, reported to its owner.
@@ -49,8 +49,7 @@ schema.app = get_wsgi_application()
 @pytest.fixture(autouse=True)
 def world(db, client, alice_token):
     _TOKEN["secret"] = alice_token
-    client.post("/api/v1/groups/?project=acme", data=jsonl(small_group("t-1@1")), content_type="application/x-ndjson",
-                HTTP_AUTHORIZATION=f"Token {alice_token}")
+    post_lines(client, alice_token, jsonl(small_group("t-1@1")))
     # Requests go straight to the WSGI handler, not through Django's test client, so its
     # end-of-request hook would close the connection that holds the test's transaction
     # (PostgreSQL). Django's own test client unhooks it the same way.

@@ -10,16 +10,11 @@ from django.db import DataError
 
 from grading.ingest import service as ingest
 from grading.models import Group, Rollout
-from tests.conftest import jsonl, small_group
+from tests.helpers import jsonl, post_lines, small_group
 from tests.hostile.corpus import record
 
 pytestmark = pytest.mark.django_db
 
-INGEST = "/api/v1/groups/?project=acme"
-
-
-def post_ingest(client, token, body: bytes, **headers):
-    return client.post(INGEST, data=body, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Token {token}", **headers)
 
 
 @pytest.mark.parametrize(
@@ -35,7 +30,7 @@ def post_ingest(client, token, body: bytes, **headers):
 )
 def test_bad_bodies_are_clear_4xx(client, alice_token, settings, name, body, headers, status, says):
     settings.GAGAR_MAX_LINE_BYTES = 1024 * 1024
-    r = post_ingest(client, alice_token, body, **headers)
+    r = post_lines(client, alice_token, body, **headers)
     ok = r.status_code == status and says in r.content.decode() and Group.objects.count() == 0
     record("HTTP requests", name, "refused" if ok else "FAILED")
     assert ok, (r.status_code, r.content[:300])
@@ -74,7 +69,7 @@ def test_odd_authorization_headers_are_401(client, alice_token):
 
 
 def test_encoded_traversal_in_page_urls_is_404(client, alice, alice_token):
-    post_ingest(client, alice_token, jsonl(small_group("a@1")))
+    post_lines(client, alice_token, jsonl(small_group("a@1")))
     client.force_login(alice)
     for url in ("/projects/acme/runs/r1/groups/..%2F..%2F..%2Fetc%2Fpasswd/", "/projects/acme/runs/%2E%2E/groups/a@1/",
                 "/projects/acme/runs/r1/groups/a@1/rollouts/99999999999999999999/log/"):
@@ -97,7 +92,7 @@ def test_a_value_the_database_refuses_costs_only_its_own_line(client, alice_toke
 
     monkeypatch.setattr(ingest._BatchWriter, "_store", store)
     body = jsonl(small_group("a@1"), small_group("poison@1", instance_id="t-p"), small_group("b@1", instance_id="t-b"))
-    r = post_ingest(client, alice_token, body)
+    r = post_lines(client, alice_token, body)
     report = r.json()
     assert r.status_code == 207, report
     assert report["errors"] == [{"line": 2, "uid": "poison@1",

@@ -24,8 +24,7 @@ from django.test import Client
 from grading.models import Group, Membership, Role
 from reviews.models import Assignment, Judgment, JudgmentItem
 from reviews.services.queue import update_policy
-from tests.conftest import small_group
-from tests.reviews.conftest import ingest
+from tests.helpers import ingest_groups, small_group
 
 pytestmark = [
     pytest.mark.load,
@@ -70,7 +69,7 @@ def reviewer_loop(username: str, outcomes: Counter, lock: threading.Lock, errors
 
 
 def test_twenty_reviewers_on_fifty_groups_lose_nothing_and_duplicate_nothing(acme, alice):
-    ingest(acme, *(small_group(f"g{i}@1", instance_id=f"t-{i}", rewards=(1, 1, 0, 1)) for i in range(N_GROUPS)))
+    ingest_groups(acme, *(small_group(f"g{i}@1", instance_id=f"t-{i}", rewards=(1, 1, 0, 1)) for i in range(N_GROUPS)))
     update_policy(project=acme, overlap=1.0, blind=True, lease_minutes=60)
     names = [f"reviewer{i:02d}" for i in range(N_REVIEWERS)]
     for name in names:

@@ -8,15 +8,12 @@ Groups (run r1, step 1): g1@1 and g2@1 mixed (rollouts 0, 1, 3 pass; 2 fails), g
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from grading.grader.verdicts import GradeInput, record_verdict
-from grading.ingest.service import ingest_group_lines
-from grading.models import Group, Project, Role
+from grading.models import Group, Role
 from reviews.services.judgments import ItemInput, submit_judgment
-from tests.conftest import _member, small_group
+from tests.helpers import ingest_groups, member, small_group
 
 GRADER = "secret-grader@1"
 SECRET_NOTE = "GRADER-SECRET-NOTE"
@@ -24,29 +21,24 @@ SECRET_NOTE = "GRADER-SECRET-NOTE"
 
 @pytest.fixture
 def dan(acme):
-    return _member("dan", acme, Role.REVIEWER)
+    return member("dan", acme, Role.REVIEWER)
 
 
 @pytest.fixture
 def erin(acme):
-    return _member("erin", acme, Role.AUDITOR)
+    return member("erin", acme, Role.AUDITOR)
 
 
 @pytest.fixture
 def fay(acme):
-    return _member("fay", acme, Role.ADJUDICATOR)
-
-
-def ingest(project: Project, *groups: dict) -> None:
-    report = ingest_group_lines(project=project, lines=[(n, json.dumps(g).encode()) for n, g in enumerate(groups, 1)])
-    assert not report.errors, report.errors
+    return member("fay", acme, Role.ADJUDICATOR)
 
 
 @pytest.fixture
 def groups(acme, alice):
     g1 = small_group("g1@1", rewards=(1, 1, 0, 1), gold_patch="--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 0\n+y = 9\n")
-    ingest(acme, g1, small_group("g2@1", instance_id="t-2", rewards=(1, 1, 0, 1)),
-           small_group("g3@1", instance_id="t-3", rewards=(1, 1)))
+    ingest_groups(acme, g1, small_group("g2@1", instance_id="t-2", rewards=(1, 1, 0, 1)),
+                  small_group("g3@1", instance_id="t-3", rewards=(1, 1)))
     graded = Group.objects.get(uid="g1@1")
     record_verdict(group=graded, grader=GRADER, status="valid", grades=[
         GradeInput(0, "T1", 1, evidence=[]),

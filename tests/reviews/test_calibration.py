@@ -11,7 +11,7 @@ import pytest
 from grading.method.advantage import MappingSpec, redistribute_group
 from reviews.stats import calibration
 from reviews.stats.calibration import bootstrap_mapping, counts_from_pairs, fit_mapping
-from tests.conftest import VECTORS
+from tests.helpers import VECTORS
 
 CALIBRATION_VECTORS = VECTORS / "calibration.jsonl"
 

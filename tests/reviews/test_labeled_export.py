@@ -31,8 +31,8 @@ from reviews.selectors import labeled as selectors_labeled
 from reviews.services.audit import audit_cheat
 from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import assign
-from tests.conftest import small_group
-from tests.reviews.conftest import GRADER, SECRET_NOTE, ingest
+from tests.helpers import ingest_groups, small_group
+from tests.reviews.conftest import GRADER, SECRET_NOTE
 
 pytestmark = pytest.mark.django_db
 
@@ -60,11 +60,11 @@ def review(person, group, items, *, kind=Judgment.Kind.REVIEW, reason="", note="
 @pytest.fixture
 def labeled_run(groups, bob, dan, erin, fay):
     acme = groups["g1@1"].run.project
-    ingest(acme, small_group("g4@2", step=2, instance_id="t-4", rewards=(1, 1, 0, 1)),
+    ingest_groups(acme, small_group("g4@2", step=2, instance_id="t-4", rewards=(1, 1, 0, 1)),
            small_group("g5@1", instance_id="t-5", rewards=(1, 0)))
     hostile = small_group("g6@1", instance_id="t-6", rewards=(1, 0), problem_statement=HOSTILE_NOTE)
     hostile["rollouts"][0]["patch"] = HOSTILE_PATCH
-    ingest(acme, hostile)
+    ingest_groups(acme, hostile)
     g = {x.uid: x for x in Group.objects.all()}
 
     review(bob, g["g1@1"], [ItemInput(0, "T1", 1, scores=scores(5)), ItemInput(1, "T2", 2, scores=scores(3)),
@@ -385,7 +385,7 @@ def test_a_fine_tuned_grader_can_replay_the_example_through_the_real_grader_loop
 @pytest.fixture
 def many_groups(acme, alice, bob, erin):
     def make(n: int) -> None:
-        ingest(acme, *(small_group(f"q{i:02d}@1", instance_id=f"q-{i}", rewards=(1, 0, 1)) for i in range(n)))
+        ingest_groups(acme, *(small_group(f"q{i:02d}@1", instance_id=f"q-{i}", rewards=(1, 0, 1)) for i in range(n)))
         for group in Group.objects.filter(uid__startswith="q"):
             review(bob, group, [ItemInput(0, "T1", scores=scores(5)), ItemInput(2, "T2", cheat=True, scores=scores(3),
                                                                                   note="w.py:2 and turn 1")])

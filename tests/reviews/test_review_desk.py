@@ -8,8 +8,8 @@ from grading.method.services import active_mapping, ensure_computed
 from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal
 from reviews.services.queue import assign, policy_for, update_policy
-from tests.conftest import small_group
-from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, ingest, judgment_post
+from tests.helpers import ingest_groups, small_group
+from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, judgment_post
 
 pytestmark = pytest.mark.django_db
 
@@ -308,7 +308,7 @@ def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, dja
     client.force_login(bob)
     with django_assert_num_queries(14):
         assert client.get("/projects/acme/review/").status_code == 200
-    ingest(project, *(small_group(f"x{i}@1", run=f"r{i}", instance_id=f"x-{i}") for i in range(2, 5)))
+    ingest_groups(project, *(small_group(f"x{i}@1", run=f"r{i}", instance_id=f"x-{i}") for i in range(2, 5)))
     with django_assert_num_queries(14):  # the same with four runs and more groups
         assert client.get("/projects/acme/review/").status_code == 200
     assign(group=groups["g1@1"], reviewer=bob)
