@@ -7,10 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test test-fast test-load test-trainers audit install install-trainers migrate demo bench check lint clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -e ./client
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -27,6 +27,18 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not browser" -x -q
+
+# The real trainer libraries (verl, TRL, torch CPU; ~1.5 GB): installed on demand so `make run` stays light.
+TRAINERS_STAMP := $(VENV)/.trainers
+$(TRAINERS_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[trainers]'
+	touch $(TRAINERS_STAMP)
+
+install-trainers: $(TRAINERS_STAMP)
+
+# verl's and TRL's own advantage code on A* exported by this service; none may skip here.
+test-trainers: $(TRAINERS_STAMP)
+	GAGAR_REQUIRE_TRAINERS=1 $(PY) -m pytest -m trainers -q tests/trainers
 
 # Load and fault tests (tests/hostile/test_load.py): real PostgreSQL and Redis from
 # DATABASE_URL / CELERY_BROKER_URL; they skip, saying why, when those are unset.

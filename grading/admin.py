@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from grading.grader.policy import PolicyError, check_policy
 from grading.models import ApiToken, Group, Membership, Project, Rollout, RolloutContent, Run, Step, Task
 
 
@@ -40,8 +41,23 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["name", "project", "baseline", "created_at"]
-    list_filter = ["project", "baseline"]
+    list_display = ["name", "project", "baseline", "auto_grade", "grading_deadline_seconds", "created_at"]
+    list_filter = ["project", "baseline", "auto_grade"]
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+
+        class PolicyCheckedForm(form):
+            def clean(self):  # the same checks as the API and the run page (an LLM grader must be configured)
+                data = super().clean()
+                policy = {k: data[k] for k in ("baseline", "auto_grade", "grading_deadline_seconds") if k in data}
+                try:
+                    check_policy(policy)
+                except PolicyError as exc:
+                    self.add_error(exc.field if exc.field in self.fields else None, str(exc))
+                return data
+
+        return PolicyCheckedForm
     search_fields = ["name"]
 
 

@@ -14,4 +14,5 @@ urlpatterns = [
     path(RUN + "steps/<int:step>/", pages.step_detail, name="step"),
     path(RUN + "steps/<int:step>/grading/", grading.step_grading, name="step-grading"),
     path(RUN + "imports/", pages.run_imports, name="run-imports"),
+    path(RUN + "policy/", pages.run_policy, name="run-policy"),
 ]

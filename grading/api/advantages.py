@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -11,9 +11,11 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
+from grading.grader.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
 from grading.method import export
+from grading.method.releases import Taken, take_step, taken_step
 from grading.method.services import ensure_computed_many, resolve_mapping
-from grading.models import FactorMapping
+from grading.models import FactorMapping, Step
 
 
 class FileExportNegotiation(BaseContentNegotiation):
@@ -35,6 +37,10 @@ class AdvantageExportView(APIView):
             OpenApiParameter("step", int, description="one step; all steps of the run when omitted"),
             OpenApiParameter("mapping", str, description="mapping id or name@version; the run's active mapping when omitted"),
             OpenApiParameter("format", str, enum=list(export.FORMATS), description="jsonl (default), csv or parquet"),
+            OpenApiParameter("wait", int, description=f"with step: answer as soon as the step is final, or after this many "
+                                                      f"seconds (0-{MAX_WAIT_SECONDS}); see the Gagar-Step-Final header"),
+            OpenApiParameter("inputs_version", int, description="with step: the rows served earlier at this inputs version, "
+                                                                "byte for byte (the Gagar-Inputs-Version header of that answer)"),
             OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
         ],
         responses={(200, "application/x-ndjson"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.BINARY,
@@ -57,6 +63,13 @@ class AdvantageExportView(APIView):
             if not step.isdigit():
                 return error(status.HTTP_400_BAD_REQUEST, "query parameter 'step' must be a non-negative integer")
             steps = steps.filter(number=int(step))
+        wait = _whole(request, "wait", MAX_WAIT_SECONDS)
+        version = _whole(request, "inputs_version", None)
+        for name, value in (("wait", wait), ("inputs_version", version)):
+            if isinstance(value, str):
+                return error(status.HTTP_400_BAD_REQUEST, value, field=name)
+            if value is not None and step is None:
+                return error(status.HTTP_400_BAD_REQUEST, f"query parameter {name!r} needs 'step' (one step at a time)", field=name)
         steps = list(steps)
         if step is not None and not steps:
             return error(status.HTTP_404_NOT_FOUND, f"run {run.name!r} has no step {step}")
@@ -64,9 +77,12 @@ class AdvantageExportView(APIView):
             mapping = resolve_mapping(run, request.query_params.get("mapping"))
         except FactorMapping.DoesNotExist as exc:
             return error(status.HTTP_404_NOT_FOUND, str(exc) or "no such mapping")
-        ensure_computed_many(steps=steps, mapping=mapping)
         stem = f"{run.name}-{'step' + step if step is not None else 'all'}-{mapping.label}".replace("@", "_v")
         headers = {"X-Gagar-Mapping": mapping.label, "Content-Disposition": f'attachment; filename="{stem}.{fmt}"'}
+        if step is not None:
+            return self._one_step(steps[0], mapping, fmt, wait=wait, version=version, headers=headers)
+        computations = ensure_computed_many(steps=steps, mapping=mapping)
+        headers["Gagar-Inputs-Versions"] = ", ".join(f"{s.number}:{computations[s.pk].inputs_version}" for s in steps)
         if fmt == "parquet":
             response = FileResponse(export.parquet_file(steps, mapping), content_type=export.CONTENT_TYPES[fmt])
         else:
@@ -75,3 +91,41 @@ class AdvantageExportView(APIView):
         for key, value in headers.items():
             response[key] = value
         return response
+
+    def _one_step(self, step: Step, mapping: FactorMapping, fmt: str, *, wait: int | None, version: int | None,
+                  headers: dict) -> HttpResponse:
+        """A trainer's request: wait for the step if asked, and serve (and keep) the bytes of its inputs version."""
+        state: StepStatus = wait_until_final(step, seconds=wait) if wait else step_status(step)
+        if version is not None and version != state.inputs_version:
+            taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version)
+            if taken is None:
+                return error(status.HTTP_404_NOT_FOUND,
+                             f"step {step.number} was never served at inputs_version {version} in {fmt} under {mapping.label}; "
+                             f"its current inputs_version is {state.inputs_version}", field="inputs_version")
+        else:
+            taken = take_step(step=step, mapping=mapping, fmt=fmt, final=state.final)
+            if version is not None and taken.inputs_version != version:  # the inputs moved on while it was computed
+                taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version) or taken
+        return _taken_response(taken, state, fmt, headers)
+
+
+def _taken_response(taken: Taken, state: StepStatus, fmt: str, headers: dict) -> HttpResponse:
+    response = HttpResponse(taken.body, content_type=export.CONTENT_TYPES[fmt])
+    for key, value in headers.items():
+        response[key] = value
+    # Final describes the step now; the rows are those of the inputs version named beside it.
+    response["Gagar-Step-Final"] = "true" if state.final else "false"
+    response["Gagar-Inputs-Version"] = str(taken.inputs_version)
+    response["Gagar-Step-Counts"] = state.header
+    return response
+
+
+def _whole(request, name: str, limit: int | None) -> int | str | None:
+    """An optional non-negative whole-number parameter, or the error message (a str)."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if not raw.isdigit() or (limit is not None and int(raw) > limit):
+        bound = f"from 0 to {limit}" if limit is not None else "0 or more"
+        return f"query parameter {name!r} must be a whole number {bound}, got {raw[:40]!r}"
+    return int(raw)

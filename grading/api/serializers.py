@@ -1,7 +1,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from grading.method.advantage import DEFAULT_MAPPING, TIERS, MappingSpec
+from grading.method.advantage import DEFAULT_MAPPING, MappingSpec
+from grading.method.tiers import TIERS
 from grading.models import FactorMapping, Group, MappingActivation
 
 
@@ -31,6 +32,11 @@ class GroupCountsSerializer(CountsSerializer):
     extended = serializers.IntegerField()
 
 
+class GradingQueuedSerializer(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="mixed groups sent to the run's auto-grader by this request")
+    refused = serializers.CharField(allow_null=True, help_text="why the auto-grader could not be asked, if it could not")
+
+
 class IngestReportSerializer(serializers.Serializer):
     lines = serializers.IntegerField()
     bytes = serializers.IntegerField()
@@ -40,6 +46,7 @@ class IngestReportSerializer(serializers.Serializer):
     errors = LineErrorSerializer(many=True)
     errors_truncated = serializers.BooleanField()
     aborted = serializers.CharField(allow_null=True)
+    grading = GradingQueuedSerializer()
 
 
 # --- Factor mappings (docs/method.md §3, §5) ---------------------------------------------------

@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from grading.api import groups, imports
+from grading.api import groups, imports, runs
 from grading.api.advantages import AdvantageExportView
 
 urlpatterns = [
@@ -12,4 +12,8 @@ urlpatterns = [
     path("imports/<int:pk>/", imports.ImportDetailView.as_view(), name="api-import"),
     path("advantages/", AdvantageExportView.as_view(), name="api-advantages"),
     path("mappings/", include("grading.api.mappings")),
+    path("runs/", runs.RunListCreateView.as_view(), name="api-runs"),
+    path("runs/<str:name>/", runs.RunDetailView.as_view(), name="api-run"),
+    path("steps/<int:number>/", runs.StepStatusView.as_view(), name="api-step"),
+    path("steps/<int:number>/grade/", runs.StepGradeView.as_view(), name="api-step-grade"),
 ]

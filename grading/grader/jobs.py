@@ -77,26 +77,59 @@ def grader_for(backend: str):
 
 
 def queue_step(*, step: Step, backend: str) -> list[GradingJob]:
-    """Queue every mixed group of the step that has no verdict from this grader yet."""
+    """Queue (or queue again) every mixed group of the step that has no verdict from this grader yet."""
     grader = grader_for(backend)  # fail here, in the request, if it cannot run
     groups = list(step.groups.filter(is_mixed=True).exclude(verdicts__grader=grader.name).values_list("id", flat=True))
+    return _queue(groups, backend=backend, grader_name=grader.name, again=True)
+
+
+def queue_new_groups(*, group_ids: list[int], backend: str) -> list[GradingJob]:
+    """Auto-grading at ingest: queue the mixed groups among `group_ids` that this grader has
+    neither graded nor been asked to grade -- one job per group per grader, never twice, also
+    when the same step is posted again. Call it inside the transaction that stored them."""
+    grader = grader_for(backend)
+    groups = list(
+        Group.objects.filter(pk__in=group_ids, is_mixed=True)
+        .exclude(verdicts__grader=grader.name)
+        .exclude(grading_jobs__grader=grader.name)
+        .values_list("id", flat=True)
+    )
+    return _queue(groups, backend=backend, grader_name=grader.name, again=False)
+
+
+def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool) -> list[GradingJob]:
+    """Create (or, when `again`, reset) the jobs and send their tasks once they are committed.
+
+    The jobs are written before any task is sent, so a verdict can tell whether it is the
+    step's last one in flight (grading.method.services.mark_stale recomputes only then).
+    A job queued again restarts its group's grading deadline (queued_at).
+    """
+    if not group_ids:
+        return []
     with transaction.atomic():
         existing = {
-            job.group_id: job for job in GradingJob.objects.filter(group_id__in=groups, grader=grader.name).select_for_update()
+            job.group_id: job for job in GradingJob.objects.filter(group_id__in=group_ids, grader=grader_name).select_for_update()
         }
-        jobs = []
-        for group_id in groups:
+        now = timezone.now()
+        jobs, fresh, requeued = [], [], []
+        for group_id in group_ids:
             job = existing.get(group_id)
             if job is None:
-                job = GradingJob.objects.create(group_id=group_id, grader=grader.name)
-            elif job.status in (GradingJob.Status.DONE, GradingJob.Status.FAILED):
-                job.status = GradingJob.Status.QUEUED
-                job.save(update_fields=["status"])
+                job = GradingJob(group_id=group_id, grader=grader_name)
+                fresh.append(job)
+            elif again and job.status in (GradingJob.Status.DONE, GradingJob.Status.FAILED):
+                job.status, job.queued_at = GradingJob.Status.QUEUED, now
+                requeued.append(job)
+            elif not again:
+                continue
             jobs.append(job)
+        GradingJob.objects.bulk_create(fresh)
+        GradingJob.objects.bulk_update(requeued, ["status", "queued_at"])
+        sent = [job.group_id for job in jobs]
 
         def enqueue():
-            for job in jobs:
-                grade_group_task.delay(group_id=job.group_id, backend=backend)
+            for group_id in sent:
+                grade_group_task.delay(group_id=group_id, backend=backend)
 
         transaction.on_commit(enqueue)
     return jobs

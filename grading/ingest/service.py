@@ -22,6 +22,7 @@ from django.db import DataError, IntegrityError, transaction
 
 from grading.formats.groupline import LineError, ParsedGroup, parse_group_line
 from grading.formats.linereader import OversizeLine
+from grading.grader.jobs import GraderUnavailable, queue_new_groups
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ class IngestReport:
     refused: int = 0
     errors: list[LineRefusal] = field(default_factory=list)
     aborted: str | None = None  # set when the stream itself broke mid-way
+    grading_queued: int = 0  # mixed groups sent to the run's auto-grader
+    grading_refused: str | None = None  # why the auto-grader could not be asked (the groups fall back at the deadline)
 
     def refuse(self, line: int, error: str, uid: str | None = None) -> None:
         self.refused += 1
@@ -78,6 +81,7 @@ class IngestReport:
             "errors": [e.as_dict() for e in self.errors],
             "errors_truncated": self.refused > len(self.errors),
             "aborted": self.aborted,
+            "grading": {"queued": self.grading_queued, "refused": self.grading_refused},
         }
 
 
@@ -278,7 +282,21 @@ class _BatchWriter:
             Group.objects.bulk_update(
                 [g for _, g, _ in extended], ["n_rollouts", "n_passed", "n_unknown", "is_mixed", "updated_at"]
             )
+        self._auto_grade(run, [g.pk for _, g in new_groups if g.is_mixed] + [g.pk for _, g, _ in extended if g.is_mixed])
         return outcome
+
+    def _auto_grade(self, run: Run, group_ids: list[int]) -> None:
+        """The run's grading policy: its grader is asked to tier every mixed group once,
+        in the transaction that stores the group (the tasks are sent after the commit)."""
+        if run.auto_grade == Run.AutoGrade.NONE or not group_ids:
+            return
+        try:
+            jobs = queue_new_groups(group_ids=group_ids, backend=run.auto_grade)
+        except GraderUnavailable as exc:  # configuration changed since the policy was set
+            logger.warning("run %s: auto-grading with %s refused: %s", run, run.auto_grade, exc)
+            self.report.grading_refused = str(exc)
+            return
+        self.report.grading_queued += len(jobs)
 
     def _diff_existing(self, group: Group, parsed: ParsedGroup, stored: dict[int, tuple[str, bool | None]]):
         if group.step.number != parsed.step:

@@ -291,3 +291,12 @@ def _widen_pipe(fd: int) -> None:
 def _arrow_table(rows: list[tuple]) -> pa.Table:
     columns = list(zip(*rows)) if rows else [[] for _ in COLUMNS]
     return pa.Table.from_arrays([pa.array(col, type=ARROW_SCHEMA.field(i).type) for i, col in enumerate(columns)], schema=ARROW_SCHEMA)
+
+
+def step_bytes(step: Step, mapping: FactorMapping, fmt: str) -> bytes:
+    """One step's export in `fmt`, whole (a step is at most a few tens of thousands of rows)."""
+    if fmt == "parquet":
+        with parquet_file([step], mapping) as spool:
+            return spool.read()
+    stream = jsonl_stream([step], mapping) if fmt == "jsonl" else csv_stream([step], mapping)
+    return b"".join(stream)

@@ -18,16 +18,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db.models import Exists, F, Max, OuterRef
 from django.utils import timezone
 
 from grading.method import export
-from grading.method.advantage import TIERS, group_summary, redistribute
+from grading.method.advantage import group_summary, redistribute
 from grading.method.tasks import recompute_step_task
+from grading.method.tiers import TIERS
 from grading.models import (
     AdvantageResult,
     CheatDecision,
     FactorMapping,
+    GradingJob,
     MappingActivation,
     Rollout,
     RolloutGrade,
@@ -72,25 +74,40 @@ def resolve_mapping(run: Run, value: str | None) -> FactorMapping:
 def mark_stale(*, step_ids: list[int] | set[int]) -> None:
     """Inputs of these steps changed: bump their version and recompute after the commit.
 
-    Batched per step: a recomputation is queued only when a step's result under its run's
-    active mapping goes from current to stale (or has none yet). While it is queued or
-    running, further changes only bump the version; compute_step notices the newer version
-    when it saves and queues one more round, so the last change is never lost.
+    Recomputed once per burst, not once per verdict: while grading jobs of a step are still
+    queued or running (no verdict yet), a verdict only bumps the version and marks the step
+    stale; the verdict that leaves none in flight queues the recomputation. Other changes
+    (a cheat decision, a mapping) find nothing in flight and queue it at once. compute_step
+    notices a newer version when it saves and queues one more round, so the last change is
+    never lost; an export or a page computes a stale step itself before reading it.
     """
     step_ids = sorted(set(step_ids))
     if not step_ids:
         return
     Step.objects.filter(pk__in=step_ids).update(inputs_version=F("inputs_version") + 1)
-    queue: set[int] = set()
     mappings: dict[int, FactorMapping] = {}  # one active-mapping lookup per run, not per step
+    active: dict[int, int] = {}  # step id -> its computation under the run's active mapping
     for step in Step.objects.filter(pk__in=step_ids).select_related("run"):
         mapping = mappings.get(step.run_id) or mappings.setdefault(step.run_id, active_mapping(step.run))
-        _, created = StepComputation.objects.defer("parquet").get_or_create(step=step, mapping=mapping)
-        if created:
-            queue.add(step.pk)
-    queue |= set(StepComputation.objects.filter(step_id__in=step_ids, stale=False).values_list("step_id", flat=True))
+        computation, _ = StepComputation.objects.defer("parquet").get_or_create(step=step, mapping=mapping)
+        active[step.pk] = computation.pk
     StepComputation.objects.filter(step_id__in=step_ids, stale=False).update(stale=True)
+    free = [active[s] for s in set(step_ids) - steps_grading(step_ids)]
+    queue = list(StepComputation.objects.filter(pk__in=free, recompute_queued=False).values_list("step_id", flat=True))
+    StepComputation.objects.filter(step_id__in=queue, pk__in=free).update(recompute_queued=True)
     _queue_recompute(queue)
+
+
+def steps_grading(step_ids) -> set[int]:
+    """Those of these steps with a grading job still queued or running and no verdict yet
+    from its grader (a verdict stored in the current transaction counts as arrived)."""
+    arrived = Verdict.objects.filter(group=OuterRef("group"), grader=OuterRef("grader"))
+    return set(
+        GradingJob.objects.filter(group__step_id__in=step_ids, status__in=[GradingJob.Status.QUEUED, GradingJob.Status.RUNNING])
+        .exclude(Exists(arrived))
+        .values_list("group__step_id", flat=True)
+        .distinct()
+    )
 
 
 def _queue_recompute(step_ids) -> None:
@@ -236,8 +253,11 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
         computation.computed_at = now
         computation.n_rows = len(rows)
         computation.summary = summary
+        computation.inputs_version = version
+        computation.recompute_queued = changed_meanwhile
         computation.parquet = export.step_snapshot(step, mapping)
-        computation.save(update_fields=["stale", "computed_at", "n_rows", "summary", "parquet"])
+        computation.save(update_fields=["stale", "computed_at", "n_rows", "summary", "parquet", "inputs_version",
+                                        "recompute_queued"])
     return computation
 
 

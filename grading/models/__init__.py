@@ -15,6 +15,7 @@ from grading.models.method import AdvantageResult as AdvantageResult
 from grading.models.method import FactorMapping as FactorMapping
 from grading.models.method import MappingActivation as MappingActivation
 from grading.models.method import StepComputation as StepComputation
+from grading.models.method import StepExport as StepExport
 from grading.models.projects import ROLE_CAPABILITIES as ROLE_CAPABILITIES
 from grading.models.projects import ApiToken as ApiToken
 from grading.models.projects import Membership as Membership

@@ -72,9 +72,35 @@ class StepComputation(models.Model):
     # as the rows: a Parquet export of current steps is a concatenation of these, and an
     # export can be reproduced byte for byte later. Deferred wherever it is not needed.
     parquet = models.BinaryField(null=True, blank=True, editable=False)
+    # The step's inputs_version these numbers were computed from.
+    inputs_version = models.PositiveIntegerField(default=0)
+    # A recomputation is queued and has not saved yet: further changes need not queue another.
+    recompute_queued = models.BooleanField(default=False)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["step", "mapping"], name="one_computation_per_step_mapping")]
+
+
+class StepExport(models.Model):
+    """The exact bytes of a one-step export as served, per inputs version, mapping and format.
+
+    A trainer trains on what it took: a verdict arriving after the step's deadline changes
+    the current numbers (and the pages), so asking again with `inputs_version=V` must give
+    back the rows served at V, byte for byte, not a recomputation.
+    """
+
+    step = models.ForeignKey("grading.Step", on_delete=models.CASCADE, related_name="exports")
+    mapping = models.ForeignKey(FactorMapping, on_delete=models.PROTECT, related_name="+")
+    inputs_version = models.PositiveIntegerField()
+    format = models.CharField(max_length=10)
+    final = models.BooleanField(help_text="whether the step was final when these bytes were first served")
+    body = models.BinaryField(editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["step", "mapping", "inputs_version", "format"], name="one_export_per_step_version_format")
+        ]
 
 
 class AdvantageResult(models.Model):

@@ -60,10 +60,25 @@ class Run(models.Model):
         LOO = "loo", "leave-one-out (RLOO)"
         GRPO = "grpo", "GRPO (std-normalised)"
 
+    class AutoGrade(models.TextChoices):
+        NONE = "none", "none (grade by hand from the step page)"
+        HEURISTIC = "heuristic", "heuristic grader"
+        LLM = "llm", "LLM grader"
+
+    DEFAULT_DEADLINE_SECONDS = 600
+    MAX_DEADLINE_SECONDS = 7 * 24 * 3600
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
     name = models.CharField(max_length=200)
     baseline = models.CharField(max_length=8, choices=Baseline.choices, default=Baseline.MEAN)
     description = models.TextField(blank=True)
+    # The grading policy a trainer relies on: which grader tiers every mixed group as it is
+    # stored, and how long a step waits for it before its ungraded groups fall back.
+    auto_grade = models.CharField(max_length=10, choices=AutoGrade.choices, default=AutoGrade.NONE)
+    grading_deadline_seconds = models.PositiveIntegerField(
+        default=DEFAULT_DEADLINE_SECONDS,
+        help_text="a mixed group still without a verdict this long after it was stored (or queued again) falls back",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

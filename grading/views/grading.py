@@ -12,16 +12,16 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
-from grading.models import GradingJob, Run
-from grading.projects.access import get_project_for
+from grading.grader.progress import step_status
+from grading.models import GradingJob
+from grading.projects.access import page_run
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def step_grading(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
-    project_obj, membership = get_project_for(request.user, project, "view")
-    run_obj = get_object_or_404(Run, project=project_obj, name=run)
+    project_obj, membership, run_obj = page_run(request, project, run, "view")
     step_obj = get_object_or_404(run_obj.steps, number=step)
     if request.method == "POST":
         if "manage" not in membership.capabilities:
@@ -47,7 +47,7 @@ def step_grading(request: HttpRequest, project: str, run: str, step: int) -> Htt
         "project": project_obj, "run": run_obj, "step": step_obj, "jobs": jobs, "counts": counts,
         "active": counts["queued"] + counts["running"] > 0, "backends": BACKENDS,
         "can_grade": "manage" in membership.capabilities,
-        "n_mixed": step_obj.groups.filter(is_mixed=True).count(),
+        "status": step_status(step_obj),  # the numbers GET /api/v1/steps/{n}/ gives a trainer
     }
     template = "grading/grading.html#jobs" if request.htmx else "grading/grading.html"
     return render(request, template, context)

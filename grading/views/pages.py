@@ -3,23 +3,20 @@ reviews/views/group.py), and /healthz."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
+from grading.grader.policy import PolicyError, grader_name, update_run_policy
 from grading.method.services import active_mapping, ensure_computed, ensure_computed_many
-from grading.models import ImportJob, Project, Run
-from grading.projects.access import get_project_for
-
-
-def _get_run_for_user(request: HttpRequest, project: str, run: str) -> tuple[Project, Run]:
-    project_obj, _ = get_project_for(request.user, project, "view")
-    return project_obj, get_object_or_404(Run, project=project_obj, name=run)
+from grading.models import ImportJob, Run
+from grading.projects.access import page_project, page_run
 
 
 @require_GET
@@ -40,7 +37,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def project_detail(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = get_project_for(request.user, project, "view")
+    project_obj, membership = page_project(request, project, "view")
     runs = list(selectors.runs_for_project(project_obj))
     for run in runs:
         run.totals = selectors.group_totals(run.groups.all())
@@ -50,7 +47,7 @@ def project_detail(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_GET
 def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
-    project_obj, run_obj = _get_run_for_user(request, project, run)
+    project_obj, membership, run_obj = page_run(request, project, run, "view")
     steps = list(selectors.steps_for_run(run_obj))
     mapping = active_mapping(run_obj)
     computations = ensure_computed_many(steps=steps, mapping=mapping)
@@ -59,8 +56,28 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
         request,
         "grading/run.html",
         {"project": project_obj, "run": run_obj, "steps": steps, "mapping": mapping,
-         "credit_chart": selectors.credit_chart(credit), **_import_jobs(run_obj)},
+         "credit_chart": selectors.credit_chart(credit), **_import_jobs(run_obj),
+         "can_manage": "manage" in membership.capabilities, "grader": grader_name(run_obj),
+         "baselines": Run.Baseline.choices, "auto_grades": Run.AutoGrade.choices},
     )
+
+
+@login_required
+@require_POST
+def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
+    """The run page's policy form (admin): baseline, auto-grading and its deadline."""
+    project_obj, _, run_obj = page_run(request, project, run, "manage")
+    deadline = request.POST.get("grading_deadline_seconds", "")
+    changes = {"baseline": request.POST.get("baseline", run_obj.baseline),
+               "auto_grade": request.POST.get("auto_grade", run_obj.auto_grade),
+               "grading_deadline_seconds": int(deadline) if deadline.strip().isdigit() else deadline}
+    try:
+        update_run_policy(run=run_obj, **changes)
+    except PolicyError as exc:
+        messages.error(request, f"Policy not changed: {exc}")
+    else:
+        messages.success(request, "Grading policy saved.")
+    return redirect("run", project=project_obj.name, run=run_obj.name)
 
 
 RECENT_IMPORT_JOBS = 10
@@ -76,7 +93,7 @@ def _import_jobs(run: Run) -> dict:
 @vary_on_headers("HX-Request")
 def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
     """The run page's import jobs, polled by htmx every 2 s while one is queued or running."""
-    project_obj, run_obj = _get_run_for_user(request, project, run)
+    project_obj, _, run_obj = page_run(request, project, run, "view")
     context = {"project": project_obj, "run": run_obj, **_import_jobs(run_obj)}
     return render(request, "grading/run.html#import-jobs", context)
 
@@ -84,7 +101,7 @@ def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @login_required
 @require_GET
 def step_detail(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
-    project_obj, run_obj = _get_run_for_user(request, project, run)
+    project_obj, _, run_obj = page_run(request, project, run, "view")
     step_obj = get_object_or_404(run_obj.steps, number=step)
     show = request.GET.get("show", "all")
     if show not in selectors.GROUP_FILTERS:

@@ -13,16 +13,11 @@ from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
 from grading.method.export import COLUMNS
 from grading.method.services import activate_mapping
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Run, StepComputation
-from tests.conftest import jsonl, load_real_groups, small_group
+from tests.helpers import ingest_groups, jsonl, load_real_groups, post_groups, post_lines, small_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 URL = "/api/v1/advantages/"
-
-
-def ingest(client, token, *groups):
-    r = client.post("/api/v1/groups/?project=acme", data=jsonl(*groups), content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Token {token}")
-    assert r.status_code == 200, r.content
 
 
 def export(client, token, fmt, **params) -> pd.DataFrame:
@@ -40,7 +35,7 @@ def export(client, token, fmt, **params) -> pd.DataFrame:
 @pytest.fixture
 def graded_step(client, alice_token):
     # g1: the docs/method.md worked example; g2: a fallback group; g3: all pass (filtered)
-    ingest(client, alice_token, small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)), small_group("g2@1", instance_id="t-2", rewards=(1, 0)),
+    post_groups(client, alice_token, small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)), small_group("g2@1", instance_id="t-2", rewards=(1, 0)),
            small_group("g3@1", instance_id="t-3", rewards=(1, 1)))
     record_verdict(group=Group.objects.get(uid="g1@1"), grader="test@1", status="valid",
                    grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)])
@@ -65,8 +60,8 @@ def test_formats_round_trip_and_groups_sum_to_zero(client, trainer_token, alice_
     real = load_real_groups()
     for g in real:
         g["run"], g["step"] = "r1", 2
-    ingest(client, alice_token, *real)
-    call_command("seed_demo", "--project", "acme", "--username", "alice", "--steps", "1", "--groups-per-step", "6", verbosity=0,
+    post_groups(client, alice_token, *real)
+    call_command("seed_demo", "--project", "acme", "--username", "alice", "--steps", "1", "--groups-per-step", "6", "--no-simulate", verbosity=0,
                  stdout=io.StringIO())
     frames = {fmt: export(client, trainer_token, fmt) for fmt in ("jsonl", "csv", "parquet")}
     base = frames["jsonl"]
@@ -114,7 +109,7 @@ def test_activating_a_mapping_recomputes_and_exports_it(client, trainer_token, g
 def test_trainer_token_can_export_but_not_write(client, trainer_token, graded_step):
     auth = {"HTTP_AUTHORIZATION": f"Token {trainer_token}"}
     assert client.get(f"{URL}?run=r1&format=csv", **auth).status_code == 200
-    assert client.post("/api/v1/groups/?project=acme", data=jsonl(small_group("x@1")), content_type="application/x-ndjson", **auth).status_code == 403
+    assert post_lines(client, trainer_token, jsonl(small_group("x@1"))).status_code == 403
     assert client.post(f"{URL}?run=r1", **auth).status_code == 405
     assert client.get("/api/v1/groups/?project=acme", **auth).status_code == 403
     assert not Group.objects.filter(uid="x@1").exists()
@@ -132,20 +127,18 @@ def test_reviewer_cannot_export_and_bad_parameters_are_4xx(client, bob, graded_s
 
 
 def test_export_query_count_does_not_grow_with_rows(client, trainer_token, graded_step, django_assert_max_num_queries):
-    export(client, trainer_token, "jsonl", step=1)  # computed once
-    with django_assert_max_num_queries(12):
+    export(client, trainer_token, "jsonl", step=1)  # computed once, and its bytes kept for the inputs version
+    # auth (3), project and run (2), the step's grading status (4), mapping, computation, the kept bytes
+    with django_assert_max_num_queries(14):
         export(client, trainer_token, "jsonl", step=1)
 
 
 def test_parquet_snapshot_equals_rows_and_keeps_nulls(client, trainer_token, alice_token, acme, graded_step):
     """The Parquet stored with a computation and one rebuilt from the rows are the same table,
     including NULL rewards (unknown verdicts), NULL tiers/ranks and cheat sources."""
-    from grading.ingest.service import ingest_group_lines
-    from tests.conftest import line
-
     unknown = small_group("u@1", instance_id="t-9", rewards=(1, 0))
     unknown["rollouts"][1]["reward"] = None
-    report = ingest_group_lines(project=acme, lines=[(1, line(unknown))], allow_unknown_reward=True)
+    report = ingest_groups(acme, unknown, allow_unknown_reward=True)
     assert report.groups_created == 1
     decision = CheatDecision.objects.create(rollout=Group.objects.get(uid="g1@1").rollouts.get(index=1), source="grader")
     decide_cheat(decision=decision, confirmed=True)

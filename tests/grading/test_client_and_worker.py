@@ -14,18 +14,17 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from grading.client import GagarError, fetch_advantages
+from gagar_client import Client, GagarError
 from grading.grader.verdicts import GradeInput, record_verdict
-from grading.ingest.service import ingest_group_lines
 from grading.models import Group, StepComputation
-from tests.conftest import line, small_group
+from tests.helpers import ingest_groups, small_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def worked_example(acme):
-    report = ingest_group_lines(project=acme, lines=[(1, line(small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0))))])
+    report = ingest_groups(acme, small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)))
     assert report.groups_created == 1
     group = Group.objects.get(uid="g1@1")
     return group
@@ -35,11 +34,13 @@ def worked_example(acme):
 def test_fetch_advantages_from_a_live_server(live_server, trainer_token, worked_example):
     record_verdict(group=worked_example, grader="test@1", status="valid",
                    grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)])
-    frame = fetch_advantages(live_server.url, trainer_token, run="r1", step=1)
+    gagar = Client(live_server.url, trainer_token, project="acme")
+    frame = gagar.advantages_frame("r1", 1)
     assert frame["redistributed_advantage"].round(6).tolist() == [0.638298, 0.542553, 0.319149, -0.5, -0.5, -0.5]
     assert frame["status"].unique().tolist() == ["graded"]
-    with pytest.raises(GagarError, match="404"):
-        fetch_advantages(live_server.url, trainer_token, run="nope")
+    with pytest.raises(GagarError, match="no run 'nope'") as refused:
+        gagar.advantages("nope", 1)
+    assert refused.value.status == 404
 
 
 @pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from grading.models import ApiToken, Group, Membership, Project
-from tests.conftest import jsonl, small_group
+from tests.helpers import jsonl, small_group
 
 pytestmark = pytest.mark.django_db
 
@@ -58,9 +58,9 @@ def test_import_groups_needs_an_existing_project(tmp_path):
 
 def test_seed_demo_is_idempotent_and_mixed():
     out = StringIO()
-    call_command("seed_demo", "--steps", "2", "--groups-per-step", "6", stdout=out)
+    call_command("seed_demo", "--steps", "2", "--groups-per-step", "6", "--no-simulate", stdout=out)
     assert "12 groups created" in out.getvalue() and "Log in at" in out.getvalue()
-    call_command("seed_demo", "--steps", "2", "--groups-per-step", "6", stdout=StringIO())
+    call_command("seed_demo", "--steps", "2", "--groups-per-step", "6", "--no-simulate", stdout=StringIO())
     groups = Group.objects.all()
     assert groups.count() == 12
     assert groups.filter(is_mixed=True).exists() and groups.filter(is_mixed=False).exists()

@@ -10,9 +10,8 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from grading.grader.jobs import GraderUnavailable, check_grader_url, grade_group, queue_step
-from grading.ingest.service import ingest_group_lines
 from grading.models import AdvantageResult, GradingJob, Group, Verdict
-from tests.conftest import line, small_group
+from tests.helpers import ingest_groups, small_group
 
 # Transactional: jobs are queued after the commit (transaction.on_commit), as in production.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +26,7 @@ def step(acme):
         small_group("mixed-b@1", instance_id="t-2", rewards=(1, 0, 0, 1)),
         small_group("all-pass@1", instance_id="t-3", rewards=(1, 1)),
     ]
-    report = ingest_group_lines(project=acme, lines=[(i, line(g)) for i, g in enumerate(groups, 1)])
+    report = ingest_groups(acme, *groups)
     assert report.groups_created == 3
     return Group.objects.get(uid="mixed-a@1").step
 
@@ -99,7 +98,7 @@ def test_grade_command_waits_and_summarises(step):
 def test_evidence_links_open_at_the_cited_line_or_turn(client, alice):
     """Demo groups graded by the heuristic grader: every citation on the group page points at
     an element that exists (a patch row on the page, or a turn in the turns view)."""
-    call_command("seed_demo", "--project", "acme", "--username", "alice", "--steps", "1", "--groups-per-step", "6",
+    call_command("seed_demo", "--project", "acme", "--username", "alice", "--steps", "1", "--groups-per-step", "6", "--no-simulate",
                  stdout=StringIO())
     step = Group.objects.filter(run__name="demo-run").first().step
     with_verdict = 0

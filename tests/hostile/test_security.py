@@ -17,7 +17,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from grading.grader.jobs import GraderUnavailable, check_grader_url
 from grading.models import ApiToken, ImportJob, Run
-from tests.conftest import jsonl, small_group
+from tests.helpers import jsonl, post_lines, small_group
 
 pytestmark = pytest.mark.django_db
 
@@ -43,13 +43,12 @@ def routes() -> list[tuple[str, str | None]]:
 
 @pytest.fixture
 def world(client, alice, alice_token, acme):
-    r = client.post("/api/v1/groups/?project=acme", data=jsonl(small_group("t-1@1")), content_type="application/x-ndjson",
-                    HTTP_AUTHORIZATION=f"Token {alice_token}")
+    r = post_lines(client, alice_token, jsonl(small_group("t-1@1")))
     assert r.status_code == 200
     job = ImportJob.objects.create(project=acme, run=Run.objects.get(name="r1"), step=1, created_by=alice)
     from grading.method.services import default_mapping
 
-    return {"project": "acme", "run": "r1", "uid": "t-1@1", "index": "0", "step": "1",
+    return {"project": "acme", "run": "r1", "uid": "t-1@1", "index": "0", "step": "1", "name": "r1", "number": "1",
             "pk": {"api-import": job.pk, "api-mapping": default_mapping().pk, "api-mapping-activate": default_mapping().pk}}
 
 
@@ -111,7 +110,7 @@ def test_trainer_token_is_read_only_and_scoped(client, trainer_token, alice_toke
     assert client.get("/api/v1/advantages/", {"run": "r1"}, **auth).status_code == 200
     assert client.get("/api/v1/mappings/", **auth).status_code == 200
     # ...and nothing else: no ingest, import, mapping change, group read, or page
-    assert client.post("/api/v1/groups/?project=acme", data=jsonl(small_group("x@1")), content_type="application/x-ndjson", **auth).status_code == 403
+    assert post_lines(client, trainer_token, jsonl(small_group("x@1"))).status_code == 403
     assert client.post("/api/v1/imports/?project=acme", {"run": "r1", "step": 1}, **auth).status_code == 403
     assert client.post("/api/v1/mappings/?project=acme", {}, content_type="application/json", **auth).status_code == 403
     assert client.get("/api/v1/groups/", {"project": "acme"}, **auth).status_code == 403
@@ -179,8 +178,7 @@ def test_csp_is_enforced_on_every_html_response(client, alice, world):
 def test_list_apis_ignore_unknown_ordering_and_filters(client, alice_token, carol, world):
     auth = {"HTTP_AUTHORIZATION": f"Token {alice_token}"}
     for uid in ("b@1", "a@1", "c@1"):
-        client.post("/api/v1/groups/?project=acme", data=jsonl(small_group(uid, instance_id=f"t-{uid}")),
-                    content_type="application/x-ndjson", **auth)
+        post_lines(client, alice_token, jsonl(small_group(uid, instance_id=f"t-{uid}")))
     plain = client.get("/api/v1/groups/", {"project": "acme"}, **auth).json()
     hostile_params = [
         {"ordering": "-uid"}, {"ordering": "run__project__api_tokens__digest"}, {"order_by": "task__problem_statement"},

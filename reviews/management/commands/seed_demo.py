@@ -3,15 +3,17 @@
 
 import orjson
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from grading.grader.jobs import grade_group
 from grading.ingest.demo import demo_groups
 from grading.ingest.service import ingest_group_lines
-from grading.models import Group, Membership, Project, Role
+from grading.models import Group, Membership, Project, Role, Run
 from reviews.demo import REVIEWERS, seed_judgments
 
+SIMULATED_RUN = "simulated-rl"
 
 class Command(BaseCommand):
     help = "Create a demo project, a demo user (demo/demo, admin of it) and realistic demo groups. Safe to run twice."
@@ -24,8 +26,10 @@ class Command(BaseCommand):
         parser.add_argument("--groups-per-step", type=int, default=8)
         parser.add_argument("--rollouts", type=int, default=8)
         parser.add_argument("--no-grade", action="store_true", help="leave the mixed groups ungraded (fallback)")
+        parser.add_argument("--no-simulate", action="store_true",
+                            help="skip the simulated training run (it serves HTTP from this process, so it needs committed data)")
 
-    def handle(self, *args, project, username, password, steps, groups_per_step, rollouts, no_grade=False, **options):
+    def handle(self, *args, project, username, password, steps, groups_per_step, rollouts, no_grade=False, no_simulate=False, **options):
         with transaction.atomic():
             project_obj, _ = Project.objects.get_or_create(
                 name=project, defaults={"description": "Generated demo groups: SWE-bench-like tasks, multi-file patches, long trajectories."}
@@ -58,4 +62,7 @@ class Command(BaseCommand):
             counts = seed_judgments(project=project_obj, password=password)
             self.stdout.write(f"demo reviewers {', '.join(REVIEWERS)} (password {password!r}): "
                               f"{counts['stored']} judgments stored, {counts['kept']} already there")
+            if not no_simulate and not Run.objects.filter(project=project_obj, name=SIMULATED_RUN).exists():
+                # A run a trainer drove through the client: policy set first, steps posted, waited for, taken.
+                call_command("simulate_training", project=project, run=SIMULATED_RUN, steps=3, stdout=self.stdout)
         self.stdout.write(self.style.SUCCESS(f"Log in at http://127.0.0.1:8000/ as {username!r} with password {password!r}"))

@@ -1,0 +1,169 @@
+"""Runs with their grading policy, and the grading status of a step: what a trainer needs to
+post a step, wait for it and know when its advantages are final.
+
+    POST  /api/v1/runs/?project=P                 create a run with its policy (admin)
+    GET   /api/v1/runs/?project=P                 the project's runs
+    GET   /api/v1/runs/{name}/?project=P          one run's policy
+    PATCH /api/v1/runs/{name}/?project=P          change it (admin)
+    GET   /api/v1/steps/{n}/?project=P&run=R      grading status of a step
+    POST  /api/v1/steps/{n}/grade/?project=P&run=R {"backend": ...}   (re)start grading a step (admin)
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from grading.api.errors import error
+from grading.api.parsers import StrictJSONParser
+from grading.api.scoping import project_for_request, run_for_request
+from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
+from grading.grader.policy import PolicyError, create_run, grader_name, update_run_policy
+from grading.grader.progress import step_status
+from grading.models import Run
+
+PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
+RUN = OpenApiParameter("run", str, required=True)
+
+
+def run_json(run: Run) -> dict:
+    return {
+        "name": run.name, "baseline": run.baseline, "auto_grade": run.auto_grade,
+        "grading_deadline_seconds": run.grading_deadline_seconds, "grader": grader_name(run),
+        "description": run.description, "created_at": run.created_at.isoformat(),
+        "steps": run.steps.count(),
+    }
+
+
+RunSchema = inline_serializer("Run", {
+    "name": serializers.CharField(), "baseline": serializers.ChoiceField(Run.Baseline.values),
+    "auto_grade": serializers.ChoiceField(Run.AutoGrade.values), "grading_deadline_seconds": serializers.IntegerField(),
+    "grader": serializers.CharField(allow_null=True, help_text="the grader version auto-grading uses, e.g. heuristic@1"),
+    "description": serializers.CharField(), "created_at": serializers.DateTimeField(), "steps": serializers.IntegerField(),
+})
+StepStatusSchema = inline_serializer("StepStatus", {
+    "run": serializers.CharField(), "step": serializers.IntegerField(), "groups": serializers.IntegerField(),
+    "mixed": serializers.IntegerField(), "graded": serializers.IntegerField(), "invalid": serializers.IntegerField(),
+    "timeout": serializers.IntegerField(), "pending": serializers.IntegerField(), "fallback": serializers.IntegerField(),
+    "final": serializers.BooleanField(), "inputs_version": serializers.IntegerField(),
+    "deadline": serializers.DateTimeField(allow_null=True),
+})
+
+
+def _policy_error(exc: PolicyError) -> Response:
+    return error(status.HTTP_400_BAD_REQUEST, str(exc), field=exc.field)
+
+
+def _body(request) -> dict | Response:
+    if not isinstance(request.data, dict):
+        return error(status.HTTP_400_BAD_REQUEST, "the body must be a JSON object")
+    return request.data
+
+
+class RunListCreateView(APIView):
+    parser_classes = [StrictJSONParser]
+
+    @extend_schema(parameters=[PROJECT], responses=RunSchema, summary="List the project's runs with their grading policy")
+    def get(self, request):
+        project, problem = project_for_request(request, "view", "export")
+        if problem:
+            return problem
+        return Response([run_json(run) for run in project.runs.order_by("name")])
+
+    @extend_schema(parameters=[PROJECT], request=OpenApiTypes.OBJECT,
+                   responses={201: RunSchema, 400: OpenApiResponse(description="a refused field, named in `field`")},
+                   summary="Create a run with its grading policy (admin)")
+    def post(self, request):
+        project, problem = project_for_request(request, "manage")
+        if problem:
+            return problem
+        body = _body(request)
+        if isinstance(body, Response):
+            return body
+        fields = dict(body)
+        try:
+            run = create_run(project=project, name=fields.pop("name", None), **fields)
+        except PolicyError as exc:
+            return _policy_error(exc)
+        return Response(run_json(run), status=status.HTTP_201_CREATED)
+
+
+class RunDetailView(APIView):
+    parser_classes = [StrictJSONParser]
+
+    def _run(self, request, name: str, *capabilities):
+        project, problem = project_for_request(request, *capabilities)
+        if problem:
+            return None, problem
+        run = Run.objects.filter(project=project, name=name).first()
+        if run is None:
+            return None, error(status.HTTP_404_NOT_FOUND, f"no run {name!r} in {project.name}")
+        return run, None
+
+    @extend_schema(parameters=[PROJECT], responses=RunSchema, summary="A run's grading policy")
+    def get(self, request, name: str):
+        run, problem = self._run(request, name, "view", "export")
+        return problem or Response(run_json(run))
+
+    @extend_schema(parameters=[PROJECT], request=OpenApiTypes.OBJECT, responses=RunSchema,
+                   summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds")
+    def patch(self, request, name: str):
+        run, problem = self._run(request, name, "manage")
+        if problem:
+            return problem
+        body = _body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            run = update_run_policy(run=run, **body)
+        except PolicyError as exc:
+            return _policy_error(exc)
+        return Response(run_json(run))
+
+
+def _step(request, number: int, *capabilities):
+    project, problem = project_for_request(request, *capabilities)
+    if problem:
+        return None, problem
+    run, problem = run_for_request(request, project)
+    if problem:
+        return None, problem
+    step = run.steps.filter(number=number).first()
+    if step is None:
+        return None, error(status.HTTP_404_NOT_FOUND, f"run {run.name!r} has no step {number}")
+    return step, None
+
+
+class StepStatusView(APIView):
+    @extend_schema(parameters=[PROJECT, RUN], responses=StepStatusSchema,
+                   summary="Grading status of a step: counts, and whether its advantages are final")
+    def get(self, request, number: int):
+        step, problem = _step(request, number, "view", "export")
+        return problem or Response(step_status(step).as_dict())
+
+
+class StepGradeView(APIView):
+    parser_classes = [StrictJSONParser]
+
+    @extend_schema(parameters=[PROJECT, RUN], request=OpenApiTypes.OBJECT, responses={202: StepStatusSchema},
+                   summary="Start or restart grading the step's mixed groups that have no verdict from this grader (admin)")
+    def post(self, request, number: int):
+        step, problem = _step(request, number, "manage")
+        if problem:
+            return problem
+        body = _body(request)
+        if isinstance(body, Response):
+            return body
+        backend = body.get("backend", step.run.auto_grade if step.run.auto_grade != Run.AutoGrade.NONE else "heuristic")
+        if backend not in BACKENDS:
+            return error(status.HTTP_400_BAD_REQUEST, f"backend must be one of {', '.join(BACKENDS)}", field="backend")
+        try:
+            jobs = queue_step(step=step, backend=backend)
+        except GraderUnavailable as exc:
+            return error(status.HTTP_400_BAD_REQUEST, str(exc), field="backend")
+        return Response({**step_status(step).as_dict(), "queued": len(jobs)}, status=status.HTTP_202_ACCEPTED)
+
+

@@ -1,0 +1,93 @@
+"""A run's grading policy (services): which grader tiers its mixed groups as they arrive, how
+long a step waits for it, and the baseline. Set by an admin from the run page, the admin
+site or `PATCH /api/v1/runs/{name}/`; checked here once for all three."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from grading.formats.groupline import MAX_NAME, LineError, check_name
+from grading.grader.jobs import GraderUnavailable, grader_for
+from grading.method.services import mark_stale
+from grading.models import Project, Run
+
+POLICY_FIELDS = ("baseline", "auto_grade", "grading_deadline_seconds", "description")
+
+
+class PolicyError(ValueError):
+    """A refused policy value; `field` names it."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def grader_name(run: Run) -> str | None:
+    """The grader version auto-grading uses (e.g. heuristic@1), or None when it is off or cannot run."""
+    if run.auto_grade == Run.AutoGrade.NONE:
+        return None
+    try:
+        return grader_for(run.auto_grade).name
+    except GraderUnavailable:
+        return None
+
+
+def check_policy(fields: dict) -> dict:
+    unknown = set(fields) - set(POLICY_FIELDS)
+    if unknown:
+        name = sorted(unknown)[0]
+        raise PolicyError(name, f"unknown field {name!r}; a run's policy has {', '.join(POLICY_FIELDS)}")
+    if "baseline" in fields and fields["baseline"] not in Run.Baseline.values:
+        raise PolicyError("baseline", f"baseline must be one of {', '.join(Run.Baseline.values)}")
+    if "auto_grade" in fields:
+        value = fields["auto_grade"]
+        if value not in Run.AutoGrade.values:
+            raise PolicyError("auto_grade", f"auto_grade must be one of {', '.join(Run.AutoGrade.values)}")
+        if value != Run.AutoGrade.NONE:
+            try:
+                grader_for(value)  # refused now, when it is set, not later when a job fails
+            except GraderUnavailable as exc:
+                raise PolicyError("auto_grade", f"auto_grade={value} cannot run here: {exc}") from None
+    if "grading_deadline_seconds" in fields:
+        value = fields["grading_deadline_seconds"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= Run.MAX_DEADLINE_SECONDS:
+            raise PolicyError("grading_deadline_seconds",
+                              f"grading_deadline_seconds must be a whole number of seconds from 1 to {Run.MAX_DEADLINE_SECONDS}")
+    if "description" in fields and not isinstance(fields["description"], str):
+        raise PolicyError("description", "description must be a string")
+    return fields
+
+
+def create_run(*, project: Project, name: str, **policy) -> Run:
+    """A new run with its policy, before any group arrives. Refuses a name already taken."""
+    if not isinstance(name, str) or not name.strip():
+        raise PolicyError("name", "name must be a non-empty string")
+    if len(name) > MAX_NAME:
+        raise PolicyError("name", f"name must be at most {MAX_NAME} characters")
+    try:
+        check_name(name, "name", kind="run")
+    except LineError as exc:
+        raise PolicyError("name", str(exc)) from None
+    fields = check_policy(policy)
+    try:
+        with transaction.atomic():
+            return Run.objects.create(project=project, name=name, **fields)
+    except IntegrityError:
+        raise PolicyError("name", f"run {name!r} already exists in {project.name}; change its policy with PATCH") from None
+
+
+@transaction.atomic
+def update_run_policy(*, run: Run, **changes) -> Run:
+    """Change some of a run's policy. A new baseline changes every step's advantages (they are
+    recomputed); a new auto-grader applies to groups stored from now on (grade earlier steps
+    from their grading page or POST /api/v1/steps/{n}/grade/); a new deadline applies at once."""
+    fields = check_policy(changes)
+    run = Run.objects.select_for_update().get(pk=run.pk)
+    changed = [name for name, value in fields.items() if getattr(run, name) != value]
+    for name in changed:
+        setattr(run, name, fields[name])
+    if changed:
+        run.save(update_fields=changed)
+    if "baseline" in changed:
+        mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
+    return run

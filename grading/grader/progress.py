@@ -1,0 +1,99 @@
+"""How far the grading of a step has come, and whether its advantages are final (a selector).
+
+A mixed group is *graded* when its latest verdict is valid, *invalid* or *timeout* when it
+is not, and *pending* while it has no verdict and its run's grading deadline has not passed
+since it was stored or last queued for grading. A step is *final* when no group is pending:
+from then on its advantages only change if someone changes the method's inputs (a late
+verdict, a cheat decision, a mapping), and each such change bumps `inputs_version`.
+Groups that are not graded when the step turns final fall back to baseline advantages.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Max
+from django.utils import timezone
+
+from grading.models import Group, Step, Verdict
+
+
+@dataclass(frozen=True)
+class StepStatus:
+    run: str
+    step: int
+    groups: int
+    mixed: int
+    graded: int
+    invalid: int
+    timeout: int
+    pending: int
+    fallback: int
+    final: bool
+    inputs_version: int
+    deadline: datetime | None  # when the last pending group falls back; None when nothing is pending
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["deadline"] = self.deadline.isoformat() if self.deadline else None
+        return data
+
+    @property
+    def header(self) -> str:
+        """The counts as one response header value."""
+        return ", ".join(f"{key}={getattr(self, key)}" for key in ("groups", "mixed", "graded", "invalid", "timeout", "pending", "fallback"))
+
+
+def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
+    """Counts of one step in four queries, whatever its size."""
+    now = now or timezone.now()
+    run = step.run
+    version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
+    groups = step.groups.count()
+    mixed = dict(step.groups.filter(is_mixed=True).values_list("id", "created_at"))
+    latest: dict[int, str] = {}
+    for group_id, status in (
+        Verdict.objects.filter(group__step=step, group__is_mixed=True).order_by("group_id", "-created_at", "-id")
+        .values_list("group_id", "status")
+    ):
+        latest.setdefault(group_id, status)
+    waiting = [group_id for group_id in mixed if group_id not in latest]
+    requeued = dict(
+        Group.objects.filter(pk__in=waiting).annotate(q=Max("grading_jobs__queued_at")).values_list("id", "q")
+    ) if waiting else {}
+    limit = timedelta(seconds=run.grading_deadline_seconds)
+    deadlines = [max(mixed[g], requeued.get(g) or mixed[g]) + limit for g in waiting]
+    open_deadlines = [d for d in deadlines if d > now]
+    graded = sum(1 for s in latest.values() if s == Verdict.Status.VALID)
+    invalid = sum(1 for s in latest.values() if s == Verdict.Status.INVALID)
+    timeout = sum(1 for s in latest.values() if s == Verdict.Status.TIMEOUT)
+    pending = len(open_deadlines)
+    return StepStatus(
+        run=run.name, step=step.number, groups=groups, mixed=len(mixed), graded=graded, invalid=invalid, timeout=timeout,
+        pending=pending, fallback=len(mixed) - graded - pending, final=pending == 0, inputs_version=version,
+        deadline=max(open_deadlines) if open_deadlines else None,
+    )
+
+
+MAX_WAIT_SECONDS = 300
+POLL_SECONDS = 0.5
+
+
+def wait_until_final(step: Step, *, seconds: float, poll: float = POLL_SECONDS) -> StepStatus:
+    """The step's status as soon as it is final, or after `seconds` (at most MAX_WAIT_SECONDS).
+
+    A poll of four small queries every `poll` seconds; the caller's thread waits (see
+    docs/api.md for how the server is sized so waiting trainers cannot starve pages).
+    """
+    give_up = time.monotonic() + min(seconds, MAX_WAIT_SECONDS)
+    while True:
+        status = step_status(step)
+        left = give_up - time.monotonic()
+        if status.final or left <= 0:
+            return status
+        nap = min(poll, left)
+        if status.deadline is not None:  # wake when the last pending group falls back, if sooner
+            nap = min(nap, max(0.01, (status.deadline - timezone.now()).total_seconds()))
+        time.sleep(nap)

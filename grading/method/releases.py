@@ -1,0 +1,47 @@
+"""What a trainer takes: a step's export at an inputs version, kept byte for byte (services).
+
+`take_step` computes the step if needed, and stores the bytes served for its inputs
+version the first time they are asked for; `taken_step` gives them back later, so a
+trainer (or anyone auditing a training run) can fetch exactly the rows a policy update
+used, even after a late verdict changed the current numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from grading.method import export
+from grading.method.services import ensure_computed
+from grading.models import FactorMapping, Step, StepExport
+
+
+@dataclass(frozen=True)
+class Taken:
+    body: bytes
+    inputs_version: int
+    first_served_final: bool
+
+
+def take_step(*, step: Step, mapping: FactorMapping, fmt: str, final: bool) -> Taken:
+    """The step's current rows under `mapping` in `fmt`, stored under their inputs version."""
+    computation = ensure_computed(step=step, mapping=mapping)
+    version = computation.inputs_version
+    stored = StepExport.objects.filter(step=step, mapping=mapping, inputs_version=version, format=fmt).first()
+    if stored is not None:
+        return Taken(bytes(stored.body), version, stored.final)
+    body = export.step_bytes(step, mapping, fmt)
+    try:
+        with transaction.atomic():
+            StepExport.objects.create(step=step, mapping=mapping, inputs_version=version, format=fmt, final=final, body=body)
+    except IntegrityError:  # another request stored this version first: serve what it stored
+        stored = StepExport.objects.get(step=step, mapping=mapping, inputs_version=version, format=fmt)
+        return Taken(bytes(stored.body), version, stored.final)
+    return Taken(body, version, final)
+
+
+def taken_step(*, step: Step, mapping: FactorMapping, fmt: str, inputs_version: int) -> Taken | None:
+    """The bytes served earlier for this inputs version, or None if that version was never served."""
+    stored = StepExport.objects.filter(step=step, mapping=mapping, inputs_version=inputs_version, format=fmt).first()
+    return Taken(bytes(stored.body), inputs_version, stored.final) if stored else None
