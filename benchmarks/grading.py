@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import platform
 import random
@@ -39,9 +38,7 @@ import openai  # noqa: E402
 from grading.grader.llm import LLMGrader  # noqa: E402
 from grading.grader.workspace import GroupWorkspace, RolloutView  # noqa: E402
 from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
-from tests.grading.fake_openai import FakeOpenAI, call, submit  # noqa: E402
-
-RUBRIC_SCORES = {"solution_fit": 4, "implementation_precision": 4, "minimality": 4, "side_effect_avoidance": 4, "codebase_consistency": 4}
+from tests.grading.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -73,29 +70,6 @@ def workspaces(n: int, seed: int) -> list[GroupWorkspace]:
                                   test_log=r["test_log"], exit_status=r["exit_status"], stats=r["stats"]) for r in rows],
         ))
     return out
-
-
-def scripted_model(turns: int):
-    """A stateless model: what it does next depends only on the conversation so far."""
-
-    def respond(request: dict):
-        messages = request["messages"]
-        done = sum(1 for m in messages if m["role"] == "assistant")
-        if done == 0:
-            return call("get_task")
-        task = json.loads(next(m for m in messages if m["role"] == "tool")["content"])
-        passing, everyone = task["passing_rollouts"], task["passing_rollouts"] + task["failing_rollouts"]
-        if done < turns:
-            r = everyone[done % len(everyone)]
-            step = [("list_rollouts", {}), ("summarize_turns", {"rollout": r}), ("read_turns", {"rollout": r, "start": 0, "count": 5}),
-                    ("read_patch", {"rollout": r}), ("test_outcomes", {"rollout": r}), ("read_test_log", {"rollout": r, "count": 50})][done % 6]
-            return call(*step)
-        judgments = [{"rollout": r, "tier": "T1", "rank": 1, "scores": RUBRIC_SCORES, "cheat": False, "evidence": []} for r in passing]
-        if len(passing) > 1:
-            judgments[-1] |= {"tier": "T2", "rank": 2, "evidence": [{"kind": "turn", "rollout": passing[-1], "locator": "1", "note": "slow start"}]}
-        return submit(judgments)
-
-    return respond
 
 
 def _serve(turns: int, delay: float, ports, stop) -> None:

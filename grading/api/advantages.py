@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
+from grading.formats.groupline import MAX_INT
 from grading.grader.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
 from grading.method import export
 from grading.method.releases import Taken, take_step, taken_step
@@ -60,9 +61,9 @@ class AdvantageExportView(APIView):
         steps = run.steps.order_by("number")
         step = request.query_params.get("step")
         if step is not None:
-            if not step.isdigit():
+            if not step.isdigit() or len(step) > 10:
                 return error(status.HTTP_400_BAD_REQUEST, "query parameter 'step' must be a non-negative integer")
-            steps = steps.filter(number=int(step))
+            steps = steps.filter(number=int(step)) if int(step) <= MAX_INT else steps.none()
         wait = _whole(request, "wait", MAX_WAIT_SECONDS)
         version = _whole(request, "inputs_version", None)
         for name, value in (("wait", wait), ("inputs_version", version)):
@@ -125,7 +126,7 @@ def _whole(request, name: str, limit: int | None) -> int | str | None:
     raw = request.query_params.get(name)
     if raw is None:
         return None
-    if not raw.isdigit() or (limit is not None and int(raw) > limit):
+    if not raw.isdigit() or len(raw) > 10 or int(raw) > (MAX_INT if limit is None else limit):
         bound = f"from 0 to {limit}" if limit is not None else "0 or more"
         return f"query parameter {name!r} must be a whole number {bound}, got {raw[:40]!r}"
     return int(raw)

@@ -19,7 +19,8 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
-from grading.api.scoping import project_for_request, run_for_request
+from grading.api.scoping import project_for_request, run_for_request, run_named, step_of
+from grading.formats.groupline import MAX_NAME
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
 from grading.grader.policy import PolicyError, create_run, grader_name, update_run_policy
 from grading.grader.progress import step_status
@@ -98,9 +99,9 @@ class RunDetailView(APIView):
         project, problem = project_for_request(request, *capabilities)
         if problem:
             return None, problem
-        run = Run.objects.filter(project=project, name=name).first()
+        run = run_named(project, name)
         if run is None:
-            return None, error(status.HTTP_404_NOT_FOUND, f"no run {name!r} in {project.name}")
+            return None, error(status.HTTP_404_NOT_FOUND, f"no run {name[:MAX_NAME]!r} in {project.name}")
         return run, None
 
     @extend_schema(parameters=[PROJECT], responses=RunSchema, summary="A run's grading policy")
@@ -131,7 +132,7 @@ def _step(request, number: int, *capabilities):
     run, problem = run_for_request(request, project)
     if problem:
         return None, problem
-    step = run.steps.filter(number=number).first()
+    step = step_of(run, number)
     if step is None:
         return None, error(status.HTTP_404_NOT_FOUND, f"run {run.name!r} has no step {number}")
     return step, None

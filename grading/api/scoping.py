@@ -11,6 +11,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from grading.api.errors import error
+from grading.formats.groupline import MAX_INT, MAX_NAME
 from grading.models import ApiToken, Project, Run
 from grading.projects.access import get_project_for
 
@@ -40,7 +41,20 @@ def run_for_request(request, project: Project, *, required: bool = True) -> tupl
     name = request.query_params.get("run", "")
     if not name:
         return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required") if required else None
-    run = Run.objects.filter(project=project, name=name).first()
+    run = run_named(project, name)
     if run is None:
-        return None, error(status.HTTP_404_NOT_FOUND, f"no run {name!r} in {project.name}")
+        return None, error(status.HTTP_404_NOT_FOUND, f"no run {name[:MAX_NAME]!r} in {project.name}")
     return run, None
+
+
+def run_named(project: Project, name: str) -> Run | None:
+    """The project's run of that name; None also for a name no run can have (a NUL, which
+    PostgreSQL refuses in text, or longer than a run name may be)."""
+    if "\x00" in name or len(name) > MAX_NAME:
+        return None
+    return Run.objects.filter(project=project, name=name).first()
+
+
+def step_of(run: Run, number: int):
+    """The run's step of that number; None also for a number past the 32-bit column."""
+    return run.steps.filter(number=number).first() if 0 <= number <= MAX_INT else None

@@ -12,6 +12,7 @@ from grading.method.services import mark_stale
 from grading.models import Project, Run
 
 POLICY_FIELDS = ("baseline", "auto_grade", "grading_deadline_seconds", "description")
+MAX_DESCRIPTION = 10_000
 
 
 class PolicyError(ValueError):
@@ -53,8 +54,10 @@ def check_policy(fields: dict) -> dict:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= Run.MAX_DEADLINE_SECONDS:
             raise PolicyError("grading_deadline_seconds",
                               f"grading_deadline_seconds must be a whole number of seconds from 1 to {Run.MAX_DEADLINE_SECONDS}")
-    if "description" in fields and not isinstance(fields["description"], str):
-        raise PolicyError("description", "description must be a string")
+    if "description" in fields:
+        value = fields["description"]
+        if not isinstance(value, str) or "\x00" in value or len(value) > MAX_DESCRIPTION:
+            raise PolicyError("description", f"description must be text of at most {MAX_DESCRIPTION} characters, without NUL")
     return fields
 
 

@@ -1,6 +1,6 @@
 """A real local HTTP server speaking the chat completions API, driven by a script.
 
-Used by tests/grading/test_llm_grader.py and benchmarks/grading.py (no Django here).
+Used by tests/grading/test_llm_grader.py and the benchmarks (grading.py, training_loop.py); no Django here.
 
 Each POST /v1/chat/completions takes the next step of the SCRIPT, or asks `responder`
 when there is none. A step is a `Reply` (status, JSON body, headers, delay) or a
@@ -165,3 +165,31 @@ class FakeOpenAI:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+RUBRIC_SCORES = {"solution_fit": 4, "implementation_precision": 4, "minimality": 4, "side_effect_avoidance": 4, "codebase_consistency": 4}
+
+
+def scripted_model(turns: int):
+    """A stateless grader model for benchmarks: `turns` tool calls cycling over the rollouts
+    (get_task first), then a verdict that validates (every pass T1 rank 1 but the last, T2
+    with a turn citation). What it does next depends only on the conversation so far."""
+
+    def respond(request: dict):
+        messages = request["messages"]
+        done = sum(1 for m in messages if m["role"] == "assistant")
+        if done == 0:
+            return call("get_task")
+        task = json.loads(next(m for m in messages if m["role"] == "tool")["content"])
+        passing, everyone = task["passing_rollouts"], task["passing_rollouts"] + task["failing_rollouts"]
+        if done < turns:
+            r = everyone[done % len(everyone)]
+            step = [("list_rollouts", {}), ("summarize_turns", {"rollout": r}), ("read_turns", {"rollout": r, "start": 0, "count": 5}),
+                    ("read_patch", {"rollout": r}), ("test_outcomes", {"rollout": r}), ("read_test_log", {"rollout": r, "count": 50})][done % 6]
+            return call(*step)
+        judgments = [{"rollout": r, "tier": "T1", "rank": 1, "scores": RUBRIC_SCORES, "cheat": False, "evidence": []} for r in passing]
+        if len(passing) > 1:
+            judgments[-1] |= {"tier": "T2", "rank": 2, "evidence": [{"kind": "turn", "rollout": passing[-1], "locator": "1", "note": "slow start"}]}
+        return submit(judgments)
+
+    return respond

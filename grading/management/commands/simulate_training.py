@@ -19,6 +19,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.core.wsgi import get_wsgi_application
+from django.db import connections
 
 from grading.ingest.demo import make_group
 from grading.models import Membership, Project, Role
@@ -39,6 +40,7 @@ class _ThreadingWSGIServer(WSGIServer):
             self.handle_error(request, client_address)
         finally:
             self.shutdown_request(request)
+            connections.close_all()  # this request's thread ends here; its database connection with it
 
 
 class _QuietHandler(WSGIRequestHandler):
