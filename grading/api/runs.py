@@ -67,7 +67,8 @@ def _body(request) -> dict | Response:
 class RunListCreateView(APIView):
     parser_classes = [StrictJSONParser]
 
-    @extend_schema(parameters=[PROJECT], responses=RunSchema, summary="List the project's runs with their grading policy")
+    @extend_schema(parameters=[PROJECT], responses={200: OpenApiResponse(RunSchema, description="the runs, by name")}, operation_id="v1_runs_list",
+                   summary="List the project's runs with their grading policy")
     def get(self, request):
         project, problem = project_for_request(request, "view", "export")
         if problem:
