@@ -1,8 +1,15 @@
 """Parse patches (unidiff) into rows for unified and split views, highlighted by pygments.
 
 Pure: no Django. Highlighted fragments are HTML produced by pygments' HtmlFormatter,
-which escapes every character of the source; callers may mark exactly these strings
-safe and nothing else.
+which escapes every character of the source, or the line passed through html.escape when
+it is shown unhighlighted; callers may mark exactly these strings safe and nothing else.
+
+Highlighting has a budget (`Budget`): pygments runs in a worker process that is killed
+when a hunk side takes longer than HUNK_SECONDS (grading/rollouts/highlighter.py: some
+lexers backtrack catastrophically on input the agent controls), one patch (or one page,
+when a budget is shared) spends at most HIGHLIGHT_SECONDS and HIGHLIGHT_CHARS on it, and a
+line longer than HIGHLIGHT_LINE_CHARS is not lexed. Past the budget the text is shown
+escaped and unhighlighted, and the hunk carries a note saying so.
 
 A patch that unidiff cannot parse is not an error for storage: the raw text is kept and
 shown escaped, unhighlighted, with a warning.
@@ -16,19 +23,40 @@ shown escaped, unhighlighted, with a warning.
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import lru_cache
+from html import escape, unescape
 
-from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import TextLexer, get_lexer_for_filename
-from pygments.util import ClassNotFound
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-_FORMATTER = HtmlFormatter(nowrap=True, classprefix="hl-")
+from grading.rollouts.highlighter import HighlightPool, Unhighlighted
+
+_FORMATTER = HtmlFormatter(nowrap=True, classprefix="hl-")  # the CSS; the HTML is made by the pool's workers
+
+HUNK_SECONDS = 1.0  # one hunk side's lexing; past it the worker is killed (Scala, 40 backslashes: ~25 s before)
+HIGHLIGHT_SECONDS = 2.0  # wall clock one budget (a patch, or a page's patches) spends highlighting
+HIGHLIGHT_CHARS = 400_000  # characters one budget highlights (~0.6 s of pygments)
+HIGHLIGHT_LINE_CHARS = 2_000  # a longer line is shown plain (minified code, data), never lexed
+
+highlighter = HighlightPool()
+
+
+@dataclass
+class Budget:
+    """What highlighting may still spend; one per patch, or shared by a page's patches."""
+
+    seconds: float = HIGHLIGHT_SECONDS
+    chars: int = HIGHLIGHT_CHARS
+    hunk_seconds: float = HUNK_SECONDS
+    line_chars: int = HIGHLIGHT_LINE_CHARS
+    spent_seconds: float = 0.0
+    spent_chars: int = 0
+    stopped: int = 0  # hunk sides whose highlighting was stopped (timed out or failed)
 
 
 @dataclass(frozen=True)
@@ -36,7 +64,7 @@ class Row:
     kind: str  # context | added | removed
     old_no: int | None
     new_no: int | None
-    html: str  # pygments-escaped ("" when parsed without rendering)
+    html: str  # pygments-escaped or html.escape()d ("" when parsed without rendering)
     text: str = ""  # the raw line, for tools that show it as data (never as HTML)
 
 
@@ -55,6 +83,7 @@ class Hunk:
     header: str
     unified: list[Row] = field(default_factory=list)
     split: list[SplitRow] = field(default_factory=list)
+    note: str = ""  # why (part of) it is shown unhighlighted; plain text, to be escaped
 
 
 @dataclass
@@ -73,10 +102,16 @@ class ParsedPatch:
     raw: str
     files: list[FileDiff]
     error: str | None = None  # set when unidiff could not parse the text
+    shown_lines: int = 0  # hunk lines with a row (less than total_lines when max_rows/max_chars cut it)
+    total_lines: int = 0
 
     @property
     def parses(self) -> bool:
         return self.error is None
+
+    @property
+    def cut(self) -> bool:
+        return self.shown_lines < self.total_lines
 
 
 def _strip_prefix(path: str) -> str:
@@ -85,31 +120,26 @@ def _strip_prefix(path: str) -> str:
     return path
 
 
-@lru_cache(maxsize=256)
-def _lexer_for(path: str):
-    try:
-        return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
-    except ClassNotFound:
-        return TextLexer(stripnl=False, ensurenl=False)
-
-
 class HighlightCache:
-    """Highlighted hunk sides by (path, lines), least recently used out first.
+    """Highlighted hunk sides by (path, lines): (HTML per line, note), least recently used out first.
 
     pygments is most of a group page's cost (its lexers try dozens of regular expressions
     per token: ~1.5 ms per kB of Python), and a hunk side's HTML depends on nothing but
     the path (which picks the lexer) and its lines, so a page shown again (a reload, the
-    page after a submit, the split view of the same patch) reuses it. Bounded by the
-    characters held (lines and HTML), per process; thread-safe.
+    page after a submit, the split view of the same patch) reuses it. A side whose lexing
+    was stopped after a full HUNK_SECONDS is kept too, as its plain text and note, so a
+    group that stalls the lexer costs that time once per process, not on every showing;
+    one shown plain only because the budget ran out is not (another page may have budget).
+    Bounded by the characters held (lines and HTML), per process; thread-safe.
     """
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
         self.chars = 0
-        self._items: OrderedDict[tuple, tuple[tuple[str, ...], int]] = OrderedDict()
+        self._items: OrderedDict[tuple, tuple[tuple[tuple[str, ...], str], int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple) -> tuple[str, ...] | None:
+    def get(self, key: tuple) -> tuple[tuple[str, ...], str] | None:
         with self._lock:
             item = self._items.get(key)
             if item is None:
@@ -117,14 +147,14 @@ class HighlightCache:
             self._items.move_to_end(key)
             return item[0]
 
-    def put(self, key: tuple, html: tuple[str, ...]) -> None:
-        size = len(key[0]) + sum(map(len, key[1])) + sum(map(len, html))
+    def put(self, key: tuple, value: tuple[tuple[str, ...], str]) -> None:
+        size = len(key[0]) + sum(map(len, key[1])) + sum(map(len, value[0])) + len(value[1])
         if size > self.max_chars // 8:  # one huge hunk must not flush everything else
             return
         with self._lock:
             if key in self._items:
                 return
-            self._items[key] = (html, size)
+            self._items[key] = (value, size)
             self.chars += size
             while self.chars > self.max_chars:
                 _, (_, dropped) = self._items.popitem(last=False)
@@ -139,35 +169,94 @@ class HighlightCache:
 highlight_cache = HighlightCache(max_chars=8_000_000)  # ~12 MB per process, ~60 real-size groups
 
 
-def _highlight_lines(lines: list[str], path: str, colour: bool = True) -> tuple[str, ...]:
-    """Highlight lines together (keeps multi-line strings coloured) and split them back."""
+_SPAN = re.compile(r'<span class="hl-[A-Za-z0-9-]+(?: hl-[A-Za-z0-9-]+)*">|</span>')
+
+
+def _text_of(fragment: str) -> str:
+    """The text a highlighted line shows: its spans removed, its entities read."""
+    return unescape(_SPAN.sub("", fragment))
+
+
+def _plain(lines: list[str]) -> tuple[str, ...]:
+    return tuple(escape(line) for line in lines)
+
+
+def highlight_lines(lines: list[str], path: str, budget: Budget | None = None) -> tuple[tuple[str, ...], str]:
+    """(HTML per line, note) for one hunk side: highlighted together (keeps multi-line
+    strings coloured) and split back; each line escaped and unhighlighted instead when the
+    budget is spent or the lexer is stopped, with a note saying why ("" when none)."""
     if not lines:
-        return ()
-    if not colour:
-        return ("",) * len(lines)
+        return (), ""
+    budget = budget if budget is not None else Budget()
     key = (path, tuple(lines))
     cached = highlight_cache.get(key)
     if cached is not None:
         return cached
-    html = highlight("\n".join(lines), _lexer_for(path), _FORMATTER)
+    # Not lexed: a line too long, or holding a CR (pygments reads it as a line break, which
+    # would shift every row after it). An empty line stands in so the rows stay aligned.
+    skipped = {i for i, line in enumerate(lines) if len(line) > budget.line_chars or "\r" in line}
+    lexed = ["" if i in skipped else line for i, line in enumerate(lines)]
+    size = sum(map(len, lexed))
+    left = budget.seconds - budget.spent_seconds
+    if budget.spent_chars + size > budget.chars:
+        return _plain(lines), f"Shown without highlighting: the highlighting budget ({budget.chars:,} characters) is spent."
+    if left <= 0:
+        return _plain(lines), f"Shown without highlighting: the highlighting budget ({budget.seconds:g} s) is spent."
+    timeout = min(left, budget.hunk_seconds)
+    started = time.monotonic()
+    try:
+        html = highlighter.highlight(path, "\n".join(lexed), timeout)
+    except Unhighlighted as exc:
+        budget.stopped += 1
+        result = (_plain(lines), f"Shown without highlighting: {exc}.")
+        if timeout >= budget.hunk_seconds:  # a full chance: it would stop again, so remember
+            highlight_cache.put(key, result)
+        return result
+    finally:
+        budget.spent_seconds += time.monotonic() - started
+        budget.spent_chars += size
     out = html.split("\n")
-    # pygments adds no trailing newline with ensurenl=False, but be exact about the count.
-    if len(out) < len(lines):
+    # The formatter ends its last line with a newline (an empty last line then reads as none):
+    # trailing empty strings are trimmed or padded; any other mismatch is shown plain.
+    if len(out) > len(lines) and not any(out[len(lines):]):
+        out = out[: len(lines)]
+    elif len(out) < len(lines) and not any(lexed[len(out):]):
         out += [""] * (len(lines) - len(out))
-    result = tuple(out[: len(lines)])
+    if len(out) != len(lines) or any(_text_of(h) != line for h, line in zip(out, lexed)):
+        # A lexer that drops or alters text (some do, on input they do not expect) must not
+        # hide a line from the reviewer: the patch's own text is shown instead.
+        budget.stopped += 1
+        return _plain(lines), "Shown without highlighting: the highlighter's output did not match the patch's text."
+    note = ""
+    if skipped:
+        for i in skipped:
+            out[i] = escape(lines[i])
+        note = (f"{len(skipped)} line{'s' if len(skipped) > 1 else ''} longer than {budget.line_chars:,} characters "
+                "or holding a carriage return shown without highlighting.")
+    result = (tuple(out), note)
     highlight_cache.put(key, result)
     return result
 
 
-def _build_hunk(hunk, path: str, colour: bool = True) -> Hunk:
-    lines = [(line.line_type, line.source_line_no, line.target_line_no, line.value.rstrip("\n").rstrip("\r")) for line in hunk]
-    lines = [entry for entry in lines if entry[0] in (" ", "+", "-")]
+def _hunk_lines(hunk) -> list[tuple[str, int | None, int | None, str]]:
+    """(type, old number, new number, text) of a hunk's context, added and removed lines."""
+    return [(line.line_type, line.source_line_no, line.target_line_no, line.value.rstrip("\n").rstrip("\r"))
+            for line in hunk if line.line_type in (" ", "+", "-")]
+
+
+def _build_hunk(hunk, lines: list, path: str, colour: bool, budget: Budget) -> Hunk:
     old_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "-")]
     new_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "+")]
-    old_html = dict(zip(old_side, _highlight_lines([lines[i][3] for i in old_side], path, colour)))
-    new_html = dict(zip(new_side, _highlight_lines([lines[i][3] for i in new_side], path, colour)))
+    if colour:
+        old_lines, old_note = highlight_lines([lines[i][3] for i in old_side], path, budget)
+        new_lines, new_note = highlight_lines([lines[i][3] for i in new_side], path, budget)
+    else:
+        old_lines, old_note, new_lines, new_note = ("",) * len(old_side), "", ("",) * len(new_side), ""
+    old_html = dict(zip(old_side, old_lines))
+    new_html = dict(zip(new_side, new_lines))
 
-    result = Hunk(header=f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip())
+    result = Hunk(header=f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip(),
+                  note=" ".join(dict.fromkeys(n for n in (old_note, new_note) if n)))
     kinds = {" ": "context", "+": "added", "-": "removed"}
     for i, (kind, old_no, new_no, text) in enumerate(lines):
         html = new_html[i] if kind == "+" else old_html[i]
@@ -248,16 +337,43 @@ def _patch_set(text: str):
     return patch_set, None
 
 
-def parse_patch(text: str, *, render: bool = True) -> ParsedPatch:
+def parse_patch(text: str, *, render: bool = True, budget: Budget | None = None,
+                max_rows: int | None = None, max_chars: int | None = None) -> ParsedPatch:
     """Files and hunks of a patch; with render=False the rows carry line numbers but no HTML
-    (what evidence resolution needs, without pygments' cost)."""
+    (what evidence resolution needs, without pygments' cost).
+
+    Highlighting spends `budget` (a fresh Budget when None; pass one to share it across a
+    page's patches). With max_rows / max_chars, rows stop at the first hunk line that would
+    pass either (the patch is `cut`: shown_lines < total_lines; the files after it are left out).
+    """
     patch_set, error = _patch_set(text or "")
     if patch_set is None:
         return ParsedPatch(raw=text, files=[], error=error)
-    files = []
+    budget = budget if budget is not None else Budget()
+    rows_left = max_rows if max_rows is not None else float("inf")
+    chars_left = max_chars if max_chars is not None else float("inf")
+    files, shown, total, cut = [], 0, 0, False
     for patched_file in patch_set:
         path = _strip_prefix(patched_file.path)
-        hunks = [_build_hunk(h, path, colour=render) for h in patched_file]
+        hunks, cut_before = [], cut
+        for h in patched_file:
+            lines = _hunk_lines(h)
+            total += len(lines)
+            if cut:
+                continue
+            keep = 0
+            for entry in lines:
+                if keep >= rows_left or len(entry[3]) > chars_left:
+                    cut = True
+                    break
+                keep += 1
+                chars_left -= len(entry[3])
+            rows_left -= keep
+            shown += keep
+            if keep:
+                hunks.append(_build_hunk(h, lines[:keep], path, render, budget))
+        if cut_before or (cut and not hunks):
+            continue  # cut before any of its rows: left out with the rest
         files.append(
             FileDiff(
                 path=path,
@@ -269,7 +385,7 @@ def parse_patch(text: str, *, render: bool = True) -> ParsedPatch:
                 hunks=hunks,
             )
         )
-    return ParsedPatch(raw=text, files=files)
+    return ParsedPatch(raw=text, files=files, shown_lines=shown, total_lines=total)
 
 
 def patch_stats(text: str) -> tuple[int, int, int, bool]:
