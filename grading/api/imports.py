@@ -70,7 +70,8 @@ class ImportListCreateView(APIView):
         request={"multipart/form-data": {"type": "object", "properties": {
             "run": {"type": "string"}, "step": {"type": "integer"}, "format": {"type": "string", "enum": list(FORMATS)},
             "file": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
-        responses={202: ImportJobSerializer, 400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad fields or a refused archive")},
+        responses={202: ImportJobSerializer, 400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad fields, file names, or an archive that cannot be read; "
+                                          "archives are unpacked and checked by the job (a refused member fails it)")},
         summary="Upload agent runs (.tar.gz/.zip archive or files) to import as a background job",
     )
     def post(self, request):

@@ -11,8 +11,10 @@ the order of the PATHs, then of the paths inside each PATH, then of the attempts
 importing the same files again (in any order) changes nothing, and importing a fourth
 run later extends each group with index 3.
 
-Upload jobs: `store_upload` unpacks an API upload under MEDIA_ROOT/imports,
-`create_import_job` records it and queues `run_import_job` (Celery) after the commit.
+Upload jobs: `store_upload` stores an API upload under MEDIA_ROOT/imports (nothing is
+unpacked in the web request), `create_import_job` records it and queues `run_import_job`
+(Celery) after the commit; the worker unpacks the archives (`unpack_upload`, one budget for
+the whole upload), imports, and removes what is temporary on every path.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from pathlib import Path
 import orjson
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.db.models.functions import Length
 from django.utils import timezone
 
 from grading.formats.groupline import FORMAT, MAX_INT, MAX_NAME, LineError, check_name, find_nul
-from grading.ingest.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name
-from grading.ingest.importers.common import repo_of
+from grading.ingest.importers import archives
+from grading.ingest.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name, is_readable_archive
+from grading.ingest.importers.common import repo_of, safe_text
 from grading.ingest.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Finding, RunFinder, Source
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.ingest.tasks import import_job_task
@@ -223,71 +227,140 @@ def import_runs(
 
 # -- upload jobs (API) -----------------------------------------------------------------
 
+MAX_ATTEMPTS = 3  # deliveries of one job's task before it is failed instead of run again
+MAX_ERROR = 4000  # characters of an error kept on a job
+_PACKED = "uploads"  # <upload folder>/uploads/<name>: archives as uploaded, removed when the job ends
+_LOOSE = "files"
+
 
 class UploadRefused(ValueError):
-    """The upload cannot be imported; the message says why (HTTP 400)."""
+    """The upload cannot be imported; the message says why (HTTP 400, or the failed job's error)."""
 
 
 def _uploads_root() -> Path:
     return Path(settings.MEDIA_ROOT) / "imports"
 
 
-def store_upload(*, files) -> tuple[str, list[dict], list[dict]]:
-    """Write uploaded files under MEDIA_ROOT/imports/<new folder>, unpacking archives safely.
+def _safe(value):
+    """A summary as any database stores it: lone surrogates and NUL made visible (see safe_text)."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {_safe(k): _safe(v) for k, v in value.items()}
+    return value
 
-    Each archive becomes one PATH named after it (`run-2.tar.gz` -> refs `run-2/...`; an
-    archive holding a single folder is that folder, so refs match a command-line import of
-    it); the other files together form one PATH whose refs are their names. Returns (folder relative
-    to MEDIA_ROOT, sources, uploaded file names and sizes). Raises UploadRefused.
+
+def store_upload(*, files) -> tuple[str, list[dict], list[dict]]:
+    """Store the uploaded files under MEDIA_ROOT/imports/<new folder>; nothing is unpacked here.
+
+    Archives are kept as uploaded (`uploads/<name>`) and unpacked by the worker
+    (`unpack_upload`), within one member and size budget for the whole upload. Each archive
+    becomes one PATH named after it (`run-2.tar.gz` -> refs `run-2/...`; an archive holding
+    a single folder is that folder, so refs match a command-line import of it); the other
+    files together form one PATH whose refs are their names. Only cheap checks happen here
+    (names, a readable archive header). Returns (folder relative to MEDIA_ROOT, sources,
+    uploaded file names and sizes). Raises UploadRefused; then nothing is kept.
     """
     if not files:
         raise UploadRefused("no files: send an archive (.tar.gz, .zip) or files as multipart field 'file'")
+    if len(files) > archives.MAX_MEMBERS:
+        raise UploadRefused(f"more than {archives.MAX_MEMBERS:,} files in one upload")
     folder = _uploads_root() / uuid.uuid4().hex
     folder.mkdir(parents=True)
     sources: list[dict] = []
     uploaded: list[dict] = []
-    loose = folder / "files"
+    loose = folder / _LOOSE
     seen_names: set[str] = set()
     try:
         for upload in files:
             name = Path(upload.name or "").name
-            if not name or name in (".", "..") or name.startswith("."):
-                raise UploadRefused(f"{upload.name!r}: not a usable file name")
+            if not name or name in (".", "..") or name.startswith(".") or safe_text(name) != name:
+                raise UploadRefused(f"{safe_text(upload.name or '')!r}: not a usable file name")
             if name in seen_names:
                 raise UploadRefused(f"{name!r} was uploaded twice")
             seen_names.add(name)
             uploaded.append({"name": name, "size": upload.size})
             if is_archive_name(name):
                 stem = archive_stem(name)
-                if not stem or stem == "files" or any(s["label"] == stem for s in sources):
+                if not stem or stem in (_LOOSE, _PACKED) or any(s["label"] == stem for s in sources):
                     raise UploadRefused(f"{name!r}: another upload unpacks to the same name {stem!r}")
-                packed = folder / f".{uuid.uuid4().hex}"
-                with packed.open("wb") as out:
-                    for chunk in upload.chunks():
-                        out.write(chunk)
-                try:
-                    extract_archive(packed, folder / stem)
-                except UnsafeArchive as exc:
-                    raise UploadRefused(f"archive {name!r} refused: {exc}") from None
-                finally:
-                    packed.unlink(missing_ok=True)
-                root = folder / stem
-                entries = list(root.iterdir())
-                if len(entries) == 1 and entries[0].is_dir() and all(s["label"] != entries[0].name for s in sources):
-                    # `tar czf run-3.tar.gz run-3/`: refs start at run-3/, as `import_runs run-3/` gives them.
-                    root = entries[0]
-                sources.append({"path": root.relative_to(settings.MEDIA_ROOT).as_posix(), "label": root.name})
+                packed = folder / _PACKED / name
+                packed.parent.mkdir(exist_ok=True)
+                _save(upload, packed)
+                if not is_readable_archive(packed):
+                    raise UploadRefused(f"archive {name!r} refused: not a readable .tar(.gz/.bz2/.xz) or .zip archive")
+                sources.append({"archive": packed.relative_to(settings.MEDIA_ROOT).as_posix(), "label": stem})
             else:
                 loose.mkdir(exist_ok=True)
-                with (loose / name).open("xb") as out:
-                    for chunk in upload.chunks():
-                        out.write(chunk)
+                _save(upload, loose / name)
         if loose.exists():
             sources.append({"path": loose.relative_to(settings.MEDIA_ROOT).as_posix(), "label": ""})
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return folder.relative_to(settings.MEDIA_ROOT).as_posix(), sources, uploaded
+
+
+def _save(upload, target: Path) -> None:
+    with target.open("xb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+
+
+def _upload_folder(sources: list[dict]) -> Path | None:
+    """The upload's own folder (MEDIA_ROOT/imports/<hex>), or None when the sources name no such folder."""
+    root = _uploads_root().resolve()
+    for source in sources:
+        relative = source.get("archive") or source.get("path") or ""
+        parts = Path(relative).parts
+        if len(parts) < 2:
+            continue
+        folder = (Path(settings.MEDIA_ROOT) / parts[0] / parts[1]).resolve()
+        if folder.parent == root and folder.is_dir():
+            return folder
+    return None
+
+
+def unpack_upload(sources: list[dict]) -> list[dict]:
+    """In the worker: unpack the upload's archives next to them; returns the sources as PATHs to import.
+
+    One `Budget` holds for the whole upload: its loose files and every member of every
+    archive count against the same member and byte limits. Unpacking again (a redelivered
+    task) starts from a clean folder. Raises UploadRefused naming the archive.
+    """
+    media = Path(settings.MEDIA_ROOT)
+    budget = archives.Budget()
+    for source in sources:
+        if "archive" not in source and source.get("path"):
+            for path in (media / source["path"]).rglob("*"):
+                if path.is_file():
+                    budget.member()
+                    budget.add(path.stat().st_size)
+    resolved: list[dict] = []
+    labels: set[str] = set()
+    for source in sources:
+        if "archive" not in source:
+            resolved.append(source)
+            continue
+        packed = media / source["archive"]
+        name = packed.name
+        stem = archive_stem(name)
+        dest = packed.parent.parent / stem
+        shutil.rmtree(dest, ignore_errors=True)  # what an earlier, interrupted attempt left
+        try:
+            extract_archive(packed, dest, budget=budget)
+        except UnsafeArchive as exc:
+            raise UploadRefused(f"archive {name!r} refused: {exc}") from None
+        root = dest
+        entries = list(root.iterdir())
+        if len(entries) == 1 and entries[0].is_dir() and entries[0].name not in labels:
+            # `tar czf run-3.tar.gz run-3/`: refs start at run-3/, as `import_runs run-3/` gives them.
+            root = entries[0]
+        labels.add(root.name)
+        resolved.append({"path": root.relative_to(media).as_posix(), "label": root.name, "archive": source["archive"]})
+    return resolved
 
 
 def create_import_job(*, project: Project, user, run: str, step: int, fmt: str, sources: list[dict], uploaded: list[dict]) -> ImportJob:
@@ -301,13 +374,40 @@ def create_import_job(*, project: Project, user, run: str, step: int, fmt: str, 
     return job
 
 
+def _fail(job: ImportJob, error: str) -> None:
+    """Mark the job failed with `error` (made storable), touching no other field (the summary may be what failed)."""
+    job.status, job.error, job.finished_at = ImportJob.Status.FAILED, safe_text(error)[:MAX_ERROR], timezone.now()
+    ImportJob.objects.filter(pk=job.pk).update(status=job.status, error=job.error, finished_at=job.finished_at)
+
+
+def _clean_up(job: ImportJob, *, failed: bool) -> None:
+    """Remove the archives as uploaded (always) and, when the job failed, all that the upload unpacked."""
+    folder = _upload_folder(job.sources)
+    if folder is None:
+        return
+    shutil.rmtree(folder if failed else folder / _PACKED, ignore_errors=True)
+
+
 def run_import_job(*, job_id: int) -> ImportJob:
-    """Run one queued job: status running -> done (with its summary) or failed (with the error)."""
+    """Run one queued job: status running -> done (with its summary) or failed (with the error).
+
+    Whatever goes wrong ends as `failed` with the error kept, never `running`. Each delivery
+    of the task counts an attempt first: a worker killed while importing (out of memory,
+    time limit) leaves the job running and its message is delivered again, so past
+    MAX_ATTEMPTS the job is failed instead of imported once more. A job already done or
+    failed is not run again. Temporary files are removed on every path.
+    """
     job = ImportJob.objects.select_related("project", "run").get(pk=job_id)
-    if job.status == ImportJob.Status.DONE:
-        return job  # a redelivered message: the work is done (and importing again would change nothing)
-    job.status, job.started_at, job.error = ImportJob.Status.RUNNING, timezone.now(), ""
-    job.save(update_fields=["status", "started_at", "error"])
+    if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
+        return job  # a redelivered message: the work is over (and importing again would change nothing)
+    ImportJob.objects.filter(pk=job.pk).update(attempts=F("attempts") + 1)
+    job.refresh_from_db(fields=["attempts"])
+    if job.attempts > MAX_ATTEMPTS:
+        logger.error("import job %s: attempt %s, past the limit of %s; failed", job.pk, job.attempts, MAX_ATTEMPTS)
+        _fail(job, f"stopped after {MAX_ATTEMPTS} attempts: the worker was stopped each time while importing "
+                   "(out of memory or past the time limit?); the files are left out, upload smaller parts")
+        _clean_up(job, failed=True)
+        return job
     last_write = 0.0
 
     def progress(done: int, total: int) -> None:
@@ -317,20 +417,29 @@ def run_import_job(*, job_id: int) -> ImportJob:
             last_write = now
             ImportJob.objects.filter(pk=job.pk).update(progress_done=done, progress_total=total)
 
-    media = Path(settings.MEDIA_ROOT)
-    sources = [Source(media / s["path"], label=s.get("label", "")) for s in job.sources]
+    failed = True
     try:
+        job.status, job.started_at, job.error = ImportJob.Status.RUNNING, timezone.now(), ""
+        job.save(update_fields=["status", "started_at", "error"])
+        if any("archive" in s for s in job.sources):
+            job.sources = unpack_upload(job.sources)
+            job.save(update_fields=["sources"])
+        media = Path(settings.MEDIA_ROOT)
+        sources = [Source(media / s["path"], label=s.get("label", "")) for s in job.sources]
         summary = import_runs(project=job.project, run=job.run.name, step=job.step, sources=sources, fmt=job.format, on_progress=progress)
+        job.refresh_from_db(fields=["progress_done", "progress_total"])
+        job.summary = _safe(summary.as_dict())
+        job.status = ImportJob.Status.DONE if summary.aborted is None else ImportJob.Status.FAILED
+        job.error = safe_text(summary.aborted or "")[:MAX_ERROR]
+        job.progress_done = job.progress_total = summary.instances
+        job.finished_at = timezone.now()
+        job.save(update_fields=["summary", "status", "error", "progress_done", "progress_total", "finished_at"])
+        failed = job.status == ImportJob.Status.FAILED
+    except UploadRefused as exc:
+        _fail(job, str(exc))
     except Exception as exc:  # recorded on the job for the run page; the worker stays up
         logger.exception("import job %s failed", job.pk)
-        job.status, job.error, job.finished_at = ImportJob.Status.FAILED, f"{exc.__class__.__name__}: {exc}", timezone.now()
-        job.save(update_fields=["status", "error", "finished_at"])
-        return job
-    job.refresh_from_db(fields=["progress_done", "progress_total"])
-    job.summary = summary.as_dict()
-    job.status = ImportJob.Status.DONE if summary.aborted is None else ImportJob.Status.FAILED
-    job.error = summary.aborted or ""
-    job.progress_done = job.progress_total = summary.instances
-    job.finished_at = timezone.now()
-    job.save(update_fields=["summary", "status", "error", "progress_done", "progress_total", "finished_at"])
+        _fail(job, f"{exc.__class__.__name__}: {exc}")
+    finally:
+        _clean_up(job, failed=failed)
     return job

@@ -237,6 +237,9 @@ class ImportJob(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     progress_done = models.PositiveIntegerField(default=0)  # instances read so far
     progress_total = models.PositiveIntegerField(default=0)
+    # Deliveries of the task that started this job; past MAX_ATTEMPTS (a worker killed each time,
+    # e.g. out of memory) the job is failed instead of run again (grading.ingest.imports).
+    attempts = models.PositiveSmallIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

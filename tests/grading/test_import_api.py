@@ -144,14 +144,25 @@ def test_a_queued_job_is_polled_every_two_seconds(client, alice, alice_token, ru
         (lambda: bad_tgz("evil.tar.gz", "../../outside.json"), "archive 'evil.tar.gz' refused: '../../outside.json': path leaves the archive"),
         (lambda: bad_tgz("abs.tar.gz", "/etc/evil.json"), "'/etc/evil.json': absolute path"),
         (lambda: bad_tgz("link.tar.gz", "run/passwd", symlink=True), "'run/passwd': symbolic link"),
-        (lambda: SimpleUploadedFile("broken.tar.gz", b"not gzip at all"), "not a readable"),
     ],
 )
-def test_unsafe_archives_are_a_clear_400_and_leave_nothing(client, alice_token, media, bad, message):
-    r = upload(client, alice_token, [bad()])
-    assert r.status_code == 400 and message in r.json()["detail"]
+def test_unsafe_archives_fail_the_job_naming_the_member_and_leave_nothing(
+    client, alice_token, media, bad, message, django_capture_on_commit_callbacks
+):
+    # Archives are unpacked by the worker, not in the web request: the job fails with the reason.
+    r = upload(client, alice_token, [bad()], capture=django_capture_on_commit_callbacks)
+    assert r.status_code == 202, r.content
+    job = ImportJob.objects.get(pk=r.json()["id"])
+    assert job.status == "failed" and message in job.error and str(media) not in job.error
+    assert Rollout.objects.count() == 0
+    assert not list(media.glob("imports/*")) and not (media.parent / "outside.json").exists()
+
+
+def test_an_unreadable_archive_is_a_clear_400_and_leaves_nothing(client, alice_token, media):
+    r = upload(client, alice_token, [SimpleUploadedFile("broken.tar.gz", b"not gzip at all")])
+    assert r.status_code == 400 and "not a readable" in r.json()["detail"]
     assert ImportJob.objects.count() == 0 and Run.objects.count() == 0
-    assert not list(media.glob("imports/*/*")) and not (media.parent / "outside.json").exists()
+    assert not list(media.glob("imports/*/*"))
 
 
 def test_field_refusals(client, alice_token, runs):

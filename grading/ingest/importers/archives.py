@@ -4,6 +4,9 @@ Every member is checked before it is written; the first bad one stops the whole 
 with `UnsafeArchive` naming the member (absolute paths, `..` components, symbolic or hard
 links, devices and FIFOs) and everything already unpacked is removed. Sizes are counted as bytes are actually
 written, so a zip that lies about its sizes (a zip bomb) stops at the limit too.
+
+The limits hold per upload: pass one `Budget` to every `extract_archive` of an upload (and
+count its loose files into it), and all its archives together stay within them.
 """
 
 from __future__ import annotations
@@ -48,25 +51,27 @@ def _member_path(name: str) -> PurePosixPath:
     return PurePosixPath(*[p for p in path.parts if p not in ("", ".")])
 
 
-class _Budget:
-    def __init__(self, max_members: int, max_bytes: int):
+class Budget:
+    """Members and bytes left for one upload, shared by all its archives."""
+
+    def __init__(self, max_members: int | None = None, max_bytes: int | None = None):
         self.members = 0
         self.bytes = 0
-        self.max_members = max_members
-        self.max_bytes = max_bytes
+        self.max_members = MAX_MEMBERS if max_members is None else max_members
+        self.max_bytes = MAX_BYTES if max_bytes is None else max_bytes
 
     def member(self) -> None:
         self.members += 1
         if self.members > self.max_members:
-            raise UnsafeArchive(f"more than {self.max_members:,} members")
+            raise UnsafeArchive(f"more than {self.max_members:,} members (all archives and files of the upload together)")
 
     def add(self, n: int) -> None:
         self.bytes += n
         if self.bytes > self.max_bytes:
-            raise UnsafeArchive(f"unpacks to more than {self.max_bytes:,} bytes")
+            raise UnsafeArchive(f"unpacks to more than {self.max_bytes:,} bytes (all archives and files of the upload together)")
 
 
-def _write(source, target: Path, dest: Path, budget: _Budget) -> None:
+def _write(source, target: Path, dest: Path, budget: Budget) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.resolve().is_relative_to(dest):
         raise UnsafeArchive(f"{target.name!r}: path leaves the archive")
@@ -76,11 +81,24 @@ def _write(source, target: Path, dest: Path, budget: _Budget) -> None:
             out.write(chunk)
 
 
-def extract_archive(archive: Path, dest: Path, *, max_members: int = MAX_MEMBERS, max_bytes: int = MAX_BYTES) -> int:
-    """Unpack `archive` into `dest` (created). Returns the number of files; on refusal `dest` is removed."""
+def is_readable_archive(archive: Path) -> bool:
+    """Cheap: a zip's directory or a tar's first header can be read (nothing is unpacked)."""
+    try:
+        return zipfile.is_zipfile(archive) or tarfile.is_tarfile(archive)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError):
+        return False
+
+
+def extract_archive(
+    archive: Path, dest: Path, *, max_members: int | None = None, max_bytes: int | None = None, budget: Budget | None = None
+) -> int:
+    """Unpack `archive` into `dest` (created). Returns the number of files; on refusal `dest` is removed.
+
+    `budget` (shared by the archives of one upload) or else `max_members` / `max_bytes` (this archive alone).
+    """
     dest.mkdir(parents=True, exist_ok=False)
     dest = dest.resolve()
-    budget = _Budget(max_members, max_bytes)
+    budget = budget if budget is not None else Budget(max_members, max_bytes)
     try:
         if zipfile.is_zipfile(archive):
             return _extract_zip(archive, dest, budget)
@@ -95,10 +113,11 @@ def extract_archive(archive: Path, dest: Path, *, max_members: int = MAX_MEMBERS
         raise UnsafeArchive(f"{Path(exc.filename or '').name!r}: the archive holds this path twice") from None
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
         shutil.rmtree(dest, ignore_errors=True)
-        raise UnsafeArchive(f"could not be read: {exc}") from None
+        why = (exc.strerror or type(exc).__name__) if isinstance(exc, OSError) else exc  # no absolute paths
+        raise UnsafeArchive(f"could not be read: {why}") from None
 
 
-def _extract_zip(archive: Path, dest: Path, budget: _Budget) -> int:
+def _extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
     files = 0
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
@@ -123,7 +142,7 @@ def _extract_zip(archive: Path, dest: Path, budget: _Budget) -> int:
     return files
 
 
-def _extract_tar(archive: Path, dest: Path, budget: _Budget) -> int:
+def _extract_tar(archive: Path, dest: Path, budget: Budget) -> int:
     # One streaming pass (a .tar.gz is decompressed once); a refusal removes what was written.
     files = 0
     with tarfile.open(archive, "r|*") as tf:

@@ -12,6 +12,7 @@ cannot be turned into attempts raises `SourceError` with a reason a user can act
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,26 +26,69 @@ UNRESOLVED = "unresolved"
 EMPTY_PATCH = "empty_patch"
 ERROR = "error"
 
-_REPO = re.compile(r"^(?P<owner>[A-Za-z0-9_.-]+?)__(?P<name>[A-Za-z0-9_.-]+)-\d+$")
-_PR_DESCRIPTION = re.compile(r"<pr_description>\s*(?:Consider the following PR description:)?\s*(.*?)\s*</pr_description>", re.DOTALL)
+# Every pattern here runs on text an agent or a file wrote, so each takes time linear in its
+# input: no nested or adjacent quantifiers over overlapping classes (benchmarks/importer_regex.py).
+_REPO_CHARS = re.compile(r"[A-Za-z0-9_.-]+")
+_PR_OPEN, _PR_CLOSE = "<pr_description>", "</pr_description>"
+_PR_PREAMBLE = "Consider the following PR description:"
+MB = 1024 * 1024
+# A JSON file (trajectory, predictions, report) larger than this is skipped, named in the summary.
+# Parsing holds the bytes, orjson's own copy of them and the objects: about 3x the file at worst.
+MAX_JSON_BYTES = 128 * MB
 
 
 class SourceError(ValueError):
     """A file that yields no rollouts; the message says why (shown next to its name)."""
 
 
-def load_json(path: Path) -> Any:
-    """Decode a JSON file; a truncated or broken one becomes a SourceError, not a crash."""
+def size_refusal(path: Path, size: int, limit: int) -> str:
+    """'<name> is N MB, over the M MB limit' (the name shown safely, whatever bytes it holds)."""
+    return f"{safe_text(path.name)} is {size / MB:,.0f} MB, over the {limit / MB:,.0f} MB limit"
+
+
+def read_bounded(path: Path, limit: int | None = None) -> bytes:
+    """The file's bytes, read once; a file over `limit` (default MAX_JSON_BYTES) is refused before it is read."""
+    limit = MAX_JSON_BYTES if limit is None else limit
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise SourceError(size_refusal(path, size, limit))
+            # read(n) allocates n bytes up front: ask for the size, one more to notice a file that grew
+            data = handle.read(size + 1)
     except OSError as exc:
         raise SourceError(f"unreadable: {exc.strerror or exc}") from None
-    if not data.strip():
-        raise SourceError("empty file")
+    if len(data) > limit:
+        raise SourceError(size_refusal(path, len(data), limit))
+    return data
+
+
+def load_json(path: Path, *, limit: int | None = None) -> Any:
+    """Decode a JSON file of at most `limit` bytes; a broken one becomes a SourceError, not a crash.
+
+    The bytes are read once and parsed by orjson in place (no decoded or stripped copy), so
+    a file costs its size plus the objects it decodes to.
+    """
+    data = read_bounded(path, limit)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if not data or data.isspace():
+            raise SourceError("empty file") from None
         raise SourceError(f"truncated or invalid JSON ({exc})") from None
+
+
+def safe_text(value: str) -> str:
+    """`value` as text any store accepts: undecodable bytes of a file name (surrogate escapes, as
+    os.fsdecode gives them) become `\\xff`, other lone surrogates `\\udc00`, NUL becomes U+FFFD."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            value = os.fsencode(value).decode("utf-8", errors="backslashreplace")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", errors="backslashreplace").decode("utf-8")
+    return value.replace("\x00", "\ufffd")
 
 
 def text_of(content: Any) -> str:
@@ -79,15 +123,41 @@ def number(value: Any) -> float | int | None:
 
 
 def repo_of(instance_id: str) -> str:
-    """`owner__name-123` (SWE-bench's instance ids) -> `owner/name`; '' for other ids."""
-    match = _REPO.match(instance_id)
-    return f"{match['owner']}/{match['name']}" if match else ""
+    """`owner__name-123` (SWE-bench's instance ids) -> `owner/name`; '' for other ids.
+
+    The owner is everything before the first `__`, the name what lies between it and the
+    last `-<digits>`. Parsed with str methods: linear in the id, however it was made.
+    """
+    if not _REPO_CHARS.fullmatch(instance_id):
+        return ""
+    head, dash, digits = instance_id.rpartition("-")
+    if not dash or not digits.isdigit():
+        return ""
+    cut = head.find("__", 1)
+    if cut == -1 or cut + 2 >= len(head):
+        return ""
+    return f"{head[:cut]}/{head[cut + 2:]}"
 
 
 def problem_statement_of(prompt: str) -> str:
-    """The issue text inside the agents' `<pr_description>` prompt, or '' (never the whole prompt)."""
-    match = _PR_DESCRIPTION.search(prompt or "")
-    return match.group(1).strip() if match else ""
+    """The issue text inside the agents' `<pr_description>` prompt, or '' (never the whole prompt).
+
+    The first `<pr_description>` up to the first `</pr_description>` after it, without the
+    agents' "Consider the following PR description:" preamble. Found with str.find (linear:
+    a regex with `\\s*(.*?)\\s*` between the tags took O(N^4) on N spaces and no closing tag).
+    """
+    prompt = prompt or ""
+    start = prompt.find(_PR_OPEN)
+    if start == -1:
+        return ""
+    start += len(_PR_OPEN)
+    end = prompt.find(_PR_CLOSE, start)
+    if end == -1:
+        return ""
+    inner = prompt[start:end].strip()
+    if inner.startswith(_PR_PREAMBLE):
+        inner = inner[len(_PR_PREAMBLE) :].strip()
+    return inner
 
 
 def is_empty_patch(patch: str | None) -> bool:

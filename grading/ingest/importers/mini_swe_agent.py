@@ -41,7 +41,8 @@ from grading.ingest.importers.common import (
 
 FORMAT_V1 = "mini-swe-agent-1"
 FORMAT_V11 = "mini-swe-agent-1.1"
-_FENCED_BASH = re.compile(r"```(?:bash|sh|mswea_bash_command)\s*\n(.*?)```", re.DOTALL)
+# Blanks up to the line end, not `\s*\n` (which backtracks over a run of newlines: O(N^2)).
+_FENCED_BASH = re.compile(r"```(?:bash|sh|mswea_bash_command)[^\S\n]*\n(.*?)```", re.DOTALL)
 
 
 def is_trajectory(obj: Any) -> bool:

@@ -39,6 +39,7 @@ from grading.ingest.importers.common import (
     is_empty_patch,
     is_run_summary,
     load_json,
+    safe_text,
     same_patch,
     verdicts_from_report_file,
     verdicts_from_summary,
@@ -199,7 +200,12 @@ class RunFinder:
             self.files_seen += 1
             self.bytes_seen += size
             if name.startswith(".") or "__MACOSX" in parts:
-                self._skip(ref, "hidden file")
+                self._skip(safe_text(ref), "hidden file")
+                continue
+            if safe_text(ref) != ref:
+                # Bytes that are not UTF-8 (an archive member's raw name, os.fsdecode's surrogate escapes):
+                # no instance id, uid or ref can hold them. Only this file is left out.
+                self._skip(safe_text(ref), "file name is not valid UTF-8 (or holds NUL); rename it to import it")
                 continue
             try:
                 self._classify(position, path, name, rel, ref, parts, present)

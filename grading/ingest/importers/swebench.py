@@ -13,12 +13,13 @@ failing, as the harness counts it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from grading.ingest.importers.common import Attempt, SourceError
+from grading.ingest.importers.common import MAX_JSON_BYTES, Attempt, SourceError, size_refusal
 
 FORMAT = "swebench-predictions"
 
@@ -53,6 +54,9 @@ def predictions_from_jsonl(path: Path) -> tuple[list[dict], list[str]]:
     except OSError as exc:
         raise SourceError(f"unreadable: {exc.strerror or exc}") from None
     with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_JSON_BYTES:
+            raise SourceError(size_refusal(path, size, MAX_JSON_BYTES))
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
