@@ -1,4 +1,9 @@
-"""GET /api/v1/agreement/: how far the grader agrees with people, with 95% intervals."""
+"""GET /api/v1/agreement/: how far the grader agrees with people, with 95% intervals.
+
+Blindness holds here too: a caller's own open blind groups are left out of every figure,
+slice and trend (`withheld_open_blind_groups` says how many), since a step or repo slice
+can hold little more than the group they are judging. Everyone keeps the rest of the
+figures; nobody, whatever their role, gets the grader's tiers on a group they judge blind."""
 
 from __future__ import annotations
 
@@ -38,14 +43,16 @@ class AgreementView(APIView):
         if problem:
             return problem
         step = params.get("step")
-        if step is not None and not step.isdigit():
+        if step is not None and not (step.isascii() and step.isdigit() and len(step) <= 10):  # '²'.isdigit() is True
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"step": ["a non-negative integer"]})
         n_boot = params.get("n_boot", "1000")
-        if not n_boot.isdigit() or not 0 <= int(n_boot) <= MAX_BOOT:
+        if not (n_boot.isascii() and n_boot.isdigit() and len(n_boot) <= 10) or not 0 <= int(n_boot) <= MAX_BOOT:
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"n_boot": [f"an integer 0..{MAX_BOOT}"]})
         n_boot = int(n_boot)
+        # Every figure leaves out the groups the caller still judges blind (docstring of
+        # judgment_frames): a step or repo slice may hold little more than their own group.
         frames = data.judgment_frames(project=project, run=run, grader=params.get("grader") or None,
-                                      step=int(step) if step is not None else None)
+                                      step=int(step) if step is not None else None, hidden_from=request.user)
         overall = data.report(frames.frame, n_boot=n_boot)
         fitted = data.fitted_mapping(frames.frame, n_boot=n_boot)
         body = {
@@ -53,6 +60,7 @@ class AgreementView(APIView):
             "scope": {"run": run.name if run else None, "grader": params.get("grader") or None,
                       "step": int(step) if step is not None else None},
             "n_judged_rollouts": frames.n_judgments,
+            "withheld_open_blind_groups": frames.withheld,
             "graders": frames.graders,
             "n_boot": n_boot,
             **overall,

@@ -19,6 +19,7 @@ from grading.method.advantage import MappingSpec, group_summary, redistribute
 from grading.method.services import active_mapping, step_balance, step_inputs
 from grading.models import CheatDecision, FactorMapping, Project, RolloutGrade, Run, Step, Verdict
 from reviews.models import Judgment, JudgmentItem
+from reviews.selectors.desk import open_blind_groups
 from reviews.stats.agreement.frame import GRADER
 from reviews.stats.agreement.groups import STATISTICS, group_statistics
 from reviews.stats.agreement.report import ceiling_report, report_from_statistics
@@ -34,6 +35,7 @@ class JudgmentFrames:
     people: pd.DataFrame  # reviews only: the ceiling's material
     graders: list[str]
     n_judgments: int
+    withheld: int = 0  # groups left out because the viewer judges them blind (open_blind_groups)
 
 
 def _empty() -> pd.DataFrame:
@@ -41,9 +43,18 @@ def _empty() -> pd.DataFrame:
 
 
 def judgment_frames(*, project: Project, run: Run | None = None, grader: str | None = None,
-                    step: int | None = None) -> JudgmentFrames:
-    """Four queries whatever the number of judgments."""
+                    step: int | None = None, hidden_from=None) -> JudgmentFrames:
+    """Four queries whatever the number of judgments (five with `hidden_from`).
+
+    `hidden_from`: the person the figures are for. Their open blind groups are left out of
+    every frame (grader rows and people's rows alike), so no figure, slice or trend computed
+    from the result carries the grader's tiers on a group they are still judging blind;
+    `withheld` counts them so the page or API can say so.
+    """
     items = JudgmentItem.objects.filter(judgment__group__run__project=project)
+    hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
+    if hidden:
+        items = items.exclude(judgment__group_id__in=hidden)
     if run is not None:
         items = items.filter(judgment__group__run=run)
     if step is not None:
@@ -55,7 +66,7 @@ def judgment_frames(*, project: Project, run: Run | None = None, grader: str | N
         columns=["group", "uid", "rollout", "rollout_id", "rater", "kind", "tier", "rank", "cheat", "step", "repo"],
     )
     if human.empty:
-        return JudgmentFrames(_empty(), _empty(), [], 0)
+        return JudgmentFrames(_empty(), _empty(), [], 0, len(hidden))
     group_ids = human["group"].unique().tolist()
 
     verdicts = Verdict.objects.filter(group_id__in=group_ids, status=Verdict.Status.VALID)
@@ -96,7 +107,7 @@ def judgment_frames(*, project: Project, run: Run | None = None, grader: str | N
         data["rank"] = data["rank"].astype(float)
         return data[COLUMNS].sort_values(["group", "rollout", "rater"], kind="stable").reset_index(drop=True)
 
-    return JudgmentFrames(finish(frame), finish(reviews), sorted(set(grader_of.values())), int(human.shape[0]))
+    return JudgmentFrames(finish(frame), finish(reviews), sorted(set(grader_of.values())), int(human.shape[0]), len(hidden))
 
 
 FIGURE_LABELS = {

@@ -40,7 +40,7 @@ def items_from_fields(draft: dict) -> dict[int, dict]:
     items: dict[int, dict] = {}
     for key, value in (draft or {}).items():
         parts = key.split("-")
-        if len(parts) < 2 or not parts[1].isdigit():
+        if len(parts) < 2 or not (parts[1].isascii() and parts[1].isdigit()):  # '²'.isdigit() is True
             continue
         item = items.setdefault(int(parts[1]), {"scores": {}})
         if parts[0] == "score" and len(parts) == 3:
@@ -60,11 +60,15 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
     review = GroupReview.objects.filter(group=group).first()
     judgment = own[0] if own else None
     open_blind = bool(assignment and assignment.is_open and assignment.blind and not assignment.revealed_early)
-    can_adjudicate = "adjudicate" in caps and group.is_mixed
+    adjudicator = "adjudicate" in caps and group.is_mixed
+    # The form is offered only where the queue says the group waits for an adjudicator, and
+    # never to a party to it: someone who reviewed it or holds an open assignment on it
+    # (services.judgments.adjudication_refusal says the same when the form is posted).
+    party = judgment is not None or bool(assignment and assignment.is_open)
     context = ReviewContext(
         assignment=assignment, judgment=judgment, review=review,
         can_judge="review" in caps and assignment is not None and assignment.is_open and group.is_mixed,
-        can_adjudicate=can_adjudicate, blind=open_blind,
+        can_adjudicate=adjudicator and not party and review is not None and review.needs_adjudication, blind=open_blind,
     )
     if judgment is not None:
         context.items = {
@@ -75,11 +79,27 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
         }
     elif assignment is not None and assignment.is_open:
         context.items = items_from_fields(assignment.draft)
-    if can_adjudicate and not open_blind and review is not None and review.n_reviews:
+    if adjudicator and not open_blind and review is not None and review.n_reviews:
         context.others = list(
             Judgment.objects.filter(group=group).select_related("reviewer").prefetch_related("items__rollout")
         )
     return context
+
+
+def open_blind_group_ids(*, project: Project, user) -> QuerySet:
+    """Groups of the project this person still has to judge blind: an open, blind assignment
+    they have not asked to reveal. No figure derived from the grader's verdict on these may
+    reach them, however aggregated (a step or repo slice can hold just their group). Lazy:
+    used as a subquery it costs no query of its own."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return Assignment.objects.none().values_list("group_id", flat=True)
+    return Assignment.objects.filter(
+        reviewer=user, group__run__project=project, status=Assignment.Status.OPEN, blind=True, revealed_early=False,
+    ).values_list("group_id", flat=True)
+
+
+def open_blind_groups(*, project: Project, user) -> set[int]:
+    return set(open_blind_group_ids(project=project, user=user))
 
 
 def needs_browse_reveal(*, user, group: Group, verdict: Verdict | None) -> bool:
@@ -158,8 +178,13 @@ AUDIT_FILTERS = {
 }
 
 
-def audit_queue(project: Project, *, status: str = "pending", source: str = "") -> QuerySet[CheatDecision]:
+def audit_queue(project: Project, *, status: str = "pending", source: str = "", hidden_from=None) -> QuerySet[CheatDecision]:
+    """Cheat signals with their audits. `hidden_from`: the auditor; signals on groups they
+    still judge blind are left out (a grader flag and its evidence are grader fields) until
+    they submit or skip."""
     decisions = CheatDecision.objects.filter(rollout__group__run__project=project).filter(AUDIT_FILTERS.get(status, Q()))
+    if hidden_from is not None:
+        decisions = decisions.exclude(rollout__group_id__in=open_blind_group_ids(project=project, user=hidden_from))
     if source in CheatDecision.Source.values:
         decisions = decisions.filter(source=source)
     return (
@@ -169,8 +194,10 @@ def audit_queue(project: Project, *, status: str = "pending", source: str = "") 
     )
 
 
-def audit_counts(project: Project) -> dict[str, int]:
+def audit_counts(project: Project, *, hidden_from=None) -> dict[str, int]:
     base = CheatDecision.objects.filter(rollout__group__run__project=project)
+    if hidden_from is not None:
+        base = base.exclude(rollout__group_id__in=open_blind_group_ids(project=project, user=hidden_from))
     counts = base.aggregate(**{f"n_{name}": Count("pk", filter=q) for name, q in AUDIT_FILTERS.items()})
     return {name: counts[f"n_{name}"] for name in AUDIT_FILTERS}
 

@@ -37,6 +37,15 @@ class JudgmentError(ValueError):
         self.errors = errors
 
 
+class AdjudicationRefused(Exception):
+    """This person may not adjudicate this group now: `status` is 403 (a party to the dispute)
+    or 409 (the group does not wait for an adjudicator); `message` says which, for the page."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
 class JudgmentConflict(Exception):
     """This person (or, for adjudications, anyone) already stored this judgment."""
 
@@ -144,6 +153,64 @@ def log_reveal(*, group: Group, user, verdict: Verdict | None, reason: str) -> R
     return Reveal.objects.create(group=group, user=user, verdict=verdict, reason=reason)
 
 
+def _names_grader(disagreement) -> bool:
+    return any(isinstance(d, dict) and "grader" in (d.get("between") or []) for d in disagreement or [])
+
+
+def disagreements_for(*, user, reviews: list[GroupReview]) -> list[GroupReview]:
+    """The adjudication queue's "why" column, as this person may see it.
+
+    Which rollouts a reviewer and the grader disagree on is a grader field. It is withheld
+    (`hidden_reason` set, `disagreement` emptied) on groups where the person holds an open
+    blind assignment; where it is shown and names the grader, the showing is logged as a
+    `Reveal` (browse), so the queue never serves that group to them blind afterwards and a
+    judgment they make on it is not stored as blind. Four queries whatever the page size.
+    """
+    ids = [r.group_id for r in reviews]
+    blind_here = set(Assignment.objects.filter(
+        reviewer=user, group_id__in=ids, status=Assignment.Status.OPEN, blind=True, revealed_early=False,
+    ).values_list("group_id", flat=True))
+    for r in reviews:
+        r.hidden_reason = ""
+        if r.group_id in blind_here:
+            r.disagreement, r.hidden_reason = [], "withheld: you are judging this group blind"
+    shown = [r.group_id for r in reviews if r.group_id not in blind_here and _names_grader(r.disagreement)]
+    if not shown:
+        return reviews
+    latest: dict[int, int] = {}
+    for group_id, verdict_id in Verdict.objects.filter(group_id__in=shown).order_by(
+            "group_id", "-created_at", "-id").values_list("group_id", "id"):
+        latest.setdefault(group_id, verdict_id)
+    seen = set(Reveal.objects.filter(user=user, group_id__in=shown).values_list("group_id", "verdict_id"))
+    Reveal.objects.bulk_create(
+        Reveal(group_id=g, user=user, verdict_id=latest.get(g), reason=Reveal.Reason.BROWSE)
+        for g in shown if (g, latest.get(g)) not in seen
+    )
+    return reviews
+
+
+def is_party(*, group: Group, user) -> bool:
+    """Whether `user` reviewed this group, or holds an open assignment to review it."""
+    return (Judgment.objects.filter(group=group, reviewer=user, kind=Judgment.Kind.REVIEW).exists()
+            or Assignment.objects.filter(group=group, reviewer=user, status=Assignment.Status.OPEN).exists())
+
+
+def adjudication_refusal(*, group: Group, user, review: GroupReview | None) -> AdjudicationRefused | None:
+    """Why `user` may not adjudicate `group` now, or None. An adjudication happens only where
+    the review state says the group waits for one, and never by a party to the dispute: the
+    adjudication becomes the exported label, so a reviewer settling their own dispute would
+    simply win it."""
+    if is_party(group=group, user=user):
+        return AdjudicationRefused(403, "You reviewed this group (or hold an open assignment on it): a party to the "
+                                        "dispute cannot settle it. Another adjudicator has to.")
+    if review is None or not review.needs_adjudication:
+        why = ("it is already adjudicated" if review is not None and review.adjudicated
+               else "no two of its raters disagree" if review is not None and review.n_reviews else "nobody has reviewed it yet")
+        return AdjudicationRefused(409, f"This group does not wait for an adjudicator: {why}. "
+                                        "Only groups in the adjudication queue are adjudicated.")
+    return None
+
+
 @transaction.atomic
 def submit_judgment(
     *, reviewer, group: Group, items: list[ItemInput], note: str = "", seen_version: int | None = None,
@@ -167,6 +234,10 @@ def submit_judgment(
     first = existing.select_related("reviewer").first()
     if first is not None:
         raise JudgmentConflict(first)
+    if kind == Judgment.Kind.ADJUDICATION:
+        refusal = adjudication_refusal(group=group, user=reviewer, review=review)
+        if refusal is not None:
+            raise refusal
     rollouts, items = _checked_items(group, items)
 
     assignment = (
@@ -175,7 +246,11 @@ def submit_judgment(
     )
     if assignment is not None and assignment.status == Assignment.Status.SKIPPED:
         raise JudgmentError({"assignment": "you skipped this group; it is no longer yours to judge"})
-    blind = bool(assignment and assignment.blind and not assignment.revealed_early)
+    # Blind only if no grader field ever reached this person on this group: an early reveal,
+    # or a Reveal logged anywhere else (a page outside the assignment, the adjudication queue's
+    # reasons) before this submit.
+    blind = bool(assignment and assignment.blind and not assignment.revealed_early
+                 and not Reveal.objects.filter(group=group, user=reviewer).exists())
     concurrent = []
     if seen_version is not None and review.version != seen_version:
         concurrent = list(

@@ -178,9 +178,12 @@ def skip_assignment(*, assignment: Assignment) -> Assignment:
 
 
 def assign(*, group: Group, reviewer, blind: bool | None = None) -> Assignment:
-    """An admin hands a specific group to a specific reviewer (idempotent)."""
+    """An admin hands a specific group to a specific reviewer (idempotent). Someone who has
+    already seen grader fields on the group (a logged Reveal) is never handed it blind."""
     policy = policy_for(group.run.project)
     blind = policy.blind if blind is None else blind
+    if blind and Reveal.objects.filter(group=group, user=reviewer).exists():
+        blind = False
     assignment, _ = Assignment.objects.get_or_create(
         group=group, reviewer=reviewer, defaults={"blind": blind, "order": shuffled_order(group) if blind else []}
     )

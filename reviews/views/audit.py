@@ -29,12 +29,14 @@ def _status(request: HttpRequest) -> str:
 def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "audit")
     status, source = _status(request), request.GET.get("source", "")
-    page = Paginator(selectors.audit_queue(project_obj, status=status, source=source), PER_PAGE).get_page(request.GET.get("page"))
+    # Signals on groups this auditor still judges blind stay out until they submit (grader fields).
+    signals = selectors.audit_queue(project_obj, status=status, source=source, hidden_from=request.user)
+    page = Paginator(signals, PER_PAGE).get_page(request.GET.get("page"))
     evidence = selectors.cheat_evidence(list(page))
     for decision in page:
         decision.evidence = evidence.get(decision.rollout_id, [])
     return render(request, "reviews/audit.html", {
-        "project": project_obj, "page": page, "status": status, "source": source, "counts": selectors.audit_counts(project_obj),
+        "project": project_obj, "page": page, "status": status, "source": source, "counts": selectors.audit_counts(project_obj, hidden_from=request.user),
         "statuses": list(selectors.AUDIT_FILTERS), "sources": CheatDecision.Source.choices,
     })
 
@@ -45,7 +47,8 @@ def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
 def decide(request: HttpRequest, project: str, pk: int) -> HttpResponse:
     project_obj, _ = page_project(request, project, "audit")
     decision = get_object_or_404(
-        CheatDecision.objects.select_related("rollout__group__run", "rollout__group__task", "rollout__group__step"),
+        CheatDecision.objects.select_related("rollout__group__run", "rollout__group__task", "rollout__group__step")
+        .exclude(rollout__group_id__in=selectors.open_blind_group_ids(project=project_obj, user=request.user)),
         pk=pk, rollout__group__run__project=project_obj,
     )
     verdict = request.POST.get("verdict")

@@ -14,10 +14,12 @@ from grading.models import RolloutContent
 from grading.projects.access import page_group
 from grading.rollouts.patch_compare import compare_patches
 from reviews.forms import draft_fields, parse_judgment
-from reviews.models import Judgment
+from reviews.models import GroupReview, Judgment
 from reviews.services.judgments import (
+    AdjudicationRefused,
     JudgmentConflict,
     JudgmentError,
+    adjudication_refusal,
     reveal_early,
     save_draft,
     submit_judgment,
@@ -144,10 +146,21 @@ def adjudicate(request: HttpRequest, project: str, run: str, uid: str) -> HttpRe
     group, membership = page_group(request, project, run, uid, "adjudicate")
     if not group.is_mixed:
         raise Http404("Only mixed groups are adjudicated")
+    # Refused before the form is even read (and again under the lock, in submit_judgment):
+    # only where the queue says the group waits for an adjudicator, never by a party to it.
+    # A settled group is left to submit_judgment's 409, which names who settled it.
+    state = GroupReview.objects.filter(group=group).first()
+    refusal = None if state is not None and state.adjudicated else adjudication_refusal(group=group, user=request.user,
+                                                                                          review=state)
     try:
+        if refusal is not None:
+            raise refusal
         items, note = parse_judgment(request.POST, _passing(group))
         submit_judgment(reviewer=request.user, group=group, items=items, note=note, kind=Judgment.Kind.ADJUDICATION,
                         reason=request.POST.get("reason", ""), seconds_spent=_seconds(request))
+    except AdjudicationRefused as refused:
+        return render_group_page(request, group, membership, status=refused.status,
+                                 errors={"adjudication": refused.message})
     except JudgmentError as error:
         return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=request.POST)
     except JudgmentConflict as conflict:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from grading.models import Run
 from grading.projects.access import page_project
 from reviews.selectors import desk as selectors
+from reviews.services.judgments import disagreements_for
 from reviews.services.queue import next_assignment, policy_for, queue_groups, update_policy
 
 UPCOMING = 10
@@ -78,6 +79,8 @@ def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
         raise PermissionDenied("Adjudication needs the adjudicator or admin role")
     include_done = request.GET.get("show") == "all"
     page = Paginator(selectors.adjudication_queue(project_obj, include_done=include_done), 50).get_page(request.GET.get("page"))
+    # Withheld where this person judges blind; logged as a reveal where the grader is named.
+    page.object_list = disagreements_for(user=request.user, reviews=list(page.object_list))
     return render(request, "reviews/adjudication.html",
                   {"project": project_obj, "page": page, "include_done": include_done,
                    "totals": selectors.project_review_totals(project_obj)})

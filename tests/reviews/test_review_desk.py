@@ -316,7 +316,8 @@ def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, dja
         assert client.get(group_url("g1@1")).status_code == 200
 
 
-def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, alice, bob, dan, groups, django_assert_num_queries):
+def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, alice, bob, dan, groups, django_assert_num_queries,
+                                                                     django_assert_max_num_queries):
     from grading.models import CheatDecision, Rollout
 
     update_policy(project=groups["g1@1"].run.project, overlap=1.0, blind=True, lease_minutes=60)
@@ -334,5 +335,6 @@ def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, ali
         add_rows(uid)
         with django_assert_num_queries(9):
             assert client.get("/projects/acme/audit/?status=all").status_code == 200
-        with django_assert_num_queries(8):
+        # 8 + up to 4 for blindness: the viewer's blind groups, verdicts, reveals seen, reveals logged (if new)
+        with django_assert_max_num_queries(12):
             assert client.get("/projects/acme/adjudication/").status_code == 200

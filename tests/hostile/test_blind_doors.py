@@ -1,0 +1,244 @@
+"""Blind side doors (issue 15, items 7 and 8): no grader-derived figure reaches a person who
+still has to judge a group blind, and adjudication happens only where it is needed, never by
+a party to the dispute.
+
+Like the IDOR matrix in test_security.py, the doors are enumerated from the URL resolver: a
+new page or API is in the matrix the day it lands. For every GET route (as a page and as an
+htmx partial) and every role that can hold a blind assignment, the person holding an open
+blind assignment on g1 sees none of: g1's grader name, its evidence, tier badges on g1's
+pages, and the rollouts where the grader and a reviewer disagree. The agreement figures are
+then checked by count: none of them includes g1.
+
+World: run r1, step 1; g1@1 graded by BLIND_GRADER (evidence notes carry SECRET), g2@1 graded
+by OPEN_GRADER, g3@1 ungraded. dan reviewed g1 a tier from the grader on #1 (so g1 waits for
+an adjudicator, "dan vs grader") and g2 in full agreement; g3 nobody reviewed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from grading.grader.verdicts import GradeInput, record_verdict
+from grading.method.services import default_mapping
+from grading.models import Group, Role
+from reviews.models import Assignment, GroupReview, Judgment, Reveal
+from reviews.services.judgments import AdjudicationRefused, ItemInput, submit_judgment
+from reviews.services.queue import assign, queue_groups, update_policy
+from tests.helpers import ingest_groups, member, small_group
+from tests.hostile.test_security import PARAM, routes
+
+pytestmark = pytest.mark.django_db
+
+BLIND_GRADER = "blind-grader@7"
+OPEN_GRADER = "open-grader@1"
+SECRET = "BLIND-DOOR-SECRET"
+# Text that only a grader field on g1 can put into a response.
+FORBIDDEN = (BLIND_GRADER, SECRET, "vs grader", "grader says", "grader agrees", "tiers differ on")
+TIER_BADGE = re.compile(r'badge tier-T\d')
+QUERY = "?project=acme&run=r1&step=1&slices=true&n_boot=0&show=all&status=all&mode=adjudicate&a=0&b=1"
+G1_TIERS = {0: "T1", 1: "T2", 3: "T3"}
+
+
+def items(tiers: dict[int, str]) -> list[ItemInput]:
+    return [ItemInput(i, t) for i, t in tiers.items()]
+
+
+def post(tiers: dict[int, str], **extra) -> dict:
+    return {**{f"tier-{i}": t for i, t in tiers.items()}, "seen_version": "0", **extra}
+
+
+@pytest.fixture
+def people(acme, alice, bob):
+    return {"alice": alice, "bob": bob, "dan": member("dan", acme, Role.REVIEWER),
+            "erin": member("erin", acme, Role.AUDITOR), "fay": member("fay", acme, Role.ADJUDICATOR),
+            "gus": member("gus", acme, Role.ADJUDICATOR)}
+
+
+@pytest.fixture
+def world(acme, people):
+    ingest_groups(acme, small_group("g1@1", rewards=(1, 1, 0, 1)), small_group("g2@1", instance_id="t-2", rewards=(1, 1, 0, 1)),
+                  small_group("g3@1", instance_id="t-3", rewards=(1, 1, 0, 1)))
+    g = {x.uid: x for x in Group.objects.all()}
+    record_verdict(group=g["g1@1"], grader=BLIND_GRADER, status="valid", grades=[
+        GradeInput(0, "T1", 1, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:2", "note": SECRET}]),
+        GradeInput(1, "T2", 2, evidence=[{"kind": "turn", "rollout": 1, "locator": "1", "note": SECRET}]),
+        GradeInput(3, "T3", 3, cheat=True, evidence=[{"kind": "turn", "rollout": 3, "locator": "1", "note": SECRET}]),
+    ])
+    record_verdict(group=g["g2@1"], grader=OPEN_GRADER, status="valid",
+                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T1", 1), GradeInput(3, "T2", 2)])
+    update_policy(project=acme, overlap=1.0, blind=True, lease_minutes=60)
+    for group, tiers in ((g["g1@1"], {0: "T1", 1: "T3", 3: "T3"}), (g["g2@1"], {0: "T1", 1: "T1", 3: "T2"})):
+        assign(group=group, reviewer=people["dan"])
+        submit_judgment(reviewer=people["dan"], group=group, items=items(tiers))
+    review = GroupReview.objects.get(group=g["g1@1"])
+    assert review.needs_adjudication and any(d["between"] == ["dan", "grader"] for d in review.disagreement)
+    assert not GroupReview.objects.get(group=g["g2@1"]).needs_adjudication
+    return g
+
+
+def doors() -> list[tuple[str, str]]:
+    """(name, URL) of every GET-able project route, filled in for g1, rollout #1, step 1."""
+    values = {"project": "acme", "run": "r1", "uid": "g1@1", "index": "1", "step": "1", "name": "r1", "number": "1"}
+    out = []
+    for route, name in routes():
+        if route in ("", "accounts/login/", "accounts/logout/", "healthz", "api/schema/", "api/docs/"):
+            continue
+
+        def value(match: re.Match, name=name) -> str:
+            if match["name"] == "pk":
+                return str(default_mapping().pk) if name and "mapping" in name else "1"
+            assert match["name"] in values, f"route {route!r} has a parameter the blind-door matrix does not know"
+            return values[match["name"]]
+
+        out.append((name or route, "/" + PARAM.sub(value, route)))
+    return out
+
+
+def test_the_matrix_covers_the_doors_that_show_grader_data(world):
+    names = {name for name, _ in doors()}
+    for expected in ("group", "rollout-diff", "rollout-turns", "rollout-log", "patch-compare", "step", "step-grading", "run",
+                     "review-queue", "adjudication-queue", "audit-queue", "calibration", "api-agreement", "api-group",
+                     "api-groups", "api-labeled-groups", "api-advantages", "api-step"):
+        assert expected in names, expected
+
+
+@pytest.mark.parametrize("who", ["bob", "erin", "fay"])  # reviewer, auditor, adjudicator
+def test_no_door_shows_grader_data_to_a_blind_judge(client, people, world, who):
+    assign(group=world["g1@1"], reviewer=people[who])
+    assert Assignment.objects.get(group=world["g1@1"], reviewer=people[who]).blind
+    client.force_login(people[who])
+    opened = 0
+    for name, url in doors():
+        for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+            r = client.get(url + QUERY, **headers)
+            if r.status_code in (403, 404, 405):  # a door this role does not have (or a POST-only one)
+                continue
+            assert r.status_code in (200, 302), (who, name, r.status_code)
+            body = (b"".join(r.streaming_content) if r.streaming else r.content).decode()
+            opened += 1
+            for text in FORBIDDEN:
+                assert text not in body, (who, name, text)
+            if "g1@1" in url:
+                assert not TIER_BADGE.search(body), (who, name)
+    assert opened >= 20
+    assert not Reveal.objects.filter(user=people[who], group=world["g1@1"]).exists()
+    assert Judgment.objects.filter(group=world["g1@1"], reviewer=people[who]).count() == 0
+
+
+@pytest.mark.parametrize("who", ["bob", "fay"])
+def test_agreement_figures_leave_out_the_callers_blind_group(client, people, world, who):
+    client.force_login(people["gus"])  # an adjudicator without an assignment: everything counts
+    full = client.get("/api/v1/agreement/?project=acme&step=1&slices=true&n_boot=0").json()
+    assert full["n_groups"] == 2 and BLIND_GRADER in full["graders"]
+    assign(group=world["g1@1"], reviewer=people[who])
+    client.force_login(people[who])
+    for query in ("", "&step=1", "&run=r1", "&grader=" + BLIND_GRADER):
+        body = client.get("/api/v1/agreement/?project=acme&slices=true&n_boot=0" + query).json()
+        assert body["withheld_open_blind_groups"] == 1
+        assert body["graders"] == ([] if "grader=" in query else [OPEN_GRADER]), query
+        for row in [body, *body["slices"]]:  # every slice counts g2's three rollouts at most
+            assert row["n_groups"] <= 1 and sum(map(sum, row["confusion"])) <= 3, (query, row.get("slice"), row.get("value"))
+        assert all(t["grader_t1_share"] in (None, pytest.approx(2 / 3, abs=1e-5)) for t in body["by_step"])
+    # Once they submit, the group counts again for them.
+    submit_judgment(reviewer=people[who], group=world["g1@1"], items=items(G1_TIERS))
+    body = client.get("/api/v1/agreement/?project=acme&step=1&slices=true&n_boot=0").json()
+    assert body["withheld_open_blind_groups"] == 0 and body["n_groups"] == 2
+
+
+def test_calibration_page_leaves_out_the_viewers_blind_group(client, people, world):
+    assign(group=world["g1@1"], reviewer=people["bob"])
+    client.force_login(people["bob"])
+    page = client.get("/projects/acme/calibration/?run=r1&step=1").content.decode()
+    assert BLIND_GRADER not in page and OPEN_GRADER in page
+
+
+def test_adjudication_reasons_are_withheld_from_a_blind_judge(client, people, world):
+    assign(group=world["g1@1"], reviewer=people["fay"])
+    client.force_login(people["fay"])
+    page = client.get("/projects/acme/adjudication/").content.decode()
+    assert "g1@1" in page and "withheld: you are judging this group blind" in page
+    assert "vs grader" not in page and "#1" not in page
+    assert not Reveal.objects.filter(user=people["fay"]).exists()
+
+
+def test_shown_reasons_are_a_reveal_and_the_group_is_never_served_blind_after(client, people, world, acme):
+    fay = people["fay"]
+    client.force_login(fay)
+    page = client.get("/projects/acme/adjudication/").content.decode()
+    assert "dan vs grader" in page and "#1" in page
+    reveal = Reveal.objects.get(user=fay, group=world["g1@1"])
+    assert reveal.reason == Reveal.Reason.BROWSE and reveal.verdict.grader == BLIND_GRADER
+    client.get("/projects/acme/adjudication/")  # seen once, logged once
+    assert Reveal.objects.filter(user=fay, group=world["g1@1"]).count() == 1
+    assert world["g1@1"] not in set(queue_groups(project=acme, reviewer=fay))
+    assert world["g2@1"] in set(queue_groups(project=acme, reviewer=fay))
+    assert not assign(group=world["g1@1"], reviewer=fay).blind  # an admin's hand-out is not blind either
+    # Even an assignment forced blind stores a judgment that is not.
+    Assignment.objects.filter(group=world["g1@1"], reviewer=fay).update(blind=True)
+    judgment = submit_judgment(reviewer=fay, group=world["g1@1"], items=items(G1_TIERS)).judgment
+    assert not judgment.blind
+
+
+def test_the_audit_queue_keeps_a_blind_groups_signals_from_its_judge(client, people, world):
+    from grading.models import CheatDecision
+
+    flag = CheatDecision.objects.get(rollout__group=world["g1@1"], source=CheatDecision.Source.GRADER)
+    assign(group=world["g1@1"], reviewer=people["erin"])
+    client.force_login(people["erin"])
+    page = client.get("/projects/acme/audit/?status=all").content.decode()
+    assert "g1@1" not in page and SECRET not in page
+    r = client.post(f"/projects/acme/audit/{flag.pk}/", {"verdict": "confirm", "reason": "saw it"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 404 and SECRET not in r.content.decode()
+    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post(G1_TIERS))  # judged: the signal is theirs to audit
+    assert SECRET in client.get("/projects/acme/audit/?status=all").content.decode()
+
+
+# --- adjudication integrity (item 8) -------------------------------------------------------------
+
+def adjudicate(client, uid: str, reason: str = "grader_wrong"):
+    return client.post(f"/projects/acme/runs/r1/groups/{uid}/adjudication/", post(G1_TIERS, reason=reason))
+
+
+def test_adjudication_only_where_the_queue_says_it_is_needed(client, people, world):
+    client.force_login(people["gus"])
+    for uid, why in (("g3@1", "nobody has reviewed it yet"), ("g2@1", "no two of its raters disagree")):
+        r = adjudicate(client, uid)
+        body = r.content.decode()
+        assert r.status_code == 409 and "does not wait for an adjudicator" in body and why in body, uid
+        assert "Record final ranking" not in client.get(f"/projects/acme/runs/r1/groups/{uid}/?mode=adjudicate").content.decode()
+    assert not Judgment.objects.filter(kind=Judgment.Kind.ADJUDICATION).exists()
+    assert "Record final ranking" in client.get("/projects/acme/runs/r1/groups/g1@1/?mode=adjudicate").content.decode()
+    assert adjudicate(client, "g1@1").status_code == 302
+    assert Judgment.objects.get(kind=Judgment.Kind.ADJUDICATION).reviewer == people["gus"]
+    r = adjudicate(client, "g1@1", reason="tie")  # settled: the conflict names who settled it
+    assert r.status_code == 409 and "gus" in r.content.decode()
+    with pytest.raises(AdjudicationRefused) as refused:  # the service refuses as well, under the group's lock
+        submit_judgment(reviewer=people["fay"], group=world["g3@1"], items=items(G1_TIERS),
+                        kind=Judgment.Kind.ADJUDICATION, reason="tie")
+    assert refused.value.status == 409
+
+
+def test_a_party_to_the_dispute_cannot_settle_it(client, people, world):
+    fay = people["fay"]
+    # fay holds an open assignment on g1: she is about to be a party
+    assign(group=world["g1@1"], reviewer=fay)
+    client.force_login(fay)
+    r = adjudicate(client, "g1@1")
+    assert r.status_code == 403 and "a party to the dispute cannot settle it" in r.content.decode()
+    # she reviews it (disagreeing with dan and the grader), and still may not settle it
+    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post({0: "T3", 1: "T1", 3: "T2"}))
+    assert Judgment.objects.filter(group=world["g1@1"], reviewer=fay, kind=Judgment.Kind.REVIEW).exists()
+    assert GroupReview.objects.get(group=world["g1@1"]).needs_adjudication
+    page = client.get("/projects/acme/runs/r1/groups/g1@1/?mode=adjudicate").content.decode()
+    assert "Record final ranking" not in page
+    r = adjudicate(client, "g1@1")
+    assert r.status_code == 403 and "a party to the dispute cannot settle it" in r.content.decode()
+    with pytest.raises(AdjudicationRefused) as refused:
+        submit_judgment(reviewer=fay, group=world["g1@1"], items=items(G1_TIERS), kind=Judgment.Kind.ADJUDICATION,
+                        reason="tie")
+    assert refused.value.status == 403
+    assert not Judgment.objects.filter(kind=Judgment.Kind.ADJUDICATION).exists()
+    client.force_login(people["gus"])  # someone outside the dispute can
+    assert adjudicate(client, "g1@1").status_code == 302
