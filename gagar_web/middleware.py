@@ -1,8 +1,14 @@
-"""Security headers that Django 5.2 does not set by itself, and a 503 (not a 500) when the database is gone."""
+"""Security headers that Django 5.2 does not set by itself, `Cache-Control: private, no-store` on
+what a signed-in person (or a token) gets, a NUL in a URL refused before any view, and a 503
+(not a 500) when the database is gone."""
 
 import logging
 
 from django.conf import settings
+from django.http import HttpResponse
+from django.utils.cache import patch_cache_control
+
+from gagar_web.errors import json_error, wants_json
 
 # Enforced, not report-only. No inline script or style anywhere: htmx is configured
 # without eval and without its injected indicator styles (see templates/base.html).
@@ -31,6 +37,46 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", self.policy)
         response.headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
+        return response
+
+
+class NulRefusalMiddleware:
+    """A NUL in the path or the query is refused here: no name, uid or cursor holds one, and
+    PostgreSQL refuses it in text, which would otherwise surface as a 500 in whichever view
+    passes it to a query. A path gets 404 (nothing is at it), a query 400; JSON under /api/."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "\x00" in request.path:
+            return _refusal(request, 404, "Not found: the path contains a NUL character")
+        query = request.META.get("QUERY_STRING", "")
+        if "%00" in query or "\x00" in query:
+            return _refusal(request, 400, "a query parameter contains a NUL character")
+        return self.get_response(request)
+
+
+def _refusal(request, status: int, detail: str) -> HttpResponse:
+    if wants_json(request):
+        return json_error(status, detail)
+    return HttpResponse(f"{detail}\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+class PrivateCacheMiddleware:
+    """`Cache-Control: private, no-store` on every answer to a signed-in person or a request
+    carrying credentials (an API token): private pages and exports stay out of shared and
+    browser caches. Static files and anonymous pages are left as they are."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        signed_in = user is not None and user.is_authenticated
+        if signed_in or request.META.get("HTTP_AUTHORIZATION") or request.COOKIES.get(settings.SESSION_COOKIE_NAME):
+            patch_cache_control(response, private=True, no_store=True)
         return response
 
 

@@ -117,10 +117,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "gagar_web.middleware.ContentSecurityPolicyMiddleware",
+    # Before any view or query: a NUL in a path or query is a 404/400, not a database 500.
+    "gagar_web.middleware.NulRefusalMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "gagar_web.middleware.PrivateCacheMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -204,6 +207,12 @@ if not DEBUG:
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
+
+# Login throttling (gagar_web/login.py): failed sign-ins per username and per address
+# within the window, counted in Django's cache (local memory unless CACHES says otherwise).
+GAGAR_LOGIN_MAX_FAILURES = _env_int("GAGAR_LOGIN_MAX_FAILURES", 5, minimum=1)
+GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS = _env_int("GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
+GAGAR_LOGIN_WINDOW_SECONDS = _env_int("GAGAR_LOGIN_WINDOW_SECONDS", 15 * 60, minimum=1)
 
 # --- Ingest limits --------------------------------------------------------------
 # Whole steps are streamed line by line; only one line is ever held in memory.

@@ -1,4 +1,5 @@
-"""The site's URLconf: only include()s of each app's own URLconf, plus auth, admin and the schema."""
+"""The site's URLconf: only include()s of each app's own URLconf, plus auth, admin and the schema,
+and the error views (JSON under /api/, gagar_web/errors.py)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -6,9 +7,11 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from gagar_web.login import ThrottledLoginView
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="projects", permanent=False)),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("grading.api.urls")),
@@ -18,3 +21,8 @@ urlpatterns = [
     path("", include("grading.urls")),
     path("projects/<slug:project>/", include("reviews.urls")),
 ]
+
+handler400 = "gagar_web.errors.bad_request"
+handler403 = "gagar_web.errors.permission_denied"
+handler404 = "gagar_web.errors.page_not_found"
+handler500 = "gagar_web.errors.server_error"

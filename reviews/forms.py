@@ -3,12 +3,19 @@
 Field names, per passing rollout i: `tier-i` (T1/T2/T3), `rank-i` (whole number, blank to
 derive ranks from tiers), `cheat-i` (present = flagged), `note-i`, `score-i-<dimension>`
 (1-5, blank to skip); and `note` for the group. The page's inputs carry these names, the
-draft stores them as they are, and the service gets `ItemInput`s.
+draft stores them as they are, and the service gets `ItemInput`s. Any other field (an odd
+name like `tier-²`, a NUL) is ignored: it is neither stored in a draft nor read back.
 """
 
 from __future__ import annotations
 
+import re
+
+from grading.formats import params
 from reviews.services.judgments import RUBRIC, ItemInput, JudgmentError
+
+# The judging fields' names: ASCII digits only (str.isdigit() also takes '²', which int() refuses).
+_FIELD = re.compile(r"(?:note|(?:tier|rank|cheat|note)-[0-9]{1,6}|score-[0-9]{1,6}-[a-z_]{1,40})\Z")
 
 
 def _int_or_none(value, field: str, errors: dict) -> int | None:
@@ -16,8 +23,8 @@ def _int_or_none(value, field: str, errors: dict) -> int | None:
     if not value:
         return None
     try:
-        return int(value)
-    except ValueError:
+        return params.whole(value, field, minimum=-params.MAX_INT, maximum=params.MAX_INT)
+    except params.ParamError:
         errors[field] = f"expected a whole number, got {value[:20]!r}"
         return None
 
@@ -49,8 +56,8 @@ def draft_fields(data) -> dict[str, str]:
     """The judging fields of a POST, as the draft keeps them (nothing else is stored)."""
     keep = {}
     for key in data:
-        if key == "note" or key.split("-", 1)[0] in ("tier", "rank", "cheat", "note", "score"):
+        if isinstance(key, str) and _FIELD.match(key):
             value = data.get(key)
-            if isinstance(value, str) and len(key) <= 80:
+            if isinstance(value, str) and "\x00" not in value:
                 keep[key] = value[:5000]
     return keep

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -11,7 +12,7 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
-from grading.formats.groupline import MAX_INT
+from grading.formats import params
 from grading.grader.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
 from grading.method import export
 from grading.method.releases import Taken, take_step, taken_step
@@ -59,16 +60,13 @@ class AdvantageExportView(APIView):
         if problem:
             return problem
         steps = run.steps.order_by("number")
-        step = request.query_params.get("step")
+        query = request.query_params
+        step = params.optional_whole(query.get("step"), "step")  # ParamError: a JSON 400 (grading.api.errors)
         if step is not None:
-            if not step.isdigit() or len(step) > 10:
-                return error(status.HTTP_400_BAD_REQUEST, "query parameter 'step' must be a non-negative integer")
-            steps = steps.filter(number=int(step)) if int(step) <= MAX_INT else steps.none()
-        wait = _whole(request, "wait", MAX_WAIT_SECONDS)
-        version = _whole(request, "inputs_version", None)
+            steps = steps.filter(number=step)
+        wait = params.optional_whole(query.get("wait"), "wait", maximum=MAX_WAIT_SECONDS)
+        version = params.optional_whole(query.get("inputs_version"), "inputs_version")
         for name, value in (("wait", wait), ("inputs_version", version)):
-            if isinstance(value, str):
-                return error(status.HTTP_400_BAD_REQUEST, value, field=name)
             if value is not None and step is None:
                 return error(status.HTTP_400_BAD_REQUEST, f"query parameter {name!r} needs 'step' (one step at a time)", field=name)
         steps = list(steps)
@@ -78,8 +76,9 @@ class AdvantageExportView(APIView):
             mapping = resolve_mapping(run, request.query_params.get("mapping"))
         except FactorMapping.DoesNotExist as exc:
             return error(status.HTTP_404_NOT_FOUND, str(exc) or "no such mapping")
-        stem = f"{run.name}-{'step' + step if step is not None else 'all'}-{mapping.label}".replace("@", "_v")
-        headers = {"X-Gagar-Mapping": mapping.label, "Content-Disposition": f'attachment; filename="{stem}.{fmt}"'}
+        stem = f"{run.name}-{f'step{step}' if step is not None else 'all'}-{mapping.label}".replace("@", "_v")
+        headers = {"X-Gagar-Mapping": mapping.label,
+                   "Content-Disposition": content_disposition_header(as_attachment=True, filename=f"{stem}.{fmt}")}
         if step is not None:
             return self._one_step(steps[0], mapping, fmt, wait=wait, version=version, headers=headers)
         computations = ensure_computed_many(steps=steps, mapping=mapping)
@@ -119,14 +118,3 @@ def _taken_response(taken: Taken, state: StepStatus, fmt: str, headers: dict) ->
     response["Gagar-Inputs-Version"] = str(taken.inputs_version)
     response["Gagar-Step-Counts"] = state.header
     return response
-
-
-def _whole(request, name: str, limit: int | None) -> int | str | None:
-    """An optional non-negative whole-number parameter, or the error message (a str)."""
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    if not raw.isdigit() or len(raw) > 10 or int(raw) > (MAX_INT if limit is None else limit):
-        bound = f"from 0 to {limit}" if limit is not None else "0 or more"
-        return f"query parameter {name!r} must be a whole number {bound}, got {raw[:40]!r}"
-    return int(raw)

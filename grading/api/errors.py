@@ -11,12 +11,16 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from grading.formats.params import ParamError
+
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, ParamError):
+        return error(status.HTTP_400_BAD_REQUEST, f"query parameter {exc}", field=exc.name)
     if isinstance(exc, RecursionError):
         # DRF's JSON parser lets this through as a 500 on deeply nested input.
         exc = exceptions.ParseError("JSON nested too deeply")

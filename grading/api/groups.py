@@ -6,9 +6,12 @@ import logging
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.authentication import SessionAuthentication, get_authorization_header
+from rest_framework.exceptions import APIException, NotFound, ParseError
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,9 +19,12 @@ from rest_framework.views import APIView
 from grading.api.errors import error
 from grading.api.scoping import project_for_request
 from grading.api.serializers import GroupSummarySerializer, IngestReportSerializer
+from grading.formats import params
+from grading.formats.groupline import MAX_UID
 from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.models import Group
+from grading.projects.access import get_project_for
 from grading.selectors import group_as_line
 
 logger = logging.getLogger(__name__)
@@ -39,10 +45,46 @@ class GroupPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
+    def decode_cursor(self, request):
+        """DRF's cursor, with its position checked: the position is an id (ASCII digits within
+        64 bits), not whatever text the client put there (`p=abc`, `p=1e400`, a NUL)."""
+        cursor = super().decode_cursor(request)
+        if cursor is None or cursor.position is None:
+            return cursor
+        position = cursor.position
+        if len(position) > 19 or not params.is_whole(position) or int(position) > params.MAX_ID:
+            raise NotFound(self.invalid_cursor_message)
+        return cursor
+
+
+class SessionIngestRefused(APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = ("ingest needs an API token, not a session login: send 'Authorization: Token <secret>' "
+                      "(manage.py create_api_token; see docs/deployment.md)")
+    default_code = "token_required"
+
 
 class GroupListIngestView(APIView):
     # The body is streamed by hand; no DRF parser may touch (and buffer) it.
     parser_classes: list = []
+
+    def initial(self, request, *args, **kwargs):
+        # With a session login DRF's CSRF check reads the body as a form, with no parser to
+        # read it (a 415 whatever was sent). Check CSRF and access on Django's request instead
+        # (403 / 404 as for any other POST), then say what works.
+        django_request = request._request
+        session_user = getattr(django_request, "user", None)
+        if (request.method == "POST" and not get_authorization_header(request)
+                and session_user is not None and session_user.is_authenticated):
+            SessionAuthentication().enforce_csrf(django_request)
+            name = django_request.GET.get("project", "")
+            if not name:
+                raise ParseError("query parameter 'project' is required")
+            if not params.usable_name(name):
+                raise Http404("No such project")
+            get_project_for(session_user, name, "ingest")
+            raise SessionIngestRefused()
+        super().initial(request, *args, **kwargs)
 
     @extend_schema(
         parameters=[PROJECT, RUN, STEP, OpenApiParameter("mixed", bool)],
@@ -56,12 +98,10 @@ class GroupListIngestView(APIView):
         groups = Group.objects.filter(run__project=project).select_related("run", "step", "task")
         run = request.query_params.get("run")
         if run:
-            groups = groups.filter(run__name=run)
-        step = request.query_params.get("step")
+            groups = groups.filter(run__name=run) if params.usable_name(run) else groups.none()
+        step = params.optional_whole(request.query_params.get("step"), "step")  # ParamError: a JSON 400
         if step is not None:
-            if not step.isdigit():
-                return error(status.HTTP_400_BAD_REQUEST, "query parameter 'step' must be a non-negative integer")
-            groups = groups.filter(step__number=int(step))
+            groups = groups.filter(step__number=step)
         mixed = request.query_params.get("mixed")
         if mixed is not None:
             if mixed not in {"true", "false"}:
@@ -130,7 +170,9 @@ class GroupDetailView(APIView):
         run = request.query_params.get("run", "")
         if not run:
             return error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required")
-        group = Group.objects.select_related("run", "step", "task").filter(run__project=project, run__name=run, uid=uid).first()
+        group = None
+        if params.usable_name(run) and params.usable_name(uid, max_len=MAX_UID):  # no NUL reaches the database
+            group = Group.objects.select_related("run", "step", "task").filter(run__project=project, run__name=run, uid=uid).first()
         if group is None:
             return error(status.HTTP_404_NOT_FOUND, f"no group {uid!r} in run {run!r}")
         return Response(group_as_line(group))

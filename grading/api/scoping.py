@@ -7,10 +7,12 @@ in grading.api.errors.exception_handler.
 
 from __future__ import annotations
 
+from django.http import Http404
 from rest_framework import status
 from rest_framework.response import Response
 
 from grading.api.errors import error
+from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME
 from grading.models import ApiToken, Project, Run
 from grading.projects.access import get_project_for
@@ -32,6 +34,8 @@ def project_for_request(request, *capabilities: str, token_default: bool = True)
     name = request.query_params.get("project") or (token.project.name if token and token_default else "")
     if not name:
         return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
+    if not params.usable_name(name):  # a NUL would reach PostgreSQL, which refuses it in text (a 500)
+        raise Http404("No such project")
     return get_project_for(request.user, name, *capabilities, token=token)[0], None
 
 
@@ -50,7 +54,7 @@ def run_for_request(request, project: Project, *, required: bool = True) -> tupl
 def run_named(project: Project, name: str) -> Run | None:
     """The project's run of that name; None also for a name no run can have (a NUL, which
     PostgreSQL refuses in text, or longer than a run name may be)."""
-    if "\x00" in name or len(name) > MAX_NAME:
+    if not params.usable_name(name, max_len=MAX_NAME):
         return None
     return Run.objects.filter(project=project, name=name).first()
 

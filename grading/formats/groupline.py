@@ -298,7 +298,7 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
             raise _fail(f"{path}.reward", f"must be a finite number, got {reward_value}")
         if reward_value not in (0, 1):
             raise _fail(f"{path}.reward", f"must be 0 or 1 (binary test reward), got {reward_value}")
-        reward = float(reward_value)
+        reward = 1.0 if reward_value == 1 else 0.0  # -0.0 is 0: the same line with 0 is the same rollout
     prefix = f"{path}."
     patch = _string(raw, "patch", prefix)
     messages = raw.get("messages") or []
@@ -455,4 +455,39 @@ def parse_group_line(raw: bytes, *, allow_unknown_reward: bool = False) -> Parse
         where = find_nul(obj, "")
         if where:
             raise _fail(where, "contains a NUL character (\\u0000), which cannot be stored; strip it and resend")
+    if _LONG_DIGITS.search(raw):
+        where = find_big_int(raw)
+        if where is not None:
+            raise _fail(where, f"integer past 64 bits (from {MIN_INT64:,} to {MAX_UINT64:,}); send it as a string")
     return parse_group(obj, allow_unknown_reward=allow_unknown_reward)
+
+
+# orjson reads an integer literal past 64 bits as a float, silently losing digits; only a line
+# with a run of 19+ digits (in a string or not) is read again to find one.
+_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
+MIN_INT64, MAX_UINT64 = -(2**63), 2**64 - 1
+
+
+class _BigInt:
+    """Stands for an integer literal outside what orjson keeps as an integer."""
+
+
+def find_big_int(raw: bytes) -> str | None:
+    """Path of the first integer literal orjson would have turned into a float, or None."""
+
+    def parse_int(literal: str):
+        digits = literal.lstrip("-")
+        if len(digits) < 19:
+            return 0
+        if len(digits) > 20:
+            return _BigInt()
+        return _BigInt() if not MIN_INT64 <= int(literal) <= MAX_UINT64 else 0
+
+    try:
+        tree = json.loads(raw, parse_int=parse_int)
+    except (ValueError, RecursionError):
+        return None
+    for where, node in _walk(tree, ""):
+        if isinstance(node, _BigInt):
+            return where or "<line>"
+    return None

@@ -149,18 +149,48 @@ def jsonl_stream(steps: list[Step], mapping: FactorMapping) -> Iterator[bytes]:
         yield b"\n".join(buffer) + b"\n"
 
 
+# Text cells a spreadsheet would run as a formula (CSV injection) start with one of these;
+# such a cell gets a leading single quote. Numbers (a negative advantage) are left alone.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_TEXT_COLUMNS = {"run", "uid", "instance_id", "cheat_source", "baseline", "tier", "mapping", "status"}
+# The same test in SQL for the COPY path: chr(9) is a tab, chr(13) a carriage return.
+_FORMULA_STARTS_SQL = "'=', '+', '-', '@', chr(9), chr(13)"
+
+
+def neutralise_cell(value: str) -> str:
+    """A text cell as a spreadsheet shows it, never as a formula: `=1+1` becomes `'=1+1`."""
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
 def _csv_value(value) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str):
+        return neutralise_cell(value)
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def csv_stream(steps: list[Step], mapping: FactorMapping) -> Iterator[bytes]:
+def _raw_csv_value(value) -> str:
+    return value if isinstance(value, str) else _csv_value(value)
+
+
+def _neutralised_sql(expression: str) -> str:
+    return f"CASE WHEN left({expression}, 1) IN ({_FORMULA_STARTS_SQL}) THEN chr(39) || {expression} ELSE {expression} END"
+
+
+def csv_stream(steps: list[Step], mapping: FactorMapping, *, neutralise: bool = True) -> Iterator[bytes]:
+    """CSV rows. A text cell that would start a formula gets a leading quote, unless
+    `neutralise` is off (only where pyarrow reads the CSV back into Parquet)."""
     if _on_postgres():
         # Booleans as true/false (COPY would print t/f), like the Python path.
-        cols = ", ".join(f"{_SQL[c]}::text" if c in ("passed", "cheat") else _SQL[c] for c in COLUMNS)
+        cols = ", ".join(
+            f"{_SQL[c]}::text" if c in ("passed", "cheat")
+            else _neutralised_sql(_SQL[c]) if neutralise and c in _TEXT_COLUMNS
+            else _SQL[c]
+            for c in COLUMNS
+        )
         select, params = _select(cols, steps, mapping)
         yield (",".join(COLUMNS) + "\n").encode()
         yield from _copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", params)
@@ -168,8 +198,9 @@ def csv_stream(steps: list[Step], mapping: FactorMapping) -> Iterator[bytes]:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
+    cell = _csv_value if neutralise else _raw_csv_value
     for n, row in enumerate(_orm_rows(steps, mapping), start=1):
-        writer.writerow([_csv_value(v) for v in row])
+        writer.writerow([cell(v) for v in row])
         if n % 2000 == 0:
             yield out.getvalue().encode()
             out.seek(0)
@@ -266,7 +297,7 @@ def _write_postgres_parquet(writer: pq.ParquetWriter, steps: list[Step], mapping
     worker.start()
     try:
         with sink:  # closing it is the end of file for the reader, also when the COPY fails
-            for chunk in csv_stream(steps, mapping):
+            for chunk in csv_stream(steps, mapping, neutralise=False):  # the values as stored, for pyarrow
                 sink.write(chunk)
     except BrokenPipeError:
         worker.join()

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, Max, OuterRef
+from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 
+from grading.formats import params
 from grading.method import export
 from grading.method.advantage import group_summary, redistribute
 from grading.method.tasks import recompute_step_task
@@ -63,11 +64,13 @@ def resolve_mapping(run: Run, value: str | None) -> FactorMapping:
     if not value:
         return active_mapping(run)
     visible = FactorMapping.objects.filter(project__isnull=True) | FactorMapping.objects.filter(project=run.project_id)
-    if value.isdigit():
+    if params.is_whole(value):
+        if len(value) > 19 or int(value) > params.MAX_ID:
+            raise FactorMapping.DoesNotExist(f"no mapping {value[:40]!r}")
         return visible.get(pk=int(value))
     name, _, version = value.partition("@")
-    if not version.isdigit():
-        raise FactorMapping.DoesNotExist(f"mapping {value!r}: use an id or name@version")
+    if not params.usable_name(name) or not params.is_whole(version) or len(version) > 10 or int(version) > params.MAX_INT:
+        raise FactorMapping.DoesNotExist(f"mapping {value[:80]!r}: use an id or name@version")
     return visible.get(name=name, version=int(version))
 
 
@@ -124,17 +127,20 @@ def _queue_recompute(step_ids) -> None:
 
 def create_mapping(*, project, name: str, bands: dict, note: str = "", user=None,
                    source: str = FactorMapping.Source.MANUAL, fit: dict | None = None) -> FactorMapping:
-    """A new mapping `name@N`, N one past the newest version of that name.
+    """A new mapping `name@N`, N one past the newest version of that name the project can see.
 
-    (name, version) is unique across projects, so N counts every project's versions of the
-    name: within a project the versions still only grow. Two admins creating the same name
-    at once both succeed, one version apart.
+    Versions count per project: the project's own versions of the name and the built-in
+    (project-less) ones, never another project's, so a name used elsewhere neither shows
+    nor moves the count (a built-in mapping counts every project's). (project, name,
+    version) is unique, and (name, version) among built-in mappings. Two admins creating
+    the same name at once both succeed, one version apart.
     """
+    mine = Q(project__isnull=True) | Q(project=project) if project is not None else Q()
     attempts = 3
     while True:
         try:
             with transaction.atomic():
-                newest = FactorMapping.objects.filter(name=name).aggregate(v=Max("version"))["v"] or 0
+                newest = FactorMapping.objects.filter(mine, name=name).aggregate(v=Max("version"))["v"] or 0
                 return FactorMapping.objects.create(project=project, name=name, version=newest + 1, bands=bands, note=note,
                                                     source=source, fit=fit or {}, created_by=user)
         except IntegrityError:  # someone took that version meanwhile

@@ -30,7 +30,15 @@ class FactorMapping(models.Model):
 
     class Meta:
         ordering = ["name", "version"]
-        constraints = [models.UniqueConstraint(fields=["name", "version"], name="mapping_version_unique")]
+        # Versions count per project (grading.method.services.create_mapping): a name another
+        # project uses is neither visible nor in the way. Built-in mappings have no project,
+        # and NULLs are distinct in a unique index, hence the second constraint.
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name", "version"], condition=models.Q(project__isnull=False),
+                                    name="mapping_version_unique_in_project"),
+            models.UniqueConstraint(fields=["name", "version"], condition=models.Q(project__isnull=True),
+                                    name="mapping_version_unique_builtin"),
+        ]
 
     def __str__(self) -> str:
         return self.label

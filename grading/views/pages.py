@@ -9,17 +9,18 @@ from django.core.paginator import Paginator
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
+from grading.formats import params
 from grading.grader.policy import PolicyError, grader_name, update_run_policy
 from grading.method.services import active_mapping, ensure_computed, ensure_computed_many
 from grading.models import ImportJob, Run
 from grading.projects.access import page_project, page_run
 
 
-@require_GET
+@require_safe  # GET and HEAD: a load balancer's probe may be either
 def healthz(request: HttpRequest) -> JsonResponse:
     """For load balancers and compose health checks: the one unauthenticated URL, so it says
     nothing beyond whether the database answers."""
@@ -70,7 +71,8 @@ def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
     deadline = request.POST.get("grading_deadline_seconds", "")
     changes = {"baseline": request.POST.get("baseline", run_obj.baseline),
                "auto_grade": request.POST.get("auto_grade", run_obj.auto_grade),
-               "grading_deadline_seconds": int(deadline) if deadline.strip().isdigit() else deadline}
+               "grading_deadline_seconds": params.whole_or(deadline, "grading_deadline_seconds", default=deadline,
+                                                           maximum=params.MAX_INT)}
     try:
         update_run_policy(run=run_obj, **changes)
     except PolicyError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.http import StreamingHttpResponse
 from django.utils.dateparse import parse_datetime
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -72,5 +73,5 @@ class LabeledGroupExportView(APIView):
         stream = selectors_labeled.export_stream(run=run, fmt=fmt, since=since, adjudicated_only=label == "adjudicated")
         response = StreamingHttpResponse(stream, content_type=CONTENT_TYPE)
         suffix = "sft" if fmt == "sft" else "labeled"
-        response["Content-Disposition"] = f'attachment; filename="{run.name}-{suffix}.jsonl"'
+        response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=f"{run.name}-{suffix}.jsonl")
         return response

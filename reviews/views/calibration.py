@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from grading.formats import params
 from grading.method.advantage import MappingSpec
 from grading.method.services import active_mapping
 from grading.method.tiers import TIERS
@@ -29,16 +30,19 @@ def _scope(request: HttpRequest, project) -> dict:
     runs = list(project.runs.all())
     run = None
     if source.get("run"):
+        if not params.usable_name(source["run"]):
+            raise Http404("No such run")
         run = get_object_or_404(Run, project=project, name=source["run"])
     elif len(runs) == 1:
         run = runs[0]
     step = source.get("step", "")
     return {"run": run, "runs": runs, "grader": source.get("grader", "") or None,
-            "step": int(step) if step.isdigit() else None}
+            "step": params.whole_or(step, "step", default=None)}
 
 
-def _frames(project, scope):
-    return data.judgment_frames(project=project, run=scope["run"], grader=scope["grader"], step=scope["step"])
+def _frames(project, scope, hidden_from=None):
+    return data.judgment_frames(project=project, run=scope["run"], grader=scope["grader"], step=scope["step"],
+                                hidden_from=hidden_from)
 
 
 @login_required
@@ -46,7 +50,7 @@ def _frames(project, scope):
 def calibration(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "view")
     scope = _scope(request, project_obj)
-    frames = _frames(project_obj, scope)
+    frames = _frames(project_obj, scope, hidden_from=request.user)  # none of the viewer's open blind groups
     overall = data.report(frames.frame, n_boot=N_BOOT)
     fitted = data.fitted_mapping(frames.frame, n_boot=N_BOOT)
     run = scope["run"]

@@ -3,11 +3,15 @@ desk's judge panel for this person, and the rollout partials it loads on demand.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
 from django.utils.html import escape
+from django.utils.http import content_disposition_header
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -16,7 +20,7 @@ from grading import selectors
 from grading.method.tiers import TIERS
 from grading.models import Group
 from grading.projects.access import page_group
-from grading.rollouts.diffs import parse_patch
+from grading.rollouts.diffs import Budget, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
 from grading.rollouts.turns import to_turns
 from grading.templatetags.gagar import patch_anchor, path_key, visible_html
@@ -30,6 +34,11 @@ TURNS_PER_PAGE = 40
 # them together up to DIFF_PAGE_CHARS; larger ones load when asked (benchmarks/group_page.py).
 DIFF_INLINE_CHARS = 40_000
 DIFF_PAGE_CHARS = 120_000
+# One diff partial renders at most DIFF_PARTIAL_ROWS lines and DIFF_PARTIAL_CHARS characters
+# of a patch (a 200k-line patch was 42 MB of HTML in 17.7 s); the whole text is offered as a
+# plain-text download (?format=raw). Highlighting within that has diffs.Budget's limits.
+DIFF_PARTIAL_ROWS = 8_000
+DIFF_PARTIAL_CHARS = 500_000
 LOG_PREVIEW_CHARS = 200_000
 
 
@@ -60,6 +69,8 @@ def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
             out = ['<table class="diff split hl">\n<colgroup><col class="ln"><col><col class="ln"><col></colgroup>\n']
             for hunk in file.hunks:
                 out.append(f'<tr class="hunk"><td colspan="4">{shown(escape(hunk.header))}</td></tr>\n')
+                if hunk.note:  # why its text is shown unhighlighted (diffs.Budget)
+                    out.append(f'<tr class="hunk note"><td colspan="4">{escape(hunk.note)}</td></tr>\n')
                 out.extend(
                     f'<tr{_row_id(index, key, row.new_no)}><td class="ln">{_ln(row.old_no)}</td>'
                     f'<td class="code {row.old_kind}">{shown(row.old_html)}</td><td class="ln">{_ln(row.new_no)}</td>'
@@ -70,6 +81,8 @@ def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
             out = ['<table class="diff unified hl">\n<colgroup><col class="ln"><col class="ln"><col></colgroup>\n']
             for hunk in file.hunks:
                 out.append(f'<tr class="hunk"><td colspan="3">{shown(escape(hunk.header))}</td></tr>\n')
+                if hunk.note:  # why its text is shown unhighlighted (diffs.Budget)
+                    out.append(f'<tr class="hunk note"><td colspan="3">{escape(hunk.note)}</td></tr>\n')
                 out.extend(
                     f'<tr class="{row.kind}"{_row_id(index, key, row.new_no)}>'
                     f'<td class="ln">{_ln(row.old_no)}</td><td class="ln">{_ln(row.new_no)}</td>'
@@ -152,6 +165,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
     only = request.GET.get("only", "all")
     shown = [r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)]
     budget = DIFF_PAGE_CHARS
+    highlight_budget = Budget()  # one for the page: a lane that stalls the lexer cannot multiply it
     deferred: set[int] = set()
     for rollout in shown:  # only lanes on the page need their patch parsed and highlighted
         rollout.invisible = find_invisible(rollout.patch_text + "\n" + _test_names(rollout.test_outcomes))
@@ -161,7 +175,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
             deferred.add(rollout.index)
             continue
         budget -= size
-        rollout.diff = parse_patch(rollout.patch_text)
+        rollout.diff = parse_patch(rollout.patch_text, budget=highlight_budget)
         rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, "unified")
     for rollout in rollouts:
         rollout.grade = grades.get(rollout.index)
@@ -197,8 +211,24 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
 def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
     group, _ = page_group(request, project, run, uid, "view")
     rollout, content = selectors.rollout_content(group, index, "patch")
+    patch = content.patch or ""
+    if request.GET.get("format") == "raw":  # the whole text, as data: never rendered by the browser
+        response = HttpResponse(patch, content_type="text/plain; charset=utf-8")
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Disposition"] = content_disposition_header(True, f"rollout-{rollout.index}.patch")
+        patch_cache_control(response, private=True, no_store=True)
+        return response
     view = "split" if request.GET.get("view") == "split" else "unified"
-    rollout.diff = parse_patch(content.patch)
+    rollout.diff = parse_patch(patch, max_rows=DIFF_PARTIAL_ROWS, max_chars=DIFF_PARTIAL_CHARS)
+    if rollout.diff.error and len(patch) > DIFF_PARTIAL_CHARS:
+        rollout.diff = replace(rollout.diff, raw=patch[:DIFF_PARTIAL_CHARS])
+        rollout.diff_note = f"Showing the first {DIFF_PARTIAL_CHARS:,} of its {len(patch):,} characters."
+    elif rollout.diff.cut:
+        rollout.diff_note = (f"Showing the first {rollout.diff.shown_lines:,} of its {rollout.diff.total_lines:,} lines "
+                             f"({len(rollout.diff.files)} of {rollout.patch_files} files); one view shows at most "
+                             f"{DIFF_PARTIAL_ROWS:,} lines or {DIFF_PARTIAL_CHARS:,} characters.")
+    if getattr(rollout, "diff_note", ""):
+        rollout.diff_raw_url = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, index]) + "?format=raw"
     rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, view)
     context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout, "diff_view": view}
     template = "reviews/group.html#rollout-diff" if request.htmx else "reviews/rollout_part.html"

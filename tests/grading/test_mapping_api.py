@@ -163,9 +163,9 @@ def test_admin_creates_new_versions_and_they_stay_immutable(client, alice, carol
     stored.refresh_from_db()
     assert stored.bands == first["bands"]
 
-    # (name, version) is unique across projects: carol's "steep" is version 3, and acme does not see it
+    # versions count per project: carol's "steep" is version 1 of hers (acme's do not show), and acme does not see it
     client.force_login(carol)
-    assert post(client, f"{URL}?project=other", {"name": "steep", "bands": STEEP}).json()["label"] == "steep@3"
+    assert post(client, f"{URL}?project=other", {"name": "steep", "bands": STEEP}).json()["label"] == "steep@1"
     client.force_login(alice)
     assert [m["label"] for m in client.get(f"{URL}?project=acme").json()] == ["default@1", "steep@1", "steep@2"]
 

@@ -165,9 +165,9 @@ def test_grading_a_step_again_restarts_its_deadline(client, alice_token, acme):
 @pytest.mark.parametrize(("path", "params", "code", "words"), [
     ("/api/v1/steps/9/", {"run": "rl"}, 404, "has no step 9"),
     ("/api/v1/steps/1/", {"run": "nope"}, 404, "no run 'nope'"),
-    ("/api/v1/steps/1/", {"run": "%00"}, 404, "no run '\\x00'"),  # PostgreSQL refuses NUL in text: no 500
+    ("/api/v1/steps/1/", {"run": "%00"}, 400, "NUL"),  # PostgreSQL refuses NUL in text: refused before any view
     ("/api/v1/steps/99999999999/", {"run": "rl"}, 404, "has no step 99999999999"),  # past the 32-bit column
-    ("/api/v1/runs/%00/", {}, 404, "no run"),
+    ("/api/v1/runs/%00/", {}, 404, "NUL"),
     ("/api/v1/advantages/", {"run": "rl", "step": 99999999999}, 400, "non-negative integer"),
     ("/api/v1/steps/1/", {}, 400, "'run' is required"),
     ("/api/v1/advantages/", {"run": "rl", "step": 1, "wait": 301}, 400, "from 0 to 300"),
