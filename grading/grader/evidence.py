@@ -9,9 +9,22 @@ resolves; `problems()` lists what is missing, which is what a grader is re-asked
 
 from __future__ import annotations
 
+from grading.formats.params import MAX_ID, ParamError, whole
 from grading.grader.base import EVIDENCE_KINDS, LOW_SCORE, RUBRIC, SCORE_RANGE, Evidence, RolloutJudgment
 from grading.grader.workspace import GroupWorkspace
 from grading.method.tiers import TIERS
+
+
+def _number(text: str) -> int | None:
+    """The whole number a locator names (ASCII digits only), else None.
+
+    A grader (an LLM) writes these: '²' passes `str.isdigit()` and then fails `int()`, and
+    thousands of digits fail `int()` too; either must be an unresolved citation, not an error.
+    """
+    try:
+        return whole(text, "locator", maximum=MAX_ID)
+    except ParamError:
+        return None
 
 
 def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:
@@ -24,16 +37,18 @@ def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:
         return f"rollout {item.rollout} does not exist in this group"
     locator = str(item.locator).strip()
     if item.kind == "turn":
-        if not locator.isdigit() or int(locator) >= len(rollout.messages):
+        turn = _number(locator)
+        if turn is None or turn >= len(rollout.messages):
             return f"rollout {item.rollout} has no turn {locator!r} (it has {len(rollout.messages)} messages, 0-based)"
         return None
     if item.kind == "patch":
         path, _, line = locator.rpartition(":")
-        if not path or not line.isdigit():
+        line_no = _number(line)
+        if not path or line_no is None:
             return f"patch locator {locator!r} must be 'path:line'"
         for file in rollout.parsed_patch.files:
             if file.path == path:
-                if any(row.new_no == int(line) for hunk in file.hunks for row in hunk.unified):
+                if any(row.new_no == line_no for hunk in file.hunks for row in hunk.unified):
                     return None
                 return f"rollout {item.rollout}'s patch does not show line {line} of {path}"
         return f"rollout {item.rollout}'s patch does not touch {path!r}"
@@ -41,7 +56,8 @@ def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:
     if locator.startswith("log:"):
         number = locator[4:]
         lines = rollout.test_log.count("\n") + 1 if rollout.test_log else 0
-        if not number.isdigit() or not 1 <= int(number) <= lines:
+        log_line = _number(number)
+        if log_line is None or not 1 <= log_line <= lines:
             return f"rollout {item.rollout}'s test log has no line {number!r} (it has {lines})"
         return None
     for outcome in rollout.tests.values():

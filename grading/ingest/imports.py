@@ -309,6 +309,12 @@ def _save(upload, target: Path) -> None:
             out.write(chunk)
 
 
+def _shown(relative: str) -> str:
+    """How findings name an upload's PATH: relative to the upload's folder (`files`, `run-2/run-2`), never absolute."""
+    parts = Path(relative).parts
+    return "/".join(parts[2:]) if len(parts) > 2 and parts[0] == _uploads_root().name else relative
+
+
 def _upload_folder(sources: list[dict]) -> Path | None:
     """The upload's own folder (MEDIA_ROOT/imports/<hex>), or None when the sources name no such folder."""
     root = _uploads_root().resolve()
@@ -425,7 +431,7 @@ def run_import_job(*, job_id: int) -> ImportJob:
             job.sources = unpack_upload(job.sources)
             job.save(update_fields=["sources"])
         media = Path(settings.MEDIA_ROOT)
-        sources = [Source(media / s["path"], label=s.get("label", "")) for s in job.sources]
+        sources = [Source(media / s["path"], label=s.get("label", ""), shown=_shown(s["path"])) for s in job.sources]
         summary = import_runs(project=job.project, run=job.run.name, step=job.step, sources=sources, fmt=job.format, on_progress=progress)
         job.refresh_from_db(fields=["progress_done", "progress_total"])
         job.summary = _safe(summary.as_dict())

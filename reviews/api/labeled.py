@@ -1,7 +1,10 @@
 """GET /api/v1/labeled-groups/: judged groups for trainers (JSON Lines) and grader fine-tuning (SFT).
 
 Needs the "export" capability (trainer tokens, admins), like the advantages export: a
-reviewer gets 403, a non-member 404, an anonymous caller 401. The body is streamed
+reviewer gets 403, a non-member 404, an anonymous caller 401. Its lines carry the grader's
+names, tiers and evidence, so an exporter (an admin) who still holds open blind assignments
+in the run gets 409 until they submit or skip them (a trainer account has no assignments;
+its token is the way to export meanwhile). The body is streamed
 (reviews.selectors.labeled reads the groups in chunks); its line shapes are documented in
 README.md and reviews/formats/labeled.py.
 """
@@ -20,6 +23,7 @@ from grading.api.advantages import FileExportNegotiation
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
 from reviews.selectors import labeled as selectors_labeled
+from reviews.selectors.desk import open_blind_group_ids
 
 CONTENT_TYPE = "application/x-ndjson"
 PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ...}')
@@ -42,7 +46,10 @@ class LabeledGroupExportView(APIView):
                 "consensus; adjudicated: adjudicated groups only")),
             OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
         ],
-        responses={(200, CONTENT_TYPE): OpenApiTypes.BINARY, 400: PROBLEM, 401: PROBLEM, 403: PROBLEM, 404: PROBLEM},
+        responses={(200, CONTENT_TYPE): OpenApiTypes.BINARY, 400: PROBLEM, 401: PROBLEM, 403: PROBLEM, 404: PROBLEM,
+                   409: OpenApiResponse(OpenApiTypes.OBJECT, description=(
+                       "the caller holds open blind assignments in this run; submit or skip them, or export "
+                       "with the token of an account that does not review"))},
         summary="Export judged groups (gagar-labeled-group/1) or grader SFT examples, ordered by (step, uid)",
     )
     def get(self, request):
@@ -70,6 +77,15 @@ class LabeledGroupExportView(APIView):
         run, problem = run_for_request(request, project)
         if problem:
             return problem
+        blind = open_blind_group_ids(project=project, user=request.user).filter(group__run=run).count()
+        if blind:
+            return error(
+                status.HTTP_409_CONFLICT,
+                f"you hold {blind} open blind assignment{'s' if blind != 1 else ''} in run {run.name!r}, and this export "
+                "carries the grader's names, tiers and evidence: submit or skip them on the review desk first, "
+                "or export with a token of an account that does not review (a trainer token)",
+                open_blind_assignments=blind,
+            )
         stream = selectors_labeled.export_stream(run=run, fmt=fmt, since=since, adjudicated_only=label == "adjudicated")
         response = StreamingHttpResponse(stream, content_type=CONTENT_TYPE)
         suffix = "sft" if fmt == "sft" else "labeled"

@@ -25,7 +25,7 @@ from grading.method.services import default_mapping
 from grading.models import Group, Role
 from reviews.models import Assignment, GroupReview, Judgment, Reveal
 from reviews.services.judgments import AdjudicationRefused, ItemInput, submit_judgment
-from reviews.services.queue import assign, queue_groups, update_policy
+from reviews.services.queue import assign, queue_groups, skip_assignment, update_policy
 from tests.helpers import ingest_groups, member, small_group
 from tests.hostile.test_security import PARAM, routes
 
@@ -242,3 +242,31 @@ def test_a_party_to_the_dispute_cannot_settle_it(client, people, world):
     assert not Judgment.objects.filter(kind=Judgment.Kind.ADJUDICATION).exists()
     client.force_login(people["gus"])  # someone outside the dispute can
     assert adjudicate(client, "g1@1").status_code == 302
+
+
+# --- the labeled export (exporters who also judge) -------------------------------------------------
+
+def test_an_exporter_with_open_blind_assignments_gets_409_and_a_trainer_token_does_not(client, people, world, trainer_token):
+    alice = people["alice"]  # admin: may export, and may be handed groups to judge
+    assign(group=world["g1@1"], reviewer=alice)
+    assign(group=world["g2@1"], reviewer=alice)
+    assert Assignment.objects.filter(reviewer=alice, blind=True, status=Assignment.Status.OPEN).count() == 2
+    client.force_login(alice)
+    url = "/api/v1/labeled-groups/?project=acme&run=r1"
+    for query in ("", "&format=sft", "&label=adjudicated"):
+        r = client.get(url + query)
+        assert r.status_code == 409, query
+        body = r.json()
+        assert body["open_blind_assignments"] == 2
+        assert "2 open blind assignments" in body["detail"] and "submit or skip" in body["detail"]
+        assert "token" in body["detail"] and BLIND_GRADER not in r.content.decode()
+    # A trainer's token has no assignments: the export is unaffected, grader fields and all.
+    r = client.get("/api/v1/labeled-groups/?run=r1", HTTP_AUTHORIZATION=f"Token {trainer_token}")
+    assert r.status_code == 200 and b"g1@1" in b"".join(r.streaming_content)
+    # Submitting one leaves one; skipping the other (or submitting it) opens the export again.
+    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post(G1_TIERS))
+    r = client.get(url)
+    assert r.status_code == 409 and "1 open blind assignment " in r.json()["detail"]
+    skip_assignment(assignment=Assignment.objects.get(reviewer=alice, group=world["g2@1"]))
+    r = client.get(url)
+    assert r.status_code == 200 and b"g1@1" in b"".join(r.streaming_content)

@@ -19,6 +19,7 @@ import signal
 import tarfile
 import tracemalloc
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -284,3 +285,66 @@ def test_no_files_are_left_when_the_import_raises(client, acme, alice_token, med
     ok = job.status == "failed" and "database went away" in job.error and not list(media.glob("imports/*"))
     record("agent-run import", "import raises after unpacking", "refused" if ok else "FAILED")
     assert ok, (job.status, job.error, list(media.rglob("*")))
+
+
+# -- 10 (low). no absolute server paths in what an import reports -------------------------------
+
+
+def member_under_a_file(name: str) -> SimpleUploadedFile:
+    """`run/a` is a file and `run/a/b/c.json` a file under it: writing the second fails with an
+    OSError (ENOTDIR) whose text names the absolute path it was written to."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+        for member in ("run/a", "run/a/b/c.json"):
+            info = tarfile.TarInfo(member)
+            info.size = 2
+            tf.addfile(info, io.BytesIO(b"{}"))
+    return SimpleUploadedFile(name, buffer.getvalue(), content_type="application/gzip")
+
+
+def test_an_archive_that_cannot_be_written_names_no_absolute_path(tmp_path):
+    packed = tmp_path / "run-1.tar.gz"
+    packed.write_bytes(member_under_a_file("run-1.tar.gz").read())
+    with pytest.raises(archives.UnsafeArchive) as refused:
+        archives.extract_archive(packed, tmp_path / "out")
+    assert str(refused.value) == "could not be read: Not a directory"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.django_db
+def test_a_failed_unpack_shows_the_archives_name_and_the_error_only(client, acme, alice_token, media, tmp_path,
+                                                                     django_capture_on_commit_callbacks):
+    r = post(client, alice_token, [member_under_a_file("run-1.tar.gz")], capture=django_capture_on_commit_callbacks)
+    assert r.status_code == 202
+    job = ImportJob.objects.get(pk=r.json()["id"])
+    ok = (job.status == "failed" and job.error == "archive 'run-1.tar.gz' refused: could not be read: Not a directory"
+          and str(media) not in job.error and str(tmp_path) not in job.error)
+    record("agent-run import", "archive refusal from an OSError (absolute media path)", "refused" if ok else "FAILED")
+    assert ok, job.error
+
+
+@pytest.mark.django_db
+def test_a_missing_path_is_named_relative_to_the_upload(acme, alice, media, tmp_path):
+    from grading.ingest.tasks import import_job_task
+
+    files = [SimpleUploadedFile(f"{A}.traj.json", (b.mini_run(tmp_path / "run-1", {A: True}) / "trajs" / A / f"{A}.traj.json")
+                                .read_bytes())]
+    folder, sources, uploaded = store_upload(files=files)
+    job = create_import_job(project=acme, user=alice, run="sweep", step=3, fmt="auto", sources=sources, uploaded=uploaded)
+    for path in (media / folder / "files").iterdir():  # the upload's files went away before the worker ran
+        path.unlink()
+    (media / folder / "files").rmdir()
+    assert import_job_task.delay(job_id=job.pk).get() == "done"
+    job.refresh_from_db()
+    skipped = job.summary.get("skipped", [])
+    ok = {"ref": "files", "reason": "no such file or folder"} in skipped and str(media) not in json.dumps(job.summary)
+    record("agent-run import", "a PATH gone before the worker ran (absolute media path)", "refused" if ok else "FAILED")
+    assert ok, skipped
+
+
+@pytest.mark.django_db
+def test_a_missing_path_on_the_command_line_is_named_as_given(acme, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    summary = import_runs(project=acme, run="r1", step=1, sources=[Source(Path("runs/gone"))])
+    assert [(f.ref, f.reason) for f in summary.findings] == [("runs/gone", "no such file or folder")]
+    assert Source(tmp_path / "x", shown="x").name == "x" and Source(Path("a/b")).name == "a/b"

@@ -85,6 +85,29 @@ def test_the_helper_reads_only_ascii_digits_within_bounds(raw):
     assert params.whole("0042", "step") == 42 and params.whole("-3", "x", minimum=-5) == -3
 
 
+@pytest.mark.parametrize("raw", ODD_NUMBERS)
+def test_grader_evidence_locators_go_through_the_helper(raw):
+    """An LLM grader writes the locators: '²' (isdigit() True, int() refuses it) or 5,000 digits
+    made resolve() raise and the grading job fail, where an unresolved citation is re-asked."""
+    from grading.grader.base import Evidence, RolloutJudgment
+    from grading.grader.evidence import problems, resolve
+    from grading.grader.workspace import GroupWorkspace, RolloutView
+
+    patch = "diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,1 +1,2 @@\n x = 1\n+y = 2\n"
+    view = RolloutView(index=0, passed=True, patch=patch, test_log="FAILED a\nPASSED a\n",
+                       messages=[{"role": "user", "content": "fix"}, {"role": "assistant", "content": "done"}])
+    ws = GroupWorkspace(uid="g@1", instance_id="g", rollouts=[view])
+    resolves = raw == " 1"  # a locator is stripped first: " 1" is turn 1 (and no line of "w.py: 1")
+    citations = [Evidence("turn", 0, raw), Evidence("patch", 0, f"w.py:{raw}"), Evidence("test", 0, f"log:{raw}")]
+    assert [resolve(ws, item) is None for item in citations] == [resolves, False, False]
+    assert all(resolve(ws, Evidence(kind, 0, loc)) is None for kind, loc in (("turn", "1"), ("patch", "w.py:2"), ("test", "log:2")))
+    found = problems(ws, [RolloutJudgment(index=0, tier="T2", rank=1, evidence=citations)])
+    ok = any("needs at least one citation that resolves" in p for p in found) != resolves
+    if not resolves:
+        record(CHANNEL, f"grader evidence locator {raw[:8]!r}", "refused" if ok else "FAILED")
+    assert ok, found
+
+
 def test_the_helper_refuses_nul_and_over_long_text():
     with pytest.raises(params.ParamError):
         params.text("a\x00b", "run")

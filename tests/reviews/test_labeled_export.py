@@ -397,8 +397,9 @@ def many_groups(acme, alice, bob, erin):
     return make
 
 
-# session + user, project + membership, run, group ids, then 9 per chunk of groups
-QUERIES = 15
+# session + user, project + membership, run, the caller's open blind assignments in the run,
+# group ids, then 9 per chunk of groups
+QUERIES = 16
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "sft"])

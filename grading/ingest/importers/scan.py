@@ -56,10 +56,20 @@ NOTICE = "notice"  # imported, worth knowing
 
 @dataclass(frozen=True)
 class Source:
-    """One PATH. `label` prefixes its refs; None -> the folder's name (a file PATH: none)."""
+    """One PATH. `label` prefixes its refs; None -> the folder's name (a file PATH: none).
+
+    `shown` is how findings name the PATH itself (None: as given). An upload's PATH lives
+    under the server's media folder; it is shown relative to the upload's folder, so no
+    finding carries an absolute server path.
+    """
 
     path: Path
     label: str | None = None
+    shown: str | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.path) if self.shown is None else self.shown
 
 
 @dataclass(frozen=True)
@@ -161,7 +171,7 @@ class RunFinder:
         for position, source in enumerate(self.sources):
             path = Path(source.path)
             if not path.exists():
-                self._skip(str(source.path), "no such file or folder")
+                self._skip(source.name, "no such file or folder")
                 continue
             if path.is_dir():
                 prefix = path.resolve().name if source.label is None else source.label
@@ -169,7 +179,7 @@ class RunFinder:
                 prefix = source.label or ""
             key = prefix if path.is_dir() else _join(prefix, path.name)
             if key in prefixes:
-                self._skip(str(source.path), f"another PATH of this import is also named {key!r}; refs would collide (rename one)")
+                self._skip(source.name, f"another PATH of this import is also named {key!r}; refs would collide (rename one)")
                 continue
             prefixes[key] = position
             if path.is_dir():
