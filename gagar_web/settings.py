@@ -156,10 +156,18 @@ DATABASES = {
     else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # WAL lets the dev server read while an import writes.
+    # WAL lets the dev server read while an import writes. Writers queue instead of failing:
+    # every transaction takes the write lock at BEGIN (IMMEDIATE), so a draft autosave landing
+    # between a submit's reads and its writes makes the submit wait (up to `timeout` seconds)
+    # rather than fail with "database is locked" (a deferred transaction cannot wait to
+    # upgrade its read snapshot to a write). tests/reviews/test_sqlite_submit.py races the two.
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update(
-        {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "timeout": 20}
+        {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        }
     )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -302,17 +302,28 @@ def _flag_cheats(*, judgment: Judgment, rollouts: dict[int, Rollout], items: lis
     )
 
 
+class AssignmentFinished(ValueError):
+    """A draft for an assignment that is already submitted or skipped."""
+
+
 def save_draft(*, assignment: Assignment, data: dict) -> Assignment:
-    """Autosave of the judging form. Only an open assignment has a draft."""
+    """Autosave of the judging form. Only an open assignment has a draft.
+
+    The write is conditional on the assignment still being open in the database: an autosave
+    that loses the race against the submit (the page's 600 ms timer or its unload beacon)
+    must not write its draft back onto the finished assignment.
+    """
     import json
 
     if assignment.status != Assignment.Status.OPEN:
-        raise ValueError("this assignment is already finished")
+        raise AssignmentFinished("this assignment is already finished")
     if len(json.dumps(data)) > MAX_DRAFT_BYTES:
         raise ValueError(f"draft larger than {MAX_DRAFT_BYTES // 1024} KB")
-    assignment.draft = data
-    assignment.draft_saved_at = timezone.now()
-    assignment.save(update_fields=["draft", "draft_saved_at"])
+    saved_at = timezone.now()
+    if not Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.OPEN).update(
+            draft=data, draft_saved_at=saved_at):
+        raise AssignmentFinished("this assignment is already finished")
+    assignment.draft, assignment.draft_saved_at = data, saved_at
     return assignment
 
 

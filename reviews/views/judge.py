@@ -17,6 +17,7 @@ from reviews.forms import draft_fields, parse_judgment
 from reviews.models import GroupReview, Judgment
 from reviews.services.judgments import (
     AdjudicationRefused,
+    AssignmentFinished,
     JudgmentConflict,
     JudgmentError,
     adjudication_refusal,
@@ -92,6 +93,8 @@ def draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
         return JsonResponse({"error": "this group is already judged or skipped"}, status=409)
     try:
         saved = save_draft(assignment=assignment, data=draft_fields(request.POST))
+    except AssignmentFinished:  # the submit won the race against this autosave
+        return JsonResponse({"error": "this group is already judged or skipped"}, status=409)
     except ValueError as error:
         return JsonResponse({"error": str(error)}, status=400)
     return JsonResponse({"saved_at": saved.draft_saved_at.isoformat()})
@@ -102,8 +105,11 @@ def draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
 def reveal(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     assignment, _ = get_assignment_for_reviewer(request, project, run, uid)
     if assignment.is_open:
-        if request.POST:  # keep what the reviewer had typed
-            save_draft(assignment=assignment, data=draft_fields(request.POST))
+        try:
+            if request.POST:  # keep what the reviewer had typed
+                save_draft(assignment=assignment, data=draft_fields(request.POST))
+        except AssignmentFinished:  # a submit from another tab finished it meanwhile: nothing left to reveal early
+            return redirect(_group_url(assignment.group))
         reveal_early(assignment=assignment)
         messages.info(request, "Grader verdict revealed. Your judgment of this group will be recorded as not blind.")
     return redirect(_group_url(assignment.group))

@@ -1,8 +1,16 @@
 // The judging form on the group page: keyboard, autosaved drafts, progress. No inline
 // script (the CSP forbids it); the page works without this file, only slower.
+//
+// Readiness: once the handlers are bound, <body data-judge-ready="true"> (tests wait for it).
+// Keys the page handles that arrive after this file runs but before that are queued and
+// replayed in order; keys before this file runs reach no handler and do nothing.
+// Submitting: once the form submits, no autosave is sent (the timer is cancelled and the
+// unload beacon skipped), so a draft never races the submit for the database.
 (function () {
   "use strict";
   var form, lanes = [], current = -1, started = Date.now(), saveTimer = null, dirty = false;
+  var submitting = false, ready = false, pending = [], handleKey = null;
+  var KEYS = ["?", "j", "k", "1", "2", "3", "[", "]", "c", "s"];
 
   function passingLanes() {
     return Array.prototype.slice.call(document.querySelectorAll("[data-judge]"))
@@ -58,7 +66,7 @@
 
   function saveDraft() {
     var url = form.dataset.draftUrl;
-    if (!url || !dirty) return;
+    if (!url || !dirty || submitting) return;
     dirty = false;
     var status = document.getElementById("draft-status");
     fetch(url, { method: "POST", body: new FormData(form), credentials: "same-origin",
@@ -76,7 +84,14 @@
     dirty = true;
     updateProgress();
     clearTimeout(saveTimer);
-    saveTimer = setTimeout(saveDraft, 600);
+    saveTimer = submitting ? null : setTimeout(saveDraft, 600);
+  }
+
+  // The submit is under way: the draft it supersedes must not be written after it.
+  function stopAutosave() {
+    submitting = true;
+    clearTimeout(saveTimer);
+    saveTimer = null;
   }
 
   function typing(target) {
@@ -105,16 +120,33 @@
     var seconds = form.querySelector("[data-role=seconds]");
     if (seconds) seconds.value = String(Math.round((Date.now() - started) / 1000));
     clearTimeout(saveTimer);
-    form.requestSubmit();
+    form.requestSubmit();  // fires "submit" (which stops the autosave) unless the form is invalid
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
+  // Bound as soon as this file runs: before the page is ready, keys it handles are queued.
+  document.addEventListener("keydown", function (e) {
+    if (ready) { if (handleKey) handleKey(e); return; }
+    if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target) || KEYS.indexOf(e.key) < 0) return;
+    e.preventDefault();
+    pending.push({ key: e.key, target: e.target });
+  });
+
+  function markReady(handler) {
+    handleKey = handler;
+    ready = true;
+    pending.splice(0).forEach(function (k) {
+      handler({ key: k.key, target: k.target, ctrlKey: false, metaKey: false, altKey: false, preventDefault: function () {} });
+    });
+    document.body.dataset.judgeReady = "true";
+  }
+
+  function init() {
     var helpButton = document.querySelector("[data-action=help]");
     var help = document.getElementById("keys-help");
     if (helpButton && help) helpButton.addEventListener("click", function () { help.showModal(); });
     form = document.getElementById("judgment-form");
     if (!form) {
-      document.addEventListener("keydown", function (e) { if (e.key === "?" && help && !typing(e.target)) { e.preventDefault(); help.open ? help.close() : help.showModal(); } });
+      markReady(function (e) { if (e.key === "?" && help && !typing(e.target)) { e.preventDefault(); help.open ? help.close() : help.showModal(); } });
       return;
     }
     lanes = passingLanes();
@@ -122,12 +154,20 @@
     document.addEventListener("input", function (e) { if (e.target.form === form || e.target.getAttribute("form") === "judgment-form") changed(); });
     document.addEventListener("change", function (e) { if (e.target.form === form) changed(); });
     form.addEventListener("submit", function () {
+      stopAutosave();
       var seconds = form.querySelector("[data-role=seconds]");
       if (seconds && !seconds.value) seconds.value = String(Math.round((Date.now() - started) / 1000));
     });
-    window.addEventListener("beforeunload", function () { if (dirty && form.dataset.draftUrl) navigator.sendBeacon(form.dataset.draftUrl, new FormData(form)); });
-    document.addEventListener("keydown", onKey);
+    window.addEventListener("beforeunload", function () {
+      if (dirty && !submitting && form.dataset.draftUrl) navigator.sendBeacon(form.dataset.draftUrl, new FormData(form));
+    });
+    // Back from the next page (back/forward cache): the submit is over, autosave again.
+    window.addEventListener("pageshow", function (e) { if (e.persisted) submitting = false; });
     updateProgress();
     if (lanes.length) focusLane(0);
-  });
+    markReady(onKey);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
 })();

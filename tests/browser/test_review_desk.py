@@ -47,6 +47,11 @@ def group_path(uid: str) -> str:
     return f"/projects/acme/runs/r1/groups/{uid}/"
 
 
+def wait_until_ready(page) -> None:
+    """The group page's script has bound its key handlers (static/js/judge.js sets the marker)."""
+    page.wait_for_selector('body[data-judge-ready="true"]', state="attached")
+
+
 def test_reviewer_judges_blind_with_the_keyboard_only_and_sees_the_verdict_after(live_server, page, bob, groups):
     dialogs = watch_dialogs(page)
     log_in(page, live_server, "bob", "/projects/acme/review/")
@@ -59,6 +64,7 @@ def test_reviewer_judges_blind_with_the_keyboard_only_and_sees_the_verdict_after
     expect(page.locator("section.verdict")).to_have_count(0)
     assert GRADER not in page.content() and SECRET_NOTE not in page.content()
 
+    wait_until_ready(page)
     page.keyboard.press("?")
     expect(page.locator("#keys-help")).to_be_visible()
     page.keyboard.press("Escape")
@@ -78,6 +84,7 @@ def test_reviewer_judges_blind_with_the_keyboard_only_and_sees_the_verdict_after
     expect(page.locator("#draft-status")).to_contain_text("draft saved", timeout=5000)
 
     page.reload()  # the draft survives a reload
+    wait_until_ready(page)
     for index, tier in zip(order, ["T1", "T2", "T3"]):
         expect(page.get_by_test_id(f"tier-{index}-{tier}")).to_be_checked()
     expect(page.get_by_test_id(f"cheat-{order[2]}")).to_be_checked()
@@ -107,6 +114,7 @@ def test_second_reviewer_submitting_at_the_same_time_is_told_of_the_conflict(liv
         pages[person.username] = page = context.new_page()
         log_in(page, live_server, person.username, group_path("g2@1"))
         expect(page.get_by_test_id("blind-badge")).to_be_visible()
+        wait_until_ready(page)
     for name in ("bob", "dan"):  # both loaded the page before either submitted
         page = pages[name]
         for n, key in enumerate(["1", "1", "2"]):
@@ -120,6 +128,25 @@ def test_second_reviewer_submitting_at_the_same_time_is_told_of_the_conflict(liv
     assert sorted(Judgment.objects.values_list("reviewer__username", flat=True)) == ["bob", "dan"]
     for page in pages.values():
         page.context.close()
+
+
+def test_a_submit_right_after_the_last_key_sends_no_draft_with_it(live_server, page, bob, groups):
+    """The autosave (600 ms timer, unload beacon) never races the submit: `s` pressed right
+    after the tier keys posts the judgment alone, and the judgment is stored."""
+    assign(group=groups["g2@1"], reviewer=bob)
+    log_in(page, live_server, "bob", group_path("g2@1"))
+    wait_until_ready(page)
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url.rstrip("/").rsplit("/", 1)[-1]) if r.method == "POST" else None)
+    for n, key in enumerate(["1", "2", "3"]):
+        if n:
+            page.keyboard.press("j")
+        page.keyboard.press(key)
+    page.keyboard.press("s")
+    expect(page.locator(".flash")).to_contain_text("Judgment stored")
+    assert posts == ["judgment"]
+    assert Judgment.objects.filter(reviewer=bob, group=groups["g2@1"]).exists()
+    assert page.console_log.errors == []
 
 
 def exported(page, live_server, token: str, index: int) -> dict:
