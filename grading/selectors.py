@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import Count, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 
+from grading.formats.groupline import stored_rollout
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step
 
 
@@ -82,6 +83,18 @@ def rollout_content(group: Group, index: int, *fields: str) -> tuple[Rollout, Ro
     return rollout, content
 
 
+def rollout_as_line(rollout: Rollout) -> dict:
+    """A stored rollout in its `gagar-group/1` shape (formats.groupline.stored_rollout)."""
+    content = getattr(rollout, "content", None)
+    return stored_rollout(
+        index=rollout.index, reward=rollout.reward, exit_status=rollout.exit_status, stats=rollout.stats,
+        source_format=rollout.source_format, source_ref=rollout.source_ref,
+        patch=content.patch if content else "", messages=content.messages if content else [],
+        tests=content.tests if content else {}, test_log=content.test_log if content else "",
+        metadata=content.metadata if content else {},
+    )
+
+
 def group_as_line(group: Group) -> dict:
     """The stored group in its `gagar-group/1` shape, as it was ingested."""
     task = group.task
@@ -95,20 +108,10 @@ def group_as_line(group: Group) -> dict:
     task_out.update(task.extra or {})
     rollouts = []
     for rollout in group.rollouts.select_related("content").order_by("index"):
-        content = getattr(rollout, "content", None)
-        item = {
-            "index": rollout.index,
-            "reward": rollout.reward,
-            "passed": rollout.passed,
-            "exit_status": rollout.exit_status,
-            "stats": rollout.stats,
-            "source": {"format": rollout.source_format, "ref": rollout.source_ref},
-        }
-        if content is not None:
-            item.update(
-                patch=content.patch, messages=content.messages, tests=content.tests,
-                test_log=content.test_log, metadata=content.metadata,
-            )
+        # Exactly the stored fields the content hash covers, so the group posted back is
+        # `unchanged`; `passed` (derived from the reward) is read only, ignored on ingest.
+        item = rollout_as_line(rollout)
+        item["passed"] = rollout.passed
         rollouts.append(item)
     return {
         "format": "gagar-group/1",

@@ -266,6 +266,26 @@ def canonical_hash(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def stored_rollout(*, index: int, reward: float | None, exit_status: str, stats: dict, source_format: str, source_ref: str,
+                   patch: str, messages: list, tests: dict, test_log: str, metadata: dict) -> dict:
+    """A rollout as it is stored, every field present (absent ones as their empty value): what
+    `GET /api/v1/groups/{uid}/` returns and what the content hash covers. So a line read back
+    and sent again is `unchanged`, and so is the same rollout written with or without empty
+    fields; keys the format does not define are not stored, and not compared."""
+    return {
+        "index": index,
+        "reward": reward,
+        "exit_status": exit_status,
+        "stats": stats,
+        "source": {"format": source_format, "ref": source_ref},
+        "patch": patch,
+        "messages": messages,
+        "tests": tests,
+        "test_log": test_log,
+        "metadata": metadata,
+    }
+
+
 def _parse_tests(tests: dict, path: str) -> tuple[int, int]:
     passed = failed = 0
     for category, outcome in tests.items():
@@ -319,15 +339,21 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
     cost = _optional_number(stats.get("cost_usd"), f"{path}.stats.cost_usd")
     source = _object(raw, "source", prefix)
     files, added, removed, parses = patch_stats(patch)
-    normalized = dict(raw)
-    if reward is not None:
-        normalized["reward"] = reward  # 1 and 1.0 are the same rollout
+    exit_status = _string(raw, "exit_status", prefix)[:100]
+    source_format = _string(source, "format", f"{path}.source.")[:64]
+    source_ref = _string(source, "ref", f"{path}.source.")[:1000]
+    test_log = _string(raw, "test_log", prefix)
+    metadata = _object(raw, "metadata", prefix)
+    stored = stored_rollout(  # reward normalized: 1 and 1.0 are the same rollout
+        index=index, reward=reward, exit_status=exit_status, stats=stats, source_format=source_format, source_ref=source_ref,
+        patch=patch, messages=messages, tests=tests, test_log=test_log, metadata=metadata,
+    )
     return ParsedRollout(
         index=index,
         reward=reward,
         passed=None if reward is None else reward == 1.0,
-        content_hash=canonical_hash(normalized),
-        exit_status=_string(raw, "exit_status", prefix)[:100],
+        content_hash=canonical_hash(stored),
+        exit_status=exit_status,
         n_messages=len(messages),
         tokens=None if tokens is None else int(tokens),
         cost_usd=cost,
@@ -338,13 +364,13 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
         patch_parses=parses,
         tests_passed=tests_passed,
         tests_failed=tests_failed,
-        source_format=_string(source, "format", f"{path}.source.")[:64],
-        source_ref=_string(source, "ref", f"{path}.source.")[:1000],
+        source_format=source_format,
+        source_ref=source_ref,
         messages=messages,
         patch=patch,
         tests=tests,
-        test_log=_string(raw, "test_log", prefix),
-        metadata=_object(raw, "metadata", prefix),
+        test_log=test_log,
+        metadata=metadata,
     )
 
 

@@ -226,7 +226,9 @@ def parquet_file(steps: list[Step], mapping: FactorMapping, *, use_snapshots: bo
         for step in sorted(steps, key=lambda s: s.number):
             blob = snapshots.get(step.pk)
             if blob is not None:
-                table = pq.read_table(pa.BufferReader(bytes(blob)))
+                # One thread: a step is small, and Arrow's CPU pool left running at exit aborted the
+                # interpreter ("terminate called without an active exception", status 134).
+                table = pq.read_table(pa.BufferReader(bytes(blob)), use_threads=False)
                 writer.write_table(table if table.schema.equals(ARROW_SCHEMA) else table.cast(ARROW_SCHEMA), row_group_size=ROW_GROUP_ROWS)
             else:
                 _write_step_from_rows(writer, step, mapping)
