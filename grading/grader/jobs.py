@@ -58,6 +58,23 @@ def check_grader_url(url: str) -> None:
             )
 
 
+def grader_name_for(backend: str) -> str:
+    """The name `backend` grades under (e.g. heuristic@1), without building it: no DNS lookup
+    of the grader's host and no client, so pages and ingest can ask it cheaply. Raises
+    GraderUnavailable when the backend is unknown or not configured."""
+    if backend == "heuristic":
+        from grading.grader.heuristic import HeuristicGrader
+
+        return HeuristicGrader.name
+    if backend == "llm":
+        if not (settings.GRADER_BASE_URL and settings.GRADER_MODEL):
+            raise GraderUnavailable("the LLM grader needs GRADER_BASE_URL and GRADER_MODEL")
+        from grading.grader.llm import grader_name
+
+        return grader_name(settings.GRADER_MODEL)
+    raise GraderUnavailable(f"unknown grader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
 def grader_for(backend: str):
     if backend == "heuristic":
         from grading.grader.heuristic import HeuristicGrader
@@ -87,14 +104,14 @@ def queue_new_groups(*, group_ids: list[int], backend: str) -> list[GradingJob]:
     """Auto-grading at ingest: queue the mixed groups among `group_ids` that this grader has
     neither graded nor been asked to grade -- one job per group per grader, never twice, also
     when the same step is posted again. Call it inside the transaction that stored them."""
-    grader = grader_for(backend)
+    name = grader_name_for(backend)  # once per ingest batch: the name only, the task builds the grader
     groups = list(
         Group.objects.filter(pk__in=group_ids, is_mixed=True)
-        .exclude(verdicts__grader=grader.name)
-        .exclude(grading_jobs__grader=grader.name)
+        .exclude(verdicts__grader=name)
+        .exclude(grading_jobs__grader=name)
         .values_list("id", flat=True)
     )
-    return _queue(groups, backend=backend, grader_name=grader.name, again=False)
+    return _queue(groups, backend=backend, grader_name=name, again=False)
 
 
 def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool) -> list[GradingJob]:

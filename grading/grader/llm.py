@@ -170,6 +170,12 @@ def opening_message(workspace: GroupWorkspace) -> str:
     )
 
 
+
+def grader_name(model: str) -> str:
+    """The name verdicts of this grader are stored under: the model and the protocol version."""
+    return f"llm:{model}@{VERSION}"
+
+
 class LLMGrader:
     """Grader protocol over an OpenAI-compatible chat completions server."""
 
@@ -187,7 +193,7 @@ class LLMGrader:
         if max_turns < 2:
             raise ValueError("max_turns must leave room for at least one tool call and the verdict")
         self.model = model
-        self.name = f"llm:{model}@{VERSION}"
+        self.name = grader_name(model)
         self.max_turns = max_turns
         self.max_tokens_budget = max_tokens_budget
         self.max_retries = max_retries

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
-from grading.grader.jobs import GraderUnavailable, grader_for
+from grading.grader.jobs import GraderUnavailable, grader_for, grader_name_for
 from grading.method.services import mark_stale
 from grading.models import Project, Run
 
@@ -28,7 +28,7 @@ def grader_name(run: Run) -> str | None:
     if run.auto_grade == Run.AutoGrade.NONE:
         return None
     try:
-        return grader_for(run.auto_grade).name
+        return grader_name_for(run.auto_grade)
     except GraderUnavailable:
         return None
 

@@ -57,7 +57,8 @@ def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
     Built here rather than by a template loop over every row: the same markup at a tenth
     of the cost (a group page holds thousands of diff rows). Each table is marked safe
     because every piece of it is escaped: the code cells are pygments' output, which
-    escapes every source character it emits; hunk headers go through escape(); the rest
+    escapes every source character it emits, or the line through html.escape() where the
+    highlighting budget stopped; hunk headers and budget notes go through escape(); the rest
     are line numbers, fixed class names and a hex digest of the path. Nothing else from a
     rollout is ever marked safe.
     """

@@ -55,6 +55,22 @@ def test_admin_creates_a_run_with_its_policy_before_any_group(client, alice_toke
     assert [run["name"] for run in api(client, "get", "/api/v1/runs/", trainer_token).json()] == ["rl"]
 
 
+def test_the_runs_list_costs_the_same_queries_for_one_run_or_many(client, alice_token, trainer_token, heuristic_run,
+                                                                  django_assert_max_num_queries):
+    def listed():
+        r = api(client, "get", "/api/v1/runs/", trainer_token)
+        assert r.status_code == 200
+        return len(r.json())
+
+    # the token (and at most once a minute its last use), its user, membership, the runs with their step counts
+    with django_assert_max_num_queries(5):
+        assert listed() == 1
+    for name in ("rl-2", "rl-3"):
+        assert api(client, "post", "/api/v1/runs/", alice_token, {"name": name}).status_code == 201
+    with django_assert_max_num_queries(5):
+        assert listed() == 3
+
+
 def test_patch_changes_the_policy_and_a_new_baseline_recomputes(client, alice_token, heuristic_run):
     post_groups(client, alice_token, *step_groups("rl", 1))
     before = StepExport.objects.count()
