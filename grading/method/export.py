@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import tempfile
-import threading
 from collections.abc import Iterator
 
 import orjson
@@ -59,6 +57,7 @@ ARROW_SCHEMA = pa.schema(
 CHUNK_ROWS = 20_000
 COPY_BLOCK = 256 * 1024  # bytes per chunk of a streamed PostgreSQL export
 ROW_GROUP_ROWS = 256 * 1024  # rows per Parquet row group on the PostgreSQL path
+PARSE_BLOCK = 4 * 1024 * 1024  # bytes of COPY CSV parsed by pyarrow at a time
 
 
 def _where(steps: list[Step], mapping: FactorMapping) -> tuple[str, list]:
@@ -184,16 +183,8 @@ def csv_stream(steps: list[Step], mapping: FactorMapping, *, neutralise: bool = 
     """CSV rows. A text cell that would start a formula gets a leading quote, unless
     `neutralise` is off (only where pyarrow reads the CSV back into Parquet)."""
     if _on_postgres():
-        # Booleans as true/false (COPY would print t/f), like the Python path.
-        cols = ", ".join(
-            f"{_SQL[c]}::text" if c in ("passed", "cheat")
-            else _neutralised_sql(_SQL[c]) if neutralise and c in _TEXT_COLUMNS
-            else _SQL[c]
-            for c in COLUMNS
-        )
-        select, params = _select(cols, steps, mapping)
         yield (",".join(COLUMNS) + "\n").encode()
-        yield from _copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", params)
+        yield from _copy_csv(steps, mapping, neutralise=neutralise)
         return
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -206,6 +197,19 @@ def csv_stream(steps: list[Step], mapping: FactorMapping, *, neutralise: bool = 
             out.seek(0)
             out.truncate()
     yield out.getvalue().encode()
+
+
+def _copy_csv(steps: list[Step], mapping: FactorMapping, *, neutralise: bool) -> Iterator[bytes]:
+    """The rows as PostgreSQL's COPY CSV, without a header, in blocks that end at a row's end."""
+    # Booleans as true/false (COPY would print t/f), like the Python path.
+    cols = ", ".join(
+        f"{_SQL[c]}::text" if c in ("passed", "cheat")
+        else _neutralised_sql(_SQL[c]) if neutralise and c in _TEXT_COLUMNS
+        else _SQL[c]
+        for c in COLUMNS
+    )
+    select, params = _select(cols, steps, mapping)
+    return _copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", params)
 
 
 def parquet_file(steps: list[Step], mapping: FactorMapping, *, use_snapshots: bool = True):
@@ -226,9 +230,9 @@ def parquet_file(steps: list[Step], mapping: FactorMapping, *, use_snapshots: bo
         for step in sorted(steps, key=lambda s: s.number):
             blob = snapshots.get(step.pk)
             if blob is not None:
-                # One thread: a step is small, and Arrow's CPU pool left running at exit aborted the
-                # interpreter ("terminate called without an active exception", status 134).
-                table = pq.read_table(pa.BufferReader(bytes(blob)), use_threads=False)
+                # A step is small: one thread reads it. The blob is copied into Arrow's memory first
+                # (see _arrow_owned).
+                table = pq.read_table(pa.BufferReader(_arrow_owned(blob)), use_threads=False)
                 writer.write_table(table if table.schema.equals(ARROW_SCHEMA) else table.cast(ARROW_SCHEMA), row_group_size=ROW_GROUP_ROWS)
             else:
                 _write_step_from_rows(writer, step, mapping)
@@ -259,66 +263,52 @@ def _write_step_from_rows(writer: pq.ParquetWriter, step: Step, mapping: FactorM
 
 
 def _write_postgres_parquet(writer: pq.ParquetWriter, steps: list[Step], mapping: FactorMapping) -> None:
-    """COPY's CSV (as csv_stream sends it) parsed by pyarrow while PostgreSQL still produces it.
+    """COPY's CSV (as csv_stream sends it) parsed by pyarrow block by block.
 
-    This thread runs the COPY (on Django's connection, as everything else) and writes the
-    bytes into a pipe; a helper thread reads the other end with pyarrow's streaming CSV
-    reader (C++, multi-threaded, GIL released) and writes row groups. The database and
-    the parsing overlap, and no CSV copy is kept on disk or in memory.
+    Every block `_copy` yields ends at the end of a row (PostgreSQL sends one CopyData
+    message per row), so each block is a CSV file of its own; blocks are gathered to
+    about PARSE_BLOCK bytes in memory Arrow owns and parsed there. Nothing Arrow reads
+    belongs to Python (see _arrow_owned): an earlier version streamed the COPY through a pipe into pyarrow's streaming CSV reader,
+    whose read-ahead could drop the last reference to the Python pipe on one of Arrow's
+    I/O threads during interpreter shutdown; that destructor needs the GIL, and taking it
+    at shutdown ended the thread inside a C++ destructor and aborted the process
+    ("terminate called without an active exception", exit status 134, about 1 export in 80).
     """
-    read_fd, write_fd = os.pipe()
-    _widen_pipe(write_fd)
-    source, sink = os.fdopen(read_fd, "rb"), os.fdopen(write_fd, "wb")
-    failure: list[BaseException] = []
+    read_options = pa_csv.ReadOptions(column_names=list(COLUMNS))
+    convert_options = pa_csv.ConvertOptions(
+        column_types=ARROW_SCHEMA, strings_can_be_null=True, true_values=["true"], false_values=["false"]
+    )
+    pending: list[pa.Table] = []
+    rows = 0
+    text = pa.BufferOutputStream()
 
-    def convert() -> None:
-        try:
-            reader = pa_csv.open_csv(
-                source,
-                read_options=pa_csv.ReadOptions(block_size=4 << 20),
-                convert_options=pa_csv.ConvertOptions(
-                    column_types=ARROW_SCHEMA, strings_can_be_null=True, true_values=["true"], false_values=["false"]
-                ),
-            )
-            pending: list[pa.RecordBatch] = []
-            rows = 0
-            for batch in reader:
-                pending.append(batch)
-                rows += batch.num_rows
-                if rows >= ROW_GROUP_ROWS:
-                    writer.write_table(pa.Table.from_batches(pending, ARROW_SCHEMA))
-                    pending, rows = [], 0
-            if pending:
-                writer.write_table(pa.Table.from_batches(pending, ARROW_SCHEMA))
-        except BaseException as exc:  # re-raised in the calling thread
-            failure.append(exc)
-        finally:
-            source.close()  # a writer still blocked on the pipe gets BrokenPipeError
+    def parse() -> None:
+        nonlocal rows, pending, text
+        table = pa_csv.read_csv(pa.BufferReader(text.getvalue()), read_options=read_options, convert_options=convert_options)
+        text = pa.BufferOutputStream()
+        pending.append(table)
+        rows += table.num_rows
+        if rows >= ROW_GROUP_ROWS:
+            writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
+            pending, rows = [], 0
 
-    worker = threading.Thread(target=convert, name="parquet-export", daemon=True)
-    worker.start()
-    try:
-        with sink:  # closing it is the end of file for the reader, also when the COPY fails
-            for chunk in csv_stream(steps, mapping, neutralise=False):  # the values as stored, for pyarrow
-                sink.write(chunk)
-    except BrokenPipeError:
-        worker.join()
-        if not failure:
-            raise
-    finally:
-        worker.join()
-    if failure:
-        raise failure[0]
+    for block in _copy_csv(steps, mapping, neutralise=False):  # the values as stored, for pyarrow
+        text.write(block)
+        if text.tell() >= PARSE_BLOCK:
+            parse()
+    if text.tell():
+        parse()
+    if pending:
+        writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
 
 
-def _widen_pipe(fd: int) -> None:
-    """Ask Linux for a 1 MB pipe buffer (default 64 kB): fewer wake-ups between the two threads."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
-    except (ImportError, AttributeError, OSError):  # not Linux, or above /proc/sys/fs/pipe-max-size
-        pass
+def _arrow_owned(data: bytes | memoryview) -> pa.Buffer:
+    """`data` copied into memory Arrow owns. A buffer that wraps a Python object must take
+    the GIL when Arrow frees it, and Arrow may free it on one of its own threads after the
+    call that used it has returned; at interpreter shutdown that aborts the process."""
+    stream = pa.BufferOutputStream()
+    stream.write(data)
+    return stream.getvalue()
 
 
 def _arrow_table(rows: list[tuple]) -> pa.Table:
