@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, FloatField, Q, QuerySet, Sum
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 
 from grading.formats.groupline import stored_rollout
-from grading.models import Group, Project, Rollout, RolloutContent, Run, Step
+from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, StepComputation
 
 
 def projects_for_user(user) -> QuerySet[Project]:
@@ -23,22 +25,47 @@ def runs_for_project(project: Project) -> QuerySet[Run]:
     ).order_by("name")
 
 
+GROUP_TOTALS = {
+    "n_groups": Count("id"),
+    "n_mixed": Count("id", filter=Q(is_mixed=True)),
+    "n_rollouts": Sum("n_rollouts", default=0),
+    "n_passed": Sum("n_passed", default=0),
+}
+NO_GROUPS = {"n_groups": 0, "n_mixed": 0, "n_rollouts": 0, "n_passed": 0}
+
+
 def group_totals(groups: QuerySet[Group]) -> dict:
-    return groups.aggregate(
-        n_groups=Count("id"),
-        n_mixed=Count("id", filter=Q(is_mixed=True)),
-        n_rollouts=Sum("n_rollouts", default=0),
-        n_passed=Sum("n_passed", default=0),
+    return groups.aggregate(**GROUP_TOTALS)
+
+
+def group_totals_by_run(project: Project) -> dict[int, dict]:
+    """Run id -> its group totals, for every run of the project in one query."""
+    rows = Group.objects.filter(run__project=project).order_by().values("run_id").annotate(**GROUP_TOTALS)
+    return {row.pop("run_id"): row for row in rows}
+
+
+def steps_with_counts(steps: list[Step]) -> list[Step]:
+    """These steps (a page of them) with their group and rollout counts, in one query."""
+    return list(
+        Step.objects.filter(pk__in=[s.pk for s in steps]).annotate(
+            n_groups=Count("groups"),
+            n_mixed=Count("groups", filter=Q(groups__is_mixed=True)),
+            n_rollouts=Sum("groups__n_rollouts", default=0),
+            n_passed=Sum("groups__n_passed", default=0),
+        ).order_by("number")
     )
 
 
-def steps_for_run(run: Run) -> QuerySet[Step]:
-    return run.steps.annotate(
-        n_groups=Count("groups"),
-        n_mixed=Count("groups", filter=Q(groups__is_mixed=True)),
-        n_rollouts=Sum("groups__n_rollouts", default=0),
-        n_passed=Sum("groups__n_passed", default=0),
-    ).order_by("number")
+def credit_per_step(run: Run, mapping) -> list[tuple[int, dict]]:
+    """(step number, its credit summary) for every step of the run computed under `mapping`:
+    the three sums the run page charts, read out of the stored summaries by the database."""
+    keys = ("positive_credit_before", "positive_credit_after", "discount_only_positive_credit")
+    rows = (
+        StepComputation.objects.filter(step__run=run, mapping=mapping)
+        .order_by("step__number")
+        .values_list("step__number", *(Coalesce(Cast(KT(f"summary__{k}"), FloatField()), 0.0) for k in keys))
+    )
+    return [(number, dict(zip(keys, sums, strict=True))) for number, *sums in rows]
 
 
 GROUP_FILTERS = {

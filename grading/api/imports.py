@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -13,6 +15,7 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token
+from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME, LineError, check_name
 from grading.ingest.importers.scan import FORMATS
 from grading.ingest.imports import UploadRefused, create_import_job, store_upload
@@ -20,6 +23,7 @@ from grading.models import ImportJob
 from grading.projects.access import get_project_for
 
 PROJECT = OpenApiParameter("project", str, required=True, description="Project name")
+JOBS_PER_PAGE = 50
 
 
 class ImportJobSerializer(serializers.ModelSerializer):
@@ -57,13 +61,27 @@ class ImportUploadSerializer(serializers.Serializer):
 class ImportListCreateView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(parameters=[PROJECT], responses=ImportJobSerializer(many=True), summary="Recent import jobs of a project")
+    @extend_schema(
+        parameters=[PROJECT, OpenApiParameter("before", int, description=(
+            "only jobs with a smaller id: the next page, as the `Link: <…>; rel=\"next\"` header of a full page gives it"))],
+        responses=ImportJobSerializer(many=True),
+        summary=f"Import jobs of a project, newest first, {JOBS_PER_PAGE} a page",
+    )
     def get(self, request):
         project, problem = project_for_request(request, "view", token_default=False)
         if problem:
             return problem
-        jobs = ImportJob.objects.filter(project=project).select_related("project", "run")[:50]
-        return Response(ImportJobSerializer(jobs, many=True).data)
+        before = params.optional_whole(request.query_params.get("before"), "before", maximum=params.MAX_ID)
+        jobs = ImportJob.objects.filter(project=project)
+        if before is not None:
+            jobs = jobs.filter(pk__lt=before)
+        # Keyset paging on the id: one query per page however many jobs the project has run.
+        page = list(jobs.select_related("project", "run").order_by("-id")[: JOBS_PER_PAGE + 1])
+        response = Response(ImportJobSerializer(page[:JOBS_PER_PAGE], many=True).data)
+        if len(page) > JOBS_PER_PAGE:
+            query = urlencode({**request.query_params.dict(), "before": page[JOBS_PER_PAGE - 1].pk})
+            response["Link"] = f'<{request.build_absolute_uri(reverse("api-imports"))}?{query}>; rel="next"'
+        return response
 
     @extend_schema(
         parameters=[PROJECT],

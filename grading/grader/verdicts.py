@@ -46,6 +46,9 @@ def record_verdict(*, group: Group, grader: str, status: str, grades: list[Grade
         if grade.tier not in RolloutGrade.Tier.values:
             raise ValueError(f"tier must be one of {', '.join(RolloutGrade.Tier.values)}, got {grade.tier!r}")
     verdict = Verdict.objects.create(group=group, grader=grader, status=status, errors=errors or [], raw=raw or {})
+    if status == Verdict.Status.VALID and not group.has_valid_verdict:  # the review queue serves graded groups first
+        Group.objects.filter(pk=group.pk).update(has_valid_verdict=True)
+        group.has_valid_verdict = True
     RolloutGrade.objects.bulk_create(
         RolloutGrade(verdict=verdict, rollout=rollouts[g.index], tier=g.tier, rank=g.rank, cheat=g.cheat, scores=g.scores,
                      evidence=g.evidence)

@@ -255,7 +255,7 @@ class _BatchWriter:
             task = tasks[parsed.task.instance_id]
             group = existing_groups.get(parsed.uid)
             if group is None:
-                group = Group(run=run, step=self._step(run, parsed.step), task=task, uid=parsed.uid)
+                group = Group(run=run, step=self._step(run, parsed.step), step_number=parsed.step, task=task, uid=parsed.uid)
                 new_groups.append((pending, group))
                 continue
             try:

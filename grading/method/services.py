@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, Max, OuterRef, Q
+from django.db.models import Exists, F, FloatField, Max, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Abs, Coalesce
 from django.utils import timezone
 
 from grading.formats import params
@@ -31,6 +32,7 @@ from grading.models import (
     CheatDecision,
     FactorMapping,
     GradingJob,
+    Group,
     MappingActivation,
     Rollout,
     RolloutGrade,
@@ -154,6 +156,12 @@ def activate_mapping(*, run: Run, mapping: FactorMapping, user=None, reason: str
     if mapping.project_id not in (None, run.project_id):
         raise ValueError("that mapping belongs to another project")
     activation = MappingActivation.objects.create(run=run, mapping=mapping, activated_by=user, reason=reason)
+    # Until the recomputation lands, the queue orders by what is stored under the new mapping.
+    stored = (
+        AdvantageResult.objects.filter(step_id=OuterRef("step_id"), uid=OuterRef("uid"), mapping=mapping)
+        .order_by().values("step_id").annotate(s=Sum(Abs(F("redistributed_advantage") - F("advantage")))).values("s")
+    )
+    Group.objects.filter(run=run).update(credit_moved=Coalesce(Subquery(stored, output_field=FloatField()), 0.0))
     mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
     return activation
 
@@ -252,6 +260,8 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
         computation = StepComputation.objects.select_for_update().defer("parquet").get(pk=computation.pk)
         AdvantageResult.objects.filter(step=step, mapping=mapping).delete()
         AdvantageResult.objects.bulk_create(rows, batch_size=2000)
+        if mapping.pk == active_mapping(run).pk:
+            store_credit_moved(step=step, result=result)
         changed_meanwhile = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk) != version
         if changed_meanwhile:  # inputs moved on while we computed: one more round
             _queue_recompute([step.pk])
@@ -265,6 +275,21 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
         computation.save(update_fields=["stale", "computed_at", "n_rows", "summary", "parquet", "inputs_version",
                                         "recompute_queued"])
     return computation
+
+
+def store_credit_moved(*, step: Step, result: pd.DataFrame) -> None:
+    """Each group's Σ|A* − A| (what a wrong verdict costs the trainer), which the review queue
+    orders by: two queries, plus one UPDATE per hundred groups whose value changed. Groups
+    missing from `result` (filtered for an unknown reward) move nothing."""
+    moved: dict[int, float] = {}
+    if not result.empty:
+        moved = (result["redistributed_advantage"] - result["advantage"]).abs().groupby(result["group"]).sum().to_dict()
+    changed = [
+        Group(pk=group_id, credit_moved=float(moved.get(group_id, 0.0)))
+        for group_id, stored in Group.objects.filter(step=step).values_list("id", "credit_moved")
+        if stored != float(moved.get(group_id, 0.0))
+    ]
+    Group.objects.bulk_update(changed, ["credit_moved"], batch_size=100)
 
 
 def ensure_computed(*, step: Step, mapping: FactorMapping) -> StepComputation:

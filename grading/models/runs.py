@@ -139,13 +139,27 @@ class Group(models.Model):
     n_passed = models.PositiveIntegerField(default=0)
     n_unknown = models.PositiveIntegerField(default=0)
     is_mixed = models.BooleanField(default=False, db_index=True)
+    # The review queue's order, stored so "next group" is one index scan whatever the number
+    # of graded groups (reviews.services.queue): the step's number (a group never changes
+    # step), whether a grader gave a valid verdict (grading.grader.verdicts.record_verdict),
+    # the credit a verdict moves, Σ|A* − A| under the run's active mapping
+    # (grading.method.services.compute_step and activate_mapping), and whether the project's
+    # review policy still wants submitted reviews of it (kept by reviews.services.queue).
+    step_number = models.PositiveIntegerField(default=0)
+    has_valid_verdict = models.BooleanField(default=False)
+    credit_moved = models.FloatField(default=0.0)
+    awaits_review = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["step__number", "uid"]
         constraints = [models.UniqueConstraint(fields=["run", "uid"], name="group_uid_unique_in_run")]
-        indexes = [models.Index(fields=["step", "uid"], name="group_step_uid")]
+        indexes = [
+            models.Index(fields=["step", "uid"], name="group_step_uid"),
+            models.Index(fields=["run", "-has_valid_verdict", "-credit_moved", "step_number", "uid"],
+                         condition=Q(is_mixed=True, awaits_review=True), name="group_review_queue"),
+        ]
 
     def __str__(self) -> str:
         return self.uid

@@ -40,24 +40,31 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_detail(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "view")
     runs = list(selectors.runs_for_project(project_obj))
+    totals = selectors.group_totals_by_run(project_obj)
     for run in runs:
-        run.totals = selectors.group_totals(run.groups.all())
+        run.totals = totals.get(run.pk, selectors.NO_GROUPS)
     return render(request, "grading/project.html", {"project": project_obj, "membership": membership, "runs": runs})
+
+
+STEPS_PER_PAGE = 50
 
 
 @login_required
 @require_GET
 def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     project_obj, membership, run_obj = page_run(request, project, run, "view")
-    steps = list(selectors.steps_for_run(run_obj))
+    # A page of steps with their counts, and the chart over every step from the stored
+    # summaries, one query each: a few queries whatever the run's size.
+    page = Paginator(run_obj.steps.order_by("number"), STEPS_PER_PAGE).get_page(request.GET.get("page"))
+    steps = selectors.steps_with_counts(list(page.object_list))
     mapping = active_mapping(run_obj)
-    computations = ensure_computed_many(steps=steps, mapping=mapping)
-    credit = [(s.number, computations[s.pk].summary) for s in steps]
+    ensure_computed_many(steps=steps, mapping=mapping)
+    credit = selectors.credit_per_step(run_obj, mapping)
     return render(
         request,
         "grading/run.html",
-        {"project": project_obj, "run": run_obj, "steps": steps, "mapping": mapping,
-         "credit_chart": selectors.credit_chart(credit), **_import_jobs(run_obj),
+        {"project": project_obj, "run": run_obj, "steps": steps, "page": page, "mapping": mapping,
+         "credit_chart": selectors.credit_chart(credit) if credit else None, **_import_jobs(run_obj),
          "can_manage": "manage" in membership.capabilities, "grader": grader_name(run_obj),
          "baselines": Run.Baseline.choices, "auto_grades": Run.AutoGrade.choices},
     )

@@ -17,6 +17,7 @@ from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
+from reviews.services.queue import refresh_awaits_review
 from reviews.stats import consensus
 
 RUBRIC_LABELS = {  # the grader's five dimensions (docs/method.md §2), as people read them
@@ -274,6 +275,7 @@ def submit_judgment(
         assignment.finished_at = timezone.now()
         assignment.draft = {}
         assignment.save(update_fields=["status", "finished_at", "draft"])
+        refresh_awaits_review(project=group.run.project, group_ids=[group.pk])
     _flag_cheats(judgment=judgment, rollouts=rollouts, items=items)
     verdict = Verdict.objects.filter(group=group).first()
     if verdict is not None:

@@ -10,6 +10,8 @@ lease, then the group goes back to the queue.
 Order: groups with a valid grader verdict first (only they pair a grader tier with a
 human one), by how much credit the verdict moves, Σ|A* − A| over the group under the
 run's active mapping (what a wrong verdict costs the trainer), then by step and uid.
+Both are stored on the group when they change (a verdict, a step's computation, a mapping
+activation), never recomputed per request.
 """
 
 from __future__ import annotations
@@ -19,25 +21,24 @@ from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import (
+    BooleanField,
     Case,
     Count,
     Exists,
     F,
-    FloatField,
     IntegerField,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
-    Sum,
     Value,
     When,
 )
-from django.db.models.functions import Abs, Coalesce, Mod
+from django.db.models.functions import Coalesce, Mod
+from django.db.models.lookups import LessThan
 from django.utils import timezone
 
-from grading.method.services import default_mapping
-from grading.models import AdvantageResult, Group, MappingActivation, Project, Run, Verdict
+from grading.models import Group, Project, Run
 from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
 
 OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids
@@ -57,6 +58,7 @@ def update_policy(*, project: Project, overlap: float, blind: bool, lease_minute
     policy = ReviewPolicy.objects.select_for_update().get(pk=policy_for(project).pk)
     policy.overlap, policy.blind, policy.lease_minutes = overlap, blind, lease_minutes
     policy.save(update_fields=["overlap", "blind", "lease_minutes", "updated_at"])
+    refresh_awaits_review(project=project, policy=policy)
     return policy
 
 
@@ -67,34 +69,23 @@ def wanted_reviewers(policy: ReviewPolicy):
     )
 
 
-def active_mapping_ids(runs: list[Run]) -> dict[int, int]:
-    """Each run's active mapping id in two queries, however many runs."""
-    latest: dict[int, int] = {}
-    for run_id, mapping_id in MappingActivation.objects.filter(run__in=runs).order_by("run_id", "-created_at", "-id").values_list(
-        "run_id", "mapping_id"
-    ):
-        latest.setdefault(run_id, mapping_id)
-    if len(latest) < len(runs):
-        default = default_mapping().pk
-        latest.update({r.pk: default for r in runs if r.pk not in latest})
-    return latest
-
-
 def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: ReviewPolicy | None = None) -> QuerySet[Group]:
-    """Mixed groups this reviewer may be served, best first."""
+    """Mixed groups this reviewer may be served, best first.
+
+    The order and the reviews a group still wants are stored on the group (Group.
+    has_valid_verdict, credit_moved, step_number, awaits_review), so the best candidate is
+    the first row of one partial index (group_review_queue) that the reviewer has not seen:
+    what is walked past is only groups held by open assignments and this reviewer's own
+    skips, never the groups already reviewed, however many there are.
+    """
     policy = policy or policy_for(project)
-    runs = [run] if run is not None else list(project.runs.all())
-    mapping_of_run = active_mapping_ids(runs)
+    run_ids = [run.pk] if run is not None else list(project.runs.values_list("pk", flat=True))
     taken = (
         Assignment.objects.filter(group=OuterRef("pk")).filter(_counts_toward(policy))
         .order_by().values("group").annotate(n=Count("pk")).values("n")
     )
-    credit_moved = (
-        AdvantageResult.objects.filter(step_id=OuterRef("step_id"), uid=OuterRef("uid"), mapping_id=OuterRef("mapping_id"))
-        .order_by().values("step_id").annotate(s=Sum(Abs(F("redistributed_advantage") - F("advantage")))).values("s")
-    )
     return (
-        Group.objects.filter(run_id__in=list(mapping_of_run), is_mixed=True)
+        Group.objects.filter(run_id__in=run_ids, is_mixed=True, awaits_review=True)
         .exclude(Exists(Assignment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
         .exclude(Exists(Reveal.objects.filter(group=OuterRef("pk"), user=reviewer)))
         .exclude(Exists(Judgment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
@@ -102,15 +93,35 @@ def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: 
             overlap_slot=Mod(F("id") * OVERLAP_STRIDE, 100),
             wanted=wanted_reviewers(policy),
             taken=Coalesce(Subquery(taken, output_field=IntegerField()), 0),
-            mapping_id=Case(*[When(run_id=r, then=Value(m)) for r, m in mapping_of_run.items()], default=Value(0),
-                            output_field=IntegerField()),
-            graded=Exists(Verdict.objects.filter(group=OuterRef("pk"), status=Verdict.Status.VALID)),
-            impact=Coalesce(Subquery(credit_moved, output_field=FloatField()), 0.0),
+            graded=F("has_valid_verdict"),
+            impact=F("credit_moved"),
         )
         .filter(taken__lt=F("wanted"))
         .select_related("step", "task", "run")
-        .order_by("-graded", "-impact", "step__number", "uid")
+        .order_by("-has_valid_verdict", "-credit_moved", "step_number", "uid")
     )
+
+
+def refresh_awaits_review(*, project: Project, policy: ReviewPolicy | None = None, group_ids: list[int] | None = None) -> int:
+    """Store whether each group (of the project, or these) still wants submitted reviews under
+    the policy: one UPDATE. Called when a review is submitted and when the overlap changes;
+    open assignments are left to queue_groups (they lapse with the lease)."""
+    policy = policy or policy_for(project)
+    submitted = (
+        Assignment.objects.filter(group=OuterRef("pk"), status=Assignment.Status.SUBMITTED)
+        .order_by().values("group").annotate(n=Count("pk")).values("n")
+    )
+    wanted = Case(
+        When(LessThan(Mod(F("id") * OVERLAP_STRIDE, 100), round(policy.overlap * 100)), then=Value(2)),
+        default=Value(1), output_field=IntegerField(),
+    )
+    groups = Group.objects.filter(run__project=project)
+    if group_ids is not None:
+        groups = groups.filter(pk__in=group_ids)
+    return groups.update(awaits_review=Case(
+        When(LessThan(Coalesce(Subquery(submitted, output_field=IntegerField()), 0), wanted), then=Value(True)),
+        default=Value(False), output_field=BooleanField(),
+    ))
 
 
 def _counts_toward(policy: ReviewPolicy) -> Q:

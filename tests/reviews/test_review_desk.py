@@ -306,10 +306,10 @@ def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, dja
     project = groups["g1@1"].run.project
     policy_for(project)
     client.force_login(bob)
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(12):
         assert client.get("/projects/acme/review/").status_code == 200
     ingest_groups(project, *(small_group(f"x{i}@1", run=f"r{i}", instance_id=f"x-{i}") for i in range(2, 5)))
-    with django_assert_num_queries(14):  # the same with four runs and more groups
+    with django_assert_num_queries(12):  # the same with four runs and more groups
         assert client.get("/projects/acme/review/").status_code == 200
     assign(group=groups["g1@1"], reviewer=bob)
     with django_assert_num_queries(11):
