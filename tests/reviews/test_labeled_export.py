@@ -399,14 +399,14 @@ def many_groups(acme, alice, bob, erin):
 
 # session + user, project + membership, run, the caller's open blind assignments in the run,
 # group ids, then 9 per chunk of groups
-QUERIES = 16
+QUERIES = 16  # jsonl; sft reads the project's rubric guide once more
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "sft"])
 @pytest.mark.parametrize("n", [2, 6])
 def test_query_count_does_not_grow_with_groups(as_alice, many_groups, django_assert_num_queries, n, fmt):
     many_groups(n)
-    with django_assert_num_queries(QUERIES):
+    with django_assert_num_queries(QUERIES + (fmt == "sft")):
         _, lines = get(as_alice, format=fmt)
     assert len(lines) == n
 
