@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from grading.views import grading, pages
+from grading.views import grading, guide, pages
 
 RUN = "projects/<slug:project>/runs/<str:run>/"
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("healthz", pages.healthz, name="healthz"),
     path("projects/", pages.project_list, name="projects"),
     path("projects/<slug:project>/", pages.project_detail, name="project"),
+    path("projects/<slug:project>/guide/", guide.rubric_guide, name="rubric-guide"),
     path(RUN, pages.run_detail, name="run"),
     path(RUN + "steps/<int:step>/", pages.step_detail, name="step"),
     path(RUN + "steps/<int:step>/grading/", grading.step_grading, name="step-grading"),

@@ -2,7 +2,7 @@
 
 Field names, per passing rollout i: `tier-i` (T1/T2/T3), `rank-i` (whole number, blank to
 derive ranks from tiers), `cheat-i` (present = flagged), `note-i`, `score-i-<dimension>`
-(1-5, blank to skip); and `note` for the group. The page's inputs carry these names, the
+(1-5, blank to skip); and `note` for the group (`reason` too, on the adjudication form). The page's inputs carry these names, the
 draft stores them as they are, and the service gets `ItemInput`s. Any other field (an odd
 name like `tier-²`, a NUL) is ignored: it is neither stored in a draft nor read back.
 """
@@ -15,7 +15,7 @@ from grading.formats import params
 from reviews.services.judgments import RUBRIC, ItemInput, JudgmentError
 
 # The judging fields' names: ASCII digits only (str.isdigit() also takes '²', which int() refuses).
-_FIELD = re.compile(r"(?:note|(?:tier|rank|cheat|note)-[0-9]{1,6}|score-[0-9]{1,6}-[a-z_]{1,40})\Z")
+_FIELD = re.compile(r"(?:note|reason|(?:tier|rank|cheat|note)-[0-9]{1,6}|score-[0-9]{1,6}-[a-z_]{1,40})\Z")
 
 
 def _int_or_none(value, field: str, errors: dict) -> int | None:

@@ -121,6 +121,19 @@ class JudgmentItem(models.Model):
         constraints = [models.UniqueConstraint(fields=["judgment", "rollout"], name="one_item_per_rollout_per_judgment")]
 
 
+class AdjudicationDraft(models.Model):
+    """An adjudicator's unsaved final ranking of a group, as last autosaved, so reopening the
+    form loses nothing. Deleted when the group's adjudication is stored."""
+
+    group = models.ForeignKey("grading.Group", on_delete=models.CASCADE, related_name="adjudication_drafts")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="adjudication_drafts")
+    data = models.JSONField(default=dict, blank=True)
+    saved_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["group", "user"], name="one_adjudication_draft_per_person")]
+
+
 class GroupReview(models.Model):
     """What the queues need to know about one group, kept current by the services."""
 

@@ -1,6 +1,7 @@
 """The review desk's pages, mounted under /projects/<project>/ by gagar_web/urls.py.
 
-Group uids may contain '/', so every route under a group comes before the group page itself."""
+Group uids may contain '/', so every route under a group comes before the group page itself,
+and a longer suffix before a shorter one it ends with (adjudication/draft/ before draft/)."""
 
 from django.urls import path
 
@@ -17,10 +18,13 @@ urlpatterns = [
     path("calibration/activate/", calibration.activate, name="calibration-activate"),
     path("audit/", audit.audit_queue, name="audit-queue"),
     path("audit/<int:pk>/", audit.decide, name="audit-decide"),
+    path(GROUP + "adjudication/draft/", judge.adjudication_draft, name="adjudication-draft"),
     path(GROUP + "judgment/", judge.submit, name="judgment-submit"),
     path(GROUP + "draft/", judge.draft, name="judgment-draft"),
     path(GROUP + "reveal/", judge.reveal, name="judgment-reveal"),
     path(GROUP + "skip/", judge.skip, name="judgment-skip"),
+    path(GROUP + "judge-blind/", judge.claim, name="group-claim"),
+    path(GROUP + "show-verdict/", judge.show, name="group-show-verdict"),
     path(GROUP + "compare/", judge.compare, name="patch-compare"),
     path(GROUP + "adjudication/", judge.adjudicate, name="adjudication-submit"),
     path(GROUP + "rollouts/<int:index>/turns/", group.rollout_turns, name="rollout-turns"),

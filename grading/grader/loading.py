@@ -7,6 +7,7 @@ from pathlib import Path
 from django.conf import settings
 
 from grading.grader.workspace import GroupWorkspace, RolloutView
+from grading.method.guides import guide_for
 from grading.models import Group, RolloutContent
 
 
@@ -29,4 +30,5 @@ def load_workspace(group: Group) -> GroupWorkspace:
         gold_patch=task.gold_patch, test_patch=task.test_patch, fail_to_pass=list(task.fail_to_pass or []),
         pass_to_pass=list(task.pass_to_pass or []), rollouts=rollouts,
         checkout_path=checkout if checkout and checkout.is_dir() else None,
+        guide=guide_for(group.run.project_id),  # the project's rubric guide goes into the grader's prompt
     )

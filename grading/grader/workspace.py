@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grading.method.guide import DEFAULT_GUIDE, Guide
 from grading.rollouts.diffs import ParsedPatch, parse_patch
 
 MAX_TEXT = 20_000  # characters of one field a tool returns before it truncates (and says so)
@@ -48,6 +49,7 @@ class GroupWorkspace:
     pass_to_pass: list[str] = field(default_factory=list)
     rollouts: list[RolloutView] = field(default_factory=list)
     checkout_path: Path | None = None
+    guide: Guide = DEFAULT_GUIDE  # the project's rubric guide: what the tiers and scores mean
 
     def rollout(self, index: int) -> RolloutView:
         for rollout in self.rollouts:

@@ -46,7 +46,3 @@ def tier_level(tier: Any) -> int:
     """1, 2, 3 for T1, T2, T3; accepts the codes or the levels."""
     return tier_index(tier) + 1
 
-
-def describe_tiers() -> str:
-    """The tiers in one line, as the grader's prompt gives them: "T1 = mergeable and precise; T2 = ..."."""
-    return "; ".join(f"{tier} = {TIER_DESCRIPTIONS[tier]}" for tier in TIERS)

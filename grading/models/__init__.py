@@ -4,7 +4,8 @@ migrations keep working whichever module a model lives in.
 - projects: tenancy (projects, members and roles, API tokens)
 - runs: the store (runs, steps, tasks, groups, rollouts and their bodies, import jobs)
 - grades: what the grader said (verdicts, rollout grades, cheat decisions, grading jobs)
-- method: factor mappings, their activations, step computations and stored advantages
+- method: factor mappings, their activations, step computations and stored advantages,
+  each project's rubric guide
 """
 
 from grading.models.grades import CheatDecision as CheatDecision
@@ -14,6 +15,7 @@ from grading.models.grades import Verdict as Verdict
 from grading.models.method import AdvantageResult as AdvantageResult
 from grading.models.method import FactorMapping as FactorMapping
 from grading.models.method import MappingActivation as MappingActivation
+from grading.models.method import RubricGuide as RubricGuide
 from grading.models.method import StepComputation as StepComputation
 from grading.models.method import StepExport as StepExport
 from grading.models.projects import ROLE_CAPABILITIES as ROLE_CAPABILITIES

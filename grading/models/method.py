@@ -146,3 +146,19 @@ class AdvantageResult(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["rollout", "mapping"], name="one_result_per_rollout_per_mapping")]
         indexes = [models.Index(fields=["step", "mapping", "uid", "index"], name="advantage_export_order")]
+
+
+class RubricGuide(models.Model):
+    """A project's edits to the rubric guide (grading.method.guide): what T1, T2, T3 and the
+    five rubric dimensions mean. No row means the method's default text. The LLM grader's
+    prompt, the judge panel and the grader SFT export all read it through
+    grading.method.guides.guide_for."""
+
+    project = models.OneToOneField("grading.Project", on_delete=models.CASCADE, related_name="rubric_guide")
+    tiers = models.JSONField(default=dict, help_text='{"T1": meaning, "T2": ..., "T3": ...}')
+    dimensions = models.JSONField(default=dict, help_text='{"<dimension>": {"meaning": ..., "example": ...}} for the five')
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"rubric guide of {self.project}"

@@ -11,6 +11,8 @@ README.md and reviews/formats/labeled.py.
 
 from __future__ import annotations
 
+from itertools import chain
+
 from django.http import StreamingHttpResponse
 from django.utils.dateparse import parse_datetime
 from django.utils.http import content_disposition_header
@@ -46,7 +48,10 @@ class LabeledGroupExportView(APIView):
                 "consensus; adjudicated: adjudicated groups only")),
             OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
         ],
-        responses={(200, CONTENT_TYPE): OpenApiTypes.BINARY, 400: PROBLEM, 401: PROBLEM, 403: PROBLEM, 404: PROBLEM,
+        responses={(200, CONTENT_TYPE): OpenApiResponse(OpenApiTypes.BINARY, description=(
+            "one JSON object per line. A body without lines says why in the X-Gagar-Empty-Reason header (no judged "
+            "group, none changed since `since`, or -- for format=sft -- no label with a tier and all five rubric "
+            "scores on every passing rollout); X-Gagar-Empty is 'true' then")), 400: PROBLEM, 401: PROBLEM, 403: PROBLEM, 404: PROBLEM,
                    409: OpenApiResponse(OpenApiTypes.OBJECT, description=(
                        "the caller holds open blind assignments in this run; submit or skip them, or export "
                        "with the token of an account that does not review"))},
@@ -87,7 +92,12 @@ class LabeledGroupExportView(APIView):
                 open_blind_assignments=blind,
             )
         stream = selectors_labeled.export_stream(run=run, fmt=fmt, since=since, adjudicated_only=label == "adjudicated")
-        response = StreamingHttpResponse(stream, content_type=CONTENT_TYPE)
+        first = next(stream, None)  # an export without lines says why, rather than a silent empty 200
+        response = StreamingHttpResponse(chain([first], stream) if first is not None else iter(()), content_type=CONTENT_TYPE)
+        if first is None:
+            response["X-Gagar-Empty"] = "true"
+            response["X-Gagar-Empty-Reason"] = selectors_labeled.empty_reason(
+                run=run, fmt=fmt, since=since, adjudicated_only=label == "adjudicated")
         suffix = "sft" if fmt == "sft" else "labeled"
         response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=f"{run.name}-{suffix}.jsonl")
         return response

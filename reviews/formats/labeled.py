@@ -11,7 +11,7 @@ Two products of one group's human judgments:
 
 - `sft_example()`: one chat example (OpenAI fine-tuning format with tools) that replays
   the LLM grader's live conversation (grading.grader.llm) turn by turn: its system
-  prompt; its opening user message (rollout indexes only); assistant turns that CALL the
+  prompt, with the project's rubric guide (the workspace's `guide`) in it; its opening user message (rollout indexes only); assistant turns that CALL the
   workspace tools (`reading_rounds()`: get_task and list_rollouts, then read_patch and
   test_outcomes for every rollout, each round as parallel calls), each call answered by a
   `tool` message with the JSON the live tool returns (grading.grader.tools.call_tool, the
@@ -45,7 +45,7 @@ from statistics import median_low
 
 from grading.grader.base import RUBRIC, SCORE_RANGE, Evidence
 from grading.grader.evidence import resolve
-from grading.grader.llm import SUBMIT, SYSTEM_PROMPT, opening_message, tool_specs
+from grading.grader.llm import SUBMIT, opening_message, system_prompt, tool_specs
 from grading.grader.llm import VERSION as GRADER_PROTOCOL_VERSION
 from grading.grader.tools import call_tool
 from grading.grader.workspace import GroupWorkspace
@@ -233,7 +233,7 @@ def conversation(workspace: GroupWorkspace, verdict: dict) -> list[dict]:
     call_1, ... in order), then one tool message per call holding `call_tool`'s result.
     """
     messages: list[dict] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system_prompt(workspace.guide)},
         {"role": "user", "content": opening_message(workspace)},
     ]
     next_id = 0

@@ -27,6 +27,8 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
 from grading.grader.workspace import GroupWorkspace, RolloutView
+from grading.method.guide import Guide
+from grading.method.guides import guide_for
 from grading.models import CheatDecision, Group, Rollout, RolloutContent, RolloutGrade, Run, Verdict
 from reviews.formats import labeled
 from reviews.models import CheatAudit, Judgment, JudgmentItem
@@ -175,7 +177,7 @@ def _checkout(instance_id: str) -> Path | None:
     return checkout if checkout and checkout.is_dir() else None
 
 
-def _workspace(loaded: dict) -> GroupWorkspace:
+def _workspace(loaded: dict, guide: Guide) -> GroupWorkspace:
     """The grader's view of the group (grading.grader.loading.load_workspace), from the
     chunk's rows and without the trajectories' text: the tools the SFT example calls
     (labeled.reading_rounds) return the same JSON on it as on the loader's workspace."""
@@ -189,7 +191,7 @@ def _workspace(loaded: dict) -> GroupWorkspace:
         uid=group.uid, instance_id=task.instance_id, repo=task.repo, base_commit=task.base_commit,
         problem_statement=task.problem_statement, gold_patch=task.gold_patch, test_patch=task.test_patch,
         fail_to_pass=list(task.fail_to_pass or []), pass_to_pass=list(task.pass_to_pass or []), rollouts=views,
-        checkout_path=_checkout(task.instance_id),
+        checkout_path=_checkout(task.instance_id), guide=guide,
     )
 
 
@@ -217,7 +219,9 @@ def labeled_lines(*, run: Run, since: datetime | None = None, adjudicated_only: 
 
 
 def sft_examples(*, run: Run, since: datetime | None = None, adjudicated_only: bool = False) -> Iterator[dict]:
-    """Grader fine-tuning examples, one per labeled group whose label fills the verdict schema."""
+    """Grader fine-tuning examples, one per labeled group whose label fills the verdict schema.
+    Their system prompt carries the project's rubric guide, as the live grader's does."""
+    guide = guide_for(run.project_id)
     for ids in _chunks(labeled_group_ids(run=run, since=since, adjudicated_only=adjudicated_only), SFT_CHUNK_GROUPS):
         for loaded in _load_chunk(ids, sft=True):
             label = labeled.final_label(loaded["judgments"])
@@ -225,7 +229,7 @@ def sft_examples(*, run: Run, since: datetime | None = None, adjudicated_only: b
                 continue
             group = loaded["group"]
             example = labeled.sft_example(
-                _workspace(loaded), label, cheats=labeled.audited_cheats(loaded["cheat_decisions"]),
+                _workspace(loaded, guide), label, cheats=labeled.audited_cheats(loaded["cheat_decisions"]),
                 metadata={"run": run.name, "step": group.step.number, "uid": group.uid},
             )
             if example is not None:
@@ -237,3 +241,17 @@ def export_stream(*, run: Run, fmt: str = "jsonl", since: datetime | None = None
     rows = sft_examples if fmt == "sft" else labeled_lines
     for row in rows(run=run, since=since, adjudicated_only=adjudicated_only):
         yield _dumps(row) + b"\n"
+
+
+def empty_reason(*, run: Run, fmt: str = "jsonl", since: datetime | None = None, adjudicated_only: bool = False) -> str:
+    """Why the export of `run` has no line (ASCII: it goes into a response header)."""
+    n = len(labeled_group_ids(run=run, since=since, adjudicated_only=adjudicated_only))
+    if not n:
+        if since is not None:
+            return f"no judged group of run {run.name!a} changed after {since.isoformat()}"
+        if adjudicated_only:
+            return f"no group of run {run.name!a} is adjudicated yet"
+        return f"no group of run {run.name!a} has a human judgment yet: judge its groups on the review desk first"
+    return (f"{n} judged group{'s' if n != 1 else ''} in run {run.name!a}, but no label fills the grader's verdict schema: "
+            "an SFT example needs a tier and all five rubric scores (1-5) on every passing rollout, and scores are "
+            "never invented; ask reviewers to give the rubric scores")

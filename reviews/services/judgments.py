@@ -16,17 +16,10 @@ from django.utils import timezone
 from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
-from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
+from reviews.models import AdjudicationDraft, Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 from reviews.services.queue import refresh_awaits_review
 from reviews.stats import consensus
 
-RUBRIC_LABELS = {  # the grader's five dimensions (docs/method.md §2), as people read them
-    "solution_fit": "Solution fit",
-    "implementation_precision": "Implementation precision",
-    "minimality": "Minimality of change",
-    "side_effect_avoidance": "Side-effect avoidance",
-    "codebase_consistency": "Codebase consistency",
-}
 MAX_DRAFT_BYTES = 64 * 1024
 
 
@@ -270,6 +263,8 @@ def submit_judgment(
                      scores=i.scores, note=i.note[:5000])
         for i in items
     )
+    if kind == Judgment.Kind.ADJUDICATION:  # settled: nobody's draft of this adjudication is needed any more
+        AdjudicationDraft.objects.filter(group=group).delete()
     if assignment is not None and assignment.status != Assignment.Status.SUBMITTED:
         assignment.status = Assignment.Status.SUBMITTED
         assignment.finished_at = timezone.now()
@@ -327,6 +322,16 @@ def save_draft(*, assignment: Assignment, data: dict) -> Assignment:
         raise AssignmentFinished("this assignment is already finished")
     assignment.draft, assignment.draft_saved_at = data, saved_at
     return assignment
+
+
+def save_adjudication_draft(*, group: Group, user, data: dict) -> AdjudicationDraft:
+    """Autosave of the adjudication form (the caller checked that this person may adjudicate the group)."""
+    import json
+
+    if len(json.dumps(data)) > MAX_DRAFT_BYTES:
+        raise ValueError(f"draft larger than {MAX_DRAFT_BYTES // 1024} KB")
+    draft, _ = AdjudicationDraft.objects.update_or_create(group=group, user=user, defaults={"data": data})
+    return draft
 
 
 @transaction.atomic

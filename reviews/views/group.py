@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
+from grading.method.guides import guide_for
 from grading.method.tiers import TIERS
 from grading.models import Group
 from grading.projects.access import page_group
@@ -25,9 +26,10 @@ from grading.rollouts.invisible import INVISIBLE, find_invisible
 from grading.rollouts.turns import to_turns
 from grading.templatetags.gagar import patch_anchor, path_key, visible_html
 from reviews.forms import draft_fields
-from reviews.models import Judgment, Reveal
+from reviews.models import AdjudicationDraft, Judgment, Reveal
 from reviews.selectors import desk as review_selectors
-from reviews.services.judgments import RUBRIC, RUBRIC_LABELS, log_reveal
+from reviews.services.browse import browse_choice
+from reviews.services.judgments import RUBRIC, log_reveal
 
 TURNS_PER_PAGE = 40
 # Patches highlighted inline on a group page: one rollout's up to DIFF_INLINE_CHARS, all of
@@ -144,15 +146,28 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
     the HTML; otherwise the first showing of a verdict to a person is logged as a reveal.
     """
     review = review_selectors.review_context(user=request.user, membership=membership, group=group)
+    guide = guide_for(group.run.project_id)
+    browse = browse_choice(group=group, user=request.user, membership=membership, assignment=review.assignment,
+                           judged=review.judgment is not None)
     fields = draft_fields(form_data) if form_data is not None else (
         review.assignment.draft if review.assignment and review.assignment.is_open else {})
+    state = review.review
+    adjudicating = bool(
+        review.can_adjudicate and not review.judging and not review.blind and state is not None and state.n_reviews
+        and (state.needs_adjudication or request.GET.get("mode") == "adjudicate")
+        and not any(j.kind == Judgment.Kind.ADJUDICATION for j in review.others)
+    )
+    if adjudicating and form_data is None:  # the adjudicator's autosaved draft, if any
+        draft = AdjudicationDraft.objects.filter(group=group, user=request.user).first()
+        fields = draft.data if draft is not None else {}
+        review.items = review_selectors.items_from_fields(fields)
     if form_data is not None:
         review.items = review_selectors.items_from_fields(fields)
     rollouts = selectors.rollouts_with_patches(group)
     if review.order:
         position = {index: n for n, index in enumerate(review.order)}
         rollouts.sort(key=lambda r: position.get(r.index, len(position) + r.index))
-    if review.blind:
+    if review.blind or browse is not None:  # no grader field is loaded, so none can reach the HTML
         verdict, grades = None, {}
     else:
         verdict, grades = selectors.latest_verdict(group)
@@ -184,24 +199,19 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         rollout.mine = review.items.get(rollout.index, {})
         rollout.others = others.get(rollout.index, [])
         scores = rollout.mine.get("scores", {})
-        rollout.score_rows = [(name, RUBRIC_LABELS[name], scores.get(name, "")) for name in RUBRIC]
+        rollout.score_rows = [(guide.dimension(name), scores.get(name, "")) for name in RUBRIC]
         rollout.errors = [m for f, m in (errors or {}).items() if f.split("-")[1:2] == [str(rollout.index)]]
     adjudication = next((j for j in review.others if j.kind == Judgment.Kind.ADJUDICATION), None)
-    state = review.review
-    adjudicating = bool(
-        review.can_adjudicate and not review.judging and not review.blind and adjudication is None and state is not None
-        and state.n_reviews and (state.needs_adjudication or request.GET.get("mode") == "adjudicate")
-    )
     return render(
         request,
         "reviews/group.html",
         {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
          "rollouts": shown, "all_rollouts": rollouts, "n_all": len(rollouts), "only": only, "diff_view": "unified",
          "verdict": verdict, "review": review, "membership": membership,
-         "rubric": [(name, RUBRIC_LABELS[name]) for name in RUBRIC], "errors": errors or {},
+         "guide": guide, "tier_guide": [(t, guide.tier(t)) for t in TIERS], "browse": browse, "errors": errors or {},
          "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,
          "n_passing": sum(1 for r in rollouts if r.passed), "tiers": list(TIERS),
-         "form_mode_adjudicate": adjudicating, "group_note": fields.get("note", "")},
+         "form_mode_adjudicate": adjudicating, "group_note": fields.get("note", ""), "draft_reason": fields.get("reason", "")},
         status=status,
     )
 

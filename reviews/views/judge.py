@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.formats import date_format
@@ -14,7 +14,8 @@ from grading.models import RolloutContent
 from grading.projects.access import page_group
 from grading.rollouts.patch_compare import compare_patches
 from reviews.forms import draft_fields, parse_judgment
-from reviews.models import GroupReview, Judgment
+from reviews.models import Assignment, GroupReview, Judgment
+from reviews.services.browse import ClaimRefused, claim_blind, hides_verdict_when_browsing, show_verdict
 from reviews.services.judgments import (
     AdjudicationRefused,
     AssignmentFinished,
@@ -22,10 +23,11 @@ from reviews.services.judgments import (
     JudgmentError,
     adjudication_refusal,
     reveal_early,
+    save_adjudication_draft,
     save_draft,
     submit_judgment,
 )
-from reviews.services.queue import skip_assignment
+from reviews.services.queue import next_assignment, skip_assignment
 from reviews.views.access import get_assignment_for_reviewer
 from reviews.views.group import render_group_page
 
@@ -62,9 +64,21 @@ def _concurrent_message(result) -> str | None:
             "Both judgments are kept; if they disagree, the group goes to an adjudicator.")
 
 
+def _to(request: HttpRequest, url: str) -> HttpResponse:
+    """Where the page goes next. The judge page submits through htmx (static/js/judge.js): it is
+    told by HX-Redirect, so only a failure the server could not answer (a 503, a lost
+    connection) stays on the page, which then keeps the form filled and offers a retry."""
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return HttpResponseRedirect(url)
+
+
 @login_required
 @require_POST
 def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    """Store the judgment; `then=next` (Submit and next, Shift+S) goes on to the next queued group."""
     assignment, membership = get_assignment_for_reviewer(request, project, run, uid)
     group = assignment.group
     if not group.is_mixed:
@@ -74,13 +88,60 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
         result = submit_judgment(reviewer=request.user, group=group, items=items, note=note,
                                  seen_version=_seen_version(request), seconds_spent=_seconds(request))
     except JudgmentError as error:
-        return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=request.POST)
+        if not request.htmx:
+            return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=request.POST)
+        if assignment.is_open:  # what they typed comes back as the draft, with the errors said above it
+            try:
+                save_draft(assignment=assignment, data=draft_fields(request.POST))
+            except (AssignmentFinished, ValueError):
+                pass
+        messages.error(request, "The judgment was not stored: " + "; ".join(f"{k}: {v}" for k, v in error.errors.items()))
+        return _to(request, _group_url(group))
     except JudgmentConflict as conflict:
-        return render_group_page(request, group, membership, status=409, conflict=conflict)
+        if not request.htmx:
+            return render_group_page(request, group, membership, status=409, conflict=conflict)
+        messages.warning(request, f"Conflict: {conflict}. Your first judgment is kept unchanged; nothing was stored this time.")
+        return _to(request, _group_url(group))
     message = _concurrent_message(result)
     if message:
         messages.warning(request, message)
+    if request.POST.get("then") == "next":
+        following = next_assignment(project=group.run.project, reviewer=request.user)
+        if following is None:
+            messages.success(request, f"Judgment of {group.uid} stored. Nothing left in your queue.")
+            return _to(request, reverse("review-queue", args=[project]))
+        messages.success(request, f"Judgment of {group.uid} stored. Next: {following.group.uid}.")
+        return _to(request, _group_url(following.group))
     messages.success(request, "Judgment stored. The grader's verdict is shown next to yours.")
+    return _to(request, _group_url(group))
+
+
+@login_required
+@require_POST
+def claim(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    """"Judge this group blind", from a group opened outside an assignment."""
+    group, _ = page_group(request, project, run, uid, "review")
+    try:
+        assignment = claim_blind(group=group, reviewer=request.user)
+    except ClaimRefused as refused:
+        messages.error(request, f"You cannot judge {group.uid} blind: {refused}.")
+    else:
+        messages.success(request, f"{group.uid} is yours to judge{' blind' if assignment.blind else ''}.")
+    return redirect(_group_url(group))
+
+
+@login_required
+@require_POST
+def show(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    """"Show the grader's verdict", from a group opened outside an assignment: logged as a
+    Reveal, and the group leaves the person's queue. Someone judging it blind reveals early instead."""
+    group, membership = page_group(request, project, run, uid, "view")
+    open_ = Assignment.objects.filter(group=group, reviewer=request.user, status=Assignment.Status.OPEN).first()
+    if open_ is not None:
+        reveal_early(assignment=open_)
+    elif hides_verdict_when_browsing(membership):
+        show_verdict(group=group, user=request.user)
+    messages.info(request, "The grader's verdict is shown. This group will not be served to you to judge blind.")
     return redirect(_group_url(group))
 
 
@@ -102,12 +163,28 @@ def draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
 
 @login_required
 @require_POST
+def adjudication_draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+    """Autosave of the adjudication form, for whoever may adjudicate the group now."""
+    group, _ = page_group(request, project, run, uid, "adjudicate")
+    refusal = adjudication_refusal(group=group, user=request.user, review=GroupReview.objects.filter(group=group).first())
+    if refusal is not None:
+        return JsonResponse({"error": refusal.message}, status=refusal.status)
+    try:
+        saved = save_adjudication_draft(group=group, user=request.user, data=draft_fields(request.POST))
+    except ValueError as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    return JsonResponse({"saved_at": saved.saved_at.isoformat()})
+
+
+@login_required
+@require_POST
 def reveal(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     assignment, _ = get_assignment_for_reviewer(request, project, run, uid)
     if assignment.is_open:
         try:
-            if request.POST:  # keep what the reviewer had typed
-                save_draft(assignment=assignment, data=draft_fields(request.POST))
+            fields = draft_fields(request.POST)
+            if fields:  # keep what the reviewer had typed (the page sends the judging fields along)
+                save_draft(assignment=assignment, data=fields)
         except AssignmentFinished:  # a submit from another tab finished it meanwhile: nothing left to reveal early
             return redirect(_group_url(assignment.group))
         reveal_early(assignment=assignment)

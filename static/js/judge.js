@@ -5,12 +5,18 @@
 // Keys the page handles that arrive after this file runs but before that are queued and
 // replayed in order; keys before this file runs reach no handler and do nothing.
 // Submitting: once the form submits, no autosave is sent (the timer is cancelled and the
-// unload beacon skipped), so a draft never races the submit for the database.
+// unload beacon skipped), so a draft never races the submit for the database. A judgment is
+// posted through htmx (hx-post on the form): the server answers with HX-Redirect, and a
+// failure it could not answer (a 503, a lost connection) leaves the form as it is, says so
+// and offers a retry. Shift+S (or the button) submits and opens the next queued group.
+// Irreversible actions (forms with data-confirm) open their <dialog> first: focus on
+// Cancel, Esc cancels, Enter confirms. No key of the page acts while a dialog is open.
 (function () {
   "use strict";
   var form, lanes = [], current = -1, started = Date.now(), saveTimer = null, dirty = false;
   var submitting = false, ready = false, pending = [], handleKey = null;
-  var KEYS = ["?", "j", "k", "1", "2", "3", "[", "]", "c", "s"];
+  var KEYS = ["?", "j", "k", "1", "2", "3", "[", "]", "c", "s", "S"];
+  var wantNext = false;
 
   function passingLanes() {
     return Array.prototype.slice.call(document.querySelectorAll("[data-judge]"))
@@ -102,6 +108,8 @@
   function onKey(e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     var help = document.getElementById("keys-help");
+    var open = document.querySelector("dialog[open]");
+    if (open && open !== help) return;  // a confirmation is asking: its own keys only
     if (e.key === "?") { e.preventDefault(); if (help.open) help.close(); else help.showModal(); return; }
     if (typing(e.target) || (help && help.open)) return;
     switch (e.key) {
@@ -111,16 +119,85 @@
       case "[": bumpRank(-1); break;
       case "]": bumpRank(1); break;
       case "c": if (current < 0) focusLane(0); toggleCheat(); break;
-      case "s": e.preventDefault(); submit(); break;
+      case "s": e.preventDefault(); submit(false); break;
+      case "S": e.preventDefault(); submit(true); break;
       default: return;
     }
   }
 
-  function submit() {
+  function submit(next) {
     var seconds = form.querySelector("[data-role=seconds]");
     if (seconds) seconds.value = String(Math.round((Date.now() - started) / 1000));
     clearTimeout(saveTimer);
-    form.requestSubmit();  // fires "submit" (which stops the autosave) unless the form is invalid
+    var nextButton = form.querySelector("[data-action=submit-next]");
+    wantNext = !!(next && nextButton);
+    // A click on the button is what htmx reads the submitter (then=next) from; either fires
+    // "submit" (which stops the autosave) unless the form is invalid.
+    if (wantNext) nextButton.click(); else form.requestSubmit();
+  }
+
+  // The submit failed without an answer the page can follow: keep everything, say so, offer a retry.
+  function submitFailed(text) {
+    submitting = false;
+    dirty = true;
+    var box = document.getElementById("submit-problem");
+    if (!box) return;
+    box.querySelector("[data-role=problem-text]").textContent = text;
+    box.hidden = false;
+    box.querySelector("[data-action=retry]").focus();
+  }
+
+  function bindSubmitProblems() {
+    var box = document.getElementById("submit-problem");
+    if (!box || !form.hasAttribute("hx-post")) return;
+    form.addEventListener("htmx:beforeRequest", function () { box.hidden = true; });
+    form.addEventListener("htmx:responseError", function (e) {
+      var status = e.detail.xhr ? e.detail.xhr.status : 0;
+      submitFailed(status === 503
+        ? "The database is unavailable right now; your judgment was not stored. Everything you entered is still here: retry in a few seconds."
+        : "The server answered " + status + "; your judgment was not stored. Everything you entered is still here.");
+    });
+    form.addEventListener("htmx:sendError", function () {
+      submitFailed("No answer from the server (offline?); your judgment was not stored. Everything you entered is still here.");
+    });
+    box.querySelector("[data-action=retry]").addEventListener("click", function () { box.hidden = true; submit(wantNext); });
+    var nextButton = form.querySelector("[data-action=submit-next]");
+    if (nextButton) nextButton.addEventListener("click", function () { wantNext = true; });
+    var plain = form.querySelector("[data-testid=submit]");
+    if (plain) plain.addEventListener("click", function () { wantNext = false; });
+  }
+
+  // <dialog> confirmations for the forms that carry data-confirm="<dialog id>".
+  function bindConfirms() {
+    document.querySelectorAll("form[data-confirm]").forEach(function (target) {
+      var dialog = document.getElementById(target.dataset.confirm);
+      if (!dialog) return;
+      var cancel = dialog.querySelector("[data-action=cancel]"), confirm = dialog.querySelector("[data-action=confirm]");
+      function go() {
+        dialog.close();
+        if (form && form.dataset.draftUrl && target.querySelector("[data-testid=reveal-early]")) {
+          // Revealing early keeps what was typed: the judging fields go along as the draft.
+          new FormData(form).forEach(function (value, name) {
+            if (name === "csrfmiddlewaretoken" || typeof value !== "string") return;
+            var input = document.createElement("input");
+            input.type = "hidden"; input.name = name; input.value = value;
+            target.appendChild(input);
+          });
+        }
+        stopAutosave();
+        target.submit();  // the form's own submit: no "submit" event, so no second dialog
+      }
+      target.addEventListener("submit", function (e) {
+        e.preventDefault();
+        dialog.showModal();
+        cancel.focus();  // the safe choice
+      });
+      cancel.addEventListener("click", function () { dialog.close(); });
+      confirm.addEventListener("click", go);
+      dialog.addEventListener("keydown", function (e) {
+        if (e.key === "Enter") { e.preventDefault(); e.stopPropagation(); go(); }
+      });
+    });
   }
 
   // Bound as soon as this file runs: before the page is ready, keys it handles are queued.
@@ -141,12 +218,18 @@
   }
 
   function init() {
-    var helpButton = document.querySelector("[data-action=help]");
     var help = document.getElementById("keys-help");
-    if (helpButton && help) helpButton.addEventListener("click", function () { help.showModal(); });
+    document.querySelectorAll("[data-action=help]").forEach(function (button) {
+      if (help) button.addEventListener("click", function () { help.showModal(); });
+    });
     form = document.getElementById("judgment-form");
+    bindConfirms();
     if (!form) {
-      markReady(function (e) { if (e.key === "?" && help && !typing(e.target)) { e.preventDefault(); help.open ? help.close() : help.showModal(); } });
+      markReady(function (e) {
+        var open = document.querySelector("dialog[open]");
+        if (open && open !== help) return;
+        if (e.key === "?" && help && !typing(e.target)) { e.preventDefault(); help.open ? help.close() : help.showModal(); }
+      });
       return;
     }
     lanes = passingLanes();
@@ -163,6 +246,7 @@
     });
     // Back from the next page (back/forward cache): the submit is over, autosave again.
     window.addEventListener("pageshow", function (e) { if (e.persisted) submitting = false; });
+    bindSubmitProblems();
     updateProgress();
     if (lanes.length) focusLane(0);
     markReady(onKey);

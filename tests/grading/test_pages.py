@@ -48,8 +48,10 @@ def test_project_run_step_pages_show_counts(client, bob, group_uid, django_asser
 
 def test_group_page_shows_rollouts_side_by_side(client, bob, group_uid, django_assert_num_queries):
     client.force_login(bob)
-    # session, user, project, membership, run, group; assignment, own judgments, review state; rollouts, contents, verdict
-    with django_assert_num_queries(12):
+    # session, user, project, membership, run, group; assignment, own judgments, review state; rollouts, contents;
+    # the rubric guide; and, as bob is a reviewer outside an assignment, his choice (reviews/services/browse.py):
+    # the review policy, reveal-or-verdict in one, the run's active mapping, the default mapping, the queue check
+    with django_assert_num_queries(17):
         r = client.get(f"/projects/acme/runs/r1/groups/{group_uid}/")
     assert r.status_code == 200
     html = r.content.decode()

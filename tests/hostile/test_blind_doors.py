@@ -127,6 +127,35 @@ def test_no_door_shows_grader_data_to_a_blind_judge(client, people, world, who):
     assert Judgment.objects.filter(group=world["g1@1"], reviewer=people[who]).count() == 0
 
 
+def test_no_door_shows_grader_data_to_a_reviewer_browsing_outside_an_assignment(client, acme, world):
+    """Issue 14: a reviewer (the role) with no assignment on g1 who opens it from anywhere --
+    the run and step pages, a link, any partial, as a page or as htmx -- sees no grader field
+    of g1 until they choose; the choice is offered on the group page. Nothing is logged
+    before the choice; "Show the grader's verdict" is the Reveal that shows it."""
+    hal = member("hal", acme, Role.REVIEWER)
+    client.force_login(hal)
+    opened, choice = 0, 0
+    for name, url in doors():
+        for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+            r = client.get(url + QUERY, **headers)
+            if r.status_code in (403, 404, 405):
+                continue
+            assert r.status_code in (200, 302), (name, r.status_code)
+            body = (b"".join(r.streaming_content) if r.streaming else r.content).decode()
+            opened += 1
+            if "g1@1" in url:
+                for text in (BLIND_GRADER, SECRET):
+                    assert text not in body, (name, text)
+                assert not TIER_BADGE.search(body), name
+            choice += "Judge this group blind" in body
+    assert opened >= 20 and choice == 2  # the group page, as a page and through htmx
+    assert not Reveal.objects.filter(user=hal).exists() and not Assignment.objects.filter(reviewer=hal).exists()
+    client.post("/projects/acme/runs/r1/groups/g1@1/show-verdict/")
+    assert Reveal.objects.get(user=hal, group=world["g1@1"]).reason == Reveal.Reason.BROWSE
+    page = client.get("/projects/acme/runs/r1/groups/g1@1/").content.decode()
+    assert BLIND_GRADER in page and SECRET in page
+
+
 @pytest.mark.parametrize("who", ["bob", "fay"])
 def test_agreement_figures_leave_out_the_callers_blind_group(client, people, world, who):
     client.force_login(people["gus"])  # an adjudicator without an assignment: everything counts

@@ -26,7 +26,7 @@ from grading.grader.loading import load_workspace
 from grading.grader.tools import call_tool, validate
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import CheatDecision, Group, Verdict
-from reviews.models import CheatAudit, Judgment
+from reviews.models import CheatAudit, Judgment, JudgmentItem
 from reviews.selectors import labeled as selectors_labeled
 from reviews.services.audit import audit_cheat
 from reviews.services.judgments import ItemInput, submit_judgment
@@ -399,14 +399,14 @@ def many_groups(acme, alice, bob, erin):
 
 # session + user, project + membership, run, the caller's open blind assignments in the run,
 # group ids, then 9 per chunk of groups
-QUERIES = 16
+QUERIES = 16  # jsonl; sft reads the project's rubric guide once more
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "sft"])
 @pytest.mark.parametrize("n", [2, 6])
 def test_query_count_does_not_grow_with_groups(as_alice, many_groups, django_assert_num_queries, n, fmt):
     many_groups(n)
-    with django_assert_num_queries(QUERIES):
+    with django_assert_num_queries(QUERIES + (fmt == "sft")):
         _, lines = get(as_alice, format=fmt)
     assert len(lines) == n
 
@@ -419,3 +419,46 @@ def test_chunks_keep_order_and_content(as_alice, labeled_run, many_groups, monke
     for fmt in ("jsonl", "sft"):
         assert get(as_alice, format=fmt)[0] == whole[fmt]
     assert len(whole["jsonl"].splitlines()) == 9
+
+
+# --- the project's rubric guide in the SFT examples; an empty export says why ---------------------
+
+def test_sft_examples_carry_the_projects_rubric_guide(client, as_alice, labeled_run):
+    from grading.method.guide import DEFAULT_GUIDE
+    from grading.method.guides import save_guide
+    from grading.method.tiers import TIERS
+
+    fields = {f"tier-{t}": DEFAULT_GUIDE.tier(t) for t in TIERS}
+    for d in DEFAULT_GUIDE.dimensions:
+        fields[f"meaning-{d.name}"], fields[f"example-{d.name}"] = d.meaning, d.example
+    fields["tier-T3"] = "T3-EDITED: passes, but a maintainer would ask for a rewrite"
+    fields["example-side_effect_avoidance"] = "SIDE-EFFECT-EXAMPLE-EDITED: deleting a flaky test scores 1"
+    save_guide(project=labeled_run["g1@1"].run.project, user=None, data=fields)
+    _, examples = get(as_alice, format="sft")
+    assert examples
+    for example in examples:
+        system = example["messages"][0]
+        assert system["role"] == "system"
+        assert "T3 = T3-EDITED: passes, but a maintainer would ask for a rewrite" in system["content"]
+        assert "SIDE-EFFECT-EXAMPLE-EDITED" in system["content"]
+
+
+def test_an_export_without_lines_says_why(client, as_alice, labeled_run, groups):
+    from grading.models import Run
+
+    def empty(**params):
+        r = as_alice.get(URL, {"project": "acme", **params})
+        assert r.status_code == 200 and b"".join(r.streaming_content) == b""
+        assert r["X-Gagar-Empty"] == "true"
+        return r["X-Gagar-Empty-Reason"]
+
+    Run.objects.create(project=groups["g1@1"].run.project, name="fresh")
+    assert "has a human judgment yet" in empty(run="fresh", format="sft")
+    assert "has a human judgment yet" in empty(run="fresh")
+    assert "changed after" in empty(run="r1", format="sft", since="2999-01-01T00:00:00Z")
+    # Judged groups whose labels lack rubric scores: no example, and the reason says so.
+    JudgmentItem.objects.filter(judgment__group__run__name="r1").update(scores={})
+    reason = empty(run="r1", format="sft")
+    assert "judged groups in run 'r1'" in reason and "all five rubric scores" in reason
+    r = as_alice.get(URL, {"project": "acme", "run": "r1"})  # the JSON Lines export still has them
+    assert b"".join(r.streaming_content) and "X-Gagar-Empty" not in r
