@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum
 from django.shortcuts import get_object_or_404
 
 from grading.formats.groupline import stored_rollout
-from grading.models import Group, Project, Rollout, RolloutContent, Run, Step
+from grading.models import ApiToken, Group, Membership, Project, Rollout, RolloutContent, Run, Step
 
 
 def projects_for_user(user) -> QuerySet[Project]:
@@ -162,3 +162,28 @@ def latest_verdict(group: Group):
     grades = {g.rollout.index: g for g in RolloutGrade.objects.filter(verdict=verdict).select_related("rollout").only(
         "tier", "rank", "scores", "cheat", "evidence", "rollout__index")}
     return verdict, grades
+
+
+# --- the team page (grading/views/team.py) -----------------------------------------------
+
+
+def team_members(project: Project) -> QuerySet:
+    """The project's members with their accounts and live token counts, admins first (one query)."""
+    return (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .annotate(n_tokens=Count("user__api_tokens", filter=Q(user__api_tokens__project=project,
+                                                                user__api_tokens__revoked_at__isnull=True)))
+        .order_by("user__username")
+    )
+
+
+def team_tokens(project: Project) -> QuerySet:
+    """The project's API tokens, live ones first, newest first, with their account and its role
+    in the project (empty once the account left it: the token then opens nothing) (one query)."""
+    return (
+        ApiToken.objects.filter(project=project)
+        .select_related("user")
+        .annotate(role=Subquery(Membership.objects.filter(project=project, user=OuterRef("user")).values("role")[:1]))
+        .order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
+    )
