@@ -53,12 +53,15 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     mapping = active_mapping(run_obj)
     computations = ensure_computed_many(steps=steps, mapping=mapping)
     credit = [(s.number, computations[s.pk].summary) for s in steps]
+    progress = {"n_groups": sum(s.n_groups for s in steps), "n_mixed": sum(s.n_mixed for s in steps),
+                "n_graded": sum(summary.get("groups", {}).get("graded", 0) for _, summary in credit)}
     return render(
         request,
         "grading/run.html",
         {"project": project_obj, "run": run_obj, "steps": steps, "mapping": mapping,
          "credit_chart": selectors.credit_chart(credit), **_import_jobs(run_obj),
          "can_manage": "manage" in membership.capabilities, "grader": grader_name(run_obj),
+         "caps": membership.capabilities, **progress,
          "baselines": Run.Baseline.choices, "auto_grades": Run.AutoGrade.choices},
     )
 
@@ -103,7 +106,7 @@ def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @login_required
 @require_GET
 def step_detail(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
-    project_obj, _, run_obj = page_run(request, project, run, "view")
+    project_obj, membership, run_obj = page_run(request, project, run, "view")
     step_obj = get_object_or_404(run_obj.steps, number=step)
     show = request.GET.get("show", "all")
     if show not in selectors.GROUP_FILTERS:
@@ -117,5 +120,6 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
         "grading/step.html",
         {"project": project_obj, "run": run_obj, "step": step_obj, "page": page, "show": show,
          "filters": list(selectors.GROUP_FILTERS), "totals": totals, "mapping": mapping, "balance": balance,
-         "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", []))},
+         "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", [])), "caps": membership.capabilities,
+         "n_groups": totals["n_groups"], "n_mixed": totals["n_mixed"], "n_graded": balance.get("groups", {}).get("graded", 0)},
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 # The review desk's people and groups, shared with tests/reviews (fixtures are found through a conftest).
-from tests.reviews.conftest import dan, erin, groups, judged  # noqa: F401
+from tests.reviews.conftest import dan, erin, fay, groups, judged  # noqa: F401
 
 # Playwright's sync API runs an event loop in the test thread; Django would otherwise
 # refuse ORM calls made from it (SynchronousOnlyOperation).
