@@ -13,7 +13,6 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.template import loader
-from django.views import defaults
 
 API_PREFIX = "/api/"
 
@@ -41,7 +40,17 @@ def _detail(exception) -> str:
 def bad_request(request: HttpRequest, exception=None) -> HttpResponse:
     if wants_json(request):
         return json_error(400, "bad request")
-    return defaults.bad_request(request, exception)
+    return HttpResponse(loader.render_to_string("400.html", {}), status=400)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a form sent without a valid token (a page left open across a
+    sign-out, cookies cleared) gets the styled 403 that says so, not Django's bare page."""
+    if wants_json(request):
+        return json_error(403, f"CSRF check failed: {reason}" if reason else "CSRF check failed")
+    context = {"detail": "The form's security token is missing or out of date (signed out meanwhile, or cookies cleared?); "
+                         "reload the page and send it again", "project_name": _project_name(request), "csrf": True}
+    return HttpResponse(loader.render_to_string("403.html", context, request), status=403)
 
 
 def permission_denied(request: HttpRequest, exception=None) -> HttpResponse:
