@@ -48,7 +48,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     sign-out, cookies cleared) gets the styled 403 that says so, not Django's bare page."""
     if wants_json(request):
         return json_error(403, f"CSRF check failed: {reason}" if reason else "CSRF check failed")
-    context = {"detail": "The form's security token is missing or out of date (signed out meanwhile, or cookies cleared?); "
+    context = {"detail": "The form's security token (CSRF) is missing or out of date (signed out meanwhile, or cookies cleared?); "
                          "reload the page and send it again", "project_name": _project_name(request), "csrf": True}
     return HttpResponse(loader.render_to_string("403.html", context, request), status=403)
 
