@@ -36,8 +36,9 @@ TABS = {
 
 
 def unexpected(errors: list[str]) -> list[str]:
-    """Console errors but Chromium's note that the error page itself came with its status."""
-    return [e for e in errors if not re.search(r"Failed to load resource: the server responded with a status of (403|404|500|503)", e)]
+    """Console errors but Chromium's and htmx's notes that a response came with an error status."""
+    expected = r"Failed to load resource: the server responded with a status of (403|404|500|503)|Response Status Error Code 503 from"
+    return [e for e in errors if not re.search(expected, e)]
 
 
 def new_page(browser, width: int = 1400):
@@ -281,3 +282,24 @@ def test_admin_manages_the_team_and_its_tokens(live_server, page, alice, bob):
                                 headers={"Authorization": f"Token {secret}", "Content-Type": "application/x-ndjson"})
     assert refused.status == 401
     assert page.console_log.errors == [] and dialogs == []
+
+
+def test_an_htmx_decision_refused_with_a_503_keeps_the_form_and_retries(live_server, page, monkeypatch, erin, groups):
+    decision = CheatDecision.objects.get(rollout__group__uid="g1@1", rollout__index=3, source="grader")
+    monkeypatch.setattr(DatabaseUnavailableMiddleware, "RETRY_AFTER_SECONDS", 1)
+    database = DatabaseSwitch(monkeypatch)
+    log_in(page, live_server, "erin", "/projects/acme/audit/")
+    page.get_by_test_id(f"reason-{decision.pk}").fill("turn 1 reads the upstream fix")
+    database.down = True
+    page.get_by_test_id(f"confirm-{decision.pk}").click()
+    message = page.locator(f"#audit-{decision.pk} [data-htmx-error='503']")
+    expect(message).to_contain_text("The database is unavailable right now; nothing was changed.")
+    expect(page.get_by_test_id(f"reason-{decision.pk}")).to_have_value("turn 1 reads the upstream fix")  # kept
+    database.down = False
+    page.wait_for_selector(f"#audit-{decision.pk} .htmx-error[data-retry-ready=true]", state="attached")
+    message.get_by_test_id("htmx-retry").click()
+    expect(page.get_by_test_id(f"audit-{decision.pk}")).to_contain_text("confirmed cheat")  # the same button, sent again
+    expect(page.get_by_test_id("filter-confirmed")).to_have_text("confirmed (1)")
+    decision.refresh_from_db()
+    assert decision.confirmed is True
+    assert unexpected(page.console_log.errors) == []
