@@ -8,7 +8,7 @@ from django.conf import settings
 from django.http import HttpResponse
 from django.utils.cache import patch_cache_control
 
-from gagar_web.errors import json_error, wants_json
+from gagar_web.errors import database_unavailable, json_error, wants_json
 
 # Enforced, not report-only. No inline script or style anywhere: htmx is configured
 # without eval and without its injected indicator styles (see templates/base.html).
@@ -73,11 +73,16 @@ class PrivateCacheMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        user = getattr(request, "user", None)
-        signed_in = user is not None and user.is_authenticated
-        if signed_in or request.META.get("HTTP_AUTHORIZATION") or request.COOKIES.get(settings.SESSION_COOKIE_NAME):
+        # Credentials first: they need no query, and asking for the user may need the database
+        # (the session), which on a 503 is what failed.
+        if request.META.get("HTTP_AUTHORIZATION") or request.COOKIES.get(settings.SESSION_COOKIE_NAME) or _signed_in(request):
             patch_cache_control(response, private=True, no_store=True)
         return response
+
+
+def _signed_in(request) -> bool:
+    user = getattr(request, "user", None)
+    return user is not None and user.is_authenticated
 
 
 class DatabaseUnavailableMiddleware:
@@ -97,15 +102,12 @@ class DatabaseUnavailableMiddleware:
 
     def process_exception(self, request, exception):
         from django.db import InterfaceError, OperationalError
-        from django.http import HttpResponse
 
         if not isinstance(exception, (OperationalError, InterfaceError)):
             return None
         logging.getLogger(__name__).warning("%s failed: database unavailable: %s", request.path, exception)
-        response = HttpResponse(
-            "The database is unavailable right now; nothing was changed. Retry in a few seconds.\n",
-            status=503,
-            content_type="text/plain; charset=utf-8",
-        )
-        response["Retry-After"] = str(self.RETRY_AFTER_SECONDS)
-        return response
+        if wants_json(request):
+            response = json_error(503, "The database is unavailable right now; nothing was changed. Retry in a few seconds.")
+            response["Retry-After"] = str(self.RETRY_AFTER_SECONDS)
+            return response
+        return database_unavailable(request, self.RETRY_AFTER_SECONDS)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, FloatField, Q, QuerySet, Sum
+from django.db.models import Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 
 from grading.formats.groupline import stored_rollout
-from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, StepComputation
+from grading.models import ApiToken, Group, Membership, Project, Rollout, RolloutContent, Run, Step, StepComputation
 
 
 def projects_for_user(user) -> QuerySet[Project]:
@@ -66,6 +66,17 @@ def credit_per_step(run: Run, mapping) -> list[tuple[int, dict]]:
         .values_list("step__number", *(Coalesce(Cast(KT(f"summary__{k}"), FloatField()), 0.0) for k in keys))
     )
     return [(number, dict(zip(keys, sums, strict=True))) for number, *sums in rows]
+
+
+def run_progress(run: Run, mapping) -> dict[str, int]:
+    """Groups, mixed groups and graded groups of the whole run (graded: under `mapping`, from
+    the stored step summaries), for the run page's next-steps card. Two queries, whatever the
+    run's size."""
+    counts = Group.objects.filter(run=run).aggregate(n_groups=Count("id"), n_mixed=Count("id", filter=Q(is_mixed=True)))
+    graded = StepComputation.objects.filter(step__run=run, mapping=mapping).aggregate(
+        n=Coalesce(Sum(Cast(KT("summary__groups__graded"), FloatField())), 0.0)
+    )["n"]
+    return {"n_groups": counts["n_groups"], "n_mixed": counts["n_mixed"], "n_graded": int(graded)}
 
 
 GROUP_FILTERS = {
@@ -189,3 +200,28 @@ def latest_verdict(group: Group):
     grades = {g.rollout.index: g for g in RolloutGrade.objects.filter(verdict=verdict).select_related("rollout").only(
         "tier", "rank", "scores", "cheat", "evidence", "rollout__index")}
     return verdict, grades
+
+
+# --- the team page (grading/views/team.py) -----------------------------------------------
+
+
+def team_members(project: Project) -> QuerySet:
+    """The project's members with their accounts and live token counts, admins first (one query)."""
+    return (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .annotate(n_tokens=Count("user__api_tokens", filter=Q(user__api_tokens__project=project,
+                                                                user__api_tokens__revoked_at__isnull=True)))
+        .order_by("user__username")
+    )
+
+
+def team_tokens(project: Project) -> QuerySet:
+    """The project's API tokens, live ones first, newest first, with their account and its role
+    in the project (empty once the account left it: the token then opens nothing) (one query)."""
+    return (
+        ApiToken.objects.filter(project=project)
+        .select_related("user")
+        .annotate(role=Subquery(Membership.objects.filter(project=project, user=OuterRef("user")).values("role")[:1]))
+        .order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
+    )

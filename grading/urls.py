@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from grading.views import grading, guide, pages
+from grading.views import grading, guide, pages, team
 
 RUN = "projects/<slug:project>/runs/<str:run>/"
 
@@ -11,6 +11,11 @@ urlpatterns = [
     path("projects/", pages.project_list, name="projects"),
     path("projects/<slug:project>/", pages.project_detail, name="project"),
     path("projects/<slug:project>/guide/", guide.rubric_guide, name="rubric-guide"),
+    path("projects/<slug:project>/team/", team.team_page, name="team"),
+    path("projects/<slug:project>/team/members/", team.add_member, name="team-add-member"),
+    path("projects/<slug:project>/team/members/<int:pk>/", team.change_member, name="team-member"),
+    path("projects/<slug:project>/team/tokens/", team.create_token, name="team-create-token"),
+    path("projects/<slug:project>/team/tokens/<int:pk>/revoke/", team.revoke_token, name="team-revoke-token"),
     path(RUN, pages.run_detail, name="run"),
     path(RUN + "steps/<int:step>/", pages.step_detail, name="step"),
     path(RUN + "steps/<int:step>/grading/", grading.step_grading, name="step-grading"),

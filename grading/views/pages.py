@@ -60,12 +60,14 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     mapping = active_mapping(run_obj)
     ensure_computed_many(steps=steps, mapping=mapping)
     credit = selectors.credit_per_step(run_obj, mapping)
+    progress = selectors.run_progress(run_obj, mapping)
     return render(
         request,
         "grading/run.html",
         {"project": project_obj, "run": run_obj, "steps": steps, "page": page, "mapping": mapping,
          "credit_chart": selectors.credit_chart(credit) if credit else None, **_import_jobs(run_obj),
          "can_manage": "manage" in membership.capabilities, "grader": grader_name(run_obj),
+         "caps": membership.capabilities, **progress,
          "baselines": Run.Baseline.choices, "auto_grades": Run.AutoGrade.choices},
     )
 
@@ -110,7 +112,7 @@ def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @login_required
 @require_GET
 def step_detail(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
-    project_obj, _, run_obj = page_run(request, project, run, "view")
+    project_obj, membership, run_obj = page_run(request, project, run, "view")
     step_obj = get_object_or_404(run_obj.steps, number=step)
     show = request.GET.get("show", "all")
     if show not in selectors.GROUP_FILTERS:
@@ -124,5 +126,6 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
         "grading/step.html",
         {"project": project_obj, "run": run_obj, "step": step_obj, "page": page, "show": show,
          "filters": list(selectors.GROUP_FILTERS), "totals": totals, "mapping": mapping, "balance": balance,
-         "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", []))},
+         "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", [])), "caps": membership.capabilities,
+         "n_groups": totals["n_groups"], "n_mixed": totals["n_mixed"], "n_graded": balance.get("groups", {}).get("graded", 0)},
     )

@@ -36,9 +36,16 @@ def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
     for decision in page:
         decision.evidence = evidence.get(decision.rollout_id, [])
     return render(request, "reviews/audit.html", {
-        "project": project_obj, "page": page, "status": status, "source": source, "counts": selectors.audit_counts(project_obj, hidden_from=request.user),
-        "statuses": list(selectors.AUDIT_FILTERS), "sources": CheatDecision.Source.choices,
+        "project": project_obj, "membership": membership, "page": page, **_filters(request, project_obj, status, source),
     })
+
+
+def _filters(request: HttpRequest, project, status: str, source: str) -> dict:
+    """The status/source filter bar with its counts (the page, and the out-of-band swap after a decision)."""
+    sources = CheatDecision.Source.choices
+    return {"status": status, "source": source if source in dict(sources) else "",
+            "counts": selectors.audit_counts(project, hidden_from=request.user),
+            "statuses": list(selectors.AUDIT_FILTERS), "sources": sources}
 
 
 @login_required
@@ -64,8 +71,12 @@ def decide(request: HttpRequest, project: str, pk: int) -> HttpResponse:
     if request.htmx:
         decision = selectors.audit_queue(project_obj, status="all").get(pk=pk)
         decision.evidence = selectors.cheat_evidence([decision]).get(decision.rollout_id, [])
-        return render(request, "reviews/audit.html#audit-row", {"project": project_obj, "decision": decision, "error": error},
-                      status=422 if error else 200)
+        # The row, and the filter bar's counts out of band, so they are not stale after a decision.
+        back = request.POST.get("status", "pending")
+        context = {"project": project_obj, "decision": decision, "error": error,
+                   **_filters(request, project_obj, back if back in selectors.AUDIT_FILTERS else "pending",
+                              request.POST.get("source", ""))}
+        return render(request, "reviews/audit.html#audit-decided", context, status=422 if error else 200)
     if error:
         messages.error(request, f"Not recorded: {error}")
     else:

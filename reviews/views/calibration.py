@@ -100,13 +100,17 @@ def _trend_chart(trend: list[dict]) -> dict:
 
 
 def _mapping_chart(fitted, active) -> dict:
+    """The fitted factors as points with their 95% intervals as error bars, over the active
+    mapping's band per tier (a shaded range; a band of one value is a line), drawn by
+    static/js/charts.js ("mapping")."""
     tiers = list(TIERS)
-    datasets = [{"label": "fitted f", "data": [round(v, 4) for v in fitted.f]}]
-    if fitted.intervals:
-        datasets.append({"label": "fitted 95% interval", "data": [[round(lo, 4), round(hi, 4)] for lo, hi in fitted.intervals]})
-    if active:
-        datasets.append({"label": f"active {active.label} (band)", "data": [sorted(active.bands[t]) for t in tiers]})
-    return {"type": "bar", "labels": tiers, "datasets": datasets, "ylabel": "discount factor f"}
+    return {
+        "type": "mapping", "labels": tiers, "ylabel": "discount factor f",
+        "fitted": {"label": "fitted f", "data": [round(v, 4) for v in fitted.f]},
+        "intervals": {"label": "95% interval", "data": [[round(lo, 4), round(hi, 4)] for lo, hi in fitted.intervals]}
+        if fitted.intervals else None,
+        "bands": {"label": f"active {active.label} (band)", "data": [sorted(active.bands[t]) for t in tiers]} if active else None,
+    }
 
 
 def _lambda_chart(preview) -> dict:

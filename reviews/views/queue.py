@@ -82,5 +82,5 @@ def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
     # Withheld where this person judges blind; logged as a reveal where the grader is named.
     page.object_list = disagreements_for(user=request.user, reviews=list(page.object_list))
     return render(request, "reviews/adjudication.html",
-                  {"project": project_obj, "page": page, "include_done": include_done,
+                  {"project": project_obj, "membership": membership, "page": page, "include_done": include_done,
                    "totals": selectors.project_review_totals(project_obj)})

@@ -28,6 +28,71 @@
     ctx.fillText(spec.ylabel + " →", 0, 0); ctx.restore();
   }
 
+  // The fitted-vs-active mapping (reviews/views/calibration.py _mapping_chart): fitted f as points,
+  // their 95% intervals as error bars on the points, the active mapping's band per tier as a shaded
+  // range behind them (a band of one value, like T1 = 1 and T3 = 0.5, as a thick line). What was drawn
+  // is counted on the canvas (data-intervals-drawn, data-bands-drawn) for tests and tools to read.
+  var BAND = "rgba(19, 115, 51, 0.22)", BAND_EDGE = "rgba(19, 115, 51, 0.9)", POINT = "#3558d4";
+  function rangesPlugin(spec) { return {
+    id: "gagarRanges",
+    beforeDatasetsDraw: function (chart) {
+      var bands = spec.bands, x = chart.scales.x, y = chart.scales.y, ctx = chart.ctx, n = 0;
+      if (!bands) { chart.canvas.dataset.bandsDrawn = "0"; return; }
+      var half = Math.max(8, 0.32 * (x.width / spec.labels.length));
+      ctx.save();
+      bands.data.forEach(function (band, i) {
+        if (!band) return;
+        var cx = x.getPixelForValue(i), top = y.getPixelForValue(Math.max(band[0], band[1])), bottom = y.getPixelForValue(Math.min(band[0], band[1]));
+        var h = Math.max(4, bottom - top), y0 = h > bottom - top ? (top + bottom) / 2 - h / 2 : top;
+        ctx.fillStyle = BAND; ctx.fillRect(cx - half, y0, 2 * half, h);
+        ctx.strokeStyle = BAND_EDGE; ctx.lineWidth = 1; ctx.strokeRect(cx - half, y0, 2 * half, h);
+        n += 1;
+      });
+      ctx.restore();
+      chart.canvas.dataset.bandsDrawn = String(n);
+    },
+    afterDatasetsDraw: function (chart) {
+      var iv = spec.intervals, x = chart.scales.x, y = chart.scales.y, ctx = chart.ctx, n = 0;
+      if (!iv) { chart.canvas.dataset.intervalsDrawn = "0"; return; }
+      ctx.save(); ctx.strokeStyle = POINT; ctx.lineWidth = 2;
+      iv.data.forEach(function (range, i) {
+        if (!range) return;
+        var cx = x.getPixelForValue(i), hi = y.getPixelForValue(range[1]), lo = y.getPixelForValue(range[0]), cap = 7;
+        ctx.beginPath();
+        ctx.moveTo(cx, lo); ctx.lineTo(cx, hi);
+        ctx.moveTo(cx - cap, hi); ctx.lineTo(cx + cap, hi);
+        ctx.moveTo(cx - cap, lo); ctx.lineTo(cx + cap, lo);
+        ctx.stroke();
+        n += 1;
+      });
+      ctx.restore();
+      chart.canvas.dataset.intervalsDrawn = String(n);
+    }
+  }; }
+
+  function mapping(canvas, spec) {
+    var datasets = [{ label: spec.fitted.label, data: spec.fitted.data, showLine: false, pointRadius: 6, pointHoverRadius: 7,
+                      backgroundColor: POINT, borderColor: POINT }];
+    // Legend entries only (no data): what the error bars and the shaded ranges are.
+    if (spec.intervals) datasets.push({ label: spec.intervals.label, data: [], borderColor: POINT, backgroundColor: "#fff", borderWidth: 2 });
+    if (spec.bands) datasets.push({ label: spec.bands.label, data: [], borderColor: BAND_EDGE, backgroundColor: BAND, borderWidth: 1 });
+    return new Chart(canvas, {
+      type: "line",
+      data: { labels: spec.labels, datasets: datasets },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        plugins: { legend: { display: true },
+                   tooltip: { callbacks: { afterLabel: function (item) {
+                     var i = item.dataIndex, out = [];
+                     if (spec.intervals && spec.intervals.data[i]) out.push("95% interval " + spec.intervals.data[i].join(" … "));
+                     if (spec.bands && spec.bands.data[i]) out.push("active band " + spec.bands.data[i].join(" … "));
+                     return out; } } } },
+        scales: { x: { offset: true }, y: { min: 0, suggestedMax: 1.05, title: { display: !!spec.ylabel, text: spec.ylabel } } }
+      },
+      plugins: [rangesPlugin(spec)]
+    });
+  }
+
   function draw(canvas) {
     if (canvas.dataset.drawn) return;
     var source = document.getElementById(canvas.dataset.chart);
@@ -36,6 +101,7 @@
     if (spec.type === "heatmap") { canvas.dataset.drawn = "1"; heatmap(canvas, spec); return; }
     if (typeof Chart === "undefined") return;
     canvas.dataset.drawn = "1";
+    if (spec.type === "mapping") { mapping(canvas, spec); return; }
     new Chart(canvas, {
       type: spec.type,
       data: { labels: spec.labels, datasets: spec.datasets },

@@ -41,7 +41,10 @@ def test_project_run_step_pages_show_counts(client, bob, group_uid, django_asser
     assert r.status_code == 200
     content = r.content.decode()
     assert "t-1@1" in content and "t-2@1" in content and "mixed" in content and "all pass" in content
-    assert "Credit balance" in content and "default@1" in content and 'id="lambda-chart"' in content
+    assert "Credit balance" in content and "default@1" in content
+    # nothing graded yet: no empty λ axes, but what to do next, with the links a reviewer may use
+    assert 'id="lambda-chart"' not in content and "1 mixed group, none graded yet" in content
+    assert 'data-testid="next-judge"' in content and 'data-testid="next-grade"' not in content
     r = client.get("/projects/acme/runs/r1/steps/1/?show=mixed")
     assert "t-1@1" in r.content.decode() and "t-2@1" not in r.content.decode()
 
