@@ -170,8 +170,11 @@ def test_field_refusals(client, alice_token, runs):
     assert upload(client, alice_token, [archive()], url="/api/v1/imports/").status_code == 400  # no project
     r = upload(client, alice_token, [archive()], step="-1")
     assert r.status_code == 400 and "step" in r.json()["fields"]
-    r = upload(client, alice_token, [archive()], fmt="openhands")
+    r = upload(client, alice_token, [archive()], fmt="harbor")  # Harbor ATIF is not read yet
     assert r.status_code == 400 and "format" in r.json()["fields"]
+    r = client.post(URL, {"run": "sweep", "step": "3", "reward_threshold": "nan", "file": [archive()]},
+                    HTTP_AUTHORIZATION=f"Token {alice_token}")
+    assert r.status_code == 400 and "reward_threshold" in r.json()["fields"]
     assert upload(client, alice_token, [archive()], run="").status_code == 400
     r = upload(client, alice_token, [])
     assert r.status_code == 400 and "no files" in r.json()["detail"]
