@@ -73,13 +73,21 @@ def jsonl_lines(path: Path, *, limit: int | None = None):
 
 def read_line_at(path: Path, offset: int, *, limit: int | None = None) -> bytes:
     """The line starting at byte `offset` (as `jsonl_lines` found it)."""
+    return read_lines_at(path, [offset], limit=limit)[0]
+
+
+def read_lines_at(path: Path, offsets: list[int], *, limit: int | None = None) -> list[bytes]:
+    """The lines starting at each of `offsets`, the file opened once."""
     limit = MAX_JSON_BYTES if limit is None else limit
+    lines = []
     try:
         with path.open("rb") as handle:
-            handle.seek(offset)
-            return handle.readline(limit + 1)
+            for offset in offsets:
+                handle.seek(offset)
+                lines.append(handle.readline(limit + 1))
     except OSError as exc:
         raise SourceError(f"unreadable: {exc.strerror or exc}") from None
+    return lines
 
 
 def size_refusal(path: Path, size: int, limit: int) -> str:

@@ -47,6 +47,7 @@ from grading.ingest.importers.common import (
     jsonl_lines,
     load_json,
     read_line_at,
+    read_lines_at,
     safe_text,
     same_patch,
     text_of,
@@ -554,10 +555,11 @@ class RunFinder:
                 self._skip(candidate.ref, f"line {number}: event types OpenHands does not define, kept as plain messages: {kinds}", NOTICE)
             return [attempt]
         if candidate.kind == "verl":
+            raws = read_lines_at(candidate.path, [offset for _, offset in candidate.lines])
             return [
-                verl.attempt_from_row(_parse_line(number, read_line_at(candidate.path, offset)), ref=f"{candidate.ref}#line-{number}",
+                verl.attempt_from_row(_parse_line(number, raw), ref=f"{candidate.ref}#line-{number}",
                                       threshold=self.reward_threshold, default_step=candidate.step)
-                for number, offset in candidate.lines
+                for (number, _), raw in zip(candidate.lines, raws, strict=True)
             ]
         obj = load_json(candidate.path)
         named = obj.get("instance_id") if isinstance(obj, dict) else None
