@@ -109,9 +109,8 @@ def _sanitize(value):
     return value
 
 
-# gagar-group/1 task key -> Task column: a field the stored task already has is left out of the line
-_TASK_COLUMNS = {"repo": "repo", "base_commit": "base_commit", "problem_statement": "problem_statement",
-                 "FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
+# gagar-group/1 task fields an import states; one the stored task already has is left out of the line
+_TASK_KEYS = ("repo", "base_commit", "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS")
 
 
 class _Stored:
@@ -151,7 +150,7 @@ def _task(instance_id: str, found: list, has: set[str]) -> dict:
     statement = RunFinder.problem_statement(found)
     if statement:
         stated.setdefault("problem_statement", statement)
-    task.update({key: value for key, value in stated.items() if key in _TASK_COLUMNS and key not in has})
+    task.update({key: value for key, value in stated.items() if key in _TASK_KEYS and key not in has})
     return task
 
 
