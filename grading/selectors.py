@@ -112,7 +112,25 @@ def rollouts_with_patches(group: Group) -> list[Rollout]:
         content = contents.get(rollout.pk)
         rollout.patch_text = content.patch if content else ""
         rollout.test_outcomes = content.tests if content else {}
+        rollout.response_text = None
+    # Text-only rollouts (a trainer's dump: a prompt and a response, no patch) show their response where a patch would be.
+    text_only = {r.pk: r for r in rollouts if not r.patch_text and r.source_format in TEXT_ONLY_FORMATS}
+    if text_only:
+        for content in RolloutContent.objects.filter(rollout_id__in=list(text_only)).only("rollout_id", "messages"):
+            text_only[content.rollout_id].response_text = final_response(content.messages)
     return rollouts
+
+
+TEXT_ONLY_FORMATS = ("verl",)  # source formats whose rollouts are a response text, not a patch
+
+
+def final_response(messages) -> str:
+    """The last assistant message's text ('' if none)."""
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
 
 
 def rollout_content(group: Group, index: int, *fields: str) -> tuple[Rollout, RolloutContent]:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from grading.views import grading, guide, pages, team
+from grading.views import grading, guide, imports, pages, team
 
 RUN = "projects/<slug:project>/runs/<str:run>/"
 
@@ -19,6 +19,7 @@ urlpatterns = [
     path(RUN, pages.run_detail, name="run"),
     path(RUN + "steps/<int:step>/", pages.step_detail, name="step"),
     path(RUN + "steps/<int:step>/grading/", grading.step_grading, name="step-grading"),
-    path(RUN + "imports/", pages.run_imports, name="run-imports"),
+    path(RUN + "imports/", imports.import_page, name="import-page"),
+    path(RUN + "imports/jobs/", pages.run_imports, name="run-imports"),
     path(RUN + "policy/", pages.run_policy, name="run-policy"),
 ]

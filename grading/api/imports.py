@@ -34,7 +34,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ImportJob
-        fields = ["id", "url", "project", "run", "step", "format", "status", "progress", "uploaded_files", "summary",
+        fields = ["id", "url", "project", "run", "step", "format", "reward_threshold", "status", "progress", "uploaded_files", "summary",
                   "error", "created_at", "started_at", "finished_at"]
 
     def get_progress(self, job: ImportJob) -> dict:
@@ -56,6 +56,8 @@ class ImportUploadSerializer(serializers.Serializer):
     run = serializers.CharField(max_length=MAX_NAME, validators=[_run_name])
     step = serializers.IntegerField(min_value=0, max_value=MAX_INT)
     format = serializers.ChoiceField(choices=FORMATS, default="auto")
+    reward_threshold = serializers.FloatField(required=False, allow_null=True, default=None,
+                                              help_text="verl dumps: a score >= this passes (without it, scores must be 0 or 1)")
 
 
 class ImportListCreateView(APIView):
@@ -87,6 +89,7 @@ class ImportListCreateView(APIView):
         parameters=[PROJECT],
         request={"multipart/form-data": {"type": "object", "properties": {
             "run": {"type": "string"}, "step": {"type": "integer"}, "format": {"type": "string", "enum": list(FORMATS)},
+            "reward_threshold": {"type": "number"},
             "file": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
         responses={202: ImportJobSerializer, 400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad fields, file names, or an archive that cannot be read; "
                                           "archives are unpacked and checked by the job (a refused member fails it)")},
@@ -107,6 +110,7 @@ class ImportListCreateView(APIView):
         job = create_import_job(
             project=project, user=request.user, run=fields.validated_data["run"], step=fields.validated_data["step"],
             fmt=fields.validated_data["format"], sources=sources, uploaded=uploaded,
+            reward_threshold=fields.validated_data.get("reward_threshold"),
         )
         job.refresh_from_db()  # with eager Celery (no broker) the import has already run
         data = ImportJobSerializer(job).data

@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from math import isfinite
 from pathlib import Path
 
 import orjson
@@ -108,17 +109,20 @@ def _sanitize(value):
     return value
 
 
-class _Stored:
-    """What the database already holds for the groups of this (run, step), fetched a chunk at a time."""
+# gagar-group/1 task fields an import states; one the stored task already has is left out of the line
+_TASK_KEYS = ("repo", "base_commit", "problem_statement", "FAIL_TO_PASS", "PASS_TO_PASS")
 
-    def __init__(self, project: Project, run: str, step: int):
-        self.project, self.run, self.step = project, run, step
+
+class _Stored:
+    """What the database already holds for the groups of this import, fetched a chunk at a time."""
+
+    def __init__(self, project: Project, run: str):
+        self.project, self.run = project, run
         self.refs: dict[str, dict[str, int]] = {}
         self.max_index: dict[str, int] = {}
-        self.task_has: dict[str, tuple[bool, bool]] = {}
+        self.task_has: dict[str, set[str]] = {}
 
-    def load(self, instance_ids: list[str]) -> None:
-        uids = [f"{i}@{self.step}" for i in instance_ids]
+    def load(self, uids: list[str], instance_ids: list[str]) -> None:
         rows = Rollout.objects.filter(
             group__run__project=self.project, group__run__name=self.run, group__uid__in=uids
         ).values_list("group__uid", "source_ref", "index")
@@ -126,10 +130,28 @@ class _Stored:
             self.refs.setdefault(uid, {})[ref] = index
             self.max_index[uid] = max(index, self.max_index.get(uid, -1))
         tasks = Task.objects.filter(run__project=self.project, run__name=self.run, instance_id__in=instance_ids).values_list(
-            "instance_id", "repo", Length("problem_statement")
+            "instance_id", "repo", "base_commit", Length("problem_statement"), "fail_to_pass", "pass_to_pass"
         )
-        for instance_id, repo, statement_length in tasks:
-            self.task_has[instance_id] = (bool(repo), bool(statement_length))
+        for instance_id, repo, base_commit, statement_length, f2p, p2p in tasks:
+            present = {"repo": repo, "base_commit": base_commit, "problem_statement": statement_length, "FAIL_TO_PASS": f2p,
+                       "PASS_TO_PASS": p2p}
+            self.task_has[instance_id] = {key for key, value in present.items() if value}
+
+
+def _task(instance_id: str, found: list, has: set[str]) -> dict:
+    """The group line's task: what the files state, less the fields the stored task already has (a missing field is never a conflict)."""
+    task: dict = {"instance_id": instance_id}
+    stated: dict = {}
+    for item in found:
+        for key, value in item.attempt.task.items():
+            stated.setdefault(key, value)
+    if repo_of(instance_id):
+        stated.setdefault("repo", repo_of(instance_id))
+    statement = RunFinder.problem_statement(found)
+    if statement:
+        stated.setdefault("problem_statement", statement)
+    task.update({key: value for key, value in stated.items() if key in _TASK_KEYS and key not in has})
+    return task
 
 
 def import_runs(
@@ -139,9 +161,14 @@ def import_runs(
     step: int,
     sources: list[Source],
     fmt: str = "auto",
+    reward_threshold: float | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> ImportSummary:
-    """Import every attempt found in `sources` into (run, step); refusals and skips are reported, never raised."""
+    """Import every attempt found in `sources` into (run, step); refusals and skips are reported, never raised.
+
+    verl dumps name their own steps (grading.ingest.importers.verl): their groups go to those
+    steps, everything else to `step`. `reward_threshold` turns verl scores into rewards.
+    """
     if not run or len(run) > MAX_NAME:
         raise ValueError(f"run name must be 1..{MAX_NAME} characters")
     try:
@@ -152,24 +179,32 @@ def import_runs(
         raise ValueError(f"step must be between 0 and {MAX_INT:,}")
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if reward_threshold is not None and not (isfinite(reward_threshold)):
+        raise ValueError("reward threshold must be a finite number")
     summary = ImportSummary()
-    finder = RunFinder(sources, fmt=fmt).scan()
-    instance_ids = finder.instance_ids
-    summary.files, summary.bytes, summary.instances = finder.files_seen, finder.bytes_seen, len(instance_ids)
-    stored = _Stored(project, run, step)
+    finder = RunFinder(sources, fmt=fmt, reward_threshold=reward_threshold, step=step).scan()
+    keys = finder.instance_ids
+    summary.files, summary.bytes, summary.instances = finder.files_seen, finder.bytes_seen, len(keys)
+    stored = _Stored(project, run)
     uids_by_line: dict[int, str] = {}
     unencodable: list[dict] = []
 
+    def uid_of(key: str) -> tuple[str, int, str]:
+        instance_id, group_step, stem = finder.group_of(key)
+        group_step = step if group_step is None else group_step
+        return instance_id, group_step, f"{stem}@{group_step}"
+
     def lines() -> Iterator[tuple[int, bytes]]:
-        for position, instance_id in enumerate(instance_ids):
+        for position, key in enumerate(keys):
             if position % _LOOKUP_CHUNK == 0:
-                stored.load(instance_ids[position : position + _LOOKUP_CHUNK])
-            found = finder.attempts(instance_id)
+                chunk = [uid_of(k) for k in keys[position : position + _LOOKUP_CHUNK]]
+                stored.load([uid for _, _, uid in chunk], sorted({instance_id for instance_id, _, _ in chunk}))
+            found = finder.attempts(key)
             if on_progress:
-                on_progress(position + 1, len(instance_ids))
+                on_progress(position + 1, len(keys))
             if not found:
                 continue
-            uid = f"{instance_id}@{step}"
+            instance_id, group_step, uid = uid_of(key)
             known = stored.refs.get(uid, {})
             next_index = stored.max_index.get(uid, -1) + 1
             rollouts = []
@@ -185,15 +220,9 @@ def import_runs(
                     summary.rollouts_passed += 1
                 else:
                     summary.rollouts_failed += 1
-            has_repo, has_statement = stored.task_has.get(instance_id, (False, False))
-            task = {"instance_id": instance_id}
-            # Fields the task already has are left out: a missing field is never a conflict.
-            if not has_repo and repo_of(instance_id):
-                task["repo"] = repo_of(instance_id)
-            statement = RunFinder.problem_statement(found)
-            if not has_statement and statement:
-                task["problem_statement"] = statement
-            group = {"format": FORMAT, "run": run, "step": step, "uid": uid, "task": task, "rollouts": rollouts}
+            task = _task(instance_id, found, stored.task_has.get(instance_id, set()))
+            stored.task_has.setdefault(instance_id, set()).update(task)  # the next group of this task (another step) repeats none
+            group = {"format": FORMAT, "run": run, "step": group_step, "uid": uid, "task": task, "rollouts": rollouts}
             try:
                 line = orjson.dumps(group)
             except orjson.JSONEncodeError as exc:  # e.g. nested deeper than orjson writes (255 levels)
@@ -369,12 +398,16 @@ def unpack_upload(sources: list[dict]) -> list[dict]:
     return resolved
 
 
-def create_import_job(*, project: Project, user, run: str, step: int, fmt: str, sources: list[dict], uploaded: list[dict]) -> ImportJob:
+def create_import_job(
+    *, project: Project, user, run: str, step: int, fmt: str, sources: list[dict], uploaded: list[dict],
+    reward_threshold: float | None = None,
+) -> ImportJob:
     """Record the job and queue it once the row is committed (the worker must be able to read it)."""
     with transaction.atomic():
         run_obj, _ = Run.objects.get_or_create(project=project, name=run)
         job = ImportJob.objects.create(
-            project=project, run=run_obj, step=step, format=fmt, sources=sources, uploaded_files=uploaded, created_by=user
+            project=project, run=run_obj, step=step, format=fmt, sources=sources, uploaded_files=uploaded, created_by=user,
+            reward_threshold=reward_threshold,
         )
         transaction.on_commit(lambda: import_job_task.delay(job_id=job.pk))
     return job
@@ -432,7 +465,8 @@ def run_import_job(*, job_id: int) -> ImportJob:
             job.save(update_fields=["sources"])
         media = Path(settings.MEDIA_ROOT)
         sources = [Source(media / s["path"], label=s.get("label", ""), shown=_shown(s["path"])) for s in job.sources]
-        summary = import_runs(project=job.project, run=job.run.name, step=job.step, sources=sources, fmt=job.format, on_progress=progress)
+        summary = import_runs(project=job.project, run=job.run.name, step=job.step, sources=sources, fmt=job.format,
+                              reward_threshold=job.reward_threshold, on_progress=progress)
         job.refresh_from_db(fields=["progress_done", "progress_total"])
         job.summary = _safe(summary.as_dict())
         job.status = ImportJob.Status.DONE if summary.aborted is None else ImportJob.Status.FAILED

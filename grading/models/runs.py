@@ -229,7 +229,7 @@ class RolloutContent(models.Model):
 
 
 class ImportJob(models.Model):
-    """One upload of agent runs (mini-swe-agent, SWE-agent, SWE-bench) imported by a Celery task.
+    """One upload of agent runs (mini-swe-agent, SWE-agent, SWE-bench, OpenHands, verl dumps) imported by a Celery task.
 
     Progress is written with `update_fields` by the task only; the run page polls it.
     """
@@ -244,6 +244,8 @@ class ImportJob(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="import_jobs")
     step = models.PositiveIntegerField()
     format = models.CharField(max_length=20, default="auto")
+    # verl dumps: a score >= this passes; None: scores must be 0 or 1 (grading.ingest.importers.verl)
+    reward_threshold = models.FloatField(null=True, blank=True)
     # [{"path": folder relative to MEDIA_ROOT, "label": prefix of the rollouts' source refs}]
     sources = models.JSONField(default=list, blank=True)
     uploaded_files = models.JSONField(default=list, blank=True)  # [{"name", "size"}]

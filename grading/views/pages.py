@@ -65,9 +65,9 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
         request,
         "grading/run.html",
         {"project": project_obj, "run": run_obj, "steps": steps, "page": page, "mapping": mapping,
-         "credit_chart": selectors.credit_chart(credit) if credit else None, **_import_jobs(run_obj),
-         "can_manage": "manage" in membership.capabilities, "grader": grader_name(run_obj),
-         "caps": membership.capabilities, **progress,
+         "credit_chart": selectors.credit_chart(credit) if credit else None, **import_jobs(run_obj),
+         "can_manage": "manage" in membership.capabilities, "can_import": "ingest" in membership.capabilities,
+         "grader": grader_name(run_obj), "caps": membership.capabilities, **progress,
          "baselines": Run.Baseline.choices, "auto_grades": Run.AutoGrade.choices},
     )
 
@@ -94,7 +94,7 @@ def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
 RECENT_IMPORT_JOBS = 10
 
 
-def _import_jobs(run: Run) -> dict:
+def import_jobs(run: Run) -> dict:
     jobs = list(ImportJob.objects.filter(run=run).select_related("created_by")[:RECENT_IMPORT_JOBS])
     return {"import_jobs": jobs, "imports_active": any(job.is_active for job in jobs)}
 
@@ -103,9 +103,9 @@ def _import_jobs(run: Run) -> dict:
 @require_GET
 @vary_on_headers("HX-Request")
 def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
-    """The run page's import jobs, polled by htmx every 2 s while one is queued or running."""
+    """The import jobs of the run page and the import page, polled by htmx every 2 s while one is queued or running."""
     project_obj, _, run_obj = page_run(request, project, run, "view")
-    context = {"project": project_obj, "run": run_obj, **_import_jobs(run_obj)}
+    context = {"project": project_obj, "run": run_obj, **import_jobs(run_obj)}
     return render(request, "grading/run.html#import-jobs", context)
 
 

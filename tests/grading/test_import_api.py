@@ -130,12 +130,12 @@ def test_a_queued_job_is_polled_every_two_seconds(client, alice, alice_token, ru
     assert r.status_code == 202 and r.json()["status"] == "queued"
     client.force_login(alice)
     html = client.get(reverse("run", args=["acme", "sweep"])).content.decode()
-    assert 'hx-trigger="every 2s"' in html and 'hx-get="/projects/acme/runs/sweep/imports/"' in html
-    part = client.get("/projects/acme/runs/sweep/imports/", HTTP_HX_REQUEST="true")
+    assert 'hx-trigger="every 2s"' in html and 'hx-get="/projects/acme/runs/sweep/imports/jobs/"' in html
+    part = client.get("/projects/acme/runs/sweep/imports/jobs/", HTTP_HX_REQUEST="true")
     assert part.status_code == 200 and "<html" not in part.content.decode() and "queued" in part.content.decode()
     assert "HX-Request" in part["Vary"]
     ImportJob.objects.update(status="running", progress_done=1, progress_total=4)
-    assert '<progress max="100" value="25">' in client.get("/projects/acme/runs/sweep/imports/", HTTP_HX_REQUEST="true").content.decode()
+    assert '<progress max="100" value="25">' in client.get("/projects/acme/runs/sweep/imports/jobs/", HTTP_HX_REQUEST="true").content.decode()
 
 
 @pytest.mark.parametrize(
@@ -170,8 +170,11 @@ def test_field_refusals(client, alice_token, runs):
     assert upload(client, alice_token, [archive()], url="/api/v1/imports/").status_code == 400  # no project
     r = upload(client, alice_token, [archive()], step="-1")
     assert r.status_code == 400 and "step" in r.json()["fields"]
-    r = upload(client, alice_token, [archive()], fmt="openhands")
+    r = upload(client, alice_token, [archive()], fmt="harbor")  # Harbor ATIF is not read yet
     assert r.status_code == 400 and "format" in r.json()["fields"]
+    r = client.post(URL, {"run": "sweep", "step": "3", "reward_threshold": "nan", "file": [archive()]},
+                    HTTP_AUTHORIZATION=f"Token {alice_token}")
+    assert r.status_code == 400 and "reward_threshold" in r.json()["fields"]
     assert upload(client, alice_token, [archive()], run="").status_code == 400
     r = upload(client, alice_token, [])
     assert r.status_code == 400 and "no files" in r.json()["detail"]

@@ -41,6 +41,55 @@ class SourceError(ValueError):
     """A file that yields no rollouts; the message says why (shown next to its name)."""
 
 
+def jsonl_lines(path: Path, *, limit: int | None = None):
+    """(line number, byte offset, bytes or None) for each non-blank line of a JSON Lines file, read one line at a time.
+
+    A line longer than `limit` (default MAX_JSON_BYTES) is given as None and not held in memory;
+    the file as a whole has no size limit (an OpenHands output.jsonl of a full benchmark is large).
+    `read_line_at` reads a line again in pass 2.
+    """
+    limit = MAX_JSON_BYTES if limit is None else limit
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise SourceError(f"unreadable: {exc.strerror or exc}") from None
+    with handle:
+        number, offset = 0, 0
+        while True:
+            line = handle.readline(limit + 1)
+            if not line:
+                return
+            number += 1
+            start, offset = offset, offset + len(line)
+            if len(line) > limit and not line.endswith(b"\n"):
+                while line and not line.endswith(b"\n"):  # skip the rest of the long line, a chunk at a time
+                    line = handle.readline(limit + 1)
+                    offset += len(line)
+                yield number, start, None
+                continue
+            if line.strip():
+                yield number, start, line
+
+
+def read_line_at(path: Path, offset: int, *, limit: int | None = None) -> bytes:
+    """The line starting at byte `offset` (as `jsonl_lines` found it)."""
+    return read_lines_at(path, [offset], limit=limit)[0]
+
+
+def read_lines_at(path: Path, offsets: list[int], *, limit: int | None = None) -> list[bytes]:
+    """The lines starting at each of `offsets`, the file opened once."""
+    limit = MAX_JSON_BYTES if limit is None else limit
+    lines = []
+    try:
+        with path.open("rb") as handle:
+            for offset in offsets:
+                handle.seek(offset)
+                lines.append(handle.readline(limit + 1))
+    except OSError as exc:
+        raise SourceError(f"unreadable: {exc.strerror or exc}") from None
+    return lines
+
+
 def size_refusal(path: Path, size: int, limit: int) -> str:
     """'<name> is N MB, over the M MB limit' (the name shown safely, whatever bytes it holds)."""
     return f"{safe_text(path.name)} is {size / MB:,.0f} MB, over the {limit / MB:,.0f} MB limit"
@@ -177,6 +226,7 @@ class Verdict:
     ref: str  # the file it came from
     tests: dict | None = None
     test_log: str = ""
+    rule: str = ""  # which rule of the source decided, in words (older harness reports, trainer scores)
 
     @property
     def reward(self) -> float:
@@ -229,6 +279,15 @@ def verdicts_from_report_file(obj: Any, *, instance_hint: str | None, ref: str) 
 SUMMARY_LISTS = (("error_ids", ERROR), ("empty_patch_ids", EMPTY_PATCH), ("unresolved_ids", UNRESOLVED), ("resolved_ids", RESOLVED))
 
 
+_OLD_REPORT_KEYS = ("stats", "resolved_per_project", "generated", "applied", "with_logs", "no_generation")
+
+
+def is_old_report(obj: Any) -> bool:
+    """The pre-2024 harness's `final_report.json` / `results.json`: a `resolved` id list beside its
+    `stats`, `resolved_per_project` or the `generated` / `applied` lists."""
+    return isinstance(obj, dict) and isinstance(obj.get("resolved"), list) and any(key in obj for key in _OLD_REPORT_KEYS)
+
+
 def is_run_summary(obj: Any) -> bool:
     return isinstance(obj, dict) and any(isinstance(obj.get(key), list) for key in ("resolved_ids", "unresolved_ids"))
 
@@ -263,6 +322,9 @@ class Attempt:
     evaluated_patch: str | None = None  # the patch the harness scored, when the file says which
     verdict_ambiguous: bool = False  # several attempts and no way to tell which one was scored
     unfinished: bool = False  # no exit status and no submission: the agent never finished
+    own_verdict: Verdict | None = None  # the file's own word on this attempt (OpenHands test_result.report, verl score)
+    task: dict = field(default_factory=dict)  # gagar-group/1 task fields the file states (repo, base_commit, FAIL_TO_PASS, ...)
+    step: int | None = None  # the step the file places this attempt at (verl dumps); None: the import's step
 
     def rollout(self, *, verdict: Verdict | None, reward_note: str = "") -> dict:
         """The `gagar-group/1` rollout (no index yet). Deterministic: the same file gives the same dict."""
@@ -270,6 +332,8 @@ class Attempt:
         if verdict is not None:
             reward: float | None = verdict.reward
             metadata["verdict"] = {"status": verdict.status, "source": verdict.source, "ref": verdict.ref}
+            if verdict.rule:
+                metadata["verdict"]["rule"] = verdict.rule
         elif is_empty_patch(self.patch):
             reward = 0.0  # nothing to apply: the harness fails an empty patch
             metadata["verdict"] = {"status": EMPTY_PATCH, "source": "empty patch"}

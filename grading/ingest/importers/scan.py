@@ -27,25 +27,35 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from grading.ingest.importers import mini_swe_agent, swe_agent, swebench
+import orjson
+
+from grading.ingest.importers import mini_swe_agent, openhands, swe_agent, swebench, verl
 from grading.ingest.importers.common import (
+    MAX_JSON_BYTES,
+    RESOLVED,
+    UNRESOLVED,
     Attempt,
     SourceError,
     Verdict,
     is_bare_report,
     is_empty_patch,
+    is_old_report,
     is_run_summary,
+    jsonl_lines,
     load_json,
+    read_line_at,
+    read_lines_at,
     safe_text,
     same_patch,
+    text_of,
     verdicts_from_report_file,
     verdicts_from_summary,
 )
 
-FORMATS = ("auto", "mini-swe-agent", "swe-agent", "swebench")
+FORMATS = ("auto", "mini-swe-agent", "swe-agent", "swebench", "openhands", "verl")
 MAX_TEST_LOG = 2 * 1024 * 1024  # characters of test_output.txt kept (the tail: failures are at the end)
 _IDS_SHOWN = 5
 
@@ -85,13 +95,26 @@ class Finding:
 @dataclass
 class _Candidate:
     instance_id: str
-    kind: str  # "trajectory" or "prediction"
+    kind: str  # "trajectory", "prediction", "openhands" (one output.jsonl line) or "verl" (dump rows of one group)
     path: Path
     ref: str
     root: tuple[int, str]
     order: tuple
     prediction: dict | None = None
     sidecar: Path | None = None
+    lines: list[tuple[int, int]] = field(default_factory=list)  # (line number, byte offset) in `path`
+    step: int | None = None  # verl: the group's step
+
+
+@dataclass
+class _OldReport:
+    """A pre-2024 harness report (`final_report.json`, `results.json`): ids resolved, and optionally generated / applied."""
+
+    root: tuple[int, str]
+    ref: str
+    resolved: set[str]
+    generated: set[str] | None
+    applied: set[str] | None
 
 
 @dataclass
@@ -137,6 +160,34 @@ def _ids(ids: Iterable[str]) -> str:
     return shown + (f", … ({len(ids) - _IDS_SHOWN} more)" if len(ids) > _IDS_SHOWN else "")
 
 
+def _id_set(value) -> set[str] | None:
+    return {i for i in value if isinstance(i, str)} if isinstance(value, list) else None
+
+
+def _parse_line(number: int, raw: bytes | None):
+    if raw is None:
+        raise SourceError(f"line {number}: longer than the {MAX_JSON_BYTES // (1024 * 1024)} MB limit of one line")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise SourceError(f"line {number}: truncated or invalid JSON ({exc})") from None
+
+
+def _jsonl_kind(path: Path) -> str:
+    """What a .jsonl holds, from its first line that parses: "openhands", "verl" or "predictions"."""
+    for number, _, raw in jsonl_lines(path):
+        try:
+            obj = _parse_line(number, raw)
+        except SourceError:
+            continue
+        if openhands.is_output_line(obj):
+            return "openhands"
+        if verl.is_row(obj):
+            return "verl"
+        return "predictions"
+    return "predictions"
+
+
 def _read_tail(path: Path) -> str:
     try:
         size = path.stat().st_size
@@ -150,11 +201,19 @@ def _read_tail(path: Path) -> str:
 
 
 class RunFinder:
-    def __init__(self, sources: list[Source], *, fmt: str = "auto"):
+    """`reward_threshold`: a verl score >= it passes (None: scores must be 0 or 1). `step`: the
+    import's step, for verl rows that name none (neither a `step` field nor a `<n>.jsonl` name)."""
+
+    def __init__(self, sources: list[Source], *, fmt: str = "auto", reward_threshold: float | None = None, step: int | None = None):
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
         self.sources = sources
         self.fmt = fmt
+        self.reward_threshold = reward_threshold
+        self.step = step
+        # group key -> (instance id, step or None for the import's, uid without "@step"); keys not here are instance ids
+        self._groups: dict[str, tuple[str, int | None, str]] = {}
+        self._old_reports: list[_OldReport] = []
         self.findings: list[Finding] = []
         self.files_seen = 0
         self.bytes_seen = 0
@@ -245,6 +304,9 @@ class RunFinder:
             return  # read with its report.json
         if name == "report.json":
             obj = load_json(path)
+            if is_old_report(obj) or is_run_summary(obj):
+                self._classify_json(position, obj, rel, ref, parts)
+                return
             hint = parts[-2] if len(parts) >= 2 else None
             verdicts = verdicts_from_report_file(obj, instance_hint=hint, ref=ref)
             log = _read_tail(path.with_name("test_output.txt")) if "test_output.txt" in present and len(verdicts) == 1 else ""
@@ -256,32 +318,121 @@ class RunFinder:
                 self._report_refs.append((root, instance_id, ref))
             return
         if name.endswith(".jsonl"):
+            kind = _jsonl_kind(path)
+            if kind == "openhands" and name.endswith(".swebench_eval.jsonl") and f"{name[: -len('.swebench_eval.jsonl')]}.jsonl" in present:
+                self._openhands_verdicts(position, path, ref, parts)  # the evaluated copy of output.jsonl: verdicts only
+                return
+            if kind == "openhands" or self.fmt == "openhands":
+                if self.fmt not in ("auto", "openhands"):
+                    raise SourceError(f"an OpenHands output.jsonl, but --format {self.fmt} was asked for")
+                self._openhands_file(position, path, ref, rel, parts)
+                return
+            if kind == "verl" or self.fmt == "verl":
+                if self.fmt not in ("auto", "verl"):
+                    raise SourceError(f"a verl rollout dump, but --format {self.fmt} was asked for")
+                self._verl_file(position, path, name, ref, rel)
+                return
             predictions, problems = swebench.predictions_from_jsonl(path)
             for problem in problems:
                 self._skip(ref, problem)
             self._prediction_files.append(_PredictionFile((position, "/".join(parts[:-1])), rel, ref, predictions))
             return
         if name.endswith(".json"):
-            obj = load_json(path)
-            root = (position, "/".join(parts[:-1]))
-            if is_run_summary(obj):
-                verdicts = verdicts_from_summary(obj, ref=ref)
-                for instance_id, verdict in verdicts.items():
-                    self._verdicts[root][instance_id].append(verdict)
-                self._summary_refs.append((root, ref, set(verdicts)))
-                return
-            if swebench.is_predictions(obj):
-                self._prediction_files.append(_PredictionFile(root, rel, ref, swebench.predictions_of(obj)))
-                return
-            if isinstance(obj, dict) and obj and all(is_bare_report(v) for v in obj.values()):
-                verdicts = verdicts_from_report_file(obj, instance_hint=None, ref=ref)
-                root = (position, _report_root(parts, verdicts))
-                for instance_id, verdict in verdicts.items():
-                    self._verdicts[root][instance_id].append(verdict)
-                    self._report_refs.append((root, instance_id, ref))
-                return
-            raise SourceError("unrelated JSON (not a trajectory, predictions, report.json or run summary)")
-        raise SourceError("unrelated file (not a trajectory, predictions, report.json or run summary)")
+            self._classify_json(position, load_json(path), rel, ref, parts)
+            return
+        raise SourceError("unrelated file (not a trajectory, predictions, output.jsonl, rollout dump, report or run summary)")
+
+    def _classify_json(self, position: int, obj, rel: str, ref: str, parts: list[str]) -> None:
+        root = (position, "/".join(parts[:-1]))
+        if is_old_report(obj):
+            self._old_reports.append(
+                _OldReport(root, ref, _id_set(obj["resolved"]) or set(), _id_set(obj.get("generated")), _id_set(obj.get("applied")))
+            )
+            return
+        if is_run_summary(obj):
+            verdicts = verdicts_from_summary(obj, ref=ref)
+            for instance_id, verdict in verdicts.items():
+                self._verdicts[root][instance_id].append(verdict)
+            self._summary_refs.append((root, ref, set(verdicts)))
+            return
+        if swebench.is_predictions(obj):
+            self._prediction_files.append(_PredictionFile(root, rel, ref, swebench.predictions_of(obj)))
+            return
+        if isinstance(obj, dict) and obj and all(is_bare_report(v) for v in obj.values()):
+            verdicts = verdicts_from_report_file(obj, instance_hint=None, ref=ref)
+            root = (position, _report_root(parts, verdicts))
+            for instance_id, verdict in verdicts.items():
+                self._verdicts[root][instance_id].append(verdict)
+                self._report_refs.append((root, instance_id, ref))
+            return
+        raise SourceError("unrelated JSON (not a trajectory, predictions, report.json or run summary)")
+
+    # -- JSON Lines of one instance (OpenHands) or one sample (verl) per line ---------------
+    def _openhands_file(self, position: int, path: Path, ref: str, rel: str, parts: list[str]) -> None:
+        root = (position, "/".join(parts[:-1]))
+        seen: dict[str, int] = defaultdict(int)
+        found = 0
+        for number, offset, raw in jsonl_lines(path):
+            try:
+                line = _parse_line(number, raw)
+            except SourceError as exc:
+                self._skip(ref, str(exc))
+                continue
+            if not openhands.is_output_line(line):
+                self._skip(ref, f"line {number}: not an OpenHands output line (needs instance_id and history or test_result)")
+                continue
+            instance_id = line["instance_id"]
+            seen[instance_id] += 1
+            suffix = "" if seen[instance_id] == 1 else f"~{seen[instance_id]}"
+            self._candidates[instance_id].append(_Candidate(
+                instance_id, "openhands", path, f"{ref}#{instance_id}{suffix}", root, (position, rel, number), lines=[(number, offset)]))
+            found += 1
+        if not found:
+            raise SourceError("no OpenHands output lines (instance_id with history or test_result)")
+
+    def _openhands_verdicts(self, position: int, path: Path, ref: str, parts: list[str]) -> None:
+        root = (position, "/".join(parts[:-1]))
+        for number, _, raw in jsonl_lines(path):
+            try:
+                line = _parse_line(number, raw)
+            except SourceError as exc:
+                self._skip(ref, str(exc))
+                continue
+            verdict = openhands.verdict_of(line, ref=ref) if openhands.is_output_line(line) else None
+            if verdict is not None:
+                self._verdicts[root][line["instance_id"]].append(verdict)
+                self._report_refs.append((root, line["instance_id"], ref))
+
+    def _verl_file(self, position: int, path: Path, name: str, ref: str, rel: str) -> None:
+        """All rows of the file or none: one score that cannot be a reward refuses the file, naming its line."""
+        file_step = verl.step_of_name(name)
+        groups: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        info: dict[str, tuple[str, int | None, str]] = {}
+        for number, offset, raw in jsonl_lines(path):
+            row = _parse_line(number, raw)  # a broken line refuses the file: a group missing a sample is not the group
+            if not verl.is_row(row):
+                raise SourceError(f"line {number}: not a verl rollout row (needs input, output and score)")
+            problem = verl.check_score(row, self.reward_threshold)
+            if problem:
+                raise SourceError(f"line {number}: {problem}")
+            step = row.get("step")
+            step = step if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else file_step
+            if step is None:
+                step = self.step
+            stem = verl.group_stem(row)
+            key = f"verl:{step if step is not None else ''}:{stem}"
+            groups[key].append((number, offset))
+            info[key] = (verl.prompt_id(text_of(row.get("input"))), step, stem)
+        if not groups:
+            raise SourceError("no rows (a verl dump has one JSON object per line)")
+        for key, lines in groups.items():
+            self._groups[key] = info[key]
+            self._candidates[key].append(
+                _Candidate(info[key][0], "verl", path, ref, (position, rel), (position, rel, lines[0][0]), lines=lines, step=info[key][1])
+            )
+        steps = sorted({s for _, s, _ in info.values() if s is not None})
+        self._skip(ref, f"verl dump: {sum(len(v) for v in groups.values())} rows in {len(groups)} group(s)"
+                        + (f" at step {', '.join(map(str, steps))} (the dump's own step)" if steps else ""), NOTICE)
 
     def _settle(self) -> None:
         """Decide what predictions are, and which run each verdict belongs to."""
@@ -309,7 +460,7 @@ class RunFinder:
             else:
                 self._skip(file.ref, f"SWE-bench predictions, but --format {self.fmt} was asked for")
 
-        candidate_roots = {c.root for cs in self._candidates.values() for c in cs}
+        candidate_roots = {c.root for cs in self._candidates.values() for c in cs if c.kind != "verl"}
         by_source: dict[int, set[str]] = defaultdict(set)
         for position, root in candidate_roots:
             by_source[position].add(root)
@@ -320,6 +471,11 @@ class RunFinder:
                 moved[root] = target
                 for instance_id, verdicts in self._verdicts.pop(root).items():
                     self._verdicts[target][instance_id].extend(verdicts)
+        for report in self._old_reports:
+            root = report.root
+            if root not in candidate_roots and len(by_source.get(root[0], ())) == 1:
+                root = (root[0], next(iter(by_source[root[0]])))
+            self._apply_old_report(report, root)
         have = {(c.root, c.instance_id) for cs in self._candidates.values() for c in cs}
         for root, instance_id, ref in self._report_refs:
             if (moved.get(root, root), instance_id) not in have:
@@ -331,10 +487,46 @@ class RunFinder:
             elif missing:
                 self._skip(ref, f"{len(missing)} instance(s) in this run summary have no trajectory or prediction: {_ids(missing)}", NOTICE)
 
+    def _apply_old_report(self, report: _OldReport, root: tuple[int, str]) -> None:
+        """Resolved ids pass; an instance with a prediction (trajectory or predictions entry) in the run and
+        not resolved fails; when the report lists `generated`, an instance it does not list gets no verdict."""
+        ids = {c.instance_id for cs in self._candidates.values() for c in cs if c.root == root and c.kind != "verl"}
+        passed, failed, uncovered = set(), set(), set()
+        for instance_id in ids:
+            if instance_id in report.resolved:
+                passed.add(instance_id)
+                verdict = Verdict(RESOLVED, "old-report", report.ref, rule="listed in 'resolved' of the older harness report")
+            elif report.generated is not None and instance_id not in report.generated:
+                uncovered.add(instance_id)
+                continue
+            else:
+                failed.add(instance_id)
+                why = " (not in 'applied': the patch did not apply)" if report.applied is not None and instance_id not in report.applied else ""
+                verdict = Verdict(UNRESOLVED, "old-report", report.ref,
+                                  rule=f"a prediction in this run and not in 'resolved' of the older harness report{why}")
+            self._verdicts[root][instance_id].append(verdict)
+        if not ids:
+            self._skip(report.ref, f"older SWE-bench harness report whose {len(report.resolved)} resolved id(s) have no "
+                                   "trajectory or prediction in this run")
+            return
+        note = (f"older SWE-bench harness report: {len(passed)} instance(s) pass (listed in 'resolved'), {len(failed)} fail "
+                "(a prediction in this run, not in 'resolved')")
+        if uncovered:
+            note += f"; {len(uncovered)} not in its 'generated' list get no verdict from it: {_ids(uncovered)}"
+        missing = report.resolved - ids
+        if missing:
+            note += f"; {len(missing)} resolved id(s) have no trajectory or prediction here: {_ids(missing)}"
+        self._skip(report.ref, note, NOTICE)
+
     # -- pass 2 -----------------------------------------------------------------
     @property
     def instance_ids(self) -> list[str]:
+        """The group keys, sorted: an instance id (one group at the import's step) or a verl group's key."""
         return sorted(self._candidates)
+
+    def group_of(self, key: str) -> tuple[str, int | None, str]:
+        """(instance id of the task, step or None for the import's, the group's uid before "@<step>")."""
+        return self._groups.get(key, (key, None, key))
 
     def attempts(self, instance_id: str) -> list[FoundAttempt]:
         found: list[FoundAttempt] = []
@@ -354,6 +546,21 @@ class RunFinder:
     def _read(self, candidate: _Candidate) -> list[Attempt]:
         if candidate.kind == "prediction":
             return [swebench.attempt_from_prediction(candidate.prediction, ref=candidate.ref)]
+        if candidate.kind == "openhands":
+            number, offset = candidate.lines[0]
+            attempt = openhands.attempt_from_line(_parse_line(number, read_line_at(candidate.path, offset)), ref=candidate.ref)
+            unknown = attempt.metadata.get("unknown_events")
+            if unknown:
+                kinds = ", ".join(f"{label} ×{count}" for label, count in unknown.items())
+                self._skip(candidate.ref, f"line {number}: event types OpenHands does not define, kept as plain messages: {kinds}", NOTICE)
+            return [attempt]
+        if candidate.kind == "verl":
+            raws = read_lines_at(candidate.path, [offset for _, offset in candidate.lines])
+            return [
+                verl.attempt_from_row(_parse_line(number, raw), ref=f"{candidate.ref}#line-{number}",
+                                      threshold=self.reward_threshold, default_step=candidate.step)
+                for (number, _), raw in zip(candidate.lines, raws, strict=True)
+            ]
         obj = load_json(candidate.path)
         named = obj.get("instance_id") if isinstance(obj, dict) else None
         if isinstance(named, str) and named and named != candidate.instance_id:
@@ -371,17 +578,21 @@ class RunFinder:
             raise SourceError("not a trajectory this importer knows (neither mini-swe-agent nor SWE-agent)")
         raise SourceError(f"not a {self.fmt} trajectory (--format {self.fmt})")
 
-    def _verdict(self, candidate: _Candidate) -> tuple[Verdict | None, str]:
+    def _verdict(self, candidate: _Candidate, attempt: Attempt) -> tuple[Verdict | None, str]:
         verdicts = self._verdicts.get(candidate.root, {}).get(candidate.instance_id, [])
+        if attempt.own_verdict is not None:
+            verdicts = [attempt.own_verdict, *verdicts]
         reports = [v for v in verdicts if v.source == "report"] or verdicts
         if not reports:
+            if attempt.format == openhands.FORMAT:
+                return None, "no test_result.report in the output line and no report or run summary beside it"
             return None, "no report.json or run-summary entry for this instance"
         if len({v.status for v in reports}) > 1:
             return None, "conflicting verdicts: " + "; ".join(f"{v.ref} says {v.status}" for v in reports)
         return reports[0], ""
 
     def _rollout(self, candidate: _Candidate, attempt: Attempt) -> dict:
-        verdict, why = self._verdict(candidate)
+        verdict, why = self._verdict(candidate, attempt)
         evaluated = attempt.evaluated_patch
         if evaluated is None:
             evaluated = self._evaluated.get(candidate.root, {}).get(candidate.instance_id)
@@ -394,7 +605,11 @@ class RunFinder:
             self._skip(attempt.ref, f"no verdict ({why}): reward unknown", UNKNOWN)
         elif verdict is None and is_empty_patch(attempt.patch):
             status = f" (exit status {attempt.exit_status})" if attempt.exit_status else ""
-            self._skip(attempt.ref, f"no submission{status}: counted as failing (empty patch)", NOTICE)
+            if attempt.format == openhands.FORMAT:
+                self._skip(attempt.ref, f"a history without a patch (test_result.git_patch empty or missing){status}: "
+                                        "counted as failing (empty patch)", NOTICE)
+            else:
+                self._skip(attempt.ref, f"no submission{status}: counted as failing (empty patch)", NOTICE)
         return rollout
 
     @staticmethod

@@ -13,8 +13,9 @@ LISTED = 50  # findings printed per kind; the rest are counted
 
 class Command(BaseCommand):
     help = (
-        "Import agent runs — mini-swe-agent run folders, SWE-agent .traj files, SWE-bench predictions — "
-        "with their SWE-bench verdicts into one (run, step): one group per instance, one rollout per attempt. "
+        "Import agent runs — mini-swe-agent run folders, SWE-agent .traj files, SWE-bench predictions, OpenHands "
+        "output.jsonl, verl rollout dumps ({step}.jsonl) — with their SWE-bench verdicts into one (run, step): one group "
+        "per instance, one rollout per attempt (verl dumps: one group per uid or prompt, at the dump's own steps). "
         "Several PATHs are several runs of the same tasks."
     )
 
@@ -24,10 +25,12 @@ class Command(BaseCommand):
         parser.add_argument("--run", required=True, help="run name (created if new)")
         parser.add_argument("--step", required=True, type=int, help="step number of the groups (uid <instance_id>@<step>)")
         parser.add_argument("--format", default="auto", choices=FORMATS, help="default: detected per file")
+        parser.add_argument("--reward-threshold", type=float, default=None, metavar="X",
+                            help="verl dumps: a score >= X passes (without it, a score that is not 0 or 1 refuses its file)")
         parser.add_argument("--create-project", action="store_true", help="create the project if it does not exist")
         parser.add_argument("--no-progress", action="store_true")
 
-    def handle(self, *args, paths, project, run, step, format, create_project, no_progress, **options):
+    def handle(self, *args, paths, project, run, step, format, reward_threshold, create_project, no_progress, **options):
         if step < 0:
             raise CommandError("--step must be >= 0")
         try:
@@ -45,7 +48,8 @@ class Command(BaseCommand):
 
         try:
             summary = import_runs(
-                project=project_obj, run=run, step=step, sources=[Source(Path(p)) for p in paths], fmt=format, on_progress=progress
+                project=project_obj, run=run, step=step, sources=[Source(Path(p)) for p in paths], fmt=format,
+                reward_threshold=reward_threshold, on_progress=progress,
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
