@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -19,7 +18,7 @@ from grading.ingest.importers.archives import ARCHIVE_SUFFIXES, MAX_BYTES, MAX_M
 from grading.ingest.importers.common import MAX_JSON_BYTES
 from grading.ingest.importers.scan import FORMATS
 from grading.ingest.imports import UploadRefused, create_import_job, store_upload
-from grading.projects.access import get_project_for, page_run
+from grading.projects.access import page_run
 from grading.views.pages import import_jobs
 
 FORMAT_LABELS = {
@@ -44,14 +43,8 @@ def _context(project, run, **extra) -> dict:
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def import_page(request: HttpRequest, project: str, run: str) -> HttpResponse:
-    try:
-        project_obj, _, run_obj = page_run(request, project, run, "ingest")
-    except PermissionDenied:
-        # A member without the ingest capability: a page that says why, in the site's layout (403), not a bare error.
-        project_obj, membership = get_project_for(request.user, project, "view")
-        _, _, run_obj = page_run(request, project, run, "view")
-        return render(request, "grading/imports.html", {"project": project_obj, "run": run_obj, "refused": membership.get_role_display()},
-                      status=403)
+    # A member without the ingest capability meets the site's 403 page (gagar_web/errors.py): their role, a way back.
+    project_obj, _, run_obj = page_run(request, project, run, "ingest")
     if request.method != "POST":
         return render(request, "grading/imports.html", _context(project_obj, run_obj))
     values = {key: request.POST.get(key, "") for key in ("format", "step", "reward_threshold")}

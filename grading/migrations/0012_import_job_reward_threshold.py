@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grading', '0010_mapping_version_per_project'),
+        ('grading', '0011_group_review_queue_order'),
     ]
 
     operations = [

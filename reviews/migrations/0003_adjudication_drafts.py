@@ -8,8 +8,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grading', '0011_rubric_guide'),
-        ('reviews', '0001_initial'),
+        ('grading', '0013_rubric_guide'),
+        ('reviews', '0002_group_awaits_review'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

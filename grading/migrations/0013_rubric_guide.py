@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grading', '0010_mapping_version_per_project'),
+        ('grading', '0012_import_job_reward_threshold'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
