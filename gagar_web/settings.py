@@ -217,6 +217,17 @@ CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
 
+# --- Cache ----------------------------------------------------------------------
+# Login failures (below) and the calibration figures (reviews/selectors/calibration.py) are
+# kept in Django's cache: local memory per process unless GAGAR_CACHE_URL names a Redis
+# database that every web process shares (redis://host:6379/N).
+_CACHE_URL = os.environ.get("GAGAR_CACHE_URL", "").strip()
+if _CACHE_URL:
+    if not _CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured("GAGAR_CACHE_URL must be a redis://, rediss:// or unix:// URL")
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL,
+                          "KEY_PREFIX": "gagar"}}
+
 # Login throttling (gagar_web/login.py): failed sign-ins per username and per address
 # within the window, counted in Django's cache (local memory unless CACHES says otherwise).
 GAGAR_LOGIN_MAX_FAILURES = _env_int("GAGAR_LOGIN_MAX_FAILURES", 5, minimum=1)

@@ -41,9 +41,25 @@ def test_postgres_url_and_broker_are_read():
         ({"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "short"}, "DJANGO_SECRET_KEY"),
         ({"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "k" * 60}, "DJANGO_ALLOWED_HOSTS"),
         ({"GAGAR_MAX_LINE_BYTES": "lots"}, "GAGAR_MAX_LINE_BYTES"),
+        ({"GAGAR_CACHE_URL": "memcached://x:11211"}, "GAGAR_CACHE_URL"),
     ],
 )
 def test_bad_values_fail_loudly_at_start(env, named):
     r = start(**env)
     assert r.returncode != 0
     assert "ImproperlyConfigured" in r.stderr and named in r.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("CELERY_BROKER_URL", "").startswith("redis://"),
+                    reason="needs CELERY_BROKER_URL (real Redis), as in CI")
+def test_a_shared_cache_is_used_and_works_when_named():
+    """GAGAR_CACHE_URL: every web process shares login counts and calibration figures (real Redis)."""
+    code = ("import django; django.setup(); from django.conf import settings; from django.core.cache import cache; "
+            "print(settings.CACHES['default']['BACKEND']); cache.set('probe', 41); print(cache.get('probe') + 1)")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "GAGAR_CACHE"))}
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                       env={**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings",
+                            "GAGAR_CACHE_URL": os.environ["CELERY_BROKER_URL"]})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["django.core.cache.backends.redis.RedisCache", "42"]
+

@@ -10,10 +10,12 @@ reviews stay the material of the people-vs-people ceiling (`people`).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from django.core.cache import cache
 
 from grading.method.advantage import MappingSpec, group_summary, redistribute
 from grading.method.services import active_mapping, step_balance, step_inputs
@@ -27,6 +29,32 @@ from reviews.stats.calibration import DEFAULT_K, DEFAULT_Q, FittedMapping, boots
 
 COLUMNS = ["group", "uid", "rollout", "rater", "tier", "rank", "cheat", "audit", "step", "repo", "grader"]
 ADJUDICATED = "adjudicated"
+MEMO_SECONDS = 24 * 3600
+
+
+def _digest(frame: pd.DataFrame) -> str:
+    """A fingerprint of a frame's columns and values (row order included)."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(repr((list(frame.columns), len(frame))).encode())
+    if len(frame):
+        h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def _memo(name: str, frame: pd.DataFrame, compute, **params):
+    """`compute()` once per (figure, frame contents, parameters), kept in Django's cache.
+
+    The figures are pure functions of the frame (the resamples are seeded), so a key made of
+    the frame's contents never goes stale: a new judgment changes the frame, hence the key,
+    of exactly the reports it touches. A run's calibration page then recomputes only the
+    slices and steps whose judgments changed since it was last drawn, not ~3,500 resamples
+    of everything on every view."""
+    key = f"gagar:calibration:{name}:{_digest(frame)}:{sorted(params.items())!r}"
+    found = cache.get(key)
+    if found is None:
+        found = compute()
+        cache.set(key, found, MEMO_SECONDS)
+    return found
 
 
 @dataclass
@@ -146,6 +174,10 @@ def _statistics(frame: pd.DataFrame):
 def report(frame: pd.DataFrame, *, n_boot: int, seed: int = 0) -> dict:
     """Figures as plain dicts, plus the confusion counts (grader rows × people's consensus
     columns) and the number of comparable groups."""
+    return _memo("report", frame[_AGREEMENT_COLUMNS], lambda: _report(frame, n_boot=n_boot, seed=seed), n_boot=n_boot, seed=seed)
+
+
+def _report(frame: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
     stats = _statistics(frame)
     if stats is None or not len(stats):
         return {"n_groups": 0, "figures": {}, "confusion": [[0] * 3 for _ in range(3)]}
@@ -166,6 +198,10 @@ def _figure(figure) -> dict:
 
 
 def ceiling(people: pd.DataFrame, *, n_boot: int, seed: int = 0) -> dict:
+    return _memo("ceiling", people[_AGREEMENT_COLUMNS], lambda: _ceiling(people, n_boot=n_boot, seed=seed), n_boot=n_boot, seed=seed)
+
+
+def _ceiling(people: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
     counts = people.groupby("group")["rater"].nunique() if not people.empty else pd.Series(dtype=int)
     overlap = int((counts >= 2).sum())
     if not overlap:
@@ -190,6 +226,11 @@ def slices(frame: pd.DataFrame, *, n_boot: int, max_repos: int = 8) -> list[dict
 
 def fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int = 0, q=DEFAULT_Q, k: float = DEFAULT_K) -> FittedMapping:
     """docs/method.md §5 on the (grader tier, people's consensus tier) pairs, intervals resampling groups."""
+    return _memo("fitted", frame[_AGREEMENT_COLUMNS], lambda: _fitted_mapping(frame, n_boot=n_boot, seed=seed, q=q, k=k),
+                 n_boot=n_boot, seed=seed, q=q, k=k)
+
+
+def _fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int, q, k: float) -> FittedMapping:
     stats = _statistics(frame)
     if stats is None or not len(stats):
         pairs = pd.DataFrame({"group": [], "grader_tier": [], "human_tier": []})

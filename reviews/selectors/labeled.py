@@ -46,11 +46,15 @@ def labeled_group_ids(*, run: Run, since: datetime | None = None, adjudicated_on
         judged = judged.filter(kind=Judgment.Kind.ADJUDICATION)
     groups = Group.objects.filter(run=run).filter(Exists(judged))
     if since is not None:
+        # Uncorrelated: each set of changed groups is read once (a hashed subplan on
+        # PostgreSQL), not probed once per group of the run as OR'd EXISTS would be.
         groups = groups.filter(
-            Exists(Judgment.objects.filter(group=OuterRef("pk"), created_at__gt=since))
-            | Exists(Verdict.objects.filter(group=OuterRef("pk"), created_at__gt=since))
-            | Exists(CheatDecision.objects.filter(Q(created_at__gt=since) | Q(decided_at__gt=since), rollout__group=OuterRef("pk")))
-            | Exists(CheatAudit.objects.filter(decision__rollout__group=OuterRef("pk"), created_at__gt=since))
+            Q(pk__in=Judgment.objects.filter(group__run=run, created_at__gt=since).values("group_id"))
+            | Q(pk__in=Verdict.objects.filter(group__run=run, created_at__gt=since).values("group_id"))
+            | Q(pk__in=CheatDecision.objects.filter(Q(created_at__gt=since) | Q(decided_at__gt=since), rollout__group__run=run)
+                .values("rollout__group_id"))
+            | Q(pk__in=CheatAudit.objects.filter(decision__rollout__group__run=run, created_at__gt=since)
+                .values("decision__rollout__group_id"))
         )
     return list(groups.order_by("step__number", "uid").values_list("pk", flat=True))
 

@@ -107,3 +107,30 @@ def test_agreement_api(client, alice, carol, trainer_token, judged):
     assert client.get("/api/v1/agreement/?project=acme").status_code == 404
     client.logout()
     assert client.get("/api/v1/agreement/?project=acme").status_code in (401, 403)
+
+
+def test_figures_are_computed_once_per_frame_contents_and_again_when_a_judgment_changes(client, alice, judged, monkeypatch):
+    """The calibration page keeps each report by the contents of the judgments it summarises:
+    a second view resamples nothing; a changed judgment recomputes exactly the reports whose
+    rows changed (here every report of the run: one step, one grader, one repo)."""
+    from django.core.cache import cache
+
+    from reviews.models import JudgmentItem
+    from reviews.selectors import calibration as data
+
+    cache.clear()
+    calls = []
+    real = data.report_from_statistics
+    monkeypatch.setattr(data, "report_from_statistics", lambda *a, **k: calls.append(1) or real(*a, **k))
+    client.force_login(alice)
+    first = client.get("/projects/acme/calibration/?run=r1").context["overall"]
+    assert calls, "the page computed no report"
+    n_first = len(calls)
+    calls.clear()
+    assert client.get("/projects/acme/calibration/?run=r1").context["overall"] == first
+    assert calls == []  # nothing resampled the second time, and the same figures
+    item = JudgmentItem.objects.filter(tier="T3").first()
+    item.tier = "T1"
+    item.save(update_fields=["tier"])
+    changed = client.get("/projects/acme/calibration/?run=r1").context["overall"]
+    assert changed != first and 0 < len(calls) <= n_first
