@@ -47,6 +47,14 @@ def group_path(uid: str) -> str:
     return f"/projects/acme/runs/r1/groups/{uid}/"
 
 
+def tier_lanes(page, keys) -> None:
+    """Give the passing lanes their tiers from the keyboard, one key a lane, `j` to the next."""
+    for n, key in enumerate(keys):
+        if n:
+            page.keyboard.press("j")
+        page.keyboard.press(key)
+
+
 def wait_until_ready(page) -> None:
     """The group page's script has bound its key handlers (static/js/judge.js sets the marker)."""
     page.wait_for_selector('body[data-judge-ready="true"]', state="attached")
@@ -116,11 +124,7 @@ def test_second_reviewer_submitting_at_the_same_time_is_told_of_the_conflict(liv
         expect(page.get_by_test_id("blind-badge")).to_be_visible()
         wait_until_ready(page)
     for name in ("bob", "dan"):  # both loaded the page before either submitted
-        page = pages[name]
-        for n, key in enumerate(["1", "1", "2"]):
-            if n:
-                page.keyboard.press("j")
-            page.keyboard.press(key)
+        tier_lanes(pages[name], ["1", "1", "2"])
     pages["bob"].keyboard.press("s")
     expect(pages["bob"].locator(".flash")).to_contain_text("Judgment stored")
     pages["dan"].keyboard.press("s")
@@ -138,10 +142,7 @@ def test_a_submit_right_after_the_last_key_sends_no_draft_with_it(live_server, p
     wait_until_ready(page)
     posts: list[str] = []
     page.on("request", lambda r: posts.append(r.url.rstrip("/").rsplit("/", 1)[-1]) if r.method == "POST" else None)
-    for n, key in enumerate(["1", "2", "3"]):
-        if n:
-            page.keyboard.press("j")
-        page.keyboard.press(key)
+    tier_lanes(page, ["1", "2", "3"])
     page.keyboard.press("s")
     expect(page.locator(".flash")).to_contain_text("Judgment stored")
     assert posts == ["judgment"]

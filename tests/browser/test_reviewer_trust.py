@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 from grading.models import RubricGuide
 from reviews.models import AdjudicationDraft, Assignment, Judgment, Reveal
 from reviews.services.queue import assign, update_policy
-from tests.browser.test_review_desk import group_path, log_in, wait_until_ready, watch_dialogs
+from tests.browser.test_review_desk import group_path, log_in, tier_lanes, wait_until_ready, watch_dialogs
 from tests.reviews.conftest import GRADER, SECRET_NOTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -61,10 +61,7 @@ def test_browsing_reviewer_judges_blind_after_choosing_so(live_server, page, bob
     expect(page.get_by_test_id("blind-badge")).to_be_visible()
     wait_until_ready(page)
     assert_no_grader_field(page.content(), "blind judging")
-    for n, key in enumerate(["1", "2", "3"]):
-        if n:
-            page.keyboard.press("j")
-        page.keyboard.press(key)
+    tier_lanes(page, ["1", "2", "3"])
     page.keyboard.press("s")
     expect(page.locator(".flash")).to_contain_text("Judgment stored")
     expect(page.locator("section.verdict")).to_have_count(3)
@@ -179,10 +176,7 @@ def test_shift_s_stores_the_judgment_and_opens_the_next_group(live_server, page,
     page.get_by_test_id("next-group").click()
     expect(page).to_have_url(re.compile(re.escape(group_path("g1@1")) + "$"))
     wait_until_ready(page)
-    for n, key in enumerate(["1", "2", "3"]):
-        if n:
-            page.keyboard.press("j")
-        page.keyboard.press(key)
+    tier_lanes(page, ["1", "2", "3"])
     page.keyboard.press("Shift+S")
     expect(page).to_have_url(re.compile(re.escape(group_path("g2@1")) + "$"))
     expect(page.locator(".flash")).to_contain_text("Judgment of g1@1 stored. Next: g2@1.")
@@ -197,10 +191,7 @@ def test_an_adjudication_draft_survives_a_reload(live_server, page, fay, judged)
     dialogs = watch_dialogs(page)
     log_in(page, live_server, "fay", group_path("g1@1") + "?mode=adjudicate")
     wait_until_ready(page)
-    for n, key in enumerate(["2", "1", "3"]):
-        if n:
-            page.keyboard.press("j")
-        page.keyboard.press(key)
+    tier_lanes(page, ["2", "1", "3"])
     page.get_by_test_id("reason").select_option("tie")
     expect(page.locator("#draft-status")).to_contain_text("draft saved", timeout=5000)
     order = [int(x) for x in page.eval_on_selector_all("article.lane:has([data-judge])", "els => els.map(e => e.dataset.index)")]
@@ -265,10 +256,7 @@ def test_a_503_on_submit_keeps_the_form_and_offers_a_retry(live_server, writes_r
     wait_until_ready(page)
     statuses: list[int] = []
     page.on("response", lambda r: statuses.append(r.status) if r.request.method == "POST" else None)
-    for n, key in enumerate(["1", "2", "3"]):
-        if n:
-            page.keyboard.press("j")
-        page.keyboard.press(key)
+    tier_lanes(page, ["1", "2", "3"])
     order = [int(x) for x in page.eval_on_selector_all("article.lane:has([data-judge])", "els => els.map(e => e.dataset.index)")]
     with writes_refused():
         page.keyboard.press("s")
