@@ -9,8 +9,8 @@
 // posted through htmx (hx-post on the form): the server answers with HX-Redirect, and a
 // failure it could not answer (a 503, a lost connection) leaves the form as it is, says so
 // and offers a retry. Shift+S (or the button) submits and opens the next queued group.
-// Irreversible actions (forms with data-confirm) open their <dialog> first: focus on
-// Cancel, Esc cancels, Enter confirms. No key of the page acts while a dialog is open.
+// Irreversible actions (forms with data-confirm) open their <dialog> first (confirm.js).
+// No key of the page acts while a dialog is open.
 (function () {
   "use strict";
   var form, lanes = [], current = -1, started = Date.now(), saveTimer = null, dirty = false;
@@ -167,36 +167,20 @@
     if (plain) plain.addEventListener("click", function () { wantNext = false; });
   }
 
-  // <dialog> confirmations for the forms that carry data-confirm="<dialog id>".
+  // Confirmations are static/js/confirm.js's; here, what a confirmed form takes along.
   function bindConfirms() {
-    document.querySelectorAll("form[data-confirm]").forEach(function (target) {
-      var dialog = document.getElementById(target.dataset.confirm);
-      if (!dialog) return;
-      var cancel = dialog.querySelector("[data-action=cancel]"), confirm = dialog.querySelector("[data-action=confirm]");
-      function go() {
-        dialog.close();
-        if (form && form.dataset.draftUrl && target.querySelector("[data-testid=reveal-early]")) {
-          // Revealing early keeps what was typed: the judging fields go along as the draft.
-          new FormData(form).forEach(function (value, name) {
-            if (name === "csrfmiddlewaretoken" || typeof value !== "string") return;
-            var input = document.createElement("input");
-            input.type = "hidden"; input.name = name; input.value = value;
-            target.appendChild(input);
-          });
-        }
-        stopAutosave();
-        target.submit();  // the form's own submit: no "submit" event, so no second dialog
+    document.addEventListener("gagar:confirmed", function (e) {
+      var target = e.target;
+      if (form && form.dataset.draftUrl && target.querySelector("[data-testid=reveal-early]")) {
+        // Revealing early keeps what was typed: the judging fields go along as the draft.
+        new FormData(form).forEach(function (value, name) {
+          if (name === "csrfmiddlewaretoken" || typeof value !== "string") return;
+          var input = document.createElement("input");
+          input.type = "hidden"; input.name = name; input.value = value;
+          target.appendChild(input);
+        });
       }
-      target.addEventListener("submit", function (e) {
-        e.preventDefault();
-        dialog.showModal();
-        cancel.focus();  // the safe choice
-      });
-      cancel.addEventListener("click", function () { dialog.close(); });
-      confirm.addEventListener("click", go);
-      dialog.addEventListener("keydown", function (e) {
-        if (e.key === "Enter") { e.preventDefault(); e.stopPropagation(); go(); }
-      });
+      stopAutosave();
     });
   }
 

@@ -251,7 +251,17 @@ def test_admin_manages_the_team_and_its_tokens(live_server, page, alice, bob):
     page.get_by_test_id("save-role-newbie").click()
     expect(page.locator(".flash")).to_contain_text("newbie is now adjudicator")
     assert Membership.objects.get(user__username="newbie").role == Role.ADJUDICATOR
+    page.wait_for_selector('body[data-confirm-ready="true"]', state="attached")
+    page.get_by_test_id("remove-newbie").click()  # irreversible: a dialog first, Cancel focused, Esc cancels
+    dialog = page.get_by_test_id("confirm-remove-newbie")
+    expect(dialog).to_be_visible()
+    expect(page.get_by_test_id("confirm-remove-newbie-cancel")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    assert Membership.objects.filter(user__username="newbie").exists()
     page.get_by_test_id("remove-newbie").click()
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Enter")
     expect(page.locator(".flash")).to_contain_text("newbie was removed from acme")
     expect(page.get_by_test_id("member-newbie")).to_have_count(0)
 
@@ -275,7 +285,9 @@ def test_admin_manages_the_team_and_its_tokens(live_server, page, alice, bob):
     assert secret not in page.content()  # shown once
     row = page.get_by_test_id(f"token-{token.prefix}")
     expect(row).not_to_contain_text("never")  # last use
+    page.wait_for_selector('body[data-confirm-ready="true"]', state="attached")
     page.get_by_test_id(f"revoke-{token.prefix}").click()
+    page.get_by_test_id(f"confirm-revoke-{token.prefix}-confirm").click()
     expect(page.locator(".flash")).to_contain_text("the API refuses it from now on")
     expect(page.get_by_test_id(f"token-{token.prefix}")).to_contain_text("revoked")
     refused = page.request.post(f"{live_server.url}/api/v1/groups/?project=acme", data=jsonl(small_group("t-2@1")),
