@@ -14,10 +14,12 @@ then runs docker/start.sh as that user through ``setpriv`` and checks that migra
 gunicorn answers /healthz, the collected static files are served, the media directory takes
 an upload, and nothing was written into the app directory.
 
-Needs root (to own the copy and switch users); CI runs as root. The interpreter is this
-venv's (sys.executable) when the unprivileged user can run it. When it cannot (here the venv's
-python is a symlink into root's 0700 home), the same-version system interpreter runs instead,
-with this venv's site-packages on PYTHONPATH, so the packages are the same.
+Needs root (to own the copy, switch users and bind mounts); CI runs as root. The interpreter
+is this venv's (sys.executable) when the unprivileged user can run it. When it cannot (here the
+venv's python is a symlink into root's 0700 home), the same-version system interpreter runs
+instead, with this venv's site-packages on PYTHONPATH, so the packages are the same. The user
+reaches site-packages through bind mounts under <tmp>/site in a mount namespace of the start
+command's own, since the checkout may sit in a folder only root can enter.
 """
 
 from __future__ import annotations
@@ -131,10 +133,19 @@ def _unprivileged_user() -> pwd.struct_passwd:
         return pwd.getpwnam("gagar-nobody")
 
 
-def _as_user(user: pwd.struct_passwd, argv: list[str]) -> list[str]:
+def _as_user(user: pwd.struct_passwd, argv: list[str], mounts: list[tuple[str, Path]] = ()) -> list[str]:
+    """`argv` as `user`; with `mounts`, in a private mount namespace where each (source, target)
+    is bound first, so the user reaches the venv's packages through a path of the test's own
+    even when the checkout sits in a folder only root may enter (`mktemp -d` makes it 0700)."""
     setpriv = shutil.which("setpriv", path=SYSTEM_PATH)
     assert setpriv, "setpriv (util-linux) is needed to run the start script as another user"
-    return [setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", *argv]
+    command = [setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups", *argv]
+    if not mounts:
+        return command
+    unshare = shutil.which("unshare", path=SYSTEM_PATH)
+    assert unshare, "unshare (util-linux) is needed to show the venv's packages to another user"
+    binds = " && ".join(f"mount --bind {shlex.quote(source)} {shlex.quote(str(target))}" for source, target in mounts)
+    return [unshare, "--mount", "--propagation", "private", "/bin/sh", "-c", f'{binds} && exec "$0" "$@"', *command]
 
 
 def _site_packages() -> list[str]:
@@ -142,7 +153,7 @@ def _site_packages() -> list[str]:
     return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
 
 
-def _python_for(user: pwd.struct_passwd, env: dict, app: Path) -> str:
+def _python_for(user: pwd.struct_passwd, env: dict, app: Path, mounts: list[tuple[str, Path]]) -> str:
     """This venv's python if `user` can run it (through sh, as the start script does), else a
     same-version interpreter the user can run; either must import the app from the copy."""
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -158,7 +169,7 @@ def _python_for(user: pwd.struct_passwd, env: dict, app: Path) -> str:
         if python != sys.executable and not os.path.exists(python):
             continue
         result = subprocess.run(
-            _as_user(user, ["/bin/sh", "-c", '"$0" -c "$1"', python, probe]),
+            _as_user(user, ["/bin/sh", "-c", '"$0" -c "$1"', python, probe], mounts),
             cwd=app, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT,
         )
         words = result.stdout.split()
@@ -220,7 +231,12 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
 
     # The image's ENV (Dockerfile), with this layout's paths, and nothing from this shell
     # (CI's DATABASE_URL and broker must not leak in).
-    site = _site_packages()
+    # The venv's packages as the user will see them: bound under <tmp>/site (see _as_user).
+    mounts = [(source, base / "site" / str(n)) for n, source in enumerate(_site_packages())]
+    for _, target in mounts:
+        target.mkdir(parents=True)
+        os.chmod(target.parent, 0o755)
+    site = [str(target) for _, target in mounts]
     image_env = {
         "PATH": SYSTEM_PATH,
         "LANG": "C.UTF-8",
@@ -260,12 +276,12 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
         "GUNICORN_WORKERS": "1",
         "GUNICORN_TIMEOUT": "30",
     }
-    run_env["PYTHON"] = _python_for(user, run_env, app)
+    run_env["PYTHON"] = _python_for(user, run_env, app, mounts)
 
     log_path = base / "start.log"
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
-            _as_user(user, [str(app / "docker" / "start.sh")]),
+            _as_user(user, [str(app / "docker" / "start.sh")], mounts),
             cwd=app, env=run_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     try:
@@ -307,7 +323,7 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
             "print(settings.MEDIA_ROOT, default_storage.path(name))"
         )
         upload = subprocess.run(
-            _as_user(user, [run_env["PYTHON"], "-c", probe]),
+            _as_user(user, [run_env["PYTHON"], "-c", probe], mounts),
             cwd=app, env={**run_env, "DJANGO_SETTINGS_MODULE": "gagar_web.settings"},
             capture_output=True, text=True, timeout=STEP_TIMEOUT,
         )
