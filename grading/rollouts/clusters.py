@@ -19,9 +19,9 @@ no test of the task names and that either
 
 - carry one of the agent's scratch names (`SCRATCH_*` below, picked from the real
   trajectories under tests/fixtures: mini-swe-agent writes `reproduce_issue.py`,
-  `reproduction_script.py`, `verify_fix.py`, `apply_fix.py`, `test_fix.py`,
-  `run_repro.py`, `check_*.py`, `test_<something>.py` and `reproduction/` apps at the
-  repository root; issue 16 adds `debug_*.py`, `final_test.py`, `*_SUMMARY.md`,
+  `reproduction_script.py`, `verify_fix.py`, `apply_fix.py`, `test_fix.py`, and at the
+  repository root `run_repro.py`, `check_*.py`, `inspect_issue.py`, `modify_latex.py`,
+  `patch_models.py`, `test_<something>.py`, `reproduction/` and `test_fk_app/` apps; issue 16 adds `debug_*.py`, `final_test.py`, `*_SUMMARY.md`,
   `FIX_*.md`, `scratch/`), or
 - no other rollout of the group touches (a helper only this rollout wrote).
 
@@ -68,7 +68,8 @@ SCRATCH_STEMS = ("test_fix", "verify_fix", "apply_fix")  # the file name without
 SCRATCH_MD_SUFFIXES = ("_summary.md",)  # IMPLEMENTATION_SUMMARY.md, FIX_SUMMARY.md
 SCRATCH_MD_PREFIXES = ("fix_",)  # FIX_NOTES.md
 # At the repository root only (a file, or the first directory of its path):
-SCRATCH_ROOT_PREFIXES = ("repro", "run_repro", "debug", "verify_", "check_", "test_", "scratch")
+SCRATCH_ROOT_PREFIXES = ("repro", "run_", "debug", "verify_", "check_", "test_", "scratch", "inspect_", "modify_",
+                         "patch_", "apply_")
 
 
 @dataclass(frozen=True)

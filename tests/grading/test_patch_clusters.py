@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from grading.rollouts import clusters
 from grading.rollouts.clusters import cluster_patches, is_scratch_name, patch_changes
+from tests.helpers import load_real_groups
 
 
 def file_diff(path: str, hunks: list[tuple[int, list[str], list[str]]], *, context: str = "ctx") -> str:
@@ -154,11 +155,32 @@ def test_scratch_names_from_the_real_trajectories():
                  "run_repro.py", "check_fail_behavior.py", "test_floatformat.py", "reproduction/settings.py",
                  "reproduce_app/__init__.py", "debug_issue.py", "pkg/debug_x.py", "final_test.py",
                  "IMPLEMENTATION_SUMMARY.md", "docs/FIX_NOTES.md", "scratch/a.py", "pkg/scratch/b.txt",
-                 "test_fix_2.py"):
+                 "test_fix_2.py", "inspect_issue.py", "modify_latex.py", "patch_models.py", "test_fk_app/models.py",
+                 "run_fk_test.py"):
         assert is_scratch_name(path), path
     for path in ("pkg/core.py", "pkg/tests/test_core.py", "tests/test_fixtures.py", "README.md",
-                 "pkg/views/debug.py", "docs/summary.md", "setup.py", "pkg/checks.py"):
+                 "pkg/views/debug.py", "docs/summary.md", "setup.py", "pkg/checks.py",
+                 "pkg/run_tests.py", "pkg/patch_utils.py"):
         assert not is_scratch_name(path), path
+
+
+def test_real_patches_each_their_own_cluster_whatever_the_whitespace():
+    """The 16 real patches in one group, each twice (the copy re-indented with tabs and
+    trailing spaces, its files in reverse order): 16 clusters of two, no extra files."""
+    patches = []
+    for n, group in enumerate(load_real_groups()):
+        patch = group["rollouts"][0]["patch"]
+        files = ["diff --git " + part for part in patch.split("diff --git ") if part]
+        copy = "".join(reversed([
+            "\n".join(line[:1] + line[1:].replace("    ", "\t") + "  " if line[:1] in ("+", "-") and not line.startswith(("+++", "---"))
+                      else line for line in part.split("\n"))
+            for part in files]))
+        patches += [(2 * n, patch), (2 * n + 1, copy)]
+    g = cluster_patches(patches)
+    assert g.distinct == 16
+    assert all(members == (first, first + 1) for first, members in g.clusters.items())
+    assert sum(r.extra for r in g.rollouts) == 0
+    assert g.of(0).label == "same change as #1"
 
 
 def test_hostile_and_huge_patches_finish_quickly():
