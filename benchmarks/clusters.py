@@ -15,7 +15,9 @@
    rules in grading/rollouts/clusters.py were picked from this list.
 3. The demo data (grading/ingest/demo.py): clusters per group, distinct solutions per
    group, extra files.
-4. Time per group (clustering only; patches already in memory).
+4. Time per group (clustering only; patches already in memory), and the worst a hostile
+   group costs: 8 rollouts, each a patch just under every cap (MAX_ROWS hunk rows of
+   MAX_ROW_CHARS characters in all), and 8 just over them.
 
 Pure: no Django, no database.
 """
@@ -35,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from grading.ingest.demo import demo_groups  # noqa: E402
 from grading.ingest.importers.mini_swe_agent import rollout_from_trajectory  # noqa: E402
+from grading.rollouts import clusters  # noqa: E402
 from grading.rollouts.clusters import cluster_patches, is_scratch_name  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -138,6 +141,21 @@ def main() -> None:
           + ", ".join(f"{n} in {c} group{'s' if c != 1 else ''}" for n, c in sorted(distinct.items())))
     print(f"  extra files: {extras}; clustering {statistics.median(times) * 1000:.2f} ms per group (median), "
           f"{max(times) * 1000:.2f} ms max")
+
+    print("\n== Hostile groups: 8 rollouts, each patch at (or past) the caps")
+    for title, rows, width in (("under the caps", clusters.MAX_ROWS - 10, clusters.MAX_PATCH_CHARS // clusters.MAX_ROWS - 12),
+                               ("past the line cap", clusters.MAX_ROWS + 10, 10),
+                               ("past the size cap", clusters.MAX_ROWS // 2, 2 * clusters.MAX_PATCH_CHARS // clusters.MAX_ROWS + 1)):
+        patches = []
+        for index in range(8):
+            body = "".join(f"+{index} {'x' * width} {n}\n" for n in range(rows))
+            patches.append((index, f"--- a/big.py\n+++ b/big.py\n@@ -0,0 +1,{rows} @@\n{body}"))
+        started = time.perf_counter()
+        g = cluster_patches(patches)
+        elapsed = time.perf_counter() - started
+        size = sum(len(p) for _, p in patches)
+        print(f"  {title}: {size / 8 / 1e6:.2f} MB per patch, {rows:,} rows; {g.distinct} clusters in {elapsed:.2f} s "
+              f"({g.rollouts[0].note or 'compared line by line'})")
 
 
 if __name__ == "__main__":

@@ -32,10 +32,11 @@ Clusters: rollouts with the same key form one cluster, numbered by its first (lo
 member's index, and each rollout gets a label such as "same change as #3, +2 extra files".
 
 Cost is bounded on untrusted patches: no regular expression runs on patch text here
-(names are matched with str methods); a patch longer than MAX_PATCH_CHARS is not parsed,
-and one parsed past MAX_ROWS rows or MAX_ROW_CHARS characters (diffs.parse_patch's own
-caps) is not compared line by line: its key is a digest of its whole text, normalised line
-by line in one pass, so identical huge patches still share a cluster. A patch the diff
+(names are matched with str methods); a patch longer than MAX_PATCH_CHARS characters or
+MAX_ROWS lines is not parsed (the diff parser reads all of a patch before
+diffs.parse_patch's row caps apply), and is not compared line by line: its key is a digest
+of its whole text, normalised line by line in one pass, so identical huge patches still
+share a cluster. A patch the diff
 parser refuses is keyed the same way.
 
 >>> a = "--- a/m.py\\n+++ b/m.py\\n@@ -1,2 +1,2 @@\\n x = 0\\n-y = 1\\n+y = 2\\n"
@@ -55,9 +56,9 @@ from dataclasses import dataclass
 
 from grading.rollouts.diffs import parse_patch
 
-MAX_PATCH_CHARS = 2_000_000  # longer: keyed by a digest of its text, never parsed
-MAX_ROWS = 40_000  # hunk rows compared line by line (5x the group page's 8,000 shown)
-MAX_ROW_CHARS = 2_000_000  # characters of hunk rows compared line by line
+MAX_PATCH_CHARS = 1_000_000  # longer: keyed by a digest of its text, never parsed (2x the group page's 500,000 shown)
+MAX_ROWS = 20_000  # more lines: the same (2.5x the 8,000 rows the group page shows; ~0.2 s of parsing)
+MAX_ROW_CHARS = MAX_PATCH_CHARS  # characters of hunk rows compared line by line
 MAX_TEST_NAMES = 20_000  # test names read for the files they touch
 MAX_PATH_CHARS = 4_096  # a longer path is compared as it is, never matched against names
 
@@ -147,6 +148,9 @@ def patch_changes(patch: str | None) -> PatchChanges:
     if len(text) > MAX_PATCH_CHARS:
         return PatchChanges((), _raw_digest(text),
                             f"patch of {len(text):,} characters (over {MAX_PATCH_CHARS:,}) compared as a whole")
+    lines = text.count("\n")
+    if lines > MAX_ROWS:
+        return PatchChanges((), _raw_digest(text), f"patch of {lines:,} lines (over {MAX_ROWS:,}) compared as a whole")
     parsed = parse_patch(text, render=False, max_rows=MAX_ROWS, max_chars=MAX_ROW_CHARS)
     if not parsed.parses:
         return PatchChanges((), _raw_digest(text), "patch does not parse as a unified diff; compared as a whole")
