@@ -218,7 +218,7 @@ def test_references(tests: Iterable[str]) -> tuple[frozenset[str], frozenset[str
         name = (name or "")[:MAX_PATH_CHARS]
         head = name.split("::", 1)[0].strip()
         if "/" in head or head.endswith(".py"):
-            paths.add(head.lstrip("./") if head.startswith("./") else head)
+            paths.add(head[2:] if head.startswith("./") else head)
         open_at = name.rfind(" (")
         if name.endswith(")") and open_at >= 0:
             dotted = name[open_at + 2:-1].strip()
