@@ -8,6 +8,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -82,5 +83,9 @@ def decide(request: HttpRequest, project: str, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Cheat signal {'confirmed' if verdict == 'confirm' else 'overturned'}; advantages of step "
                                   f"{decision.rollout.group.step.number} are being recomputed.")
-    back = request.POST.get("status", "pending")
-    return redirect(reverse("audit-queue", args=[project]) + f"?status={back if back in selectors.AUDIT_FILTERS else 'pending'}")
+    # Back to the filters the auditor was on (status and source), as the htmx answer keeps them.
+    status, source = request.POST.get("status", "pending"), request.POST.get("source", "")
+    query = {"status": status if status in selectors.AUDIT_FILTERS else "pending"}
+    if source in CheatDecision.Source.values:
+        query["source"] = source
+    return redirect(reverse("audit-queue", args=[project]) + "?" + urlencode(query))

@@ -242,8 +242,9 @@ def test_auditor_confirms_then_overturns_a_grader_flag_and_the_reward_follows(cl
     assert r.status_code == 422 and "reason is required" in r.content.decode()
     decision.refresh_from_db()
     assert decision.confirmed is None
-    r = client.post(f"/projects/acme/audit/{decision.pk}/", {"verdict": "confirm", "reason": "turn 1 reads git log of the fix"})
-    assert r.status_code == 302
+    r = client.post(f"/projects/acme/audit/{decision.pk}/", {"verdict": "confirm", "reason": "turn 1 reads git log of the fix",
+                                                              "status": "all", "source": "grader"})
+    assert r.status_code == 302 and r["Location"] == "/projects/acme/audit/?status=all&source=grader"  # the filters kept
     decision.refresh_from_db()
     assert decision.confirmed is True and decision.decided_by == erin
     assert exported_reward(group, 3) == 0.0
