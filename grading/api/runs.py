@@ -90,7 +90,7 @@ class RunListCreateView(APIView):
             return body
         fields = dict(body)
         try:
-            run = create_run(project=project, name=fields.pop("name", None), **fields)
+            run = create_run(project=project, name=fields.pop("name", None), policy=fields)
         except PolicyError as exc:
             return _policy_error(exc)
         return Response(run_json(run), status=status.HTTP_201_CREATED)
@@ -123,7 +123,7 @@ class RunDetailView(APIView):
         if isinstance(body, Response):
             return body
         try:
-            run = update_run_policy(run=run, **body)
+            run = update_run_policy(run=run, changes=body)
         except PolicyError as exc:
             return _policy_error(exc)
         return Response(run_json(run))

@@ -4,6 +4,8 @@ site or `PATCH /api/v1/runs/{name}/`; checked here once for all three."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
@@ -61,8 +63,9 @@ def check_policy(fields: dict) -> dict:
     return fields
 
 
-def create_run(*, project: Project, name: str, **policy) -> Run:
-    """A new run with its policy, before any group arrives. Refuses a name already taken."""
+def create_run(*, project: Project, name: str, policy: Mapping) -> Run:
+    """A new run with its policy (a request's fields, checked here), before any group arrives.
+    Refuses a name already taken."""
     if not isinstance(name, str) or not name.strip():
         raise PolicyError("name", "name must be a non-empty string")
     if len(name) > MAX_NAME:
@@ -80,7 +83,7 @@ def create_run(*, project: Project, name: str, **policy) -> Run:
 
 
 @transaction.atomic
-def update_run_policy(*, run: Run, **changes) -> Run:
+def update_run_policy(*, run: Run, changes: Mapping) -> Run:
     """Change some of a run's policy. A new baseline changes every step's advantages (they are
     recomputed); a new auto-grader applies to groups stored from now on (grade earlier steps
     from their grading page or POST /api/v1/steps/{n}/grade/); a new deadline applies at once."""

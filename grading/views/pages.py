@@ -83,7 +83,7 @@ def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
                "grading_deadline_seconds": params.whole_or(deadline, "grading_deadline_seconds", default=deadline,
                                                            maximum=params.MAX_INT)}
     try:
-        update_run_policy(run=run_obj, **changes)
+        update_run_policy(run=run_obj, changes=changes)
     except PolicyError as exc:
         messages.error(request, f"Policy not changed: {exc}")
     else:

@@ -90,6 +90,7 @@ def test_patch_changes_the_policy_and_a_new_baseline_recomputes(client, alice_to
     ({"auto_grade": "sometimes"}, "auto_grade", "must be one of none, heuristic, llm"),
     ({"baseline": "median"}, "baseline", "must be one of mean, loo, grpo"),
     ({"colour": "blue"}, "colour", "unknown field"),
+    ({"run": "other"}, "run", "unknown field"),  # a field named like the service's own argument: 500 once
 ])
 def test_refused_policy_values_name_the_field_and_change_nothing(client, alice_token, heuristic_run, body, field, words):
     r = api(client, "patch", "/api/v1/runs/rl/", alice_token, body)
@@ -97,6 +98,12 @@ def test_refused_policy_values_name_the_field_and_change_nothing(client, alice_t
     assert r.json()["field"] == field and words in r.json()["detail"]
     heuristic_run.refresh_from_db()
     assert (heuristic_run.auto_grade, heuristic_run.grading_deadline_seconds, heuristic_run.baseline) == ("heuristic", 600, "mean")
+
+
+def test_a_new_run_with_a_field_named_project_is_refused_not_a_500(client, alice_token):
+    r = api(client, "post", "/api/v1/runs/", alice_token, {"name": "p-run", "project": None})
+    assert r.status_code == 400 and r.json()["field"] == "project" and "unknown field" in r.json()["detail"]
+    assert not Run.objects.filter(name="p-run").exists()
 
 
 def test_llm_auto_grading_is_refused_when_set_not_when_a_job_fails(client, alice_token):
