@@ -47,7 +47,8 @@ DEFAULT_DIMENSIONS: dict[str, Dimension] = {d.name: d for d in (
               "Follows the repository's conventions: its helpers, naming, error types and style.",
               "Reusing the module's existing `_normalize()` helper scores higher than pasting a new copy of it."),
 )}
-assert tuple(DEFAULT_DIMENSIONS) == RUBRIC, "one default per rubric dimension, in RUBRIC's order"
+if tuple(DEFAULT_DIMENSIONS) != RUBRIC:  # checked at import, also under python -O
+    raise RuntimeError("one default text per rubric dimension, in RUBRIC's order")
 
 
 @dataclass(frozen=True)
