@@ -368,16 +368,20 @@ class RunFinder:
         raise SourceError("unrelated JSON (not a trajectory, predictions, report.json or run summary)")
 
     # -- JSON Lines of one instance (OpenHands) or one sample (verl) per line ---------------
+    def _lines_or_skip(self, path: Path, ref: str):
+        """(number, offset, parsed line) of a JSON Lines file; a line too long or not JSON is
+        noted as skipped (naming it) and the rest go on."""
+        for number, offset, raw in jsonl_lines(path):
+            try:
+                yield number, offset, _parse_line(number, raw)
+            except SourceError as exc:
+                self._skip(ref, str(exc))
+
     def _openhands_file(self, position: int, path: Path, ref: str, rel: str, parts: list[str]) -> None:
         root = (position, "/".join(parts[:-1]))
         seen: dict[str, int] = defaultdict(int)
         found = 0
-        for number, offset, raw in jsonl_lines(path):
-            try:
-                line = _parse_line(number, raw)
-            except SourceError as exc:
-                self._skip(ref, str(exc))
-                continue
+        for number, offset, line in self._lines_or_skip(path, ref):
             if not openhands.is_output_line(line):
                 self._skip(ref, f"line {number}: not an OpenHands output line (needs instance_id and history or test_result)")
                 continue
@@ -392,12 +396,7 @@ class RunFinder:
 
     def _openhands_verdicts(self, position: int, path: Path, ref: str, parts: list[str]) -> None:
         root = (position, "/".join(parts[:-1]))
-        for number, _, raw in jsonl_lines(path):
-            try:
-                line = _parse_line(number, raw)
-            except SourceError as exc:
-                self._skip(ref, str(exc))
-                continue
+        for _, _, line in self._lines_or_skip(path, ref):
             verdict = openhands.verdict_of(line, ref=ref) if openhands.is_output_line(line) else None
             if verdict is not None:
                 self._verdicts[root][line["instance_id"]].append(verdict)
