@@ -59,13 +59,13 @@ def _refusal(*, group: Group, reviewer, assignment: Assignment | None, judged: b
     return ""
 
 
-def claim_refusal(*, group: Group, reviewer) -> str:
+def claim_refusal(*, group: Group, reviewer, policy: ReviewPolicy | None = None) -> str:
     """Why `reviewer` may not take `group` from the queue now, or "" when they may: the queue's
     own rules (queue_groups: mixed, never served or skipped, never revealed, still wanting a reviewer)."""
     return _refusal(
         group=group, reviewer=reviewer, assignment=Assignment.objects.filter(group=group, reviewer=reviewer).first(),
         judged=Judgment.objects.filter(group=group, reviewer=reviewer).exists(),
-        revealed=Reveal.objects.filter(group=group, user=reviewer).exists(), policy=policy_for(group.run.project),
+        revealed=Reveal.objects.filter(group=group, user=reviewer).exists(), policy=policy or policy_for(group.run.project),
     )
 
 
@@ -98,13 +98,13 @@ def claim_blind(*, group: Group, reviewer) -> Assignment:
     concurrent `next_assignment` skips it (SKIP LOCKED) until this commits."""
     with transaction.atomic():
         Group.objects.select_for_update().filter(pk=group.pk).first()
-        refusal = claim_refusal(group=group, reviewer=reviewer)
+        policy = policy_for(group.run.project)
+        refusal = claim_refusal(group=group, reviewer=reviewer, policy=policy)
         if refusal:
             raise ClaimRefused(refusal)
         existing = Assignment.objects.filter(group=group, reviewer=reviewer, status=Assignment.Status.OPEN).first()
         if existing is not None:
             return existing
-        policy = policy_for(group.run.project)
         try:
             with transaction.atomic():
                 return Assignment.objects.create(group=group, reviewer=reviewer, blind=policy.blind,

@@ -63,10 +63,10 @@ def update_policy(*, project: Project, overlap: float, blind: bool, lease_minute
 
 
 def wanted_reviewers(policy: ReviewPolicy):
-    """How many reviewers each group wants, as a SQL expression over the group's id."""
-    return Case(
-        When(Q(overlap_slot__lt=round(policy.overlap * 100)), then=Value(2)), default=Value(1), output_field=IntegerField()
-    )
+    """How many reviewers each group wants, as a SQL expression over the group's id (the
+    overlap share of groups, spread evenly over ids, wants two)."""
+    slot = Mod(F("id") * OVERLAP_STRIDE, 100)
+    return Case(When(LessThan(slot, round(policy.overlap * 100)), then=Value(2)), default=Value(1), output_field=IntegerField())
 
 
 def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: ReviewPolicy | None = None) -> QuerySet[Group]:
@@ -90,7 +90,6 @@ def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: 
         .exclude(Exists(Reveal.objects.filter(group=OuterRef("pk"), user=reviewer)))
         .exclude(Exists(Judgment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
         .annotate(
-            overlap_slot=Mod(F("id") * OVERLAP_STRIDE, 100),
             wanted=wanted_reviewers(policy),
             taken=Coalesce(Subquery(taken, output_field=IntegerField()), 0),
             graded=F("has_valid_verdict"),
@@ -111,10 +110,7 @@ def refresh_awaits_review(*, project: Project, policy: ReviewPolicy | None = Non
         Assignment.objects.filter(group=OuterRef("pk"), status=Assignment.Status.SUBMITTED)
         .order_by().values("group").annotate(n=Count("pk")).values("n")
     )
-    wanted = Case(
-        When(LessThan(Mod(F("id") * OVERLAP_STRIDE, 100), round(policy.overlap * 100)), then=Value(2)),
-        default=Value(1), output_field=IntegerField(),
-    )
+    wanted = wanted_reviewers(policy)
     groups = Group.objects.filter(run__project=project)
     if group_ids is not None:
         groups = groups.filter(pk__in=group_ids)
