@@ -17,6 +17,12 @@ def guide_for(project: Project | int | None) -> Guide:
     return DEFAULT_GUIDE if row is None else guide_from_json(row.tiers, row.dimensions)
 
 
+def guide_with_edit(project: Project) -> tuple[Guide, RubricGuide | None]:
+    """The project's guide and its stored edit (who changed it, when), for the guide page. One query."""
+    row = RubricGuide.objects.filter(project=project).select_related("updated_by").first()
+    return (DEFAULT_GUIDE if row is None else guide_from_json(row.tiers, row.dimensions)), row
+
+
 @transaction.atomic
 def save_guide(*, project: Project, user, data) -> RubricGuide:
     """Store an edited guide from form fields (all of it or nothing; GuideError names each bad field)."""

@@ -10,9 +10,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from grading.method.guide import DEFAULT_GUIDE, GuideError
-from grading.method.guides import guide_for, reset_guide, save_guide
+from grading.method.guides import guide_with_edit, reset_guide, save_guide
 from grading.method.tiers import TIERS
-from grading.models import RubricGuide
 from grading.projects.access import page_project
 
 
@@ -36,8 +35,7 @@ def rubric_guide(request: HttpRequest, project: str) -> HttpResponse:
         else:
             messages.success(request, "Rubric guide saved. The judge panel and the LLM grader's prompt use it from now on.")
             return redirect("rubric-guide", project=project_obj.name)
-    guide = guide_for(project_obj)
-    row = RubricGuide.objects.filter(project=project_obj).select_related("updated_by").first()
+    guide, row = guide_with_edit(project_obj)
     posted = request.POST if errors else {}
     tiers = [{"code": t, "value": posted.get(f"tier-{t}", guide.tier(t)), "default": DEFAULT_GUIDE.tier(t),
               "error": errors.get(f"tier-{t}")} for t in TIERS]
