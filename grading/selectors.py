@@ -8,7 +8,7 @@ from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 
 from grading.formats.groupline import stored_rollout
-from grading.models import ApiToken, Group, Membership, Project, Rollout, RolloutContent, Run, Step, StepComputation
+from grading.models import ApiToken, Group, ImportJob, Membership, Project, Rollout, RolloutContent, Run, Step, StepComputation
 
 
 def projects_for_user(user) -> QuerySet[Project]:
@@ -66,6 +66,16 @@ def credit_per_step(run: Run, mapping) -> list[tuple[int, dict]]:
         .values_list("step__number", *(Coalesce(Cast(KT(f"summary__{k}"), FloatField()), 0.0) for k in keys))
     )
     return [(number, dict(zip(keys, sums, strict=True))) for number, *sums in rows]
+
+
+RECENT_IMPORT_JOBS = 10
+
+
+def import_jobs(run: Run) -> dict:
+    """The run's newest import jobs and whether one is still queued or running (the run page and
+    the import page list them; htmx polls while one is active)."""
+    jobs = list(ImportJob.objects.filter(run=run).select_related("created_by")[:RECENT_IMPORT_JOBS])
+    return {"import_jobs": jobs, "imports_active": any(job.is_active for job in jobs)}
 
 
 def run_progress(run: Run, mapping) -> dict[str, int]:

@@ -13,13 +13,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from grading import selectors
 from grading.api.imports import ImportUploadSerializer
 from grading.ingest.importers.archives import ARCHIVE_SUFFIXES, MAX_BYTES, MAX_MEMBERS
 from grading.ingest.importers.common import MAX_JSON_BYTES
 from grading.ingest.importers.scan import FORMATS
 from grading.ingest.imports import UploadRefused, create_import_job, store_upload
 from grading.projects.access import page_run
-from grading.views.pages import import_jobs
 
 FORMAT_LABELS = {
     "auto": "Detect per file",
@@ -36,7 +36,7 @@ def _context(project, run, **extra) -> dict:
         "project": project, "run": run, "formats": [(f, FORMAT_LABELS.get(f, f)) for f in FORMATS],
         "archive_suffixes": ", ".join(ARCHIVE_SUFFIXES), "max_members": MAX_MEMBERS, "max_bytes": MAX_BYTES,
         "max_json_bytes": MAX_JSON_BYTES, "values": {"format": "auto", "step": "", "reward_threshold": ""},
-        **import_jobs(run), **extra,
+        **selectors.import_jobs(run), **extra,
     }
 
 

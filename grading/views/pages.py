@@ -16,7 +16,7 @@ from grading import selectors
 from grading.formats import params
 from grading.grader.policy import PolicyError, grader_name, update_run_policy
 from grading.method.services import active_mapping, ensure_computed, ensure_computed_many
-from grading.models import ImportJob, Run
+from grading.models import Run
 from grading.projects.access import page_project, page_run
 
 
@@ -65,7 +65,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
         request,
         "grading/run.html",
         {"project": project_obj, "run": run_obj, "steps": steps, "page": page, "mapping": mapping,
-         "credit_chart": selectors.credit_chart(credit) if credit else None, **import_jobs(run_obj),
+         "credit_chart": selectors.credit_chart(credit) if credit else None, **selectors.import_jobs(run_obj),
          "can_manage": "manage" in membership.capabilities, "can_import": "ingest" in membership.capabilities,
          "grader": grader_name(run_obj), "caps": membership.capabilities, **progress,
          "baselines": Run.Baseline.choices, "auto_grades": Run.AutoGrade.choices},
@@ -91,21 +91,13 @@ def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
     return redirect("run", project=project_obj.name, run=run_obj.name)
 
 
-RECENT_IMPORT_JOBS = 10
-
-
-def import_jobs(run: Run) -> dict:
-    jobs = list(ImportJob.objects.filter(run=run).select_related("created_by")[:RECENT_IMPORT_JOBS])
-    return {"import_jobs": jobs, "imports_active": any(job.is_active for job in jobs)}
-
-
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
 def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
     """The import jobs of the run page and the import page, polled by htmx every 2 s while one is queued or running."""
     project_obj, _, run_obj = page_run(request, project, run, "view")
-    context = {"project": project_obj, "run": run_obj, **import_jobs(run_obj)}
+    context = {"project": project_obj, "run": run_obj, **selectors.import_jobs(run_obj)}
     return render(request, "grading/run.html#import-jobs", context)
 
 
