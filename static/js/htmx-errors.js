@@ -3,6 +3,7 @@
 // (or element) that sent it keeps what was typed and gets a message saying what happened; on a
 // 503 (database unavailable, nothing changed) a Retry button sends it again, as it was sent,
 // once Retry-After has passed. Marker for tests: data-htmx-error="<status>" on the message.
+// Forms marked data-handles-errors show their own message instead.
 (function () {
   var TEXT = {
     0: "The server could not be reached; nothing was sent. Check the connection and retry.",
@@ -14,6 +15,9 @@
 
   function show(evt, status) {
     var elt = evt.detail.elt, form = elt.closest("form") || elt, config = evt.detail.requestConfig || {};
+    // A form that says what went wrong itself (the judge form: judge.js, with the judgment's
+    // own words and its autosave resumed) would otherwise show two messages and two retries.
+    if (form.hasAttribute && form.hasAttribute("data-handles-errors")) return;
     var submitter = (config.triggeringEvent && config.triggeringEvent.submitter) || lastSubmitter.get(form);
     var box = messages.get(form) || document.createElement("p");
     messages.set(form, box);

@@ -263,6 +263,7 @@ def test_a_503_on_submit_keeps_the_form_and_offers_a_retry(live_server, writes_r
         problem = page.get_by_test_id("submit-problem")
         expect(problem).to_be_visible()
         expect(problem).to_contain_text("The database is unavailable right now; your judgment was not stored")
+        expect(page.locator(".htmx-error")).to_have_count(0)  # one message and one retry, the judge form's own
         assert 503 in statuses
         expect(page.get_by_test_id("retry")).to_be_focused()
         for index, tier in zip(order, ["T1", "T2", "T3"]):  # the form is as it was
