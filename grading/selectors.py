@@ -26,16 +26,31 @@ def runs_for_project(project: Project) -> QuerySet[Run]:
 
 
 GROUP_TOTALS = {
+    # Distinct solutions: patch clusters among the passing rollouts of groups with two passes
+    # or more (grading.ingest.clustering), and how many such groups and passes there are.
+    # First: their filters read the field n_passed, which the "n_passed" total below shadows.
+    "n_multi_pass": Count("id", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False)),
+    "n_multi_passes": Sum("n_passed", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False), default=0),
+    "n_distinct": Sum("distinct_solutions", filter=Q(n_passed__gte=2), default=0),
     "n_groups": Count("id"),
     "n_mixed": Count("id", filter=Q(is_mixed=True)),
     "n_rollouts": Sum("n_rollouts", default=0),
     "n_passed": Sum("n_passed", default=0),
 }
-NO_GROUPS = {"n_groups": 0, "n_mixed": 0, "n_rollouts": 0, "n_passed": 0}
+NO_GROUPS = {"n_groups": 0, "n_mixed": 0, "n_rollouts": 0, "n_passed": 0, "n_multi_pass": 0, "n_multi_passes": 0,
+             "n_distinct": 0}
+
+
+def distinct_per_group(totals) -> float | None:
+    """Mean distinct solutions per group with two passes or more, None without such groups."""
+    get = totals.get if isinstance(totals, dict) else lambda name: getattr(totals, name)
+    return get("n_distinct") / get("n_multi_pass") if get("n_multi_pass") else None
 
 
 def group_totals(groups: QuerySet[Group]) -> dict:
-    return groups.aggregate(**GROUP_TOTALS)
+    totals = groups.aggregate(**GROUP_TOTALS)
+    totals["distinct_per_group"] = distinct_per_group(totals)
+    return totals
 
 
 def group_totals_by_run(project: Project) -> dict[int, dict]:
@@ -46,14 +61,20 @@ def group_totals_by_run(project: Project) -> dict[int, dict]:
 
 def steps_with_counts(steps: list[Step]) -> list[Step]:
     """These steps (a page of them) with their group and rollout counts, in one query."""
-    return list(
+    multi = Q(groups__n_passed__gte=2, groups__distinct_solutions__isnull=False)
+    rows = list(
         Step.objects.filter(pk__in=[s.pk for s in steps]).annotate(
             n_groups=Count("groups"),
             n_mixed=Count("groups", filter=Q(groups__is_mixed=True)),
             n_rollouts=Sum("groups__n_rollouts", default=0),
             n_passed=Sum("groups__n_passed", default=0),
+            n_multi_pass=Count("groups", filter=multi),
+            n_distinct=Sum("groups__distinct_solutions", filter=multi, default=0),
         ).order_by("number")
     )
+    for step in rows:
+        step.distinct_per_group = distinct_per_group(step)
+    return rows
 
 
 def credit_per_step(run: Run, mapping) -> list[tuple[int, dict]]:
@@ -102,7 +123,7 @@ def groups_for_step(step: Step, *, show: str = "all") -> QuerySet[Group]:
         Group.objects.filter(step=step)
         .filter(GROUP_FILTERS.get(show, Q()))
         .select_related("task")
-        .only("uid", "n_rollouts", "n_passed", "n_unknown", "is_mixed", "task__instance_id", "task__repo", "step_id", "run_id")
+        .only("uid", "n_rollouts", "n_passed", "n_unknown", "is_mixed", "distinct_solutions", "task__instance_id", "task__repo", "step_id", "run_id")
         .order_by("uid")
     )
 
