@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db.models import Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
@@ -274,3 +276,14 @@ def team_tokens(project: Project) -> QuerySet:
         .annotate(role=Subquery(Membership.objects.filter(project=project, user=OuterRef("user")).values("role")[:1]))
         .order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
     )
+
+
+def group_clusters(rollouts: Iterable[Rollout]) -> dict[int, list[int]]:
+    """A group's patch clusters from its rollouts' stored fields: cluster number (its first
+    member's index) -> member indices, ascending. Each rollout's label ("same change as #3,
+    +2 extra files") is `rollout.cluster_label`; rollouts not yet clustered are left out."""
+    clusters: dict[int, list[int]] = {}
+    for rollout in sorted(rollouts, key=lambda r: r.index):
+        if rollout.cluster is not None:
+            clusters.setdefault(rollout.cluster, []).append(rollout.index)
+    return clusters

@@ -122,3 +122,10 @@ def test_the_migration_clusters_groups_stored_before_it():
     assert stored("g") == {0: (0, [], "same change as #1"), 1: (0, ["debug_x.py"], "same change as #0, +1 extra file"),
                            2: (2, [], "unique change")}
     assert Group.objects.get(uid="g").distinct_solutions == 1
+
+
+def test_group_clusters_reads_members_from_the_stored_fields(project):
+    from grading.selectors import group_clusters
+
+    ingest_groups(project, group_with([OTHER_FIX, FIX, OTHER_FIX, FIX_SPACED], [1, 1, 1, 0]))
+    assert group_clusters(Rollout.objects.filter(group__uid="t-1@1")) == {0: [0, 2], 1: [1, 3]}
