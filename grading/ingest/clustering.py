@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from grading.models import Group, Rollout, RolloutContent, Task
-from grading.rollouts.clusters import cluster_patches
+from grading.rollouts.clusters import PatchChanges, cluster_patches
 
 MAX_EXTRA_STORED = 50  # extra file paths kept per rollout (the count is in the label)
 MAX_PATH_STORED = 500  # characters of each
@@ -31,9 +31,10 @@ def task_tests(task: Task) -> list[str]:
     return [str(name) for name in (task.fail_to_pass or [])] + [str(name) for name in (task.pass_to_pass or [])]
 
 
-def group_clusters(task: Task, rollouts: Sequence[tuple[int, str | None, bool | None]]) -> tuple[dict[int, StoredCluster], int]:
+def group_clusters(task: Task, rollouts: Sequence[tuple[int, str | PatchChanges | None, bool | None]]
+                   ) -> tuple[dict[int, StoredCluster], int]:
     """(index -> what to store, distinct passing solutions) for one group's
-    (index, patch, passed) triples."""
+    (index, patch or its patch_changes, passed) triples."""
     found = cluster_patches([(index, patch) for index, patch, _ in rollouts], tests=task_tests(task))
     stored = {
         r.index: StoredCluster(

@@ -275,7 +275,7 @@ class _BatchWriter:
             for pending, group in new_groups:
                 _set_counts(group, [(r.passed) for r in pending.group.rollouts])
                 clusters[id(group)], group.distinct_solutions = group_clusters(
-                    group.task, [(r.index, r.patch, r.passed) for r in pending.group.rollouts]
+                    group.task, [(r.index, r.changes, r.passed) for r in pending.group.rollouts]
                 )
             Group.objects.bulk_create([g for _, g in new_groups])
             self._insert_rollouts([(g, p.group.rollouts) for p, g in new_groups], clusters)
