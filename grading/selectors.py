@@ -106,10 +106,14 @@ def run_progress(run: Run, mapping) -> dict[str, int]:
     the stored step summaries), for the run page's next-steps card. Two queries, whatever the
     run's size."""
     counts = Group.objects.filter(run=run).aggregate(n_groups=Count("id"), n_mixed=Count("id", filter=Q(is_mixed=True)))
-    graded = StepComputation.objects.filter(step__run=run, mapping=mapping).aggregate(
-        n=Coalesce(Sum(Cast(KT("summary__groups__graded"), FloatField())), 0.0)
-    )["n"]
-    return {"n_groups": counts["n_groups"], "n_mixed": counts["n_mixed"], "n_graded": int(graded)}
+    computed = StepComputation.objects.filter(step__run=run, mapping=mapping).aggregate(
+        n=Coalesce(Sum(Cast(KT("summary__groups__graded"), FloatField())), 0.0),
+        stale=Count("id", filter=Q(stale=True)),
+    )
+    # n_stale: steps whose inputs changed since their stored summary (a verdict, a cheat
+    # decision); the chart shows their last figures until the queued recomputation lands.
+    return {"n_groups": counts["n_groups"], "n_mixed": counts["n_mixed"], "n_graded": int(computed["n"]),
+            "n_stale_steps": computed["stale"]}
 
 
 GROUP_FILTERS = {
