@@ -293,9 +293,22 @@ class Preview:
 
 
 def preview(*, step: Step, proposed: MappingSpec) -> Preview:
-    """What activating `proposed` would do to one step, computed here and stored nowhere."""
+    """What activating `proposed` would do to one step, computed here and stored nowhere but
+    in the cache, keyed by what it is a function of: the step's inputs version (bumped by
+    every verdict, cheat decision and rollout), the run's baseline, the active mapping (an
+    immutable version) and the proposed bands."""
     run = step.run
     mapping = active_mapping(run)
+    bands = hashlib.blake2b(repr(sorted(proposed.to_dict().items())).encode(), digest_size=8).hexdigest()
+    key = f"gagar:calibration:preview:{step.pk}:{step.inputs_version}:{run.baseline}:{mapping.pk}:{bands}"
+    found = cache.get(key)
+    if found is None:
+        found = _preview(step=step, run=run, mapping=mapping, proposed=proposed)
+        cache.set(key, found, MEMO_SECONDS)
+    return found
+
+
+def _preview(*, step: Step, run: Run, mapping: FactorMapping, proposed: MappingSpec) -> Preview:
     inputs = step_inputs(step)
     if inputs.frame.empty:
         empty = step_balance(None)
@@ -322,8 +335,11 @@ def warm_figures(*, project: Project, run: Run | None) -> JudgmentFrames:
     after judgments change (reviews.services.calibration.schedule_warm)."""
     frames = judgment_frames(project=project, run=run)
     report(frames.frame, n_boot=N_BOOT)
-    fitted_mapping(frames.frame, n_boot=N_BOOT)
+    fitted = fitted_mapping(frames.frame, n_boot=N_BOOT)
     ceiling(frames.people, n_boot=N_BOOT)
     trends(frames.frame, n_boot=N_BOOT_TREND)
     slices(frames.frame, n_boot=N_BOOT_SLICES)
+    last = run.steps.order_by("-number").first() if run is not None else None
+    if last is not None and fitted.n_judgments:  # the page previews the fitted mapping on the last step
+        preview(step=last, proposed=MappingSpec.from_dict(fitted.bands()))
     return frames

@@ -25,7 +25,7 @@ REAL = bool(os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL
 
 def count_resampling(monkeypatch) -> list:
     calls: list = []
-    for name in ("report_from_statistics", "bootstrap_mapping", "ceiling_report"):
+    for name in ("report_from_statistics", "bootstrap_mapping", "ceiling_report", "step_inputs"):
         real = getattr(data, name)
         monkeypatch.setattr(data, name, lambda *a, _real=real, **k: calls.append(1) or _real(*a, **k))
     return calls
@@ -98,3 +98,22 @@ def test_a_real_worker_warms_the_figures_a_judgment_changed(client, alice, judge
                     worker.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     os.killpg(worker.pid, signal.SIGKILL)
+
+
+@pytest.mark.django_db
+def test_the_preview_is_computed_again_only_when_the_steps_inputs_change(judged, monkeypatch):
+    from grading.method.advantage import MappingSpec
+    from grading.method.services import mark_stale
+
+    step = judged["g1@1"].step
+    proposed = MappingSpec.from_dict({"T1": [1.0, 1.0], "T2": [0.8, 0.6], "T3": [0.4, 0.4]})
+    calls = count_resampling(monkeypatch)
+    first = data.preview(step=step, proposed=proposed)
+    assert len(calls) == 1 and first.n_rollouts > 0
+    assert data.preview(step=step, proposed=proposed).n_changed == first.n_changed and len(calls) == 1
+    data.preview(step=step, proposed=MappingSpec.from_dict({"T1": [1.0, 1.0], "T2": [0.9, 0.9], "T3": [0.5, 0.5]}))
+    assert len(calls) == 2  # other bands: another preview
+    mark_stale(step_ids=[step.pk])  # a verdict or a cheat decision changed the step's inputs
+    step.refresh_from_db()
+    data.preview(step=step, proposed=proposed)
+    assert len(calls) == 3
