@@ -4,22 +4,17 @@ so the next calibration view or agreement call resamples nothing (issue 17)."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
 from django.test import override_settings
 
 from reviews.selectors import calibration as data
 from reviews.services.calibration import WARM_FLAG, schedule_warm, warm_calibration, warmed_at
 from reviews.services.judgments import ItemInput, submit_judgment
+from tests.helpers import start_celery_worker, stop_process
 
-ROOT = Path(__file__).resolve().parents[2]
 REAL = bool(os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL"))
 
 
@@ -61,19 +56,13 @@ def test_a_real_worker_warms_the_figures_a_judgment_changed(client, alice, judge
 
     redis_cache = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                                "LOCATION": os.environ["CELERY_BROKER_URL"], "KEY_PREFIX": f"gagar-test-{os.getpid()}"}}
-    db = connection.settings_dict
-    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-           "DATABASE_CONN_MAX_AGE": "0", "GAGAR_CACHE_URL": os.environ["CELERY_BROKER_URL"],
-           "GAGAR_CACHE_KEY_PREFIX": redis_cache["default"]["KEY_PREFIX"]}
     run_id = judged["g1@1"].run_id
     with override_settings(CACHES=redis_cache, CELERY_TASK_ALWAYS_EAGER=False):
         app.conf.task_always_eager = False
         app.control.purge()
         log = (tmp_path / "worker.log").open("w+")
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gagar_web", "worker", "--pool=solo", "-n", "warm@%h", "-l", "warning",
-             "--without-heartbeat", "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        worker = start_celery_worker("warm", log, GAGAR_CACHE_URL=os.environ["CELERY_BROKER_URL"],
+                                     GAGAR_CACHE_KEY_PREFIX=redis_cache["default"]["KEY_PREFIX"])
         try:
             submit_judgment(reviewer=erin, group=judged["g1@1"], items=[ItemInput(0, "T2"), ItemInput(1, "T1"), ItemInput(3, "T3")])
             assert cache.get(WARM_FLAG.format(run_id=run_id)) == 1  # queued once for the burst
@@ -92,12 +81,7 @@ def test_a_real_worker_warms_the_figures_a_judgment_changed(client, alice, judge
             assert calls == []  # the worker computed the figures that erin's judgment changed
         finally:
             app.conf.task_always_eager = True
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGTERM)
-                try:
-                    worker.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(worker.pid, signal.SIGKILL)
+            stop_process(worker)
 
 
 @pytest.mark.django_db
