@@ -25,7 +25,10 @@ rollouts per group stay as they are, so step and group pages look the same at ev
 5. VACUUM ANALYZE, then times each page through the real views with Django's test Client
    in this process (DEBUG off, so no query log): --requests calls per page, pages taking
    turns. "judge next group" POSTs /review/next/ as one of the reviewers in turn; the
-   assignment it hands out is skipped (untimed) so every call is a fresh pick.
+   assignment it hands out is skipped (untimed) so every call is a fresh pick. The
+   calibration figures are memoised in the cache, so the calibration page and the agreement
+   API are timed twice: as they come (warm) and with the cache emptied before each call
+   (cold: the first view after judgments changed, where no worker warmed the figures).
 6. Prints p50/p95/max ms and queries per request, the goals, database size per rollout,
    how long ingest and grading took, and EXPLAIN ANALYZE of the queue's pick.
 """
@@ -167,7 +170,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def time_requests(pages: dict, clients: dict, n: int, skip_next) -> dict[str, dict]:
-    """pages: name -> (who, method, url, expected status or None, after(response) or None)."""
+    """pages: name -> (who, method, url, expected status or None[, before() run untimed before each request])."""
     from django.db import connection, reset_queries
     from django.test.utils import CaptureQueriesContext
 
@@ -175,8 +178,10 @@ def time_requests(pages: dict, clients: dict, n: int, skip_next) -> dict[str, di
     queries: dict[str, int] = {}
     sizes: dict[str, int] = {}
     for round_ in range(n + 1):  # round 0 warms up and counts queries
-        for name, (who, method, url, expected) in pages.items():
+        for name, (who, method, url, expected, *before) in pages.items():
             client = clients[who] if not callable(who) else clients[who(round_)]
+            for prepare in before:
+                prepare()
             with CaptureQueriesContext(connection) as ctx:
                 t0 = time.perf_counter()
                 response = client.get(url) if method == "GET" else client.post(url)
@@ -347,7 +352,13 @@ def main() -> int:
         }
         print(f"timing {len(pages)} pages x {args.requests} requests ...", flush=True)
         page_results = time_requests(pages, clients, args.requests, skip_next)
+        from django.core.cache import cache
+
+        # Cold: the figures' cache emptied before each call, as the first view after judgments
+        # changed finds it when no worker warms it (reviews.services.calibration.schedule_warm).
         api_calls = {
+            "calibration page, cold": ("admin", "GET", f"{base}calibration/", None, cache.clear),
+            "agreement API, run, 1000 resamples, cold": ("admin", "GET", api("agreement", n_boot=1000), None, cache.clear),
             "agreement API, run, 1000 resamples": ("admin", "GET", api("agreement", n_boot=1000), None),
             "whole-run export, JSONL": ("admin", "GET", api("advantages", format="jsonl"), None),
             "whole-run export, Parquet": ("admin", "GET", api("advantages", format="parquet"), None),
@@ -371,7 +382,8 @@ def main() -> int:
             recreate_database(admin_url, args.database, drop_only=True)
         workdir.cleanup()
 
-    goals = {"agreement API, run, 1000 resamples": 2000, "whole-run export, Parquet": 1000}
+    goals = {"agreement API, run, 1000 resamples": 2000, "agreement API, run, 1000 resamples, cold": 2000,
+             "calibration page, cold": 150, "whole-run export, Parquet": 1000}
     print()
     print(f"machine: {info}")
     print(f"load: 1 run, {steps} steps x {GROUPS_PER_STEP} groups x {ROLLOUTS} rollouts = {n_rollouts:,} rollouts "

@@ -125,9 +125,18 @@ class MappingActivationAdmin(admin.ModelAdmin):
 
 
 class RolloutGradeInline(admin.TabularInline):
+    """A verdict's grades are what the grader said: shown, not edited (advantages, agreement
+    and calibration read them)."""
+
     model = RolloutGrade
     extra = 0
     raw_id_fields = ["rollout"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Verdict)
@@ -145,6 +154,9 @@ class CheatDecisionAdmin(admin.ModelAdmin):
     list_filter = ["source", "confirmed"]
     raw_id_fields = ["rollout"]
     list_select_related = ["rollout__group", "decided_by"]
+    # Confirmed or overturned only through the audit queue (reviews.services.audit), which
+    # keeps the audit trail and recomputes the step; an edit here would do neither.
+    readonly_fields = ["confirmed", "decided_by", "decided_at"]
 
 
 class ComputedOnly:

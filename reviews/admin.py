@@ -17,9 +17,19 @@ class AssignmentAdmin(admin.ModelAdmin):
 
 
 class JudgmentItemInline(admin.TabularInline):
+    """A submitted judgment is a record (agreement, calibration and labels read it, and their
+    cached figures assume it never changes): shown, not edited. A wrong one is settled by
+    adjudication, or deleted with its judgment."""
+
     model = JudgmentItem
     raw_id_fields = ("rollout",)
     extra = 0
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Judgment)

@@ -50,6 +50,16 @@ def eager_celery():
     app.conf.task_always_eager = True
 
 
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Each test starts with an empty cache (local memory in tests): memoised figures and
+    login counts of one test must not answer for another, whose rows may reuse its ids."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture
 def acme(db):
     return Project.objects.create(name="acme")

@@ -51,24 +51,23 @@ class AgreementView(APIView):
         n_boot = int(n_boot)
         # Every figure leaves out the groups the caller still judges blind (docstring of
         # judgment_frames): a step or repo slice may hold little more than their own group.
-        frames = data.judgment_frames(project=project, run=run, grader=params.get("grader") or None,
-                                      step=int(step) if step is not None else None, hidden_from=request.user)
-        overall = data.report(frames.frame, n_boot=n_boot)
-        fitted = data.fitted_mapping(frames.frame, n_boot=n_boot)
+        figures = data.figures(project=project, run=run, grader=params.get("grader") or None,
+                               step=int(step) if step is not None else None, hidden_from=request.user, n_boot=n_boot,
+                               with_slices=params.get("slices") in ("1", "true", "yes"))
         body = {
             "project": project.name,
             "scope": {"run": run.name if run else None, "grader": params.get("grader") or None,
                       "step": int(step) if step is not None else None},
-            "n_judged_rollouts": frames.n_judgments,
-            "withheld_open_blind_groups": frames.withheld,
-            "graders": frames.graders,
+            "n_judged_rollouts": figures.n_judgments,
+            "withheld_open_blind_groups": figures.withheld,
+            "graders": figures.graders,
             "n_boot": n_boot,
-            **overall,
-            "ceiling": data.ceiling(frames.people, n_boot=n_boot),
-            "by_step": data.trends(frames.frame, n_boot=min(n_boot, data.N_BOOT_TREND)),
-            "fitted_mapping": {"bands": fitted.bands(), **fitted.to_dict()},
+            **figures.overall,
+            "ceiling": figures.ceiling,
+            "by_step": figures.trend,
+            "fitted_mapping": {"bands": figures.fitted.bands(), **figures.fitted.to_dict()},
             "active_mapping": active_mapping(run).label if run else None,
         }
-        if params.get("slices") in ("1", "true", "yes"):
-            body["slices"] = data.slices(frames.frame, n_boot=min(n_boot, data.N_BOOT_SLICES))
+        if figures.slices is not None:
+            body["slices"] = figures.slices
         return Response(body)

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from django.core.cache import cache
+from django.db.models import Count, Max
 
 from grading.method.advantage import MappingSpec, group_summary, redistribute
 from grading.method.services import active_mapping, step_balance, step_inputs
-from grading.models import CheatDecision, FactorMapping, Project, RolloutGrade, Run, Step, Verdict
+from grading.models import CheatDecision, FactorMapping, Group, Project, RolloutGrade, Run, Step, Verdict
 from reviews.models import Judgment, JudgmentItem
 from reviews.selectors.desk import open_blind_groups
 from reviews.stats.agreement.frame import GRADER
@@ -83,16 +84,18 @@ def _empty() -> pd.DataFrame:
 
 
 def judgment_frames(*, project: Project, run: Run | None = None, grader: str | None = None,
-                    step: int | None = None, hidden_from=None) -> JudgmentFrames:
+                    step: int | None = None, hidden_from=None, hidden: set[int] | None = None) -> JudgmentFrames:
     """Four queries whatever the number of judgments (five with `hidden_from`).
 
     `hidden_from`: the person the figures are for. Their open blind groups are left out of
     every frame (grader rows and people's rows alike), so no figure, slice or trend computed
     from the result carries the grader's tiers on a group they are still judging blind;
-    `withheld` counts them so the page or API can say so.
+    `withheld` counts them so the page or API can say so. `hidden`: those groups, when the
+    caller has already read them.
     """
     items = JudgmentItem.objects.filter(judgment__group__run__project=project)
-    hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
+    if hidden is None:
+        hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
     if hidden:
         items = items.exclude(judgment__group_id__in=hidden)
     if run is not None:
@@ -329,17 +332,70 @@ def _preview(*, step: Step, run: Run, mapping: FactorMapping, proposed: MappingS
     )
 
 
-def warm_figures(*, project: Project, run: Run | None) -> JudgmentFrames:
-    """Compute (or find) every memoised figure the calibration page and the agreement API
-    show for this scope by default, so the next view reads them from the cache. Run by a task
-    after judgments change (reviews.services.calibration.schedule_warm)."""
-    frames = judgment_frames(project=project, run=run)
-    report(frames.frame, n_boot=N_BOOT)
-    fitted = fitted_mapping(frames.frame, n_boot=N_BOOT)
-    ceiling(frames.people, n_boot=N_BOOT)
-    trends(frames.frame, n_boot=N_BOOT_TREND)
-    slices(frames.frame, n_boot=N_BOOT_SLICES)
+@dataclass
+class Figures:
+    """Everything the calibration page and the agreement API show for one scope."""
+
+    graders: list[str]
+    n_judgments: int  # judged rollouts in the scope
+    withheld: int  # the viewer's open blind groups left out
+    overall: dict
+    fitted: FittedMapping
+    ceiling: dict
+    trend: list[dict]
+    slices: list[dict] | None
+
+
+def scope_fingerprint(*, project: Project, run: Run | None, grader: str | None, step: int | None,
+                      hidden: set[int]) -> str:
+    """What the scope's judgment frames are made of, read in three aggregate queries: the
+    judgments (immutable once submitted, with their items), the valid verdicts (immutable,
+    with their grades) and the audited cheat decisions (their latest decision time). A new
+    judgment, verdict or audit in the scope, or a deleted one, changes it."""
+    groups = Group.objects.filter(run__project=project)
+    if run is not None:
+        groups = groups.filter(run=run)
+    if step is not None:
+        groups = groups.filter(step_number=step)
+    judged = Judgment.objects.filter(group__in=groups).aggregate(n=Count("id"), last=Max("id"))
+    verdicts = Verdict.objects.filter(group__in=groups, status=Verdict.Status.VALID).aggregate(n=Count("id"), last=Max("id"))
+    audited = CheatDecision.objects.filter(rollout__group__in=groups, confirmed__isnull=False).aggregate(
+        n=Count("id"), last=Max("decided_at"))
+    state = (project.pk, run.pk if run else None, grader, step, sorted(hidden), judged, verdicts,
+             audited["n"], audited["last"].isoformat() if audited["last"] else None)
+    return hashlib.blake2b(repr(state).encode(), digest_size=20).hexdigest()
+
+
+def figures(*, project: Project, run: Run | None = None, grader: str | None = None, step: int | None = None,
+            hidden_from=None, n_boot: int = N_BOOT, with_slices: bool = True) -> Figures:
+    """The scope's figures, kept in the cache under the scope's fingerprint: a view of
+    unchanged judgments reads four small queries and one cache entry, not the frames (tens of
+    thousands of rows at a run's size). On a change, the frames are read again and only the
+    reports whose rows changed are resampled (the per-report memo, _memo)."""
+    hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
+    given = (n_boot, with_slices, N_BOOT_TREND, N_BOOT_SLICES)
+    key = (f"gagar:calibration:figures:{scope_fingerprint(project=project, run=run, grader=grader, step=step, hidden=hidden)}"
+           f":{hashlib.blake2b(repr(given).encode(), digest_size=8).hexdigest()}")
+    found = cache.get(key)
+    if found is None:
+        frames = judgment_frames(project=project, run=run, grader=grader, step=step, hidden=hidden)
+        found = Figures(
+            graders=frames.graders, n_judgments=frames.n_judgments, withheld=frames.withheld,
+            overall=report(frames.frame, n_boot=n_boot), fitted=fitted_mapping(frames.frame, n_boot=n_boot),
+            ceiling=ceiling(frames.people, n_boot=n_boot), trend=trends(frames.frame, n_boot=min(n_boot, N_BOOT_TREND)),
+            slices=slices(frames.frame, n_boot=min(n_boot, N_BOOT_SLICES)) if with_slices else None,
+        )
+        cache.set(key, found, MEMO_SECONDS)
+    return found
+
+
+def warm_figures(*, project: Project, run: Run | None) -> Figures:
+    """Compute (or find) the figures the calibration page and the agreement API show for
+    this scope by default, so the next view reads them from the cache. Run by a task after
+    judgments change (reviews.services.calibration.schedule_warm)."""
+    shown = figures(project=project, run=run)  # the calibration page
+    figures(project=project, run=run, with_slices=False)  # the agreement API's default
     last = run.steps.order_by("-number").first() if run is not None else None
-    if last is not None and fitted.n_judgments:  # the page previews the fitted mapping on the last step
-        preview(step=last, proposed=MappingSpec.from_dict(fitted.bands()))
-    return frames
+    if last is not None and shown.fitted.n_judgments:  # the page previews the fitted mapping on the last step
+        preview(step=last, proposed=MappingSpec.from_dict(shown.fitted.bands()))
+    return shown

@@ -92,10 +92,10 @@ def warm_calibration(*, run_id: int) -> dict:
     run = Run.objects.select_related("project").filter(pk=run_id).first()
     if run is None:
         return {"run_id": run_id, "skipped": "run no longer exists"}
-    frames = warm_figures(project=run.project, run=run)
+    shown = warm_figures(project=run.project, run=run)
     warm_figures(project=run.project, run=None)
     cache.set(WARMED_AT.format(run_id=run_id), time.time(), MEMO_SECONDS)
-    return {"run_id": run_id, "judgments": frames.n_judgments}
+    return {"run_id": run_id, "judgments": shown.n_judgments}
 
 
 def warmed_at(*, run_id: int) -> float | None:

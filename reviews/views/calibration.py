@@ -20,8 +20,6 @@ from grading.selectors import lambda_histogram
 from reviews.selectors import calibration as data
 from reviews.services.calibration import activate_fitted_mapping
 
-N_BOOT, N_BOOT_SLICES, N_BOOT_TREND = data.N_BOOT, data.N_BOOT_SLICES, data.N_BOOT_TREND
-
 
 def _scope(request: HttpRequest, project) -> dict:
     """The run / grader / step the page is about, from the query (or the activation form)."""
@@ -39,9 +37,9 @@ def _scope(request: HttpRequest, project) -> dict:
             "step": params.whole_or(step, "step", default=None)}
 
 
-def _frames(project, scope, hidden_from=None):
-    return data.judgment_frames(project=project, run=scope["run"], grader=scope["grader"], step=scope["step"],
-                                hidden_from=hidden_from)
+def _figures(project, scope, hidden_from=None) -> data.Figures:
+    return data.figures(project=project, run=scope["run"], grader=scope["grader"], step=scope["step"],
+                        hidden_from=hidden_from)
 
 
 @login_required
@@ -49,9 +47,8 @@ def _frames(project, scope, hidden_from=None):
 def calibration(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "view")
     scope = _scope(request, project_obj)
-    frames = _frames(project_obj, scope, hidden_from=request.user)  # none of the viewer's open blind groups
-    overall = data.report(frames.frame, n_boot=N_BOOT)
-    fitted = data.fitted_mapping(frames.frame, n_boot=N_BOOT)
+    frames = _figures(project_obj, scope, hidden_from=request.user)  # none of the viewer's open blind groups
+    overall, fitted = frames.overall, frames.fitted
     run = scope["run"]
     active = active_mapping(run) if run else None
     steps = list(run.steps.order_by("number")) if run else []
@@ -60,11 +57,11 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         chosen = request.GET.get("preview_step", "")
         step = next((s for s in steps if str(s.number) == chosen), steps[-1])
         preview = data.preview(step=step, proposed=MappingSpec.from_dict(fitted.bands()))
-    trend = data.trends(frames.frame, n_boot=N_BOOT_TREND)
+    trend = frames.trend
     context = {
         "project": project_obj, "membership": membership, "scope": scope, "frames": frames, "overall": overall,
-        "rows": data.slices(frames.frame, n_boot=N_BOOT_SLICES),
-        "ceiling": data.ceiling(frames.people, n_boot=N_BOOT), "fitted": fitted, "active": active, "steps": steps,
+        "rows": frames.slices,
+        "ceiling": frames.ceiling, "fitted": fitted, "active": active, "steps": steps,
         "preview": preview, "trend": trend, "can_activate": "manage" in membership.capabilities and run is not None,
         "fitted_rows": _mapping_rows(fitted, active),
         "heatmap": {"type": "heatmap", "labels": list(TIERS), "matrix": overall["confusion"],
@@ -128,8 +125,8 @@ def activate(request: HttpRequest, project: str) -> HttpResponse:
     if scope["run"] is None:
         messages.error(request, "Choose the run the mapping is for.")
         return redirect(back)
-    frames = _frames(project_obj, scope)
-    fitted = data.fitted_mapping(frames.frame, n_boot=N_BOOT)
+    frames = _figures(project_obj, scope)
+    fitted = frames.fitted
     try:
         mapping, _ = activate_fitted_mapping(
             run=scope["run"], fitted=fitted, user=request.user, reason=request.POST.get("reason", ""),

@@ -109,14 +109,14 @@ def test_agreement_api(client, alice, carol, trainer_token, judged):
     assert client.get("/api/v1/agreement/?project=acme").status_code in (401, 403)
 
 
-def test_figures_are_computed_once_per_frame_contents_and_again_when_a_judgment_changes(client, alice, judged, monkeypatch):
+def test_figures_are_computed_once_per_frame_contents_and_again_when_a_judgment_changes(client, alice, dan, judged, monkeypatch):
     """The calibration page keeps each report by the contents of the judgments it summarises:
     a second view resamples nothing; a changed judgment recomputes exactly the reports whose
     rows changed (here every report of the run: one step, one grader, one repo)."""
     from django.core.cache import cache
 
-    from reviews.models import JudgmentItem
     from reviews.selectors import calibration as data
+    from reviews.services.judgments import ItemInput, submit_judgment
 
     cache.clear()
     calls = []
@@ -129,8 +129,6 @@ def test_figures_are_computed_once_per_frame_contents_and_again_when_a_judgment_
     calls.clear()
     assert client.get("/projects/acme/calibration/?run=r1").context["overall"] == first
     assert calls == []  # nothing resampled the second time, and the same figures
-    item = JudgmentItem.objects.filter(tier="T3").first()
-    item.tier = "T1"
-    item.save(update_fields=["tier"])
+    submit_judgment(reviewer=dan, group=judged["g2@1"], items=[ItemInput(0, "T3"), ItemInput(1, "T3"), ItemInput(3, "T1")])
     changed = client.get("/projects/acme/calibration/?run=r1").context["overall"]
     assert changed != first and 0 < len(calls) <= n_first

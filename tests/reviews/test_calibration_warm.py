@@ -101,3 +101,19 @@ def test_the_preview_is_computed_again_only_when_the_steps_inputs_change(judged,
     step.refresh_from_db()
     data.preview(step=step, proposed=proposed)
     assert len(calls) == 3
+
+
+@pytest.mark.django_db
+def test_a_view_of_unchanged_judgments_reads_no_frames(client, alice, dan, judged, monkeypatch):
+    frames_read = []
+    real = data.judgment_frames
+    monkeypatch.setattr(data, "judgment_frames", lambda **k: frames_read.append(1) or real(**k))
+    client.force_login(alice)
+    first = client.get("/projects/acme/calibration/?run=r1").context["overall"]
+    assert len(frames_read) == 1
+    assert client.get("/projects/acme/calibration/?run=r1").context["overall"] == first
+    assert client.get("/api/v1/agreement/", {"project": "acme", "run": "r1", "slices": "true"}).status_code == 200
+    assert len(frames_read) == 1  # the page again and the API (same figures): the scope's fingerprint, then the cache
+    submit_judgment(reviewer=dan, group=judged["g2@1"], items=[ItemInput(0, "T3"), ItemInput(1, "T3"), ItemInput(3, "T1")])
+    assert client.get("/projects/acme/calibration/?run=r1").context["overall"] != first
+    assert len(frames_read) == 2
