@@ -113,12 +113,24 @@
   var scroller;
   function sizeScroller() {
     if (!scroller) return;
-    scroller.firstElementChild.style.width = strip.scrollWidth + "px";
+    // The same scroll range as the strip, so one scrollLeft means the same place in both.
+    scroller.firstElementChild.style.width = (strip.scrollWidth - strip.clientWidth + scroller.clientWidth) + "px";
     scroller.hidden = strip.scrollWidth <= strip.clientWidth + 1;
-    scroller.scrollLeft = strip.scrollLeft;
+    move(scroller, strip.scrollLeft);
+  }
+  // Setting scrollLeft fires a scroll event later; `echo` remembers the value set, so that
+  // event is not sent back (a person scrolling meanwhile makes it differ, and wins).
+  function move(el, left) {
+    if (Math.abs(el.scrollLeft - left) < 1) return;
+    el.scrollLeft = left;
+    el.echo = el.scrollLeft;
   }
   function follow(from, to) {
-    return function () { if (Math.abs(to.scrollLeft - from.scrollLeft) >= 1) to.scrollLeft = from.scrollLeft; };
+    return function () {
+      if (from.echo !== undefined && Math.abs(from.scrollLeft - from.echo) < 1) { from.echo = undefined; return; }
+      from.echo = undefined;
+      move(to, from.scrollLeft);
+    };
   }
   function bindScroller() {
     scroller = bar && bar.querySelector("[data-role=top-scroller]");

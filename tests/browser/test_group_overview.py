@@ -100,12 +100,15 @@ def test_overview_shows_every_rollout_and_a_row_click_scrolls_its_lane_into_view
 
     # The scrollbar above the lanes moves the strip; so does the next-lane button.
     page.evaluate("document.getElementById('lanes').scrollLeft = 0")
+    expect(page.locator("#rollout-7")).not_to_be_in_viewport()
     expect(page.get_by_test_id("top-scroller")).to_be_visible()
-    page.get_by_test_id("top-scroller").evaluate("s => { s.scrollLeft = 600; }")
-    page.wait_for_function("document.getElementById('lanes').scrollLeft >= 590")
+    page.get_by_test_id("top-scroller").evaluate("s => { s.scrollLeft = s.scrollWidth; }")
+    expect(page.locator("#rollout-7")).to_be_in_viewport()
     page.evaluate("document.getElementById('lanes').scrollLeft = 0")
+    expect(page.locator("#rollout-0")).to_be_in_viewport()
     page.get_by_test_id("lane-next").click()
-    page.wait_for_function("document.getElementById('lanes').scrollLeft > 0")
+    expect(page.locator("#rollout-0")).not_to_be_in_viewport()
+    expect(page.locator("#rollout-1")).to_be_in_viewport()
 
     # An evidence link lands on its patch line with the file's header in view.
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
