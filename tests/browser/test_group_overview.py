@@ -20,7 +20,7 @@ from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group
 from reviews.models import JudgmentItem
 from reviews.services.queue import assign, update_policy
-from tests.browser.test_review_desk import log_in, wait_until_ready
+from tests.browser.test_review_desk import log_in
 from tests.helpers import ingest_groups, small_group
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
