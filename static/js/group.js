@@ -194,7 +194,9 @@
       var row = e.target.closest("tr[data-lane]");
       if (!row || e.ctrlKey || e.metaKey || e.shiftKey || e.button) return;
       e.preventDefault();
-      goToLane(laneOf(row.dataset.lane));
+      var lane = laneOf(row.dataset.lane);
+      if (lane) goToLane(lane);
+      else window.location.href = "?only=all#rollout-" + row.dataset.lane;  // filtered out (?only=): show all
     });
   }
 
