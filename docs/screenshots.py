@@ -4,7 +4,8 @@
 
 Seeds a scratch SQLite database with `seed_demo` (demo reviewers rita and sam, judgments,
 one reviewer cheat call), serves it with runserver on a free loopback port, and captures:
-review-queue.png (rita's queue), judging.png (rita judging a group blind), judged-group.png (a group rita judged, the grader's
+review-queue.png (rita's queue), group-page.png (a group as the demo admin sees it, the
+overview above the lanes), judging.png (rita judging a group blind), judged-group.png (a group rita judged, the grader's
 verdict revealed next to hers), audit-queue.png (the demo admin's cheat audit),
 calibration.png (the calibration page).
 """
@@ -71,9 +72,13 @@ def shoot(browser, base: str) -> None:
     for key in ("1", "j", "2"):
         rita.keyboard.press(key)
     rita.wait_for_timeout(300)
+    rita.locator("#lane-bar").evaluate("bar => bar.scrollIntoView()")  # the lanes and their tier panels, under the overview
     rita.screenshot(path=ROOT / "docs/judging.png")
 
     admin = log_in(browser, base, "demo")
+    admin.goto(f"{base}{judged}")  # the group page as the admin sees it: the overview (grader tiers shown) above the lanes
+    admin.wait_for_selector('body[data-group-ready="true"]', state="attached")
+    admin.screenshot(path=ROOT / "docs/group-page.png")
     admin.goto(f"{base}/projects/demo/audit/")
     admin.screenshot(path=ROOT / "docs/audit-queue.png", full_page=True)
     calibration = f"{base}/projects/demo/calibration/"
