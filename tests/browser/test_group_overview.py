@@ -139,6 +139,15 @@ def test_a_cluster_is_tiered_by_keyboard_and_stored_one_item_per_rollout_blind(l
     order = page.locator("#lanes > article.lane").evaluate_all("ls => ls.map(l => Number(l.dataset.index))")
     assert set(order[:4]) == {0, 1, 2, 3} and set(order[4:]) == {4, 5, 6, 7}
 
+    # The lane's button does the same as the keys: #0's tier (3) to #2 and #3, not to #1 (another change).
+    page.get_by_test_id("overview-row-0").locator("td").nth(1).click()
+    expect(page.locator("#rollout-0")).to_have_class(re.compile(r"\bcurrent\b"))
+    page.keyboard.press("3")
+    page.get_by_test_id("tier-cluster-0").click()
+    for index in (0, 2, 3):
+        expect(page.get_by_test_id(f"tier-{index}-T3")).to_be_checked()
+    expect(page.locator("[data-testid=rollout-1] input:checked, #rollout-1 [data-judge] input[type=radio]:checked")).to_have_count(0)
+    expect(page.get_by_test_id("tier-cluster-1")).to_have_count(0)
     # Go to #2's lane from the overview and give its whole cluster T2 with Shift+2.
     page.get_by_test_id("overview-row-2").locator("td").nth(1).click()
     expect(page.locator("#rollout-2")).to_have_class(re.compile(r"\bcurrent\b"))
