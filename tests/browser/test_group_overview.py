@@ -77,7 +77,9 @@ def test_overview_shows_every_rollout_and_a_row_click_scrolls_its_lane_into_view
     expect(row).to_contain_text("pass")
     expect(row).to_contain_text("same change as #0, +1 extra file")
     expect(row.locator("td").nth(3)).to_have_text("2")  # files: w.py and debug_issue.py
-    expect(row.locator("td").nth(5)).to_have_text("1/0")  # F2P passed/failed
+    expect(row.locator("td").nth(5)).to_have_text("1/0")  # all its tests passed/failed
+    expect(row.locator("td").nth(6)).to_have_text("1/0")  # FAIL_TO_PASS passed/failed
+    expect(page.get_by_test_id("overview-row-4").locator("td").nth(6)).to_have_text("0/1")
     expect(row).to_contain_text("1,003")  # tokens
     expect(row.locator(".badge.tier-T3")).to_have_text("T3")  # alice sees the grader's tier
     expect(page.get_by_test_id("overview-row-0")).to_contain_text("same change as #2, #3, #5")
