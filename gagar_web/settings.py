@@ -225,8 +225,9 @@ _CACHE_URL = os.environ.get("GAGAR_CACHE_URL", "").strip()
 if _CACHE_URL:
     if not _CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured("GAGAR_CACHE_URL must be a redis://, rediss:// or unix:// URL")
+    # GAGAR_CACHE_KEY_PREFIX: for two deployments (or a test and its worker) on one Redis database
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL,
-                          "KEY_PREFIX": "gagar"}}
+                          "KEY_PREFIX": os.environ.get("GAGAR_CACHE_KEY_PREFIX", "").strip() or "gagar"}}
 
 # Login throttling (gagar_web/login.py): failed sign-ins per username and per address
 # within the window, counted in Django's cache (local memory unless CACHES says otherwise).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db.models import Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
@@ -26,16 +28,31 @@ def runs_for_project(project: Project) -> QuerySet[Run]:
 
 
 GROUP_TOTALS = {
+    # Distinct solutions: patch clusters among the passing rollouts of groups with two passes
+    # or more (grading.ingest.clustering), and how many such groups and passes there are.
+    # First: their filters read the field n_passed, which the "n_passed" total below shadows.
+    "n_multi_pass": Count("id", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False)),
+    "n_multi_passes": Sum("n_passed", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False), default=0),
+    "n_distinct": Sum("distinct_solutions", filter=Q(n_passed__gte=2), default=0),
     "n_groups": Count("id"),
     "n_mixed": Count("id", filter=Q(is_mixed=True)),
     "n_rollouts": Sum("n_rollouts", default=0),
     "n_passed": Sum("n_passed", default=0),
 }
-NO_GROUPS = {"n_groups": 0, "n_mixed": 0, "n_rollouts": 0, "n_passed": 0}
+NO_GROUPS = {"n_groups": 0, "n_mixed": 0, "n_rollouts": 0, "n_passed": 0, "n_multi_pass": 0, "n_multi_passes": 0,
+             "n_distinct": 0}
+
+
+def distinct_per_group(totals) -> float | None:
+    """Mean distinct solutions per group with two passes or more, None without such groups."""
+    get = totals.get if isinstance(totals, dict) else lambda name: getattr(totals, name)
+    return get("n_distinct") / get("n_multi_pass") if get("n_multi_pass") else None
 
 
 def group_totals(groups: QuerySet[Group]) -> dict:
-    return groups.aggregate(**GROUP_TOTALS)
+    totals = groups.aggregate(**GROUP_TOTALS)
+    totals["distinct_per_group"] = distinct_per_group(totals)
+    return totals
 
 
 def group_totals_by_run(project: Project) -> dict[int, dict]:
@@ -46,14 +63,20 @@ def group_totals_by_run(project: Project) -> dict[int, dict]:
 
 def steps_with_counts(steps: list[Step]) -> list[Step]:
     """These steps (a page of them) with their group and rollout counts, in one query."""
-    return list(
+    multi = Q(groups__n_passed__gte=2, groups__distinct_solutions__isnull=False)
+    rows = list(
         Step.objects.filter(pk__in=[s.pk for s in steps]).annotate(
             n_groups=Count("groups"),
             n_mixed=Count("groups", filter=Q(groups__is_mixed=True)),
             n_rollouts=Sum("groups__n_rollouts", default=0),
             n_passed=Sum("groups__n_passed", default=0),
+            n_multi_pass=Count("groups", filter=multi),
+            n_distinct=Sum("groups__distinct_solutions", filter=multi, default=0),
         ).order_by("number")
     )
+    for step in rows:
+        step.distinct_per_group = distinct_per_group(step)
+    return rows
 
 
 def credit_per_step(run: Run, mapping) -> list[tuple[int, dict]]:
@@ -83,10 +106,14 @@ def run_progress(run: Run, mapping) -> dict[str, int]:
     the stored step summaries), for the run page's next-steps card. Two queries, whatever the
     run's size."""
     counts = Group.objects.filter(run=run).aggregate(n_groups=Count("id"), n_mixed=Count("id", filter=Q(is_mixed=True)))
-    graded = StepComputation.objects.filter(step__run=run, mapping=mapping).aggregate(
-        n=Coalesce(Sum(Cast(KT("summary__groups__graded"), FloatField())), 0.0)
-    )["n"]
-    return {"n_groups": counts["n_groups"], "n_mixed": counts["n_mixed"], "n_graded": int(graded)}
+    computed = StepComputation.objects.filter(step__run=run, mapping=mapping).aggregate(
+        n=Coalesce(Sum(Cast(KT("summary__groups__graded"), FloatField())), 0.0),
+        stale=Count("id", filter=Q(stale=True)),
+    )
+    # n_stale: steps whose inputs changed since their stored summary (a verdict, a cheat
+    # decision); the chart shows their last figures until the queued recomputation lands.
+    return {"n_groups": counts["n_groups"], "n_mixed": counts["n_mixed"], "n_graded": int(computed["n"]),
+            "n_stale_steps": computed["stale"]}
 
 
 GROUP_FILTERS = {
@@ -102,7 +129,7 @@ def groups_for_step(step: Step, *, show: str = "all") -> QuerySet[Group]:
         Group.objects.filter(step=step)
         .filter(GROUP_FILTERS.get(show, Q()))
         .select_related("task")
-        .only("uid", "n_rollouts", "n_passed", "n_unknown", "is_mixed", "task__instance_id", "task__repo", "step_id", "run_id")
+        .only("uid", "n_rollouts", "n_passed", "n_unknown", "is_mixed", "distinct_solutions", "task__instance_id", "task__repo", "step_id", "run_id")
         .order_by("uid")
     )
 
@@ -253,3 +280,14 @@ def team_tokens(project: Project) -> QuerySet:
         .annotate(role=Subquery(Membership.objects.filter(project=project, user=OuterRef("user")).values("role")[:1]))
         .order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
     )
+
+
+def group_clusters(rollouts: Iterable[Rollout]) -> dict[int, list[int]]:
+    """A group's patch clusters from its rollouts' stored fields: cluster number (its first
+    member's index) -> member indices, ascending. Each rollout's label ("same change as #3,
+    +2 extra files") is `rollout.cluster_label`; rollouts not yet clustered are left out."""
+    clusters: dict[int, list[int]] = {}
+    for rollout in sorted(rollouts, key=lambda r: r.index):
+        if rollout.cluster is not None:
+            clusters.setdefault(rollout.cluster, []).append(rollout.index)
+    return clusters

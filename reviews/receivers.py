@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reviews.models import GroupReview
+from reviews.services.calibration import schedule_warm
 from reviews.services.judgments import refresh_review_state
 
 
@@ -12,3 +13,4 @@ def refresh_review_on_verdict(sender, *, group, verdict, **kwargs) -> None:
     review = GroupReview.objects.filter(group=group).first()
     if review is not None:
         refresh_review_state(group=group, review=review)
+        schedule_warm(run_id=group.run_id)  # people judged it: the grader's new tiers change calibration

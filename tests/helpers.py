@@ -7,13 +7,20 @@
 - ingest through the API with a token: `post_lines(client, token, body)` (the response, for
   tests of the API itself), `post_groups(client, token, *groups)` (must succeed; its report)
 - ingest through the service, no HTTP: `ingest_groups(project, *groups)` (must succeed; its report)
+- a real Celery worker on the test database: `start_celery_worker(name, log, **env)`, then
+  `stop_process(worker)`; `worker_database_url()` is the test database as another process reaches it
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import orjson
 from django.contrib.auth import get_user_model
@@ -29,6 +36,7 @@ VECTORS = FIXTURES / "vectors"
 MINI_SWE_AGENT = FIXTURES / "mini-swe-agent-gemini-3-pro"
 OPENHANDS = FIXTURES / "openhands-multi-swe-bench"
 
+ROOT = Path(__file__).resolve().parent.parent
 INGEST_URL = "/api/v1/groups/"
 NDJSON = "application/x-ndjson"
 
@@ -123,3 +131,36 @@ def load_real_groups() -> list[dict]:
             }
         )
     return groups
+
+
+def worker_database_url() -> str:
+    """The test database (PostgreSQL) as a URL another process, a worker, can connect to."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = quote(db["USER"] or "", safe="") + (f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{quote(db['NAME'], safe='')}"
+
+
+def start_celery_worker(name: str, log, *, queue: str | None = None, loglevel: str = "warning", **env: str) -> subprocess.Popen:
+    """A real Celery worker process (solo pool) on the test database and the broker the
+    environment names, its output in `log`, in a session of its own (stop_process ends it).
+    `env`: more variables for it (e.g. CELERY_BROKER_URL, GAGAR_CACHE_URL)."""
+    command = [sys.executable, "-m", "celery", "-A", "gagar_web", "worker", "--pool=solo", "-n", f"{name}@%h",
+               f"--loglevel={loglevel}", "--without-heartbeat", "--without-gossip", "--without-mingle"]
+    if queue:
+        command += ["-Q", queue]
+    return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "DATABASE_URL": worker_database_url(), "DATABASE_CONN_MAX_AGE": "0", **env})
+
+
+def stop_process(process: subprocess.Popen | None, timeout: float = 20) -> None:
+    """End a process started in a session of its own (and its children): TERM, then KILL."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

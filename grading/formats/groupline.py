@@ -22,7 +22,8 @@ from typing import Any
 
 import orjson
 
-from grading.rollouts.diffs import patch_stats
+from grading.rollouts.clusters import PatchChanges, patch_changes
+from grading.rollouts.diffs import read_patch
 
 FORMAT = "gagar-group/1"
 MAX_NAME = 200
@@ -87,6 +88,7 @@ class ParsedRollout:
     tests: dict
     test_log: str
     metadata: dict
+    changes: PatchChanges  # what the patch changes, normalised (grading.rollouts.clusters)
 
 
 @dataclass(frozen=True)
@@ -338,7 +340,8 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
         raise _fail(f"{path}.stats.tokens", f"must be between 0 and {MAX_BIGINT:,}, got {tokens}")
     cost = _optional_number(stats.get("cost_usd"), f"{path}.stats.cost_usd")
     source = _object(raw, "source", prefix)
-    files, added, removed, parses = patch_stats(patch)
+    read = read_patch(patch)  # once: for the counts and for the patch's cluster key
+    files, added, removed, parses = read.stats
     exit_status = _string(raw, "exit_status", prefix)[:100]
     source_format = _string(source, "format", f"{path}.source.")[:64]
     source_ref = _string(source, "ref", f"{path}.source.")[:1000]
@@ -371,6 +374,7 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
         tests=tests,
         test_log=test_log,
         metadata=metadata,
+        changes=patch_changes(patch, read),
     )
 
 

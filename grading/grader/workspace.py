@@ -50,6 +50,8 @@ class GroupWorkspace:
     rollouts: list[RolloutView] = field(default_factory=list)
     checkout_path: Path | None = None
     guide: Guide = DEFAULT_GUIDE  # the project's rubric guide: what the tiers and scores mean
+    # prescreen.screen_group's answers per base commit (the rollouts do not change once loaded)
+    screened: dict = field(default_factory=dict, repr=False, compare=False)
 
     def rollout(self, index: int) -> RolloutView:
         for rollout in self.rollouts:

@@ -71,6 +71,18 @@ def make_patch(rng: random.Random, package: str, files: list[str], *, n_files: i
     return "".join(parts)
 
 
+SHARED_FIX_RATE = 0.7  # a passing rollout makes one of its group's shared fixes
+SCRATCH_FILE_RATE = 0.35  # ... and leaves a scratch file in its patch
+SCRATCH_FILES = ("debug_issue.py", "reproduce_issue.py", "final_test.py", "FIX_SUMMARY.md")
+
+
+def _scratch_file(rng: random.Random) -> str:
+    path = rng.choice(SCRATCH_FILES)
+    body = ["# notes on the fix", "The bug is fixed."] if path.endswith(".md") else ["import sys", "print('checking the fix')", "sys.exit(0)"]
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(body)} @@\n"
+            + "".join(f"+{line}\n" for line in body))
+
+
 def _observation(rng: random.Random, command: str, pad_chars: int) -> str:
     if command.startswith("python -m pytest"):
         n = rng.randint(5, 40)
@@ -146,11 +158,20 @@ def make_group(
     )
     if pass_rate is None:
         pass_rate = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0, 0.5, 0.25])
+    # Agents that pass often converge on the same fix, some leaving scratch files behind: a
+    # group's few shared fixes come from a generator of their own, so the rest of the demo
+    # draws what it drew before they existed.
+    share = random.Random(f"{run}/{step}/{task_number}")
+    fixes = [make_patch(share, package, files, n_files=share.choice([1, 1, 2])) for _ in range(share.choice([1, 1, 2]))]
     rollouts = []
     for index in range(n_rollouts):
         passed = rng.random() < pass_rate
         n_turns = rng.randint(*turns)
         patch = make_patch(rng, package, files, n_files=rng.choice([1, 1, 2, 3]), test_edit=rng.random() < 0.1)
+        if passed and share.random() < SHARED_FIX_RATE:
+            patch = share.choice(fixes)
+            if share.random() < SCRATCH_FILE_RATE:
+                patch += _scratch_file(share)
         messages = make_messages(rng, problem, package, files, turns=n_turns, target_chars=target_rollout_bytes)
         tests = make_tests(rng, passed, package, f2p)
         rollouts.append(

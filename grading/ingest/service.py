@@ -23,6 +23,7 @@ from django.db import DataError, IntegrityError, transaction
 from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, canonical_hash, parse_group_line
 from grading.formats.linereader import OversizeLine
 from grading.grader.jobs import GraderUnavailable, queue_new_groups
+from grading.ingest.clustering import group_clusters, recluster
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 from grading.selectors import rollout_as_line
 
@@ -270,19 +271,24 @@ class _BatchWriter:
                 outcome.append((pending, "unchanged", 0, unchanged, None))
 
         if new_groups:
+            clusters = {}
             for pending, group in new_groups:
                 _set_counts(group, [(r.passed) for r in pending.group.rollouts])
+                clusters[id(group)], group.distinct_solutions = group_clusters(
+                    group.task, [(r.index, r.changes, r.passed) for r in pending.group.rollouts]
+                )
             Group.objects.bulk_create([g for _, g in new_groups])
-            self._insert_rollouts([(g, p.group.rollouts) for p, g in new_groups])
+            self._insert_rollouts([(g, p.group.rollouts) for p, g in new_groups], clusters)
             outcome.extend((p, "created", len(p.group.rollouts), 0, None) for p, _ in new_groups)
         if extended:
-            self._insert_rollouts([(g, rollouts) for _, g, rollouts in extended])
+            self._insert_rollouts([(g, rollouts) for _, g, rollouts in extended], {})
             for pending, group, rollouts in extended:
                 known = [passed for _, passed in existing_rollouts.get(group.pk, {}).values()]
                 _set_counts(group, known + [r.passed for r in rollouts])
             Group.objects.bulk_update(
                 [g for _, g, _ in extended], ["n_rollouts", "n_passed", "n_unknown", "is_mixed", "updated_at"]
             )
+            recluster([g for _, g, _ in extended])  # a new rollout can change the others' clusters
         self._auto_grade(run, [g.pk for _, g in new_groups if g.is_mixed] + [g.pk for _, g, _ in extended if g.is_mixed])
         return outcome
 
@@ -362,10 +368,13 @@ class _BatchWriter:
             Task.objects.bulk_create(to_create)
         return tasks, conflicts
 
-    def _insert_rollouts(self, pairs: list[tuple[Group, list]]) -> None:
+    def _insert_rollouts(self, pairs: list[tuple[Group, list]], clusters: dict) -> None:
+        """`clusters`: id(group) -> index -> StoredCluster for groups clustered before insert."""
         rows = []
         for group, rollouts in pairs:
+            stored = clusters.get(id(group), {})
             for r in rollouts:
+                c = stored.get(r.index)
                 rows.append(
                     Rollout(
                         group=group,
@@ -383,6 +392,9 @@ class _BatchWriter:
                         patch_parses=r.patch_parses,
                         tests_passed=r.tests_passed,
                         tests_failed=r.tests_failed,
+                        cluster=c.cluster if c else None,
+                        extra_files=c.extra_files if c else [],
+                        cluster_label=c.label if c else "",
                         source_format=r.source_format,
                         source_ref=r.source_ref,
                         content_hash=r.content_hash,

@@ -149,6 +149,9 @@ class Group(models.Model):
     has_valid_verdict = models.BooleanField(default=False)
     credit_moved = models.FloatField(default=0.0)
     awaits_review = models.BooleanField(default=True)
+    # Distinct solutions among the passing rollouts: how many patch clusters they fall in
+    # (grading.rollouts.clusters, stored by grading.ingest.clustering); null until clustered.
+    distinct_solutions = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -188,6 +191,13 @@ class Rollout(models.Model):
     patch_parses = models.BooleanField(default=True)
     tests_passed = models.PositiveIntegerField(default=0)
     tests_failed = models.PositiveIntegerField(default=0)
+    # The rollout's patch cluster within its group (grading.rollouts.clusters): the index of
+    # the cluster's first member, the files counted apart as extra, and the label the group
+    # page shows ("same change as #3, +2 extra files"). Null until clustered; recomputed for
+    # the whole group when rollouts are added to it (grading.ingest.clustering).
+    cluster = models.PositiveIntegerField(null=True, blank=True)
+    extra_files = models.JSONField(default=list, blank=True)
+    cluster_label = models.CharField(max_length=200, blank=True)
     source_format = models.CharField(max_length=64, blank=True)
     source_ref = models.CharField(max_length=1000, blank=True)
     # SHA-256 of the canonical rollout JSON: same content -> unchanged, other content -> conflict.

@@ -54,7 +54,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from grading.rollouts.diffs import parse_patch
+from grading.rollouts.diffs import PatchRead, read_patch
 
 MAX_PATCH_CHARS = 1_000_000  # longer: keyed by a digest of its text, never parsed (2x the group page's 500,000 shown)
 MAX_ROWS = 20_000  # more lines: the same (2.5x the 8,000 rows the group page shows; ~0.2 s of parsing)
@@ -142,8 +142,9 @@ def _raw_digest(text: str) -> str:
     return digest.hexdigest()
 
 
-def patch_changes(patch: str | None) -> PatchChanges:
-    """The normalised per-file changes of one patch (see the module doc)."""
+def patch_changes(patch: str | None, read: PatchRead | None = None) -> PatchChanges:
+    """The normalised per-file changes of one patch (see the module doc). `read`: the patch
+    already read by diffs.read_patch (ingest reads each patch once for its counts and this)."""
     text = patch or ""
     if len(text) > MAX_PATCH_CHARS:
         return PatchChanges((), _raw_digest(text),
@@ -151,24 +152,15 @@ def patch_changes(patch: str | None) -> PatchChanges:
     lines = text.count("\n")
     if lines > MAX_ROWS:
         return PatchChanges((), _raw_digest(text), f"patch of {lines:,} lines (over {MAX_ROWS:,}) compared as a whole")
-    parsed = parse_patch(text, render=False, max_rows=MAX_ROWS, max_chars=MAX_ROW_CHARS)
+    # Under both caps, so every changed line is compared: no more rows than MAX_ROWS
+    # lines, no more characters than MAX_ROW_CHARS.
+    parsed = read if read is not None else read_patch(text)
     if not parsed.parses:
         return PatchChanges((), _raw_digest(text), "patch does not parse as a unified diff; compared as a whole")
-    if parsed.cut:
-        return PatchChanges((), _raw_digest(text),
-                            f"patch of {parsed.total_lines:,} hunk lines (over {MAX_ROWS:,} rows or "
-                            f"{MAX_ROW_CHARS:,} characters) compared as a whole")
     by_path: dict[str, FileChange] = {}
     for f in parsed.files:
-        removed: Counter[str] = Counter()
-        added: Counter[str] = Counter()
-        for hunk in f.hunks:
-            for row in hunk.unified:
-                if row.kind == "context":
-                    continue
-                line = normalise_line(row.text)
-                if line:
-                    (added if row.kind == "added" else removed)[line] += 1
+        removed: Counter[str] = Counter(line for line in map(normalise_line, f.removed) if line)
+        added: Counter[str] = Counter(line for line in map(normalise_line, f.added) if line)
         # A file twice in one patch (two diffs of it) reads as one change.
         earlier = by_path.get(f.path)
         if earlier is not None:
@@ -263,14 +255,14 @@ def _label(index: int, members: tuple[int, ...], empty: bool, extra: int) -> str
     return text
 
 
-def cluster_patches(patches: Sequence[tuple[int, str | None]] | Mapping[int, str | None],
+def cluster_patches(patches: Sequence[tuple[int, str | PatchChanges | None]] | Mapping[int, str | PatchChanges | None],
                     tests: Iterable[str] = ()) -> GroupClusters:
-    """Clusters of one group's rollouts. `patches`: (rollout index, patch text) pairs or a
-    mapping; `tests`: the test names or files the task's tests touch (FAIL_TO_PASS and
-    PASS_TO_PASS names), which make a new file matter whatever its name."""
+    """Clusters of one group's rollouts. `patches`: (rollout index, patch text or its
+    patch_changes) pairs or a mapping; `tests`: the test names or files the task's tests
+    touch (FAIL_TO_PASS and PASS_TO_PASS names), which make a new file matter whatever its name."""
     items = list(patches.items()) if isinstance(patches, Mapping) else list(patches)
     refs = test_references(tests)
-    changes = [(index, patch_changes(patch)) for index, patch in items]
+    changes = [(index, patch if isinstance(patch, PatchChanges) else patch_changes(patch)) for index, patch in items]
     touched: Counter[str] = Counter()  # path -> how many rollouts touch it
     for _, ch in changes:
         touched.update({p for f in ch.files for p in (f.path, f.source_path) if p and p != "/dev/null"})

@@ -388,14 +388,57 @@ def parse_patch(text: str, *, render: bool = True, budget: Budget | None = None,
     return ParsedPatch(raw=text, files=files, shown_lines=shown, total_lines=total)
 
 
+@dataclass(frozen=True)
+class ChangedFile:
+    """One file of a patch as its changed lines, without line numbers or HTML."""
+
+    path: str
+    source_path: str
+    status: str  # as FileDiff.status
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PatchRead:
+    """A patch read once for what ingest stores: its counts and each file's changed lines
+    (grading.rollouts.clusters keys a rollout's change from them)."""
+
+    parses: bool
+    files: tuple[ChangedFile, ...] = ()
+    added: int = 0
+    removed: int = 0
+
+    @property
+    def stats(self) -> tuple[int, int, int, bool]:
+        """(files, lines added, lines removed, parses)."""
+        return len(self.files), self.added, self.removed, self.parses
+
+
+def read_patch(text: str) -> PatchRead:
+    """Files and changed lines of a patch, parsed once by the same parser as parse_patch."""
+    if not text:
+        return PatchRead(parses=True)
+    patch_set, _error = _patch_set(text)
+    if patch_set is None:
+        return PatchRead(parses=False)
+    files = []
+    for patched_file in patch_set:
+        removed, added = [], []
+        for hunk in patched_file:
+            for line in hunk:
+                if line.line_type == "+":
+                    added.append(line.value.rstrip("\n").rstrip("\r"))
+                elif line.line_type == "-":
+                    removed.append(line.value.rstrip("\n").rstrip("\r"))
+        files.append(ChangedFile(path=_strip_prefix(patched_file.path), source_path=_strip_prefix(patched_file.source_file),
+                                 status=_status(patched_file), removed=tuple(removed), added=tuple(added)))
+    return PatchRead(parses=True, files=tuple(files), added=patch_set.added, removed=patch_set.removed)
+
+
 def patch_stats(text: str) -> tuple[int, int, int, bool]:
     """(files, lines added, lines removed, parses) without rendering anything."""
-    if not text:
-        return 0, 0, 0, True
-    patch_set, error = _patch_set(text)
-    if patch_set is None:
-        return 0, 0, 0, False
-    return len(patch_set), patch_set.added, patch_set.removed, True
+    return read_patch(text).stats
 
 
 def pygments_css() -> str:

@@ -45,7 +45,7 @@ class AgreementView(APIView):
         step = params.get("step")
         if step is not None and not (step.isascii() and step.isdigit() and len(step) <= 10):  # '²'.isdigit() is True
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"step": ["a non-negative integer"]})
-        n_boot = params.get("n_boot", "1000")
+        n_boot = params.get("n_boot", str(data.N_BOOT))
         if not (n_boot.isascii() and n_boot.isdigit() and len(n_boot) <= 10) or not 0 <= int(n_boot) <= MAX_BOOT:
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"n_boot": [f"an integer 0..{MAX_BOOT}"]})
         n_boot = int(n_boot)
@@ -65,10 +65,10 @@ class AgreementView(APIView):
             "n_boot": n_boot,
             **overall,
             "ceiling": data.ceiling(frames.people, n_boot=n_boot),
-            "by_step": data.trends(frames.frame, n_boot=min(n_boot, 200)),
+            "by_step": data.trends(frames.frame, n_boot=min(n_boot, data.N_BOOT_TREND)),
             "fitted_mapping": {"bands": fitted.bands(), **fitted.to_dict()},
             "active_mapping": active_mapping(run).label if run else None,
         }
         if params.get("slices") in ("1", "true", "yes"):
-            body["slices"] = data.slices(frames.frame, n_boot=min(n_boot, 300))
+            body["slices"] = data.slices(frames.frame, n_boot=min(n_boot, data.N_BOOT_SLICES))
         return Response(body)

@@ -27,6 +27,12 @@ from reviews.stats.agreement.groups import STATISTICS, group_statistics
 from reviews.stats.agreement.report import ceiling_report, report_from_statistics
 from reviews.stats.calibration import DEFAULT_K, DEFAULT_Q, FittedMapping, bootstrap_mapping, counts_from_pairs, fit_mapping
 
+# Resamples behind the calibration page and the agreement API's defaults: both read the same
+# memoised figures (_memo), so warming them once (warm_figures) serves both.
+N_BOOT = 1000
+N_BOOT_SLICES = 300
+N_BOOT_TREND = 200
+
 COLUMNS = ["group", "uid", "rollout", "rater", "tier", "rank", "cheat", "audit", "step", "repo", "grader"]
 ADJUDICATED = "adjudicated"
 MEMO_SECONDS = 24 * 3600
@@ -41,6 +47,12 @@ def _digest(frame: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
+def memo_key(name: str, frame: pd.DataFrame, **params) -> str:
+    # no spaces or odd characters: a key any cache backend takes
+    given = hashlib.blake2b(repr(sorted(params.items())).encode(), digest_size=8).hexdigest()
+    return f"gagar:calibration:{name}:{_digest(frame)}:{given}"
+
+
 def _memo(name: str, frame: pd.DataFrame, compute, **params):
     """`compute()` once per (figure, frame contents, parameters), kept in Django's cache.
 
@@ -49,7 +61,7 @@ def _memo(name: str, frame: pd.DataFrame, compute, **params):
     of exactly the reports it touches. A run's calibration page then recomputes only the
     slices and steps whose judgments changed since it was last drawn, not ~3,500 resamples
     of everything on every view."""
-    key = f"gagar:calibration:{name}:{_digest(frame)}:{sorted(params.items())!r}"
+    key = memo_key(name, frame, **params)
     found = cache.get(key)
     if found is None:
         found = compute()
@@ -281,9 +293,22 @@ class Preview:
 
 
 def preview(*, step: Step, proposed: MappingSpec) -> Preview:
-    """What activating `proposed` would do to one step, computed here and stored nowhere."""
+    """What activating `proposed` would do to one step, computed here and stored nowhere but
+    in the cache, keyed by what it is a function of: the step's inputs version (bumped by
+    every verdict, cheat decision and rollout), the run's baseline, the active mapping (an
+    immutable version) and the proposed bands."""
     run = step.run
     mapping = active_mapping(run)
+    bands = hashlib.blake2b(repr(sorted(proposed.to_dict().items())).encode(), digest_size=8).hexdigest()
+    key = f"gagar:calibration:preview:{step.pk}:{step.inputs_version}:{run.baseline}:{mapping.pk}:{bands}"
+    found = cache.get(key)
+    if found is None:
+        found = _preview(step=step, run=run, mapping=mapping, proposed=proposed)
+        cache.set(key, found, MEMO_SECONDS)
+    return found
+
+
+def _preview(*, step: Step, run: Run, mapping: FactorMapping, proposed: MappingSpec) -> Preview:
     inputs = step_inputs(step)
     if inputs.frame.empty:
         empty = step_balance(None)
@@ -302,3 +327,19 @@ def preview(*, step: Step, proposed: MappingSpec) -> Preview:
         lambdas_active=[float(x) for x in graded_now.loc[graded_now["status"] == "graded", "lambda"]],
         lambdas_proposed=[float(x) for x in graded_then.loc[graded_then["status"] == "graded", "lambda"]],
     )
+
+
+def warm_figures(*, project: Project, run: Run | None) -> JudgmentFrames:
+    """Compute (or find) every memoised figure the calibration page and the agreement API
+    show for this scope by default, so the next view reads them from the cache. Run by a task
+    after judgments change (reviews.services.calibration.schedule_warm)."""
+    frames = judgment_frames(project=project, run=run)
+    report(frames.frame, n_boot=N_BOOT)
+    fitted = fitted_mapping(frames.frame, n_boot=N_BOOT)
+    ceiling(frames.people, n_boot=N_BOOT)
+    trends(frames.frame, n_boot=N_BOOT_TREND)
+    slices(frames.frame, n_boot=N_BOOT_SLICES)
+    last = run.steps.order_by("-number").first() if run is not None else None
+    if last is not None and fitted.n_judgments:  # the page previews the fitted mapping on the last step
+        preview(step=last, proposed=MappingSpec.from_dict(fitted.bands()))
+    return frames

@@ -155,6 +155,7 @@ def _line(loaded: dict, run_name: str) -> dict:
             "summary": {"n_messages": r.n_messages, "tokens": r.tokens, "patch_files": r.patch_files,
                         "patch_added": r.patch_added, "patch_removed": r.patch_removed, "patch_parses": r.patch_parses,
                         "tests_passed": r.tests_passed, "tests_failed": r.tests_failed},
+            "cluster": r.cluster, "extra_files": r.extra_files,
         })
     label = labeled.final_label(loaded["judgments"])
     return {
@@ -162,6 +163,7 @@ def _line(loaded: dict, run_name: str) -> dict:
         "step": group.step.number, "uid": group.uid, "instance_id": group.task.instance_id, "repo": group.task.repo,
         "problem_statement": group.task.problem_statement,
         "changed_at": _changed_at(loaded),
+        "distinct_solutions": group.distinct_solutions,
         "rollouts": rollouts,
         "judgments": loaded["judgments"],
         "consensus": label and {

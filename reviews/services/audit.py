@@ -13,6 +13,7 @@ from django.db import transaction
 from grading.grader.verdicts import decide_cheat
 from grading.models import CheatDecision
 from reviews.models import CheatAudit
+from reviews.services.calibration import schedule_warm, warming_enabled
 
 MIN_REASON_CHARS = 3
 
@@ -27,4 +28,8 @@ def audit_cheat(*, decision: CheatDecision, auditor, confirmed: bool, reason: st
     if len(reason) < MIN_REASON_CHARS:
         raise AuditError("say why: a reason is required to confirm or overturn a cheat signal")
     decided = decide_cheat(decision=decision, confirmed=confirmed, user=auditor, reason=None)
-    return CheatAudit.objects.create(decision=decided, auditor=auditor, confirmed=confirmed, reason=reason[:5000])
+    audit = CheatAudit.objects.create(decision=decided, auditor=auditor, confirmed=confirmed, reason=reason[:5000])
+    if warming_enabled():  # the frame's audit column changed
+        run_id = CheatDecision.objects.filter(pk=decision.pk).values_list("rollout__group__run_id", flat=True).first()
+        schedule_warm(run_id=run_id)
+    return audit

@@ -8,6 +8,8 @@ the same versioned, logged, recomputing step as any other mapping (MappingActiva
 
 from __future__ import annotations
 
+import time
+
 from django.db import transaction
 
 from grading.method.services import activate_mapping, create_mapping
@@ -29,3 +31,75 @@ def activate_fitted_mapping(*, run: Run, fitted: FittedMapping, user, reason: st
     mapping = create_mapping(project=run.project, name=f"{run.project.name}-calibrated", bands=fitted.bands(),
                              note=reason, user=user, source=FactorMapping.Source.CALIBRATED, fit=fit)
     return mapping, activate_mapping(run=run, mapping=mapping, user=user, reason=reason)
+
+
+# Warming the calibration figures after judgments change --------------------------------
+WARM_DELAY_SECONDS = 5  # judgments arriving within this long share one warming
+WARM_FLAG = "gagar:calibration:warm-queued:{run_id}"
+WARMED_AT = "gagar:calibration:warmed-at:{run_id}"  # when a worker last finished warming the run's figures
+
+
+def shares_cache() -> bool:
+    """Whether a worker's cache is the web processes' cache (a Redis cache, GAGAR_CACHE_URL):
+    warming a process-local cache in a worker would help nobody."""
+    from django.core.cache import caches
+    from django.core.cache.backends.redis import RedisCache
+
+    return isinstance(caches["default"], RedisCache)
+
+
+def warming_enabled() -> bool:
+    """Tasks go to real workers and the cache is shared (schedule_warm's conditions)."""
+    from django.conf import settings
+
+    return not getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False) and shares_cache()
+
+
+def schedule_warm(*, run_id: int) -> bool:
+    """Queue one warming of the run's calibration figures after this transaction commits.
+
+    A submit, an adjudication, an audit or a verdict changes the judgment frame, so the
+    memoised figures of the changed slices are cold: the next calibration view or agreement
+    call would resample them (seconds at a run's size). A worker computes them instead,
+    once per burst: a flag in the shared cache lets the first change of a burst queue the
+    task (WARM_DELAY_SECONDS later) and the rest find it queued. Nothing is queued when
+    tasks run eagerly (it would run inside the request that changed the judgment) or when
+    the cache is not shared. Returns whether a task was queued.
+    """
+    from django.core.cache import cache
+
+    if not warming_enabled():
+        return False
+    if not cache.add(WARM_FLAG.format(run_id=run_id), 1, timeout=WARM_DELAY_SECONDS * 12):
+        return False
+
+    def enqueue():
+        from reviews.tasks import warm_calibration_task
+
+        warm_calibration_task.apply_async(kwargs={"run_id": run_id}, countdown=WARM_DELAY_SECONDS)
+
+    transaction.on_commit(enqueue)
+    return True
+
+
+def warm_calibration(*, run_id: int) -> dict:
+    """The task's body: the run's figures and its project's (every run), into the cache."""
+    from django.core.cache import cache
+
+    from reviews.selectors.calibration import MEMO_SECONDS, warm_figures
+
+    cache.delete(WARM_FLAG.format(run_id=run_id))  # a change from now on queues another round
+    run = Run.objects.select_related("project").filter(pk=run_id).first()
+    if run is None:
+        return {"run_id": run_id, "skipped": "run no longer exists"}
+    frames = warm_figures(project=run.project, run=run)
+    warm_figures(project=run.project, run=None)
+    cache.set(WARMED_AT.format(run_id=run_id), time.time(), MEMO_SECONDS)
+    return {"run_id": run_id, "judgments": frames.n_judgments}
+
+
+def warmed_at(*, run_id: int) -> float | None:
+    """When a worker last finished warming the run's figures (a Unix time), if it has."""
+    from django.core.cache import cache
+
+    return cache.get(WARMED_AT.format(run_id=run_id))

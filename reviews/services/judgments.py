@@ -17,6 +17,7 @@ from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
 from reviews.models import AdjudicationDraft, Assignment, GroupReview, Judgment, JudgmentItem, Reveal
+from reviews.services.calibration import schedule_warm
 from reviews.services.queue import refresh_awaits_review
 from reviews.stats import consensus
 
@@ -278,6 +279,7 @@ def submit_judgment(
     review.version += 1
     review.save(update_fields=["version", "updated_at"])
     refresh_review_state(group=group, review=review)
+    schedule_warm(run_id=group.run_id)  # the calibration figures this judgment changes
     return SubmitResult(judgment=judgment, concurrent=concurrent)
 
 

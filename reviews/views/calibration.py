@@ -20,8 +20,7 @@ from grading.selectors import lambda_histogram
 from reviews.selectors import calibration as data
 from reviews.services.calibration import activate_fitted_mapping
 
-N_BOOT = 1000
-N_BOOT_SLICES = 300
+N_BOOT, N_BOOT_SLICES, N_BOOT_TREND = data.N_BOOT, data.N_BOOT_SLICES, data.N_BOOT_TREND
 
 
 def _scope(request: HttpRequest, project) -> dict:
@@ -61,7 +60,7 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         chosen = request.GET.get("preview_step", "")
         step = next((s for s in steps if str(s.number) == chosen), steps[-1])
         preview = data.preview(step=step, proposed=MappingSpec.from_dict(fitted.bands()))
-    trend = data.trends(frames.frame, n_boot=200)
+    trend = data.trends(frames.frame, n_boot=N_BOOT_TREND)
     context = {
         "project": project_obj, "membership": membership, "scope": scope, "frames": frames, "overall": overall,
         "rows": data.slices(frames.frame, n_boot=N_BOOT_SLICES),

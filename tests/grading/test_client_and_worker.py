@@ -5,21 +5,16 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from gagar_client import Client, GagarError
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, StepComputation
-from tests.helpers import ingest_groups, small_group
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ingest_groups, small_group, start_celery_worker, stop_process
 
 
 @pytest.fixture
@@ -63,16 +58,9 @@ def test_real_worker_recomputes_after_a_verdict(worked_example, settings):
     """A verdict queues recompute_step_task after the commit; a real worker process runs it."""
     from gagar_web.celery import app
 
-    db = connection.settings_dict
-    url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    env = {**os.environ, "DATABASE_URL": url, "DATABASE_CONN_MAX_AGE": "0"}
     app.conf.task_always_eager = False
     app.conf.broker_url = os.environ["CELERY_BROKER_URL"]
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "gagar_web", "worker", "--pool=solo", "--concurrency=1", "-l", "warning",
-         "-Q", "celery", "--without-heartbeat", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+    worker = start_celery_worker("recompute", subprocess.DEVNULL, queue="celery")
     try:
         app.control.purge()
         record_verdict(group=worked_example, grader="test@1", status="valid",
@@ -89,8 +77,4 @@ def test_real_worker_recomputes_after_a_verdict(worked_example, settings):
         assert round(computation.summary["dropped_credit"], 6) == 0.325
     finally:
         app.conf.task_always_eager = True
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        stop_process(worker)

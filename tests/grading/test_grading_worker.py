@@ -6,20 +6,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from django.db import connection
 from django.test import override_settings
 
 from grading.grader.jobs import queue_step
 from grading.models import Group, Verdict
 from tests.grading.fake_openai import FakeOpenAI, submit
-from tests.helpers import ingest_groups, small_group
+from tests.helpers import ingest_groups, small_group, start_celery_worker, stop_process
 
-ROOT = Path(__file__).resolve().parents[2]
 SCORES = {"solution_fit": 4, "implementation_precision": 4, "minimality": 4, "side_effect_avoidance": 4, "codebase_consistency": 4}
 
 pytestmark = [
@@ -30,20 +26,10 @@ pytestmark = [
 
 
 def start_worker(fake: FakeOpenAI, name: str, log) -> subprocess.Popen:
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        "DATABASE_CONN_MAX_AGE": "0",
-        "GRADER_BASE_URL": fake.base_url, "GRADER_MODEL": "fake-model", "GRADER_ALLOW_PRIVATE_NETWORK": "true",
-        # Redelivery after a lost worker waits for the visibility timeout; keep it short here.
-        "CELERY_VISIBILITY_TIMEOUT": "6", "CELERY_TASK_TIME_LIMIT": "5", "CELERY_UNACKED_RESTORE_INTERVAL": "1",
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "gagar_web", "worker", "--pool=solo", "-n", f"{name}@%h", "-l", "warning",
-         "--without-heartbeat", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    # Redelivery after a lost worker waits for the visibility timeout; keep it short here.
+    return start_celery_worker(name, log, GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model",
+                               GRADER_ALLOW_PRIVATE_NETWORK="true", CELERY_VISIBILITY_TIMEOUT="6",
+                               CELERY_TASK_TIME_LIMIT="5", CELERY_UNACKED_RESTORE_INTERVAL="1")
 
 
 def answer(request: dict):
@@ -86,10 +72,5 @@ def test_killed_worker_leaves_one_verdict_per_group(acme, tmp_path):
             assert set(Verdict.objects.values_list("status", flat=True)) == {"valid"}
         finally:
             app.conf.task_always_eager = True
-            for worker in (first, second):
-                if worker is not None and worker.poll() is None:
-                    os.killpg(worker.pid, signal.SIGTERM)
-                    try:
-                        worker.wait(timeout=20)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(worker.pid, signal.SIGKILL)
+            stop_process(first)
+            stop_process(second)

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 import tarfile
 import time
 import uuid
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -23,11 +19,11 @@ from django.db import connection
 
 from grading.models import Group, ImportJob
 from tests.grading.importers import builders as b
+from tests.helpers import start_celery_worker, stop_process
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 BROKER = "redis://127.0.0.1:6379/14"
-ROOT = Path(__file__).resolve().parents[2]
 A, B = "octo__widgets-101", "octo__widgets-102"
 
 
@@ -37,27 +33,14 @@ def worker(tmp_path):
         pytest.skip("needs DATABASE_URL and CELERY_BROKER_URL (real PostgreSQL and Redis), as in CI")
     if connection.vendor != "postgresql":
         pytest.skip("the worker needs a database another process can reach (PostgreSQL)")
-    db = connection.settings_dict
-    auth = quote(db["USER"] or "", safe="") + (f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else "")
-    url = f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{quote(db['NAME'], safe='')}"
     queue = f"import-test-{uuid.uuid4().hex[:8]}"
     media = tmp_path / "media"
-    env = {**os.environ, "DATABASE_URL": url, "CELERY_BROKER_URL": BROKER, "GAGAR_MEDIA_ROOT": str(media), "DATABASE_CONN_MAX_AGE": "0"}
     log = (tmp_path / "worker.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "gagar_web", "worker", "--pool=solo", "-Q", queue, "--without-gossip",
-         "--without-mingle", "--without-heartbeat", "--loglevel=INFO"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
+    proc = start_celery_worker("import", log, queue=queue, loglevel="INFO", CELERY_BROKER_URL=BROKER, GAGAR_MEDIA_ROOT=str(media))
     try:
         yield {"queue": queue, "media": media, "log": tmp_path / "worker.log", "proc": proc}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         log.close()
         import redis
 

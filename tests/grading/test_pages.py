@@ -161,3 +161,20 @@ def test_a_huge_patch_loads_on_demand_and_evidence_still_opens_it(client, alice,
     assert anchor in html  # the citation opens the patch's own page at the cited row
     r = client.get("/projects/acme/runs/r1/groups/big@1/rollouts/0/diff/?view=unified", HTTP_HX_REQUEST="true")
     assert "line_7999" in r.content.decode()
+
+
+def test_run_page_says_when_steps_off_the_page_are_being_recomputed(client, bob, alice_token, monkeypatch):
+    from grading.models import StepComputation
+    from grading.views import pages
+
+    post_groups(client, alice_token, small_group("a@1"), small_group("a@2", step=2))
+    monkeypatch.setattr(pages, "STEPS_PER_PAGE", 1)
+    client.force_login(bob)
+    client.get("/projects/acme/runs/r1/?page=2")  # computes step 2
+    html = client.get("/projects/acme/runs/r1/").content.decode()  # computes step 1: nothing stale
+    assert 'data-testid="stale-steps"' not in html
+    StepComputation.objects.filter(step__number=2).update(stale=True)  # a verdict came in on step 2
+    html = client.get("/projects/acme/runs/r1/").content.decode()
+    assert "1 step changed since its figures were computed" in html
+    html = client.get("/projects/acme/runs/r1/?page=2").content.decode()  # on its page it is computed first
+    assert 'data-testid="stale-steps"' not in html

@@ -98,11 +98,20 @@ def screen_rollout(rollout, *, repo: str = "", base_commit: str = "", gold_patch
 
 
 def screen_group(workspace, *, base_commit: str | None = None) -> list[Signal]:
-    """Signals of every rollout of a GroupWorkspace (passing or not)."""
+    """Signals of every rollout of a GroupWorkspace (passing or not).
+
+    Grading a group screens it twice (the stored prescreen signals, then the heuristic
+    grader's read), so a workspace that has a `screened` memo keeps the answer per base commit.
+    """
     base = base_commit if base_commit is not None else getattr(workspace, "base_commit", "") or ""
+    memo = getattr(workspace, "screened", None)
+    if memo is not None and base in memo:
+        return list(memo[base])
     out = []
     for rollout in workspace.rollouts:
         out += screen_rollout(rollout, repo=workspace.repo, base_commit=base, gold_patch=workspace.gold_patch)
+    if memo is not None:
+        memo[base] = tuple(out)
     return out
 
 
