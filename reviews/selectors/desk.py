@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Q, QuerySet
 
+from grading import selectors as grading_selectors
 from grading.models import CheatDecision, Group, Membership, Project, RolloutGrade, Verdict
-from grading.rollouts.clusters import cluster_patches
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 
 
@@ -226,37 +226,22 @@ class ClusterLabel:
     extra_files: tuple[str, ...] = ()
 
 
-# Patches clustered on a page view, all of a group's together, up to this many characters
-# (~0.2 s of parsing on this machine; 16 patches of 5,000 lines, 2.9 MB, took 1.3 s).
-CLUSTER_PAGE_CHARS = 400_000
-
-
 @dataclass(frozen=True)
 class PageClusters:
-    labels: dict[int, ClusterLabel]  # rollout index -> its cluster; empty when not computed
-    note: str = ""  # why there are none (plain text)
+    labels: dict[int, ClusterLabel]  # rollout index -> its cluster; empty when none is stored
+    distinct: int = 0  # clusters among the rollouts given
 
 
-def group_clusters(group: Group, rollouts: list) -> PageClusters:
-    """Each rollout's cluster, for rollouts whose patches are loaded (`patch_text`, as
-    grading.selectors.rollouts_with_patches gives them). No query: computed from those
-    patches and the task's test names by grading.rollouts.clusters, within
-    CLUSTER_PAGE_CHARS. The one place the group page reads clusters from, so stored
-    clusters can replace the computation without touching the page. A group without any
-    patch (text-only rollouts) has no clusters."""
-    total = sum(len(getattr(r, "patch_text", "") or "") for r in rollouts)
-    if not total:
-        return PageClusters({})
-    if total > CLUSTER_PAGE_CHARS:
-        return PageClusters({}, f"Patch clusters are not computed on the page for patches of {total:,} characters in all "
-                                f"(over {CLUSTER_PAGE_CHARS:,}).")
-    task = group.task
-    tests = [t for t in [*(task.fail_to_pass or []), *(task.pass_to_pass or [])] if isinstance(t, str)]
-    found = cluster_patches([(r.index, r.patch_text) for r in rollouts], tests)
+def group_clusters(rollouts: list) -> PageClusters:
+    """Each rollout's patch cluster, from its stored fields (Rollout.cluster, extra_files,
+    cluster_label, written at ingest by grading.ingest.clustering): no query and no
+    patch parsed on a page view. Rollouts not clustered yet are left out."""
+    members = grading_selectors.group_clusters(rollouts)
     return PageClusters({
-        c.index: ClusterLabel(cluster=c.cluster, size=len(found.clusters[c.cluster]), label=c.label, extra_files=c.extra_files)
-        for c in found.rollouts
-    })
+        r.index: ClusterLabel(cluster=r.cluster, size=len(members[r.cluster]), label=r.cluster_label,
+                              extra_files=tuple(r.extra_files or ()))
+        for r in rollouts if r.cluster is not None and r.cluster in members
+    }, distinct=len(members))
 
 
 def rollout_test_counts(outcomes) -> dict[str, tuple[int, int]]:

@@ -166,7 +166,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         review.items = review_selectors.items_from_fields(fields)
     # Passing lanes first, still in the reviewer's own shuffle when blind; failing after.
     rollouts = review_selectors.lane_order(selectors.rollouts_with_patches(group), review.order)
-    page_clusters = review_selectors.group_clusters(group, rollouts)
+    page_clusters = review_selectors.group_clusters(rollouts)
     clusters = page_clusters.labels
     if review.blind or browse is not None:  # no grader field is loaded, so none can reach the HTML
         verdict, grades = None, {}
@@ -209,8 +209,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         request,
         "reviews/group.html",
         {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
-         "rollouts": shown, "all_rollouts": rollouts, "has_clusters": bool(clusters), "clusters_note": page_clusters.note,
-         "n_clusters": len({c.cluster for c in clusters.values()}),
+         "rollouts": shown, "all_rollouts": rollouts, "has_clusters": bool(clusters), "n_clusters": page_clusters.distinct,
          "n_failing": sum(1 for r in shown if r.passed is False), "n_all": len(rollouts), "only": only, "diff_view": "unified",
          "verdict": verdict, "review": review, "membership": membership,
          "guide": guide, "tier_guide": [(t, guide.tier(t)) for t in TIERS], "browse": browse, "errors": errors or {},

@@ -52,7 +52,7 @@ def test_overview_has_a_row_per_rollout_passing_first_with_clusters(client, bob,
     html = client.get(PAGE).content.decode()
     assert _rows(html) == ["0", "2", "3", "1"]  # passing lanes first, failing after
     assert re.findall(r'<article class="lane \w+" id="rollout-(\d+)"', html) == ["0", "2", "3", "1"]
-    assert "4 rollouts, 2 distinct changes" in html
+    assert "4 rollouts, 2 distinct changes (1 among the passing)" in html
     row3 = html[html.index('data-testid="overview-row-3"'):]
     row3 = row3[:row3.index("</tr>")]
     assert "same change as #0, +1 extra file" in row3
@@ -144,16 +144,15 @@ def test_fold_head_and_doctests():
     assert doctest.testmod(turns_module).failed == 0
 
 
-def test_clusters_are_not_computed_on_the_page_past_their_budget(client, bob, acme):
-    """Patches of more than CLUSTER_PAGE_CHARS in all are not clustered on a page view (1.3 s
-    for 2.9 MB); the overview says so and the page still shows every row."""
-    line = small_group("big@1", instance_id="big", rewards=(1, 0, 1))
-    body = "".join(f"+line {i} = {'x' * 60}\n" for i in range(2500))
-    for rollout in line["rollouts"]:
-        rollout["patch"] = f"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,0 +1,2500 @@\n{body}"
-    ingest_groups(acme, line)
+def test_overview_reads_the_stored_clusters(client, bob, clustered):
+    """The page reads each rollout's stored cluster (grading.ingest.clustering wrote it at
+    ingest) and parses no patch for it; a group not clustered yet shows no cluster column."""
+    from grading.models import Rollout
+
+    Rollout.objects.filter(group=clustered, index=1).update(cluster_label="a label only the stored field has")
     client.force_login(bob)
-    html = client.get("/projects/acme/runs/r1/groups/big@1/").content.decode()
-    assert _rows(html) == ["0", "2", "1"]
-    assert "Patch clusters are not computed on the page for patches of" in html and "(over 400,000)" in html
-    assert 'data-testid="cluster-' not in html
+    html = client.get(PAGE).content.decode()
+    assert "a label only the stored field has" in html and "(1 among the passing)" in html
+    Rollout.objects.filter(group=clustered).update(cluster=None)
+    html = client.get(PAGE).content.decode()
+    assert _rows(html) == ["0", "2", "3", "1"] and 'data-testid="cluster-' not in html and 'data-sort="cluster"' not in html
