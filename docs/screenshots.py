@@ -4,7 +4,8 @@
 
 Seeds a scratch SQLite database with `seed_demo` (demo reviewers rita and sam, judgments,
 one reviewer cheat call), serves it with runserver on a free loopback port, and captures:
-review-queue.png (rita's queue), judging.png (rita judging a group blind), judged-group.png (a group rita judged, the grader's
+review-queue.png (rita's queue), group-page.png (a group as the demo admin sees it, the
+overview above the lanes), judging.png (rita judging a group blind), judged-group.png (a group rita judged, the grader's
 verdict revealed next to hers), audit-queue.png (the demo admin's cheat audit),
 calibration.png (the calibration page).
 """
@@ -33,6 +34,10 @@ def main() -> None:
         python = sys.executable
         for command in (["migrate", "-v0"], ["seed_demo"]):
             subprocess.run([python, "manage.py", *command], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+        # The group page's shot: a group whose passing rollouts share a fix (patch clusters).
+        clustered = subprocess.run([python, "manage.py", "shell", "-c", CLUSTERED_GROUP], cwd=ROOT, env=env, check=True,
+                                   capture_output=True, text=True).stdout.strip().splitlines()[-1:]  # shell may say more first
+        clustered = clustered[0] if clustered else ""
         port = free_port()
         server = subprocess.Popen([python, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT, env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -41,7 +46,7 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-                shoot(browser, base)
+                shoot(browser, base, clustered)
                 browser.close()
         finally:
             stop_server(server)
@@ -56,7 +61,15 @@ def log_in(browser, base: str, username: str):
     return page
 
 
-def shoot(browser, base: str) -> None:
+CLUSTERED_GROUP = (
+    "from django.db.models import F\n"
+    "from grading.models import Group\n"
+    "g = Group.objects.filter(n_passed__gte=3, distinct_solutions__lt=F('n_passed')).order_by('distinct_solutions', 'pk').first()\n"
+    "print(f'/projects/{g.run.project.name}/runs/{g.run.name}/groups/{g.uid}/' if g else '')"
+)
+
+
+def shoot(browser, base: str, clustered: str) -> None:
     rita = log_in(browser, base, "rita")
     rita.goto(f"{base}/projects/demo/review/")
     rita.screenshot(path=ROOT / "docs/review-queue.png", full_page=True)
@@ -71,9 +84,13 @@ def shoot(browser, base: str) -> None:
     for key in ("1", "j", "2"):
         rita.keyboard.press(key)
     rita.wait_for_timeout(300)
+    rita.locator("#lane-bar").evaluate("bar => bar.scrollIntoView()")  # the lanes and their tier panels, under the overview
     rita.screenshot(path=ROOT / "docs/judging.png")
 
     admin = log_in(browser, base, "demo")
+    admin.goto(f"{base}{clustered or judged}")  # the group page as the admin sees it: the overview (grader tiers shown) above the lanes
+    admin.wait_for_selector('body[data-group-ready="true"]', state="attached")
+    admin.screenshot(path=ROOT / "docs/group-page.png")
     admin.goto(f"{base}/projects/demo/audit/")
     admin.screenshot(path=ROOT / "docs/audit-queue.png", full_page=True)
     calibration = f"{base}/projects/demo/calibration/"

@@ -68,3 +68,57 @@ def to_turn(position: int, message: dict) -> Turn:
 def to_turns(messages: list, start: int = 0, stop: int | None = None) -> list[Turn]:
     stop = len(messages) if stop is None else min(stop, len(messages))
     return [to_turn(i, m) for i, m in enumerate(messages[start:stop], start=start) if isinstance(m, dict)]
+
+
+FOLD_LINES = 24  # an observation longer than this many lines, or FOLD_CHARS characters, is folded
+FOLD_CHARS = 2_000
+
+
+def fold_head(text: str) -> str:
+    """The head shown of a long observation ('' if it is short enough to show whole).
+
+    >>> fold_head("ok")
+    ''
+    >>> fold_head("\\n".join(map(str, range(100)))).count("\\n") == FOLD_LINES - 1
+    True
+    """
+    if len(text) <= FOLD_CHARS and text.count("\n") < FOLD_LINES:
+        return ""
+    head = text[:FOLD_CHARS]
+    cut = -1
+    for _ in range(FOLD_LINES):
+        cut = head.find("\n", cut + 1)
+        if cut < 0:
+            return head
+    return head[:cut]
+
+
+def turn_text(turn: Turn) -> str:
+    """All the text of a turn a search looks in: message, thought, action, observation, tool calls."""
+    calls = "\n".join(f"{c.get('name', '')}\n{c.get('arguments', '')}" for c in turn.tool_calls)
+    return "\n".join((turn.text, turn.thought, turn.action, turn.observation, turn.name, calls))
+
+
+def find_turns(messages: list, query: str, start: int = 0, limit: int = 40) -> tuple[list[Turn], int | None]:
+    """The turns from `start` on whose text contains `query`, ignoring case, at most `limit`
+    of them, and where to continue (None when none is left).
+
+    A plain substring test (str.casefold and `in`): no pattern is compiled from the query, so
+    the cost is linear in the rollout's text whatever the query holds.
+
+    >>> msgs = [{"role": "user", "content": "Fix it"}, {"role": "assistant", "content": "x", "action": "git log -p"}]
+    >>> [t.position for t in find_turns(msgs, "GIT LOG")[0]]
+    [1]
+    """
+    needle = query.casefold()
+    found: list[Turn] = []
+    for position in range(max(0, start), len(messages)):
+        message = messages[position]
+        if not isinstance(message, dict):
+            continue
+        turn = to_turn(position, message)
+        if needle in turn_text(turn).casefold():
+            if len(found) == limit:
+                return found, position
+            found.append(turn)
+    return found, None

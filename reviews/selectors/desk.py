@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Q, QuerySet
 
+from grading import selectors as grading_selectors
 from grading.models import CheatDecision, Group, Membership, Project, RolloutGrade, Verdict
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 
@@ -210,3 +211,59 @@ def cheat_evidence(decisions: list[CheatDecision]) -> dict[int, list[dict]]:
         items = grade.evidence if isinstance(grade.evidence, list) else []
         evidence.setdefault(grade.rollout_id, []).extend(i for i in items if isinstance(i, dict))
     return evidence
+
+
+# --- the group page's overview (issue 16) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterLabel:
+    """Which patch cluster a rollout falls in, as the overview and its lane say it."""
+
+    cluster: int  # the index of the cluster's first member (grading.rollouts.clusters)
+    size: int  # members of that cluster in the group
+    label: str  # "same change as #3, +2 extra files"
+    extra_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PageClusters:
+    labels: dict[int, ClusterLabel]  # rollout index -> its cluster; empty when none is stored
+    distinct: int = 0  # clusters among the rollouts given
+
+
+def group_clusters(rollouts: list) -> PageClusters:
+    """Each rollout's patch cluster, from its stored fields (Rollout.cluster, extra_files,
+    cluster_label, written at ingest by grading.ingest.clustering): no query and no
+    patch parsed on a page view. Rollouts not clustered yet are left out."""
+    members = grading_selectors.group_clusters(rollouts)
+    return PageClusters({
+        r.index: ClusterLabel(cluster=r.cluster, size=len(members[r.cluster]), label=r.cluster_label,
+                              extra_files=tuple(r.extra_files or ()))
+        for r in rollouts if r.cluster is not None and r.cluster in members
+    }, distinct=len(members))
+
+
+def rollout_test_counts(outcomes) -> dict[str, tuple[int, int]]:
+    """(passed, failed) of the FAIL_TO_PASS and PASS_TO_PASS tests in a rollout's stored
+    outcomes ({"FAIL_TO_PASS": {"success": [...], "failure": [...]}, ...}), as "f2p" and "p2p";
+    a category the rollout does not carry is left out."""
+    counts: dict[str, tuple[int, int]] = {}
+    for category, outcome in (outcomes.items() if isinstance(outcomes, dict) else ()):
+        key = {"fail_to_pass": "f2p", "pass_to_pass": "p2p"}.get(str(category).lower())
+        if key is None or not isinstance(outcome, dict):
+            continue
+        passed, failed = counts.get(key, (0, 0))
+        success, failure = outcome.get("success") or [], outcome.get("failure") or []
+        counts[key] = (passed + (len(success) if isinstance(success, list) else 0),
+                       failed + (len(failure) if isinstance(failure, list) else 0))
+    return counts
+
+
+def lane_order(rollouts: list, order: list[int]) -> list:
+    """The lanes in the order the page shows them: passing first, then those of unknown
+    outcome, then failing; within each, the reviewer's blind order (`order`, a shuffle of
+    the indices kept on their assignment) or, without one, by index."""
+    position = {index: n for n, index in enumerate(order)}
+    outcome_rank = {True: 0, None: 1, False: 2}
+    return sorted(rollouts, key=lambda r: (outcome_rank[r.passed], position.get(r.index, len(position) + r.index)))

@@ -23,7 +23,7 @@ from grading.models import Group
 from grading.projects.access import page_group
 from grading.rollouts.diffs import Budget, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
-from grading.rollouts.turns import to_turns
+from grading.rollouts.turns import find_turns, fold_head, to_turns
 from grading.templatetags.gagar import patch_anchor, path_key, visible_html
 from reviews.forms import draft_fields
 from reviews.models import AdjudicationDraft, Judgment, Reveal
@@ -42,6 +42,7 @@ DIFF_PAGE_CHARS = 120_000
 DIFF_PARTIAL_ROWS = 8_000
 DIFF_PARTIAL_CHARS = 500_000
 LOG_PREVIEW_CHARS = 200_000
+TURN_QUERY_CHARS = 200  # a search within one rollout's turns (a substring; never a pattern)
 
 
 def _ln(number: int | None) -> str:
@@ -163,10 +164,10 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         review.items = review_selectors.items_from_fields(fields)
     if form_data is not None:
         review.items = review_selectors.items_from_fields(fields)
-    rollouts = selectors.rollouts_with_patches(group)
-    if review.order:
-        position = {index: n for n, index in enumerate(review.order)}
-        rollouts.sort(key=lambda r: position.get(r.index, len(position) + r.index))
+    # Passing lanes first, still in the reviewer's own shuffle when blind; failing after.
+    rollouts = review_selectors.lane_order(selectors.rollouts_with_patches(group), review.order)
+    page_clusters = review_selectors.group_clusters(rollouts)
+    clusters = page_clusters.labels
     if review.blind or browse is not None:  # no grader field is loaded, so none can reach the HTML
         verdict, grades = None, {}
     else:
@@ -201,12 +202,15 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         scores = rollout.mine.get("scores", {})
         rollout.score_rows = [(guide.dimension(name), scores.get(name, "")) for name in RUBRIC]
         rollout.errors = [m for f, m in (errors or {}).items() if f.split("-")[1:2] == [str(rollout.index)]]
+        rollout.cluster_info = clusters.get(rollout.index)
+        rollout.test_counts = review_selectors.rollout_test_counts(rollout.test_outcomes)
     adjudication = next((j for j in review.others if j.kind == Judgment.Kind.ADJUDICATION), None)
     return render(
         request,
         "reviews/group.html",
         {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
-         "rollouts": shown, "all_rollouts": rollouts, "n_all": len(rollouts), "only": only, "diff_view": "unified",
+         "rollouts": shown, "all_rollouts": rollouts, "has_clusters": bool(clusters), "n_clusters": page_clusters.distinct,
+         "n_failing": sum(1 for r in shown if r.passed is False), "n_all": len(rollouts), "only": only, "diff_view": "unified",
          "verdict": verdict, "review": review, "membership": membership,
          "guide": guide, "tier_guide": [(t, guide.tier(t)) for t in TIERS], "browse": browse, "errors": errors or {},
          "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,
@@ -257,10 +261,19 @@ def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, index:
     except ValueError:
         start = 0
     messages = content.messages if isinstance(content.messages, list) else []
-    turns = to_turns(messages, start, start + TURNS_PER_PAGE)
-    next_start = start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None
-    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout,
-               "turns": turns, "next_start": next_start, "n_messages": len(messages)}
+    query = request.GET.get("q", "").strip()
+    if len(query) > TURN_QUERY_CHARS:
+        return HttpResponse(f"q: a search within a rollout is at most {TURN_QUERY_CHARS} characters (got {len(query):,}).",
+                            status=400, content_type="text/plain; charset=utf-8")
+    if query:
+        turns, next_start = find_turns(messages, query, start, TURNS_PER_PAGE)
+    else:
+        turns = to_turns(messages, start, start + TURNS_PER_PAGE)
+        next_start = start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None
+    for turn in turns:
+        turn.fold = fold_head(turn.observation)
+    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout, "query": query,
+               "start": start, "turns": turns, "next_start": next_start, "n_messages": len(messages)}
     template = "reviews/group.html#rollout-turns" if request.htmx else "reviews/rollout_part.html"
     return render(request, template, {**context, "part": "turns"})
 

@@ -11,11 +11,17 @@
 // and offers a retry. Shift+S (or the button) submits and opens the next queued group.
 // Irreversible actions (forms with data-confirm) open their <dialog> first (confirm.js).
 // No key of the page acts while a dialog is open.
+// Patch clusters (issue 16): Shift+1/2/3 gives the current lane's tier to every passing lane
+// of its cluster (lanes carry data-cluster; still one tier input per rollout, all submitted
+// as before), as does the lane's "tier the cluster" button.
+// Lanes and the layout (static/js/group.js): a lane becoming current fires
+// "gagar:lane-current" on it; group.js fires "gagar:focus-lane" on a lane it went to.
 (function () {
   "use strict";
   var form, lanes = [], current = -1, started = Date.now(), saveTimer = null, dirty = false;
   var submitting = false, ready = false, pending = [], handleKey = null;
   var KEYS = ["?", "j", "k", "1", "2", "3", "[", "]", "c", "s", "S"];
+  var CLUSTER_CODES = { Digit1: "T1", Digit2: "T2", Digit3: "T3", Numpad1: "T1", Numpad2: "T2", Numpad3: "T3" };
   var wantNext = false;
 
   function passingLanes() {
@@ -27,6 +33,7 @@
     if (!lanes.length) return;
     current = Math.max(0, Math.min(lanes.length - 1, i));
     lanes.forEach(function (lane, n) { lane.classList.toggle("current", n === current); });
+    lanes[current].dispatchEvent(new CustomEvent("gagar:lane-current", { bubbles: true }));
     // Centre the lane in the side-by-side strip; leave the page's vertical position alone.
     var lane = lanes[current], strip = lane.parentElement;
     var laneBox = lane.getBoundingClientRect(), stripBox = strip.getBoundingClientRect();
@@ -44,6 +51,22 @@
     if (!p) return;
     var radio = p.querySelector("input[type=radio][value='" + tier + "']");
     if (radio) { radio.checked = true; changed(); }
+  }
+
+  // The current lane's tier for every passing lane of its patch cluster (the same change).
+  function setClusterTier(tier) {
+    if (current < 0) focusLane(0);
+    var lane = lanes[current];
+    if (!lane) return;
+    var cluster = lane.dataset.cluster, given = [];
+    lanes.forEach(function (other) {
+      if (other !== lane && (cluster === undefined || other.dataset.cluster !== cluster)) return;
+      var radio = other.querySelector("[data-judge] input[type=radio][value='" + tier + "']");
+      if (radio) { radio.checked = true; given.push("#" + other.dataset.index); }
+    });
+    var status = form.querySelector("[data-role=cluster-status]");
+    if (status) status.textContent = tier + " given to " + given.join(", ") + (given.length > 1 ? " (the same change)" : "");
+    changed();
   }
 
   function bumpRank(delta) {
@@ -105,6 +128,8 @@
     return tag === "textarea" || tag === "select" || (tag === "input" && target.type !== "radio" && target.type !== "checkbox");
   }
 
+  function clusterKey(e) { return e.shiftKey && CLUSTER_CODES[e.code]; }
+
   function onKey(e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     var help = document.getElementById("keys-help");
@@ -112,6 +137,7 @@
     if (open && open !== help) return;  // a confirmation is asking: its own keys only
     if (e.key === "?") { e.preventDefault(); if (help.open) help.close(); else help.showModal(); return; }
     if (typing(e.target) || (help && help.open)) return;
+    if (clusterKey(e)) { e.preventDefault(); setClusterTier(clusterKey(e)); return; }
     switch (e.key) {
       case "j": e.preventDefault(); focusLane(current + 1); break;
       case "k": e.preventDefault(); focusLane(current - 1); break;
@@ -187,16 +213,17 @@
   // Bound as soon as this file runs: before the page is ready, keys it handles are queued.
   document.addEventListener("keydown", function (e) {
     if (ready) { if (handleKey) handleKey(e); return; }
-    if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target) || KEYS.indexOf(e.key) < 0) return;
+    if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target) || (KEYS.indexOf(e.key) < 0 && !clusterKey(e))) return;
     e.preventDefault();
-    pending.push({ key: e.key, target: e.target });
+    pending.push({ key: e.key, code: e.code, shiftKey: e.shiftKey, target: e.target });
   });
 
   function markReady(handler) {
     handleKey = handler;
     ready = true;
     pending.splice(0).forEach(function (k) {
-      handler({ key: k.key, target: k.target, ctrlKey: false, metaKey: false, altKey: false, preventDefault: function () {} });
+      handler({ key: k.key, code: k.code, shiftKey: k.shiftKey, target: k.target, ctrlKey: false, metaKey: false, altKey: false,
+                preventDefault: function () {} });
     });
     document.body.dataset.judgeReady = "true";
   }
@@ -217,7 +244,18 @@
       return;
     }
     lanes = passingLanes();
-    lanes.forEach(function (lane, n) { lane.addEventListener("click", function () { focusLane(n); }); });
+    lanes.forEach(function (lane, n) {
+      lane.addEventListener("click", function () { if (current !== n) focusLane(n); });
+      lane.addEventListener("gagar:focus-lane", function () { if (current !== n) focusLane(n); });
+      var button = lane.querySelector("[data-action=tier-cluster]");
+      if (button) button.addEventListener("click", function (e) {
+        e.stopPropagation();
+        focusLane(n);
+        var checked = lane.querySelector("[data-judge] input[type=radio]:checked");
+        if (checked) setClusterTier(checked.value);
+        else { var status = form.querySelector("[data-role=cluster-status]"); if (status) status.textContent = "Give #" + lane.dataset.index + " a tier first"; }
+      });
+    });
     document.addEventListener("input", function (e) { if (e.target.form === form || e.target.getAttribute("form") === "judgment-form") changed(); });
     document.addEventListener("change", function (e) { if (e.target.form === form) changed(); });
     form.addEventListener("submit", function () {

@@ -35,7 +35,8 @@ BLIND_GRADER = "blind-grader@7"
 OPEN_GRADER = "open-grader@1"
 SECRET = "BLIND-DOOR-SECRET"
 # Text that only a grader field on g1 can put into a response.
-FORBIDDEN = (BLIND_GRADER, SECRET, "vs grader", "grader says", "grader agrees", "tiers differ on")
+FORBIDDEN = (BLIND_GRADER, SECRET, "vs grader", "grader says", "grader agrees", "tiers differ on",
+             'data-sort="tier"', "data-tier=")  # the last two: the group overview's grader columns (issue 16)
 TIER_BADGE = re.compile(r'badge tier-T\d')
 QUERY = "?project=acme&run=r1&step=1&slices=true&n_boot=0&show=all&status=all&mode=adjudicate&a=0&b=1"
 G1_TIERS = {0: "T1", 1: "T2", 3: "T3"}
@@ -299,3 +300,28 @@ def test_an_exporter_with_open_blind_assignments_gets_409_and_a_trainer_token_do
     skip_assignment(assignment=Assignment.objects.get(reviewer=alice, group=world["g2@1"]))
     r = client.get(url)
     assert r.status_code == 200 and b"g1@1" in b"".join(r.streaming_content)
+
+
+def _overview(body: str) -> str:
+    start = body.index('data-testid="overview"')
+    return body[start:body.index("</details>", start)]
+
+
+@pytest.mark.parametrize("who", ["bob", "erin", "fay"])  # reviewer, auditor, adjudicator
+def test_the_group_overview_has_no_grader_field_until_the_judgment_is_submitted(client, people, world, who):
+    """Issue 16: the overview at the top of the group page (a row per rollout, sortable by
+    its columns) has no grader tier or rank column, value or badge for a blind judge, as a
+    page or as the htmx swap; once they submit, the same overview shows both."""
+    assign(group=world["g1@1"], reviewer=people[who])
+    client.force_login(people[who])
+    for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+        overview = _overview(client.get("/projects/acme/runs/r1/groups/g1@1/", **headers).content.decode())
+        assert 'data-testid="overview-row-3"' in overview
+        for text in (*FORBIDDEN, "grader tier", "data-rank=", 'data-sort="rank"'):
+            assert text not in overview, (who, text)
+        assert not TIER_BADGE.search(overview)
+    r = client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post(G1_TIERS))
+    assert r.status_code == 302, r.content
+    overview = _overview(client.get("/projects/acme/runs/r1/groups/g1@1/").content.decode())
+    assert "grader tier" in overview and 'data-tier="T3"' in overview and 'data-rank="3"' in overview
+    assert '<span class="badge tier-T3">T3</span>' in overview
