@@ -24,6 +24,7 @@ from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, can
 from grading.formats.linereader import OversizeLine
 from grading.grader.jobs import GraderUnavailable, queue_new_groups
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
+from grading.search.index import index_rollouts
 from grading.selectors import rollout_as_line
 
 logger = logging.getLogger(__name__)
@@ -405,6 +406,8 @@ class _BatchWriter:
                 )
                 position += 1
         RolloutContent.objects.bulk_create(contents, batch_size=100)
+        # Searchable in the same transaction that stores them (grading.search).
+        index_rollouts(zip(rows, (g for g, rollouts in pairs for _ in rollouts), (r for _, rollouts in pairs for r in rollouts)))
 
 
 def _same_as_stored(group: Group, rollout: ParsedRollout) -> bool:
