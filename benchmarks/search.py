@@ -3,14 +3,14 @@
     DATABASE_URL=postgres://... .venv/bin/python benchmarks/search.py [--rollouts 1000000] [--repeat 4]
 
 Creates its own database `gagar_bench_search` on the server DATABASE_URL points at (dropped
-at the end), migrates it (migration 0015: the tsvector GIN and pg_trgm GIN indexes), then:
+at the end), migrates it (migration 0015: the tsvector column and its GIN index), then:
 
 1. Stores `--rollouts` rollouts (16 per group, 4 runs, 100 steps per run) with small
    synthetic bodies: one assistant message of ~40 words drawn, with their frequencies,
    from the words of the 16 real mini-swe-agent trajectories in tests/fixtures, plus one
    of their real shell commands as the action (about 350 characters of search text per
-   rollout). Rows go in with COPY (setup); the search rows' text is the product's
-   `search_text`; the two indexes are built after the load (their build time is printed).
+   rollout). Rows go in with COPY (setup); the search rows are the product's `search_text`
+   and `vector_literal`; the GIN index is built after the load (its build time is printed).
 2. Times the product's selector (`grading.search.selectors.search_rollouts`: count up to
    COUNT_CAP, one page of 20, the page's rollouts and bodies, hits) for a word, a common
    word, a rare word, a phrase, a prefix, a literal command, and a word scoped to a run and
@@ -20,7 +20,7 @@ at the end), migrates it (migration 0015: the tsvector GIN and pg_trgm GIN index
    (`grading.search.index.index_rollouts`: search text in Python, rows COPYed into the
    indexed table, in one transaction) against a raw COPY of the same rows into an
    unindexed table, and a COPY of the built rows into the indexed table (the database's
-   share: the tsvector column and both GIN indexes).
+   share: the GIN index).
 5. What the index costs a whole ingest: 4,000 demo rollouts (grading.ingest.demo: turns,
    patches, tests) through `ingest_group_lines` with the index rows, and without them.
 """
@@ -105,10 +105,10 @@ def main() -> None:
         from django.utils import timezone
 
         from grading.models import Group, Project, Rollout, Run, Step, Task
-        from grading.search.index import POSTGRES_SQL, index_rollouts
+        from grading.search.index import COLUMNS, POSTGRES_SQL, index_rollouts
         from grading.search.query import parse_query
         from grading.search.selectors import SearchScope, search_rollouts
-        from grading.search.text import search_text
+        from grading.search.text import search_text, vector_literal
 
         call_command("migrate", verbosity=0)
         print(f"machine:   {cpu_model()}, {usable_cores()} cores, {memory_gib()} RAM, PostgreSQL {postgres_version(db_url)}, "
@@ -172,21 +172,21 @@ def main() -> None:
         with connection.cursor() as cursor:
             cursor.execute("SET maintenance_work_mem = '512MB'")
             cursor.execute("DROP INDEX rolloutsearch_vector")
-            cursor.execute("DROP INDEX rolloutsearch_text_trgm")
         chunk = 100_000
         done = 0
         while done < args.rollouts:
             n = min(chunk, args.rollouts - done)
             rows = load(done // GROUP_SIZE + 1, n, done + 1)
             with connection.cursor() as cursor:
-                copy_rows(cursor, "grading_rolloutsearch", ["rollout_id", "run_id", "step_number", "passed", "text"],
-                          ((rid, run_id, step, passed, search_text(messages, "", {})) for rid, run_id, step, passed, messages in rows))
+                copy_rows(cursor, "grading_rolloutsearch", list(COLUMNS),
+                          ((rid, run_id, step, passed, text, vector_literal(text)) for rid, run_id, step, passed, text in
+                           ((rid, run_id, step, passed, search_text(messages, "", {})) for rid, run_id, step, passed, messages in rows)))
             done += n
         load_s = time.perf_counter() - t0
         sample = search_text(body()[0], "", {})
         print(f"corpus:    {args.rollouts:,} rollouts loaded by COPY in {load_s:.0f} s; search text ~{len(sample)} characters each, "
               f"e.g. {sample[:90]!r}...")
-        for statement in POSTGRES_SQL[2:]:
+        for statement in POSTGRES_SQL[1:]:
             t0 = time.perf_counter()
             with connection.cursor() as cursor:
                 cursor.execute(statement)
@@ -271,20 +271,21 @@ def main() -> None:
         rollouts = list(Rollout.objects.filter(pk__gte=first_rollout).order_by("pk"))
         by_id = {rid: messages for rid, *_rest, messages in extra}
         items = [(r, groups[r.group_id], SimpleNamespace(messages=by_id[r.pk], patch="", tests={})) for r in rollouts]
-        raw_rows = [(r.pk, groups[r.group_id].run_id, groups[r.group_id].step_number, r.passed, search_text(by_id[r.pk], "", {}))
-                    for r in rollouts]
+        raw_rows = [(r.pk, groups[r.group_id].run_id, groups[r.group_id].step_number, r.passed, text, vector_literal(text))
+                    for r in rollouts for text in [search_text(by_id[r.pk], "", {})]]
         with connection.cursor() as cursor:
-            cursor.execute("CREATE TABLE bench_raw (rollout_id bigint, run_id bigint, step_number integer, passed boolean, text text)")
+            cursor.execute("CREATE TABLE bench_raw (rollout_id bigint, run_id bigint, step_number integer, passed boolean, "
+                           "text text, vector text)")
         t0 = time.perf_counter()
         with transaction.atomic(), connection.cursor() as cursor:
-            copy_rows(cursor, "bench_raw", ["rollout_id", "run_id", "step_number", "passed", "text"], raw_rows)
+            copy_rows(cursor, "bench_raw", list(COLUMNS), raw_rows)
         raw_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        texts = [search_text(by_id[r.pk], "", {}) for r in rollouts]
+        texts = [vector_literal(search_text(by_id[r.pk], "", {})) for r in rollouts]
         text_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         with transaction.atomic(), connection.cursor() as cursor:
-            copy_rows(cursor, "grading_rolloutsearch", ["rollout_id", "run_id", "step_number", "passed", "text"], raw_rows)
+            copy_rows(cursor, "grading_rolloutsearch", list(COLUMNS), raw_rows)
             indexed_copy_s = time.perf_counter() - t0
             transaction.set_rollback(True)
         del texts
@@ -292,8 +293,8 @@ def main() -> None:
         with transaction.atomic():
             index_rollouts(items)
         product_s = time.perf_counter() - t0
-        print(f"indexing parts: search_text in Python {EXTRA / text_s:,.0f}/s; COPY of the built rows into the indexed table "
-              f"(tsvector + both GIN indexes) {EXTRA / indexed_copy_s:,.0f}/s")
+        print(f"indexing parts: search_text and vector_literal in Python {EXTRA / text_s:,.0f}/s; COPY of the built rows into "
+              f"the indexed table (its GIN index) {EXTRA / indexed_copy_s:,.0f}/s")
         print(f"indexing:  {EXTRA:,} rollouts into the {args.rollouts:,}-row indexed table by index_rollouts: {EXTRA / product_s:,.0f}/s; "
               f"raw COPY of the same rows (text already built) into an unindexed table: {EXTRA / raw_s:,.0f}/s; "
               f"ratio {raw_s / product_s:.2f}x")
@@ -308,15 +309,9 @@ def main() -> None:
         batches = {label: [(n, line(make_group(demo_rng, run=f"ingest-{label}", step=0, task_number=n, n_rollouts=GROUP_SIZE,
                                                pass_rate=0.5, turns=(4, 12)))) for n in range(1, INGEST_GROUPS + 1)]
                    for label in ("with", "without")}
-        batches["with, no trigram index"] = [(n, line(make_group(demo_rng, run="ingest-notrgm", step=0, task_number=n,
-                                                                  n_rollouts=GROUP_SIZE, pass_rate=0.5, turns=(4, 12))))
-                                              for n in range(1, INGEST_GROUPS + 1)]
         rates = {}
-        for label in ("without", "with", "with, no trigram index"):
-            service.index_rollouts = search_index.index_rollouts if label.startswith("with,") or label == "with" else (lambda items: None)
-            if label == "with, no trigram index":
-                with connection.cursor() as cursor:
-                    cursor.execute("DROP INDEX rolloutsearch_text_trgm")
+        for label in ("without", "with"):
+            service.index_rollouts = search_index.index_rollouts if label == "with" else (lambda items: None)
             t0 = time.perf_counter()
             report = service.ingest_group_lines(project=project, lines=batches[label])
             took = time.perf_counter() - t0
@@ -325,8 +320,7 @@ def main() -> None:
         service.index_rollouts = search_index.index_rollouts
         print(f"ingest:    {INGEST_GROUPS * GROUP_SIZE:,} demo rollouts ({INGEST_GROUPS} groups, turns and patches) through "
               f"ingest_group_lines: {rates['with']:,.0f} rollouts/s with the search index, {rates['without']:,.0f}/s without; "
-              f"ratio {rates['with'] / rates['without']:.2f}x; without the trigram index (words only) "
-              f"{rates['with, no trigram index']:,.0f}/s, ratio {rates['with, no trigram index'] / rates['without']:.2f}x")
+              f"ratio {rates['with'] / rates['without']:.2f}x")
         worst = max(p95 for _, p95 in results)
         print(f"goal p95 <= 300 ms: {'met' if worst <= 300 else 'NOT met'} (worst p95 {worst:.0f} ms); load average {load_average():.2f} at end; "
               f"{time.perf_counter() - started:.0f} s in all")

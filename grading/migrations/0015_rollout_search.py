@@ -1,7 +1,7 @@
 """The search index (grading.search): one RolloutSearch row per rollout, filled for the
-rollouts already stored; on PostgreSQL a stored tsvector column with a GIN index (words,
-phrases, prefixes) and a pg_trgm GIN index on the text (literal substrings). Also the
-cheat-signal source `search` (an auditor's query turned into signals)."""
+rollouts already stored; on PostgreSQL a tsvector column with a GIN index (words, phrases,
+prefixes, and the literal mode's pre-filter). Also the cheat-signal source `search` (an
+auditor's query turned into signals)."""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -10,7 +10,7 @@ from grading.search.index import POSTGRES_REVERSE_SQL, POSTGRES_SQL, backfill
 
 
 def fill_index(apps, schema_editor):
-    backfill(apps)
+    backfill(apps, using=schema_editor.connection)
 
 
 def postgres_index(apps, schema_editor):
@@ -52,6 +52,6 @@ class Migration(migrations.Migration):
             field=models.CharField(choices=[("grader", "Grader flag"), ("prescreen", "Deterministic prescreen"),
                                             ("reviewer", "Reviewer"), ("search", "Search (an auditor's query)")], max_length=10),
         ),
-        migrations.RunPython(fill_index, migrations.RunPython.noop),
         migrations.RunPython(postgres_index, drop_postgres_index),
+        migrations.RunPython(fill_index, migrations.RunPython.noop),
     ]

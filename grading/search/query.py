@@ -24,6 +24,7 @@ calls, each bounded by the text scanned (callers cap it), a few per occurrence.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 MAX_QUERY_CHARS = 1000
@@ -56,18 +57,32 @@ class Query:
     literal: str = ""
 
 
+# A run of letters and digits (str.isalnum: \\w without the underscore). One character class
+# repeated: linear in the text, which callers bound (MAX_QUERY_CHARS, text.MAX_TEXT_CHARS).
+TOKEN = re.compile(r"[^\W_]+")
+
+
 def tokens(text: str) -> list[str]:
-    """The lower-case runs of letters and digits of `text` (one pass)."""
-    out, current = [], []
-    for ch in text:
-        if ch.isalnum():
-            current.append(ch)
-        elif current:
-            out.append("".join(current).lower())
-            current = []
-    if current:
-        out.append("".join(current).lower())
-    return out
+    """The runs of letters and digits of `text`, lower-cased."""
+    return TOKEN.findall(text.lower())
+
+
+def literal_tsquery(literal: str) -> str | None:
+    """A full-text query every text holding `literal` matches (the database's pre-filter for the
+    literal mode; the substring itself is then checked), or None when the literal has no token
+    it can use. A token touching the literal's start may be the end of a longer word, so it is
+    left out; one touching its end may be the start of one, so it is a prefix.
+
+    >>> literal_tsquery("git log -p"), literal_tsquery(" git log"), literal_tsquery("pip==")
+    ("'log' <-> 'p':*", "'git' <-> 'log':*", None)
+    """
+    parts = []
+    for match in TOKEN.finditer(literal):
+        if match.start() == 0:
+            continue
+        lexeme = "'" + match.group().lower() + "'"
+        parts.append(lexeme + ":*" if match.end() == len(literal) else lexeme)
+    return " <-> ".join(parts) if parts else None
 
 
 def parse_query(raw: str | None, *, mode: str = "words") -> Query:

@@ -3,7 +3,7 @@
 The project is the first filter of every search and cannot be left out (a `SearchScope`
 needs one), so no query reaches another project's rollouts. Matching is done by the
 database: on PostgreSQL by the index of migration 0015 (words, phrases and prefixes on the
-stored tsvector, literal substrings with pg_trgm); on SQLite, which has no index, the
+tsvector column; literal substrings pre-filtered by their words there, then LIKE); on SQLite, which has no index, the
 rows' text is read and matched in Python (grading.search.query, the same rules), at most
 SQLITE_SCAN_ROWS rows per search. Hits are found in Python over the page's rollouts only
 (grading.search.text.find_hits: bounded str.find).
@@ -27,7 +27,7 @@ from django.utils.html import format_html
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Project, Rollout, RolloutContent, RolloutGrade, RolloutSearch, Run, Verdict
 from grading.search.index import has_index
-from grading.search.query import Query, matches
+from grading.search.query import Query, literal_tsquery, matches
 from grading.search.text import Hit, find_hits
 from grading.templatetags.gagar import patch_anchor
 
@@ -113,6 +113,12 @@ def _tsquery(query: Query) -> str:
     return " & ".join(parts)
 
 
+def _matches_vector(tsquery: str) -> RawSQL:
+    # The tsquery is a bind parameter read as tsquery input: quoted lexemes that are letters
+    # and digits only (built here or by query.literal_tsquery), lower-cased like the vectors.
+    return RawSQL("vector @@ %s::tsquery", [tsquery], output_field=BooleanField())
+
+
 def _scoped(scope: SearchScope, sees_grader: bool) -> QuerySet[RolloutSearch]:
     rows = RolloutSearch.objects.filter(run__project=scope.project)
     if scope.run is not None:
@@ -152,10 +158,16 @@ def matching(query: Query, scope: SearchScope, *, sees_grader: bool) -> QuerySet
     rows = _scoped(scope, sees_grader)
     if query.mode == "literal":
         if has_index():
-            return rows.filter(text__contains=query.literal)  # LIKE '%…%', case-sensitive: the trigram index
+            # The index narrows the rows to those with the literal's words in order; LIKE
+            # (case-sensitive) then checks the substring itself. A literal with no word the
+            # index can use (one run of letters, like `astropy==`) reads every row in scope.
+            prefilter = literal_tsquery(query.literal)
+            if prefilter:
+                rows = rows.filter(_matches_vector(prefilter))
+            return rows.filter(text__contains=query.literal)
         return rows.annotate(_at=StrIndex("text", Value(query.literal))).filter(_at__gt=0)  # instr(): case-sensitive
     if has_index():
-        return rows.filter(RawSQL("vector @@ to_tsquery('simple'::regconfig, %s)", [_tsquery(query)], output_field=BooleanField()))
+        return rows.filter(_matches_vector(_tsquery(query)))
     for term in query.terms:
         for token in term.tokens:
             rows = rows.filter(text__icontains=token)

@@ -1,9 +1,11 @@
 """What a rollout is searched by, and where a query hits in it. Pure: no Django.
 
-`search_text` is the bounded text the index holds for one rollout: the patch (file paths
-and changed lines), the test names, then every turn (its action or command, content,
-tool calls and observation, each cut to a few thousand characters), up to
-MAX_TEXT_CHARS in all. `find_hits` reads the same parts of the stored rollout and
+`search_text` is the bounded text the index holds for one rollout, most telling first:
+the patch (file paths and changed lines), the test names, every turn's action or command
+and tool calls, then the turns' contents, then their observations — each part cut to
+MAX_PART_CHARS, MAX_TEXT_CHARS in all (what the index costs ingest grows with it:
+benchmarks/search.py). `vector_literal` is that text's tokens with their positions, as
+PostgreSQL's tsvector reads them. `find_hits` reads the same parts of the stored rollout and
 says where a query occurs: in turn N (the message's position, the numbering the group
 page's `#turn-<rollout>-<N>` anchors and the grader's evidence use), on a patch line
 (path and new-side line number, as the patch rows' anchors), or in a test name. Its
@@ -21,10 +23,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from grading.rollouts.turns import to_turn
-from grading.search.query import Query, find
+from grading.search.query import Query, find, tokens
 
-MAX_TEXT_CHARS = 100_000  # per rollout in the index
-MAX_PART_CHARS = 4_000  # per turn field (content, action, observation) in the index
+MAX_TEXT_CHARS = 16_000  # per rollout in the index
+MAX_PART_CHARS = 2_000  # per part (a patch line, a command, a message's content, an observation) in the index
+MAX_LEXEME_CHARS = 200  # longer runs (hashes, base64) are not words anyone types; PostgreSQL's limit is 2 kB
 MAX_SCAN_CHARS = 2_000_000  # per rollout when looking for hits
 MAX_HITS = 5  # per rollout, shown
 SNIPPET_CONTEXT = 60  # characters either side of a match
@@ -106,14 +109,18 @@ def patch_parts(patch: str) -> Iterator[Part]:
             new_no += 1
 
 
-def turn_parts(messages) -> Iterator[Part]:
+def _turns(messages):
     for position, message in enumerate(messages if isinstance(messages, list) else []):
-        if not isinstance(message, dict):
-            continue
-        turn = to_turn(position, message)
+        if isinstance(message, dict):
+            yield to_turn(position, message)
+
+
+def turn_parts(messages) -> Iterator[Part]:
+    """Every turn's fields in turn order (where a hit is shown)."""
+    for turn in _turns(messages):
         for text in (turn.action, turn.text, *(c["arguments"] for c in turn.tool_calls), turn.observation):
             if text:
-                yield Part("turn", text, turn=position)
+                yield Part("turn", text, turn=turn.position)
 
 
 def parts(messages, patch: str, tests) -> Iterator[Part]:
@@ -124,13 +131,31 @@ def parts(messages, patch: str, tests) -> Iterator[Part]:
     yield from turn_parts(messages)
 
 
+def _indexed_texts(messages, patch: str, tests) -> Iterator[str]:
+    for part in patch_parts(patch):
+        yield part.text
+    yield from test_names(tests)
+    turns = list(_turns(messages))
+    for turn in turns:
+        if turn.action:
+            yield turn.action
+        for call in turn.tool_calls:
+            yield call["arguments"]
+    for turn in turns:
+        if turn.text:
+            yield turn.text
+    for turn in turns:
+        if turn.observation:
+            yield turn.observation
+
+
 def search_text(messages, patch: str, tests) -> str:
-    """The rollout's text for the index: its parts, each cut to MAX_PART_CHARS, joined by
-    newlines, up to MAX_TEXT_CHARS (changed lines and commands come first)."""
+    """The rollout's text for the index: its parts, most telling first, each cut to
+    MAX_PART_CHARS, joined by newlines, up to MAX_TEXT_CHARS."""
     out: list[str] = []
     size = 0
-    for part in parts(messages, patch, tests):
-        text = part.text[:MAX_PART_CHARS]
+    for whole in _indexed_texts(messages, patch, tests):
+        text = whole[:MAX_PART_CHARS]
         if size + len(text) + 1 > MAX_TEXT_CHARS:
             text = text[: max(0, MAX_TEXT_CHARS - size - 1)]
             if text:
@@ -139,6 +164,24 @@ def search_text(messages, patch: str, tests) -> str:
         out.append(text)
         size += len(text) + 1
     return "\n".join(out)
+
+
+def vector_literal(text: str) -> str:
+    """`text`'s tokens (query.tokens: lower-case runs of letters and digits) with their
+    positions, in PostgreSQL's tsvector input form: `'git':1,5 'log':2`. Tokens are letters
+    and digits only, so nothing in them needs quoting.
+
+    >>> vector_literal("git log -p; GIT")
+    "'git':1,4 'log':2 'p':3"
+    """
+    positions: dict[str, list[int]] = {}
+    for n, token in enumerate(tokens(text), start=1):  # at most MAX_TEXT_CHARS / 2 tokens: under MAX_POSITION
+        seen = positions.get(token)
+        if seen is None:
+            positions[token] = [n]
+        elif len(seen) < 256:  # PostgreSQL keeps 256 positions a lexeme
+            seen.append(n)
+    return " ".join(f"'{token}':{','.join(map(str, p))}" for token, p in positions.items() if len(token) <= MAX_LEXEME_CHARS)
 
 
 def _snippet(text: str, start: int, end: int) -> tuple[str, str, str]:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grading.search.query import MAX_QUERY_CHARS, QueryError, find, matches, parse_query, tokens
-from grading.search.text import MAX_TEXT_CHARS, find_hits, patch_parts, search_text
+from grading.search.query import MAX_QUERY_CHARS, QueryError, find, literal_tsquery, matches, parse_query, tokens
+from grading.search.text import MAX_TEXT_CHARS, find_hits, patch_parts, search_text, vector_literal
 
 
 def kinds(raw: str):
@@ -104,3 +104,21 @@ def test_search_text_is_bounded():
     messages = [{"role": "tool", "content": "x" * 50_000} for _ in range(100)]
     text = search_text(messages, "", {})
     assert len(text) <= MAX_TEXT_CHARS
+
+
+def test_literal_prefilter_leaves_out_a_word_the_literal_may_start_inside():
+    assert literal_tsquery("git log -p") == "'log' <-> 'p':*"
+    assert literal_tsquery("$ git log") == "'git' <-> 'log':*"
+    assert literal_tsquery("Pip install ") == "'install'"
+    assert literal_tsquery("astropy==") is None and literal_tsquery("==") is None
+
+
+@given(st.text(max_size=300))
+def test_vector_holds_every_token_of_the_text_with_its_position(text):
+    vector = vector_literal(text)
+    words = tokens(text)
+    entries = dict(entry.rsplit(":", 1) for entry in vector.split(" ")) if vector else {}
+    assert set(entries) == {f"'{w}'" for w in words if len(w) <= 200}
+    for n, word in enumerate(words, start=1):
+        if len(word) <= 200 and n <= 256:
+            assert str(n) in entries[f"'{word}'"].split(",")

@@ -82,6 +82,10 @@ def test_literal_is_case_sensitive_and_keeps_punctuation(acme, corpus):
     assert found(acme, "git log -p", mode="literal") == {"a@1#0", "c@1#0"}
     assert found(acme, "Git Log", mode="literal") == {"a@1#2"}
     assert found(acme, "pip install astropy==", mode="literal") == {"a@1#1"}
+    # a literal may start or end inside a word: "it log -" is in "git log -p"
+    assert found(acme, "it log -", mode="literal") == {"a@1#0", "c@1#0"}
+    # one run of letters with punctuation: no word the index can use, every row in scope is read
+    assert found(acme, "astropy==", mode="literal") == {"a@1#1"}
 
 
 def test_scopes(acme, corpus):
