@@ -10,10 +10,11 @@ class RolloutSearch(models.Model):
     a search is scoped by, so a search reads one table and joins only for the page's rows.
 
     Written by ingest in the transaction that stores the rollout (grading.ingest.service).
-    On PostgreSQL migration 0015 adds what Django does not model: a stored `vector` column
-    (tsvector of the text's letter-and-digit runs, 'simple' configuration: no stemming, it
-    is code) with a GIN index for words, phrases and prefixes, and a pg_trgm GIN index on
-    `text` for the literal mode. SQLite has neither; search there reads the rows (slower).
+    On PostgreSQL migration 0015 adds what Django does not model: a `vector` column (a
+    tsvector of the text's runs of letters and digits, lower-cased, no stemming: it is
+    code), written with the row (grading.search.index), with a GIN index for words,
+    phrases, prefixes and the literal mode's pre-filter. SQLite has neither; search there
+    reads the rows (slower).
     """
 
     rollout = models.OneToOneField("grading.Rollout", on_delete=models.CASCADE, primary_key=True, related_name="search")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 16
-MIN_LITERAL_CHARS = 3  # a shorter substring cannot use the trigram index (every row would be read)
+MIN_LITERAL_CHARS = 3  # a shorter substring is in nearly every rollout
 MODES = ("words", "literal")
 
 
