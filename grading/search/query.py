@@ -34,7 +34,12 @@ MODES = ("words", "literal")
 
 
 class QueryError(ValueError):
-    """A query that cannot be searched; the message says why, in the user's terms."""
+    """A query that cannot be searched; the message says why, in the user's terms, and
+    `field` which parameter it is about (`q`, or `mode`)."""
+
+    def __init__(self, message: str, field: str = "q"):
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ def literal_tsquery(literal: str) -> str | None:
 def parse_query(raw: str | None, *, mode: str = "words") -> Query:
     """The query `raw` in `mode`; QueryError with a message for empty, over-long or malformed input."""
     if mode not in MODES:
-        raise QueryError(f"mode must be one of {', '.join(MODES)}")
+        raise QueryError(f"mode must be one of {', '.join(MODES)}", field="mode")
     if raw is None or not raw.strip():
         raise QueryError("the query is empty: type a word, a \"phrase\", a prefix* or (literal mode) a command")
     if len(raw) > MAX_QUERY_CHARS:

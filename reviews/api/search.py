@@ -85,8 +85,7 @@ class SearchView(APIView):
         try:
             search = read_search(request.query_params, project=project, membership=membership, user=request.user)
         except QueryError as exc:
-            field = "mode" if str(exc).startswith("mode") else "q"
-            return error(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc), field=field)
+            return error(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc), field=exc.field)
         except SearchRefused as exc:
             code = status.HTTP_403_FORBIDDEN if isinstance(exc, GraderFieldsHidden) else status.HTTP_400_BAD_REQUEST
             return error(code, str(exc), field=exc.field)
