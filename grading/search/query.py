@@ -75,19 +75,25 @@ def tokens(text: str) -> list[str]:
 def literal_tsquery(literal: str) -> str | None:
     """A full-text query every text holding `literal` matches (the database's pre-filter for the
     literal mode; the substring itself is then checked), or None when the literal has no token
-    it can use. A token touching the literal's start may be the end of a longer word, so it is
-    left out; one touching its end may be the start of one, so it is a prefix.
+    it can use. Only the literal's whole words are used: one touching its start may be the
+    end of a longer word, one touching its end the start of one. When it has none, a word
+    touching only its end is used as a prefix, if it has 3 characters or more (a shorter
+    prefix matches most rows and would cost more than it saves).
 
-    >>> literal_tsquery("git log -p"), literal_tsquery(" git log"), literal_tsquery("pip==")
-    ("'log' <-> 'p':*", "'git' <-> 'log':*", None)
+    >>> literal_tsquery("git log -p"), literal_tsquery(" git status"), literal_tsquery("pip==")
+    ("'log'", "'git'", None)
     """
-    parts = []
+    whole, prefix = [], None
     for match in TOKEN.finditer(literal):
         if match.start() == 0:
             continue
         lexeme = "'" + match.group().lower() + "'"
-        parts.append(lexeme + ":*" if match.end() == len(literal) else lexeme)
-    return " <-> ".join(parts) if parts else None
+        if match.end() < len(literal):
+            whole.append(lexeme)
+        elif len(match.group()) >= 3:
+            prefix = lexeme + ":*"
+    parts = list(dict.fromkeys(whole)) + ([prefix] if prefix and not whole else [])
+    return " & ".join(parts) if parts else None
 
 
 def parse_query(raw: str | None, *, mode: str = "words") -> Query:

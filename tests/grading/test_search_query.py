@@ -106,11 +106,11 @@ def test_search_text_is_bounded():
     assert len(text) <= MAX_TEXT_CHARS
 
 
-def test_literal_prefilter_leaves_out_a_word_the_literal_may_start_inside():
-    assert literal_tsquery("git log -p") == "'log' <-> 'p':*"
-    assert literal_tsquery("$ git log") == "'git' <-> 'log':*"
-    assert literal_tsquery("Pip install ") == "'install'"
-    assert literal_tsquery("astropy==") is None and literal_tsquery("==") is None
+def test_literal_prefilter_uses_only_words_the_literal_cannot_start_or_end_inside():
+    assert literal_tsquery("git log -p") == "'log'"
+    assert literal_tsquery("$ git log -p --stat") == "'git' & 'log' & 'p'"
+    assert literal_tsquery(" install") == "'install':*"  # no whole word: a prefix of 3 or more
+    assert literal_tsquery(" -p") is None and literal_tsquery("astropy==") is None and literal_tsquery("==") is None
 
 
 @given(st.text(max_size=300))
