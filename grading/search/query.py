@@ -151,10 +151,12 @@ def parse_query(raw: str | None, *, mode: str = "words") -> Query:
 
 
 def _lower(text: str) -> str:
-    """`text` lower-cased, position for position (lower() can lengthen a few letters, e.g. 'İ':
-    such a text is then searched as it is, so offsets still point into the original)."""
+    """`text` lower-cased, position for position: lower() lengthens a few letters (e.g. 'İ'),
+    which then stay as they are, so offsets still point into the original."""
     low = text.lower()
-    return low if len(low) == len(text) else text
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
 
 
 def _boundary(text: str, pos: int) -> bool:

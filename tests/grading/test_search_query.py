@@ -58,6 +58,11 @@ def test_matching_words_phrases_prefixes():
     assert not matches(parse_query("py"), "numpy")
 
 
+def test_a_letter_that_lower_cases_longer_does_not_hide_the_rest():
+    # 'İ'.lower() is two characters; the rest of the text is still matched case-insensitively
+    assert matches(parse_query('"A"'), " A İ") and find(parse_query("b"), "İ B") == (2, 3)
+
+
 def test_find_returns_the_first_place_any_term_occurs():
     q = parse_query('setup "git log"')
     text = "first git log then setup"
