@@ -5,7 +5,7 @@ and a longer suffix before a shorter one it ends with (adjudication/draft/ befor
 
 from django.urls import path
 
-from reviews.views import audit, calibration, group, judge, queue
+from reviews.views import audit, calibration, group, judge, queue, search
 
 GROUP = "runs/<str:run>/groups/<path:uid>/"
 
@@ -18,6 +18,8 @@ urlpatterns = [
     path("calibration/activate/", calibration.activate, name="calibration-activate"),
     path("audit/", audit.audit_queue, name="audit-queue"),
     path("audit/<int:pk>/", audit.decide, name="audit-decide"),
+    path("search/", search.search, name="search"),
+    path("search/signals/", search.signal, name="search-signals"),
     path(GROUP + "adjudication/draft/", judge.adjudication_draft, name="adjudication-draft"),
     path(GROUP + "judgment/", judge.submit, name="judgment-submit"),
     path(GROUP + "draft/", judge.draft, name="judgment-draft"),

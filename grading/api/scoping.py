@@ -30,13 +30,20 @@ def project_for_request(request, *capabilities: str, token_default: bool = True)
     Http404 for a project the user is not in (or not the token's) and PermissionDenied
     when no capability fits.
     """
+    project, _membership, problem = membership_for_request(request, *capabilities, token_default=token_default)
+    return project, problem
+
+
+def membership_for_request(request, *capabilities: str, token_default: bool = True):
+    """As `project_for_request`, with the caller's membership: (project, membership, None) or (None, None, a 400)."""
     token = request_token(request)
     name = request.query_params.get("project") or (token.project.name if token and token_default else "")
     if not name:
-        return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
+        return None, None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
     if not params.usable_name(name):  # a NUL would reach PostgreSQL, which refuses it in text (a 500)
         raise Http404("No such project")
-    return get_project_for(request.user, name, *capabilities, token=token)[0], None
+    project, membership = get_project_for(request.user, name, *capabilities, token=token)
+    return project, membership, None
 
 
 def run_for_request(request, project: Project, *, required: bool = True) -> tuple[Run | None, Response | None]:

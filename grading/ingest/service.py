@@ -25,6 +25,7 @@ from grading.formats.linereader import OversizeLine
 from grading.grader.jobs import GraderUnavailable, queue_new_groups
 from grading.ingest.clustering import group_clusters, recluster
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
+from grading.search.index import index_rollouts
 from grading.selectors import rollout_as_line
 
 logger = logging.getLogger(__name__)
@@ -417,6 +418,8 @@ class _BatchWriter:
                 )
                 position += 1
         RolloutContent.objects.bulk_create(contents, batch_size=100)
+        # Searchable in the same transaction that stores them (grading.search).
+        index_rollouts(zip(rows, (g for g, rollouts in pairs for _ in rollouts), (r for _, rollouts in pairs for r in rollouts)))
 
 
 def _same_as_stored(group: Group, rollout: ParsedRollout) -> bool:

@@ -6,6 +6,7 @@ migrations keep working whichever module a model lives in.
 - grades: what the grader said (verdicts, rollout grades, cheat decisions, grading jobs)
 - method: factor mappings, their activations, step computations and stored advantages,
   each project's rubric guide
+- search: the search index (one row of searchable text per rollout)
 """
 
 from grading.models.grades import CheatDecision as CheatDecision
@@ -31,3 +32,4 @@ from grading.models.runs import RolloutContent as RolloutContent
 from grading.models.runs import Run as Run
 from grading.models.runs import Step as Step
 from grading.models.runs import Task as Task
+from grading.models.search import RolloutSearch as RolloutSearch

@@ -56,6 +56,7 @@ class CheatDecision(models.Model):
         GRADER = "grader", "Grader flag"
         PRESCREEN = "prescreen", "Deterministic prescreen"
         REVIEWER = "reviewer", "Reviewer"
+        SEARCH = "search", "Search (an auditor's query)"
 
     rollout = models.ForeignKey("grading.Rollout", on_delete=models.CASCADE, related_name="cheat_decisions")
     source = models.CharField(max_length=10, choices=Source.choices)

@@ -4,8 +4,10 @@ from django.urls import path
 
 from reviews.api.agreement import AgreementView
 from reviews.api.labeled import LabeledGroupExportView
+from reviews.api.search import SearchView
 
 urlpatterns = [
     path("agreement/", AgreementView.as_view(), name="api-agreement"),
     path("labeled-groups/", LabeledGroupExportView.as_view(), name="api-labeled-groups"),
+    path("search/", SearchView.as_view(), name="api-search"),
 ]

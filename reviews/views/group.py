@@ -17,9 +17,10 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
+from grading.formats import params
 from grading.method.guides import guide_for
 from grading.method.tiers import TIERS
-from grading.models import Group
+from grading.models import Group, RolloutContent
 from grading.projects.access import page_group
 from grading.rollouts.diffs import Budget, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
@@ -132,6 +133,23 @@ def _evidence_links(group: Group, evidence: list, deferred: set[int] = frozenset
     return links
 
 
+def _open_turns(request: HttpRequest, shown: list) -> None:
+    """`?lane=<index>&start=<turn>` (a search hit's link): that lane's turns box comes already
+    open at that turn, so the page lands on its `#turn-<index>-<turn>` anchor without a click."""
+    lane = params.whole_or(request.GET.get("lane"), "lane", default=None)
+    if lane is None:
+        return
+    rollout = next((r for r in shown if r.index == lane), None)
+    if rollout is None:
+        return
+    start = params.whole_or(request.GET.get("start"), "start", default=0)
+    content = RolloutContent.objects.only("rollout_id", "messages").filter(rollout_id=rollout.pk).first()
+    messages = content.messages if content is not None and isinstance(content.messages, list) else []
+    start = min(start, max(0, len(messages) - 1))
+    rollout.open_turns = {"turns": to_turns(messages, start, start + TURNS_PER_PAGE), "n_messages": len(messages),
+                          "next_start": start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None}
+
+
 @login_required
 @require_GET
 def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
@@ -194,6 +212,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         budget -= size
         rollout.diff = parse_patch(rollout.patch_text, budget=highlight_budget)
         rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, "unified")
+    _open_turns(request, shown)
     for rollout in rollouts:
         rollout.grade = grades.get(rollout.index)
         rollout.evidence_links = _evidence_links(group, rollout.grade.evidence, deferred) if rollout.grade else []

@@ -28,10 +28,10 @@ from tests.helpers import ingest_groups, jsonl, small_group
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 TABS = {
-    "alice": ["Runs", "Review queue", "Cheat audit", "Adjudication", "Calibration", "Team"],
-    "bob": ["Runs", "Review queue", "Calibration"],
-    "erin": ["Runs", "Review queue", "Cheat audit", "Calibration"],
-    "fay": ["Runs", "Review queue", "Adjudication", "Calibration"],
+    "alice": ["Runs", "Review queue", "Cheat audit", "Adjudication", "Calibration", "Search", "Team"],
+    "bob": ["Runs", "Review queue", "Calibration", "Search"],
+    "erin": ["Runs", "Review queue", "Cheat audit", "Calibration", "Search"],
+    "fay": ["Runs", "Review queue", "Adjudication", "Calibration", "Search"],
 }
 
 

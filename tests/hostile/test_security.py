@@ -73,7 +73,7 @@ QUERY = {"project": "acme", "run": "r1"}
 def test_the_matrix_covers_the_known_views(world):
     names = {name for _, name, _ in project_routes(world)}
     for expected in ("group", "rollout-turns", "rollout-diff", "rollout-log", "step", "run", "run-imports", "step-grading",
-                     "api-groups", "api-group", "api-imports", "api-import", "api-advantages"):
+                     "api-groups", "api-group", "api-imports", "api-import", "api-advantages", "search", "search-signals", "api-search"):
         assert expected in names
 
 

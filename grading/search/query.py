@@ -1,0 +1,232 @@
+"""Search queries over rollouts: parsing and matching. Pure: no Django, no regex on the query.
+
+Two modes. **words** (the default): words that must all appear (AND), `"quoted phrases"`
+whose words appear in that order, and prefixes `foo*`. Text and query are both cut into
+*tokens*, the runs of letters and digits, compared case-insensitively: `astropy==` is the
+token `astropy`; `git-log` or `foo_bar` in a query is the phrase of its tokens. This is
+exactly how PostgreSQL's full-text index sees the text (grading.search.index), so the
+database and `find` below agree on what matches. **literal** (`mode=literal`): the exact
+substring, case-sensitive, punctuation and spaces included (`pip install astropy==`).
+
+>>> q = parse_query('pip "git log" astro*')
+>>> [(t.kind, t.tokens) for t in q.terms]
+[('word', ('pip',)), ('phrase', ('git', 'log')), ('prefix', ('astro',))]
+>>> matches(q, "ran git log -p; pip freeze | grep astropy")
+True
+>>> matches(q, "ran git; log; pip")
+False
+>>> parse_query("git log -p", mode="literal").literal
+'git log -p'
+
+Cost: parsing is one pass over at most MAX_QUERY_CHARS characters; matching is str.find
+calls, each bounded by the text scanned (callers cap it), a few per occurrence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_QUERY_CHARS = 1000
+MAX_TERMS = 16
+MIN_LITERAL_CHARS = 3  # a shorter substring is in nearly every rollout
+MODES = ("words", "literal")
+
+
+class QueryError(ValueError):
+    """A query that cannot be searched; the message says why, in the user's terms, and
+    `field` which parameter it is about (`q`, or `mode`)."""
+
+    def __init__(self, message: str, field: str = "q"):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Term:
+    kind: str  # "word" | "phrase" | "prefix"
+    tokens: tuple[str, ...]  # lower-case runs of letters and digits
+
+    @property
+    def label(self) -> str:
+        if self.kind == "prefix":
+            return self.tokens[0] + "*"
+        return " ".join(self.tokens) if self.kind == "word" else '"' + " ".join(self.tokens) + '"'
+
+
+@dataclass(frozen=True)
+class Query:
+    raw: str
+    mode: str
+    terms: tuple[Term, ...] = ()
+    literal: str = ""
+
+
+# A run of letters and digits (str.isalnum: \\w without the underscore). One character class
+# repeated: linear in the text, which callers bound (MAX_QUERY_CHARS, text.MAX_TEXT_CHARS).
+TOKEN = re.compile(r"[^\W_]+")
+
+
+def tokens(text: str) -> list[str]:
+    """The runs of letters and digits of `text`, lower-cased."""
+    return TOKEN.findall(text.lower())
+
+
+def literal_tsquery(literal: str) -> str | None:
+    """A full-text query every text holding `literal` matches (the database's pre-filter for the
+    literal mode; the substring itself is then checked), or None when the literal has no token
+    it can use. Only the literal's whole words are used: one touching its start may be the
+    end of a longer word, one touching its end the start of one. When it has none, a word
+    touching only its end is used as a prefix, if it has 3 characters or more (a shorter
+    prefix matches most rows and would cost more than it saves).
+
+    >>> literal_tsquery("git log -p"), literal_tsquery(" git status"), literal_tsquery("pip==")
+    ("'log'", "'git'", None)
+    """
+    whole, prefix = [], None
+    for match in TOKEN.finditer(literal):
+        if match.start() == 0:
+            continue
+        lexeme = "'" + match.group().lower() + "'"
+        if match.end() < len(literal):
+            whole.append(lexeme)
+        elif len(match.group()) >= 3:
+            prefix = lexeme + ":*"
+    parts = list(dict.fromkeys(whole)) + ([prefix] if prefix and not whole else [])
+    return " & ".join(parts) if parts else None
+
+
+def parse_query(raw: str | None, *, mode: str = "words") -> Query:
+    """The query `raw` in `mode`; QueryError with a message for empty, over-long or malformed input."""
+    if mode not in MODES:
+        raise QueryError(f"mode must be one of {', '.join(MODES)}", field="mode")
+    if raw is None or not raw.strip():
+        raise QueryError("the query is empty: type a word, a \"phrase\", a prefix* or (literal mode) a command")
+    if len(raw) > MAX_QUERY_CHARS:
+        raise QueryError(f"the query is longer than {MAX_QUERY_CHARS:,} characters ({len(raw):,})")
+    if "\x00" in raw:
+        raise QueryError("the query contains a NUL character")
+    if mode == "literal":
+        if len(raw) < MIN_LITERAL_CHARS:
+            raise QueryError(f"a literal search needs at least {MIN_LITERAL_CHARS} characters")
+        return Query(raw=raw, mode=mode, literal=raw)
+    terms: list[Term] = []
+    i, n = 0, len(raw)
+    while i < n:
+        ch = raw[i]
+        if ch.isspace():
+            i += 1
+            continue
+        if ch == '"':
+            end = raw.find('"', i + 1)
+            if end < 0:
+                raise QueryError('unclosed quote: a phrase is "between two double quotes"')
+            words = tokens(raw[i + 1:end])
+            if not words:
+                raise QueryError(f"the phrase {raw[i:end + 1][:60]!r} has no letters or digits to search for")
+            terms.append(Term("phrase" if len(words) > 1 else "word", tuple(words)))
+            i = end + 1
+            continue
+        end = i
+        while end < n and not raw[end].isspace() and raw[end] != '"':
+            end += 1
+        chunk = raw[i:end]
+        i = end
+        if chunk.endswith("*"):
+            stem = chunk[:-1]
+            if not stem or not all(c.isalnum() for c in stem):
+                raise QueryError(f"{chunk[:60]!r}: a prefix is letters or digits followed by one * (like astro*)")
+            terms.append(Term("prefix", (stem.lower(),)))
+            continue
+        words = tokens(chunk)
+        if not words:
+            raise QueryError(f"{chunk[:60]!r} has no letters or digits to search for; use the literal mode for punctuation")
+        terms.append(Term("phrase" if len(words) > 1 else "word", tuple(words)))
+    if len(terms) > MAX_TERMS:
+        raise QueryError(f"the query has {len(terms)} terms; at most {MAX_TERMS}")
+    return Query(raw=raw, mode=mode, terms=tuple(dict.fromkeys(terms)))
+
+
+# --- matching (the same rules as the index, for SQLite and for the hits of a page) ---------
+
+
+def _lower(text: str) -> str:
+    """`text` lower-cased, position for position: lower() lengthens a few letters (e.g. 'İ'),
+    which then stay as they are, so offsets still point into the original."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _boundary(text: str, pos: int) -> bool:
+    """Whether `pos` is not inside a run of letters and digits (before the start, after the end)."""
+    return pos <= 0 or pos >= len(text) or not (text[pos - 1].isalnum() and text[pos].isalnum())
+
+
+def _find_token(low: str, token: str, start: int, *, prefix: bool) -> int:
+    """First position >= start where `token` starts a token of `low` (and ends one, unless prefix); -1 if none."""
+    pos = low.find(token, start)
+    while pos >= 0:
+        end = pos + len(token)
+        if _boundary(low, pos) and (prefix or _boundary(low, end)):
+            return pos
+        pos = low.find(token, pos + 1)
+    return -1
+
+
+def _skip_separators(low: str, pos: int) -> int:
+    while pos < len(low) and not low[pos].isalnum():
+        pos += 1
+    return pos
+
+
+def find_term(term: Term, low: str, start: int = 0) -> tuple[int, int]:
+    """(start, end) of the first occurrence of `term` in the lower-cased text `low`; (-1, -1) if none."""
+    first = term.tokens[0]
+    pos = _find_token(low, first, start, prefix=term.kind == "prefix")
+    while pos >= 0:
+        end = pos + len(first)
+        if term.kind == "prefix":
+            while end < len(low) and low[end].isalnum():
+                end += 1
+            return pos, end
+        ok = True
+        for token in term.tokens[1:]:
+            nxt = _skip_separators(low, end)
+            if not low.startswith(token, nxt) or not _boundary(low, nxt + len(token)) or nxt == end:
+                ok = False
+                break
+            end = nxt + len(token)
+        if ok:
+            return pos, end
+        pos = _find_token(low, first, pos + 1, prefix=False)
+    return -1, -1
+
+
+def find(query: Query, text: str, start: int = 0) -> tuple[int, int]:
+    """(start, end) of the first place in `text` where any part of `query` occurs; (-1, -1) if none."""
+    if query.mode == "literal":
+        pos = text.find(query.literal, start)
+        return (pos, pos + len(query.literal)) if pos >= 0 else (-1, -1)
+    low = _lower(text)
+    best = (-1, -1)
+    for term in query.terms:
+        hit = find_term(term, low, start)
+        if hit[0] >= 0 and (best[0] < 0 or hit[0] < best[0]):
+            best = hit
+    return best
+
+
+def matches(query: Query, text: str) -> bool:
+    """Whether `text` holds the whole query: every term (words mode) or the substring (literal)."""
+    if query.mode == "literal":
+        return query.literal in text
+    low = _lower(text)
+    return all(find_term(term, low)[0] >= 0 for term in query.terms)
+
+
+def satisfied_terms(query: Query, text: str) -> set[Term]:
+    """The terms of a words query that `text` holds (a rollout matches when its parts hold them all)."""
+    low = _lower(text)
+    return {term for term in query.terms if find_term(term, low)[0] >= 0}

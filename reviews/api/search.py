@@ -1,0 +1,98 @@
+"""GET /api/v1/search/: a project's rollouts matching a query, one result per rollout with its hits.
+
+Thin: the request is read by reviews.selectors.search (query, scope, who may filter by
+grader fields) and searched by grading.search.selectors. A query that cannot be searched
+(empty, over 1,000 characters, an unclosed quote...) is a 422 naming `q`; a malformed
+filter a 400 naming it; a grader filter (tier, cheat) asked by a role that does not see
+grader verdicts a 403.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from grading.api.errors import error
+from grading.api.scoping import membership_for_request
+from grading.formats import params
+from grading.search.query import MAX_QUERY_CHARS, QueryError
+from grading.search.selectors import COUNT_CAP, MAX_PAGE_SIZE, PAGE_SIZE, GraderFieldsHidden, SearchRefused, search_rollouts
+from reviews.selectors.search import read_search
+
+
+class SearchHitSerializer(serializers.Serializer):
+    where = serializers.ChoiceField(choices=["turn", "patch", "test"])
+    turn = serializers.IntegerField(allow_null=True, help_text="the message's position (the group page's #turn-<index>-<turn>)")
+    path = serializers.CharField(allow_blank=True, help_text="patch hits: the file")
+    line = serializers.IntegerField(allow_null=True, help_text="patch hits: the new-side line number")
+    snippet = serializers.CharField(help_text="HTML: the surrounding text escaped, the match in <mark>")
+    url = serializers.CharField(help_text="opens the group page at the turn, the patch row, or the tests")
+
+
+class SearchResultSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    step = serializers.IntegerField()
+    uid = serializers.CharField()
+    index = serializers.IntegerField()
+    passed = serializers.BooleanField(allow_null=True)
+    hits = SearchHitSerializer(many=True)
+
+
+class SearchPageSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text=f"matching rollouts, counted exactly up to {COUNT_CAP:,}")
+    count_capped = serializers.BooleanField(help_text=f"true: more than {COUNT_CAP:,} match and count says {COUNT_CAP:,}")
+    indexed = serializers.BooleanField(help_text="false: the database has no search index (SQLite); the rows were read, slower")
+    results = SearchResultSerializer(many=True)
+    next = serializers.CharField(allow_null=True, help_text="cursor of the next page, or null")
+
+
+def _result(result) -> dict:
+    rollout = result.rollout
+    group = rollout.group
+    return {"run": group.run.name, "step": group.step_number, "uid": group.uid, "index": rollout.index, "passed": rollout.passed,
+            "hits": [{"where": h.where, "turn": h.turn, "path": h.path, "line": h.line, "snippet": str(h.snippet), "url": h.url}
+                     for h in result.hits]}
+
+
+class SearchView(APIView):
+    @extend_schema(
+        operation_id="search_rollouts",
+        parameters=[
+            OpenApiParameter("project", str, required=True, description="the project searched (a token implies its own)"),
+            OpenApiParameter("q", str, required=True, description=f'words (all of them), "phrases", prefix*; at most {MAX_QUERY_CHARS} characters'),
+            OpenApiParameter("mode", str, enum=["words", "literal"], description="literal: the exact substring, case-sensitive"),
+            OpenApiParameter("run", str, description="one run"),
+            OpenApiParameter("step_min", int), OpenApiParameter("step_max", int),
+            OpenApiParameter("passed", bool, description="only passing (true) or failing (false) rollouts"),
+            OpenApiParameter("tier", str, enum=["T1", "T2", "T3"],
+                             description="latest valid verdict's tier (auditors, adjudicators, admins only)"),
+            OpenApiParameter("cheat", str, enum=["any", "confirmed"],
+                             description="with a cheat signal / a confirmed one (auditors, adjudicators, admins only)"),
+            OpenApiParameter("cursor", str, description="`next` of the previous page"),
+            OpenApiParameter("page_size", int, description=f"default {PAGE_SIZE}, at most {MAX_PAGE_SIZE}"),
+        ],
+        responses={200: SearchPageSerializer, 400: OpenApiResponse(description="a malformed filter (`field` names it)"),
+                   403: OpenApiResponse(description="a grader filter your role may not use"),
+                   422: OpenApiResponse(description="a query that cannot be searched (`field`: q or mode)")},
+        summary="Search a project's rollouts (messages, patches, test names)",
+    )
+    def get(self, request):
+        project, membership, problem = membership_for_request(request, "view")
+        if problem:
+            return problem
+        try:
+            search = read_search(request.query_params, project=project, membership=membership, user=request.user)
+        except QueryError as exc:
+            return error(status.HTTP_422_UNPROCESSABLE_ENTITY, str(exc), field=exc.field)
+        except SearchRefused as exc:
+            code = status.HTTP_403_FORBIDDEN if isinstance(exc, GraderFieldsHidden) else status.HTTP_400_BAD_REQUEST
+            return error(code, str(exc), field=exc.field)
+        cursor = params.optional_whole(request.query_params.get("cursor"), "cursor", maximum=params.MAX_ID)  # ParamError: a 400
+        limit = params.optional_whole(request.query_params.get("page_size"), "page_size", minimum=1, maximum=MAX_PAGE_SIZE)
+        page = search_rollouts(query=search.query, scope=search.scope, sees_grader=search.sees_grader, after=cursor,
+                               limit=limit or PAGE_SIZE)
+        return Response({"count": page.count, "count_capped": page.count_capped, "indexed": page.indexed,
+                         "results": [_result(r) for r in page.results],
+                         "next": str(page.next_cursor) if page.next_cursor is not None else None})

@@ -1,0 +1,170 @@
+"""The search index and selector (grading.search): ingest keeps the index current, and the
+selector finds words, phrases, prefixes and literal text within a project's scope — the same
+answers on SQLite (rows read in Python) and PostgreSQL (the index of migration 0015).
+
+acme holds run r1 (steps 1 and 2) and r2; "other" holds a rollout with the same words,
+which no acme search may return.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from grading.grader.verdicts import GradeInput, record_verdict
+from grading.models import CheatDecision, Group, Rollout, RolloutSearch
+from grading.search.query import parse_query
+from grading.search.selectors import GraderFieldsHidden, SearchScope, search_rollouts
+from tests.helpers import ingest_groups, small_group
+
+pytestmark = pytest.mark.django_db
+
+
+def with_commands(group: dict, *commands: str) -> dict:
+    """`group` whose rollout i ran commands[i] (and printed it back)."""
+    for rollout, command in zip(group["rollouts"], commands):
+        rollout["messages"].append({"role": "assistant", "content": f"THOUGHT: try\n```bash\n{command}\n```", "action": command,
+                                    "observation": f"ran: {command}\nok"})
+    return group
+
+
+@pytest.fixture
+def corpus(acme, other_project):
+    ingest_groups(acme,
+                  with_commands(small_group("a@1", rewards=(1, 0, 1)), "git log -p", "pip install astropy==4.2", "Git Log --oneline"),
+                  with_commands(small_group("b@2", step=2, instance_id="t-2", rewards=(1, 0)), "log git", "pip install astropy"),
+                  with_commands(small_group("c@1", run="r2", instance_id="t-3", rewards=(0, 1)), "git log -p", "astroid check"))
+    ingest_groups(other_project, with_commands(small_group("secret@1", rewards=(1,)), "git log -p"))
+    return {g.uid: g for g in Group.objects.all()}
+
+
+def found(project, raw: str, mode: str = "words", **scope) -> set[str]:
+    page = search_rollouts(query=parse_query(raw, mode=mode), scope=SearchScope(project=project, **scope), sees_grader=True,
+                           limit=100)
+    return {f"{r.rollout.group.uid}#{r.rollout.index}" for r in page.results}
+
+
+def test_ingest_indexes_every_rollout_in_its_transaction(corpus):
+    assert RolloutSearch.objects.count() == Rollout.objects.count() == 8
+    row = RolloutSearch.objects.select_related("rollout__group").get(rollout__group__uid="b@2", rollout__index=1)
+    assert (row.step_number, row.passed, row.run_id) == (2, False, row.rollout.group.run_id)
+    assert "pip install astropy" in row.text and "w.py" in row.text and "t::a" in row.text
+
+
+def test_a_resent_line_indexes_nothing_twice_and_an_extension_indexes_its_new_rollouts(acme, corpus):
+    line = with_commands(small_group("a@1", rewards=(1, 0, 1)), "git log -p", "pip install astropy==4.2", "Git Log --oneline")
+    ingest_groups(acme, line)  # unchanged
+    assert RolloutSearch.objects.count() == 8
+    extended = with_commands(small_group("a@1", rewards=(1, 0, 1, 0)), "git log -p", "pip install astropy==4.2",
+                             "Git Log --oneline", "svn blame")
+    report = ingest_groups(acme, extended)
+    assert report.groups_extended == 1 and RolloutSearch.objects.count() == 9
+    assert found(acme, "svn blame") == {"a@1#3"}
+
+
+def test_words_any_case_all_of_them(acme, corpus):
+    assert found(acme, "git log") == {"a@1#0", "a@1#2", "b@2#0", "c@1#0"}
+    assert found(acme, "GIT oneline") == {"a@1#2"}
+    assert found(acme, "git nosuchword") == set()
+
+
+def test_phrase_keeps_the_order(acme, corpus):
+    assert found(acme, '"git log"') == {"a@1#0", "a@1#2", "c@1#0"}  # not b@2#0, which ran "log git"
+    assert found(acme, '"log git"') == {"b@2#0"}
+
+
+def test_prefix(acme, corpus):
+    assert found(acme, "astro*") == {"a@1#1", "b@2#1", "c@1#1"}
+    assert found(acme, "astropy") == {"a@1#1", "b@2#1"}  # astroid is not astropy
+
+
+def test_literal_is_case_sensitive_and_keeps_punctuation(acme, corpus):
+    assert found(acme, "git log -p", mode="literal") == {"a@1#0", "c@1#0"}
+    assert found(acme, "Git Log", mode="literal") == {"a@1#2"}
+    assert found(acme, "pip install astropy==", mode="literal") == {"a@1#1"}
+    # a literal may start or end inside a word: "it log -" is in "git log -p"
+    assert found(acme, "it log -", mode="literal") == {"a@1#0", "c@1#0"}
+    # one run of letters with punctuation: no word the index can use, every row in scope is read
+    assert found(acme, "astropy==", mode="literal") == {"a@1#1"}
+
+
+def test_scopes(acme, corpus):
+    r1 = corpus["a@1"].run
+    assert found(acme, "git", run=r1) == {"a@1#0", "a@1#2", "b@2#0"}
+    assert found(acme, "git", step_min=2) == {"b@2#0"}
+    assert found(acme, "git", step_max=1, run=r1) == {"a@1#0", "a@1#2"}
+    assert found(acme, "git", passed=False) == {"c@1#0"}
+
+
+def test_another_projects_rollouts_never_appear(acme, other_project, corpus):
+    # "secret@1" in "other" ran the same command; acme's searches never see it, whatever the scope
+    assert "secret@1#0" not in found(acme, "git log -p", mode="literal")
+    foreign_run = corpus["secret@1"].run
+    assert found(acme, "git", run=foreign_run) == set()
+    assert found(other_project, "git log -p", mode="literal") == {"secret@1#0"}
+
+
+def test_tier_and_cheat_scopes_and_who_may_use_them(acme, corpus):
+    a1 = corpus["a@1"]
+    record_verdict(group=a1, grader="g@1", status="valid", grades=[GradeInput(0, "T1", 1), GradeInput(2, "T3", 2, cheat=True)])
+    assert found(acme, "git", tier="T3") == {"a@1#2"}
+    assert found(acme, "git", tier="T1") == {"a@1#0"}
+    assert found(acme, "git", cheat="any") == {"a@1#2"}  # the grader's cheat flag is a signal
+    assert found(acme, "git", cheat="confirmed") == set()
+    CheatDecision.objects.filter(rollout__group=a1).update(confirmed=True)
+    assert found(acme, "git", cheat="confirmed") == {"a@1#2"}
+    # a person whose role does not see grader verdicts cannot filter by them
+    for scope in ({"tier": "T1"}, {"cheat": "any"}):
+        with pytest.raises(GraderFieldsHidden):
+            search_rollouts(query=parse_query("git"), scope=SearchScope(project=acme, **scope), sees_grader=False)
+    # groups whose grader fields this person may not see yet drop out of a grader-scoped search
+    hidden = Group.objects.filter(pk=a1.pk).values_list("pk", flat=True)
+    page = search_rollouts(query=parse_query("git"), scope=SearchScope(project=acme, tier="T1", grader_hidden=hidden), sees_grader=True)
+    assert page.results == []
+
+
+def test_hits_name_the_turn_the_patch_line_and_link_there(acme, corpus):
+    page = search_rollouts(query=parse_query("git log -p", mode="literal"), scope=SearchScope(project=acme), sees_grader=False)
+    first = page.results[0]
+    turn_hits = [h for h in first.hits if h.where == "turn"]
+    assert turn_hits and turn_hits[0].turn == 2  # the third message (0: user, 1: assistant, 2: ours)
+    assert turn_hits[0].url == "/projects/acme/runs/r1/groups/a@1/?lane=0&start=2#turn-0-2"
+    assert str(turn_hits[0].snippet).count("<mark>git log -p</mark>") == 1
+    patch_hit = search_rollouts(query=parse_query("y = 1", mode="literal"), scope=SearchScope(project=acme),
+                                sees_grader=False).results[0].hits[0]
+    assert (patch_hit.where, patch_hit.path, patch_hit.line) == ("patch", "w.py", 2)
+    assert patch_hit.url.startswith("/projects/acme/runs/r1/groups/a@1/rollouts/0/diff/#p0-")
+
+
+def test_snippets_are_escaped(acme):
+    ingest_groups(acme, with_commands(small_group("x@1", rewards=(1,)), "echo '<script>alert(1)</script>'"))
+    hit = search_rollouts(query=parse_query("alert"), scope=SearchScope(project=acme), sees_grader=False).results[0].hits[0]
+    assert "<script>" not in str(hit.snippet) and "&lt;script&gt;" in str(hit.snippet)
+    assert "<mark>alert</mark>" in str(hit.snippet)
+
+
+def test_keyset_paging_and_count(acme, corpus):
+    query, scope = parse_query("git"), SearchScope(project=acme)
+    first = search_rollouts(query=query, scope=scope, sees_grader=False, limit=2)
+    assert first.count == 4 and not first.count_capped and first.next_cursor is not None
+    second = search_rollouts(query=query, scope=scope, sees_grader=False, limit=2, after=first.next_cursor)
+    assert second.next_cursor is None
+    ids = [r.rollout.pk for r in first.results + second.results]
+    assert len(ids) == 4 == len(set(ids)) and ids == sorted(ids)
+    assert first.indexed is (connection.vendor == "postgresql")
+
+
+def test_query_count_is_pinned(acme, corpus, django_assert_num_queries):
+    # the project's runs; PostgreSQL: count, page; SQLite: the rows read; then rollouts, bodies
+    with django_assert_num_queries(5 if connection.vendor == "postgresql" else 4):
+        search_rollouts(query=parse_query("git"), scope=SearchScope(project=acme), sees_grader=False)
+
+
+def test_migration_backfill_indexes_rollouts_stored_before_it(acme, corpus):
+    from django.apps import apps
+
+    from grading.search.index import backfill
+
+    RolloutSearch.objects.all().delete()
+    assert backfill(apps, batch=3) == 8
+    assert found(acme, '"git log"') == {"a@1#0", "a@1#2", "c@1#0"}
