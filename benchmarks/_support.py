@@ -64,6 +64,18 @@ def recreate_database(admin_url: str, name: str, *, drop_only: bool = False) -> 
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
+def in_process_django(name: str) -> tuple[str, str]:
+    """A fresh scratch database `name` for Django to run in this process (eager Celery,
+    quiet logs); (maintenance URL, its URL). Call django.setup() and migrate after it."""
+    admin_url, db_url = database_urls(name)
+    recreate_database(admin_url, name)
+    os.environ["DATABASE_URL"] = db_url
+    os.environ.pop("CELERY_BROKER_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
+    os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
+    return admin_url, db_url
+
+
 def service_env(db_url: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in {"CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}}
     env.update(

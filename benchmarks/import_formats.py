@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _support import cpu_model, database_urls, memory_gib, postgres_version, recreate_database
+from _support import cpu_model, in_process_django, memory_gib, postgres_version, recreate_database
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -70,12 +70,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=512)
     parser.add_argument("--group", type=int, default=8)
     args = parser.parse_args()
-    admin_url, db_url = database_urls(DB_NAME)
-    recreate_database(admin_url, DB_NAME)
-    os.environ["DATABASE_URL"] = db_url
-    os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
-    os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
+    admin_url, db_url = in_process_django(DB_NAME)
     try:
         import django
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
@@ -38,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
-from _support import cpu_model, database_urls, load_average, memory_gib, postgres_version, recreate_database, usable_cores
+from _support import cpu_model, in_process_django, load_average, memory_gib, postgres_version, recreate_database, usable_cores
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -89,12 +88,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--keep", action="store_true", help="keep the database (drop it yourself)")
     args = parser.parse_args()
-    admin_url, db_url = database_urls(DB_NAME)
-    recreate_database(admin_url, DB_NAME)
-    os.environ["DATABASE_URL"] = db_url
-    os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
-    os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
+    admin_url, db_url = in_process_django(DB_NAME)
     started = time.perf_counter()
     try:
         import django
@@ -156,8 +150,8 @@ def main() -> None:
                 copy_rows(cursor, "grading_rollout", ["id", "group_id", "index", "reward", "passed", "exit_status", "n_messages",
                                                       "stats", "patch_files", "patch_added", "patch_removed", "patch_parses",
                                                       "tests_passed", "tests_failed", "source_format", "source_ref", "content_hash",
-                                                      "created_at"],
-                          ((*r[:7], json.dumps(r[7]), *r[8:]) for r in rollout_rows))
+                                                      "created_at", "extra_files", "cluster_label"],
+                          ((*r[:7], json.dumps(r[7]), *r[8:], "[]", "") for r in rollout_rows))
                 copy_rows(cursor, "grading_rolloutcontent", ["rollout_id", "messages", "patch", "tests", "test_log", "metadata"],
                           content_rows)
             return out
