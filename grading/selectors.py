@@ -39,8 +39,7 @@ GROUP_TOTALS = {
     "n_rollouts": Sum("n_rollouts", default=0),
     "n_passed": Sum("n_passed", default=0),
 }
-NO_GROUPS = {"n_groups": 0, "n_mixed": 0, "n_rollouts": 0, "n_passed": 0, "n_multi_pass": 0, "n_multi_passes": 0,
-             "n_distinct": 0}
+NO_GROUPS = dict.fromkeys(GROUP_TOTALS, 0)
 
 
 def distinct_per_group(totals) -> float | None:

@@ -244,13 +244,17 @@ def group_clusters(rollouts: list) -> PageClusters:
     }, distinct=len(members))
 
 
+# A rollout's stored test outcome categories, as the overview's columns name them.
+TEST_CATEGORIES = dict((("fail_to_pass", "f2p"), ("pass_to_pass", "p2p")))
+
+
 def rollout_test_counts(outcomes) -> dict[str, tuple[int, int]]:
     """(passed, failed) of the FAIL_TO_PASS and PASS_TO_PASS tests in a rollout's stored
     outcomes ({"FAIL_TO_PASS": {"success": [...], "failure": [...]}, ...}), as "f2p" and "p2p";
     a category the rollout does not carry is left out."""
     counts: dict[str, tuple[int, int]] = {}
     for category, outcome in (outcomes.items() if isinstance(outcomes, dict) else ()):
-        key = {"fail_to_pass": "f2p", "pass_to_pass": "p2p"}.get(str(category).lower())
+        key = TEST_CATEGORIES.get(str(category).lower())
         if key is None or not isinstance(outcome, dict):
             continue
         passed, failed = counts.get(key, (0, 0))
