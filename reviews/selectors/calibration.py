@@ -239,6 +239,20 @@ def slices(frame: pd.DataFrame, *, n_boot: int, max_repos: int = 8) -> list[dict
     return rows
 
 
+STEP_SLICES_SHOWN = 20  # the agreement table shows the latest steps' rows unless asked for all
+
+
+def latest_step_slices(rows: list[dict], keep: int | None = STEP_SLICES_SHOWN) -> tuple[list[dict], int]:
+    """The agreement table's rows with only the `keep` latest steps' rows (all when None),
+    and how many step rows were left out: a run of 200 steps is 200 rows of figures, which
+    the trend chart already draws."""
+    steps = [row for row in rows if row["slice"] == "step"]
+    if keep is None or len(steps) <= keep:
+        return rows, 0
+    kept = {id(row) for row in sorted(steps, key=lambda row: row["value"])[-keep:]}
+    return [row for row in rows if row["slice"] != "step" or id(row) in kept], len(steps) - keep
+
+
 def fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int = 0, q=DEFAULT_Q, k: float = DEFAULT_K) -> FittedMapping:
     """docs/method.md §5 on the (grader tier, people's consensus tier) pairs, intervals resampling groups."""
     return _memo("fitted", frame[_AGREEMENT_COLUMNS], lambda: _fitted_mapping(frame, n_boot=n_boot, seed=seed, q=q, k=k),

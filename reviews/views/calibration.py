@@ -58,9 +58,13 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         step = next((s for s in steps if str(s.number) == chosen), steps[-1])
         preview = data.preview(step=step, proposed=MappingSpec.from_dict(fitted.bands()))
     trend = frames.trend
+    rows, hidden_steps = data.latest_step_slices(frames.slices, None if request.GET.get("steps") == "all" else
+                                                 data.STEP_SLICES_SHOWN)
+    all_steps = request.GET.copy()
+    all_steps["steps"] = "all"
     context = {
         "project": project_obj, "membership": membership, "scope": scope, "frames": frames, "overall": overall,
-        "rows": frames.slices,
+        "rows": rows, "hidden_steps": hidden_steps, "all_steps_query": all_steps.urlencode(),
         "ceiling": frames.ceiling, "fitted": fitted, "active": active, "steps": steps,
         "preview": preview, "trend": trend, "can_activate": "manage" in membership.capabilities and run is not None,
         "fitted_rows": _mapping_rows(fitted, active),

@@ -132,3 +132,17 @@ def test_figures_are_computed_once_per_frame_contents_and_again_when_a_judgment_
     submit_judgment(reviewer=dan, group=judged["g2@1"], items=[ItemInput(0, "T3"), ItemInput(1, "T3"), ItemInput(3, "T1")])
     changed = client.get("/projects/acme/calibration/?run=r1").context["overall"]
     assert changed != first and 0 < len(calls) <= n_first
+
+
+def test_the_agreement_table_keeps_the_latest_steps_unless_asked_for_all(client, alice, judged):
+    from reviews.selectors.calibration import latest_step_slices
+
+    rows = ([{"slice": "all", "value": "all judgments"}, {"slice": "grader", "value": GRADER}]
+            + [{"slice": "step", "value": n} for n in range(1, 31)] + [{"slice": "repo", "value": "octo/widgets"}])
+    shown, hidden = latest_step_slices(rows, 20)
+    assert hidden == 10 and [r["value"] for r in shown if r["slice"] == "step"] == list(range(11, 31))
+    assert [r["slice"] for r in shown if r["slice"] != "step"] == ["all", "grader", "repo"]
+    assert latest_step_slices(rows, None) == (rows, 0)
+    client.force_login(alice)
+    page = client.get("/projects/acme/calibration/?run=r1&steps=all")  # one step here: nothing to leave out
+    assert page.status_code == 200 and page.context["hidden_steps"] == 0 and b'data-testid="hidden-steps"' not in page.content
