@@ -48,19 +48,23 @@ def group_clusters(task: Task, rollouts: Sequence[tuple[int, str | PatchChanges 
     return stored, distinct
 
 
-def recluster(groups: Iterable[Group]) -> None:
+def recluster(groups: Iterable[Group], *, apps=None) -> None:
     """Recompute and store the clusters of these groups from their stored patches
-    (three queries for any number of groups, plus the bulk updates)."""
+    (three queries for any number of groups, plus the bulk updates). `apps`: a migration's
+    historical models (grading 0014 clusters the groups stored before it); the app's own
+    models otherwise."""
     groups = list(groups)
     if not groups:
         return
+    models = {name: (apps.get_model("grading", name) if apps else model)
+              for name, model in (("Group", Group), ("Rollout", Rollout), ("RolloutContent", RolloutContent), ("Task", Task))}
     by_id = {g.pk: g for g in groups}
-    tasks = {t.pk: t for t in Task.objects.filter(pk__in={g.task_id for g in groups}).only("fail_to_pass", "pass_to_pass")}
-    patches = dict(RolloutContent.objects.filter(rollout__group_id__in=by_id).values_list("rollout_id", "patch"))
-    members: dict[int, list[Rollout]] = {}
-    for rollout in Rollout.objects.filter(group_id__in=by_id).only("id", "group_id", "index", "passed"):
+    tasks = {t.pk: t for t in models["Task"].objects.filter(pk__in={g.task_id for g in groups}).only("fail_to_pass", "pass_to_pass")}
+    patches = dict(models["RolloutContent"].objects.filter(rollout__group_id__in=by_id).values_list("rollout_id", "patch"))
+    members: dict[int, list] = {}
+    for rollout in models["Rollout"].objects.filter(group_id__in=by_id).only("id", "group_id", "index", "passed"):
         members.setdefault(rollout.group_id, []).append(rollout)
-    changed: list[Rollout] = []
+    changed = []
     for group_id, rollouts in members.items():
         group = by_id[group_id]
         stored, group.distinct_solutions = group_clusters(
@@ -69,5 +73,5 @@ def recluster(groups: Iterable[Group]) -> None:
         for r in rollouts:
             r.cluster, r.extra_files, r.cluster_label = stored[r.index].cluster, stored[r.index].extra_files, stored[r.index].label
             changed.append(r)
-    Rollout.objects.bulk_update(changed, ["cluster", "extra_files", "cluster_label"], batch_size=500)
-    Group.objects.bulk_update(groups, ["distinct_solutions"], batch_size=500)
+    models["Rollout"].objects.bulk_update(changed, ["cluster", "extra_files", "cluster_label"], batch_size=500)
+    models["Group"].objects.bulk_update(groups, ["distinct_solutions"], batch_size=500)

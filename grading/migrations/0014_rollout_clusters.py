@@ -6,32 +6,17 @@ BATCH = 500  # groups per round
 
 
 def cluster_stored_groups(apps, schema_editor):
-    """Cluster every stored group from its stored patches (the same function ingest uses)."""
-    from grading.ingest.clustering import group_clusters
+    """Cluster every stored group from its stored patches, with the function ingest uses."""
+    from grading.ingest.clustering import recluster
 
     Group = apps.get_model("grading", "Group")
-    Rollout = apps.get_model("grading", "Rollout")
-    RolloutContent = apps.get_model("grading", "RolloutContent")
     last = 0
     while True:
-        groups = list(Group.objects.filter(pk__gt=last).select_related("task").order_by("pk")[:BATCH])
+        groups = list(Group.objects.filter(pk__gt=last).order_by("pk")[:BATCH])
         if not groups:
             return
         last = groups[-1].pk
-        by_id = {g.pk: g for g in groups}
-        patches = dict(RolloutContent.objects.filter(rollout__group_id__in=by_id).values_list("rollout_id", "patch"))
-        members = {}
-        for rollout in Rollout.objects.filter(group_id__in=by_id).only("id", "group_id", "index", "passed"):
-            members.setdefault(rollout.group_id, []).append(rollout)
-        changed = []
-        for group_id, rollouts in members.items():
-            group = by_id[group_id]
-            stored, group.distinct_solutions = group_clusters(group.task, [(r.index, patches.get(r.pk, ""), r.passed) for r in rollouts])
-            for r in rollouts:
-                r.cluster, r.extra_files, r.cluster_label = stored[r.index].cluster, stored[r.index].extra_files, stored[r.index].label
-                changed.append(r)
-        Rollout.objects.bulk_update(changed, ["cluster", "extra_files", "cluster_label"], batch_size=BATCH)
-        Group.objects.bulk_update(groups, ["distinct_solutions"], batch_size=BATCH)
+        recluster(groups, apps=apps)
 
 
 class Migration(migrations.Migration):

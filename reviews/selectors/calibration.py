@@ -48,10 +48,13 @@ def _digest(frame: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
+def _short(value) -> str:
+    """A short digest of a value's repr, for a cache key (no spaces or odd characters)."""
+    return hashlib.blake2b(repr(value).encode(), digest_size=8).hexdigest()
+
+
 def memo_key(name: str, frame: pd.DataFrame, **params) -> str:
-    # no spaces or odd characters: a key any cache backend takes
-    given = hashlib.blake2b(repr(sorted(params.items())).encode(), digest_size=8).hexdigest()
-    return f"gagar:calibration:{name}:{_digest(frame)}:{given}"
+    return f"gagar:calibration:{name}:{_digest(frame)}:{_short(sorted(params.items()))}"
 
 
 def _memo(name: str, frame: pd.DataFrame, compute, **params):
@@ -316,7 +319,7 @@ def preview(*, step: Step, proposed: MappingSpec) -> Preview:
     immutable version) and the proposed bands."""
     run = step.run
     mapping = active_mapping(run)
-    bands = hashlib.blake2b(repr(sorted(proposed.to_dict().items())).encode(), digest_size=8).hexdigest()
+    bands = _short(sorted(proposed.to_dict().items()))
     key = f"gagar:calibration:preview:{step.pk}:{step.inputs_version}:{run.baseline}:{mapping.pk}:{bands}"
     found = cache.get(key)
     if found is None:
@@ -389,7 +392,7 @@ def figures(*, project: Project, run: Run | None = None, grader: str | None = No
     hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
     given = (n_boot, with_slices, N_BOOT_TREND, N_BOOT_SLICES)
     key = (f"gagar:calibration:figures:{scope_fingerprint(project=project, run=run, grader=grader, step=step, hidden=hidden)}"
-           f":{hashlib.blake2b(repr(given).encode(), digest_size=8).hexdigest()}")
+           f":{_short(given)}")
     found = cache.get(key)
     if found is None:
         frames = judgment_frames(project=project, run=run, grader=grader, step=step, hidden=hidden)
