@@ -485,7 +485,7 @@ def parse_group_line(raw: bytes, *, allow_unknown_reward: bool = False) -> Parse
         where = find_nul(obj, "")
         if where:
             raise _fail(where, "contains a NUL character (\\u0000), which cannot be stored; strip it and resend")
-    if _LONG_DIGITS.search(raw):
+    if has_long_digits(raw):
         where = find_big_int(raw)
         if where is not None:
             raise _fail(where, f"integer past 64 bits (from {MIN_INT64:,} to {MAX_UINT64:,}); send it as a string")
@@ -494,8 +494,22 @@ def parse_group_line(raw: bytes, *, allow_unknown_reward: bool = False) -> Parse
 
 # orjson reads an integer literal past 64 bits as a float, silently losing digits; only a line
 # with a run of 19+ digits (in a string or not) is read again to find one.
-_LONG_DIGITS = re.compile(rb"[0-9]{19,}")
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_RUN = b"0" * 19
 MIN_INT64, MAX_UINT64 = -(2**63), 2**64 - 1
+
+
+def has_long_digits(raw: bytes) -> bool:
+    """Whether `raw` holds a run of 19 or more ASCII digits.
+
+    Every digit becomes `0` and every other byte a space, then a run of 19 zeros is looked
+    for: two linear passes in C. The regex `[0-9]{19,}` this replaces tried the character
+    class at every byte and took 25 ms of a 2.9 MB line, more than half of parsing it.
+
+    >>> has_long_digits(b'{"id": 12345678901234567890}'), has_long_digits(b'[123456789012345678, 1]')
+    (True, False)
+    """
+    return _LONG_RUN in raw.translate(_DIGITS_ONLY)
 
 
 class _BigInt:

@@ -1,8 +1,11 @@
 import doctest
 import gzip
 import io
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grading.formats import groupline, linereader
 from grading.formats.linereader import OversizeLine, iter_lines, open_body
@@ -57,3 +60,9 @@ def test_multi_file_patch_stats_and_unparseable_text():
     bad_hunk = "--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n-a\n"
     parsed = diffs.parse_patch(bad_hunk)
     assert not parsed.parses and parsed.raw == bad_hunk
+
+
+@given(st.lists(st.one_of(st.binary(max_size=8), st.sampled_from([b"0" * 18, b"9" * 19, b"1" * 25, b"-", b"\xd9", b"a"])), max_size=12))
+def test_long_digit_scan_agrees_with_the_pattern(pieces):
+    raw = b"".join(pieces)
+    assert groupline.has_long_digits(raw) == bool(re.search(rb"[0-9]{19,}", raw))
