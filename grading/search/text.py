@@ -174,14 +174,21 @@ def vector_literal(text: str) -> str:
     >>> vector_literal("git log -p; GIT")
     "'git':1,4 'log':2 'p':3"
     """
-    positions: dict[str, list[int]] = {}
-    for n, token in enumerate(tokens(text), start=1):  # at most MAX_TEXT_CHARS / 2 tokens: under MAX_POSITION
+    positions: dict[str, list[str]] = {}
+    # search_text holds at most MAX_TEXT_CHARS / 2 tokens (under PostgreSQL's MAX_POSITION); a longer text
+    # passed here keeps its first that many.
+    for n, token in zip(_POSITIONS, tokens(text)):
         seen = positions.get(token)
         if seen is None:
             positions[token] = [n]
-        elif len(seen) < 256:  # PostgreSQL keeps 256 positions a lexeme
+        else:
             seen.append(n)
-    return " ".join(f"'{token}':{','.join(map(str, p))}" for token, p in positions.items() if len(token) <= MAX_LEXEME_CHARS)
+    # PostgreSQL keeps 256 positions a lexeme.
+    return " ".join([f"'{token}':{','.join(p[:256])}" for token, p in positions.items() if len(token) <= MAX_LEXEME_CHARS])
+
+
+# Position numbers as text, made once: a rollout's vector writes thousands of them.
+_POSITIONS = [str(n) for n in range(1, MAX_TEXT_CHARS // 2 + 2)]
 
 
 def _snippet(text: str, start: int, end: int) -> tuple[str, str, str]:

@@ -127,3 +127,19 @@ def test_vector_holds_every_token_of_the_text_with_its_position(text):
     for n, word in enumerate(words, start=1):
         if len(word) <= 200 and n <= 256:
             assert str(n) in entries[f"'{word}'"].split(",")
+
+
+@given(st.one_of(st.text(max_size=300), st.text(st.characters(max_codepoint=127), max_size=300)))
+def test_ascii_fast_path_cuts_the_same_tokens_as_the_pattern(text):
+    from grading.search.query import TOKEN
+
+    assert tokens(text) == TOKEN.findall(text.lower())
+
+
+def test_doctests():
+    import doctest
+
+    from grading.search import query, text
+
+    for module in (query, text):
+        assert doctest.testmod(module).failed == 0
