@@ -18,13 +18,14 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from django.db import DataError, IntegrityError, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 
 from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, canonical_hash, parse_group_line
 from grading.formats.linereader import OversizeLine
 from grading.grader.jobs import GraderUnavailable, queue_new_groups
 from grading.ingest.clustering import group_clusters, recluster
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
+from grading.models.bulk import copy_rows, jsonb
 from grading.search.index import index_rollouts
 from grading.selectors import rollout_as_line
 
@@ -402,24 +403,26 @@ class _BatchWriter:
                     )
                 )
         Rollout.objects.bulk_create(rows, batch_size=500)
-        contents = []
-        position = 0
-        for _group, rollouts in pairs:
-            for r in rollouts:
-                contents.append(
-                    RolloutContent(
-                        rollout=rows[position],
-                        messages=r.messages,
-                        patch=r.patch,
-                        tests=r.tests,
-                        test_log=r.test_log,
-                        metadata=r.metadata,
-                    )
-                )
-                position += 1
-        RolloutContent.objects.bulk_create(contents, batch_size=100)
+        parsed = [r for _, rollouts in pairs for r in rollouts]
+        _insert_contents(rows, parsed)
         # Searchable in the same transaction that stores them (grading.search).
-        index_rollouts(zip(rows, (g for g, rollouts in pairs for _ in rollouts), (r for _, rollouts in pairs for r in rollouts)))
+        index_rollouts(zip(rows, (g for g, rollouts in pairs for _ in rollouts), parsed))
+
+
+_CONTENT_COLUMNS = ("rollout_id", "messages", "patch", "tests", "test_log", "metadata")
+
+
+def _insert_contents(rows: list[Rollout], parsed: list[ParsedRollout]) -> None:
+    """The rollouts' bodies: COPY on PostgreSQL (grading.models.bulk), bulk_create elsewhere."""
+    if connection.vendor == "postgresql":
+        copy_rows(connection, RolloutContent._meta.db_table, _CONTENT_COLUMNS,
+                  ((row.pk, jsonb(r.messages), r.patch, jsonb(r.tests), r.test_log, jsonb(r.metadata)) for row, r in zip(rows, parsed)))
+        return
+    RolloutContent.objects.bulk_create(
+        [RolloutContent(rollout=row, messages=r.messages, patch=r.patch, tests=r.tests, test_log=r.test_log, metadata=r.metadata)
+         for row, r in zip(rows, parsed)],
+        batch_size=100,
+    )
 
 
 def _same_as_stored(group: Group, rollout: ParsedRollout) -> bool:

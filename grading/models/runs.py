@@ -8,22 +8,12 @@ queries touch `Group` and `Rollout`, which hold identities, counts and small sta
 
 from __future__ import annotations
 
-import json
-
-import orjson
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
-from psycopg.types.json import Jsonb
 
+from grading.models.bulk import jsonb
 from grading.models.projects import Project
-
-
-def _jsonb_dumps(value) -> bytes:
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # what orjson refuses (ints over 64 bits, lone surrogates) gets the stdlib's answer
-        return json.dumps(value).encode()
 
 
 class BulkJSONField(models.JSONField):
@@ -45,7 +35,7 @@ class BulkJSONField(models.JSONField):
             return super().get_db_prep_value(value, connection, prepared)
         if not prepared:
             value = self.get_prep_value(value)
-        return Jsonb(value, dumps=_jsonb_dumps)
+        return jsonb(value)
 
     def deconstruct(self):
         name, _path, args, kwargs = super().deconstruct()

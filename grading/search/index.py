@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 from django.db import connection
 
+from grading.models.bulk import copy_rows
 from grading.search.text import search_text, vector_literal
 
 POSTGRES_SQL = [
@@ -53,9 +54,8 @@ def write_rows(model, rows: list, using=None) -> None:
     if not has_index(conn):
         model.objects.bulk_create(rows, batch_size=500)
         return
-    with conn.cursor() as cursor, cursor.copy(f"COPY grading_rolloutsearch ({', '.join(COLUMNS)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row((row.rollout_id, row.run_id, row.step_number, row.passed, row.text, vector_literal(row.text)))
+    copy_rows(conn, model._meta.db_table, COLUMNS,
+              ((row.rollout_id, row.run_id, row.step_number, row.passed, row.text, vector_literal(row.text)) for row in rows))
 
 
 def index_rollouts(items: Iterable[tuple]) -> None:
