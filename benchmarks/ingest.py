@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 from grading.ingest.demo import make_group  # noqa: E402  (pure module, no Django)
 
 PROJECT = "bench"
+GOAL = 0.5  # REST / COPY throughput
 PYTHON = sys.executable
 MB = 1_000_000
 
@@ -244,7 +245,9 @@ def main() -> int:
         print(f"{name:<{width}}  {seconds:>8.1f}  {load['rollouts'] / seconds:>10.1f}  {mb / seconds:>7.1f}")
     ratio = copy_s / rest_s
     print()
-    print(f"ratio REST/COPY (throughput): {ratio:.2f}  (goal >= 0.3: {'met' if ratio >= 0.3 else 'NOT met'})")
+    # The first goal was 0.3; with the search index written in the same transaction, ingest
+    # must still reach half a raw COPY (docs/benchmarks.md).
+    print(f"ratio REST/COPY (throughput): {ratio:.2f}  (goal >= {GOAL}: {'met' if ratio >= GOAL else 'NOT met'})")
     if args.profile:
         print(f"profile written to {args.profile} (python -m pstats {args.profile})")
     return 0

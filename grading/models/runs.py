@@ -25,6 +25,7 @@ class BulkJSONField(models.JSONField):
     ingest time (benchmarks/ingest.py). Having get_placeholder turns UNNEST off for the
     model's inserts, so every value is escaped by libpq in C. The column is the same jsonb
     and it deconstructs as a plain JSONField, so it needs no migration. SQLite is unchanged.
+    Ingest writes new bodies by COPY instead (grading.models.bulk), with the same encoding.
     """
 
     def get_placeholder(self, value, compiler, connection) -> str:
