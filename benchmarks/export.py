@@ -160,6 +160,7 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
             "id": g[group_first] + 1, "uid": uid[group_first], "n_rollouts": size, "n_passed": n_passed,
             "n_unknown": 0, "is_mixed": (n_passed > 0) & (n_passed < size), "created_at": NOW, "updated_at": NOW,
             "run_id": run.pk, "step_id": step_id[group_first], "task_id": task_no[group_first] + 1,
+            "step_number": step_no[group_first], "has_valid_verdict": False, "credit_moved": 0.0, "awaits_review": False,
         }))
         rollout_id = np.arange(1, n + 1)
         _copy_table(raw, "grading_rollout", pd.DataFrame({
@@ -167,7 +168,7 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
             "exit_status": "submitted", "n_messages": 0, "stats": "{}", "patch_files": 0, "patch_added": 0,
             "patch_removed": 0, "patch_parses": True, "tests_passed": 0, "tests_failed": 0, "source_format": "bench",
             "source_ref": "", "content_hash": np.char.zfill(rollout_id.astype(str), 64).astype(object),
-            "created_at": NOW, "group_id": g + 1,
+            "created_at": NOW, "group_id": g + 1, "cluster_label": "", "extra_files": "[]",
         }))
         rank = result["rank"].to_numpy(dtype=float)
         _copy_table(raw, "grading_advantageresult", pd.DataFrame({
