@@ -197,3 +197,28 @@ def test_parquet_export_hands_arrow_only_memory_it_owns(client, trainer_token, g
             assert pd.read_parquet(spool).shape[0] == 10
     assert seen, "the export read nothing through a BufferReader"
     assert all(isinstance(s, pa.Buffer) and s.parent is None for s in seen), [type(s) for s in seen]
+
+
+def test_many_steps_gathered_into_row_groups_in_step_order(client, trainer_token, alice_token, graded_step, monkeypatch):
+    """A run's export gathers step snapshots into row groups of ROW_GROUP_ROWS; a step without a
+    current snapshot is read from its rows in its place. The file is the rows' export, in step order."""
+    import pyarrow.parquet as pq
+
+    from grading.method import export as export_module
+
+    post_groups(client, alice_token, *(small_group(f"g{s}@{s}", step=s, instance_id=f"t-{s}", rewards=(1, 0, 1)) for s in (2, 3, 4)))
+    steps = list(graded_step.steps.order_by("number"))
+    mapping = FactorMapping.objects.get(name="default", version=1)
+    for step in steps:
+        export(client, trainer_token, "parquet", step=step.number)  # computes each step and stores its snapshot
+    StepComputation.objects.filter(step__number=3).update(parquet=None)  # step 3 comes from its rows
+    monkeypatch.setattr(export_module, "ROW_GROUP_ROWS", 12)  # steps hold 10, 3, 3 and 3 rows
+    with export_module.parquet_file(steps, mapping) as spool:
+        gathered = pq.ParquetFile(spool)
+        sizes = [gathered.metadata.row_group(i).num_rows for i in range(gathered.metadata.num_row_groups)]
+        from_snapshots = gathered.read().to_pandas()
+    with export_module.parquet_file(steps, mapping, use_snapshots=False) as spool:
+        from_rows = pd.read_parquet(spool)
+    pd.testing.assert_frame_equal(from_snapshots, from_rows)
+    assert from_snapshots["step"].tolist() == sorted(from_snapshots["step"]) and set(from_snapshots["step"]) == {1, 2, 3, 4}
+    assert sizes == [12, 1, 3, 3]  # steps 1-2 gathered (13 rows, cut at 12); step 3 written alone; step 4 at the end
