@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-load test-trainers audit install install-trainers migrate demo bench check lint clean
+.PHONY: run test test-fast test-load test-trainers audit install install-trainers migrate demo bench bench-smoke check lint clean
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ audit: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/ingest.py
+
+# Every benchmark once at a tiny size (benchmarks/smoke.py): they still run. PostgreSQL from
+# DATABASE_URL's server, Redis from CELERY_BROKER_URL, as in CI.
+bench-smoke: $(STAMP)
+	$(PY) benchmarks/smoke.py
 
 # Layers and lint: import-linter holds gagar_web -> reviews -> grading and the pure cores; ruff.
 lint: $(STAMP)

@@ -1,0 +1,83 @@
+#!/usr/bin/env python
+"""Every benchmark, run once at a tiny size: do they still run? (`make bench-smoke`, in CI.)
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres CELERY_BROKER_URL=redis://127.0.0.1:6379/15 \\
+        .venv/bin/python benchmarks/smoke.py [name ...]
+
+A benchmark is a script run by hand now and then, so the code it drives can change under
+it unnoticed: export.py stopped at its first row after groups gained NOT NULL
+columns its COPY did not fill. Here each script runs to its end on a load small enough for
+a few seconds, and must exit 0 and print its table. The figures mean nothing at this size
+and are not kept. The scripts that need PostgreSQL create and drop their own databases on
+the server DATABASE_URL names; training_loop.py also needs CELERY_BROKER_URL (Redis).
+About three minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# name -> (arguments for a tiny load, a piece of the output that only a finished run prints)
+RUNS: dict[str, tuple[list[str], str]] = {
+    "advantage": (["--groups", "500", "--repeat", "1"], "speed-up of redistribute()"),
+    "agreement": (["--groups", "200", "--boot", "20", "--repeat", "1", "--naive-groups", "20", "--naive-boot", "2"], "Same figures and intervals"),
+    "clusters": (["--demo-steps", "1", "--demo-groups", "2", "--demo-rollouts", "4"], "distinct"),
+    "export": (["--steps", "2", "--groups", "20", "--repeat", "1"], "parquet_file()"),
+    "grading": (["--groups", "4", "--turns", "3", "--jobs", "2", "--delay", "0.001"], "groups/s"),
+    "group_page": (["--requests", "50", "--warmup", "1", "--cold-requests", "2"], "p95"),
+    "import_formats": (["--instances", "5", "--steps", "2", "--rows", "16", "--group", "4"], "verl      re-import"),
+    "import_runs": (["--trajectories", "8", "--runs", "2"], "re-import:"),
+    "importer_regex": (["--sizes", "100", "--big", "10000", "--repeat", "1"], "well-formed inputs"),
+    "ingest": (["--groups", "3", "--rollouts", "4", "--rollout-kb", "5"], "ratio REST/COPY"),
+    "scale": (["--scale", "0.005", "--requests", "2", "--api-requests", "1"], "judge next group"),
+    "search": (["--rollouts", "2000", "--repeat", "1"], "goal p95"),
+    "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
+    "training_loop": (["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--waiters", "2",
+                       "--probes", "5", "--concurrency", "2"], "p95"),
+}
+TIMEOUT_S = 600
+
+
+def main() -> int:
+    names = sys.argv[1:] or list(RUNS)
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(RUNS)}", file=sys.stderr)
+        return 2
+    missing = sorted(set(p.stem for p in (ROOT / "benchmarks").glob("*.py")) - set(RUNS) - {"_support", "smoke"})
+    if missing:
+        print(f"benchmarks with no smoke run here: {', '.join(missing)} (add them to RUNS)", file=sys.stderr)
+        return 2
+    failed = []
+    for name in names:
+        args, marker = RUNS[name]
+        started = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args], cwd=ROOT,
+                                  env=os.environ.copy(), capture_output=True, text=True, timeout=TIMEOUT_S)
+            output, code = done.stdout + done.stderr, done.returncode
+        except subprocess.TimeoutExpired as exc:
+            output, code = f"{exc.stdout or ''}{exc.stderr or ''}\n(timed out after {TIMEOUT_S} s)", -1
+        took = time.perf_counter() - started
+        ok = code == 0 and marker in output
+        print(f"{'ok  ' if ok else 'FAIL'} {name:<16} {took:6.1f} s", flush=True)
+        if not ok:
+            reason = f"exit status {code}" if code else f"its output lacks {marker!r}"
+            tail = "\n".join(output.strip().splitlines()[-15:])
+            print(f"     {reason}; the last lines:\n{tail}\n", flush=True)
+            failed.append(name)
+    if failed:
+        print(f"{len(failed)} of {len(names)} benchmarks failed: {', '.join(failed)}")
+        return 1
+    print(f"all {len(names)} benchmarks ran")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
