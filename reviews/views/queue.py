@@ -78,9 +78,12 @@ def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
     if "adjudicate" not in membership.capabilities:
         raise PermissionDenied("Adjudication needs the adjudicator or admin role")
     include_done = request.GET.get("show") == "all"
-    page = Paginator(selectors.adjudication_queue(project_obj, include_done=include_done), 50).get_page(request.GET.get("page"))
+    totals = selectors.adjudication_counts(project_obj)
+    paginator = Paginator(selectors.adjudication_queue(project_obj, include_done=include_done), 50)
+    paginator.count = totals["needs_adjudication"] + (totals["adjudicated"] if include_done else 0)  # known: no second count
+    page = paginator.get_page(request.GET.get("page"))
     # Withheld where this person judges blind; logged as a reveal where the grader is named.
-    page.object_list = disagreements_for(user=request.user, reviews=list(page.object_list))
+    page.object_list = disagreements_for(user=request.user, reviews=selectors.adjudication_rows(list(page.object_list)))
     return render(request, "reviews/adjudication.html",
                   {"project": project_obj, "membership": membership, "page": page, "include_done": include_done,
-                   "totals": selectors.project_review_totals(project_obj)})
+                   "totals": totals})

@@ -336,6 +336,34 @@ def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, ali
         add_rows(uid)
         with django_assert_num_queries(9):
             assert client.get("/projects/acme/audit/?status=all").status_code == 200
-        # 8 + up to 4 for blindness: the viewer's blind groups, verdicts, reveals seen, reveals logged (if new)
-        with django_assert_max_num_queries(12):
+        # 7 (session, user, project, membership, the counts, a page of ids, its rows) + up to 4 for
+        # blindness: the viewer's blind groups, verdicts, reveals seen, reveals logged (if new)
+        with django_assert_max_num_queries(11):
             assert client.get("/projects/acme/adjudication/").status_code == 200
+
+
+def test_adjudication_queue_pages_in_step_and_uid_order_with_its_counts(client, fay, acme):
+    """51 groups waiting and 2 settled: page 1 holds 50 in step, then uid order, page 2 the last;
+    the counts above the table and the pager agree with the rows, settled ones only with show=all."""
+    ingest_groups(acme, *(small_group(f"t{n:02d}@{step}", step=step, instance_id=f"t{n:02d}")
+                          for step in (2, 1) for n in range(27)))
+    groups = Group.objects.order_by("?")
+    for n, group in enumerate(groups[:53]):
+        settled = n < 2
+        GroupReview.objects.create(group=group, n_reviews=2, needs_adjudication=not settled, adjudicated=settled,
+                                   disagreement=[{"between": ["bob", "dan"], "kind": "best"}])
+    waiting = [g.uid for g in Group.objects.filter(review__needs_adjudication=True).order_by("step_number", "uid")]
+    client.force_login(fay)
+
+    def rows(url):
+        html = client.get(url).content.decode()
+        return html, [uid for uid in (g.uid for g in Group.objects.all()) if f">{uid}</a>" in html]
+
+    first, first_rows = rows("/projects/acme/adjudication/")
+    second, second_rows = rows("/projects/acme/adjudication/?page=2")
+    assert "51 waiting, 2 settled" in first and "page 1 of 2" in first and "page 2 of 2" in second
+    assert len(first_rows) == 50 and len(second_rows) == 1
+    assert first.index(f">{waiting[0]}</a>") < first.index(f">{waiting[1]}</a>") < first.index(f">{waiting[49]}</a>")
+    assert second_rows == [waiting[50]]
+    everything, _ = rows("/projects/acme/adjudication/?show=all&page=2")
+    assert "page 2 of 2" in everything and everything.count('badge pass">settled') + everything.count("waiting</span>") == 3
