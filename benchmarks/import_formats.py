@@ -69,8 +69,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rows", type=int, default=512)
     parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     args = parser.parse_args()
-    admin_url, db_url = in_process_django(DB_NAME)
+    admin_url, db_url = in_process_django(args.database)
     try:
         import django
 
@@ -100,7 +101,7 @@ def main() -> None:
                           f"{took:6.1f} s  {rows / took:7.1f} lines/s  {s.bytes / 1e6 / took:5.1f} MB/s")
         connections.close_all()
     finally:
-        recreate_database(admin_url, DB_NAME, drop_only=True)
+        recreate_database(admin_url, args.database, drop_only=True)
 
 
 if __name__ == "__main__":

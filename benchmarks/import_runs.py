@@ -25,7 +25,11 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
-from _support import cpu_model, memory_gib  # benchmarks/_support.py (this folder is on sys.path when a script runs)
+from _support import (  # benchmarks/_support.py (this folder is on sys.path when a script runs)
+    cpu_model,
+    memory_gib,
+    recreate_database,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -129,25 +133,18 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores{mem}, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
-def admin(pg_url: str, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(sql)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trajectories", type=int, default=500)
     parser.add_argument("--runs", type=int, default=4, help="runs of the same tasks (group size)")
     parser.add_argument("--pg", default=os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
                         help="a PostgreSQL server (any database) where gagar_bench_import may be created")
+    parser.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     args = parser.parse_args()
 
     server = urlparse(args.pg)
-    admin(args.pg, f'DROP DATABASE IF EXISTS "{DB_NAME}"')
-    admin(args.pg, f'CREATE DATABASE "{DB_NAME}"')
-    os.environ["DATABASE_URL"] = urlunparse(server._replace(path=f"/{DB_NAME}"))
+    recreate_database(args.pg, args.database)
+    os.environ["DATABASE_URL"] = urlunparse(server._replace(path=f"/{args.database}"))
     os.environ.pop("CELERY_BROKER_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
     os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
@@ -192,7 +189,7 @@ def main() -> None:
               "  (all unchanged)")
         connections.close_all()
     finally:
-        admin(args.pg, f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        recreate_database(args.pg, args.database, drop_only=True)
 
 
 if __name__ == "__main__":

@@ -86,9 +86,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rollouts", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=4)
+    parser.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     parser.add_argument("--keep", action="store_true", help="keep the database (drop it yourself)")
     args = parser.parse_args()
-    admin_url, db_url = in_process_django(DB_NAME)
+    admin_url, db_url = in_process_django(args.database)
     started = time.perf_counter()
     try:
         import django
@@ -333,7 +334,7 @@ def main() -> None:
         connection.close()
     finally:
         if not args.keep:
-            recreate_database(admin_url, DB_NAME, drop_only=True)
+            recreate_database(admin_url, args.database, drop_only=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ it unnoticed: export.py stopped at its first row after groups gained NOT NULL
 columns its COPY did not fill. Here each script runs to its end on a load small enough for
 a few seconds, and must exit 0 and print its table. The figures mean nothing at this size
 and are not kept. The scripts that need PostgreSQL create and drop their own databases on
-the server DATABASE_URL names; training_loop.py also needs CELERY_BROKER_URL (Redis).
+the server DATABASE_URL names, named `gagar_smoke_<script>` here (never the scripts' own
+defaults, which a full run may have kept); training_loop.py also needs CELERY_BROKER_URL (Redis).
 About three minutes on two cores.
 """
 
@@ -42,6 +43,9 @@ RUNS: dict[str, tuple[list[str], str]] = {
                        "--probes", "5", "--concurrency", "2"], "p95"),
 }
 TIMEOUT_S = 600
+# Scripts that create a PostgreSQL database get one of their own here, so a smoke run never
+# drops a database a full run was asked to keep (--keep) under the script's default name.
+OWN_DATABASE = {"export", "group_page", "import_formats", "import_runs", "ingest", "scale", "search", "training_loop"}
 
 
 def main() -> int:
@@ -57,6 +61,8 @@ def main() -> int:
     failed = []
     for name in names:
         args, marker = RUNS[name]
+        if name in OWN_DATABASE:
+            args = [*args, "--database", f"gagar_smoke_{name}"]
         started = time.perf_counter()
         try:
             done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args], cwd=ROOT,

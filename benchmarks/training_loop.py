@@ -84,6 +84,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--waiters", type=int, default=24, help="trainers waiting on a step while pages are timed (0: skip)")
     p.add_argument("--probes", type=int, default=200, help="timed page requests per condition")
     p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     p.add_argument("--keep", action="store_true", help="keep the database")
     return p.parse_args()
 
@@ -182,8 +183,8 @@ def waiting_trainers(base: str, token: str, n: int, probes: int) -> dict:
 
 def main() -> None:
     args = parse_args()
-    admin_url, db_url = database_urls(DB_NAME)
-    recreate_database(admin_url, DB_NAME)
+    admin_url, db_url = database_urls(args.database)
+    recreate_database(admin_url, args.database)
     broker = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
     ctx = multiprocessing.get_context("fork")
     ports, stop_fake = ctx.Queue(), ctx.Event()
@@ -224,7 +225,7 @@ def main() -> None:
         stop_fake.set()
         fake.join(10)
         if not args.keep:
-            recreate_database(admin_url, DB_NAME, drop_only=True)
+            recreate_database(admin_url, args.database, drop_only=True)
 
     concurrency = args.workers * args.concurrency
     print(f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; Python "
