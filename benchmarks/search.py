@@ -71,12 +71,6 @@ def vocabulary() -> tuple[list[str], list[int], list[str]]:
     return words, [counts[w] for w in words], commands
 
 
-def copy_rows(cursor, table: str, columns: list[str], rows) -> None:
-    with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
-
-
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -100,6 +94,7 @@ def main() -> None:
         from django.utils import timezone
 
         from grading.models import Group, Project, Rollout, Run, Step, Task
+        from grading.models.bulk import copy_rows
         from grading.search.index import COLUMNS, POSTGRES_SQL, index_rollouts
         from grading.search.query import parse_query
         from grading.search.selectors import SearchScope, search_rollouts
@@ -127,34 +122,34 @@ def main() -> None:
             """Groups, rollouts and bodies by COPY; the (rollout id, run id, step, passed, messages) of each."""
             out = []
             n_groups = (n_rollouts + GROUP_SIZE - 1) // GROUP_SIZE
-            with connection.cursor() as cursor:
-                group_rows, rollout_rows, content_rows = [], [], []
-                rid = first_rollout
-                for g in range(first_group, first_group + n_groups):
-                    run = runs[g % RUNS]
-                    step = (g // RUNS) % STEPS_PER_RUN
-                    group_rows.append((g, run.pk, steps[(run.pk, step)].pk, tasks[run.pk].pk, f"bench-{g}@{step}", GROUP_SIZE,
-                                       GROUP_SIZE // 2, 0, True, step, False, 0.0, True, now, now))
-                    for index in range(GROUP_SIZE):
-                        if rid >= first_rollout + n_rollouts:
-                            break
-                        messages, _ = body()
-                        passed = index % 2 == 0
-                        rollout_rows.append((rid, g, index, 1.0 if passed else 0.0, passed, "Submitted", 1, {}, 0, 0, 0, True,
-                                             0, 0, "bench", "", "0" * 64, now))
-                        content_rows.append((rid, json.dumps(messages), "", "{}", "", "{}"))
-                        out.append((rid, run.pk, step, passed, messages))
-                        rid += 1
-                copy_rows(cursor, "grading_group", ["id", "run_id", "step_id", "task_id", "uid", "n_rollouts", "n_passed", "n_unknown",
-                                                    "is_mixed", "step_number", "has_valid_verdict", "credit_moved", "awaits_review",
-                                                    "created_at", "updated_at"], group_rows)
-                copy_rows(cursor, "grading_rollout", ["id", "group_id", "index", "reward", "passed", "exit_status", "n_messages",
-                                                      "stats", "patch_files", "patch_added", "patch_removed", "patch_parses",
-                                                      "tests_passed", "tests_failed", "source_format", "source_ref", "content_hash",
-                                                      "created_at", "extra_files", "cluster_label"],
-                          ((*r[:7], json.dumps(r[7]), *r[8:], "[]", "") for r in rollout_rows))
-                copy_rows(cursor, "grading_rolloutcontent", ["rollout_id", "messages", "patch", "tests", "test_log", "metadata"],
-                          content_rows)
+            group_rows, rollout_rows, content_rows = [], [], []
+            rid = first_rollout
+            for g in range(first_group, first_group + n_groups):
+                run = runs[g % RUNS]
+                step = (g // RUNS) % STEPS_PER_RUN
+                group_rows.append((g, run.pk, steps[(run.pk, step)].pk, tasks[run.pk].pk, f"bench-{g}@{step}", GROUP_SIZE,
+                                   GROUP_SIZE // 2, 0, True, step, False, 0.0, True, now, now))
+                for index in range(GROUP_SIZE):
+                    if rid >= first_rollout + n_rollouts:
+                        break
+                    messages, _ = body()
+                    passed = index % 2 == 0
+                    rollout_rows.append((rid, g, index, 1.0 if passed else 0.0, passed, "Submitted", 1, {}, 0, 0, 0, True,
+                                         0, 0, "bench", "", "0" * 64, now))
+                    content_rows.append((rid, json.dumps(messages), "", "{}", "", "{}"))
+                    out.append((rid, run.pk, step, passed, messages))
+                    rid += 1
+            copy_rows(connection, "grading_group",
+                      ["id", "run_id", "step_id", "task_id", "uid", "n_rollouts", "n_passed", "n_unknown", "is_mixed",
+                       "step_number", "has_valid_verdict", "credit_moved", "awaits_review", "created_at", "updated_at"],
+                      group_rows)
+            copy_rows(connection, "grading_rollout",
+                      ["id", "group_id", "index", "reward", "passed", "exit_status", "n_messages", "stats", "patch_files",
+                       "patch_added", "patch_removed", "patch_parses", "tests_passed", "tests_failed", "source_format",
+                       "source_ref", "content_hash", "created_at", "extra_files", "cluster_label"],
+                      ((*r[:7], json.dumps(r[7]), *r[8:], "[]", "") for r in rollout_rows))
+            copy_rows(connection, "grading_rolloutcontent", ["rollout_id", "messages", "patch", "tests", "test_log", "metadata"],
+                      content_rows)
             return out
 
         def reset_sequences() -> None:  # rows were COPYed with their ids
@@ -172,10 +167,9 @@ def main() -> None:
         while done < args.rollouts:
             n = min(chunk, args.rollouts - done)
             rows = load(done // GROUP_SIZE + 1, n, done + 1)
-            with connection.cursor() as cursor:
-                copy_rows(cursor, "grading_rolloutsearch", list(COLUMNS),
-                          ((rid, run_id, step, passed, text, vector_literal(text)) for rid, run_id, step, passed, text in
-                           ((rid, run_id, step, passed, search_text(messages, "", {})) for rid, run_id, step, passed, messages in rows)))
+            copy_rows(connection, "grading_rolloutsearch", list(COLUMNS),
+                      ((rid, run_id, step, passed, text, vector_literal(text)) for rid, run_id, step, passed, text in
+                       ((rid, run_id, step, passed, search_text(messages, "", {})) for rid, run_id, step, passed, messages in rows)))
             done += n
         load_s = time.perf_counter() - t0
         sample = search_text(body()[0], "", {})
@@ -272,15 +266,15 @@ def main() -> None:
             cursor.execute("CREATE TABLE bench_raw (rollout_id bigint, run_id bigint, step_number integer, passed boolean, "
                            "text text, vector text)")
         t0 = time.perf_counter()
-        with transaction.atomic(), connection.cursor() as cursor:
-            copy_rows(cursor, "bench_raw", list(COLUMNS), raw_rows)
+        with transaction.atomic():
+            copy_rows(connection, "bench_raw", list(COLUMNS), raw_rows)
         raw_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         texts = [vector_literal(search_text(by_id[r.pk], "", {})) for r in rollouts]
         text_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        with transaction.atomic(), connection.cursor() as cursor:
-            copy_rows(cursor, "grading_rolloutsearch", list(COLUMNS), raw_rows)
+        with transaction.atomic():
+            copy_rows(connection, "grading_rolloutsearch", list(COLUMNS), raw_rows)
             indexed_copy_s = time.perf_counter() - t0
             transaction.set_rollback(True)
         del texts
