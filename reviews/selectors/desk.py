@@ -159,8 +159,7 @@ def project_review_totals(project: Project) -> dict:
         **reviewed.aggregate(
             judged=Count("pk", filter=Q(n_reviews__gte=1)),
             two_reviewers=Count("pk", filter=Q(n_reviews__gte=2)),
-            needs_adjudication=Count("pk", filter=Q(needs_adjudication=True)),
-            adjudicated=Count("pk", filter=Q(adjudicated=True)),
+            **_adjudication_counts(),
         ),
     }
 
@@ -184,13 +183,15 @@ def adjudication_rows(group_ids: list[int]) -> list[GroupReview]:
     return [rows[g] for g in group_ids if g in rows]
 
 
+def _adjudication_counts() -> dict[str, Count]:
+    return {"needs_adjudication": Count("pk", filter=Q(needs_adjudication=True)),
+            "adjudicated": Count("pk", filter=Q(adjudicated=True))}
+
+
 def adjudication_counts(project: Project) -> dict[str, int]:
     """How many groups wait for an adjudicator and how many are settled, in one aggregate (the
     two are disjoint: a settled group no longer waits)."""
-    return GroupReview.objects.filter(group__run__project=project).aggregate(
-        needs_adjudication=Count("pk", filter=Q(needs_adjudication=True)),
-        adjudicated=Count("pk", filter=Q(adjudicated=True)),
-    )
+    return GroupReview.objects.filter(group__run__project=project).aggregate(**_adjudication_counts())
 
 
 AUDIT_FILTERS = {
