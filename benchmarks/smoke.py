@@ -37,7 +37,7 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "importer_regex": (["--sizes", "100", "--big", "10000", "--repeat", "1"], "well-formed inputs"),
     "ingest": (["--groups", "3", "--rollouts", "4", "--rollout-kb", "5"], "ratio REST/COPY"),
     "scale": (["--scale", "0.005", "--requests", "2", "--api-requests", "1"], "judge next group"),
-    "search": (["--rollouts", "2000", "--repeat", "1"], "goal p95"),
+    "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
     "training_loop": (["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--waiters", "2",
                        "--probes", "5", "--concurrency", "2"], "p95"),

@@ -9,4 +9,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
 
 app = Celery("gagar_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["grading.ingest", "grading.grader", "grading.method", "reviews"])
+app.autodiscover_tasks(["grading.ingest", "grading.search", "grading.grader", "grading.method", "reviews"])

@@ -306,6 +306,14 @@ GRADER_ALLOW_PRIVATE_NETWORK = _env_bool("GRADER_ALLOW_PRIVATE_NETWORK", False)
 GRADER_MAX_TURNS = _env_int("GRADER_MAX_TURNS", 24, minimum=2)
 GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
 GAGAR_CHECKOUT_ROOT = os.environ.get("GAGAR_CHECKOUT_ROOT", "") or None
+# When ingest's rollouts become searchable: "inline" indexes them in the ingest transaction
+# (searchable the moment they are stored; the default with eager Celery, so `make run` and the
+# tests), "task" queues them for a worker right after it (ingest stays fast; a search says how
+# many of its scope still wait). Unset: "inline" when Celery runs tasks eagerly, else "task"
+# (grading.search.index).
+GAGAR_SEARCH_INDEX = os.environ.get("GAGAR_SEARCH_INDEX", "").strip()
+if GAGAR_SEARCH_INDEX not in ("", "inline", "task"):
+    raise ImproperlyConfigured(f"Unexpected value GAGAR_SEARCH_INDEX={GAGAR_SEARCH_INDEX!r}: use inline or task")
 
 LOGGING = {
     "version": 1,

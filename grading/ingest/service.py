@@ -26,7 +26,7 @@ from grading.grader.jobs import GraderUnavailable, queue_new_groups
 from grading.ingest.clustering import group_clusters, recluster
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 from grading.models.bulk import copy_rows, jsonb
-from grading.search.index import index_rollouts
+from grading.search.index import index_or_queue
 from grading.selectors import rollout_as_line
 
 logger = logging.getLogger(__name__)
@@ -405,8 +405,8 @@ class _BatchWriter:
         Rollout.objects.bulk_create(rows, batch_size=500)
         parsed = [r for _, rollouts in pairs for r in rollouts]
         _insert_contents(rows, parsed)
-        # Searchable in the same transaction that stores them (grading.search).
-        index_rollouts(zip(rows, (g for g, rollouts in pairs for _ in rollouts), parsed))
+        # Indexed in this transaction, or queued for a worker right after it (grading.search.index).
+        index_or_queue(list(zip(rows, (g for g, rollouts in pairs for _ in rollouts), parsed)))
 
 
 _CONTENT_COLUMNS = ("rollout_id", "messages", "patch", "tests", "test_log", "metadata")

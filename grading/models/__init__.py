@@ -33,3 +33,5 @@ from grading.models.runs import Run as Run
 from grading.models.runs import Step as Step
 from grading.models.runs import Task as Task
 from grading.models.search import RolloutSearch as RolloutSearch
+from grading.models.search import SearchBacklog as SearchBacklog
+from grading.models.search import SearchChunk as SearchChunk

@@ -1,76 +1,149 @@
-"""Keeping the search index current: the rows ingest writes, and the PostgreSQL-only parts.
+"""Keeping the search index current: the rows written for each stored rollout, when, and
+the PostgreSQL- and SQLite-only parts.
 
-Ingest calls `index_rollouts` in the transaction that stores the rollouts, so a rollout is
-searchable exactly when it is stored (a re-import stores nothing new and so indexes nothing;
-an extended group indexes its new rollouts). Migration 0015 runs POSTGRES_SQL on PostgreSQL
-and fills the index for rollouts stored before it (`backfill`).
+A rollout is indexed as one RolloutSearch row (its scope fields; on PostgreSQL the tsvector
+of its tokens) and its SearchChunk rows (every field, whole: grading.search.text.chunks).
+When: `index_or_queue`, called by ingest in the transaction that stores the rollouts, either
+indexes them there ("inline": searchable the moment they are stored) or records them in
+SearchBacklog and queues `index_backlog` for a worker once the transaction commits ("task":
+trigram indexing costs several times the COPY of the bodies, benchmarks/search.py). The
+setting GAGAR_SEARCH_INDEX chooses; unset, "inline" when Celery runs tasks eagerly.
 
-On PostgreSQL each row also carries `vector`, a tsvector of its text's tokens built in
-Python (grading.search.text.vector_literal: the same tokens the query parser and the
-highlighter use, so the database and the page agree on what matches) and written with the
-row by COPY; a GIN index on it serves words, phrases, prefixes and the literal mode's
-pre-filter. Building the vector in Python, rather than by to_tsvector over a
-regexp_replace in a generated column, and leaving out a trigram index, made indexing
-about three times cheaper (benchmarks/search.py and docs/benchmarks.md have the figures).
+PostgreSQL: `vector` and its GIN index serve words and prefixes; a pg_trgm GIN index on the
+chunks' text serves literal substrings (LIKE) and phrases (a case-insensitive regex); rows
+are written by COPY. SQLite: an FTS5 trigram table over the chunks, kept by triggers, serves
+the same by LIKE; rows by bulk_create.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db import connection
+from django.conf import settings
+from django.db import connection, transaction
 
 from grading.models.bulk import copy_rows
-from grading.search.text import search_text, vector_literal
+from grading.search.text import chunks, fields, lexemes
 
 POSTGRES_SQL = [
-    "ALTER TABLE grading_rolloutsearch ADD COLUMN vector tsvector NOT NULL DEFAULT ''",
-    # A pending list of 16 MB (default 4 MB): new rows' entries are merged into the index in
-    # larger, rarer batches, which made indexing 2.4x faster (benchmarks/search.py).
-    "CREATE INDEX rolloutsearch_vector ON grading_rolloutsearch USING gin (vector) WITH (gin_pending_list_limit = 16384)",
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    # lz4, where the server has it: a candidate chunk is decompressed to check it, and lz4 does
+    # that several times faster than the default pglz (benchmarks/search.py).
+    "DO $$ BEGIN ALTER TABLE grading_searchchunk ALTER COLUMN text SET COMPRESSION lz4; "
+    "EXCEPTION WHEN feature_not_supported OR invalid_parameter_value THEN NULL; END $$",
+    # A pending list of 16 MB (default 4 MB): new entries are merged into the index in larger,
+    # rarer batches (benchmarks/search.py).
+    "CREATE INDEX searchchunk_trgm ON grading_searchchunk USING gin (text gin_trgm_ops) WITH (gin_pending_list_limit = 16384)",
 ]
-POSTGRES_REVERSE_SQL = [
-    "DROP INDEX IF EXISTS rolloutsearch_vector",
-    "ALTER TABLE grading_rolloutsearch DROP COLUMN IF EXISTS vector",
+POSTGRES_REVERSE_SQL = ["DROP INDEX IF EXISTS searchchunk_trgm"]
+SQLITE_SQL = [
+    "CREATE VIRTUAL TABLE grading_searchchunk_fts USING fts5(text, content='grading_searchchunk', content_rowid='id', "
+    "tokenize='trigram case_sensitive 0')",
+    "CREATE TRIGGER grading_searchchunk_fts_insert AFTER INSERT ON grading_searchchunk BEGIN "
+    "INSERT INTO grading_searchchunk_fts(rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TRIGGER grading_searchchunk_fts_delete AFTER DELETE ON grading_searchchunk BEGIN "
+    "INSERT INTO grading_searchchunk_fts(grading_searchchunk_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+    "CREATE TRIGGER grading_searchchunk_fts_update AFTER UPDATE ON grading_searchchunk BEGIN "
+    "INSERT INTO grading_searchchunk_fts(grading_searchchunk_fts, rowid, text) VALUES ('delete', old.id, old.text); "
+    "INSERT INTO grading_searchchunk_fts(rowid, text) VALUES (new.id, new.text); END",
 ]
-COLUMNS = ("rollout_id", "run_id", "step_number", "passed", "text", "vector")
+SQLITE_REVERSE_SQL = [
+    "DROP TRIGGER IF EXISTS grading_searchchunk_fts_insert", "DROP TRIGGER IF EXISTS grading_searchchunk_fts_delete",
+    "DROP TRIGGER IF EXISTS grading_searchchunk_fts_update", "DROP TABLE IF EXISTS grading_searchchunk_fts",
+]
+FTS_TABLE = "grading_searchchunk_fts"
+BATCH = 200  # rollouts a task indexes per transaction
 
 
 def has_index(using=None) -> bool:
-    """Whether searches are served by an index (PostgreSQL) or by reading the rows (SQLite)."""
+    """Whether the database has PostgreSQL's indexes (words by tsvector); SQLite has its
+    trigram table for literals but reads rows for words."""
     return (using or connection).vendor == "postgresql"
 
 
-def search_row(model, *, rollout, group, messages, patch: str, tests):
-    """One unsaved index row (`model` is RolloutSearch, or its historical model in a migration)."""
-    return model(rollout_id=rollout.pk, run_id=group.run_id, step_number=group.step_number, passed=rollout.passed,
-                 text=search_text(messages, patch, tests))
+def indexes_inline() -> bool:
+    mode = settings.GAGAR_SEARCH_INDEX
+    if not mode:
+        from celery import current_app
+
+        return bool(current_app.conf.task_always_eager)
+    return mode == "inline"
 
 
-def write_rows(model, rows: list, using=None) -> None:
-    """Store index rows: COPY with their vectors on PostgreSQL (in the caller's transaction),
-    bulk_create elsewhere."""
+def write_index(apps_models, items: Iterable[tuple], using=None) -> int:
+    """Index `items`, (rollout id, run id, step number, passed, messages, patch, tests), with
+    `apps_models` = (RolloutSearch, SearchChunk) or their historical models. The count."""
+    RolloutSearch, SearchChunk = apps_models
     conn = using or connection
-    if not has_index(conn):
-        model.objects.bulk_create(rows, batch_size=500)
+    search_rows, chunk_rows = [], []
+    for rollout_id, run_id, step, passed, messages, patch, tests in items:
+        texts = list(fields(messages, patch, tests))
+        search_rows.append((rollout_id, run_id, step, passed, lexemes(texts)))
+        chunk_rows.extend((rollout_id, seq, text) for seq, text in enumerate(chunks(texts)))
+    if not search_rows:
+        return 0
+    if has_index(conn):
+        copy_rows(conn, SearchChunk._meta.db_table, ("rollout_id", "seq", "text"), chunk_rows)
+        copy_rows(conn, RolloutSearch._meta.db_table, ("rollout_id", "run_id", "step_number", "passed", "vector"), search_rows)
+    else:
+        SearchChunk.objects.using(conn.alias).bulk_create(
+            [SearchChunk(rollout_id=r, seq=s, text=t) for r, s, t in chunk_rows], batch_size=200)
+        RolloutSearch.objects.using(conn.alias).bulk_create(
+            [RolloutSearch(rollout_id=r, run_id=run, step_number=step, passed=p) for r, run, step, p, _ in search_rows],
+            batch_size=500)
+    return len(search_rows)
+
+
+def index_or_queue(items: list[tuple]) -> None:
+    """Ingest's call, in its transaction: `items` are (Rollout row, Group, ParsedRollout) just
+    written. Indexed now, or queued for `index_backlog` after the commit (module docstring)."""
+    from grading.models import RolloutSearch, SearchBacklog, SearchChunk
+
+    if not items:
         return
-    copy_rows(conn, model._meta.db_table, COLUMNS,
-              ((row.rollout_id, row.run_id, row.step_number, row.passed, row.text, vector_literal(row.text)) for row in rows))
+    if indexes_inline():
+        write_index((RolloutSearch, SearchChunk), ((row.pk, group.run_id, group.step_number, row.passed, parsed.messages,
+                                                   parsed.patch, parsed.tests) for row, group, parsed in items))
+        return
+    SearchBacklog.objects.bulk_create([SearchBacklog(rollout_id=row.pk, run_id=group.run_id) for row, group, _ in items],
+                                      batch_size=1000)
+    from grading.search.tasks import index_backlog_task
+
+    transaction.on_commit(lambda: index_backlog_task.delay())
 
 
-def index_rollouts(items: Iterable[tuple]) -> None:
-    """Index stored rollouts: `items` are (Rollout row, Group, ParsedRollout) just written."""
-    from grading.models import RolloutSearch
+def index_backlog(*, batch: int = BATCH, limit: int | None = None) -> int:
+    """Index waiting rollouts, `batch` per transaction, until none waits (or `limit` are done).
+    Workers share the backlog: each takes rows the others have not locked. The count indexed."""
+    from grading.models import Rollout, RolloutContent, RolloutSearch, SearchBacklog, SearchChunk
 
-    write_rows(RolloutSearch, [search_row(RolloutSearch, rollout=row, group=group, messages=parsed.messages,
-                                          patch=parsed.patch, tests=parsed.tests) for row, group, parsed in items])
+    done = 0
+    while limit is None or done < limit:
+        with transaction.atomic():
+            waiting = list(SearchBacklog.objects.select_for_update(skip_locked=True).order_by("pk")
+                           .values_list("rollout_id", flat=True)[:batch])
+            if not waiting:
+                return done
+            fresh = set(waiting) - set(RolloutSearch.objects.filter(pk__in=waiting).values_list("pk", flat=True))
+            rollouts = Rollout.objects.filter(pk__in=fresh).select_related("group").only(
+                "pk", "passed", "group__run_id", "group__step_number")
+            contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout_id__in=fresh)
+                        .only("rollout_id", "messages", "patch", "tests")}
+            items = []
+            for r in rollouts:
+                c = contents.get(r.pk)
+                items.append((r.pk, r.group.run_id, r.group.step_number, r.passed, c.messages if c else [],
+                              c.patch if c else "", c.tests if c else {}))
+            done += write_index((RolloutSearch, SearchChunk), items)
+            SearchBacklog.objects.filter(pk__in=waiting).delete()
+    return done
 
 
 def backfill(apps, *, batch: int = 500, using=None) -> int:
     """Index every rollout that has no row yet, `batch` at a time (a data migration's body). The count indexed."""
     Rollout = apps.get_model("grading", "Rollout")
     RolloutContent = apps.get_model("grading", "RolloutContent")
-    RolloutSearch = apps.get_model("grading", "RolloutSearch")
+    models = (apps.get_model("grading", "RolloutSearch"), apps.get_model("grading", "SearchChunk"))
     done, last = 0, 0
     while True:
         rollouts = list(Rollout.objects.filter(pk__gt=last, search__isnull=True).select_related("group").order_by("pk")[:batch])
@@ -78,12 +151,12 @@ def backfill(apps, *, batch: int = 500, using=None) -> int:
             return done
         contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout_id__in=[r.pk for r in rollouts])
                     .only("rollout_id", "messages", "patch", "tests")}
-        rows = []
-        for rollout in rollouts:
-            content = contents.get(rollout.pk)
-            rows.append(search_row(RolloutSearch, rollout=rollout, group=rollout.group,
-                                   messages=content.messages if content else [], patch=content.patch if content else "",
-                                   tests=content.tests if content else {}))
-        write_rows(RolloutSearch, rows, using=using)
-        done += len(rows)
+        items = []
+        for r in rollouts:
+            c = contents.get(r.pk)
+            items.append((r.pk, r.group.run_id, r.group.step_number, r.passed, c.messages if c else [],
+                          c.patch if c else "", c.tests if c else {}))
+        # Chunks left by an index row deleted on its own are rewritten with it.
+        models[1].objects.using(using.alias if using else "default").filter(rollout_id__in=[r.pk for r in rollouts]).delete()
+        done += write_index(models, items, using=using)
         last = rollouts[-1].pk

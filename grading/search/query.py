@@ -1,6 +1,8 @@
 """Search queries over rollouts: parsing and matching. Pure: no Django, no regex on the query.
 
-Two modes. **words** (the default): words that must all appear (AND), `"quoted phrases"`
+Three modes. **auto** (the default, the search box): a query that looks like a command
+(`looks_like_command`: `sed -i`, `git diff`, `cat setup.py`) is searched literally, any other
+by its words; the Query says which (`mode`) and that it was chosen (`auto`). **words**: words that must all appear (AND), `"quoted phrases"`
 whose words appear in that order, and prefixes `foo*`. Text and query are both cut into
 *tokens*, the runs of letters and digits, compared case-insensitively: `astropy==` is the
 token `astropy`; `git-log` or `foo_bar` in a query is the phrase of its tokens. This is
@@ -29,8 +31,16 @@ from dataclasses import dataclass
 
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 16
-MIN_LITERAL_CHARS = 3  # a shorter substring is in nearly every rollout
-MODES = ("words", "literal")
+MODES = ("auto", "words", "literal")
+SEPARATOR = "\x1e"  # what the index puts between two fields (grading.search.text); no query may hold it
+
+# Commands an agent runs whose name alone starts a literal query (`git diff`, `python -c`).
+COMMANDS = frozenset("""
+awk bash cat cd chmod cp curl diff echo find git grep head less ls make mkdir more mv nl node npm npx patch perl
+pip pip3 pytest python python3 rm rmdir sed sh sort tail tar tee touch tox uv wc wget which xargs
+""".split())
+# Characters a sentence rarely holds inside a word but a command, path or flag does.
+_COMMAND_MARKS = frozenset("./=:|<>$;&\\~_()[]{}`@#%^+,")
 
 
 class QueryError(ValueError):
@@ -60,6 +70,12 @@ class Query:
     mode: str
     terms: tuple[Term, ...] = ()
     literal: str = ""
+    auto: bool = False  # the mode was chosen from the query (mode "auto")
+
+    @property
+    def other_mode(self) -> str:
+        """The mode to offer instead of the one used."""
+        return "words" if self.mode == "literal" else "literal"
 
 
 # A run of letters and digits (str.isalnum: \\w without the underscore). One character class
@@ -108,20 +124,68 @@ def literal_tsquery(literal: str) -> str | None:
     return " & ".join(parts) if parts else None
 
 
+def looks_like_command(raw: str) -> bool:
+    """Whether a search box query reads as a command, path or flag (searched literally) rather
+    than words: a known command with an argument, a `-flag`, or punctuation inside a word.
+    Quotes and a trailing `*` are the words syntax, so such a query stays words.
+
+    >>> [looks_like_command(q) for q in ("sed -i", "git diff", "cat setup.py", "pip install x==1.2")]
+    [True, True, True, True]
+    >>> [looks_like_command(q) for q in ("minimal fix", "scratch file left behind", "git", '"git log"', "astro*")]
+    [False, False, False, False, False]
+    """
+    words = raw.split()
+    if not words or '"' in raw or any(w.endswith("*") for w in words):
+        return False
+    if len(words) > 1 and words[0] in COMMANDS:
+        return True
+    for word in words:
+        if word.startswith("-") and len(word) > 1:
+            return True
+        inner = word.rstrip(".,;:!?)").lstrip("(")
+        if any(c in _COMMAND_MARKS for c in inner):
+            return True
+    return False
+
+
+def literal_needs_scan(literal: str, vendor: str) -> bool:
+    """Whether the index cannot narrow a search for `literal`, which is then served by a
+    bounded scan (grading.search.selectors). SQLite's trigram index needs three characters in a
+    row that are not LIKE wildcards; PostgreSQL's pg_trgm reads only runs of letters and
+    digits, and a run of one (`-c`) gives a trigram nearly every row has.
+
+    >>> [literal_needs_scan(q, "postgresql") for q in ("==", "-c", "rm -rf", "sed -i")]
+    [True, True, False, False]
+    >>> [literal_needs_scan(q, "sqlite") for q in ("==", "-c", "a%b", "rm -rf")]
+    [True, True, True, False]
+    """
+    if vendor == "postgresql":
+        return not any(len(run) >= 2 for run in TOKEN.findall(literal))
+    run = 0
+    for ch in literal:
+        run = 0 if ch in "%_" else run + 1
+        if run >= 3:
+            return False
+    return True
+
+
 def parse_query(raw: str | None, *, mode: str = "words") -> Query:
-    """The query `raw` in `mode`; QueryError with a message for empty, over-long or malformed input."""
+    """The query `raw` in `mode` ("auto" chooses literal or words by `looks_like_command`);
+    QueryError with a message for empty, over-long or malformed input."""
     if mode not in MODES:
         raise QueryError(f"mode must be one of {', '.join(MODES)}", field="mode")
     if raw is None or not raw.strip():
         raise QueryError("the query is empty: type a word, a \"phrase\", a prefix* or (literal mode) a command")
     if len(raw) > MAX_QUERY_CHARS:
         raise QueryError(f"the query is longer than {MAX_QUERY_CHARS:,} characters ({len(raw):,})")
-    if "\x00" in raw:
-        raise QueryError("the query contains a NUL character")
+    if "\x00" in raw or SEPARATOR in raw:
+        raise QueryError("the query contains a control character (NUL or record separator) no rollout text is searched by")
+    auto = mode == "auto"
+    if auto:
+        mode = "literal" if looks_like_command(raw.strip()) else "words"
     if mode == "literal":
-        if len(raw) < MIN_LITERAL_CHARS:
-            raise QueryError(f"a literal search needs at least {MIN_LITERAL_CHARS} characters")
-        return Query(raw=raw, mode=mode, literal=raw)
+        literal = raw.strip() if auto else raw  # the box's stray spaces are not part of a command
+        return Query(raw=raw, mode=mode, literal=literal, auto=auto)
     terms: list[Term] = []
     i, n = 0, len(raw)
     while i < n:
@@ -156,7 +220,7 @@ def parse_query(raw: str | None, *, mode: str = "words") -> Query:
         terms.append(Term("phrase" if len(words) > 1 else "word", tuple(words)))
     if len(terms) > MAX_TERMS:
         raise QueryError(f"the query has {len(terms)} terms; at most {MAX_TERMS}")
-    return Query(raw=raw, mode=mode, terms=tuple(dict.fromkeys(terms)))
+    return Query(raw=raw, mode=mode, terms=tuple(dict.fromkeys(terms)), auto=auto)
 
 
 # --- matching (the same rules as the index, for SQLite and for the hits of a page) ---------

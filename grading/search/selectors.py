@@ -1,12 +1,16 @@
 """Search across a project's rollouts: which rollouts match, a page of them, and their hits.
 
 The project is the first filter of every search and cannot be left out (a `SearchScope`
-needs one), so no query reaches another project's rollouts. Matching is done by the
-database: on PostgreSQL by the index of migration 0015 (words, phrases and prefixes on the
-tsvector column; literal substrings pre-filtered by their words there, then LIKE); on SQLite, which has no index, the
-rows' text is read and matched in Python (grading.search.query, the same rules), at most
-SQLITE_SCAN_ROWS rows per search. Hits are found in Python over the page's rollouts only
-(grading.search.text.find_hits: bounded str.find).
+needs one), so no query reaches another project's rollouts. Every field of a rollout is
+searched, whole (grading.search.text). Matching is done by the database (grading.search.index
+has the indexes): a **literal** by its chunks, case-sensitively and exactly, through pg_trgm
+on PostgreSQL and the FTS5 trigram table on SQLite; **words** and prefixes by the rollout's
+tsvector on PostgreSQL, phrases then by their chunks; on SQLite words are narrowed by the
+trigram table and checked in Python (grading.search.query, the same rules), at most
+SQLITE_SCAN_ROWS candidates a search. A literal the index cannot narrow (`==`, `-c`:
+query.literal_needs_scan) is served by a **scan**: SCAN_ROLLOUTS rollouts a page, and the
+page says how far it got. Hits are found in Python over the page's rollouts only, within
+PAGE_SCAN_BUDGET characters a page (grading.search.text.find_hits: bounded str.find).
 
 Grader fields: `tier` (the latest valid verdict's tier) and `cheat` (a cheat signal, which
 can be a grader's flag) are filters only for people whose role sees grader verdicts; the
@@ -18,17 +22,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import BooleanField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import StrIndex
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from grading.method.tiers import TIERS
-from grading.models import CheatDecision, Project, Rollout, RolloutContent, RolloutGrade, RolloutSearch, Run, Verdict
-from grading.search.index import has_index
-from grading.search.query import Query, literal_tsquery, matches
-from grading.search.text import Hit, find_hits
+from grading.models import (
+    CheatDecision,
+    Project,
+    Rollout,
+    RolloutContent,
+    RolloutGrade,
+    RolloutSearch,
+    Run,
+    SearchBacklog,
+    SearchChunk,
+    Verdict,
+)
+from grading.search.index import FTS_TABLE, has_index
+from grading.search.query import SEPARATOR, Query, Term, literal_needs_scan, satisfied_terms
+from grading.search.text import Hit, Hits, find_hits
 from grading.templatetags.gagar import patch_anchor
 
 PAGE_SIZE = 20
@@ -36,7 +53,11 @@ MAX_PAGE_SIZE = 100
 # An exact count up to this many matching rollouts; past it, `count` is this and `count_capped`
 # is true (a common word over a million rollouts would otherwise cost seconds to count).
 COUNT_CAP = 10_000
-SQLITE_SCAN_ROWS = 50_000  # without an index, at most this many rows are read per search
+SQLITE_SCAN_ROWS = 50_000  # words on SQLite: at most this many candidate rollouts are read per search
+SCAN_ROLLOUTS = 200  # a literal the index cannot narrow (`==`): rollouts read per page
+MAX_HITS = 5  # hits shown per rollout on a results page (the rest: its count and the group page)
+PAGE_SCAN_BUDGET = 16_000_000  # characters a results page reads to find its rollouts' hits, shared among them
+CHUNKS = "grading_searchchunk"
 CHEAT_FILTERS = ("any", "confirmed")
 
 
@@ -65,6 +86,7 @@ class SearchScope:
     tier: str | None = None
     cheat: str | None = None  # "any" | "confirmed"
     grader_hidden: QuerySet | None = None  # group ids whose grader fields this person may not see yet
+    _run_ids: list[int] | None = field(default=None, repr=False, compare=False)  # read once per search
 
     @property
     def uses_grader_fields(self) -> bool:
@@ -74,18 +96,24 @@ class SearchScope:
 @dataclass
 class SearchHit:
     where: str
+    field: str  # grading.search.text.FIELD_LABELS
     turn: int | None
     path: str
     line: int | None
     snippet: str  # HTML: the text escaped, the match in <mark>
     text: str  # the same snippet as plain text
     url: str
+    occurrences: int = 1
+    label: str = ""
 
 
 @dataclass
 class SearchResult:
     rollout: Rollout
     hits: list[SearchHit] = field(default_factory=list)
+    hit_count: int = 0  # hits (fields holding the query) in the part of the rollout read
+    hits_complete: bool = True  # False: the page's budget ran out before the whole rollout was read
+    hits_url: str = ""  # the group page at this rollout's first hit, with hit-by-hit navigation
 
 
 @dataclass
@@ -94,29 +122,79 @@ class SearchPage:
     count_capped: bool
     results: list[SearchResult]
     next_cursor: int | None
-    indexed: bool  # False: no index (SQLite), the rows were read
-    scan_capped: bool = False  # SQLite only: more rows than SQLITE_SCAN_ROWS, the rest were not read
+    indexed: bool  # every rollout of the scope is in the index (none waits for a worker)
+    pending: int = 0  # rollouts of the scope stored but not indexed yet (GAGAR_SEARCH_INDEX=task)
+    scan: ScanProgress | None = None  # set when the index could not narrow the query and rows were read
+    scan_capped: bool = False  # SQLite words only: more rows than SQLITE_SCAN_ROWS, the rest were not read
+
+
+@dataclass
+class ScanProgress:
+    """A search the index could not narrow (a literal like `==` or `-c`): rollouts are read in
+    id order, SCAN_ROLLOUTS at most per page; `count` is what this page's window held."""
+
+    scanned: int  # rollouts read for this page
+    in_scope: int  # rollouts in the scope, in all
+    complete: bool  # nothing of the scope is left past this page
 
 
 def _tsquery(query: Query) -> str:
-    """The tsquery text of a words query. Tokens are letters and digits only (query.tokens),
-    so quoting them cannot be broken out of."""
+    """The tsquery text of a words query over the rollout's tokens: every word, every prefix,
+    every token of every phrase (the phrase's order is then checked on the chunks). Tokens are
+    letters and digits only (query.tokens), so quoting them cannot be broken out of."""
     parts = []
     for term in query.terms:
-        quoted = [f"'{token}'" for token in term.tokens]
         if term.kind == "prefix":
-            parts.append(quoted[0] + ":*")
-        elif term.kind == "phrase":
-            parts.append("(" + " <-> ".join(quoted) + ")")
+            parts.append(f"'{term.tokens[0]}':*")
         else:
-            parts.append(quoted[0])
-    return " & ".join(parts)
+            parts.extend(f"'{token}'" for token in term.tokens)
+    return " & ".join(dict.fromkeys(parts))
 
 
 def _matches_vector(tsquery: str) -> RawSQL:
     # The tsquery is a bind parameter read as tsquery input: quoted lexemes that are letters
-    # and digits only (built here or by query.literal_tsquery), lower-cased like the vectors.
+    # and digits only (built by _tsquery), lower-cased like the vectors.
     return RawSQL("vector @@ %s::tsquery", [tsquery], output_field=BooleanField())
+
+
+def _phrase_regex(term: Term) -> str:
+    """A PostgreSQL regular expression (used with ~*, case-insensitive) for a phrase: its
+    tokens, each starting and ending a run of letters and digits, one after the other with
+    anything but letters, digits and the field separator between. Tokens are letters and
+    digits only, so nothing in them is a regex operator."""
+    between = f"[^[:alnum:]{SEPARATOR}]+"
+    return "(^|[^[:alnum:]])" + between.join(term.tokens) + "([^[:alnum:]]|$)"
+
+
+def _like_pattern(literal: str, vendor: str) -> str:
+    if vendor == "postgresql":  # backslash is LIKE's escape character there
+        return "%" + literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    # SQLite's trigram table is used for LIKE only without ESCAPE: a wildcard stands for the
+    # character it replaces (a superset), and instr() then checks the substring itself.
+    return "%" + literal.replace("%", "_") + "%"
+
+
+def _chunks_holding(literal: str) -> RawSQL:
+    """The rollout ids with a chunk holding `literal`, case-sensitively (the index narrows,
+    the database checks the substring itself)."""
+    vendor = connection.vendor
+    if vendor == "postgresql":
+        return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.text LIKE %s", [_like_pattern(literal, vendor)])
+    return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.id IN (SELECT rowid FROM {FTS_TABLE} WHERE text LIKE %s) "
+                  "AND instr(c.text, %s) > 0", [_like_pattern(literal, vendor), literal])
+
+
+def _chunks_with_phrase(term: Term) -> RawSQL:
+    return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.text ~* %s", [_phrase_regex(term)])
+
+
+def _chunks_with_token(token: str) -> RawSQL:
+    """SQLite's words pre-filter: rollouts with a chunk holding `token`, ignoring ASCII case;
+    through the trigram table when the token has three characters or more."""
+    if len(token) >= 3:
+        return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.id IN (SELECT rowid FROM {FTS_TABLE} WHERE text LIKE %s)",
+                      [_like_pattern(token, "sqlite")])
+    return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.text LIKE %s", [_like_pattern(token, "sqlite")])
 
 
 def _scoped(scope: SearchScope, sees_grader: bool) -> QuerySet[RolloutSearch]:
@@ -127,7 +205,7 @@ def _scoped(scope: SearchScope, sees_grader: bool) -> QuerySet[RolloutSearch]:
             return RolloutSearch.objects.none()
         rows = RolloutSearch.objects.filter(run_id=scope.run.pk)
     else:
-        rows = RolloutSearch.objects.filter(run_id__in=list(Run.objects.filter(project=scope.project).values_list("pk", flat=True)))
+        rows = RolloutSearch.objects.filter(run_id__in=_run_ids(scope))
     if scope.step_min is not None:
         rows = rows.filter(step_number__gte=scope.step_min)
     if scope.step_max is not None:
@@ -154,60 +232,115 @@ def _scoped(scope: SearchScope, sees_grader: bool) -> QuerySet[RolloutSearch]:
     return rows
 
 
+def _run_ids(scope: SearchScope) -> list[int]:
+    if scope.run is not None:
+        return [scope.run.pk] if scope.run.project_id == scope.project.pk else []
+    if scope._run_ids is None:
+        scope._run_ids = list(Run.objects.filter(project=scope.project).values_list("pk", flat=True))
+    return scope._run_ids
+
+
+def needs_scan(query: Query) -> bool:
+    """Whether the index cannot narrow `query` (a literal like `==`), so a search reads rows."""
+    return query.mode == "literal" and literal_needs_scan(query.literal, connection.vendor)
+
+
 def matching(query: Query, scope: SearchScope, *, sees_grader: bool) -> QuerySet[RolloutSearch]:
-    """The scope's index rows the database itself can tell match (PostgreSQL), or the
-    SQLite pre-filter (each token somewhere, case-insensitively; `search_rollouts` then
-    checks the rows in Python)."""
+    """The scope's rows the database itself can tell match: exactly, but for words on SQLite,
+    where this is a pre-filter (each token somewhere, ignoring case) that `search_rollouts`
+    checks in Python. Not for a query that `needs_scan`."""
     rows = _scoped(scope, sees_grader)
     if query.mode == "literal":
-        if has_index():
-            # The index narrows the rows to those with the literal's words in order; LIKE
-            # (case-sensitive) then checks the substring itself. A literal with no word the
-            # index can use (one run of letters, like `astropy==`) reads every row in scope.
-            prefilter = literal_tsquery(query.literal)
-            if prefilter:
-                rows = rows.filter(_matches_vector(prefilter))
-            return rows.filter(text__contains=query.literal)
-        return rows.annotate(_at=StrIndex("text", Value(query.literal))).filter(_at__gt=0)  # instr(): case-sensitive
+        return rows.filter(rollout_id__in=_chunks_holding(query.literal))
     if has_index():
-        return rows.filter(_matches_vector(_tsquery(query)))
-    for term in query.terms:
-        for token in term.tokens:
-            rows = rows.filter(text__icontains=token)
+        rows = rows.filter(_matches_vector(_tsquery(query)))
+        for term in query.terms:
+            if term.kind == "phrase":
+                rows = rows.filter(rollout_id__in=_chunks_with_phrase(term))
+        return rows
+    for token in dict.fromkeys(t for term in query.terms for t in term.tokens):
+        rows = rows.filter(rollout_id__in=_chunks_with_token(token))
     return rows
+
+
+def _words_hold(query: Query, rollout_ids: list[int]) -> list[int]:
+    """SQLite: which of `rollout_ids` hold every term of a words query, reading their chunks
+    (a term is looked for in each field, as the hits are)."""
+    needed = set(query.terms)
+    found: dict[int, set] = {}
+    for rollout_id, text in (SearchChunk.objects.filter(rollout_id__in=rollout_ids).order_by("rollout_id", "seq")
+                             .values_list("rollout_id", "text").iterator()):
+        have = found.setdefault(rollout_id, set())
+        if have >= needed:
+            continue
+        for piece in text.split(SEPARATOR):
+            have |= satisfied_terms(query, piece)
+    return [pk for pk in rollout_ids if found.get(pk, set()) >= needed]
+
+
+def _pending(scope: SearchScope) -> int:
+    return SearchBacklog.objects.filter(run_id__in=_run_ids(scope)).count()
 
 
 def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, after: int | None = None,
                     limit: int = PAGE_SIZE) -> SearchPage:
     """One page of the rollouts matching `query` in `scope`, after the rollout id `after`
-    (keyset paging, by rollout id), each with its hits. Queries: the project's runs (unless
-    the scope is one run), 2 to find them (count and page; 1 without an index), 2 to load
-    the page's rollouts and their bodies."""
+    (keyset paging, by rollout id), each with its hits. Queries: the project's runs, 1 for the
+    backlog, 2 to find them (count and page), 2 to load the page's rollouts and their bodies;
+    a scan (`needs_scan`) counts the scope and reads one window instead."""
+    pending = _pending(scope)
+    if needs_scan(query):
+        return _scanned_page(query, scope, sees_grader, after, limit, pending)
     rows = matching(query, scope, sees_grader=sees_grader)
     scan_capped = False
-    if has_index():
+    if has_index() or query.mode == "literal":
         count = rows.order_by().values("pk")[: COUNT_CAP + 1].count()
         page_rows = rows.order_by("pk")
         if after is not None:
             page_rows = page_rows.filter(pk__gt=after)
         ids = list(page_rows.values_list("pk", flat=True)[: limit + 1])
     else:
-        found: list[int] = []
-        scanned = 0
-        for pk, text in rows.order_by("pk").values_list("pk", "text")[: SQLITE_SCAN_ROWS + 1].iterator():
-            scanned += 1
-            if scanned > SQLITE_SCAN_ROWS:
-                scan_capped = True
-                break
-            if query.mode == "literal" or matches(query, text):
-                found.append(pk)
+        candidates = list(rows.order_by("pk").values_list("pk", flat=True)[: SQLITE_SCAN_ROWS + 1])
+        scan_capped = len(candidates) > SQLITE_SCAN_ROWS
+        found = _words_hold(query, candidates[:SQLITE_SCAN_ROWS])
         count = len(found)
         ids = [pk for pk in found if after is None or pk > after][: limit + 1]
     capped = count > COUNT_CAP
     next_cursor = ids[limit - 1] if len(ids) > limit else None
     ids = ids[:limit]
     return SearchPage(count=min(count, COUNT_CAP), count_capped=capped, results=_results(query, ids), next_cursor=next_cursor,
-                      indexed=has_index(), scan_capped=scan_capped)
+                      indexed=pending == 0, pending=pending, scan_capped=scan_capped)
+
+
+def _window_matches(query: Query, window: list[int]) -> list[int]:
+    held = (SearchChunk.objects.filter(rollout_id__in=window).annotate(_at=StrIndex("text", Value(query.literal)))
+            .filter(_at__gt=0).values_list("rollout_id", flat=True).distinct())  # strpos / instr: case-sensitive
+    return sorted(set(held))
+
+
+def _scanned_page(query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int,
+                  pending: int) -> SearchPage:
+    """A literal the index cannot narrow: the next SCAN_ROLLOUTS rollouts of the scope after
+    `after` are read, and those holding it are the page (the work per page is bounded; the
+    page says how far the scan got, and its cursor goes on from there)."""
+    rows = _scoped(scope, sees_grader)
+    in_scope = rows.order_by().count()
+    window_rows = rows.order_by("pk")
+    if after is not None:
+        window_rows = window_rows.filter(pk__gt=after)
+    window = list(window_rows.values_list("pk", flat=True)[:SCAN_ROLLOUTS])
+    found = _window_matches(query, window)
+    if len(found) > limit:
+        ids, next_cursor = found[:limit], found[limit - 1]
+        scanned = window.index(next_cursor) + 1
+    else:
+        ids = found
+        next_cursor = window[-1] if len(window) == SCAN_ROLLOUTS else None
+        scanned = len(window)
+    before = rows.filter(pk__lte=after).count() if after is not None else 0
+    progress = ScanProgress(scanned=before + scanned, in_scope=in_scope, complete=next_cursor is None)
+    return SearchPage(count=len(ids), count_capped=False, results=_results(query, ids), next_cursor=next_cursor,
+                      indexed=pending == 0, pending=pending, scan=progress)
 
 
 def _results(query: Query, ids: list[int]) -> list[SearchResult]:
@@ -217,22 +350,43 @@ def _results(query: Query, ids: list[int]) -> list[SearchResult]:
     contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout_id__in=ids).only("rollout_id", "messages",
                                                                                                  "patch", "tests")}
     results = []
+    budget = PAGE_SCAN_BUDGET // len(ids)  # the page's hit-finding is bounded as a whole
     for pk in ids:
         rollout = rollouts.get(pk)
         if rollout is None:  # deleted between the two reads
             continue
         content = contents.get(pk)
-        hits = find_hits(query, content.messages if content else [], content.patch if content else "",
-                         content.tests if content else {}) if content else []
-        results.append(SearchResult(rollout, [_hit(rollout, h) for h in hits]))
+        found = find_hits(query, content.messages, content.patch, content.tests, limit=MAX_HITS, budget=budget) if content \
+            else Hits([], 0, True)
+        hits = [_hit(rollout, h, query) for h in found.hits]
+        results.append(SearchResult(rollout, hits, hit_count=found.total, hits_complete=found.complete,
+                                    hits_url=hits[0].url if hits else ""))
     return results
 
 
-def _hit(rollout: Rollout, hit: Hit) -> SearchHit:
+def rollout_hits(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = 50) -> tuple[list[SearchHit], Hits]:
+    """One rollout's hits for `query`, `offset` to `offset + limit` (the group page's hit-by-hit
+    navigation), with how many there are in all: the whole rollout is read, up to
+    text.SCAN_BUDGET characters. `rollout` comes with group__run__project."""
+    content = RolloutContent.objects.filter(rollout=rollout).only("messages", "patch", "tests").first()
+    if content is None:
+        return [], Hits([], 0, True)
+    found = find_hits(query, content.messages, content.patch, content.tests, offset=offset, limit=limit)
+    return [_hit(rollout, h, query, number=offset + i) for i, h in enumerate(found.hits)], found
+
+
+def _query_params(query: Query) -> dict[str, str]:
+    return {"q": query.raw, "mode": "auto" if query.auto else query.mode}
+
+
+def _hit(rollout: Rollout, hit: Hit, query: Query, number: int | None = None) -> SearchHit:
     group = rollout.group
     args = [group.run.project.name, group.run.name, group.uid]
     if hit.where == "turn":
-        url = reverse("group", args=args) + f"?lane={rollout.index}&start={hit.turn}#turn-{rollout.index}-{hit.turn}"
+        params = {"lane": rollout.index, "start": hit.turn, **_query_params(query)}
+        if number is not None:
+            params["hit"] = number
+        url = reverse("group", args=args) + "?" + urlencode(params) + f"#turn-{rollout.index}-{hit.turn}"
     elif hit.where == "patch":
         url = reverse("rollout-diff", args=[*args, rollout.index])
         if hit.line:
@@ -240,20 +394,23 @@ def _hit(rollout: Rollout, hit: Hit) -> SearchHit:
     else:
         url = reverse("group", args=args) + f"#tests-{rollout.index}"
     snippet = format_html("{}<mark>{}</mark>{}", hit.before, hit.match, hit.after)
-    return SearchHit(hit.where, hit.turn, hit.path, hit.line, snippet, hit.snippet, url)
+    return SearchHit(hit.where, hit.field, hit.turn, hit.path, hit.line, snippet, hit.snippet, url,
+                     occurrences=hit.occurrences, label=hit.label)
 
 
 def search_signal_targets(*, query: Query, scope: SearchScope, cap: int) -> list[int] | None:
     """The ids of every rollout matching `query` in `scope` (an auditor turning a search into
-    cheat signals), or None when there are more than `cap`."""
-    rows = matching(query, scope, sees_grader=True)
-    if has_index():
-        ids = list(rows.order_by("pk").values_list("pk", flat=True)[: cap + 1])
+    cheat signals), or None when there are more than `cap` — or when the index cannot narrow
+    the query and the scope holds more than a scan reads (SCAN_ROLLOUTS)."""
+    if needs_scan(query):
+        rows = _scoped(scope, sees_grader=True)
+        window = list(rows.order_by("pk").values_list("pk", flat=True)[: SCAN_ROLLOUTS + 1])
+        if len(window) > SCAN_ROLLOUTS:
+            return None
+        ids = _window_matches(query, window)
+    elif has_index() or query.mode == "literal":
+        ids = list(matching(query, scope, sees_grader=True).order_by("pk").values_list("pk", flat=True)[: cap + 1])
     else:
-        ids = []
-        for pk, text in rows.order_by("pk").values_list("pk", "text")[:SQLITE_SCAN_ROWS].iterator():
-            if query.mode == "literal" or matches(query, text):
-                ids.append(pk)
-                if len(ids) > cap:
-                    break
+        candidates = list(matching(query, scope, sees_grader=True).order_by("pk").values_list("pk", flat=True)[:SQLITE_SCAN_ROWS])
+        ids = _words_hold(query, candidates)
     return None if len(ids) > cap else ids

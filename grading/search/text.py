@@ -1,43 +1,55 @@
 """What a rollout is searched by, and where a query hits in it. Pure: no Django.
 
-`search_text` is the bounded text the index holds for one rollout, most telling first:
-the patch (file paths and changed lines), the test names, every turn's action or command
-and tool calls, then the turns' contents, then their observations — each part cut to
-MAX_PART_CHARS, MAX_TEXT_CHARS in all (what the index costs ingest grows with it:
-benchmarks/search.py). `vector_literal` is that text's tokens with their positions, as
-PostgreSQL's tsvector reads them. `find_hits` reads the same parts of the stored rollout and
-says where a query occurs: in turn N (the message's position, the numbering the group
-page's `#turn-<rollout>-<N>` anchors and the grader's evidence use), on a patch line
-(path and new-side line number, as the patch rows' anchors), or in a test name. Its
-cost is bounded: at most MAX_SCAN_CHARS of a rollout are scanned, with str.find.
+A rollout is searched by its **fields** (`fields`): every patch path and changed line, every
+test id, and every turn's message content, thought, action (the command), tool-call
+arguments and observation — all of them, whole, with no cap but ingest's own limits. A
+literal search matches a rollout exactly when one of its fields holds the substring.
 
->>> text = search_text([{"role": "assistant", "content": "run it", "action": "git log -p"}],
-...                    "--- a/w.py\\n+++ b/w.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", {"FAIL_TO_PASS": ["t::a"]})
->>> "w.py" in text and "git log -p" in text and "t::a" in text
+The index stores a rollout's fields as **chunks** (`chunks`): runs of fields joined by
+SEPARATOR, each at most CHUNK_CHARS characters. A field longer than that is cut into
+segments that overlap by CHUNK_OVERLAP characters, one less than the longest query, so
+every substring of a field that a query can ask for lies whole inside one chunk; and as no
+query may hold SEPARATOR, none matches across two fields. `lexemes` is the rollout's set of
+tokens (a tsvector without positions) for words and prefixes.
+
+`find_hits` reads the same fields of a stored rollout and says where a query occurs: in
+turn N and which field of it (the message's position, the numbering the group page's
+`#turn-<rollout>-<N>` anchors and the grader's evidence use), on a patch line (path and
+new-side line number, as the patch rows' anchors), or in a test id. Its cost is bounded by
+the characters it may scan (`budget`); it says when it stopped short.
+
+>>> got = chunks(fields([{"role": "assistant", "content": "run it", "action": "git log -p"}],
+...                      "--- a/w.py\\n+++ b/w.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", {"FAIL_TO_PASS": ["t::a"]}))
+>>> got == ["w.py\\x1ex = 1\\x1ex = 2\\x1et::a\\x1erun it\\x1egit log -p"]
 True
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from grading.rollouts.turns import to_turn
-from grading.search.query import Query, find, tokens
+from grading.search.query import MAX_QUERY_CHARS, Query, find, tokens
 
-MAX_TEXT_CHARS = 16_000  # per rollout in the index
-MAX_PART_CHARS = 2_000  # per part (a patch line, a command, a message's content, an observation) in the index
+SEPARATOR = "\x1e"  # between two fields of a chunk; no query may hold it (query.parse_query)
+CHUNK_CHARS = 8_000  # per chunk row: small enough that checking one candidate row is cheap
+CHUNK_OVERLAP = MAX_QUERY_CHARS - 1  # a field's segments share this much: any query-sized substring is whole in one
 MAX_LEXEME_CHARS = 200  # longer runs (hashes, base64) are not words anyone types; PostgreSQL's limit is 2 kB
-MAX_SCAN_CHARS = 2_000_000  # per rollout when looking for hits
-MAX_HITS = 5  # per rollout, shown
+MAX_LEXEMES_BYTES = 900_000  # a tsvector holds at most 1 MB; past this a rollout's rarest-last words are left out
+SCAN_BUDGET = 4_000_000  # characters of one rollout read when listing its hits (per request)
 SNIPPET_CONTEXT = 60  # characters either side of a match
+
+FIELD_LABELS = {"content": "message", "thought": "thought", "action": "command", "tool_call": "tool call",
+                "observation": "output", "patch": "patch", "path": "patch file", "test": "test id"}
 
 
 @dataclass(frozen=True)
 class Part:
-    """One searchable piece of a rollout: a turn's field, a patch line or a test name."""
+    """One searchable field of a rollout: a turn's field, a patch path or line, or a test id."""
 
     where: str  # "turn" | "patch" | "test"
+    field: str  # a key of FIELD_LABELS
     text: str
     turn: int | None = None
     path: str = ""
@@ -47,16 +59,32 @@ class Part:
 @dataclass(frozen=True)
 class Hit:
     where: str
+    field: str
     turn: int | None
     path: str
     line: int | None
     before: str  # the snippet is before + match + after, all plain text
     match: str
     after: str
+    occurrences: int = 1  # how often the query occurs in this field (literal mode; 1 in words mode)
 
     @property
     def snippet(self) -> str:
         return self.before + self.match + self.after
+
+    @property
+    def label(self) -> str:
+        return FIELD_LABELS.get(self.field, self.field)
+
+
+@dataclass(frozen=True)
+class Hits:
+    """A page of one rollout's hits: `total` hits in the fields read; `complete` is False when
+    the scan budget ran out first (there may be more past `total`)."""
+
+    hits: list[Hit]
+    total: int
+    complete: bool
 
 
 def test_names(tests) -> list[str]:
@@ -87,7 +115,7 @@ def patch_parts(patch: str) -> Iterator[Part]:
             name = raw[4:].split("\t", 1)[0].strip()
             path = name[2:] if name.startswith("b/") else name
             if path != "/dev/null":
-                yield Part("patch", path, path=path)
+                yield Part("patch", "path", path, path=path)
             continue
         if raw.startswith(("--- ", "diff --git ", "index ")):
             continue
@@ -101,94 +129,101 @@ def patch_parts(patch: str) -> Iterator[Part]:
             new_no = int(digits) if digits and len(digits) < 10 else 0
             continue
         if raw.startswith("+"):
-            yield Part("patch", raw[1:], path=path, line=new_no or None)
+            yield Part("patch", "patch", raw[1:], path=path, line=new_no or None)
             new_no += 1
         elif raw.startswith("-"):
-            yield Part("patch", raw[1:], path=path, line=new_no or None)
+            yield Part("patch", "patch", raw[1:], path=path, line=new_no or None)
         elif raw.startswith(" "):
             new_no += 1
 
 
-def _turns(messages):
-    for position, message in enumerate(messages if isinstance(messages, list) else []):
-        if isinstance(message, dict):
-            yield to_turn(position, message)
-
-
 def turn_parts(messages) -> Iterator[Part]:
-    """Every turn's fields in turn order (where a hit is shown)."""
-    for turn in _turns(messages):
-        for text in (turn.action, turn.text, *(c["arguments"] for c in turn.tool_calls), turn.observation):
+    """Every turn's fields in turn order: content, thought, action, tool-call arguments, observation."""
+    for position, message in enumerate(messages if isinstance(messages, list) else []):
+        if not isinstance(message, dict):
+            continue
+        turn = to_turn(position, message)
+        for name, text in (("content", turn.text), ("thought", turn.thought), ("action", turn.action),
+                           *(("tool_call", c["arguments"]) for c in turn.tool_calls), ("observation", turn.observation)):
             if text:
-                yield Part("turn", text, turn=turn.position)
+                yield Part("turn", name, text, turn=position)
 
 
 def parts(messages, patch: str, tests) -> Iterator[Part]:
-    """Every searchable part, patch first, then tests, then turns in order."""
+    """Every searchable field: the patch first, then the test ids, then the turns in order."""
     yield from patch_parts(patch)
     for name in test_names(tests):
-        yield Part("test", name)
+        yield Part("test", "test", name)
     yield from turn_parts(messages)
 
 
-def _indexed_texts(messages, patch: str, tests) -> Iterator[str]:
-    for part in patch_parts(patch):
+def fields(messages, patch: str, tests) -> Iterator[str]:
+    """The texts of `parts`, in the same order (what the index stores)."""
+    for part in parts(messages, patch, tests):
         yield part.text
-    yield from test_names(tests)
-    turns = list(_turns(messages))
-    for turn in turns:
-        if turn.action:
-            yield turn.action
-        for call in turn.tool_calls:
-            yield call["arguments"]
-    for turn in turns:
-        if turn.text:
-            yield turn.text
-    for turn in turns:
-        if turn.observation:
-            yield turn.observation
 
 
-def search_text(messages, patch: str, tests) -> str:
-    """The rollout's text for the index: its parts, most telling first, each cut to
-    MAX_PART_CHARS, joined by newlines, up to MAX_TEXT_CHARS."""
-    out: list[str] = []
-    size = 0
-    for whole in _indexed_texts(messages, patch, tests):
-        text = whole[:MAX_PART_CHARS]
-        if size + len(text) + 1 > MAX_TEXT_CHARS:
-            text = text[: max(0, MAX_TEXT_CHARS - size - 1)]
-            if text:
-                out.append(text)
-            break
-        out.append(text)
-        size += len(text) + 1
-    return "\n".join(out)
+def segments(text: str) -> Iterator[str]:
+    """`text` cut into pieces of at most CHUNK_CHARS that overlap by CHUNK_OVERLAP, so any
+    substring of at most CHUNK_OVERLAP + 1 characters is whole in one of them.
 
-
-def vector_literal(text: str) -> str:
-    """`text`'s tokens (query.tokens: lower-case runs of letters and digits) with their
-    positions, in PostgreSQL's tsvector input form: `'git':1,5 'log':2`. Tokens are letters
-    and digits only, so nothing in them needs quoting.
-
-    >>> vector_literal("git log -p; GIT")
-    "'git':1,4 'log':2 'p':3"
+    >>> [len(s) for s in segments("x" * 20_000)]
+    [8000, 8000, 5998]
     """
-    positions: dict[str, list[str]] = {}
-    # search_text holds at most MAX_TEXT_CHARS / 2 tokens (under PostgreSQL's MAX_POSITION); a longer text
-    # passed here keeps its first that many.
-    for n, token in zip(_POSITIONS, tokens(text)):
-        seen = positions.get(token)
-        if seen is None:
-            positions[token] = [n]
-        else:
-            seen.append(n)
-    # PostgreSQL keeps 256 positions a lexeme.
-    return " ".join([f"'{token}':{','.join(p[:256])}" for token, p in positions.items() if len(token) <= MAX_LEXEME_CHARS])
+    if len(text) <= CHUNK_CHARS:
+        yield text
+        return
+    step = CHUNK_CHARS - CHUNK_OVERLAP
+    start = 0
+    while True:
+        yield text[start:start + CHUNK_CHARS]
+        if start + CHUNK_CHARS >= len(text):
+            return
+        start += step
 
 
-# Position numbers as text, made once: a rollout's vector writes thousands of them.
-_POSITIONS = [str(n) for n in range(1, MAX_TEXT_CHARS // 2 + 2)]
+def chunks(texts: Iterable[str]) -> list[str]:
+    """The fields `texts` packed into chunks of at most CHUNK_CHARS characters (one chunk may
+    hold many short fields; a long field spans several), fields joined by SEPARATOR. A field's
+    own SEPARATOR characters become spaces (no query can hold one, so none is lost)."""
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for text in texts:
+        if SEPARATOR in text:
+            text = text.replace(SEPARATOR, " ")
+        for piece in segments(text):
+            if current and size + 1 + len(piece) > CHUNK_CHARS:
+                out.append(SEPARATOR.join(current))
+                current, size = [], 0
+            size += len(piece) + (1 if current else 0)
+            current.append(piece)
+    if current:
+        out.append(SEPARATOR.join(current))
+    return out
+
+
+def lexemes(texts: Iterable[str]) -> str:
+    """Every token of `texts` once (query.tokens: lower-case runs of letters and digits), in
+    PostgreSQL's tsvector input form without positions: `'git' 'log' 'p'`. Tokens are letters
+    and digits only, so nothing in them needs quoting. A token longer than MAX_LEXEME_CHARS is
+    left out, and past MAX_LEXEMES_BYTES the rest are (a tsvector holds at most 1 MB).
+
+    >>> lexemes(["git log -p", "GIT"])
+    "'git' 'log' 'p'"
+    """
+    seen: dict[str, None] = {}
+    for text in texts:
+        seen.update(dict.fromkeys(tokens(text)))
+    out, size = [], 0
+    for token in seen:
+        if len(token) > MAX_LEXEME_CHARS:
+            continue
+        size += len(token.encode()) + 8  # the entry's bytes in the tsvector, about
+        if size > MAX_LEXEMES_BYTES:
+            break
+        out.append(f"'{token}'")
+    return " ".join(out)
 
 
 def _snippet(text: str, start: int, end: int) -> tuple[str, str, str]:
@@ -199,21 +234,29 @@ def _snippet(text: str, start: int, end: int) -> tuple[str, str, str]:
     return before.replace("\n", " ⏎ "), text[start:end], after.replace("\n", " ⏎ ")
 
 
-def find_hits(query: Query, messages, patch: str, tests, *, limit: int = MAX_HITS) -> list[Hit]:
-    """Where `query` occurs in the rollout: up to `limit` hits, one per part, in part order,
-    scanning at most MAX_SCAN_CHARS. In words mode a part hits when any term is in it."""
+def _occurrences(query: Query, text: str) -> int:
+    return text.count(query.literal) if query.mode == "literal" else 1
+
+
+def find_hits(query: Query, messages, patch: str, tests, *, offset: int = 0, limit: int = 5,
+              budget: int = SCAN_BUDGET) -> Hits:
+    """Where `query` occurs in the rollout: one hit per field that holds it, in part order;
+    the hits `offset` to `offset + limit`, and how many there are in all. At most `budget`
+    characters are scanned (str.find, a few calls per occurrence): past it `complete` is False."""
     hits: list[Hit] = []
+    total = 0
     scanned = 0
     for part in parts(messages, patch, tests):
-        text = part.text[: max(0, MAX_SCAN_CHARS - scanned)]
+        if scanned >= budget:
+            return Hits(hits, total, complete=False)
+        text = part.text[: budget - scanned]
         scanned += len(text)
         start, end = find(query, text)
-        if start >= 0:
+        if start < 0:
+            continue
+        if offset <= total < offset + limit:
             before, match, after = _snippet(text, start, end)
-            hits.append(Hit(part.where, part.turn, part.path, part.line, before, match, after))
-            if len(hits) >= limit:
-                break
-        if scanned >= MAX_SCAN_CHARS:
-            break
-    return hits
-
+            hits.append(Hit(part.where, part.field, part.turn, part.path, part.line, before, match, after,
+                            occurrences=_occurrences(query, text)))
+        total += 1
+    return Hits(hits, total, complete=True)

@@ -19,11 +19,15 @@ from grading.api.scoping import membership_for_request
 from grading.formats import params
 from grading.search.query import MAX_QUERY_CHARS, QueryError
 from grading.search.selectors import COUNT_CAP, MAX_PAGE_SIZE, PAGE_SIZE, GraderFieldsHidden, SearchRefused, search_rollouts
+from grading.search.text import FIELD_LABELS
 from reviews.selectors.search import read_search
 
 
 class SearchHitSerializer(serializers.Serializer):
     where = serializers.ChoiceField(choices=["turn", "patch", "test"])
+    field = serializers.ChoiceField(choices=list(FIELD_LABELS), help_text="which field holds it: a turn's content, thought, "
+                                    "action (the command), tool_call or observation; a patch line or path; a test id")
+    occurrences = serializers.IntegerField(help_text="literal mode: how often the text occurs in that field")
     turn = serializers.IntegerField(allow_null=True, help_text="the message's position (the group page's #turn-<index>-<turn>)")
     path = serializers.CharField(allow_blank=True, help_text="patch hits: the file")
     line = serializers.IntegerField(allow_null=True, help_text="patch hits: the new-side line number")
@@ -37,13 +41,26 @@ class SearchResultSerializer(serializers.Serializer):
     uid = serializers.CharField()
     index = serializers.IntegerField()
     passed = serializers.BooleanField(allow_null=True)
-    hits = SearchHitSerializer(many=True)
+    hit_count = serializers.IntegerField(help_text="fields of the rollout holding the query (one hit each)")
+    hits_complete = serializers.BooleanField(help_text="false: the page's reading budget ran out; there may be more hits")
+    hits = SearchHitSerializer(many=True, help_text="the first hits; the group page walks all of them")
+
+
+class ScanSerializer(serializers.Serializer):
+    scanned = serializers.IntegerField(help_text="rollouts of the scope read so far, this page included")
+    in_scope = serializers.IntegerField()
+    complete = serializers.BooleanField(help_text="true: nothing of the scope is left to read")
 
 
 class SearchPageSerializer(serializers.Serializer):
     count = serializers.IntegerField(help_text=f"matching rollouts, counted exactly up to {COUNT_CAP:,}")
     count_capped = serializers.BooleanField(help_text=f"true: more than {COUNT_CAP:,} match and count says {COUNT_CAP:,}")
-    indexed = serializers.BooleanField(help_text="false: the database has no search index (SQLite); the rows were read, slower")
+    mode = serializers.ChoiceField(choices=["words", "literal"], help_text="how the query was searched")
+    auto = serializers.BooleanField(help_text="true: the mode was chosen from the query (mode=auto, the default)")
+    indexed = serializers.BooleanField(help_text="false: some rollouts of the scope are stored but not indexed yet (`pending`)")
+    pending = serializers.IntegerField(help_text="rollouts of the scope waiting for the search index")
+    scan = ScanSerializer(allow_null=True, help_text="set when the index could not narrow the query (a literal like `==`): "
+                          "rollouts are read in turn, a bounded number a page, and `count` is this page's")
     results = SearchResultSerializer(many=True)
     next = serializers.CharField(allow_null=True, help_text="cursor of the next page, or null")
 
@@ -52,8 +69,9 @@ def _result(result) -> dict:
     rollout = result.rollout
     group = rollout.group
     return {"run": group.run.name, "step": group.step_number, "uid": group.uid, "index": rollout.index, "passed": rollout.passed,
-            "hits": [{"where": h.where, "turn": h.turn, "path": h.path, "line": h.line, "snippet": str(h.snippet), "url": h.url}
-                     for h in result.hits]}
+            "hit_count": result.hit_count, "hits_complete": result.hits_complete,
+            "hits": [{"where": h.where, "field": h.field, "turn": h.turn, "path": h.path, "line": h.line,
+                      "occurrences": h.occurrences, "snippet": str(h.snippet), "url": h.url} for h in result.hits]}
 
 
 class SearchView(APIView):
@@ -62,7 +80,9 @@ class SearchView(APIView):
         parameters=[
             OpenApiParameter("project", str, required=True, description="the project searched (a token implies its own)"),
             OpenApiParameter("q", str, required=True, description=f'words (all of them), "phrases", prefix*; at most {MAX_QUERY_CHARS} characters'),
-            OpenApiParameter("mode", str, enum=["words", "literal"], description="literal: the exact substring, case-sensitive"),
+            OpenApiParameter("mode", str, enum=["auto", "words", "literal"],
+                             description="literal: the exact substring, case-sensitive; auto (default): literal when "
+                                         "the query looks like a command (`sed -i`, `git diff`), else words"),
             OpenApiParameter("run", str, description="one run"),
             OpenApiParameter("step_min", int), OpenApiParameter("step_max", int),
             OpenApiParameter("passed", bool, description="only passing (true) or failing (false) rollouts"),
@@ -93,6 +113,9 @@ class SearchView(APIView):
         limit = params.optional_whole(request.query_params.get("page_size"), "page_size", minimum=1, maximum=MAX_PAGE_SIZE)
         page = search_rollouts(query=search.query, scope=search.scope, sees_grader=search.sees_grader, after=cursor,
                                limit=limit or PAGE_SIZE)
-        return Response({"count": page.count, "count_capped": page.count_capped, "indexed": page.indexed,
+        scan = page.scan
+        return Response({"count": page.count, "count_capped": page.count_capped, "mode": search.query.mode,
+                         "auto": search.query.auto, "indexed": page.indexed, "pending": page.pending,
+                         "scan": {"scanned": scan.scanned, "in_scope": scan.in_scope, "complete": scan.complete} if scan else None,
                          "results": [_result(r) for r in page.results],
                          "next": str(page.next_cursor) if page.next_cursor is not None else None})

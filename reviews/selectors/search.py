@@ -31,7 +31,7 @@ class SearchRequest:
     def params(self) -> dict[str, str]:
         """The request's filters as query parameters (for the next page's link)."""
         out = {"q": self.query.raw}
-        if self.query.mode != "words":
+        if not self.query.auto:
             out["mode"] = self.query.mode
         scope = self.scope
         for name, value in (("run", scope.run.name if scope.run else None), ("step_min", scope.step_min),
@@ -45,7 +45,7 @@ class SearchRequest:
 def read_search(data, *, project: Project, membership: Membership, user) -> SearchRequest:
     """The query and scope of `data` (request.GET or POST). QueryError for the query itself;
     SearchRefused(field, message) for a filter that is malformed, unknown or not this person's to use."""
-    mode = data.get("mode") or "words"
+    mode = data.get("mode") or "auto"
     query = parse_query(data.get("q"), mode=mode)
     scope = SearchScope(project=project)
     run_name = data.get("run") or ""

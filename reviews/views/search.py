@@ -42,10 +42,12 @@ def search(request: HttpRequest, project: str) -> HttpResponse:
     after = params.whole_or(request.GET.get("cursor"), "cursor", default=None, maximum=params.MAX_ID)
     page = search_rollouts(query=found.query, scope=found.scope, sees_grader=found.sees_grader, after=after)
     groups = [(group, list(results)) for group, results in groupby(page.results, key=lambda r: r.rollout.group)]
+    other_mode_url = "?" + urlencode({**found.params(), "mode": found.query.other_mode})
     next_url = None
     if page.next_cursor is not None:
         next_url = "?" + urlencode({**found.params(), "cursor": page.next_cursor})
     return render(request, "reviews/search.html", {**context, "page": page, "groups": groups, "next_url": next_url,
+                                                   "query": found.query, "other_mode_url": other_mode_url,
                                                    "first_url": "?" + urlencode(found.params()) if after else None,
                                                    "signal_params": found.params()})
 

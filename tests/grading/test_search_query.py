@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grading.search.query import MAX_QUERY_CHARS, QueryError, find, literal_tsquery, matches, parse_query, tokens
-from grading.search.text import MAX_TEXT_CHARS, find_hits, patch_parts, search_text, vector_literal
+from grading.search.query import MAX_QUERY_CHARS, QueryError, find, matches, parse_query, tokens
+from grading.search.text import CHUNK_CHARS, SEPARATOR, chunks, fields, find_hits, lexemes, patch_parts
 
 
 def kinds(raw: str):
@@ -28,7 +28,7 @@ def test_words_phrases_and_prefixes():
     ('"git log', "unclosed quote"),
     ("==", "no letters or digits"), ('""', "no letters or digits"),
     ("*", "a prefix is"), ("foo-b*", "a prefix is"),
-    ("a\x00b", "NUL"),
+    ("a\x00b", "NUL"), ("a\x1eb", "record separator"),
     (" ".join(f"w{i}" for i in range(17)), "at most 16"),
 ])
 def test_bad_queries_say_why(raw, message):
@@ -41,8 +41,7 @@ def test_literal_mode_is_the_exact_substring_case_sensitive():
     assert matches(q, "$ pip install astropy==4.2")
     assert not matches(q, "$ PIP install astropy==4.2")
     assert not matches(q, "pip install astropy")
-    with pytest.raises(QueryError, match="at least 3"):
-        parse_query("ab", mode="literal")
+    assert parse_query("==", mode="literal").literal == "=="  # short literals are searched too (by a bounded scan)
     with pytest.raises(QueryError, match="mode must be"):
         parse_query("git", mode="regex")
 
@@ -99,34 +98,60 @@ def test_hits_say_where_and_snippet_is_plain_text():
     messages = [{"role": "user", "content": "Fix it"},
                 {"role": "assistant", "content": "THOUGHT\n```bash\ngit log -p <script>\n```", "observation": "commit abc"}]
     patch = "--- a/w.py\n+++ b/w.py\n@@ -1 +1 @@\n-x = 1\n+x = 2  # git\n"
-    hits = find_hits(parse_query("git"), messages, patch, {"FAIL_TO_PASS": {"success": ["tests/test_git.py::t"]}})
-    assert [(h.where, h.turn, h.path, h.line) for h in hits] == [("patch", None, "w.py", 1), ("test", None, "", None),
-                                                                ("turn", 1, "", None), ("turn", 1, "", None)]
+    found = find_hits(parse_query("git"), messages, patch, {"FAIL_TO_PASS": {"success": ["tests/test_git.py::t"]}})
+    hits = found.hits
+    assert [(h.where, h.field, h.turn, h.path, h.line) for h in hits] == [
+        ("patch", "patch", None, "w.py", 1), ("test", "test", None, "", None), ("turn", "content", 1, "", None),
+        ("turn", "action", 1, "", None)]
+    assert found.total == 4 and found.complete
     assert hits[2].match == "git" and "<script>" in hits[2].snippet  # escaping is the page's job
 
 
-def test_search_text_is_bounded():
-    messages = [{"role": "tool", "content": "x" * 50_000} for _ in range(100)]
-    text = search_text(messages, "", {})
-    assert len(text) <= MAX_TEXT_CHARS
+def test_every_hit_of_a_long_rollout_is_counted_and_paged():
+    messages = [{"role": "assistant", "content": "x" * 30_000 + f" git diff {i}"} for i in range(40)]
+    query = parse_query("git diff", mode="literal")
+    found = find_hits(query, messages, "", {}, offset=30, limit=5)
+    assert found.total == 40 and found.complete and [h.turn for h in found.hits] == [30, 31, 32, 33, 34]
+    cut = find_hits(query, messages, "", {}, budget=100_000)
+    assert not cut.complete and cut.total == 3  # the budget says it stopped short
 
 
-def test_literal_prefilter_uses_only_words_the_literal_cannot_start_or_end_inside():
-    assert literal_tsquery("git log -p") == "'log'"
-    assert literal_tsquery("$ git log -p --stat") == "'git' & 'log' & 'p'"
-    assert literal_tsquery(" install") == "'install':*"  # no whole word: a prefix of 3 or more
-    assert literal_tsquery(" -p") is None and literal_tsquery("astropy==") is None and literal_tsquery("==") is None
+@pytest.mark.parametrize("raw", ["sed -i", "git log -p", "git diff", "python -c", "find . -name", "rm -rf",
+                                 "pip install x==1.2", "pytest tests/test_x.py::test_y", "cat setup.py"])
+def test_the_default_box_searches_a_command_as_that_command(raw):
+    query = parse_query(raw, mode="auto")
+    assert query.mode == "literal" and query.auto and query.literal == raw
 
 
-@given(st.text(max_size=300))
-def test_vector_holds_every_token_of_the_text_with_its_position(text):
-    vector = vector_literal(text)
-    words = tokens(text)
-    entries = dict(entry.rsplit(":", 1) for entry in vector.split(" ")) if vector else {}
-    assert set(entries) == {f"'{w}'" for w in words if len(w) <= 200}
-    for n, word in enumerate(words, start=1):
-        if len(word) <= 200 and n <= 256:
-            assert str(n) in entries[f"'{word}'"].split(",")
+@pytest.mark.parametrize("raw", ["scratch file left behind", "minimal fix", '"git log"', "astro*", "git"])
+def test_the_default_box_searches_prose_by_words(raw):
+    assert parse_query(raw, mode="auto").mode == "words"
+
+
+def test_nothing_of_a_long_rollout_is_left_out_of_its_chunks():
+    messages = [{"role": "tool", "content": f"turn {i} " + "x" * 50_000 + f" end {i}"} for i in range(30)]
+    got = chunks(fields(messages, "", {}))
+    assert all(len(c) <= CHUNK_CHARS for c in got)
+    assert all(f"end {i}" in "".join(got) for i in range(30))  # 1.5 MB, all of it
+
+
+@given(st.lists(st.text(st.characters(blacklist_characters=SEPARATOR), max_size=20_000), max_size=6),
+       st.integers(0, 10 ** 6), st.integers(1, MAX_QUERY_CHARS))
+def test_every_query_sized_substring_of_a_field_lies_whole_in_one_chunk(texts, seed, length):
+    got = chunks(texts)
+    assert all(len(c) <= CHUNK_CHARS for c in got)
+    for text in texts:
+        if len(text) >= length:
+            start = seed % (len(text) - length + 1)
+            needle = text[start:start + length]
+            assert any(needle in piece for c in got for piece in c.split(SEPARATOR))
+
+
+@given(st.lists(st.text(max_size=300), max_size=5))
+def test_lexemes_hold_every_token_once(texts):
+    vector = lexemes(texts)
+    words = {w for t in texts for w in tokens(t) if len(w) <= 200}
+    assert (set(vector.split(" ")) if vector else set()) == {f"'{w}'" for w in words}
 
 
 @given(st.one_of(st.text(max_size=300), st.text(st.characters(max_codepoint=127), max_size=300)))

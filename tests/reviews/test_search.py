@@ -38,12 +38,14 @@ def test_api_answers_one_result_per_rollout_with_hits(client, bob, searchable):
     assert r.status_code == 200, r.content
     body = r.json()
     assert body["count"] == 1 and body["count_capped"] is False and body["next"] is None
-    assert body["indexed"] is (connection.vendor == "postgresql")
+    assert body["indexed"] is True and body["pending"] == 0 and body["scan"] is None
+    assert body["mode"] == "literal" and body["auto"] is False
     (result,) = body["results"]
     assert {k: result[k] for k in ("run", "step", "uid", "index", "passed")} == {"run": "r1", "step": 2, "uid": "g4@2", "index": 0,
                                                                                  "passed": False}
     hit = next(h for h in result["hits"] if h["where"] == "turn")
-    assert hit["turn"] == 2 and hit["url"] == "/projects/acme/runs/r1/groups/g4@2/?lane=0&start=2#turn-0-2"
+    assert hit["turn"] == 2 and hit["field"] == "content" and result["hit_count"] == len(result["hits"]) == 2
+    assert hit["url"] == "/projects/acme/runs/r1/groups/g4@2/?lane=0&start=2&q=git+log+-p&mode=literal#turn-0-2"
     assert "<mark>git log -p</mark>" in hit["snippet"]
 
 
@@ -66,7 +68,7 @@ def test_api_pages_with_a_cursor(client, bob, searchable):
     ({"q": ""}, "q", "empty"),
     ({"q": "x" * 1001}, "q", "longer than 1,000"),
     ({"q": '"git log'}, "q", "unclosed quote"),
-    ({"q": "=="}, "q", "no letters or digits"),
+    ({"q": "==", "mode": "words"}, "q", "no letters or digits"),
     ({"q": "git", "mode": "regex"}, "mode", "mode must be"),
 ])
 def test_api_refuses_queries_it_cannot_search_with_422(client, bob, searchable, query, field, message):
@@ -116,9 +118,9 @@ def test_scopes_are_the_projects_only(client, carol, alice, acme, other_project,
 
 def test_api_query_count_is_pinned(client, bob, searchable, django_assert_num_queries):
     client.force_login(bob)
-    # session, user, project, membership; the project's runs; the search (2 on PostgreSQL: count and page; 1 on SQLite);
-    # rollouts; bodies
-    with django_assert_num_queries(9 if connection.vendor == "postgresql" else 8):
+    # session, user, project, membership; the project's runs; the backlog; the search (PostgreSQL: count and page;
+    # SQLite: the candidates and their chunks); rollouts; bodies
+    with django_assert_num_queries(10):
         r = client.get(API, {"project": "acme", "q": "cat"})
     assert r.status_code == 200
 
@@ -132,7 +134,7 @@ def test_page_groups_results_and_escapes_snippets(client, bob, acme, searchable)
     assert r.status_code == 200
     html = r.content.decode()
     assert "<script>alert" not in html and "&lt;script&gt;<mark>alert</mark>" in html
-    assert 'data-testid="result-x@1-0"' in html and 'href="/projects/acme/runs/r1/groups/x@1/?lane=0&amp;start=2#turn-0-2"' in html
+    assert 'data-testid="result-x@1-0"' in html and 'href="/projects/acme/runs/r1/groups/x@1/?lane=0&amp;start=2&amp;q=alert&amp;mode=auto#turn-0-2"' in html
     if connection.vendor != "postgresql":
         assert 'data-testid="no-index"' in html  # `make run` (SQLite) says it has no index
 
