@@ -1,6 +1,8 @@
 """Plain helpers the tests share (fixtures live in the conftest files).
 
-- the vendored data: FIXTURES, VECTORS, MINI_SWE_AGENT, OPENHANDS, `load_real_groups()`
+- the vendored data: FIXTURES, VECTORS, MINI_SWE_AGENT, MINI_SWE_AGENT_MORE, OPENHANDS, `load_real_groups()`;
+  `real_groups(folder)` reads either mini-swe-agent folder, `load_real_long_groups()` puts all 64
+  real trajectories into groups of several rollouts
 - a person: `member(username, project, role)`
 - a group line: `small_group(uid, ...)` builds one gagar-group/1 group; `line(group)` is its
   bytes, `jsonl(*groups)` a request body (a group given as bytes is a raw line)
@@ -34,6 +36,7 @@ from grading.models import Membership
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VECTORS = FIXTURES / "vectors"
 MINI_SWE_AGENT = FIXTURES / "mini-swe-agent-gemini-3-pro"
+MINI_SWE_AGENT_MORE = FIXTURES / "mini-swe-agent-gemini-3-pro-more"  # 48 more, long: 33-157 kB of text each
 OPENHANDS = FIXTURES / "openhands-multi-swe-bench"
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,13 +114,21 @@ def ingest_groups(project, *groups: dict, **options):
 
 def load_real_groups() -> list[dict]:
     """The 16 real mini-swe-agent trajectories as gagar-group/1 groups (one rollout each)."""
+    return real_groups(MINI_SWE_AGENT)
+
+
+def real_groups(folder: Path = MINI_SWE_AGENT) -> list[dict]:
+    """The real mini-swe-agent trajectories of `folder` (MINI_SWE_AGENT or MINI_SWE_AGENT_MORE:
+    trajs/<id>/<id>.traj.json, with logs/<id>/report.json) as gagar-group/1 groups of one
+    rollout each, in instance id order, read as `load_real_groups()` reads the first folder
+    (for which it gives the same groups)."""
     groups = []
-    for traj_path in sorted((MINI_SWE_AGENT / "trajs").glob("*/*.traj.json")):
+    for traj_path in sorted((folder / "trajs").glob("*/*.traj.json")):
         instance_id = traj_path.parent.name
         traj = json.loads(traj_path.read_text())
-        report_path = MINI_SWE_AGENT / "logs" / instance_id / "report.json"
+        report_path = folder / "logs" / instance_id / "report.json"
         report = json.loads(report_path.read_text()) if report_path.exists() else None
-        rollout = rollout_from_trajectory(traj, index=0, report=report, ref=str(traj_path.relative_to(MINI_SWE_AGENT)))
+        rollout = rollout_from_trajectory(traj, index=0, report=report, ref=str(traj_path.relative_to(folder)))
         repo = instance_id.split("__")[0] + "/" + instance_id.split("__")[1].rsplit("-", 1)[0]
         problem = next((m["content"] for m in rollout["messages"] if m["role"] == "user"), "")
         groups.append(
@@ -128,6 +139,35 @@ def load_real_groups() -> list[dict]:
                 "uid": f"{instance_id}@0",
                 "task": {"instance_id": instance_id, "repo": repo, "problem_statement": problem},
                 "rollouts": [rollout],
+            }
+        )
+    return groups
+
+
+def load_real_long_groups(size: int = 4) -> list[dict]:
+    """All 64 real trajectories (MINI_SWE_AGENT's 16 and MINI_SWE_AGENT_MORE's 48) as
+    gagar-group/1 groups of `size` rollouts (16 groups of 4 by default; the last one smaller
+    when `size` does not divide 64), in instance id order, for tests that want real lengths
+    (33-157 kB of message text a rollout) in groups of several rollouts.
+
+    One attempt per task is all the data has, so a group's rollouts are attempts at
+    different tasks: the group and its task get new ids, `real-long-<n>@0` and
+    `real-long-<n>` (run `gemini-3-pro-swebench-long`), the task taking the repository and
+    problem statement of the group's first rollout; rollouts are indexed 0..size-1 and keep
+    their own reward, patch, messages, tests and source ref. The ids differ from
+    `load_real_groups()`'s, so both can be ingested into one project."""
+    singles = sorted(real_groups(MINI_SWE_AGENT) + real_groups(MINI_SWE_AGENT_MORE), key=lambda g: g["task"]["instance_id"])
+    groups = []
+    for n, start in enumerate(range(0, len(singles), size)):
+        members = singles[start:start + size]
+        groups.append(
+            {
+                "format": "gagar-group/1",
+                "run": "gemini-3-pro-swebench-long",
+                "step": 0,
+                "uid": f"real-long-{n:02d}@0",
+                "task": {**members[0]["task"], "instance_id": f"real-long-{n:02d}"},
+                "rollouts": [{**g["rollouts"][0], "index": i} for i, g in enumerate(members)],
             }
         )
     return groups
