@@ -5,7 +5,7 @@ and a longer suffix before a shorter one it ends with (adjudication/draft/ befor
 
 from django.urls import path
 
-from reviews.views import audit, calibration, group, judge, queue, search
+from reviews.views import audit, calibration, group, hits, judge, queue, search
 
 GROUP = "runs/<str:run>/groups/<path:uid>/"
 
@@ -29,6 +29,7 @@ urlpatterns = [
     path(GROUP + "show-verdict/", judge.show, name="group-show-verdict"),
     path(GROUP + "compare/", judge.compare, name="patch-compare"),
     path(GROUP + "adjudication/", judge.adjudicate, name="adjudication-submit"),
+    path(GROUP + "rollouts/<int:index>/hits/", hits.rollout_hits, name="rollout-hits"),
     path(GROUP + "rollouts/<int:index>/turns/", group.rollout_turns, name="rollout-turns"),
     path(GROUP + "rollouts/<int:index>/diff/", group.rollout_diff, name="rollout-diff"),
     path(GROUP + "rollouts/<int:index>/log/", group.rollout_log, name="rollout-log"),

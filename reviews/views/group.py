@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_cache_control
 from django.utils.html import escape
-from django.utils.http import content_disposition_header
+from django.utils.http import content_disposition_header, urlencode
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -25,6 +25,7 @@ from grading.projects.access import page_group
 from grading.rollouts.diffs import Budget, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
 from grading.rollouts.turns import find_turns, fold_head, to_turns
+from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor, path_key, visible_html
 from reviews.forms import draft_fields
 from reviews.models import AdjudicationDraft, Judgment, Reveal
@@ -150,6 +151,37 @@ def _open_turns(request: HttpRequest, shown: list) -> None:
                           "next_start": start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None}
 
 
+def _hit_bar(request: HttpRequest, group: Group, shown: list) -> int | None:
+    """`?q=&mode=` beside `lane=` (a search hit's link): that lane's header carries the hit
+    bar, which walks the rollout's hits (static/js/hits.js, the rollout-hits JSON); the lane
+    index, or None. A query that cannot be searched is shown there instead (never a 500).
+    `mode=adjudicate` is the page's own parameter, not a search mode: the query then is `auto`."""
+    raw = request.GET.get("q")
+    lane = params.whole_or(request.GET.get("lane"), "lane", default=None)
+    rollout = next((r for r in shown if r.index == lane), None)
+    if raw is None or rollout is None:
+        return None
+    mode = request.GET.get("mode") or "auto"
+    mode = "auto" if mode == "adjudicate" else mode
+    error = ""
+    try:
+        parse_query(raw, mode=mode)
+    except QueryError as exc:
+        error = str(exc)
+    start = params.whole_or(request.GET.get("start"), "start", default=0)
+    args = [group.run.project.name, group.run.name, group.uid]
+    rollout.hit_bar = {
+        "q": raw, "mode": mode, "error": error, "start": start,
+        "hit": params.whole_or(request.GET.get("hit"), "hit", default=None),
+        "hits_url": reverse("rollout-hits", args=[*args, rollout.index]),
+        "turns_url": reverse("rollout-turns", args=[*args, rollout.index]),
+        "search_url": reverse("search", args=[group.run.project.name]) + "?" + urlencode({"q": raw, "mode": mode}),
+        "close_url": reverse("group", args=args) + "?" + urlencode({"lane": rollout.index, "start": start})
+                     + f"#turn-{rollout.index}-{start}",
+    }
+    return rollout.index
+
+
 @login_required
 @require_GET
 def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
@@ -213,6 +245,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         rollout.diff = parse_patch(rollout.patch_text, budget=highlight_budget)
         rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, "unified")
     _open_turns(request, shown)
+    hit_lane = _hit_bar(request, group, shown)
     for rollout in rollouts:
         rollout.grade = grades.get(rollout.index)
         rollout.evidence_links = _evidence_links(group, rollout.grade.evidence, deferred) if rollout.grade else []
@@ -230,6 +263,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
          "rollouts": shown, "all_rollouts": rollouts, "has_clusters": bool(clusters), "n_clusters": page_clusters.distinct,
          "n_failing": sum(1 for r in shown if r.passed is False), "n_all": len(rollouts), "only": only, "diff_view": "unified",
+         "hit_lane": hit_lane, "turns_per_page": TURNS_PER_PAGE,
          "verdict": verdict, "review": review, "membership": membership,
          "guide": guide, "tier_guide": [(t, guide.tier(t)) for t in TIERS], "browse": browse, "errors": errors or {},
          "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,

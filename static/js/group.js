@@ -9,6 +9,9 @@
 // With static/js/judge.js: going to a lane fires "gagar:focus-lane" on it (judge.js makes it
 // the current lane); judge.js fires "gagar:lane-current" on a lane it made current (j / k),
 // which in the one-at-a-time layout shows that lane.
+// Search hits (static/js/hits.js): with the hit bar the lanes are a pane under the lane bar
+// (.lanes.hit-pane, sized here), and "gagar:land" fired on an element lands on it as an
+// evidence link does: its lane shown, then scrolled into view below the lane's sticky header.
 (function () {
   "use strict";
   var LAYOUT_KEY = "gagar.group.layout", COLLAPSE_KEY = "gagar.group.collapseFailing";
@@ -145,6 +148,18 @@
     window.addEventListener("resize", sizeScroller);
   }
 
+  function bindPane() {
+    if (!strip.classList.contains("hit-pane")) return;
+    sizePane();
+    window.addEventListener("resize", sizePane);
+    if (window.ResizeObserver) {
+      var observer = new ResizeObserver(sizePane);
+      if (bar) observer.observe(bar);
+      var judging = document.getElementById("judgment-form");
+      if (judging) observer.observe(judging);
+    }
+  }
+
   // --- failing lanes -------------------------------------------------------------------------
   function collapse(lane, on) {
     lane.classList.toggle("collapsed", on);
@@ -209,6 +224,7 @@
     if (file) file.open = true;
     document.querySelectorAll(".landed").forEach(function (el) { el.classList.remove("landed"); });
     target.classList.add("landed");
+    if (lane && strip.classList.contains("hit-pane")) { paneScroll(target, lane); return; }
     target.scrollIntoView({ block: "start", inline: "nearest" });  // scroll-margin keeps it below the bar
     if (file) {
       // The file's header too, when it fits on the screen with the line.
@@ -218,7 +234,38 @@
     }
   }
 
+  // --- the pane of a search's hits ----------------------------------------------------------
+  function sizePane() {
+    if (!strip.classList.contains("hit-pane")) return;
+    var judging = document.getElementById("judgment-form");
+    strip.style.setProperty("--pane-top", Math.ceil(barHeight()) + "px");
+    strip.style.setProperty("--pane-bottom", judging ? Math.ceil(judging.getBoundingClientRect().height) + "px" : "0px");
+  }
+
+  function scrollable(el) {
+    return el.scrollHeight > el.clientHeight + 1 && /(auto|scroll)/.test(window.getComputedStyle(el).overflowY);
+  }
+
+  // `target` in view inside the pane: inner scrollers (a long <pre>) centre it, the page puts
+  // the pane right under the lane bar, the pane shows the lane and puts the target a third of
+  // the way down the room below the lane's sticky header. Instant, so it is done on return.
+  function paneScroll(target, lane) {
+    for (var el = target.parentElement; el && el !== lane; el = el.parentElement) {
+      if (!scrollable(el)) continue;
+      var inner = target.getBoundingClientRect(), outer = el.getBoundingClientRect();
+      el.scrollTop += inner.top - outer.top - Math.max(0, (el.clientHeight - inner.height) / 2);
+    }
+    window.scrollBy(0, strip.getBoundingClientRect().top - barHeight());
+    var pane = strip.getBoundingClientRect(), box = lane.getBoundingClientRect();
+    if (box.left < pane.left || box.right > pane.right) strip.scrollLeft += box.left - pane.left - Math.max(0, (strip.clientWidth - box.width) / 2);
+    var head = lane.querySelector(".lane-head"), headHeight = head ? head.getBoundingClientRect().height : 0;
+    var spot = target.getBoundingClientRect(), room = strip.clientHeight - headHeight;
+    strip.scrollTop += spot.top - pane.top - headHeight - Math.max(8, (room - spot.height) / 3);
+    sizeScroller();
+  }
+
   function bindLanding() {
+    document.addEventListener("gagar:land", function (e) { land(e.target); });
     document.addEventListener("click", function (e) {
       var link = e.target.closest("a[href^='#']");
       if (!link || link.closest("[data-testid=overview-table]") || e.ctrlKey || e.metaKey || e.shiftKey || e.button) return;
@@ -288,6 +335,7 @@
       lane.addEventListener("gagar:lane-current", function () { if (layout() === "one") { shown = lanes.indexOf(lane); render(); } });
     });
     bindScroller();
+    bindPane();
     bindOverview();
     if (recall(COLLAPSE_KEY) === "1") collapseFailing(true);
     setLayout(recall(LAYOUT_KEY) || "all");

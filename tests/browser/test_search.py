@@ -46,8 +46,12 @@ def test_search_a_command_open_the_hit_and_land_on_the_turn(live_server, page, e
     result = page.get_by_test_id("result-deep@1-1")
     expect(result.locator("mark").first).to_have_text("git log -p")
 
-    result.get_by_role("link", name=f"turn {TARGET_TURN}").first.click()
-    expect(page).to_have_url(re.compile(rf"/groups/deep@1/\?lane=1&start={TARGET_TURN}&q=git\+log\+-p&mode=literal(&hit=\d+)?#turn-1-{TARGET_TURN}$"))
+    link = result.get_by_role("link", name=f"turn {TARGET_TURN}").first
+    expect(link).to_have_attribute("href", re.compile(rf"/groups/deep@1/\?lane=1&start={TARGET_TURN}&q=git\+log\+-p&mode=literal"
+                                                      rf"#turn-1-{TARGET_TURN}$"))
+    link.click()
+    expect(page.get_by_test_id("hit-bar")).to_have_attribute("data-hits-ready", "1/2")  # its message and its command
+    expect(page).to_have_url(re.compile(rf"/groups/deep@1/\?lane=1&start={TARGET_TURN}&.*#turn-1-{TARGET_TURN}$"))
     turn = page.locator(f"#turn-1-{TARGET_TURN}")
     expect(turn).to_be_in_viewport()
     expect(turn.locator(".action")).to_contain_text("git log -p")

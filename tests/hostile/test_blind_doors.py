@@ -39,9 +39,9 @@ FORBIDDEN = (BLIND_GRADER, SECRET, "vs grader", "grader says", "grader agrees", 
              'data-sort="tier"', "data-tier=")  # the last two: the group overview's grader columns (issue 16)
 TIER_BADGE = re.compile(r'badge tier-T\d')
 QUERY = "?project=acme&run=r1&step=1&slices=true&n_boot=0&show=all&status=all&mode=adjudicate&a=0&b=1"
-# Search needs a query, and takes `mode` as its own (the last value of a repeated parameter wins):
+# Search (and a rollout's hits) need a query, and take `mode` as their own (the last value of a repeated parameter wins):
 # a search that finds g1's rollouts, so the door is opened onto them.
-DOOR_QUERY = {"search": "&q=w.py&mode=words", "api-search": "&q=w.py&mode=words"}
+DOOR_QUERY = {"search": "&q=w.py&mode=words", "api-search": "&q=w.py&mode=words", "rollout-hits": "&q=w.py&mode=words"}
 G1_TIERS = {0: "T1", 1: "T2", 3: "T3"}
 
 
