@@ -127,16 +127,21 @@ def index_backlog(*, batch: int = BATCH, limit: int | None = None) -> int:
             fresh = set(waiting) - set(RolloutSearch.objects.filter(pk__in=waiting).values_list("pk", flat=True))
             rollouts = Rollout.objects.filter(pk__in=fresh).select_related("group").only(
                 "pk", "passed", "group__run_id", "group__step_number")
-            contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout_id__in=fresh)
-                        .only("rollout_id", "messages", "patch", "tests")}
-            items = []
-            for r in rollouts:
-                c = contents.get(r.pk)
-                items.append((r.pk, r.group.run_id, r.group.step_number, r.passed, c.messages if c else [],
-                              c.patch if c else "", c.tests if c else {}))
-            done += write_index((RolloutSearch, SearchChunk), items)
+            done += write_index((RolloutSearch, SearchChunk), _items(RolloutContent, list(rollouts)))
             SearchBacklog.objects.filter(pk__in=waiting).delete()
     return done
+
+
+def _items(RolloutContent, rollouts: list) -> list[tuple]:
+    """`write_index`'s items for stored `rollouts` (with their group), their bodies read in one query."""
+    contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout_id__in=[r.pk for r in rollouts])
+                .only("rollout_id", "messages", "patch", "tests")}
+    items = []
+    for r in rollouts:
+        c = contents.get(r.pk)
+        items.append((r.pk, r.group.run_id, r.group.step_number, r.passed, c.messages if c else [],
+                      c.patch if c else "", c.tests if c else {}))
+    return items
 
 
 def backfill(apps, *, batch: int = 500, using=None) -> int:
@@ -149,13 +154,7 @@ def backfill(apps, *, batch: int = 500, using=None) -> int:
         rollouts = list(Rollout.objects.filter(pk__gt=last, search__isnull=True).select_related("group").order_by("pk")[:batch])
         if not rollouts:
             return done
-        contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout_id__in=[r.pk for r in rollouts])
-                    .only("rollout_id", "messages", "patch", "tests")}
-        items = []
-        for r in rollouts:
-            c = contents.get(r.pk)
-            items.append((r.pk, r.group.run_id, r.group.step_number, r.passed, c.messages if c else [],
-                          c.patch if c else "", c.tests if c else {}))
+        items = _items(RolloutContent, rollouts)
         # Chunks left by an index row deleted on its own are rewritten with it.
         models[1].objects.using(using.alias if using else "default").filter(rollout_id__in=[r.pk for r in rollouts]).delete()
         done += write_index(models, items, using=using)
