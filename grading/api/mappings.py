@@ -4,7 +4,8 @@ Reading needs "view" (people) or "export" (trainers, who pass `?mapping=` to the
 creating and activating need "manage". A mapping is immutable once created: a change is
 a new version (there is no PUT or PATCH). Activation goes through
 `grading.method.services.activate_mapping`, which logs who/when/why and queues the
-run's recomputation after the commit.
+run's recomputation after the commit; a calibrated mapping below the project's minimum
+evidence is refused (409, with what it rests on) unless the body says `"force": true`.
 
 Mounted at /api/v1/mappings/ by `include("grading.api.mappings")`; `urlpatterns` is at the end.
 """
@@ -32,6 +33,7 @@ from grading.api.serializers import (
     MappingDetailSerializer,
     MappingListItemSerializer,
 )
+from grading.method.evidence import TooLittleEvidence
 from grading.method.services import activate_mapping, active_mapping, create_mapping, default_mapping
 from grading.models import FactorMapping, MappingActivation, Project, Run
 
@@ -134,7 +136,9 @@ class MappingActivateView(APIView):
         parameters=[PROJECT],
         request=MappingActivateSerializer,
         responses={201: MappingActivationSerializer, 400: PROBLEM, 404: PROBLEM,
-                   409: OpenApiResponse(OpenApiTypes.OBJECT, description="The mapping is already active for the run")},
+                   409: OpenApiResponse(OpenApiTypes.OBJECT, description=(
+                       "The mapping is already active for the run, or it is a calibrated mapping whose fit is below the"
+                       " project's minimum evidence and `force` was not sent; then `evidence` says what it rests on"))},
         summary="Make a mapping the run's active one (admin); its advantages are recomputed in the background",
     )
     def post(self, request, pk: int):
@@ -153,7 +157,13 @@ class MappingActivateView(APIView):
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"run": [f"no run {run_name!r} in {project.name}"]})
         if active_mapping(run).pk == mapping.pk:
             return error(status.HTTP_409_CONFLICT, f"{mapping.label} is already active for run {run.name!r}")
-        activation = activate_mapping(run=run, mapping=mapping, user=request.user, reason=fields.validated_data["reason"])
+        try:
+            activation = activate_mapping(run=run, mapping=mapping, user=request.user, reason=fields.validated_data["reason"],
+                                          override=fields.validated_data["force"])
+        except TooLittleEvidence as refused:
+            return error(status.HTTP_409_CONFLICT,
+                         f"{mapping.label} rests on too little evidence: {'; '.join(refused.evidence.shortfalls)}."
+                         ' Send "force": true to activate it anyway.', evidence=refused.evidence.to_dict())
         url = reverse("api-mapping-active") + "?" + urlencode({"project": project.name, "run": run.name})
         return Response(MappingActivationSerializer(activation).data, status=status.HTTP_201_CREATED, headers={"Location": url})
 

@@ -118,7 +118,7 @@ class MappingActivationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = MappingActivation
-        fields = ["id", "run", "mapping", "activated_by", "reason", "created_at"]
+        fields = ["id", "run", "mapping", "activated_by", "reason", "overrode_minimum", "created_at"]
         read_only_fields = fields
 
 
@@ -158,3 +158,5 @@ class MappingCreateSerializer(serializers.Serializer):
 class MappingActivateSerializer(serializers.Serializer):
     run = serializers.CharField(max_length=200, help_text="run name in the project")
     reason = serializers.CharField(help_text="why: kept in the run's activation history")
+    force = serializers.BooleanField(
+        default=False, help_text="activate a calibrated mapping whose fit is below the project's minimum evidence anyway")

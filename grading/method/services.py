@@ -25,6 +25,8 @@ from django.utils import timezone
 from grading.formats import params
 from grading.method import export
 from grading.method.advantage import group_summary, redistribute
+from grading.method.evidence import TooLittleEvidence
+from grading.method.minimums import mapping_evidence
 from grading.method.tasks import recompute_step_task
 from grading.method.tiers import TIERS
 from grading.models import (
@@ -156,10 +158,19 @@ def create_mapping(*, project, name: str, bands: dict, note: str = "", user=None
 
 
 @transaction.atomic
-def activate_mapping(*, run: Run, mapping: FactorMapping, user=None, reason: str = "") -> MappingActivation:
+def activate_mapping(*, run: Run, mapping: FactorMapping, user=None, reason: str = "",
+                     override: bool = False) -> MappingActivation:
+    """Make `mapping` the run's active one. A calibrated mapping whose recorded fit is below
+    the project's minimum evidence (grading.method.evidence) raises TooLittleEvidence unless
+    `override`; an activation that overrode the minimum says so."""
     if mapping.project_id not in (None, run.project_id):
         raise ValueError("that mapping belongs to another project")
-    activation = MappingActivation.objects.create(run=run, mapping=mapping, activated_by=user, reason=reason)
+    evidence = mapping_evidence(mapping, project=run.project_id)
+    below = evidence is not None and not evidence.sufficient
+    if below and not override:
+        raise TooLittleEvidence(evidence)
+    activation = MappingActivation.objects.create(run=run, mapping=mapping, activated_by=user, reason=reason,
+                                                  overrode_minimum=below)
     # Until the recomputation lands, the queue orders by what is stored under the new mapping.
     stored = (
         AdvantageResult.objects.filter(step_id=OuterRef("step_id"), uid=OuterRef("uid"), mapping=mapping)

@@ -5,7 +5,7 @@ migrations keep working whichever module a model lives in.
 - runs: the store (runs, steps, tasks, groups, rollouts and their bodies, import jobs)
 - grades: what the grader said (verdicts, rollout grades, cheat decisions, grading jobs)
 - method: factor mappings, their activations, step computations and stored advantages,
-  each project's rubric guide
+  each project's rubric guide and calibration minimum
 - search: the search index (one row of searchable text per rollout)
 """
 
@@ -14,6 +14,7 @@ from grading.models.grades import GradingJob as GradingJob
 from grading.models.grades import RolloutGrade as RolloutGrade
 from grading.models.grades import Verdict as Verdict
 from grading.models.method import AdvantageResult as AdvantageResult
+from grading.models.method import CalibrationMinimum as CalibrationMinimum
 from grading.models.method import FactorMapping as FactorMapping
 from grading.models.method import MappingActivation as MappingActivation
 from grading.models.method import RubricGuide as RubricGuide

@@ -61,6 +61,9 @@ class MappingActivation(models.Model):
     mapping = models.ForeignKey(FactorMapping, on_delete=models.PROTECT, related_name="activations")
     activated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     reason = models.TextField(blank=True)
+    # A calibrated mapping below its project's minimum evidence (CalibrationMinimum) is only
+    # activated on an explicit override; the row says which activations were.
+    overrode_minimum = models.BooleanField(default=False, help_text="activated below the project's calibration minimum")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -162,3 +165,18 @@ class RubricGuide(models.Model):
 
     def __str__(self) -> str:
         return f"rubric guide of {self.project}"
+
+
+class CalibrationMinimum(models.Model):
+    """A project's minimum evidence for activating a fitted mapping without an override
+    (grading.method.evidence). No row means the defaults: 30 judged mixed groups and every
+    grader tier seen in at least 5 pairs."""
+
+    project = models.OneToOneField("grading.Project", on_delete=models.CASCADE, related_name="calibration_minimum")
+    groups = models.PositiveIntegerField(help_text="judged mixed groups a fit must rest on")
+    tier_pairs = models.PositiveIntegerField(help_text="pairs (grader tier, people's tier) every grader tier must have")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"calibration minimum of {self.project}"

@@ -242,6 +242,53 @@ def test_activation_refuses_bad_bodies_and_a_no_op(client, alice, default, runs,
     assert runs[1].mapping_activations.count() == 0  # r2 keeps the default
 
 
+def calibrated(project, counts, n_groups, version=1):
+    fit = {"f": [1.0, 0.8, 0.5], "k": 1.0, "q": [1.0, 0.75, 0.5], "counts": counts, "n_boot": 1000, "n_groups": n_groups}
+    return FactorMapping.objects.create(project=project, name="acme-calibrated", version=version, source="calibrated",
+                                        bands={"T1": 1.0, "T2": 0.8, "T3": 0.5}, fit=fit)
+
+
+@pytest.mark.django_db
+def test_a_calibrated_mapping_below_the_minimum_is_a_409_naming_its_evidence_until_forced(client, alice, acme, default, runs):
+    thin = calibrated(acme, [[2, 0, 0], [0, 1, 2], [0, 0, 1]], n_groups=2)
+    client.force_login(alice)
+    url = f"{URL}{thin.pk}/activate/?project=acme"
+    r = post(client, url, {"run": "r1", "reason": "looks fine"})
+    assert r.status_code == 409 and r["Content-Type"] == "application/json"
+    body = r.json()
+    assert body["detail"] == ("acme-calibrated@1 rests on too little evidence: 2 judged mixed groups, 30 needed; T1 seen in "
+                              "2 pairs, 5 needed; T2 seen in 3 pairs, 5 needed; T3 seen in 1 pair, 5 needed. "
+                              'Send "force": true to activate it anyway.')
+    assert body["evidence"] == {"sufficient": False, "n_groups": 2, "tier_pairs": {"T1": 2, "T2": 3, "T3": 1},
+                                "minimum": {"groups": 30, "tier_pairs": 5}, "shortfalls": body["evidence"]["shortfalls"]}
+    assert post(client, url, {"run": "r1", "reason": "x", "force": "maybe"}).status_code == 400
+    assert not MappingActivation.objects.exists()
+
+    r = post(client, url, {"run": "r1", "reason": "few groups, but the run needs it now", "force": True})
+    assert r.status_code == 201 and r.json()["overrode_minimum"] is True
+    activation = MappingActivation.objects.get()
+    assert (activation.mapping, activation.overrode_minimum, activation.reason) == (thin, True, "few groups, but the run needs it now")
+    history = client.get(f"{URL}active/?project=acme&run=r1").json()["history"]
+    assert [(h["mapping"]["label"], h["overrode_minimum"]) for h in history] == [("acme-calibrated@1", True)]
+
+
+@pytest.mark.django_db
+def test_a_fit_that_meets_the_projects_minimum_and_a_hand_set_mapping_need_no_force(client, alice, acme, default, runs, steep):
+    from grading.method.minimums import save_minimum
+
+    sound = calibrated(acme, [[20, 4, 1], [3, 12, 2], [0, 2, 6]], n_groups=31)
+    client.force_login(alice)
+    r = post(client, f"{URL}{sound.pk}/activate/?project=acme", {"run": "r1", "reason": "31 groups"})
+    assert r.status_code == 201 and r.json()["overrode_minimum"] is False
+    assert post(client, f"{URL}{steep.pk}/activate/?project=acme", {"run": "r2", "reason": "by hand"}).status_code == 201
+    # a project that asks for less lets a small fit through
+    thin = calibrated(acme, [[2, 0, 0], [0, 1, 2], [0, 0, 1]], n_groups=2, version=2)
+    save_minimum(project=acme, user=alice, groups=2, tier_pairs=1)
+    r = post(client, f"{URL}{thin.pk}/activate/?project=acme", {"run": "r1", "reason": "acme asks for 2 groups"})
+    assert r.status_code == 201 and r.json()["overrode_minimum"] is False
+    assert list(MappingActivation.objects.values_list("overrode_minimum", flat=True)) == [False, False, False]
+
+
 @pytest.mark.django_db
 def test_refusals(client, alice, alice_token, bob, carol, trainer_token, default, runs, steep, theirs):
     activate = f"{URL}{steep.pk}/activate/?project=acme"
