@@ -31,11 +31,13 @@ class ImportJobSerializer(serializers.ModelSerializer):
     project = serializers.CharField(source="project.name")
     progress = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
+    warnings = serializers.ListField(child=serializers.DictField(), read_only=True, help_text=(
+        "each file, attempt or group that was given and not imported: {ref, reason}; empty when all of it was"))
 
     class Meta:
         model = ImportJob
         fields = ["id", "url", "project", "run", "step", "format", "reward_threshold", "status", "progress", "uploaded_files", "summary",
-                  "error", "created_at", "started_at", "finished_at"]
+                  "warnings", "error", "created_at", "started_at", "finished_at"]
 
     def get_progress(self, job: ImportJob) -> dict:
         return {"done": job.progress_done, "total": job.progress_total, "percent": job.percent}

@@ -1,8 +1,14 @@
-"""Import agent runs (mini-swe-agent, SWE-agent, SWE-bench predictions) through the one ingest path.
+"""Import agent runs (mini-swe-agent, SWE-agent, SWE-bench predictions) and group lines through the one ingest path.
 
 `import_runs` finds the attempts in a set of PATHs (grading.ingest.importers.scan), builds one
 `gagar-group/1` line per instance — uid `<instance_id>@<step>`, one rollout per attempt —
 and streams the lines into `ingest_group_lines`, which stores them idempotently.
+`gagar-group/1` files among the PATHs are streamed into it as they are: each line keeps its
+step, and a line naming another run than the import's is refused.
+
+**Nothing stored is not done.** An import that accepted no group (every file refused or not
+read, every group refused) fails, saying why (`ImportSummary.nothing_imported`); one that
+stored some but refused files or groups lists each in `warnings`.
 
 **Indexes are stable.** A rollout is known by its source ref (`<PATH name>/<path inside>`,
 plus `#attempt-n` or `#<instance>` where one file holds several). An attempt whose ref is
@@ -35,11 +41,12 @@ from django.db.models import F
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from grading.formats.groupline import FORMAT, MAX_INT, MAX_NAME, LineError, check_name, find_nul
+from grading.formats.groupline import FORMAT, MAX_INT, MAX_NAME, LineError, ParsedGroup, check_name, find_nul
+from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.importers import archives
 from grading.ingest.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name, is_readable_archive
 from grading.ingest.importers.common import repo_of, safe_text
-from grading.ingest.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Finding, RunFinder, Source
+from grading.ingest.importers.scan import FORMATS, IGNORED, NOTICE, SKIPPED, UNKNOWN, Finding, GroupFile, RunFinder, Source
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.ingest.tasks import import_job_task
 from grading.models import Group, ImportJob, Project, Rollout, Run, Task
@@ -47,6 +54,7 @@ from grading.models import Group, ImportJob, Project, Rollout, Run, Task
 logger = logging.getLogger(__name__)
 
 MAX_LISTED = 1000  # findings kept per kind in a summary
+_NAMED = 5  # refusals named in a failed import's one-line error (all of them are in its summary)
 _LOOKUP_CHUNK = 400
 _PROGRESS_EVERY = 0.5  # seconds between progress writes of a job
 
@@ -80,6 +88,30 @@ class ImportSummary:
     def of_kind(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
 
+    def warnings(self) -> list[dict]:
+        """What was meant to be imported and was not: each refused file or attempt and each refused group, with why."""
+        out = [{"ref": f.ref, "reason": f.reason} for f in self.of_kind(SKIPPED)]
+        out += [{"ref": r["uid"], "reason": r["error"]} for r in self.refused]
+        if self.aborted:
+            out.append({"ref": "", "reason": f"aborted: {self.aborted}"})
+        return out
+
+    def nothing_imported(self) -> str | None:
+        """Why no group was stored (not even one unchanged), or None when some were."""
+        if self.groups:
+            return None
+        parts = []
+        for items, what in ((self.of_kind(SKIPPED), "refused"), (self.of_kind(IGNORED), "not read")):
+            if items:
+                named = "; ".join(f"{f.ref}: {f.reason}" for f in items[:_NAMED])
+                parts.append(f"{len(items)} file(s) {what} ({named}{' …' if len(items) > _NAMED else ''})")
+        if self.refused:
+            named = "; ".join(f"{r['uid']}: {r['error']}" for r in self.refused[:_NAMED])
+            parts.append(f"{len(self.refused)} group(s) refused ({named}{' …' if len(self.refused) > _NAMED else ''})")
+        if not parts:
+            parts.append("no group lines, trajectories or predictions found" if self.files else "no files")
+        return "nothing imported: " + "; ".join(parts)
+
     def as_dict(self) -> dict:
         out = {
             "files": self.files,
@@ -91,7 +123,9 @@ class ImportSummary:
             "refused": self.refused[:MAX_LISTED],
             "aborted": self.aborted,
         }
-        for kind in (SKIPPED, UNKNOWN, NOTICE):
+        warnings = self.warnings()
+        out["warnings"], out["warnings_count"] = warnings[:MAX_LISTED], len(warnings)
+        for kind in (SKIPPED, IGNORED, UNKNOWN, NOTICE):
             items = self.of_kind(kind)
             out[kind] = [f.as_dict() for f in items[:MAX_LISTED]]
             out[f"{kind}_count"] = len(items)
@@ -184,7 +218,8 @@ def import_runs(
     summary = ImportSummary()
     finder = RunFinder(sources, fmt=fmt, reward_threshold=reward_threshold, step=step).scan()
     keys = finder.instance_ids
-    summary.files, summary.bytes, summary.instances = finder.files_seen, finder.bytes_seen, len(keys)
+    total = len(keys) + sum(f.lines for f in finder.group_files)
+    summary.files, summary.bytes, summary.instances = finder.files_seen, finder.bytes_seen, total
     stored = _Stored(project, run)
     uids_by_line: dict[int, str] = {}
     unencodable: list[dict] = []
@@ -201,7 +236,7 @@ def import_runs(
                 stored.load([uid for _, _, uid in chunk], sorted({instance_id for instance_id, _, _ in chunk}))
             found = finder.attempts(key)
             if on_progress:
-                on_progress(position + 1, len(keys))
+                on_progress(position + 1, total)
             if not found:
                 continue
             instance_id, group_step, uid = uid_of(key)
@@ -247,11 +282,68 @@ def import_runs(
     ]
     summary.aborted = report.aborted
     uids = list(uids_by_line.values())
+    done = len(keys)
+    for file in finder.group_files:
+        done = _import_group_file(file, project=project, run=run, summary=summary, uids=uids, done=done, total=total,
+                                  on_progress=on_progress)
     for start in range(0, len(uids), _LOOKUP_CHUNK):
         summary.groups_mixed += Group.objects.filter(
             run__project=project, run__name=run, uid__in=uids[start : start + _LOOKUP_CHUNK], is_mixed=True
         ).count()
     return summary
+
+
+def _import_group_file(
+    file: GroupFile, *, project: Project, run: str, summary: ImportSummary, uids: list[str], done: int, total: int,
+    on_progress: Callable[[int, int], None] | None,
+) -> int:
+    """Stream one gagar-group/1 file into ingest as it is, into `summary`; returns the lines read so far (progress).
+
+    A line keeps its own step; one that names another run is refused, naming its line and
+    field, as is any line ingest refuses. The stored lines stay when the file breaks mid-way.
+    """
+
+    def check(parsed: ParsedGroup) -> str | None:
+        if parsed.run != run:
+            return (f"run: {parsed.run!r}, but this import goes into run {run!r} (a group line keeps the run it names: "
+                    f"import it into run {parsed.run!r})")
+        for rollout in parsed.rollouts:
+            if rollout.reward is None:
+                summary.rollouts_unknown += 1
+            elif rollout.reward == 1.0:
+                summary.rollouts_passed += 1
+            else:
+                summary.rollouts_failed += 1
+        uids.append(parsed.uid)
+        return None
+
+    def progress(_line: int, _size: int) -> None:
+        nonlocal done
+        done += 1
+        if on_progress:
+            on_progress(min(done, total), total)
+
+    report = IngestReport()
+    try:
+        with file.path.open("rb") as handle:
+            lines = iter_lines(open_body(handle), max_line_bytes=settings.GAGAR_MAX_LINE_BYTES)
+            ingest_group_lines(project=project, lines=lines, report=report, check=check, on_line=progress)
+    except BodyError as exc:
+        summary.findings.append(Finding(file.ref, f"{exc}; the lines before it were imported"))
+    except OSError as exc:
+        summary.findings.append(Finding(file.ref, f"unreadable: {exc.strerror or exc}"))
+    summary.groups_created += report.groups_created
+    summary.groups_extended += report.groups_extended
+    summary.groups_unchanged += report.groups_unchanged
+    summary.rollouts_created += report.rollouts_created
+    summary.rollouts_unchanged += report.rollouts_unchanged
+    summary.refused += [{"uid": e.uid or f"{file.ref} line {e.line}", "error": f"{file.ref} line {e.line}: {e.error}"}
+                        for e in report.errors]
+    if report.refused > len(report.errors):
+        summary.refused.append({"uid": file.ref, "error": f"… and {report.refused - len(report.errors)} more refused lines"})
+    if report.aborted:
+        summary.findings.append(Finding(file.ref, f"aborted: {report.aborted}"))
+    return done
 
 
 # -- upload jobs (API) -----------------------------------------------------------------
@@ -469,8 +561,9 @@ def run_import_job(*, job_id: int) -> ImportJob:
                               reward_threshold=job.reward_threshold, on_progress=progress)
         job.refresh_from_db(fields=["progress_done", "progress_total"])
         job.summary = _safe(summary.as_dict())
-        job.status = ImportJob.Status.DONE if summary.aborted is None else ImportJob.Status.FAILED
-        job.error = safe_text(summary.aborted or "")[:MAX_ERROR]
+        problem = summary.aborted or summary.nothing_imported()
+        job.status = ImportJob.Status.DONE if problem is None else ImportJob.Status.FAILED
+        job.error = safe_text(problem or "")[:MAX_ERROR]
         job.progress_done = job.progress_total = summary.instances
         job.finished_at = timezone.now()
         job.save(update_fields=["summary", "status", "error", "progress_done", "progress_total", "finished_at"])

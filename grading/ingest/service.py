@@ -106,12 +106,15 @@ def ingest_group_lines(
     on_line: Callable[[int, int], None] | None = None,
     report: IngestReport | None = None,
     allow_unknown_reward: bool = False,
+    check: Callable[[ParsedGroup], str | None] | None = None,
 ) -> IngestReport:
     """Validate and store every line; refusals are collected per line, never raised.
 
     `lines` yields (line number, raw bytes) — see grading.formats.linereader.iter_lines.
     `on_line(line_number, byte_count)` is called after each line is read (progress bars).
     `allow_unknown_reward` accepts `"reward": null` (importers of runs that carry no verdict).
+    `check(parsed)` may refuse a valid line by returning why (an upload into one run refuses
+    lines that name another).
     """
     report = report or IngestReport()
     writer = _BatchWriter(project, report)
@@ -130,16 +133,20 @@ def ingest_group_lines(
             except LineError as exc:
                 report.refuse(line_no, str(exc))
             else:
-                key = (parsed.run, parsed.uid)
-                if key in batch_keys:  # a later line must see the earlier one stored
-                    writer.write(batch)
-                    batch, batch_bytes, batch_keys = [], 0, set()
-                batch.append(_Pending(line_no, parsed))
-                batch_keys.add(key)
-                batch_bytes += size
-                if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
-                    writer.write(batch)
-                    batch, batch_bytes, batch_keys = [], 0, set()
+                problem = check(parsed) if check else None
+                if problem:
+                    report.refuse(line_no, problem, parsed.uid)
+                else:
+                    key = (parsed.run, parsed.uid)
+                    if key in batch_keys:  # a later line must see the earlier one stored
+                        writer.write(batch)
+                        batch, batch_bytes, batch_keys = [], 0, set()
+                    batch.append(_Pending(line_no, parsed))
+                    batch_keys.add(key)
+                    batch_bytes += size
+                    if len(batch) >= BATCH_LINES or batch_bytes >= BATCH_BYTES:
+                        writer.write(batch)
+                        batch, batch_bytes, batch_keys = [], 0, set()
         if on_line:
             on_line(line_no, size)
     if batch:

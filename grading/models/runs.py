@@ -275,6 +275,12 @@ class ImportJob(models.Model):
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
+    def warnings(self) -> list[dict]:
+        """Files, attempts and groups this job was given and did not import, each with why (grading.ingest.imports)."""
+        warnings = self.summary.get("warnings") if isinstance(self.summary, dict) else None
+        return warnings if isinstance(warnings, list) else []
+
+    @property
     def percent(self) -> int:
         if self.status == self.Status.DONE:
             return 100

@@ -23,6 +23,7 @@ from grading.projects.access import page_run
 
 FORMAT_LABELS = {
     "auto": "Detect per file",
+    "gagar-group": "gagar-group/1 group lines (*.jsonl, *.jsonl.gz)",
     "mini-swe-agent": "mini-swe-agent run folders (*.traj.json)",
     "swe-agent": "SWE-agent .traj files",
     "swebench": "SWE-bench predictions",

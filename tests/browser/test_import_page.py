@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from grading.models import Group, ImportJob, Run
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, jsonl, small_group
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -79,3 +79,44 @@ def test_a_reviewer_gets_a_page_saying_why_not(live_server, page, bob, sweep):
     expect(page.locator("form.import-form")).to_have_count(0)
     expect(page.locator("header.topbar")).to_be_visible()  # the site's layout, not a bare error
     assert ImportJob.objects.count() == 0
+
+
+def test_an_import_that_stores_nothing_turns_red_and_says_why(live_server, page, alice, sweep, tmp_path):
+    other_run = tmp_path / "step-3.jsonl"
+    other_run.write_bytes(jsonl(small_group("t-1@3", run="flash-code-rl", step=3)))
+
+    log_in(page, live_server, "alice", PAGE)
+    page.set_input_files("#import-files", str(other_run))
+    page.get_by_label("Step").fill("3")
+    page.get_by_role("button", name="Import").click()
+
+    page.wait_for_selector('#import-jobs tr[data-status="failed"]', state="attached")
+    job = page.locator('#import-jobs tr[data-status="failed"]')
+    expect(job.locator(".badge.fail")).to_have_text("failed")
+    error = job.get_by_test_id("import-error")
+    expect(error).to_contain_text("nothing imported: 1 group(s) refused")
+    expect(error).to_contain_text("step-3.jsonl line 1: run: 'flash-code-rl', but this import goes into run 'sweep'")
+    assert error.evaluate("e => getComputedStyle(e).color") == "rgb(179, 38, 30)"  # --fail: red, not the notice colour
+    assert ImportJob.objects.get().status == "failed" and Group.objects.count() == 0
+    assert page.console_log.errors == []
+
+
+def test_group_lines_import_and_the_refused_one_is_listed_in_red(live_server, page, alice, sweep, tmp_path):
+    step = tmp_path / "step-3.jsonl"
+    step.write_bytes(jsonl(small_group("t-1@3", run="sweep", step=3), small_group("t-2@3", run="other", step=3, instance_id="t-2")))
+
+    log_in(page, live_server, "alice", PAGE)
+    page.set_input_files("#import-files", str(step))
+    page.get_by_label("Step").fill("3")
+    page.get_by_role("button", name="Import").click()
+
+    page.wait_for_selector('#import-jobs tr[data-status="done"]', state="attached")
+    job = page.locator('#import-jobs tr[data-status="done"]')
+    expect(job).to_contain_text("1 groups (1 mixed)")
+    expect(job.get_by_test_id("import-warning-count")).to_have_text("1 not imported")
+    warnings = job.get_by_test_id("import-warnings")
+    expect(warnings).to_be_visible()  # not folded away under "details"
+    expect(warnings).to_contain_text("t-2@3: step-3.jsonl line 2: run: 'other'")
+    assert warnings.evaluate("e => getComputedStyle(e).color") == "rgb(179, 38, 30)"
+    assert list(Group.objects.values_list("uid", "step__number")) == [("t-1@3", 3)]
+    assert page.console_log.errors == []

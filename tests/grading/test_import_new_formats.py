@@ -7,7 +7,7 @@ import shutil
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from grading.models import Group, Rollout, RolloutContent, Task
@@ -21,9 +21,14 @@ A, B, C = "octo__widgets-101", "octo__widgets-102", "octo__widgets-103"
 OPENHANDS = FIXTURES / "openhands-multi-swe-bench"
 
 
-def run_command(*args) -> str:
+def run_command(*args, refused: str | None = None) -> str:
+    """The command's output; with `refused`, it must exit non-zero with a message matching it."""
     out = StringIO()
-    call_command("import_runs", "--project", "acme", "--no-progress", *map(str, args), stdout=out, stderr=StringIO())
+    if refused is None:
+        call_command("import_runs", "--project", "acme", "--no-progress", *map(str, args), stdout=out, stderr=StringIO())
+    else:
+        with pytest.raises(CommandError, match=refused):
+            call_command("import_runs", "--project", "acme", "--no-progress", *map(str, args), stdout=out, stderr=StringIO())
     return out.getvalue()
 
 
@@ -70,7 +75,7 @@ def test_verl_dump_imports_groups_per_prompt_at_their_steps_and_shows_text(clien
     dump_generations(dump, 1, [PROMPTS[0]] * 3 + [PROMPTS[1]] * 3, ["4", "5", "4", "cba", "cba", "abc"],
                      [1.0, 0.0, 1.0, 1.0, 1.0, 0.0], {"acc": [True, False, True, True, True, False]})
     dump_generations(dump, 2, [PROMPTS[0]] * 2, ["4 <script>alert(1)</script>", "5"], [0.9, 0.1], {})
-    out = run_command("--run", "grpo", "--step", 0, dump)
+    out = run_command("--run", "grpo", "--step", 0, dump, refused=r"2 group\(s\) imported, but 1 file")
     assert "rollout_data/2.jsonl: line 1: score 0.9 is not 0 or 1; give a reward threshold (--reward-threshold" in out
     assert Group.objects.filter(step__number=2).count() == 0 and Group.objects.count() == 2
     out = run_command("--run", "grpo", "--step", 0, "--reward-threshold", 0.5, dump)

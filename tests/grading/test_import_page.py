@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from grading.models import Group, ImportJob, Run
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, jsonl, small_group
 
 pytestmark = pytest.mark.django_db
 
@@ -121,3 +121,30 @@ def test_the_job_list_polls_while_a_job_is_active(client, alice, acme, sweep):
     assert f'hx-get="{reverse("run-imports", args=["acme", "sweep"])}" hx-trigger="every 2s"' in html
     partial = client.get(reverse("run-imports", args=["acme", "sweep"]), HTTP_HX_REQUEST="true").content.decode()
     assert 'data-status="queued"' in partial and "<html" not in partial
+
+
+def test_group_lines_import_and_what_was_not_imported_is_shown_in_red(client, alice, sweep, django_capture_on_commit_callbacks):
+    body = jsonl(small_group("t-1@4", run="sweep", step=4), small_group("t-2@4", run="elsewhere", step=4, instance_id="t-2"))
+    client.force_login(alice)
+    assert "gagar-group/1 group lines" in client.get(page()).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(page(), {"step": "0", "file": [SimpleUploadedFile("step-4.jsonl", body)]})
+    job = ImportJob.objects.get()
+    assert job.status == "done" and [w["ref"] for w in job.warnings] == ["t-2@4"]
+    html = client.get(page()).content.decode()
+    assert f'data-job="{job.pk}" data-status="done"' in html and "1 groups (1 mixed)" in html
+    assert 'data-testid="import-warning-count">1 not imported</span>' in html
+    assert 'class="import-problems compact" data-testid="import-warnings"' in html
+    assert "not imported <code>t-2@4</code>: step-4.jsonl line 2: run: &#x27;elsewhere&#x27;, but this import goes into run" in html
+
+
+def test_an_import_that_stored_nothing_is_failed_in_red(client, alice, sweep, django_capture_on_commit_callbacks):
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(page(), {"step": "0", "file": [SimpleUploadedFile("notes.txt", b"x")]})
+    job = ImportJob.objects.get()
+    assert job.status == "failed" and job.error.startswith("nothing imported: 1 file(s) not read (notes.txt: unrelated file")
+    html = client.get(page()).content.decode()
+    assert f'data-job="{job.pk}" data-status="failed"' in html and '<span class="badge fail">failed</span>' in html
+    assert '<p class="import-problems" data-testid="import-error">nothing imported: 1 file(s) not read' in html
+    assert Group.objects.count() == 0

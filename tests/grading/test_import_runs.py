@@ -20,9 +20,14 @@ pytestmark = pytest.mark.django_db
 A, B, C = "octo__widgets-101", "octo__widgets-102", "octo__widgets-103"
 
 
-def run_command(*args) -> str:
+def run_command(*args, refused: str | None = None) -> str:
+    """The command's output; with `refused`, it must exit non-zero with a message matching it."""
     out = StringIO()
-    call_command("import_runs", "--project", "acme", "--no-progress", *map(str, args), stdout=out, stderr=StringIO())
+    if refused is None:
+        call_command("import_runs", "--project", "acme", "--no-progress", *map(str, args), stdout=out, stderr=StringIO())
+    else:
+        with pytest.raises(CommandError, match=refused):
+            call_command("import_runs", "--project", "acme", "--no-progress", *map(str, args), stdout=out, stderr=StringIO())
     return out.getvalue()
 
 
@@ -104,12 +109,13 @@ def test_skipped_files_are_listed_by_name_and_reason(acme, tmp_path):
     b.write(run / "trajs" / C / f"{C}.traj.json", json.dumps(b.mini_v1(C))[:300])
     b.write(run / "logs" / "ghost__repo-1" / "report.json", b.report("ghost__repo-1", True))
     b.write(run / "README.txt", "hello")
-    out = run_command("--run", "r", "--step", 0, run)
+    # two files were meant to be imported and were not: the command says so and exits non-zero
+    out = run_command("--run", "r", "--step", 0, run, refused=r"2 group\(s\) imported, but 2 file\(s\), attempt\(s\) or group\(s\) were refused")
     assert "rollouts: 2 (2 created, 0 unchanged) · 1 pass, 0 fail, 1 unknown reward" in out
-    assert "skipped: 3" in out
+    assert "skipped: 2" in out
     assert f"messy/trajs/{C}/{C}.traj.json: truncated or invalid JSON" in out
     assert "messy/logs/ghost__repo-1/report.json: report for ghost__repo-1, which has no trajectory" in out
-    assert "messy/README.txt: unrelated file" in out
+    assert "not read: 1\n  messy/README.txt: unrelated file" in out  # a file no importer reads refuses nothing
     assert f"reward unknown: 1\n  messy/trajs/{B}/{B}.traj.json: no verdict" in out
 
 

@@ -334,10 +334,11 @@ def test_a_missing_path_is_named_relative_to_the_upload(acme, alice, media, tmp_
     for path in (media / folder / "files").iterdir():  # the upload's files went away before the worker ran
         path.unlink()
     (media / folder / "files").rmdir()
-    assert import_job_task.delay(job_id=job.pk).get() == "done"
+    assert import_job_task.delay(job_id=job.pk).get() == "failed"  # it stored nothing, so it is not "done"
     job.refresh_from_db()
     skipped = job.summary.get("skipped", [])
-    ok = {"ref": "files", "reason": "no such file or folder"} in skipped and str(media) not in json.dumps(job.summary)
+    ok = ({"ref": "files", "reason": "no such file or folder"} in skipped and str(media) not in json.dumps(job.summary)
+          and job.error == "nothing imported: 1 file(s) refused (files: no such file or folder)")
     record("agent-run import", "a PATH gone before the worker ran (absolute media path)", "refused" if ok else "FAILED")
     assert ok, skipped
 

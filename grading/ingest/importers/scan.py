@@ -3,8 +3,10 @@
 Two passes, so memory stays at one group however many trajectories there are:
 
 1. `RunFinder.scan()` walks every PATH, sorts files by name (`*.traj.json`, `*.traj`,
-   `*.pred`, `report.json`, `*.jsonl`, other `*.json`, `test_output.txt`), reads the small
+   `*.pred`, `report.json`, `*.jsonl`, `*.jsonl.gz`, other `*.json`, `test_output.txt`), reads the small
    ones (reports, run summaries, predictions) and only notes where the trajectories are.
+   `gagar-group/1` JSON Lines (gzip or not) are already group lines: they are only noted
+   (`group_files`) and the import service streams them into ingest as they are.
 2. `RunFinder.attempts(instance_id)` reads that instance's trajectories, detects their
    format from the content, and gives each attempt its verdict.
 
@@ -32,6 +34,8 @@ from pathlib import Path
 
 import orjson
 
+from grading.formats.groupline import FORMAT as GROUP_FORMAT
+from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.importers import mini_swe_agent, openhands, swe_agent, swebench, verl
 from grading.ingest.importers.common import (
     MAX_JSON_BYTES,
@@ -55,13 +59,18 @@ from grading.ingest.importers.common import (
     verdicts_from_summary,
 )
 
-FORMATS = ("auto", "mini-swe-agent", "swe-agent", "swebench", "openhands", "verl")
+FORMATS = ("auto", "gagar-group", "mini-swe-agent", "swe-agent", "swebench", "openhands", "verl")
 MAX_TEST_LOG = 2 * 1024 * 1024  # characters of test_output.txt kept (the tail: failures are at the end)
 _IDS_SHOWN = 5
 
-SKIPPED = "skipped"  # the file (or attempt) was not imported
+SKIPPED = "skipped"  # the file (or attempt) was read and refused: not imported
+IGNORED = "ignored"  # not a file the importers read (hidden, a log, JSON of no known kind): not imported, by design
 UNKNOWN = "unknown_reward"  # imported, reward unknown
 NOTICE = "notice"  # imported, worth knowing
+
+
+class _Ignored(SourceError):
+    """Not a file any importer reads: named in the summary as ignored, not as refused."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,15 @@ class _Candidate:
     sidecar: Path | None = None
     lines: list[tuple[int, int]] = field(default_factory=list)  # (line number, byte offset) in `path`
     step: int | None = None  # verl: the group's step
+
+
+@dataclass(frozen=True)
+class GroupFile:
+    """A `gagar-group/1` JSON Lines file (gzip or not): `lines` non-blank lines, ingested as they are."""
+
+    path: Path
+    ref: str
+    lines: int
 
 
 @dataclass
@@ -173,19 +191,49 @@ def _parse_line(number: int, raw: bytes | None):
         raise SourceError(f"line {number}: truncated or invalid JSON ({exc})") from None
 
 
+def _is_group_line(obj) -> bool:
+    return isinstance(obj, dict) and obj.get("format") == GROUP_FORMAT
+
+
 def _jsonl_kind(path: Path) -> str:
-    """What a .jsonl holds, from its first line that parses: "openhands", "verl" or "predictions"."""
+    """What a .jsonl holds, from its first line that parses: "gagar-group", "openhands", "verl" or "predictions"."""
     for number, _, raw in jsonl_lines(path):
         try:
             obj = _parse_line(number, raw)
         except SourceError:
             continue
+        if _is_group_line(obj):
+            return "gagar-group"
         if openhands.is_output_line(obj):
             return "openhands"
         if verl.is_row(obj):
             return "verl"
         return "predictions"
     return "predictions"
+
+
+def _compressed_kind(path: Path) -> tuple[str, int]:
+    """A `.jsonl.gz`: ("gagar-group" when its first line that parses is a group line, else "other"; its non-blank lines).
+
+    Only group lines are read compressed. The stream is decompressed one line at a time, to
+    count a group file's lines for the job's progress. Raises SourceError on a corrupt stream.
+    """
+    kind, count = "", 0
+    try:
+        with path.open("rb") as handle:
+            for _, raw in iter_lines(open_body(handle), max_line_bytes=MAX_JSON_BYTES):
+                count += 1
+                if kind or not isinstance(raw, bytes):
+                    continue
+                try:
+                    kind = "gagar-group" if _is_group_line(orjson.loads(raw)) else "other"
+                except orjson.JSONDecodeError:
+                    continue
+                if kind == "other":
+                    break
+    except (OSError, BodyError) as exc:
+        raise SourceError(f"unreadable compressed file: {getattr(exc, 'strerror', None) or exc}") from None
+    return kind or "other", count
 
 
 def _read_tail(path: Path) -> str:
@@ -223,6 +271,7 @@ class RunFinder:
         self._prediction_files: list[_PredictionFile] = []
         self._report_refs: list[tuple[tuple[int, str], str, str]] = []  # (root, instance, ref) of report.json files
         self._summary_refs: list[tuple[tuple[int, str], str, set[str]]] = []
+        self.group_files: list[GroupFile] = []  # gagar-group/1 JSON Lines, in the order of the PATHs and their files
 
     # -- pass 1 -----------------------------------------------------------------
     def scan(self) -> RunFinder:
@@ -269,7 +318,7 @@ class RunFinder:
             self.files_seen += 1
             self.bytes_seen += size
             if name.startswith(".") or "__MACOSX" in parts:
-                self._skip(safe_text(ref), "hidden file")
+                self._skip(safe_text(ref), "hidden file", IGNORED)
                 continue
             if safe_text(ref) != ref:
                 # Bytes that are not UTF-8 (an archive member's raw name, os.fsdecode's surrogate escapes):
@@ -278,6 +327,8 @@ class RunFinder:
                 continue
             try:
                 self._classify(position, path, name, rel, ref, parts, present)
+            except _Ignored as exc:
+                self._skip(ref, str(exc), IGNORED)
             except SourceError as exc:
                 self._skip(ref, str(exc))
 
@@ -317,8 +368,17 @@ class RunFinder:
                 self._verdicts[root][instance_id].append(verdict)
                 self._report_refs.append((root, instance_id, ref))
             return
+        if name.endswith(".jsonl.gz"):
+            kind, count = _compressed_kind(path)
+            if kind != "gagar-group":
+                raise SourceError("compressed JSON Lines that are not gagar-group/1 group lines (only those are read compressed)")
+            self._group_file(path, ref, count)
+            return
         if name.endswith(".jsonl"):
             kind = _jsonl_kind(path)
+            if kind == "gagar-group" or self.fmt == "gagar-group":
+                self._group_file(path, ref, sum(1 for _ in jsonl_lines(path)))
+                return
             if kind == "openhands" and name.endswith(".swebench_eval.jsonl") and f"{name[: -len('.swebench_eval.jsonl')]}.jsonl" in present:
                 self._openhands_verdicts(position, path, ref, parts)  # the evaluated copy of output.jsonl: verdicts only
                 return
@@ -340,10 +400,17 @@ class RunFinder:
         if name.endswith(".json"):
             self._classify_json(position, load_json(path), rel, ref, parts)
             return
-        raise SourceError("unrelated file (not a trajectory, predictions, output.jsonl, rollout dump, report or run summary)")
+        raise _Ignored("unrelated file (not group lines, a trajectory, predictions, output.jsonl, rollout dump, report or run summary)")
+
+    def _group_file(self, path: Path, ref: str, lines: int) -> None:
+        if self.fmt not in ("auto", "gagar-group"):
+            raise SourceError(f"gagar-group/1 group lines, but --format {self.fmt} was asked for")
+        self.group_files.append(GroupFile(path, ref, lines))
 
     def _classify_json(self, position: int, obj, rel: str, ref: str, parts: list[str]) -> None:
         root = (position, "/".join(parts[:-1]))
+        if _is_group_line(obj):
+            raise SourceError("a gagar-group/1 group as a .json file: group lines are read from .jsonl (or .jsonl.gz), one group a line")
         if is_old_report(obj):
             self._old_reports.append(
                 _OldReport(root, ref, _id_set(obj["resolved"]) or set(), _id_set(obj.get("generated")), _id_set(obj.get("applied")))
@@ -365,7 +432,7 @@ class RunFinder:
                 self._verdicts[root][instance_id].append(verdict)
                 self._report_refs.append((root, instance_id, ref))
             return
-        raise SourceError("unrelated JSON (not a trajectory, predictions, report.json or run summary)")
+        raise _Ignored("unrelated JSON (not a trajectory, predictions, report.json or run summary)")
 
     # -- JSON Lines of one instance (OpenHands) or one sample (verl) per line ---------------
     def _lines_or_skip(self, path: Path, ref: str):

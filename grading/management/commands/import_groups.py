@@ -11,7 +11,10 @@ from grading.models import Project
 
 
 class Command(BaseCommand):
-    help = "Import gagar-group/1 JSON Lines files (gzip allowed) into a project; '-' reads standard input."
+    help = (
+        "Import gagar-group/1 JSON Lines files (gzip allowed) into a project; '-' reads standard input. Exits non-zero "
+        "when nothing was imported or any line or file was refused."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("files", nargs="+", metavar="FILE")
@@ -27,7 +30,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no project {project!r} (use --create-project to create it)") from None
             project_obj = Project.objects.create(name=project)
 
-        failed = False
+        failed, accepted = False, 0
         for name in files:
             report = IngestReport()
             if name == "-":
@@ -51,8 +54,12 @@ class Command(BaseCommand):
                 if stream is not sys.stdin.buffer:
                     stream.close()
             failed |= self._summary(name, report)
+            accepted += report.accepted
+        if not accepted:
+            raise CommandError("nothing imported: no line of " + ("any file" if len(files) > 1 else "the file")
+                               + " was accepted (see above; agent runs and SWE-bench files go through import_runs)")
         if failed:
-            raise CommandError("some lines or files were refused (see above)")
+            raise CommandError(f"{accepted} group(s) imported, but some lines or files were refused (see above)")
 
     def _summary(self, name: str, report: IngestReport) -> bool:
         self.stdout.write(

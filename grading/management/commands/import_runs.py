@@ -4,7 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.ingest.importers.scan import FORMATS, NOTICE, SKIPPED, UNKNOWN, Source
+from grading.ingest.importers.scan import FORMATS, IGNORED, NOTICE, SKIPPED, UNKNOWN, Source
 from grading.ingest.imports import ImportSummary, import_runs
 from grading.models import Project
 
@@ -13,10 +13,11 @@ LISTED = 50  # findings printed per kind; the rest are counted
 
 class Command(BaseCommand):
     help = (
-        "Import agent runs — mini-swe-agent run folders, SWE-agent .traj files, SWE-bench predictions, OpenHands "
+        "Import gagar-group/1 JSON Lines (.jsonl, .jsonl.gz) and agent runs — mini-swe-agent run folders, SWE-agent .traj files, SWE-bench predictions, OpenHands "
         "output.jsonl, verl rollout dumps ({step}.jsonl) — with their SWE-bench verdicts into one (run, step): one group "
         "per instance, one rollout per attempt (verl dumps: one group per uid or prompt, at the dump's own steps). "
-        "Several PATHs are several runs of the same tasks."
+        "Several PATHs are several runs of the same tasks. Exits non-zero when nothing was imported, or when any file, "
+        "attempt or group was refused (files no importer reads, such as logs, are listed as not read and refuse nothing)."
     )
 
     def add_arguments(self, parser):
@@ -56,10 +57,13 @@ class Command(BaseCommand):
         finally:
             bar.close()
         self._print(summary, run, step)
-        if summary.refused or summary.aborted:
-            raise CommandError("some groups were refused (see above)")
-        if not summary.rollouts:
-            raise CommandError("nothing imported: no trajectories or predictions found")
+        nothing = summary.nothing_imported()
+        if nothing:
+            raise CommandError(nothing)
+        warnings = summary.warnings()
+        if warnings:
+            raise CommandError(f"{summary.groups} group(s) imported, but {len(warnings)} file(s), attempt(s) or group(s) were refused "
+                               "(listed above under skipped and refused groups)")
 
     def _print(self, s: ImportSummary, run: str, step: int) -> None:
         w = self.stdout.write
@@ -72,7 +76,7 @@ class Command(BaseCommand):
             f"rollouts: {s.rollouts} ({s.rollouts_created} created, {s.rollouts_unchanged} unchanged) · "
             f"{s.rollouts_passed} pass, {s.rollouts_failed} fail, {s.rollouts_unknown} unknown reward"
         )
-        for kind, title in ((UNKNOWN, "reward unknown"), (SKIPPED, "skipped"), (NOTICE, "notes")):
+        for kind, title in ((UNKNOWN, "reward unknown"), (SKIPPED, "skipped"), (IGNORED, "not read"), (NOTICE, "notes")):
             items = s.of_kind(kind)
             if not items:
                 continue

@@ -9,7 +9,7 @@ import pytest
 
 from grading.ingest.importers import mini_swe_agent, swe_agent
 from grading.ingest.importers.common import SourceError, load_json, repo_of, verdicts_from_report_file
-from grading.ingest.importers.scan import NOTICE, SKIPPED, UNKNOWN, RunFinder, Source
+from grading.ingest.importers.scan import IGNORED, NOTICE, SKIPPED, UNKNOWN, RunFinder, Source
 from tests.grading.importers import builders as b
 
 A, B, C = "octo__widgets-101", "octo__widgets-102", "acme-corp__big.lib-7"
@@ -145,7 +145,7 @@ def test_swe_agent_pred_sidecar_summary_and_no_submission(tmp_path):
     assert found[C][0].rollout["reward"] == 0.0 and found[C][0].rollout["exit_status"] == "exit_cost"
     skipped = reasons(finder, SKIPPED)
     assert "did not finish" in skipped[f"swe-exp/{B}/{B}.traj"]
-    assert "unrelated file" in skipped["swe-exp/run_batch_exit_statuses.yaml"]
+    assert "unrelated file" in reasons(finder, IGNORED)["swe-exp/run_batch_exit_statuses.yaml"]
 
 
 def test_swe_agent_attempts_one_rollout_each_verdict_for_the_evaluated_one(tmp_path):
@@ -187,7 +187,8 @@ def test_predictions_json_with_harness_reports_and_test_logs(tmp_path, shape):
     finder, found = find(run)
     assert found[A][0].rollout["reward"] == 0.0 and found[A][0].rollout["test_log"].endswith("test_zero FAILED\n")
     assert found[B][0].rollout["reward"] == 0.0 and found[B][0].rollout["patch"] == ""  # a null patch fails
-    assert list(reasons(finder, SKIPPED)) == ["p/logs/run_evaluation/eval-1/gpt-5-mini/octo__widgets-101/run_instance.log"]
+    assert list(reasons(finder, SKIPPED)) == []  # the harness's own log is no refusal: it is not a file to import
+    assert list(reasons(finder, IGNORED)) == ["p/logs/run_evaluation/eval-1/gpt-5-mini/octo__widgets-101/run_instance.log"]
 
 
 # -- what is refused, each by name and reason --------------------------------------------
@@ -207,8 +208,11 @@ def test_broken_and_unrelated_files_are_named_and_the_rest_imported(tmp_path):
     skipped = reasons(finder, SKIPPED)
     assert "truncated or invalid JSON" in skipped[f"mixed/trajs/{C}/{C}.traj.json"]
     assert skipped["mixed/logs/ghost__repo-9/report.json"] == "report for ghost__repo-9, which has no trajectory or prediction in this run"
-    assert "unrelated file" in skipped["mixed/notes.txt"] and "unrelated JSON" in skipped["mixed/config.json"]
-    assert skipped["mixed/.DS_Store"] == "hidden file" and "unrelated file" in skipped["mixed/minisweagent.log"]
+    # files no importer reads are named apart: they are not refusals of what was meant to be imported
+    ignored = reasons(finder, IGNORED)
+    assert "unrelated file" in ignored["mixed/notes.txt"] and "unrelated JSON" in ignored["mixed/config.json"]
+    assert ignored["mixed/.DS_Store"] == "hidden file" and "unrelated file" in ignored["mixed/minisweagent.log"]
+    assert not set(ignored) & set(skipped)
     assert "reward unknown" in reasons(finder, UNKNOWN)[f"mixed/trajs/{B}/{B}.traj.json"]
 
 
