@@ -16,6 +16,7 @@ urlpatterns = [
     path("adjudication/", queue.adjudication_queue, name="adjudication-queue"),
     path("calibration/", calibration.calibration, name="calibration"),
     path("calibration/activate/", calibration.activate, name="calibration-activate"),
+    path("calibration/minimum/", calibration.minimum, name="calibration-minimum"),
     path("audit/", audit.audit_queue, name="audit-queue"),
     path("audit/<int:pk>/", audit.decide, name="audit-decide"),
     path("search/", search.search, name="search"),

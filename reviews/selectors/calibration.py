@@ -20,7 +20,18 @@ from django.db.models import Count, Max
 
 from grading.method.advantage import MappingSpec, group_summary, redistribute
 from grading.method.services import active_mapping, step_balance, step_inputs
-from grading.models import CheatDecision, FactorMapping, Group, Project, RolloutGrade, Run, Step, Verdict
+from grading.models import (
+    AdvantageResult,
+    CheatDecision,
+    FactorMapping,
+    Group,
+    Project,
+    RolloutGrade,
+    Run,
+    Step,
+    StepComputation,
+    Verdict,
+)
 from reviews.models import Judgment, JudgmentItem
 from reviews.selectors.desk import open_blind_groups
 from reviews.stats.agreement.frame import GRADER
@@ -350,6 +361,55 @@ def _preview(*, step: Step, run: Run, mapping: FactorMapping, proposed: MappingS
 
 
 @dataclass
+class Impact:
+    """What activating a proposed mapping would change in a run, from the numbers stored under
+    its active mapping: the rows whose A* moves and by how much (Σ|ΔA*| over the run)."""
+
+    n_rows: int  # stored rows of the run's current steps
+    n_changed: int
+    n_groups_changed: int
+    credit_moved: float  # Σ|ΔA*|; every group keeps its total, so half of it is gained and half lost
+    n_steps: int
+    n_steps_pending: int  # steps not yet computed under the active mapping: not counted
+
+
+def activation_impact(*, run: Run, proposed: MappingSpec) -> Impact:
+    """Three queries (and one cache read) when the run's stored numbers have not changed since
+    the last look; otherwise one more for the stored rows of its graded groups. Only graded
+    groups can change: a fallback or filtered group keeps A* = A under every mapping."""
+    mapping = active_mapping(run)
+    n_steps = run.steps.count()
+    current = list(StepComputation.objects.filter(step__run=run, mapping=mapping, stale=False)
+                   .order_by("step_id").values_list("step_id", "computed_at", "n_rows"))
+    bands = _short(sorted(proposed.to_dict().items()))
+    key = f"gagar:calibration:impact:{run.pk}:{run.baseline}:{mapping.pk}:{bands}:{_short(current)}"
+    found = cache.get(key)
+    if found is None:
+        found = _impact(run=run, mapping=mapping, proposed=proposed, step_ids=[c[0] for c in current])
+        found.n_rows = sum(c[2] for c in current)
+        found.n_steps, found.n_steps_pending = n_steps, n_steps - len(current)
+        cache.set(key, found, MEMO_SECONDS)
+    return found
+
+
+def _impact(*, run: Run, mapping: FactorMapping, proposed: MappingSpec, step_ids: list[int]) -> Impact:
+    rows = pd.DataFrame(
+        list(AdvantageResult.objects.filter(step_id__in=step_ids, mapping=mapping, status="graded")
+             .values_list("step_id", "uid", "reward", "tier", "rank", "redistributed_advantage")),
+        columns=["step", "uid", "reward", "tier", "rank", "stored"])
+    if rows.empty:
+        return Impact(0, 0, 0, 0.0, 0, 0)
+    rows["group"] = rows.groupby(["step", "uid"], sort=False).ngroup()
+    # Stored rewards are after cheat zeroing, and tiers are stored for passing rollouts only.
+    frame = rows.assign(cheat=False, graded=True, tier=rows["tier"].where(rows["tier"] != "", None))
+    then = redistribute(frame, mapping=proposed, baseline=run.baseline)
+    delta = (then["redistributed_advantage"] - rows["stored"]).abs()
+    changed = delta > 1e-12
+    return Impact(n_rows=0, n_changed=int(changed.sum()), n_groups_changed=int(rows.loc[changed, "group"].nunique()),
+                  credit_moved=float(delta.sum()), n_steps=0, n_steps_pending=0)
+
+
+@dataclass
 class Figures:
     """Everything the calibration page and the agreement API show for one scope."""
 
@@ -414,5 +474,7 @@ def warm_figures(*, project: Project, run: Run | None) -> Figures:
     figures(project=project, run=run, with_slices=False)  # the agreement API's default
     last = run.steps.order_by("-number").first() if run is not None else None
     if last is not None and shown.fitted.n_judgments:  # the page previews the fitted mapping on the last step
-        preview(step=last, proposed=MappingSpec.from_dict(shown.fitted.bands()))
+        proposed = MappingSpec.from_dict(shown.fitted.bands())
+        preview(step=last, proposed=proposed)
+        activation_impact(run=run, proposed=proposed)  # and its admins' confirmation says what it changes in the run
     return shown

@@ -3,7 +3,8 @@
 A calibrated mapping is a new, immutable FactorMapping version whose `fit` records what it
 came from — the count table, k, q, the bootstrap intervals, how many judgments and
 groups, and the slice (run / grader / step) they were drawn from — and activating it is
-the same versioned, logged, recomputing step as any other mapping (MappingActivation).
+the same versioned, logged, recomputing step as any other mapping (MappingActivation),
+held to the project's minimum evidence (grading.method.evidence) like any other.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ MIN_REASON_CHARS = 3
 
 @transaction.atomic
 def activate_fitted_mapping(*, run: Run, fitted: FittedMapping, user, reason: str, scope: dict,
-                            n_judgments: int) -> tuple[FactorMapping, MappingActivation]:
+                            n_judgments: int, override: bool = False) -> tuple[FactorMapping, MappingActivation]:
+    """Store the fit as a new calibrated version and make it the run's active mapping.
+
+    Below the project's minimum evidence it raises TooLittleEvidence (and stores nothing)
+    unless `override`: the person has been shown what the fit rests on and confirmed."""
     reason = (reason or "").strip()
     if len(reason) < MIN_REASON_CHARS:
         raise ValueError("say why: activating a mapping needs a reason")
@@ -30,7 +35,7 @@ def activate_fitted_mapping(*, run: Run, fitted: FittedMapping, user, reason: st
     fit = {**fitted.to_dict(), "n_judgments": n_judgments, "n_pairs": fitted.n_judgments, "scope": scope}
     mapping = create_mapping(project=run.project, name=f"{run.project.name}-calibrated", bands=fitted.bands(),
                              note=reason, user=user, source=FactorMapping.Source.CALIBRATED, fit=fit)
-    return mapping, activate_mapping(run=run, mapping=mapping, user=user, reason=reason)
+    return mapping, activate_mapping(run=run, mapping=mapping, user=user, reason=reason, override=override)
 
 
 # Warming the calibration figures after judgments change --------------------------------

@@ -40,13 +40,20 @@ Bootstrap intervals resample whole groups (a group's judgments stay together):
 >>> len(boot.intervals), all(lo <= hi for lo, hi in boot.intervals)
 (3, True)
 
+A grader tier with no pairs has no interval: its f is the prior (or its pooled
+neighbour's), and resampling groups that never hold it measures nothing about it.
+
+>>> bootstrap_mapping([("g1", "T1", "T1"), ("g2", "T3", "T2")], n_boot=50, seed=1).intervals[1] is None
+True
+
 Edge cases, decided here once:
 
 * With k = 0 a grader tier nobody judged has no evidence: it keeps its prior value
   q(g) but weight 0 in the pooling, so it follows its neighbours when it violates
   the order. (With k > 0 every row has weight >= k and the prior enters naturally.)
 * Tiers may be given as "T1".."T3" or as the integers 1..3.
-* The interval is the percentile interval (2.5 %, 97.5 %) of f over resamples.
+* The interval is the percentile interval (2.5 %, 97.5 %) of f over resamples, and
+  None for a grader tier without pairs (no judgments at all: every tier's is None).
 """
 
 from __future__ import annotations
@@ -73,7 +80,7 @@ class FittedMapping:
     counts: tuple[tuple[float, ...], ...]
     k: float
     q: tuple[float, float, float]
-    intervals: tuple[tuple[float, float], ...] | None = None
+    intervals: tuple[tuple[float, float] | None, ...] | None = None  # None for a tier without pairs
     n_boot: int = 0
     n_groups: int | None = field(default=None)
 
@@ -92,7 +99,7 @@ class FittedMapping:
             "counts": [list(row) for row in self.counts],
             "k": self.k,
             "q": list(self.q),
-            "intervals": None if self.intervals is None else [list(iv) for iv in self.intervals],
+            "intervals": None if self.intervals is None else [None if iv is None else list(iv) for iv in self.intervals],
             "n_boot": self.n_boot,
             "n_groups": self.n_groups,
         }
@@ -142,7 +149,8 @@ def bootstrap_mapping(
 
     `pairs` is an iterable of (group, grader tier, human tier) triples, or a DataFrame
     with columns group, grader_tier, human_tier. Returns the full-data FittedMapping
-    with `intervals` ((low, high) per tier), `n_boot` and `n_groups` filled in.
+    with `intervals` ((low, high) per tier, None for a tier without pairs), `n_boot` and
+    `n_groups` filled in.
     """
     groups, grader, human = _pairs_arrays(pairs)
     if n_boot < 1:
@@ -153,8 +161,7 @@ def bootstrap_mapping(
     codes, uniques = pd.factorize(pd.Series(groups, dtype=object), sort=False)
     n_groups = len(uniques)
     if n_groups == 0:
-        intervals = tuple((v, v) for v in fitted.f)
-        return _with_intervals(fitted, intervals, n_boot, 0)
+        return _with_intervals(fitted, (None, None, None), n_boot, 0)
     # per-group tables, flattened: (groups, 9)
     per_group = np.zeros((n_groups, 9), dtype=np.float64)
     np.add.at(per_group, (codes, grader * 3 + human), 1.0)
@@ -165,7 +172,8 @@ def bootstrap_mapping(
     f = m / m.max(axis=1, keepdims=True)
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(f, [alpha, 1.0 - alpha], axis=0)
-    intervals = tuple((float(lo), float(hi)) for lo, hi in zip(low, high))
+    seen = np.asarray(fitted.counts, dtype=np.float64).sum(axis=1) > 0
+    intervals = tuple((float(lo), float(hi)) if has else None for lo, hi, has in zip(low, high, seen))
     return _with_intervals(fitted, intervals, n_boot, n_groups)
 
 

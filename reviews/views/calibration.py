@@ -1,7 +1,11 @@
 """The calibration page: agreement with intervals, slices, heatmap, trends, fitted vs active
-mapping, a what-if preview on one step, and activation (admins)."""
+mapping with the evidence it rests on, a what-if preview on one step, and activation (admins,
+confirmed in a dialog that says what it changes; below the project's minimum evidence an
+override), and the project's minimum (admins)."""
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,6 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from grading.formats import params
 from grading.method.advantage import MappingSpec
+from grading.method.evidence import MAX_MINIMUM, TooLittleEvidence, assess
+from grading.method.minimums import minimum_for, save_minimum
 from grading.method.services import active_mapping
 from grading.method.tiers import TIERS
 from grading.models import Run
@@ -52,11 +58,17 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
     run = scope["run"]
     active = active_mapping(run) if run else None
     steps = list(run.steps.order_by("number")) if run else []
-    preview = None
+    preview = impact = None
+    can_activate = "manage" in membership.capabilities and run is not None
+    minimum = minimum_for(project_obj)
+    evidence = assess(counts=fitted.counts, n_groups=fitted.n_groups, minimum=minimum)
     if run and steps and fitted.n_judgments:
         chosen = request.GET.get("preview_step", "")
         step = next((s for s in steps if str(s.number) == chosen), steps[-1])
-        preview = data.preview(step=step, proposed=MappingSpec.from_dict(fitted.bands()))
+        proposed = MappingSpec.from_dict(fitted.bands())
+        preview = data.preview(step=step, proposed=proposed)
+        if can_activate:  # what the confirmation dialog says activating changes
+            impact = data.activation_impact(run=run, proposed=proposed)
     trend = frames.trend
     rows, hidden_steps = data.latest_step_slices(frames.slices, None if request.GET.get("steps") == "all" else
                                                  data.STEP_SLICES_SHOWN)
@@ -66,7 +78,9 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         "project": project_obj, "membership": membership, "scope": scope, "frames": frames, "overall": overall,
         "rows": rows, "hidden_steps": hidden_steps, "all_steps_query": all_steps.urlencode(),
         "ceiling": frames.ceiling, "fitted": fitted, "active": active, "steps": steps,
-        "preview": preview, "trend": trend, "can_activate": "manage" in membership.capabilities and run is not None,
+        "preview": preview, "trend": trend, "can_activate": can_activate, "impact": impact,
+        "evidence": evidence, "minimum": minimum, "max_minimum": MAX_MINIMUM,
+        "can_set_minimum": "manage" in membership.capabilities,
         "fitted_rows": _mapping_rows(fitted, active),
         "heatmap": {"type": "heatmap", "labels": list(TIERS), "matrix": overall["confusion"],
                     "xlabel": "people (consensus)", "ylabel": "grader"},
@@ -79,12 +93,21 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
 
 
 def _mapping_rows(fitted, active) -> list[dict]:
+    """One row per grader tier. A tier without pairs has no interval, and says why: its f is
+    the prior q (or its pooled neighbour's), not something the judgments measured."""
     bands = active.bands if active else {}
     rows = []
     for n, tier in enumerate(TIERS):
-        lo, hi = fitted.intervals[n] if fitted.intervals else (None, None)
-        rows.append({"tier": tier, "f": fitted.f[n], "lo": lo, "hi": hi, "m": fitted.m[n], "counts": fitted.counts[n],
-                     "active": bands.get(tier)})
+        interval = fitted.intervals[n] if fitted.intervals else None
+        pairs = sum(fitted.counts[n])
+        why = ""
+        if not pairs:
+            why = f"no pairs: the grader gave {tier} to none of the judged rollouts, so f is the prior, not a measurement"
+        elif interval is None:
+            why = "no interval asked for"
+        rows.append({"tier": tier, "f": fitted.f[n], "lo": interval[0] if interval else None,
+                     "hi": interval[1] if interval else None, "why": why, "pairs": pairs, "m": fitted.m[n],
+                     "counts": fitted.counts[n], "active": bands.get(tier)})
     return rows
 
 
@@ -107,7 +130,8 @@ def _mapping_chart(fitted, active) -> dict:
     return {
         "type": "mapping", "labels": tiers, "ylabel": "discount factor f",
         "fitted": {"label": "fitted f", "data": [round(v, 4) for v in fitted.f]},
-        "intervals": {"label": "95% interval", "data": [[round(lo, 4), round(hi, 4)] for lo, hi in fitted.intervals]}
+        "intervals": {"label": "95% interval",
+                      "data": [None if iv is None else [round(iv[0], 4), round(iv[1], 4)] for iv in fitted.intervals]}
         if fitted.intervals else None,
         "bands": {"label": f"active {active.label} (band)", "data": [sorted(active.bands[t]) for t in tiers]} if active else None,
     }
@@ -125,19 +149,48 @@ def _lambda_chart(preview) -> dict:
 def activate(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, _ = page_project(request, project, "manage")
     scope = _scope(request, project_obj)
-    back = reverse("calibration", args=[project]) + (f"?run={scope['run'].name}" if scope["run"] else "")
+    back = reverse("calibration", args=[project]) + ("?" + urlencode({"run": scope["run"].name}) if scope["run"] else "")
     if scope["run"] is None:
         messages.error(request, "Choose the run the mapping is for.")
         return redirect(back)
     frames = _figures(project_obj, scope)
     fitted = frames.fitted
     try:
-        mapping, _ = activate_fitted_mapping(
+        mapping, activation = activate_fitted_mapping(
             run=scope["run"], fitted=fitted, user=request.user, reason=request.POST.get("reason", ""),
             scope={"run": scope["run"].name, "grader": scope["grader"], "step": scope["step"]}, n_judgments=frames.n_judgments,
+            override=request.POST.get("override") == "1",
         )
+    except TooLittleEvidence as refused:
+        messages.error(request, f"Not activated: the fit rests on too little evidence ({'; '.join(refused.evidence.shortfalls)}). "
+                                "Activating it anyway needs the override in the confirmation dialog.")
+        return redirect(back)
     except ValueError as error:
         messages.error(request, f"Not activated: {error}")
         return redirect(back)
-    messages.success(request, f"{mapping.label} is now active for {scope['run'].name}; every step's advantages are being recomputed.")
+    below = " below the project's minimum evidence, by override" if activation.overrode_minimum else ""
+    messages.success(request, f"{mapping.label} is now active for {scope['run'].name}{below}; "
+                              "every step's advantages are being recomputed.")
+    return redirect(back)
+
+
+@login_required
+@require_POST
+def minimum(request: HttpRequest, project: str) -> HttpResponse:
+    """The project's minimum evidence for activating a fit without an override (admins)."""
+    project_obj, _ = page_project(request, project, "manage")
+    back = reverse("calibration", args=[project])
+    if request.POST.get("run") and params.usable_name(request.POST["run"]):
+        back += "?" + urlencode({"run": request.POST["run"]})
+    values = {name: request.POST.get(name, "").strip() for name in ("groups", "tier_pairs")}
+    bad = [name for name, value in values.items() if not params.is_whole(value) or len(value) > 7 or int(value) > MAX_MINIMUM]
+    if bad:
+        labels = {"groups": "judged mixed groups", "tier_pairs": "pairs a tier"}
+        messages.error(request, f"Minimum not changed: {' and '.join(labels[b] for b in bad)} must be a whole number "
+                                f"from 0 to {MAX_MINIMUM:,}.")
+        return redirect(back)
+    row = save_minimum(project=project_obj, user=request.user, groups=int(values["groups"]),
+                       tier_pairs=int(values["tier_pairs"]))
+    messages.success(request, f"Minimum evidence for {project_obj.name}: {row.groups} judged mixed groups and every tier "
+                              f"seen in at least {row.tier_pairs} pairs.")
     return redirect(back)

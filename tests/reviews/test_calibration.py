@@ -7,8 +7,11 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grading.method.advantage import MappingSpec, redistribute_group
+from grading.method.tiers import TIERS
 from reviews.stats import calibration
 from reviews.stats.calibration import bootstrap_mapping, counts_from_pairs, fit_mapping
 from tests.helpers import VECTORS
@@ -124,7 +127,9 @@ def test_bootstrap_resamples_groups():
     boot = bootstrap_mapping(pairs, n_boot=300, seed=2, k=0)
     assert boot.n_groups == 3 and boot.n_boot == 300
     assert boot.f == fit_mapping(counts_from_pairs(pairs), k=0).f
-    for (low, high), f in zip(boot.intervals, boot.f):
+    assert boot.intervals[1] is None  # the grader gave no T2: nothing to resample
+    for interval, f in zip(boot.intervals[::2], boot.f[::2]):
+        low, high = interval
         assert low <= f <= high
     assert bootstrap_mapping(pairs, n_boot=300, seed=2, k=0).intervals == boot.intervals
 
@@ -142,3 +147,14 @@ def test_bootstrap_interval_covers_planted_truth():
     )
     for (low, high), t in zip(boot.intervals, truth):
         assert low - 1e-12 <= t <= high + 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdefg"), st.sampled_from(TIERS), st.sampled_from(TIERS)), max_size=30),
+       st.floats(min_value=0, max_value=3))
+def test_a_tier_has_an_interval_exactly_when_the_grader_gave_it(pairs, k):
+    boot = bootstrap_mapping(pairs, n_boot=20, seed=0, k=k)
+    given_tiers = {grader for _, grader, _ in pairs}
+    assert [iv is not None for iv in boot.intervals] == [tier in given_tiers for tier in TIERS]
+    assert all(low <= high for low, high in filter(None, boot.intervals))
+    assert boot.to_dict()["intervals"] == [None if iv is None else list(iv) for iv in boot.intervals]

@@ -41,11 +41,17 @@ def test_activating_the_fitted_mapping_versions_it_and_changes_graded_advantages
     client.force_login(alice)
     r = client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": ""}, follow=True)
     assert "needs a reason" in r.content.decode() and not MappingActivation.objects.exists()
+    # 2 groups are below the default minimum (30): without the dialog's override nothing is stored
     r = client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": "two reviewers, 6 pairs"}, follow=True)
-    assert "acme-calibrated@1 is now active for r1" in r.content.decode()
+    assert "Not activated: the fit rests on too little evidence (2 judged mixed groups, 30 needed;" in r.content.decode()
+    assert not MappingActivation.objects.exists() and not FactorMapping.objects.filter(source="calibrated").exists()
+    r = client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": "two reviewers, 6 pairs", "override": "1"},
+                    follow=True)
+    assert "acme-calibrated@1 is now active for r1 below the project&#x27;s minimum evidence, by override" in r.content.decode()
     mapping = FactorMapping.objects.get(source="calibrated")
     activation = MappingActivation.objects.get()
     assert (activation.mapping, activation.activated_by, activation.reason) == (mapping, alice, "two reviewers, 6 pairs")
+    assert activation.overrode_minimum and mapping.fit["n_groups"] == 2
     assert mapping.fit["scope"] == {"run": "r1", "grader": None, "step": None}
     assert mapping.fit["counts"] == [[2, 0, 0], [0, 1, 2], [0, 0, 1]] and mapping.fit["n_boot"] == 1000
     assert mapping.bands["T1"] == [1.0, 1.0] and mapping.bands["T2"][0] == mapping.bands["T2"][1]
@@ -70,7 +76,8 @@ def test_uninformative_grader_gives_equal_factors_and_baseline_advantages(alice,
     run = Run.objects.get(name="r1")
     fitted = fit_mapping([[3, 3, 3], [3, 3, 3], [3, 3, 3]], k=0)
     assert fitted.f == (1.0, 1.0, 1.0)
-    mapping, _ = activate_fitted_mapping(run=run, fitted=fitted, user=alice, reason="uninformative", scope={}, n_judgments=27)
+    mapping, _ = activate_fitted_mapping(run=run, fitted=fitted, user=alice, reason="uninformative", scope={}, n_judgments=27,
+                                         override=True)  # a table with no groups recorded is below any minimum but 0
     ensure_computed_many(steps=list(run.steps.all()), mapping=mapping)
     rows = list(AdvantageResult.objects.filter(mapping=mapping))
     assert rows and all(r.redistributed_advantage == pytest.approx(r.advantage, abs=1e-12) for r in rows)
@@ -146,3 +153,92 @@ def test_the_agreement_table_keeps_the_latest_steps_unless_asked_for_all(client,
     client.force_login(alice)
     page = client.get("/projects/acme/calibration/?run=r1&steps=all")  # one step here: nothing to leave out
     assert page.status_code == 200 and page.context["hidden_steps"] == 0 and b'data-testid="hidden-steps"' not in page.content
+
+
+def _computed(run):
+    ensure_computed_many(steps=list(run.steps.all()), mapping=active_mapping(run))
+
+
+def test_below_the_minimum_the_fit_says_too_little_evidence_and_the_dialog_what_activating_changes(client, alice, judged):
+    run = Run.objects.get(name="r1")
+    _computed(run)
+    client.force_login(alice)
+    html = client.get("/projects/acme/calibration/?run=r1").content.decode()
+    assert 'data-testid="evidence" data-state="too-little"' in html and "<strong>Too little evidence</strong>" in html
+    assert "<li>2 judged mixed groups, 30 needed</li>" in html and "<li>T3 seen in 1 pair, 5 needed</li>" in html
+    assert 'data-confirm="confirm-activate"' in html and "(too little evidence)</button>" in html
+    assert "It rests on <strong>2 judged mixed groups</strong>, with the grader's T1, T2, T3 seen in 2, 3, 1 pairs" in html
+    assert "it changes <strong>6 of 10 rows</strong> of the active mapping <code>default@1</code> (2 groups)" in html
+    assert 'data-field-name="override" data-field-value="1">Activate anyway</button>' in html
+    said = float(html.split("Σ|ΔA*| = ")[1].split("<")[0])
+    before = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=active_mapping(run))}
+    client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": "few groups, on purpose", "override": "1"})
+    mapping = active_mapping(run)
+    assert mapping.source == "calibrated" and MappingActivation.objects.get().overrode_minimum
+    ensure_computed_many(steps=list(run.steps.all()), mapping=mapping)
+    after = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=mapping)}
+    moved = sum(abs(after[k] - before[k]) for k in before)
+    assert said == pytest.approx(moved, abs=1e-4)  # what the dialog said is what activating moved
+    assert sum(abs(after[k] - before[k]) > 1e-12 for k in before) == 6
+
+
+def test_a_tier_without_pairs_shows_no_interval_and_says_why(client, alice, judged):
+    from grading.grader.verdicts import GradeInput, record_verdict
+
+    # a newer verdict on g1@1 (another grader's) gives no T3: the grader's T3 row is now 0 / 0 / 0
+    record_verdict(group=judged["g1@1"], grader="second-grader@1", status="valid",
+                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(3, "T2", 2)])
+    client.force_login(alice)
+    r = client.get("/projects/acme/calibration/?run=r1")
+    html = r.content.decode()
+    cell = html.split('data-testid="interval-T3">')[1].split("</td>")[0]
+    assert cell.startswith("–") and "no pairs: the grader gave T3 to none of the judged rollouts, so f is the prior" in cell
+    assert html.split('data-testid="interval-T2">')[1].startswith("[")
+    assert r.context["mapping_chart"]["intervals"]["data"][2] is None
+    assert "<li>T3 seen in 0 pairs, 5 needed</li>" in html
+    body = client.get("/api/v1/agreement/?project=acme&run=r1&n_boot=50").json()
+    assert body["fitted_mapping"]["intervals"][2] is None and body["fitted_mapping"]["intervals"][0] is not None
+
+
+def test_an_admin_sets_the_minimum_and_a_fit_that_meets_it_activates_without_override(client, alice, judged):
+    from grading.models import CalibrationMinimum
+
+    client.force_login(alice)
+    r = client.post("/projects/acme/calibration/minimum/", {"groups": "2", "tier_pairs": "1", "run": "r1"}, follow=True)
+    assert r.redirect_chain[-1][0] == "/projects/acme/calibration/?run=r1"
+    assert "Minimum evidence for acme: 2 judged mixed groups and every tier seen in at least 1 pairs." in r.content.decode()
+    row = CalibrationMinimum.objects.get()
+    assert (row.project.name, row.groups, row.tier_pairs, row.updated_by) == ("acme", 2, 1, alice)
+    html = r.content.decode()
+    assert 'data-testid="evidence" data-state="enough"' in html and "Too little evidence" not in html
+    assert 'value="2" data-testid="minimum-groups"' in html and ">Activate</button>" in html
+    r = client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": "enough for this project"}, follow=True)
+    assert "acme-calibrated@1 is now active for r1; every step" in r.content.decode()
+    assert not MappingActivation.objects.get().overrode_minimum
+
+
+@pytest.mark.parametrize("min_groups, min_pairs", [("", "5"), ("-1", "5"), ("30", "x"), ("1.5", "5"), ("30", "10000001")])
+def test_a_bad_minimum_is_refused_in_words_and_nothing_changes(client, alice, judged, min_groups, min_pairs):
+    from grading.models import CalibrationMinimum
+
+    client.force_login(alice)
+    r = client.post("/projects/acme/calibration/minimum/", {"groups": min_groups, "tier_pairs": min_pairs}, follow=True)
+    assert r.status_code == 200 and "Minimum not changed:" in r.content.decode() and "must be a whole number" in r.content.decode()
+    assert not CalibrationMinimum.objects.exists()
+
+
+def test_minimum_refusals(client, alice, bob, carol, judged):
+    from grading.models import CalibrationMinimum
+
+    url = "/projects/acme/calibration/minimum/"
+    body = {"groups": "1", "tier_pairs": "1"}
+    client.force_login(bob)  # a reviewer sees the minimum the page holds fits to, but may not change it
+    assert 'data-testid="minimum-form"' not in client.get("/projects/acme/calibration/?run=r1").content.decode()
+    assert client.post(url, body).status_code == 403
+    client.force_login(carol)  # admin of another project
+    assert client.post(url, body).status_code == 404
+    client.force_login(alice)
+    assert client.get(url).status_code == 405
+    client.logout()
+    assert client.post(url, body).status_code == 302
+    assert not CalibrationMinimum.objects.exists()
