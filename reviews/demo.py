@@ -1,6 +1,8 @@
 """Demo judgments, so a fresh `make run` shows the review desk and the calibration page with
 data in them: two demo reviewers judge the demo's graded groups through the same services
-a person uses, agreeing with the grader most of the time and a tier apart otherwise.
+a person uses, agreeing with the grader most of the time and a tier apart otherwise. With
+seed_demo's default 8 steps the demo run's fit meets the default minimum evidence
+(grading.method.evidence); `demo_evidence` says whether it does.
 """
 
 from __future__ import annotations
@@ -9,8 +11,11 @@ import random
 
 from django.contrib.auth import get_user_model
 
+from grading.method.evidence import assess
+from grading.method.minimums import minimum_for
 from grading.method.tiers import TIERS
-from grading.models import Group, Membership, Project, Role, RolloutGrade, Verdict
+from grading.models import Group, Membership, Project, Role, RolloutGrade, Run, Verdict
+from reviews.selectors.calibration import figures
 from reviews.services.judgments import ItemInput, JudgmentConflict, submit_judgment
 from reviews.services.queue import assign, update_policy
 
@@ -63,3 +68,15 @@ def seed_judgments(*, project: Project, password: str, seed: int = 11, agree: fl
             except JudgmentConflict:
                 counts["kept"] += 1
     return counts
+
+
+def demo_evidence(*, project: Project, run_name: str) -> str:
+    """One line for seed_demo: what the run's fit rests on against the project's minimum."""
+    run = Run.objects.filter(project=project, name=run_name).first()
+    if run is None:
+        return f"calibration: no run {run_name!r}"
+    fitted = figures(project=project, run=run, with_slices=False).fitted  # the fit the calibration page shows
+    found = assess(counts=fitted.counts, n_groups=fitted.n_groups, minimum=minimum_for(project))
+    said = "enough evidence" if found.sufficient else "too little evidence (" + "; ".join(found.shortfalls) + ")"
+    return (f"calibration of {run_name}: the fit rests on {found.n_groups} judged mixed groups, T1/T2/T3 seen in "
+            f"{'/'.join(map(str, found.tier_pairs))} pairs: {said}")

@@ -11,7 +11,7 @@ from grading.grader.jobs import grade_group
 from grading.ingest.demo import demo_groups
 from grading.ingest.service import ingest_group_lines
 from grading.models import Group, Membership, Project, Role, Run
-from reviews.demo import REVIEWERS, seed_judgments
+from reviews.demo import REVIEWERS, demo_evidence, seed_judgments
 
 SIMULATED_RUN = "simulated-rl"
 
@@ -22,7 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--project", default="demo")
         parser.add_argument("--username", default="demo")
         parser.add_argument("--password", default="demo")
-        parser.add_argument("--steps", type=int, default=3)
+        # 8 steps give the demo run more judged mixed groups than the default calibration
+        # minimum asks for (30), so its calibration page shows a fit with enough evidence.
+        parser.add_argument("--steps", type=int, default=8)
         parser.add_argument("--groups-per-step", type=int, default=8)
         parser.add_argument("--rollouts", type=int, default=8)
         parser.add_argument("--no-grade", action="store_true", help="leave the mixed groups ungraded (fallback)")
@@ -62,6 +64,7 @@ class Command(BaseCommand):
             counts = seed_judgments(project=project_obj, password=password)
             self.stdout.write(f"demo reviewers {', '.join(REVIEWERS)} (password {password!r}): "
                               f"{counts['stored']} judgments stored, {counts['kept']} already there")
+            self.stdout.write(demo_evidence(project=project_obj, run_name="demo-run"))
             if not no_simulate and not Run.objects.filter(project=project_obj, name=SIMULATED_RUN).exists():
                 # A run a trainer drove through the client: policy set first, steps posted, waited for, taken.
                 call_command("simulate_training", project=project, run=SIMULATED_RUN, steps=3, stdout=self.stdout)
