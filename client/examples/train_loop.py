@@ -5,9 +5,11 @@ post the groups, wait until the step is final and take the redistributed advanta
     GAGAR_URL=http://127.0.0.1:8000 GAGAR_TOKEN=gagar_... GAGAR_PROJECT=demo \
         python client/examples/train_loop.py --run my-run --steps 3
 
-The groups here are toy ones (a two-line fix sampled 8 times, some passing); a real trainer
-posts its own rollouts in the same shape (docs/formats.md, `gagar-group/1`). It prints one
-line per step and exits non-zero if a step does not become final in time.
+The groups here are toy ones (a two-line fix sampled 8 times, some passing: clean, cluttered
+or with a stray script, so the grader sorts them into tiers); a real trainer posts its own
+rollouts in the same shape (docs/formats.md, `gagar-group/1`). It prints one line per step —
+the tiers the grader gave and on how many rollouts A* differs from the plain advantage A —
+and exits non-zero if a step does not become final in time.
 """
 
 import argparse
@@ -17,22 +19,37 @@ import sys
 
 from gagar_client import Client, StepNotFinal
 
+# A passing fix comes in one of three shapes, so the heuristic grader has something to tell
+# apart: the two-line fix alone; the fix with leftover clutter (a debug print and notes);
+# the fix plus a stray reproduce script at the repository root (out of scope). The grader
+# ranks them T1, T2 and T3, and the step's A* moves credit from the last to the first.
+FIX = " def add(a, b):\n-    return a - b\n+    return a + b\n"
+CLUTTER = "".join(f"+    # note {k}: checked the operator again\n" for k in range(12)) + "+    print('debug', a, b)\n"
+REPRODUCE = ("diff --git a/reproduce.py b/reproduce.py\nnew file mode 100644\n--- /dev/null\n+++ b/reproduce.py\n@@ -0,0 +1,30 @@\n"
+             + "".join(f"+print('case {k}', __import__('calc.ops').ops.add({k}, {k}))\n" for k in range(30)))
+
+
+def toy_patch(shape: str) -> str:
+    extra = CLUTTER if shape == "cluttered" else ""
+    patch = f"diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,2 +1,{2 + extra.count(chr(10))} @@\n{FIX}{extra}"
+    return patch + (REPRODUCE if shape == "stray" else "")
+
 
 def toy_group(rng: random.Random, step: int, task: int, n: int = 8) -> dict:
     rollouts = []
     for index in range(n):
         passed = rng.random() < 0.5
-        extra = "".join(f"+# note {k}\n" for k in range(rng.randint(0, 6)))  # some passing fixes carry clutter
+        shape = rng.choice(("clean", "cluttered", "stray")) if passed else "clean"
         rollouts.append({
             "index": index,
             "reward": 1.0 if passed else 0.0,
-            "patch": f"diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,{2 + extra.count(chr(10))} @@\n"
-                     f" def add(a, b):\n-    return a - b\n+    return a + b\n{extra}",
+            "patch": toy_patch(shape),
             "messages": [{"role": "user", "content": f"Task {task}: add() subtracts."},
-                         {"role": "assistant", "content": "Fixing the operator.", "action": "sed -i s/-/+/ calc.py"}],
+                         {"role": "assistant", "content": "Fixing the operator.", "action": "sed -i s/-/+/ calc/ops.py"}],
             "tests": {"FAIL_TO_PASS": {"success": ["test_add"] if passed else [], "failure": [] if passed else ["test_add"]}},
         })
-    return {"uid": f"task-{task}@{step}", "task": {"instance_id": f"task-{task}", "problem_statement": "add() subtracts"},
+    return {"uid": f"task-{task}@{step}",
+            "task": {"instance_id": f"task-{task}", "repo": "toy/calc", "problem_statement": "add() subtracts"},
             "rollouts": rollouts}
 
 
@@ -55,8 +72,10 @@ def main() -> int:
             return 1
         a_star = gagar.advantages(args.run, step, inputs_version=rows.inputs_version)
         tiers = sorted({row["tier"] for row in rows if row.get("tier")})
+        moved = sum(1 for row in rows if None not in (row.get("advantage"), row.get("redistributed_advantage"))
+                    and abs(row["redistributed_advantage"] - row["advantage"]) > 1e-9)
         print(f"step {step}: final, inputs_version {rows.inputs_version}, {len(a_star)} advantages, "
-              f"tiers {','.join(tiers) or '-'}, sum of A* {sum(a_star.values()):+.6f}")
+              f"tiers {','.join(tiers) or '-'}, A* != A on {moved}, sum of A* {sum(a_star.values()):+.6f}")
     return 0
 
 

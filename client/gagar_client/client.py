@@ -331,8 +331,16 @@ class Client:
         return advantage_map(self.advantage_rows(run, step, inputs_version=inputs_version), column=column)
 
     def advantages_frame(self, run: str, step: int, *, inputs_version: str | None = None):
-        """The step's rows as a pandas DataFrame (Parquet when pyarrow is installed, else JSON Lines)."""
-        import pandas as pd  # optional dependency: pip install 'gagar-client[pandas]'
+        """The step's rows as a pandas DataFrame (Parquet when pyarrow is installed, else JSON Lines).
+
+        pandas is optional: without it this raises ModuleNotFoundError saying what to install.
+        """
+        try:
+            import pandas as pd
+        except ModuleNotFoundError as exc:
+            raise ModuleNotFoundError(
+                "advantages_frame needs pandas: pip install 'gagar-client[pandas]' (or 'gagar-client[parquet]' for "
+                "pandas with pyarrow); advantages() and advantage_rows() need neither", name="pandas") from exc
 
         try:
             import pyarrow  # noqa: F401

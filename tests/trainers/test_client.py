@@ -378,3 +378,12 @@ def test_advantages_frame(client):
     client.post_step("rl-1", 3, _groups())
     frame = client.advantages_frame("rl-1", 3)
     assert isinstance(frame, pd.DataFrame) and list(frame["uid"]) == ["t1@3"] * 4 + ["t2@3"] * 4
+
+
+def test_advantages_frame_without_pandas_says_what_to_install(client, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as on a machine without pandas: `import pandas` fails
+    with pytest.raises(ModuleNotFoundError, match=r"pip install 'gagar-client\[pandas\]'") as caught:
+        client.advantages_frame("rl-1", 3)
+    assert caught.value.name == "pandas"
