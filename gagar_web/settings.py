@@ -179,6 +179,21 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "projects"
 LOGOUT_REDIRECT_URL = "login"
 
+# Mail: invitations to a project (the team page) go out by SMTP when EMAIL_HOST is set; otherwise
+# they are written to the console (the link is shown to the admin either way).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend"
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_SSL = _env_bool("EMAIL_USE_SSL", False)
+EMAIL_USE_TLS = _env_bool("EMAIL_USE_TLS", not EMAIL_USE_SSL)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL exclude each other: set one")
+EMAIL_PORT = _env_int("EMAIL_PORT", 465 if EMAIL_USE_SSL else 587, minimum=1)
+EMAIL_TIMEOUT = _env_int("EMAIL_TIMEOUT", 20, minimum=1)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "gagar@localhost")
+PASSWORD_RESET_TIMEOUT = _env_int("GAGAR_INVITE_TIMEOUT", 7 * 24 * 3600, minimum=60)  # an invitation link's life, seconds
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False

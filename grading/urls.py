@@ -8,11 +8,14 @@ RUN = "projects/<slug:project>/runs/<str:run>/"
 
 urlpatterns = [
     path("healthz", pages.healthz, name="healthz"),
+    path("accounts/invite/<uidb64>/<token>/", team.AcceptInviteView.as_view(), name="invite"),
     path("projects/", pages.project_list, name="projects"),
+    path("projects/new/", pages.new_project, name="new-project"),  # before <slug:project>/: "new" is a reserved name
     path("projects/<slug:project>/", pages.project_detail, name="project"),
     path("projects/<slug:project>/guide/", guide.rubric_guide, name="rubric-guide"),
     path("projects/<slug:project>/team/", team.team_page, name="team"),
     path("projects/<slug:project>/team/members/", team.add_member, name="team-add-member"),
+    path("projects/<slug:project>/team/invites/", team.invite_member, name="team-invite"),
     path("projects/<slug:project>/team/members/<int:pk>/", team.change_member, name="team-member"),
     path("projects/<slug:project>/team/tokens/", team.create_token, name="team-create-token"),
     path("projects/<slug:project>/team/tokens/<int:pk>/revoke/", team.revoke_token, name="team-revoke-token"),

@@ -42,6 +42,8 @@ def test_postgres_url_and_broker_are_read():
         ({"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "k" * 60}, "DJANGO_ALLOWED_HOSTS"),
         ({"GAGAR_MAX_LINE_BYTES": "lots"}, "GAGAR_MAX_LINE_BYTES"),
         ({"GAGAR_CACHE_URL": "memcached://x:11211"}, "GAGAR_CACHE_URL"),
+        ({"EMAIL_PORT": "smtp"}, "EMAIL_PORT"),
+        ({"EMAIL_USE_TLS": "true", "EMAIL_USE_SSL": "true"}, "EMAIL_USE_SSL"),
     ],
 )
 def test_bad_values_fail_loudly_at_start(env, named):
@@ -63,3 +65,14 @@ def test_a_shared_cache_is_used_and_works_when_named():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["django.core.cache.backends.redis.RedisCache", "42"]
 
+
+
+def test_invitations_are_mailed_by_smtp_only_where_email_host_is_set():
+    show = "import django; django.setup(); from django.conf import settings as s; print(s.EMAIL_BACKEND, s.EMAIL_PORT, s.EMAIL_USE_TLS)"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "EMAIL_"))}
+    env = {**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings"}
+    run = lambda **extra: subprocess.run([sys.executable, "-c", show], cwd=ROOT, env={**env, **extra},  # noqa: E731
+                                         capture_output=True, text=True, timeout=60)
+    assert run().stdout.split() == ["django.core.mail.backends.console.EmailBackend", "587", "True"]
+    assert run(EMAIL_HOST="smtp.example.org", EMAIL_USE_SSL="true").stdout.split() == [
+        "django.core.mail.backends.smtp.EmailBackend", "465", "False"]

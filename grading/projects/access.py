@@ -41,6 +41,12 @@ def get_project_for(user, name: str, *capabilities: str, token: ApiToken | None 
     return project, membership
 
 
+def require_staff(user) -> None:
+    """Creating projects is the site's staff's (Django's `is_staff`), not any project's role: PermissionDenied otherwise."""
+    if not (user.is_authenticated and user.is_active and user.is_staff):
+        raise PermissionDenied("Only the site's staff create projects; ask one of them, or use manage.py create_project")
+
+
 # --- pages: a request with a session login ------------------------------------------------
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
@@ -65,6 +67,36 @@ def add_member(*, project: Project, username: str, role: str, actor) -> Membersh
         raise TeamError(f"{username} is already a member of {project.name}; change their role in the list instead")
     membership = Membership.objects.create(project=project, user=user, role=role)
     _log(actor, [membership], ADDITION, f"Added to {project.name} as {role} on the team page")
+    return membership
+
+
+@transaction.atomic
+def invite_member(*, project: Project, username: str, email: str, role: str, actor) -> Membership:
+    """A new account for a person who has none yet, with `role` in `project`; no usable password until
+    they open their sign-up link (grading/projects/invites.py)."""
+    _check_role(role)
+    username, email = (username or "").strip(), (email or "").strip()
+    user_model = get_user_model()
+    if not username:
+        raise TeamError("give the new account a username")
+    try:
+        user_model.username_validator(username)
+    except ValidationError:
+        raise TeamError(f"{username!r} is not a usable username (letters, digits and @ . + - _)") from None
+    if len(username) > user_model._meta.get_field("username").max_length:
+        raise TeamError("a username is at most 150 characters")
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise TeamError(f"{email!r} is not an e-mail address") from None
+    if user_model.objects.filter(username=username).exists():
+        raise TeamError(f"an account called {username!r} exists already; add it as a member instead")
+    user = user_model(username=username, email=email)
+    user.set_unusable_password()
+    user.save()
+    membership = Membership.objects.create(project=project, user=user, role=role)
+    _log(actor, [membership], ADDITION, f"Invited to {project.name} as {role} on the team page")
     return membership
 
 

@@ -6,18 +6,31 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from grading.models import ApiToken, Membership, Project, Role
+from grading.projects.create import existing_names
+
+
+class UnknownProject(ValueError):
+    """No project of that name: create it first (`create_project`, or `create_api_token --create-project`)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        super().__init__(f"no project {name!r}; existing projects: {existing_names()}")
 
 
 @transaction.atomic
 def issue_api_token(*, username: str, project_name: str, role: str, token_name: str = "") -> tuple[ApiToken, str]:
     """Create the user and membership if needed, then a new token; returns (token, secret).
 
+    The project must exist (UnknownProject otherwise, naming the ones that do).
+
     An existing membership keeps its role unless `role` differs, in which case the role is
     updated: the command is how admins provision scripts, and the last word should win.
     """
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}; choose one of {', '.join(Role.values)}")
-    project, _ = Project.objects.get_or_create(name=project_name)
+    project = Project.objects.filter(name=project_name).first()
+    if project is None:  # a typo must not send a trainer's ingest into a new, empty project
+        raise UnknownProject(project_name)
     user_model = get_user_model()
     user, created = user_model.objects.get_or_create(username=username)
     if created:

@@ -9,7 +9,7 @@ from django.core.paginator import Paginator
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST, require_safe
+from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
@@ -17,7 +17,8 @@ from grading.formats import params
 from grading.grader.policy import PolicyError, grader_name, update_run_policy
 from grading.method.services import active_mapping, ensure_computed, ensure_computed_many
 from grading.models import Run
-from grading.projects.access import page_project, page_run
+from grading.projects import create
+from grading.projects.access import page_project, page_run, require_staff
 
 
 @require_safe  # GET and HEAD: a load balancer's probe may be either
@@ -33,6 +34,23 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
     return render(request, "grading/projects.html", {"projects": selectors.projects_for_user(request.user)})
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def new_project(request: HttpRequest) -> HttpResponse:
+    """Staff create a project and become its first admin; then its team page, to invite the others."""
+    require_staff(request.user)
+    values = {"name": "", "description": ""}
+    if request.method == "POST":
+        values = {key: request.POST.get(key, "") for key in values}
+        try:
+            project = create.create_project(admin=request.user, actor=request.user, **values)
+        except create.ProjectError as exc:
+            return render(request, "grading/new_project.html", {"values": values, "error": str(exc)}, status=422)
+        messages.success(request, f"Project {project.name} created; you are its admin. Add or invite its team here.")
+        return redirect("team", project=project.name)
+    return render(request, "grading/new_project.html", {"values": values})
 
 
 @login_required

@@ -12,7 +12,7 @@ from tests.helpers import jsonl, small_group
 pytestmark = pytest.mark.django_db
 
 
-def test_create_api_token_prints_only_a_working_token(client):
+def test_create_api_token_prints_only_a_working_token(client, acme):
     out = StringIO()
     call_command("create_api_token", "ci-bot", "--project", "acme", "--role", "admin", stdout=out)
     secret = out.getvalue().strip()

@@ -22,7 +22,10 @@ from tests.helpers import jsonl, post_lines, small_group
 pytestmark = pytest.mark.django_db
 
 # Routes that are not about a project's data: public, or the framework's own.
-NOT_PROJECT_DATA = {"", "accounts/login/", "accounts/logout/", "healthz", "api/schema/", "api/docs/", "projects/"}
+# The sign-up link is public like the login page (its token is the credential: tests/grading/test_team_invites.py);
+# the new-project page is the site staff's, not a project's (tests/grading/test_project_creation.py).
+NOT_PROJECT_DATA = {"", "accounts/login/", "accounts/logout/", "healthz", "api/schema/", "api/docs/", "projects/",
+                    "accounts/invite/<uidb64>/<token>/", "projects/new/"}
 PARAM = re.compile(r"<(?:(?P<conv>\w+):)?(?P<name>\w+)>")
 
 
@@ -135,7 +138,9 @@ def test_every_post_needs_a_csrf_token_with_a_session(alice, world):
     csrf_client = Client(enforce_csrf_checks=True)
     csrf_client.force_login(alice)
     posted = 0
-    for route, name, url in project_routes(world) + [("accounts/logout/", "logout", "/accounts/logout/")]:
+    for route, name, url in project_routes(world) + [("accounts/logout/", "logout", "/accounts/logout/"),
+                                                     ("projects/new/", "new-project", "/projects/new/"),
+                                                     ("accounts/invite/<uidb64>/<token>/", "invite", "/accounts/invite/MQ/set-password/")]:
         r = csrf_client.post(url + "?project=acme&run=r1", {"run": "r1", "step": "1"})
         assert r.status_code == 403, (url, r.status_code)
         assert b"CSRF" in r.content, url
