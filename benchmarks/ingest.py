@@ -201,7 +201,7 @@ def main() -> int:
         recreate_database(admin_url, args.database)
         env = service_env(db_url)
         manage(env, "migrate", "--no-input")
-        token = manage(env, "create_api_token", "bench-ingest", "--project", PROJECT, "--role", "admin").strip()
+        token = manage(env, "create_api_token", "bench-ingest", "--project", PROJECT, "--create-project", "--role", "admin").strip()
         port = free_port()
         server = start_server(env, port, args.workers, args.profile, server_log)
         server_kind = "runserver under cProfile" if args.profile else f"gunicorn, {args.workers} sync worker(s)"

@@ -199,7 +199,7 @@ def main() -> None:
     try:
         manage(env, "migrate", "--no-input", "-v0")
         subprocess.run(["redis-cli", "-u", broker, "FLUSHDB"], check=False, capture_output=True)
-        token = manage(env, "create_api_token", "bench-trainer", "--project", "bench", "--role", "admin").strip()
+        token = manage(env, "create_api_token", "bench-trainer", "--project", "bench", "--create-project", "--role", "admin").strip()
         port = free_port()
         web = subprocess.Popen([PYTHON, "-m", "gunicorn", "gagar_web.wsgi", "--bind", f"127.0.0.1:{port}", "--workers",
                                 str(args.web_workers), "--worker-class", "gthread", "--threads", str(args.threads), "--timeout", "600"],
