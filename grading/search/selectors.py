@@ -9,8 +9,14 @@ tsvector on PostgreSQL, phrases then by their chunks; on SQLite words are narrow
 trigram table and checked in Python (grading.search.query, the same rules), at most
 SQLITE_SCAN_ROWS candidates a search. A literal the index cannot narrow (`==`, `-c`:
 query.literal_needs_scan) is served by a **scan**: SCAN_ROLLOUTS rollouts a page, and the
-page says how far it got. Hits are found in Python over the page's rollouts only, within
-PAGE_SCAN_BUDGET characters a page (grading.search.text.find_hits: bounded str.find).
+page says how far it got. A literal or a phrase is first **probed**: the next PROBE_ROLLOUTS
+rollouts of the scope are read one by one, each until its first chunk holding it (strpos, a
+regex for a phrase); when they hold more than a page, that is the page and the count is
+estimated from their share (`count_estimated`) — a common string (`git diff`) costs a page's
+worth of reading, not a recheck of every chunk the trigram index names. Otherwise the index
+answers, exactly. Hits are found in Python over the page's rollouts only, up to MAX_HITS
+each, within PAGE_SCAN_BUDGET characters a page (grading.search.text.find_hits: bounded
+str.find); opening a rollout counts all of its hits (rollout_hits).
 
 Grader fields: `tier` (the latest valid verdict's tier) and `cheat` (a cheat signal, which
 can be a grader's flag) are filters only for people whose role sees grader verdicts; the
@@ -22,10 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import orjson
 from django.db import connection
-from django.db.models import BooleanField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import BooleanField, Exists, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import StrIndex
+from django.db.models.functions import Cast, StrIndex
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
@@ -55,6 +62,8 @@ MAX_PAGE_SIZE = 100
 COUNT_CAP = 10_000
 SQLITE_SCAN_ROWS = 50_000  # words on SQLite: at most this many candidate rollouts are read per search
 SCAN_ROLLOUTS = 200  # a literal the index cannot narrow (`==`): rollouts read per page
+PROBE_ROLLOUTS = 64  # a literal or phrase: rollouts read one by one before the index is asked
+PROBE_MAX = 640  # ... and at most this many when their share says a page lies within them
 MAX_HITS = 5  # hits shown per rollout on a results page (the rest: its count and the group page)
 PAGE_SCAN_BUDGET = 16_000_000  # characters a results page reads to find its rollouts' hits, shared among them
 CHUNKS = "grading_searchchunk"
@@ -113,6 +122,7 @@ class SearchResult:
     hits: list[SearchHit] = field(default_factory=list)
     hit_count: int = 0  # hits (fields holding the query) in the part of the rollout read
     hits_complete: bool = True  # False: the page's budget ran out before the whole rollout was read
+    hits_more: bool = False  # True: reading stopped at MAX_HITS hits; the group page counts them all
     hits_url: str = ""  # the group page at this rollout's first hit, with hit-by-hit navigation
 
 
@@ -126,6 +136,7 @@ class SearchPage:
     pending: int = 0  # rollouts of the scope stored but not indexed yet (GAGAR_SEARCH_INDEX=task)
     scan: ScanProgress | None = None  # set when the index could not narrow the query and rows were read
     scan_capped: bool = False  # SQLite words only: more rows than SQLITE_SCAN_ROWS, the rest were not read
+    count_estimated: bool = False  # a probed page (PROBE_ROLLOUTS): `count` is the probed share times the scope
 
 
 @dataclass
@@ -172,6 +183,24 @@ def _like_pattern(literal: str, vendor: str) -> str:
     # SQLite's trigram table is used for LIKE only without ESCAPE: a wildcard stands for the
     # character it replaces (a superset), and instr() then checks the substring itself.
     return "%" + literal.replace("%", "_") + "%"
+
+
+def _chunk_holds(query: Query) -> list:
+    """Conditions on one rollout, correlated (`Exists`): a chunk of it holds the literal
+    (strpos / instr, case-sensitive), or each phrase (PostgreSQL's regex). Neither can use
+    the trigram index, so the database reads the rollout's chunks in order and stops at the
+    first that holds it."""
+    chunks = SearchChunk.objects.filter(rollout_id=OuterRef("pk"))
+    if query.mode == "literal":
+        return [Exists(chunks.annotate(_at=StrIndex("text", Value(query.literal))).filter(_at__gt=0))]
+    return [Exists(chunks.filter(RawSQL("text ~* %s", [_phrase_regex(term)], output_field=BooleanField())))
+            for term in query.terms if term.kind == "phrase"]
+
+
+def probes(query: Query) -> bool:
+    """Whether a page of `query` is first looked for rollout by rollout (a literal, or words
+    with a phrase on PostgreSQL) before the index is asked."""
+    return query.mode == "literal" or (has_index() and any(t.kind == "phrase" for t in query.terms))
 
 
 def _chunks_holding(literal: str) -> RawSQL:
@@ -291,9 +320,17 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
     pending = _pending(scope)
     if needs_scan(query):
         return _scanned_page(query, scope, sees_grader, after, limit, pending)
+    if probes(query):
+        page = _probed_page(query, scope, sees_grader, after, limit, pending)
+        if page is not None:
+            return page
     rows = matching(query, scope, sees_grader=sees_grader)
     scan_capped = False
-    if has_index() or query.mode == "literal":
+    if probes(query):  # the chunks' check is the cost: done once, the count and the page from the same ids
+        found = list(rows.order_by("pk").values_list("pk", flat=True)[: COUNT_CAP + 1])
+        count = len(found)
+        ids = [pk for pk in found if after is None or pk > after][: limit + 1]
+    elif has_index():
         count = rows.order_by().values("pk")[: COUNT_CAP + 1].count()
         page_rows = rows.order_by("pk")
         if after is not None:
@@ -310,6 +347,50 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
     ids = ids[:limit]
     return SearchPage(count=min(count, COUNT_CAP), count_capped=capped, results=_results(query, ids), next_cursor=next_cursor,
                       indexed=pending == 0, pending=pending, scan_capped=scan_capped)
+
+
+def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int,
+                 pending: int) -> SearchPage | None:
+    """The page read rollout by rollout: the next PROBE_ROLLOUTS rollouts of the scope after
+    `after`, those holding the query; when they hold too few for a page but enough that a page
+    should lie within PROBE_MAX rollouts, as many more as the share found says. None when the
+    share is smaller (a rare string: the index finds it faster). The count is exact when the
+    rollouts read were the whole scope, else estimated from their share."""
+    rows = _scoped(scope, sees_grader)
+    window_rows = rows.order_by("pk")
+    if after is not None:
+        window_rows = window_rows.filter(pk__gt=after)
+    window = list(window_rows.values_list("pk", flat=True)[:PROBE_ROLLOUTS])
+    held = _held(query, window)
+    read = len(window)
+    whole = read < PROBE_ROLLOUTS  # nothing of the scope past the window
+    if len(held) <= limit and not whole:
+        need = (limit + 1 - len(held)) * read // max(1, len(held)) * 3 // 2  # more rollouts the share says a page needs
+        if not held or read + need > PROBE_MAX:
+            return None
+        more = list(window_rows.filter(pk__gt=window[-1]).values_list("pk", flat=True)[:need])
+        held += _held(query, more)
+        read += len(more)
+        whole = len(more) < need
+        if len(held) <= limit and not whole:
+            return None
+    next_cursor = held[limit - 1] if len(held) > limit else None
+    if whole and after is None:
+        count, estimated = len(held), False
+    else:
+        count, estimated = max(len(held), round(len(held) / read * rows.order_by().count())), True
+    return SearchPage(count=min(count, COUNT_CAP), count_capped=count > COUNT_CAP, results=_results(query, held[:limit]),
+                      next_cursor=next_cursor, indexed=pending == 0, pending=pending, count_estimated=estimated)
+
+
+def _held(query: Query, ids: list[int]) -> list[int]:
+    """Which of the rollouts `ids` hold the query, read rollout by rollout (_chunk_holds), in id order."""
+    if not ids:
+        return []
+    probe = RolloutSearch.objects.filter(pk__in=ids)
+    if query.mode != "literal":
+        probe = probe.filter(_matches_vector(_tsquery(query)))
+    return list(probe.filter(*_chunk_holds(query)).order_by("pk").values_list("pk", flat=True))
 
 
 def _window_matches(query: Query, window: list[int]) -> list[int]:
@@ -347,21 +428,30 @@ def _results(query: Query, ids: list[int]) -> list[SearchResult]:
     if not ids:
         return []
     rollouts = {r.pk: r for r in Rollout.objects.filter(pk__in=ids).select_related("group__run__project")}
-    contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout_id__in=ids).only("rollout_id", "messages",
-                                                                                                 "patch", "tests")}
+    contents = _bodies(ids)
     results = []
     budget = PAGE_SCAN_BUDGET // len(ids)  # the page's hit-finding is bounded as a whole
     for pk in ids:
         rollout = rollouts.get(pk)
         if rollout is None:  # deleted between the two reads
             continue
-        content = contents.get(pk)
-        found = find_hits(query, content.messages, content.patch, content.tests, limit=MAX_HITS, budget=budget) if content \
-            else Hits([], 0, True)
-        hits = [_hit(rollout, h, query) for h in found.hits]
-        results.append(SearchResult(rollout, hits, hit_count=found.total, hits_complete=found.complete,
-                                    hits_url=hits[0].url if hits else ""))
+        body = contents.get(pk)
+        found = find_hits(query, *body, limit=MAX_HITS, budget=budget, count=False) if body else Hits([], 0, True)
+        hits = [_hit(rollout, h, query, number) for number, h in enumerate(found.hits)]
+        results.append(SearchResult(rollout, hits, hit_count=found.total, hits_complete=found.complete, hits_more=found.more,
+                                    hits_url=hits[0].url if hits else _walk_url(rollout, query)))
     return results
+
+
+def _bodies(ids: list[int]) -> dict[int, tuple]:
+    """(messages, patch, tests) of the rollouts `ids`, the JSON read as text and decoded by
+    orjson (a quarter of json.loads' time on a 250 kB rollout's messages). orjson reads an
+    integer past 64 bits as a float: only a hit's snippet could show it so, never which
+    rollouts match (the index holds the stored text)."""
+    rows = (RolloutContent.objects.filter(rollout_id__in=ids)
+            .annotate(_messages=Cast("messages", TextField()), _tests=Cast("tests", TextField()))
+            .values_list("rollout_id", "_messages", "patch", "_tests"))
+    return {pk: (orjson.loads(messages), patch, orjson.loads(tests)) for pk, messages, patch, tests in rows}
 
 
 def rollout_hits(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = 50) -> tuple[list[SearchHit], Hits]:
@@ -379,20 +469,27 @@ def _query_params(query: Query) -> dict[str, str]:
     return {"q": query.raw, "mode": "auto" if query.auto else query.mode}
 
 
-def _hit(rollout: Rollout, hit: Hit, query: Query, number: int | None = None) -> SearchHit:
+def _walk_url(rollout: Rollout, query: Query) -> str:
+    """The group page with the hit bar on `rollout`, from its first hit."""
     group = rollout.group
-    args = [group.run.project.name, group.run.name, group.uid]
+    return (reverse("group", args=[group.run.project.name, group.run.name, group.uid]) + "?"
+            + urlencode({"lane": rollout.index, **_query_params(query)}) + f"#rollout-{rollout.index}")
+
+
+def _hit(rollout: Rollout, hit: Hit, query: Query, number: int) -> SearchHit:
+    """A hit and the group page's address at it: the rollout's lane, the hit bar on hit
+    `number` (its place among the rollout's hits, from 0), the turn, patch row or test table
+    in view (static/js/hits.js)."""
+    group = rollout.group
+    params = {"lane": rollout.index, **({"start": hit.turn} if hit.where == "turn" else {}), **_query_params(query),
+              "hit": number}
     if hit.where == "turn":
-        params = {"lane": rollout.index, "start": hit.turn, **_query_params(query)}
-        if number is not None:
-            params["hit"] = number
-        url = reverse("group", args=args) + "?" + urlencode(params) + f"#turn-{rollout.index}-{hit.turn}"
+        anchor = f"turn-{rollout.index}-{hit.turn}"
     elif hit.where == "patch":
-        url = reverse("rollout-diff", args=[*args, rollout.index])
-        if hit.line:
-            url += "#" + patch_anchor(rollout.index, hit.path, hit.line)
+        anchor = patch_anchor(rollout.index, hit.path, hit.line) if hit.line else f"diff-{rollout.index}"
     else:
-        url = reverse("group", args=args) + f"#tests-{rollout.index}"
+        anchor = f"tests-{rollout.index}"
+    url = reverse("group", args=[group.run.project.name, group.run.name, group.uid]) + "?" + urlencode(params) + "#" + anchor
     snippet = format_html("{}<mark>{}</mark>{}", hit.before, hit.match, hit.after)
     return SearchHit(hit.where, hit.field, hit.turn, hit.path, hit.line, snippet, hit.snippet, url,
                      occurrences=hit.occurrences, label=hit.label)

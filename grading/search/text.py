@@ -80,11 +80,13 @@ class Hit:
 @dataclass(frozen=True)
 class Hits:
     """A page of one rollout's hits: `total` hits in the fields read; `complete` is False when
-    the scan budget ran out first (there may be more past `total`)."""
+    the scan budget ran out first (there may be more past `total`); `more` is True when the
+    scan stopped at the last hit asked for (`find_hits(count=False)`) with fields left unread."""
 
     hits: list[Hit]
     total: int
     complete: bool
+    more: bool = False
 
 
 def test_names(tests) -> list[str]:
@@ -239,14 +241,18 @@ def _occurrences(query: Query, text: str) -> int:
 
 
 def find_hits(query: Query, messages, patch: str, tests, *, offset: int = 0, limit: int = 5,
-              budget: int = SCAN_BUDGET) -> Hits:
+              budget: int = SCAN_BUDGET, count: bool = True) -> Hits:
     """Where `query` occurs in the rollout: one hit per field that holds it, in part order;
     the hits `offset` to `offset + limit`, and how many there are in all. At most `budget`
-    characters are scanned (str.find, a few calls per occurrence): past it `complete` is False."""
+    characters are scanned (str.find, a few calls per occurrence): past it `complete` is False.
+    `count=False` stops at the last hit asked for (a results page): `more` then says whether
+    anything was left unread, and `total` counts the hits up to there."""
     hits: list[Hit] = []
     total = 0
     scanned = 0
     for part in parts(messages, patch, tests):
+        if not count and total >= offset + limit:
+            return Hits(hits, total, complete=True, more=True)
         if scanned >= budget:
             return Hits(hits, total, complete=False)
         text = part.text[: budget - scanned]

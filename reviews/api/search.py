@@ -41,8 +41,10 @@ class SearchResultSerializer(serializers.Serializer):
     uid = serializers.CharField()
     index = serializers.IntegerField()
     passed = serializers.BooleanField(allow_null=True)
-    hit_count = serializers.IntegerField(help_text="fields of the rollout holding the query (one hit each)")
+    hit_count = serializers.IntegerField(help_text="fields of the rollout holding the query (one hit each), in the part read")
     hits_complete = serializers.BooleanField(help_text="false: the page's reading budget ran out; there may be more hits")
+    hits_more = serializers.BooleanField(help_text="true: reading stopped at the hits shown (`hit_count` is at least); "
+                                         "the group page and the hits endpoint count them all")
     hits = SearchHitSerializer(many=True, help_text="the first hits; the group page walks all of them")
 
 
@@ -53,8 +55,10 @@ class ScanSerializer(serializers.Serializer):
 
 
 class SearchPageSerializer(serializers.Serializer):
-    count = serializers.IntegerField(help_text=f"matching rollouts, counted exactly up to {COUNT_CAP:,}")
+    count = serializers.IntegerField(help_text=f"matching rollouts, counted exactly up to {COUNT_CAP:,} (or estimated: `count_estimated`)")
     count_capped = serializers.BooleanField(help_text=f"true: more than {COUNT_CAP:,} match and count says {COUNT_CAP:,}")
+    count_estimated = serializers.BooleanField(help_text="true: a common literal or phrase, read rollout by rollout for this "
+                                               "page; `count` is the share of the rollouts read times the scope")
     mode = serializers.ChoiceField(choices=["words", "literal"], help_text="how the query was searched")
     auto = serializers.BooleanField(help_text="true: the mode was chosen from the query (mode=auto, the default)")
     indexed = serializers.BooleanField(help_text="false: some rollouts of the scope are stored but not indexed yet (`pending`)")
@@ -69,7 +73,7 @@ def _result(result) -> dict:
     rollout = result.rollout
     group = rollout.group
     return {"run": group.run.name, "step": group.step_number, "uid": group.uid, "index": rollout.index, "passed": rollout.passed,
-            "hit_count": result.hit_count, "hits_complete": result.hits_complete,
+            "hit_count": result.hit_count, "hits_complete": result.hits_complete, "hits_more": result.hits_more,
             "hits": [{"where": h.where, "field": h.field, "turn": h.turn, "path": h.path, "line": h.line,
                       "occurrences": h.occurrences, "snippet": str(h.snippet), "url": h.url} for h in result.hits]}
 
@@ -114,7 +118,8 @@ class SearchView(APIView):
         page = search_rollouts(query=search.query, scope=search.scope, sees_grader=search.sees_grader, after=cursor,
                                limit=limit or PAGE_SIZE)
         scan = page.scan
-        return Response({"count": page.count, "count_capped": page.count_capped, "mode": search.query.mode,
+        return Response({"count": page.count, "count_capped": page.count_capped, "count_estimated": page.count_estimated,
+                         "mode": search.query.mode,
                          "auto": search.query.auto, "indexed": page.indexed, "pending": page.pending,
                          "scan": {"scanned": scan.scanned, "in_scope": scan.in_scope, "complete": scan.complete} if scan else None,
                          "results": [_result(r) for r in page.results],

@@ -48,7 +48,7 @@ def test_search_a_command_open_the_hit_and_land_on_the_turn(live_server, page, e
 
     link = result.get_by_role("link", name=f"turn {TARGET_TURN}").first
     expect(link).to_have_attribute("href", re.compile(rf"/groups/deep@1/\?lane=1&start={TARGET_TURN}&q=git\+log\+-p&mode=literal"
-                                                      rf"#turn-1-{TARGET_TURN}$"))
+                                                      rf"&hit=0#turn-1-{TARGET_TURN}$"))
     link.click()
     expect(page.get_by_test_id("hit-bar")).to_have_attribute("data-hits-ready", "1/2")  # its message and its command
     expect(page).to_have_url(re.compile(rf"/groups/deep@1/\?lane=1&start={TARGET_TURN}&.*#turn-1-{TARGET_TURN}$"))

@@ -123,7 +123,7 @@ def test_open_a_deep_hit_and_walk_the_rollouts_hits(live_server, page, bob, long
 
     # Its first hit opens the group page at that turn, far below the top of the rollout.
     link = result.get_by_test_id("hit").first
-    expect(link).to_have_attribute("href", re.compile(rf"/groups/{re.escape(UID)}/\?lane=1&start={first.turn}&q=.+&mode=auto#turn-1-{first.turn}$"))
+    expect(link).to_have_attribute("href", re.compile(rf"/groups/{re.escape(UID)}/\?lane=1&start={first.turn}&q=.+&mode=auto&hit=0#turn-1-{first.turn}$"))
     link.click()
     bar = page.get_by_test_id("hit-bar")
     expect(bar).to_have_attribute("data-hits-ready", f"1/{n}")

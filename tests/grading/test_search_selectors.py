@@ -128,13 +128,15 @@ def test_hits_name_the_turn_the_patch_line_and_link_there(acme, corpus):
     first = page.results[0]
     turn_hits = [h for h in first.hits if h.where == "turn"]
     assert turn_hits and turn_hits[0].turn == 2  # the third message (0: user, 1: assistant, 2: ours)
-    # the group page at the turn, with the query: it highlights the match and walks the hits
-    assert turn_hits[0].url == "/projects/acme/runs/r1/groups/a@1/?lane=0&start=2&q=git+log+-p&mode=literal#turn-0-2"
+    # the group page at the turn, with the query and the hit's number: the hit bar shows that
+    # hit highlighted and walks on from it
+    assert turn_hits[0].url == "/projects/acme/runs/r1/groups/a@1/?lane=0&start=2&q=git+log+-p&mode=literal&hit=0#turn-0-2"
     assert str(turn_hits[0].snippet).count("<mark>git log -p</mark>") == 1
     patch_hit = search_rollouts(query=parse_query("y = 1", mode="literal"), scope=SearchScope(project=acme),
                                 sees_grader=False).results[0].hits[0]
     assert (patch_hit.where, patch_hit.path, patch_hit.line) == ("patch", "w.py", 2)
-    assert patch_hit.url.startswith("/projects/acme/runs/r1/groups/a@1/rollouts/0/diff/#p0-")
+    # a patch line too opens the group page's hit bar, at the diff row
+    assert patch_hit.url.startswith("/projects/acme/runs/r1/groups/a@1/?lane=0&q=y+%3D+1&mode=literal&hit=0#p0-")
 
 
 def test_snippets_are_escaped(acme):
@@ -170,3 +172,60 @@ def test_migration_backfill_indexes_rollouts_stored_before_it(acme, corpus):
     RolloutSearch.objects.all().delete()
     assert backfill(apps, batch=3) == 8
     assert found(acme, '"git log"') == {"a@1#0", "a@1#2", "c@1#0"}
+
+
+def _many(acme, n_groups: int, size: int, command_of) -> None:
+    """`n_groups` groups of `size` rollouts; rollout k (0-based over all) ran `command_of(k)`."""
+    groups = []
+    for g in range(n_groups):
+        commands = [command_of(g * size + i) for i in range(size)]
+        groups.append(with_commands(small_group(f"m{g}@1", instance_id=f"t-m{g}", rewards=(1,) * size), *commands))
+    ingest_groups(acme, *groups)
+
+
+def _every_page(acme, raw: str, mode: str = "literal", limit: int = 20) -> tuple[list, list[str]]:
+    pages, seen, after = [], [], None
+    while True:
+        page = search_rollouts(query=parse_query(raw, mode=mode), scope=SearchScope(project=acme), sees_grader=True,
+                               after=after, limit=limit)
+        pages.append(page)
+        seen += [f"{r.rollout.group.uid}#{r.rollout.index}" for r in page.results]
+        if page.next_cursor is None:
+            return pages, seen
+        after = page.next_cursor
+
+
+def _brute(raw: str) -> list[str]:
+    return [f"{r.group.uid}#{r.index}" for r in Rollout.objects.select_related("group", "content").order_by("pk")
+            if any(raw in (m.get("action") or "") for m in r.content.messages)]
+
+
+def test_a_common_literal_is_paged_from_the_rollouts_read_and_its_count_estimated(acme):
+    # 96 rollouts, two in three ran `git diff`: the first window read holds more than a page
+    _many(acme, 12, 8, lambda k: "git diff HEAD" if k % 3 else "ls -la")
+    pages, seen = _every_page(acme, "git diff")
+    assert pages[0].count_estimated and len(pages[0].results) == 20
+    assert 55 <= pages[0].count <= 75  # 64 truly; estimated from the share of the first rollouts read
+    assert seen == _brute("git diff") and len(seen) == 64  # every page together: exactly the rollouts that ran it
+    # the hits of a probed page are those of any page: the first few, numbered from 0, on the group page
+    hit = pages[0].results[0].hits[0]
+    assert hit.url.startswith("/projects/acme/runs/r1/groups/m0@1/?lane=1&start=") and "&hit=0#turn-1-" in hit.url
+
+
+def test_a_literal_of_a_few_rollouts_is_read_further_and_a_rare_one_counted_by_the_index(acme):
+    # 160 rollouts: `python -c` in one of six (too few in the first 64 for a page; the share says read on),
+    # `rm -rf build` in three
+    _many(acme, 20, 8, lambda k: "python -c 'print(1)'" if k % 6 == 0 else ("rm -rf build" if k in (5, 77, 151) else "ls"))
+    pages, seen = _every_page(acme, "python -c")
+    assert len(pages[0].results) == 20 and pages[0].count_estimated
+    assert seen == _brute("python -c") and len(seen) == 27
+    pages, seen = _every_page(acme, "rm -rf build")
+    assert len(pages) == 1 and not pages[0].count_estimated and pages[0].count == 3
+    assert seen == _brute("rm -rf build")
+
+
+def test_a_probed_scope_read_whole_is_counted_exactly(acme):
+    _many(acme, 3, 8, lambda k: "git diff" if k % 2 else "git status")
+    pages, seen = _every_page(acme, "git diff", limit=5)
+    assert pages[0].count == 12 and not pages[0].count_estimated
+    assert seen == _brute("git diff")

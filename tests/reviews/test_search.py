@@ -45,7 +45,7 @@ def test_api_answers_one_result_per_rollout_with_hits(client, bob, searchable):
                                                                                  "passed": False}
     hit = next(h for h in result["hits"] if h["where"] == "turn")
     assert hit["turn"] == 2 and hit["field"] == "content" and result["hit_count"] == len(result["hits"]) == 2
-    assert hit["url"] == "/projects/acme/runs/r1/groups/g4@2/?lane=0&start=2&q=git+log+-p&mode=literal#turn-0-2"
+    assert hit["url"] == "/projects/acme/runs/r1/groups/g4@2/?lane=0&start=2&q=git+log+-p&mode=literal&hit=0#turn-0-2"
     assert "<mark>git log -p</mark>" in hit["snippet"]
 
 
@@ -134,7 +134,7 @@ def test_page_groups_results_and_escapes_snippets(client, bob, acme, searchable)
     assert r.status_code == 200
     html = r.content.decode()
     assert "<script>alert" not in html and "&lt;script&gt;<mark>alert</mark>" in html
-    assert 'data-testid="result-x@1-0"' in html and 'href="/projects/acme/runs/r1/groups/x@1/?lane=0&amp;start=2&amp;q=alert&amp;mode=auto#turn-0-2"' in html
+    assert 'data-testid="result-x@1-0"' in html and 'href="/projects/acme/runs/r1/groups/x@1/?lane=0&amp;start=2&amp;q=alert&amp;mode=auto&amp;hit=0#turn-0-2"' in html
     if connection.vendor != "postgresql":
         assert 'data-testid="no-index"' in html  # `make run` (SQLite) says it has no index
 
