@@ -100,30 +100,6 @@ def tokens(text: str) -> list[str]:
     return TOKEN.findall(lowered)
 
 
-def literal_tsquery(literal: str) -> str | None:
-    """A full-text query every text holding `literal` matches (the database's pre-filter for the
-    literal mode; the substring itself is then checked), or None when the literal has no token
-    it can use. Only the literal's whole words are used: one touching its start may be the
-    end of a longer word, one touching its end the start of one. When it has none, a word
-    touching only its end is used as a prefix, if it has 3 characters or more (a shorter
-    prefix matches most rows and would cost more than it saves).
-
-    >>> literal_tsquery("git log -p"), literal_tsquery(" git status"), literal_tsquery("pip==")
-    ("'log'", "'git'", None)
-    """
-    whole, prefix = [], None
-    for match in TOKEN.finditer(literal):
-        if match.start() == 0:
-            continue
-        lexeme = "'" + match.group().lower() + "'"
-        if match.end() < len(literal):
-            whole.append(lexeme)
-        elif len(match.group()) >= 3:
-            prefix = lexeme + ":*"
-    parts = list(dict.fromkeys(whole)) + ([prefix] if prefix and not whole else [])
-    return " & ".join(parts) if parts else None
-
-
 def looks_like_command(raw: str) -> bool:
     """Whether a search box query reads as a command, path or flag (searched literally) rather
     than words: a known command with an argument, a `-flag`, or punctuation inside a word.
