@@ -225,7 +225,8 @@ def record_prescreen(*, group: Group, workspace) -> int:
         reason = f"{signal.signal}: {signal.detail}"[:1000]
         if rollout is None or (rollout.pk, reason) in known:
             continue
-        CheatDecision.objects.create(rollout=rollout, source=CheatDecision.Source.PRESCREEN, reason=reason)
+        CheatDecision.objects.create(rollout=rollout, source=CheatDecision.Source.PRESCREEN, reason=reason, author="prescreen",
+                                     evidence=[signal.evidence.as_dict()] if signal.evidence else [])
         known.add((rollout.pk, reason))
         created += 1
     return created

@@ -57,7 +57,8 @@ def record_verdict(*, group: Group, grader: str, status: str, grades: list[Grade
     for grade in grades:
         if grade.cheat:
             CheatDecision.objects.create(rollout=rollouts[grade.index], source=CheatDecision.Source.GRADER,
-                                         reason="flagged by " + grader)
+                                         reason="flagged by " + grader, author=grader[:150],
+                                         evidence=[e for e in grade.evidence or [] if isinstance(e, dict)])
     mark_stale(step_ids=[group.step_id])
     verdict_recorded.send(sender=Verdict, group=group, verdict=verdict)  # people may have judged the group already
     return verdict, True
@@ -74,3 +75,18 @@ def decide_cheat(*, decision: CheatDecision, confirmed: bool, user=None, reason:
     decision.save(update_fields=["confirmed", "decided_by", "reason", "decided_at"])
     mark_stale(step_ids=[decision.rollout.group.step_id])
     return decision
+
+
+@transaction.atomic
+def decide_cheats(*, decision_ids: list[int], confirmed: bool, user=None) -> list[int]:
+    """Confirm or overturn many signals at once (an audit of whole rollouts), in one update
+    under row locks; each signal keeps its own reason. Returns the ids decided, in id order.
+    The advantage engine reads a rollout's most recently decided signal (one moment here,
+    then the highest id), so one decision over all of a rollout's open signals is in force."""
+    ids = list(CheatDecision.objects.select_for_update().filter(pk__in=decision_ids).order_by("pk").values_list("pk", flat=True))
+    if not ids:
+        return []
+    CheatDecision.objects.filter(pk__in=ids).update(confirmed=confirmed, decided_by=user, decided_at=timezone.now())
+    step_ids = set(CheatDecision.objects.filter(pk__in=ids).values_list("rollout__group__step_id", flat=True))
+    mark_stale(step_ids=sorted(step_ids))
+    return ids

@@ -62,6 +62,10 @@ class CheatDecision(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices)
     confirmed = models.BooleanField(null=True, help_text="empty until audited; true = confirmed cheat; false = overturned")
     reason = models.TextField(blank=True)
+    # Who raised it, as the audit names them: the grader's name, "prescreen", the reviewer
+    # or the auditor whose search it was; and what it cites (grader evidence items).
+    author = models.CharField(max_length=150, blank=True)
+    evidence = models.JSONField(default=list, blank=True)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)

@@ -16,6 +16,7 @@ from django.utils import timezone
 from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
+from reviews.formats.labeled import citations
 from reviews.models import AdjudicationDraft, Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 from reviews.services.calibration import schedule_warm
 from reviews.services.queue import refresh_awaits_review
@@ -289,14 +290,17 @@ def _flag_cheats(*, judgment: Judgment, rollouts: dict[int, Rollout], items: lis
     flagged = [rollouts[i.index] for i in items if i.cheat]
     if not flagged:
         return
+    author = judgment.reviewer.username
+    # One open signal per rollout and person: a second reviewer's call is theirs, with their note.
     pending = set(
-        CheatDecision.objects.filter(rollout__in=flagged, source=CheatDecision.Source.REVIEWER, confirmed__isnull=True)
-        .values_list("rollout_id", flat=True)
+        CheatDecision.objects.filter(rollout__in=flagged, source=CheatDecision.Source.REVIEWER, confirmed__isnull=True,
+                                     author=author).values_list("rollout_id", flat=True)
     )
     notes = {rollouts[i.index].pk: i.note for i in items if i.cheat}
     CheatDecision.objects.bulk_create(
-        CheatDecision(rollout=r, source=CheatDecision.Source.REVIEWER,
-                      reason=f"flagged by {judgment.reviewer.username}" + (f": {notes[r.pk]}" if notes[r.pk] else ""))
+        CheatDecision(rollout=r, source=CheatDecision.Source.REVIEWER, author=author,
+                      reason=f"flagged by {author}" + (f": {notes[r.pk]}" if notes[r.pk] else ""),
+                      evidence=[{**c, "note": notes[r.pk]} for c in citations(notes[r.pk], r.index)])
         for r in flagged if r.pk not in pending
     )
 

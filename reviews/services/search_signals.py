@@ -40,6 +40,7 @@ def signal_search(*, search: SearchRequest, auditor) -> SignalReport:
             raise SignalRefused("no rollout matches this search")
         open_already = set(CheatDecision.objects.filter(rollout_id__in=ids, source=CheatDecision.Source.SEARCH,
                                                         confirmed__isnull=True, reason=reason).values_list("rollout_id", flat=True))
-        new = [CheatDecision(rollout_id=pk, source=CheatDecision.Source.SEARCH, reason=reason) for pk in ids if pk not in open_already]
+        new = [CheatDecision(rollout_id=pk, source=CheatDecision.Source.SEARCH, reason=reason, author=auditor.username)
+               for pk in ids if pk not in open_already]
         CheatDecision.objects.bulk_create(new)
     return SignalReport(created=len(new), skipped=len(open_already))
