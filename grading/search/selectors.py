@@ -26,6 +26,7 @@ still not see (their open blind assignments), which such a search then leaves ou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -62,7 +63,7 @@ MAX_PAGE_SIZE = 100
 COUNT_CAP = 10_000
 SQLITE_SCAN_ROWS = 50_000  # words on SQLite: at most this many candidate rollouts are read per search
 SCAN_ROLLOUTS = 200  # a literal the index cannot narrow (`==`): rollouts read per page
-PROBE_ROLLOUTS = 64  # a literal or phrase: rollouts read one by one before the index is asked
+PROBE_ROLLOUTS = 16  # a literal or phrase: rollouts read one by one before the index is asked
 PROBE_MAX = 640  # ... and at most this many when their share says a page lies within them
 MAX_HITS = 5  # hits shown per rollout on a results page (the rest: its count and the group page)
 PAGE_SCAN_BUDGET = 16_000_000  # characters a results page reads to find its rollouts' hits, shared among them
@@ -95,6 +96,9 @@ class SearchScope:
     tier: str | None = None
     cheat: str | None = None  # "any" | "confirmed"
     grader_hidden: QuerySet | None = None  # group ids whose grader fields this person may not see yet
+    # How this person names a rollout in hits and links: None, its index; a blind judge's
+    # lane label on a group they judge blind (reviews.selectors.lanes.search_lanes).
+    lane_of: Callable[[Rollout], str] | None = field(default=None, repr=False, compare=False)
     _run_ids: list[int] | None = field(default=None, repr=False, compare=False)  # read once per search
 
     @property
@@ -124,6 +128,7 @@ class SearchResult:
     hits_complete: bool = True  # False: the page's budget ran out before the whole rollout was read
     hits_more: bool = False  # True: reading stopped at MAX_HITS hits; the group page counts them all
     hits_url: str = ""  # the group page at this rollout's first hit, with hit-by-hit navigation
+    lane: str = ""  # how the searcher names the rollout: its index, or their blind lane label (SearchScope.lane_of)
 
 
 @dataclass
@@ -345,7 +350,7 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
     capped = count > COUNT_CAP
     next_cursor = ids[limit - 1] if len(ids) > limit else None
     ids = ids[:limit]
-    return SearchPage(count=min(count, COUNT_CAP), count_capped=capped, results=_results(query, ids), next_cursor=next_cursor,
+    return SearchPage(count=min(count, COUNT_CAP), count_capped=capped, results=_results(query, ids, scope.lane_of), next_cursor=next_cursor,
                       indexed=pending == 0, pending=pending, scan_capped=scan_capped)
 
 
@@ -353,25 +358,29 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
                  pending: int) -> SearchPage | None:
     """The page read rollout by rollout: the next PROBE_ROLLOUTS rollouts of the scope after
     `after`, those holding the query; when they hold too few for a page but enough that a page
-    should lie within PROBE_MAX rollouts, as many more as the share found says. None when the
-    share is smaller (a rare string: the index finds it faster). The count is exact when the
-    rollouts read were the whole scope, else estimated from their share."""
+    should lie within PROBE_MAX rollouts, as many more as the share found says. None when none
+    of them holds it, or the share says a page lies further (a rarer string: the index finds it
+    faster than reading on; a rare one costs PROBE_ROLLOUTS rollouts read, ~20 ms at 200 kB
+    each). The count is exact when the rollouts read were the whole scope, else estimated from
+    their share."""
     rows = _scoped(scope, sees_grader)
     window_rows = rows.order_by("pk")
     if after is not None:
         window_rows = window_rows.filter(pk__gt=after)
-    window = list(window_rows.values_list("pk", flat=True)[:PROBE_ROLLOUTS])
+    window = list(window_rows.values_list("pk", flat=True)[: PROBE_ROLLOUTS + 1])
+    whole = len(window) <= PROBE_ROLLOUTS  # nothing of the scope past the window
+    window = window[:PROBE_ROLLOUTS]
     held = _held(query, window)
     read = len(window)
-    whole = read < PROBE_ROLLOUTS  # nothing of the scope past the window
     if len(held) <= limit and not whole:
         need = (limit + 1 - len(held)) * read // max(1, len(held)) * 3 // 2  # more rollouts the share says a page needs
         if not held or read + need > PROBE_MAX:
             return None
-        more = list(window_rows.filter(pk__gt=window[-1]).values_list("pk", flat=True)[:need])
+        more = list(window_rows.filter(pk__gt=window[-1]).values_list("pk", flat=True)[: need + 1])
+        whole = len(more) <= need
+        more = more[:need]
         held += _held(query, more)
         read += len(more)
-        whole = len(more) < need
         if len(held) <= limit and not whole:
             return None
     next_cursor = held[limit - 1] if len(held) > limit else None
@@ -379,7 +388,7 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
         count, estimated = len(held), False
     else:
         count, estimated = max(len(held), round(len(held) / read * rows.order_by().count())), True
-    return SearchPage(count=min(count, COUNT_CAP), count_capped=count > COUNT_CAP, results=_results(query, held[:limit]),
+    return SearchPage(count=min(count, COUNT_CAP), count_capped=count > COUNT_CAP, results=_results(query, held[:limit], scope.lane_of),
                       next_cursor=next_cursor, indexed=pending == 0, pending=pending, count_estimated=estimated)
 
 
@@ -420,11 +429,11 @@ def _scanned_page(query: Query, scope: SearchScope, sees_grader: bool, after: in
         scanned = len(window)
     before = rows.filter(pk__lte=after).count() if after is not None else 0
     progress = ScanProgress(scanned=before + scanned, in_scope=in_scope, complete=next_cursor is None)
-    return SearchPage(count=len(ids), count_capped=False, results=_results(query, ids), next_cursor=next_cursor,
+    return SearchPage(count=len(ids), count_capped=False, results=_results(query, ids, scope.lane_of), next_cursor=next_cursor,
                       indexed=pending == 0, pending=pending, scan=progress)
 
 
-def _results(query: Query, ids: list[int]) -> list[SearchResult]:
+def _results(query: Query, ids: list[int], lane_of: Callable[[Rollout], str] | None = None) -> list[SearchResult]:
     if not ids:
         return []
     rollouts = {r.pk: r for r in Rollout.objects.filter(pk__in=ids).select_related("group__run__project")}
@@ -437,9 +446,10 @@ def _results(query: Query, ids: list[int]) -> list[SearchResult]:
             continue
         body = contents.get(pk)
         found = find_hits(query, *body, limit=MAX_HITS, budget=budget, count=False) if body else Hits([], 0, True)
-        hits = [_hit(rollout, h, query, number) for number, h in enumerate(found.hits)]
+        lane = lane_of(rollout) if lane_of is not None else str(rollout.index)
+        hits = [_hit(rollout, h, query, number, lane) for number, h in enumerate(found.hits)]
         results.append(SearchResult(rollout, hits, hit_count=found.total, hits_complete=found.complete, hits_more=found.more,
-                                    hits_url=hits[0].url if hits else _walk_url(rollout, query)))
+                                    hits_url=hits[0].url if hits else _walk_url(rollout, query, lane), lane=lane))
     return results
 
 
@@ -454,41 +464,44 @@ def _bodies(ids: list[int]) -> dict[int, tuple]:
     return {pk: (orjson.loads(messages), patch, orjson.loads(tests)) for pk, messages, patch, tests in rows}
 
 
-def rollout_hits(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = 50) -> tuple[list[SearchHit], Hits]:
+def rollout_hits(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = 50,
+                 lane: str | None = None) -> tuple[list[SearchHit], Hits]:
     """One rollout's hits for `query`, `offset` to `offset + limit` (the group page's hit-by-hit
     navigation), with how many there are in all: the whole rollout is read, up to
-    text.SCAN_BUDGET characters. `rollout` comes with group__run__project."""
+    text.SCAN_BUDGET characters. `rollout` comes with group__run__project; `lane`: how the
+    links name it (SearchScope.lane_of), its index by default."""
     content = RolloutContent.objects.filter(rollout=rollout).only("messages", "patch", "tests").first()
     if content is None:
         return [], Hits([], 0, True)
     found = find_hits(query, content.messages, content.patch, content.tests, offset=offset, limit=limit)
-    return [_hit(rollout, h, query, number=offset + i) for i, h in enumerate(found.hits)], found
+    lane = str(rollout.index) if lane is None else lane
+    return [_hit(rollout, h, query, offset + i, lane) for i, h in enumerate(found.hits)], found
 
 
 def _query_params(query: Query) -> dict[str, str]:
     return {"q": query.raw, "mode": "auto" if query.auto else query.mode}
 
 
-def _walk_url(rollout: Rollout, query: Query) -> str:
+def _walk_url(rollout: Rollout, query: Query, lane: str) -> str:
     """The group page with the hit bar on `rollout`, from its first hit."""
     group = rollout.group
     return (reverse("group", args=[group.run.project.name, group.run.name, group.uid]) + "?"
-            + urlencode({"lane": rollout.index, **_query_params(query)}) + f"#rollout-{rollout.index}")
+            + urlencode({"lane": lane, **_query_params(query)}) + f"#rollout-{lane}")
 
 
-def _hit(rollout: Rollout, hit: Hit, query: Query, number: int) -> SearchHit:
+def _hit(rollout: Rollout, hit: Hit, query: Query, number: int, lane: str) -> SearchHit:
     """A hit and the group page's address at it: the rollout's lane, the hit bar on hit
     `number` (its place among the rollout's hits, from 0), the turn, patch row or test table
     in view (static/js/hits.js)."""
     group = rollout.group
-    params = {"lane": rollout.index, **({"start": hit.turn} if hit.where == "turn" else {}), **_query_params(query),
+    params = {"lane": lane, **({"start": hit.turn} if hit.where == "turn" else {}), **_query_params(query),
               "hit": number}
     if hit.where == "turn":
-        anchor = f"turn-{rollout.index}-{hit.turn}"
+        anchor = f"turn-{lane}-{hit.turn}"
     elif hit.where == "patch":
-        anchor = patch_anchor(rollout.index, hit.path, hit.line) if hit.line else f"diff-{rollout.index}"
+        anchor = patch_anchor(lane, hit.path, hit.line) if hit.line else f"diff-{lane}"
     else:
-        anchor = f"tests-{rollout.index}"
+        anchor = f"tests-{lane}"
     url = reverse("group", args=[group.run.project.name, group.run.name, group.uid]) + "?" + urlencode(params) + "#" + anchor
     snippet = format_html("{}<mark>{}</mark>{}", hit.before, hit.match, hit.after)
     return SearchHit(hit.where, hit.field, hit.turn, hit.path, hit.line, snippet, hit.snippet, url,
