@@ -183,7 +183,7 @@ def rollout_as_line(rollout: Rollout) -> dict:
         source_format=rollout.source_format, source_ref=rollout.source_ref,
         patch=content.patch if content else "", messages=content.messages if content else [],
         tests=content.tests if content else {}, test_log=content.test_log if content else "",
-        metadata=content.metadata if content else {},
+        metadata=content.metadata if content else {}, dropped=rollout.dropped,
     )
 
 

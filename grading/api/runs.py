@@ -35,7 +35,7 @@ def run_json(run: Run, *, steps: int | None = None) -> dict:
     """A run and its policy; `steps` when the caller counted them already (a list annotates)."""
     return {
         "name": run.name, "baseline": run.baseline, "auto_grade": run.auto_grade,
-        "grading_deadline_seconds": run.grading_deadline_seconds, "grader": grader_name(run),
+        "grading_deadline_seconds": run.grading_deadline_seconds, "grader": grader_name(run), "drop_policy": run.drop_policy,
         "description": run.description, "created_at": run.created_at.isoformat(),
         "steps": run.steps.count() if steps is None else steps,
     }
@@ -45,6 +45,8 @@ RunSchema = inline_serializer("Run", {
     "name": serializers.CharField(), "baseline": serializers.ChoiceField(Run.Baseline.values),
     "auto_grade": serializers.ChoiceField(Run.AutoGrade.values), "grading_deadline_seconds": serializers.IntegerField(),
     "grader": serializers.CharField(allow_null=True, help_text="the grader version auto-grading uses, e.g. heuristic@1"),
+    "drop_policy": serializers.DictField(child=serializers.ChoiceField(["mask", "recompute"]),
+                                         help_text='drop reason -> mask (the default) or recompute; "*" for reasons not named'),
     "description": serializers.CharField(), "created_at": serializers.DateTimeField(), "steps": serializers.IntegerField(),
 })
 StepStatusSchema = inline_serializer("StepStatus", {
@@ -114,7 +116,7 @@ class RunDetailView(APIView):
         return problem or Response(run_json(run))
 
     @extend_schema(parameters=[PROJECT], request=OpenApiTypes.OBJECT, responses=RunSchema,
-                   summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds")
+                   summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds, drop_policy")
     def patch(self, request, name: str):
         run, problem = self._run(request, name, "manage")
         if problem:

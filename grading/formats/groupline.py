@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from grading.method.partial import check_reason
 from grading.rollouts.clusters import PatchChanges, patch_changes
 from grading.rollouts.diffs import read_patch
 
@@ -71,6 +72,7 @@ class ParsedRollout:
     passed: bool | None
     content_hash: str
     exit_status: str
+    dropped: str  # the trainer's drop reason, "" when it kept the rollout (grading.method.partial)
     n_messages: int
     tokens: int | None
     cost_usd: float | None
@@ -269,12 +271,13 @@ def canonical_hash(value: Any) -> str:
 
 
 def stored_rollout(*, index: int, reward: float | None, exit_status: str, stats: dict, source_format: str, source_ref: str,
-                   patch: str, messages: list, tests: dict, test_log: str, metadata: dict) -> dict:
+                   patch: str, messages: list, tests: dict, test_log: str, metadata: dict, dropped: str = "") -> dict:
     """A rollout as it is stored, every field present (absent ones as their empty value): what
     `GET /api/v1/groups/{uid}/` returns and what the content hash covers. So a line read back
     and sent again is `unchanged`, and so is the same rollout written with or without empty
-    fields; keys the format does not define are not stored, and not compared."""
-    return {
+    fields; keys the format does not define are not stored, and not compared. `dropped` is
+    there only when the trainer dropped the rollout, so hashes stored before it existed hold."""
+    stored = {
         "index": index,
         "reward": reward,
         "exit_status": exit_status,
@@ -286,6 +289,9 @@ def stored_rollout(*, index: int, reward: float | None, exit_status: str, stats:
         "test_log": test_log,
         "metadata": metadata,
     }
+    if dropped:
+        stored["dropped"] = dropped
+    return stored
 
 
 def _parse_tests(tests: dict, path: str) -> tuple[int, int]:
@@ -347,9 +353,15 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
     source_ref = _string(source, "ref", f"{path}.source.")[:1000]
     test_log = _string(raw, "test_log", prefix)
     metadata = _object(raw, "metadata", prefix)
+    dropped = raw.get("dropped") or ""
+    if dropped:
+        try:
+            check_reason(dropped)
+        except ValueError as exc:
+            raise _fail(f"{path}.dropped", str(exc).removeprefix("dropped ")) from None
     stored = stored_rollout(  # reward normalized: 1 and 1.0 are the same rollout
         index=index, reward=reward, exit_status=exit_status, stats=stats, source_format=source_format, source_ref=source_ref,
-        patch=patch, messages=messages, tests=tests, test_log=test_log, metadata=metadata,
+        patch=patch, messages=messages, tests=tests, test_log=test_log, metadata=metadata, dropped=dropped,
     )
     return ParsedRollout(
         index=index,
@@ -357,6 +369,7 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
         passed=None if reward is None else reward == 1.0,
         content_hash=canonical_hash(stored),
         exit_status=exit_status,
+        dropped=dropped,
         n_messages=len(messages),
         tokens=None if tokens is None else int(tokens),
         cost_usd=cost,

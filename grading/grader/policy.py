@@ -10,10 +10,11 @@ from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
 from grading.grader.jobs import GraderUnavailable, grader_for, grader_name_for
+from grading.method import partial
 from grading.method.services import mark_stale
 from grading.models import Project, Run
 
-POLICY_FIELDS = ("baseline", "auto_grade", "grading_deadline_seconds", "description")
+POLICY_FIELDS = ("baseline", "auto_grade", "grading_deadline_seconds", "description", "drop_policy")
 MAX_DESCRIPTION = 10_000
 
 
@@ -60,6 +61,11 @@ def check_policy(fields: dict) -> dict:
         value = fields["description"]
         if not isinstance(value, str) or "\x00" in value or len(value) > MAX_DESCRIPTION:
             raise PolicyError("description", f"description must be text of at most {MAX_DESCRIPTION} characters, without NUL")
+    if "drop_policy" in fields:
+        try:
+            fields["drop_policy"] = partial.check_policy(fields["drop_policy"])
+        except ValueError as exc:
+            raise PolicyError("drop_policy", str(exc)) from None
     return fields
 
 
@@ -85,7 +91,7 @@ def create_run(*, project: Project, name: str, policy: Mapping) -> Run:
 @transaction.atomic
 def update_run_policy(*, run: Run, changes: Mapping) -> Run:
     """Change some of a run's policy. A new baseline changes every step's advantages (they are
-    recomputed); a new auto-grader applies to groups stored from now on (grade earlier steps
+    recomputed), and so does a new drop policy (what a dropped rollout does to its group); a new auto-grader applies to groups stored from now on (grade earlier steps
     from their grading page or POST /api/v1/steps/{n}/grade/); a new deadline applies at once."""
     fields = check_policy(changes)
     run = Run.objects.select_for_update().get(pk=run.pk)
@@ -94,6 +100,6 @@ def update_run_policy(*, run: Run, changes: Mapping) -> Run:
         setattr(run, name, fields[name])
     if changed:
         run.save(update_fields=changed)
-    if "baseline" in changed:
+    if "baseline" in changed or "drop_policy" in changed:
         mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
     return run

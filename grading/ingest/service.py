@@ -391,6 +391,7 @@ class _BatchWriter:
                         reward=r.reward,
                         passed=r.passed,
                         exit_status=r.exit_status,
+                        dropped=r.dropped,
                         n_messages=r.n_messages,
                         tokens=r.tokens,
                         cost_usd=r.cost_usd,

@@ -25,7 +25,7 @@ from grading.models import AdvantageResult, FactorMapping, Step
 COLUMNS = [
     "run", "step", "uid", "index", "instance_id", "reward", "passed", "cheat", "cheat_source",
     "baseline", "advantage", "tier", "rank", "factor", "lambda", "redistributed_advantage",
-    "discount_only_advantage", "mapping", "status",
+    "discount_only_advantage", "mapping", "status", "dropped", "drop_mode",
 ]
 FORMATS = ("jsonl", "csv", "parquet")
 CONTENT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
@@ -37,13 +37,14 @@ _SQL = {
     "baseline": "baseline", "advantage": "advantage", "tier": "NULLIF(tier, '')", "rank": '"rank"', "factor": "factor",
     "lambda": '"lambda"', "redistributed_advantage": "redistributed_advantage",
     "discount_only_advantage": "discount_only_advantage", "mapping": "mapping_label", "status": "status",
+    "dropped": "NULLIF(dropped, '')", "drop_mode": "NULLIF(drop_mode, '')",
 }
 _ORM = {
     "run": "run_name", "step": "step_number", "uid": "uid", "index": "index", "instance_id": "instance_id",
     "reward": "reward", "passed": "passed", "cheat": "cheat", "cheat_source": "cheat_source", "baseline": "baseline",
     "advantage": "advantage", "tier": "tier", "rank": "rank", "factor": "factor", "lambda": "lambda_value",
     "redistributed_advantage": "redistributed_advantage", "discount_only_advantage": "discount_only_advantage",
-    "mapping": "mapping_label", "status": "status",
+    "mapping": "mapping_label", "status": "status", "dropped": "dropped", "drop_mode": "drop_mode",
 }
 ARROW_SCHEMA = pa.schema(
     [
@@ -52,6 +53,7 @@ ARROW_SCHEMA = pa.schema(
         ("baseline", pa.string()), ("advantage", pa.float64()), ("tier", pa.string()), ("rank", pa.int64()),
         ("factor", pa.float64()), ("lambda", pa.float64()), ("redistributed_advantage", pa.float64()),
         ("discount_only_advantage", pa.float64()), ("mapping", pa.string()), ("status", pa.string()),
+        ("dropped", pa.string()), ("drop_mode", pa.string()),
     ]
 )
 CHUNK_ROWS = 20_000
@@ -102,11 +104,11 @@ def _orm_rows(steps, mapping) -> Iterator[tuple]:
         .values_list(*[_ORM[c] for c in COLUMNS])
         .iterator(chunk_size=CHUNK_ROWS)
     )
-    tier_at, source_at = COLUMNS.index("tier"), COLUMNS.index("cheat_source")
+    blank_is_null = [COLUMNS.index(c) for c in ("tier", "cheat_source", "dropped", "drop_mode")]
     for row in rows:
         row = list(row)
-        row[tier_at] = row[tier_at] or None
-        row[source_at] = row[source_at] or None
+        for at in blank_is_null:
+            row[at] = row[at] or None
         yield tuple(row)
 
 
@@ -151,7 +153,7 @@ def jsonl_stream(steps: list[Step], mapping: FactorMapping) -> Iterator[bytes]:
 # Text cells a spreadsheet would run as a formula (CSV injection) start with one of these;
 # such a cell gets a leading single quote. Numbers (a negative advantage) are left alone.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_TEXT_COLUMNS = {"run", "uid", "instance_id", "cheat_source", "baseline", "tier", "mapping", "status"}
+_TEXT_COLUMNS = {"run", "uid", "instance_id", "cheat_source", "baseline", "tier", "mapping", "status", "dropped", "drop_mode"}
 # The same test in SQL for the COPY path: chr(9) is a tab, chr(13) a carriage return.
 _FORMULA_STARTS_SQL = "'=', '+', '-', '@', chr(9), chr(13)"
 

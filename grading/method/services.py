@@ -24,9 +24,10 @@ from django.utils import timezone
 
 from grading.formats import params
 from grading.method import export
-from grading.method.advantage import group_summary, redistribute
+from grading.method.advantage import group_summary
 from grading.method.evidence import TooLittleEvidence
 from grading.method.minimums import mapping_evidence
+from grading.method.partial import DROPPED, mode_of, redistribute_kept
 from grading.method.tasks import recompute_step_task
 from grading.method.tiers import TIERS
 from grading.models import (
@@ -192,9 +193,9 @@ def step_inputs(step: Step) -> StepInputs:
     rows = list(
         Rollout.objects.filter(group__step=step)
         .order_by("group_id", "index")  # groups as ascending runs: the engine's fast path
-        .values_list("id", "group_id", "index", "reward", "group__uid", "group__task__instance_id")
+        .values_list("id", "group_id", "index", "reward", "group__uid", "group__task__instance_id", "dropped")
     )
-    frame = pd.DataFrame(rows, columns=["rollout_id", "group", "index", "reward", "uid", "instance_id"])
+    frame = pd.DataFrame(rows, columns=["rollout_id", "group", "index", "reward", "uid", "instance_id", "dropped"])
 
     latest_verdict: dict[int, tuple[int, str]] = {}
     for verdict_id, group_id, status in (
@@ -239,7 +240,8 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
     version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
     inputs = step_inputs(step)
     now = timezone.now()
-    result = redistribute(inputs.frame, mapping=mapping.spec, baseline=run.baseline) if not inputs.frame.empty else inputs.frame
+    result = (redistribute_kept(inputs.frame, policy=run.drop_policy or {}, mapping=mapping.spec, baseline=run.baseline)
+              if not inputs.frame.empty else inputs.frame)
     rows: list[AdvantageResult] = []
     common = {"mapping": mapping, "step": step, "run_name": run.name, "step_number": step.number,
               "baseline": run.baseline, "mapping_label": mapping.label, "computed_at": now}
@@ -255,7 +257,7 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
                 rank=_int_or_none(rec.rank) if graded and rec.passed else None,
                 factor=float(rec.factor), lambda_value=float(rec.lambda_value),
                 redistributed_advantage=float(rec.redistributed_advantage), discount_only_advantage=float(rec.discount_only_advantage),
-                status=rec.status, **common,
+                status=rec.status, dropped=rec.dropped or "", drop_mode=rec.drop_mode or "", **common,
             )
         )
     for rec in inputs.unknown.itertuples(index=False):
@@ -264,7 +266,8 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
                 rollout_id=rec.rollout_id, verdict_id=None, uid=rec.uid, index=rec.index, instance_id=rec.instance_id,
                 reward=None if pd.isna(rec.reward) else float(rec.reward), passed=None if pd.isna(rec.reward) else rec.reward == 1.0,
                 cheat=False, cheat_source="", advantage=0.0, tier="", rank=None, factor=1.0, lambda_value=1.0,
-                redistributed_advantage=0.0, discount_only_advantage=0.0, status="filtered", **common,
+                redistributed_advantage=0.0, discount_only_advantage=0.0, status="filtered", dropped=rec.dropped or "",
+                drop_mode=mode_of(rec.dropped, run.drop_policy or {}) or "", **common,
             )
         )
     summary = step_balance(result) if not inputs.frame.empty else step_balance(None)
@@ -333,7 +336,8 @@ def step_balance(result: pd.DataFrame | None) -> dict:
     if result is None or result.empty:
         return {"groups": {"graded": 0, "fallback": 0, "filtered": 0}, "rollouts": 0, "positive_credit_before": 0.0,
                 "positive_credit_after": 0.0, "discount_only_positive_credit": 0.0, "dropped_credit": 0.0, "lambdas": []}
-    groups = group_summary(result)
+    # Rows that left their group under the drop policy are not part of any group's numbers.
+    groups = group_summary(result[result["status"].astype(str) != DROPPED])
     counts = groups["status"].value_counts().to_dict()
     graded = groups[groups["status"] == "graded"]
     discount_positive = float(result.loc[result["discount_only_advantage"] > 0, "discount_only_advantage"].sum())

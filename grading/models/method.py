@@ -144,6 +144,9 @@ class AdvantageResult(models.Model):
     discount_only_advantage = models.FloatField()
     mapping_label = models.CharField(max_length=120)
     status = models.CharField(max_length=10)
+    # The trainer's drop reason ("" = kept) and the mode the run's drop policy gave it.
+    dropped = models.CharField(max_length=40, blank=True, default="")
+    drop_mode = models.CharField(max_length=10, blank=True, default="")
     computed_at = models.DateTimeField()
 
     class Meta:

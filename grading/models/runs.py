@@ -70,6 +70,9 @@ class Run(models.Model):
         default=DEFAULT_DEADLINE_SECONDS,
         help_text="a mixed group still without a verdict this long after it was stored (or queued again) falls back",
     )
+    # Partial groups (grading.method.partial): drop reason -> "mask" or "recompute"; a reason
+    # not named masks. Part of every step's inputs: a change recomputes the run's steps.
+    drop_policy = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -191,6 +194,9 @@ class Rollout(models.Model):
     cluster_label = models.CharField(max_length=200, blank=True)
     source_format = models.CharField(max_length=64, blank=True)
     source_ref = models.CharField(max_length=1000, blank=True)
+    # Why the trainer dropped this rollout from its batch ("timeout", "error", ...); "" = kept.
+    # The run's drop_policy says what that does to the group's numbers (grading.method.partial).
+    dropped = models.CharField(max_length=40, blank=True, default="")
     # SHA-256 of the canonical rollout JSON: same content -> unchanged, other content -> conflict.
     content_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)

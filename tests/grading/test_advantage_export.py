@@ -28,7 +28,7 @@ def export(client, token, fmt, **params) -> pd.DataFrame:
     if fmt == "jsonl":
         return pd.DataFrame([json.loads(line) for line in body.splitlines()], columns=COLUMNS)
     if fmt == "csv":
-        return pd.read_csv(io.BytesIO(body), dtype={"tier": "string", "cheat_source": "string"}, keep_default_na=True)
+        return pd.read_csv(io.BytesIO(body), dtype={"tier": "string", "cheat_source": "string", "dropped": "string", "drop_mode": "string"}, keep_default_na=True)
     return pd.read_parquet(io.BytesIO(body))
 
 
@@ -70,7 +70,7 @@ def test_formats_round_trip_and_groups_sum_to_zero(client, trainer_token, alice_
         other = frames[fmt]
         for column in COLUMNS:
             left, right = base[column], other[column]
-            if column in ("tier", "cheat_source", "rank", "reward"):
+            if column in ("tier", "cheat_source", "rank", "reward", "dropped", "drop_mode"):
                 left, right = left.astype("object").where(left.notna(), None), right.astype("object").where(right.notna(), None)
                 assert [None if v is None else (float(v) if column in ("rank", "reward") else v) for v in left] == \
                        [None if v is None else (float(v) if column in ("rank", "reward") else v) for v in right], (fmt, column)
