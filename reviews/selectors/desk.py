@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Q, QuerySet
 
 from grading import selectors as grading_selectors
-from grading.models import CheatDecision, Group, Membership, Project, RolloutGrade, Verdict
+from grading.models import Group, Membership, Project, Verdict
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 
 
@@ -192,48 +192,6 @@ def adjudication_counts(project: Project) -> dict[str, int]:
     """How many groups wait for an adjudicator and how many are settled, in one aggregate (the
     two are disjoint: a settled group no longer waits)."""
     return GroupReview.objects.filter(group__run__project=project).aggregate(**_adjudication_counts())
-
-
-AUDIT_FILTERS = {
-    "pending": Q(confirmed__isnull=True),
-    "confirmed": Q(confirmed=True),
-    "overturned": Q(confirmed=False),
-    "all": Q(),
-}
-
-
-def audit_queue(project: Project, *, status: str = "pending", source: str = "", hidden_from=None) -> QuerySet[CheatDecision]:
-    """Cheat signals with their audits. `hidden_from`: the auditor; signals on groups they
-    still judge blind are left out (a grader flag and its evidence are grader fields) until
-    they submit or skip."""
-    decisions = CheatDecision.objects.filter(rollout__group__run__project=project).filter(AUDIT_FILTERS.get(status, Q()))
-    if hidden_from is not None:
-        decisions = decisions.exclude(rollout__group_id__in=open_blind_group_ids(project=project, user=hidden_from))
-    if source in CheatDecision.Source.values:
-        decisions = decisions.filter(source=source)
-    return (
-        decisions.select_related("rollout__group__run", "rollout__group__step", "rollout__group__task", "decided_by")
-        .prefetch_related("audits__auditor")
-        .order_by("-created_at", "-id")
-    )
-
-
-def audit_counts(project: Project, *, hidden_from=None) -> dict[str, int]:
-    base = CheatDecision.objects.filter(rollout__group__run__project=project)
-    if hidden_from is not None:
-        base = base.exclude(rollout__group_id__in=open_blind_group_ids(project=project, user=hidden_from))
-    counts = base.aggregate(**{f"n_{name}": Count("pk", filter=q) for name, q in AUDIT_FILTERS.items()})
-    return {name: counts[f"n_{name}"] for name in AUDIT_FILTERS}
-
-
-def cheat_evidence(decisions: list[CheatDecision]) -> dict[int, list[dict]]:
-    """For grader flags: the citations the grader gave for that rollout (one query for the page)."""
-    rollout_ids = [d.rollout_id for d in decisions if d.source == CheatDecision.Source.GRADER]
-    evidence: dict[int, list[dict]] = {}
-    for grade in RolloutGrade.objects.filter(rollout_id__in=rollout_ids, cheat=True).only("rollout_id", "evidence"):
-        items = grade.evidence if isinstance(grade.evidence, list) else []
-        evidence.setdefault(grade.rollout_id, []).extend(i for i in items if isinstance(i, dict))
-    return evidence
 
 
 # --- the group page's overview (issue 16) ----------------------------------------------------

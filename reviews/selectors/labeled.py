@@ -100,11 +100,12 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
     by_decision: dict[int, dict] = {}
     for d in (
         CheatDecision.objects.filter(rollout__group_id__in=ids).select_related("decided_by", "rollout")
-        .only("id", "source", "confirmed", "reason", "created_at", "decided_at", "decided_by__username", "rollout__index",
-              "rollout__group_id")
+        .only("id", "source", "author", "evidence", "confirmed", "reason", "created_at", "decided_at", "decided_by__username",
+              "rollout__index", "rollout__group_id")
         .order_by("rollout__index", "created_at", "id")
     ):
-        entry = {"id": d.pk, "index": d.rollout.index, "source": d.source, "confirmed": d.confirmed, "reason": d.reason,
+        entry = {"id": d.pk, "index": d.rollout.index, "source": d.source, "author": d.author,
+                 "evidence": d.evidence if isinstance(d.evidence, list) else [], "confirmed": d.confirmed, "reason": d.reason,
                  "decided_by": d.decided_by.username if d.decided_by else None, "decided_at": d.decided_at,
                  "created_at": d.created_at, "audits": []}
         decisions[d.rollout.group_id].append(entry)

@@ -1,91 +1,126 @@
-"""The cheat audit queue: every cheat signal with its evidence; confirm or overturn with a reason."""
+"""The cheat audit queue: one row per rollout with all its signals; one decision settles it."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from grading.models import CheatDecision
 from grading.projects.access import page_project
-from reviews.selectors import desk as selectors
-from reviews.services.audit import AuditError, audit_cheat
+from reviews.selectors import audit as selectors
+from reviews.services.audit import AuditError, audit_rollouts
 
 PER_PAGE = 50
+VERDICTS = {"confirm": True, "overturn": False}
 
 
-def _status(request: HttpRequest) -> str:
-    status = request.GET.get("status", "pending")
-    return status if status in selectors.AUDIT_FILTERS else "pending"
+def _context(request: HttpRequest, project, scope: selectors.AuditScope) -> dict:
+    """The filter bar (with its counts) and the bulk bar: the page, and out of band after a decision."""
+    return {"project": project, "scope": scope, "status": scope.status, "source": scope.source,
+            "counts": selectors.audit_counts(project, hidden_from=request.user),
+            "bulk": selectors.bulk_choices(project, hidden_from=request.user),
+            "statuses": list(selectors.STATES), "sources": CheatDecision.Source.choices}
+
+
+def _rows(request: HttpRequest, project, scope: selectors.AuditScope):
+    # Rollouts on groups this auditor still judges blind stay out until they submit (grader fields).
+    rollouts = selectors.audit_rollouts(project, scope=scope, hidden_from=request.user)
+    page = Paginator(rollouts, PER_PAGE).get_page(request.GET.get("page"))
+    return page, selectors.audit_rows(project, list(page))
 
 
 @login_required
 @require_GET
+@vary_on_headers("HX-Request")
 def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "audit")
-    status, source = _status(request), request.GET.get("source", "")
-    # Signals on groups this auditor still judges blind stay out until they submit (grader fields).
-    signals = selectors.audit_queue(project_obj, status=status, source=source, hidden_from=request.user)
-    page = Paginator(signals, PER_PAGE).get_page(request.GET.get("page"))
-    evidence = selectors.cheat_evidence(list(page))
-    for decision in page:
-        decision.evidence = evidence.get(decision.rollout_id, [])
+    scope = selectors.read_scope(request.GET)
+    page, rows = _rows(request, project_obj, scope)
     return render(request, "reviews/audit.html", {
-        "project": project_obj, "membership": membership, "page": page, **_filters(request, project_obj, status, source),
+        "membership": membership, "page": page, "rows": rows, **_context(request, project_obj, scope),
     })
 
 
-def _filters(request: HttpRequest, project, status: str, source: str) -> dict:
-    """The status/source filter bar with its counts (the page, and the out-of-band swap after a decision)."""
-    sources = CheatDecision.Source.choices
-    return {"status": status, "source": source if source in dict(sources) else "",
-            "counts": selectors.audit_counts(project, hidden_from=request.user),
-            "statuses": list(selectors.AUDIT_FILTERS), "sources": sources}
+def _verdict(request: HttpRequest) -> bool:
+    verdict = request.POST.get("verdict")
+    if verdict not in VERDICTS:
+        raise AuditError("choose confirm or overturn")
+    return VERDICTS[verdict]
+
+
+def _back(project: str, scope: selectors.AuditScope) -> HttpResponse:
+    return redirect(reverse("audit-queue", args=[project]) + "?" + scope.query_string)
 
 
 @login_required
 @require_POST
 @vary_on_headers("HX-Request")
-def decide(request: HttpRequest, project: str, pk: int) -> HttpResponse:
-    project_obj, _ = page_project(request, project, "audit")
-    decision = get_object_or_404(
-        CheatDecision.objects.select_related("rollout__group__run", "rollout__group__task", "rollout__group__step")
-        .exclude(rollout__group_id__in=selectors.open_blind_group_ids(project=project_obj, user=request.user)),
-        pk=pk, rollout__group__run__project=project_obj,
-    )
-    verdict = request.POST.get("verdict")
-    error = None
-    if verdict not in ("confirm", "overturn"):
-        error = "choose confirm or overturn"
-    else:
-        try:
-            audit_cheat(decision=decision, auditor=request.user, confirmed=verdict == "confirm",
-                        reason=request.POST.get("reason", ""))
-        except AuditError as exc:
-            error = str(exc)
+def decide(request: HttpRequest, project: str, rollout_id: int) -> HttpResponse:
+    """Confirm or overturn one rollout: every open signal of it, with one reason."""
+    project_obj, membership = page_project(request, project, "audit")
+    if selectors.audit_rollout_for(project_obj, rollout_id, hidden_from=request.user) is None:
+        raise Http404("no such rollout in the audit")
+    scope = selectors.read_scope(request.POST)
+    error, confirmed = None, None
+    try:
+        confirmed = _verdict(request)
+        audit_rollouts(project=project_obj, rollout_ids=[rollout_id], auditor=request.user, confirmed=confirmed,
+                       reason=request.POST.get("reason", ""))
+    except AuditError as exc:
+        error = str(exc)
     if request.htmx:
-        decision = selectors.audit_queue(project_obj, status="all").get(pk=pk)
-        decision.evidence = selectors.cheat_evidence([decision]).get(decision.rollout_id, [])
-        # The row, and the filter bar's counts out of band, so they are not stale after a decision.
-        back = request.POST.get("status", "pending")
-        context = {"project": project_obj, "decision": decision, "error": error,
-                   **_filters(request, project_obj, back if back in selectors.AUDIT_FILTERS else "pending",
-                              request.POST.get("source", ""))}
+        rollout = selectors.audit_rollout_for(project_obj, rollout_id, hidden_from=request.user)
+        row = selectors.audit_rows(project_obj, [rollout])[0]
+        # Decided, the row leaves a "pending" list at once (a short line in its place); the
+        # filter bar and bulk bar follow out of band.
+        context = {"membership": membership, "row": row, "error": error, "left": error is None and scope.status != "all" and row.state != scope.status,
+                   **_context(request, project_obj, scope)}
         return render(request, "reviews/audit.html#audit-decided", context, status=422 if error else 200)
     if error:
         messages.error(request, f"Not recorded: {error}")
     else:
-        messages.success(request, f"Cheat signal {'confirmed' if verdict == 'confirm' else 'overturned'}; advantages of step "
-                                  f"{decision.rollout.group.step.number} are being recomputed.")
-    # Back to the filters the auditor was on (status and source), as the htmx answer keeps them.
-    status, source = request.POST.get("status", "pending"), request.POST.get("source", "")
-    query = {"status": status if status in selectors.AUDIT_FILTERS else "pending"}
-    if source in CheatDecision.Source.values:
-        query["source"] = source
-    return redirect(reverse("audit-queue", args=[project]) + "?" + urlencode(query))
+        messages.success(request, f"Rollout {'confirmed as a cheat' if confirmed else 'overturned'}; its step's "
+                                  "advantages are being recomputed.")
+    return _back(project, scope)
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def decide_bulk(request: HttpRequest, project: str) -> HttpResponse:
+    """Confirm or overturn every pending rollout of a prescreen rule or a search at once."""
+    project_obj, membership = page_project(request, project, "audit")
+    target = selectors.read_scope(request.POST)
+    scope = selectors.read_scope({"status": request.POST.get("back_status"), "source": request.POST.get("back_source")})
+    error, report = None, None
+    try:
+        confirmed = _verdict(request)
+        if not target.rule and not target.search:
+            raise AuditError("choose a prescreen rule or a search to decide in bulk")
+        ids = selectors.bulk_targets(project_obj, scope=target, hidden_from=request.user)
+        if ids is None:
+            raise AuditError(f"more than {selectors.MAX_BULK} rollouts: decide them in smaller sets")
+        if not ids:
+            raise AuditError("no pending rollout has this signal any more")
+        report = audit_rollouts(project=project_obj, rollout_ids=ids, auditor=request.user, confirmed=confirmed,
+                                reason=request.POST.get("reason", ""))
+    except AuditError as exc:
+        error = str(exc)
+    done = "" if report is None else (f"{report.rollouts} rollout{'s' * (report.rollouts != 1)} "
+                                      f"{'confirmed' if confirmed else 'overturned'} ({report.signals} signals)")
+    if request.htmx:
+        page, rows = _rows(request, project_obj, scope)
+        context = {"membership": membership, "page": page, "rows": rows, "bulk_error": error, "bulk_done": done,
+                   **_context(request, project_obj, scope)}
+        return render(request, "reviews/audit.html#audit-table", context, status=422 if error else 200)
+    if error:
+        messages.error(request, f"Not recorded: {error}")
+    else:
+        messages.success(request, done + "; their steps' advantages are being recomputed.")
+    return _back(project, scope)

@@ -201,9 +201,10 @@ def test_audit_counts_follow_a_decision_without_a_reload(live_server, page, erin
     log_in(page, live_server, "erin", "/projects/acme/audit/")
     expect(page.get_by_test_id("filter-pending")).to_have_text("pending (1)")
     expect(page.get_by_test_id("filter-confirmed")).to_have_text("confirmed (0)")
-    page.get_by_test_id(f"reason-{decision.pk}").fill("turn 1 reads the upstream fix")
-    page.get_by_test_id(f"confirm-{decision.pk}").click()
-    expect(page.get_by_test_id(f"audit-{decision.pk}")).to_contain_text("confirmed cheat")
+    page.get_by_test_id(f"reason-{decision.rollout_id}").fill("turn 1 reads the upstream fix")
+    page.get_by_test_id(f"confirm-{decision.rollout_id}").click()
+    expect(page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")).to_have_attribute("data-state", "confirmed")
+    expect(page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")).to_contain_text("confirmed as a cheat")
     expect(page.get_by_test_id("filter-pending")).to_have_text("pending (0)")
     expect(page.get_by_test_id("filter-confirmed")).to_have_text("confirmed (1)")
     expect(page.get_by_test_id("filter-pending")).to_have_class("active")  # still the filter erin was on
@@ -301,16 +302,16 @@ def test_an_htmx_decision_refused_with_a_503_keeps_the_form_and_retries(live_ser
     monkeypatch.setattr(DatabaseUnavailableMiddleware, "RETRY_AFTER_SECONDS", 1)
     database = DatabaseSwitch(monkeypatch)
     log_in(page, live_server, "erin", "/projects/acme/audit/")
-    page.get_by_test_id(f"reason-{decision.pk}").fill("turn 1 reads the upstream fix")
+    page.get_by_test_id(f"reason-{decision.rollout_id}").fill("turn 1 reads the upstream fix")
     database.down = True
-    page.get_by_test_id(f"confirm-{decision.pk}").click()
-    message = page.locator(f"#audit-{decision.pk} [data-htmx-error='503']")
+    page.get_by_test_id(f"confirm-{decision.rollout_id}").click()
+    message = page.locator(f"#audit-rollout-{decision.rollout_id} [data-htmx-error='503']")
     expect(message).to_contain_text("The database is unavailable right now; nothing was changed.")
-    expect(page.get_by_test_id(f"reason-{decision.pk}")).to_have_value("turn 1 reads the upstream fix")  # kept
+    expect(page.get_by_test_id(f"reason-{decision.rollout_id}")).to_have_value("turn 1 reads the upstream fix")  # kept
     database.down = False
-    page.wait_for_selector(f"#audit-{decision.pk} .htmx-error[data-retry-ready=true]", state="attached")
+    page.wait_for_selector(f"#audit-rollout-{decision.rollout_id} .htmx-error[data-retry-ready=true]", state="attached")
     message.get_by_test_id("htmx-retry").click()
-    expect(page.get_by_test_id(f"audit-{decision.pk}")).to_contain_text("confirmed cheat")  # the same button, sent again
+    expect(page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")).to_have_attribute("data-state", "confirmed")  # sent again
     expect(page.get_by_test_id("filter-confirmed")).to_have_text("confirmed (1)")
     decision.refresh_from_db()
     assert decision.confirmed is True

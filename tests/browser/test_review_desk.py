@@ -166,13 +166,14 @@ def test_auditor_overturns_a_cheat_flag_and_the_exported_advantage_changes(live_
 
     dialogs = watch_dialogs(page)
     log_in(page, live_server, "erin", "/projects/acme/audit/?status=confirmed")
-    row = page.get_by_test_id(f"audit-{decision.pk}")
+    row = page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")
     expect(row).to_contain_text("confirmed cheat")
     expect(row).to_contain_text("read the fix")  # the grader's cited evidence
-    page.get_by_test_id(f"reason-{decision.pk}").fill("turn 1 read the issue text, not the upstream fix")
-    page.get_by_test_id(f"overturn-{decision.pk}").click()
-    expect(page.get_by_test_id(f"audit-{decision.pk}")).to_contain_text("overturned")
-    expect(page.get_by_test_id(f"audit-{decision.pk}")).to_contain_text("erin overturned: turn 1 read the issue text")
+    page.get_by_test_id("filter-all").click()  # decided on "all", the row stays with its new state
+    page.get_by_test_id(f"reason-{decision.rollout_id}").fill("turn 1 read the issue text, not the upstream fix")
+    page.get_by_test_id(f"overturn-{decision.rollout_id}").click()
+    expect(page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")).to_have_attribute("data-state", "overturned")
+    expect(page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")).to_contain_text("erin overturned: turn 1 read the issue text")
 
     after = exported(page, live_server, trainer_token, 3)
     assert (after["reward"], after["cheat"]) == (1.0, False)

@@ -222,7 +222,8 @@ def test_the_audit_queue_keeps_a_blind_groups_signals_from_its_judge(client, peo
     client.force_login(people["erin"])
     page = client.get("/projects/acme/audit/?status=all").content.decode()
     assert "g1@1" not in page and SECRET not in page
-    r = client.post(f"/projects/acme/audit/{flag.pk}/", {"verdict": "confirm", "reason": "saw it"}, HTTP_HX_REQUEST="true")
+    r = client.post(f"/projects/acme/audit/rollouts/{flag.rollout_id}/", {"verdict": "confirm", "reason": "saw it"},
+                    HTTP_HX_REQUEST="true")
     assert r.status_code == 404 and SECRET not in r.content.decode()
     client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post(G1_TIERS))  # judged: the signal is theirs to audit
     assert SECRET in client.get("/projects/acme/audit/?status=all").content.decode()

@@ -176,8 +176,9 @@ def test_jsonl_lines_hold_rollouts_judgments_consensus_cheats_and_verdicts(as_al
     assert [(i["index"], i["tier"], i["rank"], i["cheat"]) for i in g2["consensus"]["items"]] == [
         (0, "T1", 1, False), (1, "T1", 1, False), (3, "T2", 2, True)]
     (audited,) = g2["cheat_decisions"]
-    assert {k: audited[k] for k in ("index", "source", "confirmed", "decided_by")} == {
-        "index": 3, "source": "reviewer", "confirmed": True, "decided_by": "erin"}
+    assert {k: audited[k] for k in ("index", "source", "author", "confirmed", "decided_by")} == {
+        "index": 3, "source": "reviewer", "author": "bob", "confirmed": True, "decided_by": "erin"}
+    assert isinstance(audited["evidence"], list)  # the citations in bob's note, as the audit page links them
     assert [(a["auditor"], a["confirmed"], a["reason"]) for a in audited["audits"]] == [("erin", True, ERIN_REASON)]
     assert datetime.fromisoformat(audited["audits"][0]["created_at"]) == CheatAudit.objects.get().created_at
     assert g2["verdicts"] == []

@@ -234,22 +234,23 @@ def exported_reward(group: Group, index: int) -> float:
 def test_auditor_confirms_then_overturns_a_grader_flag_and_the_reward_follows(client, erin, groups):
     group = groups["g1@1"]
     decision = CheatDecision.objects.get(rollout__group=group, rollout__index=3)
+    rollout = decision.rollout_id
     assert decision.source == "grader" and exported_reward(group, 3) == 1.0
     client.force_login(erin)
     page = client.get("/projects/acme/audit/").content.decode()
-    assert f'data-testid="audit-{decision.pk}"' in page and "read the fix" in page  # the grader's cited evidence
-    r = client.post(f"/projects/acme/audit/{decision.pk}/", {"verdict": "confirm", "reason": ""}, HTTP_HX_REQUEST="true")
+    assert f'data-testid="audit-rollout-{rollout}"' in page and "read the fix" in page  # the grader's cited evidence
+    r = client.post(f"/projects/acme/audit/rollouts/{rollout}/", {"verdict": "confirm", "reason": ""}, HTTP_HX_REQUEST="true")
     assert r.status_code == 422 and "reason is required" in r.content.decode()
     decision.refresh_from_db()
     assert decision.confirmed is None
-    r = client.post(f"/projects/acme/audit/{decision.pk}/", {"verdict": "confirm", "reason": "turn 1 reads git log of the fix",
-                                                              "status": "all", "source": "grader"})
+    r = client.post(f"/projects/acme/audit/rollouts/{rollout}/", {"verdict": "confirm", "reason": "turn 1 reads git log of the fix",
+                                                                   "status": "all", "source": "grader"})
     assert r.status_code == 302 and r["Location"] == "/projects/acme/audit/?status=all&source=grader"  # the filters kept
     decision.refresh_from_db()
     assert decision.confirmed is True and decision.decided_by == erin
     assert exported_reward(group, 3) == 0.0
-    r = client.post(f"/projects/acme/audit/{decision.pk}/", {"verdict": "overturn", "reason": "the log was the issue text"},
-                    HTTP_HX_REQUEST="true")
+    r = client.post(f"/projects/acme/audit/rollouts/{rollout}/", {"verdict": "overturn", "reason": "the log was the issue text",
+                                                                   "status": "all"}, HTTP_HX_REQUEST="true")
     assert r.status_code == 200 and "overturned" in r.content.decode()
     assert exported_reward(group, 3) == 1.0
     assert list(CheatAudit.objects.order_by("id").values_list("confirmed", flat=True)) == [True, False]
@@ -334,7 +335,9 @@ def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, ali
 
     for uid in ("g1@1", "g2@1"):  # the second round has twice the signals and groups waiting
         add_rows(uid)
-        with django_assert_num_queries(9):
+        # 10: session, user, project, membership, the counts, the bulk choices, the pager's count,
+        # a page of rollouts, their signals, their audits
+        with django_assert_num_queries(10):
             assert client.get("/projects/acme/audit/?status=all").status_code == 200
         # 7 (session, user, project, membership, the counts, a page of ids, its rows) + up to 4 for
         # blindness: the viewer's blind groups, verdicts, reveals seen, reveals logged (if new)

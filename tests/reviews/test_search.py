@@ -166,7 +166,7 @@ def test_auditor_turns_a_search_into_cheat_signals_once(client, erin, searchable
     client.post("/projects/acme/search/signals/", form)
     assert CheatDecision.objects.filter(source="search").count() == 1
     queue = client.get("/projects/acme/audit/", {"status": "pending", "source": "search"}).content.decode()
-    assert f'data-testid="audit-{signal.pk}"' in queue and "git log -p (literal)" in queue
+    assert f'data-testid="signal-{signal.pk}"' in queue and "git log -p (literal)" in queue and signal.author == "erin"
 
 
 def test_signals_are_refused_above_the_cap_all_or_none(client, erin, acme, searchable, monkeypatch):
