@@ -210,7 +210,7 @@ def client(server, sleeps):
 
 
 def _groups():
-    return group_steps(["t1@3"] * 4 + ["t2@3"] * 4, [1, 1, 0, 1, 0, 0, 0, 0])
+    return group_steps(["t1@3"] * 4 + ["t2@3"] * 4, [1, 1, 0, 1, 0, 0, 0, 0], indexes=[0, 1, 2, 3] * 2)
 
 
 def test_run_policy_round_trip(client, server):

@@ -77,7 +77,7 @@ def _trainer(tmp_path, lookup, *, max_steps=2, **config):
     )
     args = trl.GRPOConfig(**{**settings, **config})
     trainer = RecordingGRPOTrainer(
-        model=_model(tokenizer), reward_funcs=[reward_function(lookup)], args=args, train_dataset=dataset,
+        model=_model(tokenizer), reward_funcs=[reward_function(lookup, by_batch_order=True)], args=args, train_dataset=dataset,
         processing_class=tokenizer,
     )
     trainer.recorded = []
@@ -135,7 +135,9 @@ def test_group_scaling_would_change_a_star(tmp_path, a_star_four):
 
 
 def test_reward_function_names_missing_rollouts(a_star_four):
-    reward = reward_function(a_star_four)
+    with pytest.raises(ValueError, match="index_column"):
+        reward_function(a_star_four)  # no silent batch order
+    reward = reward_function(a_star_four, by_batch_order=True)
     with pytest.raises(MissingAdvantage, match=r"\('nope@1', 0\)"):
         reward(prompts=["p"], completions=["c"], gagar_uid=["nope@1"])
     with pytest.raises(KeyError, match="gagar_uid"):

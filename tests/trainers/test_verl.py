@@ -23,7 +23,7 @@ torch = require("torch")
 core_algos = require("verl.trainer.ppo.core_algos")
 verl = require("verl")
 
-from gagar_client.adapters import MissingAdvantage  # noqa: E402
+from gagar_client.adapters import BatchOrderWarning, MissingAdvantage  # noqa: E402
 from gagar_client.adapters import verl as gagar_verl  # noqa: E402
 
 ESTIMATORS = {
@@ -61,7 +61,8 @@ def _check(advantages, returns, mask, expected):
 @pytest.mark.parametrize("estimator", sorted(ESTIMATORS))
 def test_grpo_without_std_returns_a_star(estimator, a_star_all):
     uids, indexes, mask = _batch(GROUPS_OF_FOUR + MORE_GROUPS, shuffle=False)
-    values = gagar_verl.advantages_for_batch(uids, a_star_all)  # indexes counted in batch order
+    with pytest.warns(BatchOrderWarning):
+        values = gagar_verl.advantages_for_batch(uids, a_star_all, indexes=gagar_verl.BATCH_ORDER)  # asked for by name
     assert values == [a_star_all[(u, i)] for u, i in zip(uids, indexes)]
     rewards = gagar_verl.token_level_rewards(values, mask)
     advantages, returns = ESTIMATORS[estimator](
@@ -95,6 +96,7 @@ def test_on_a_verl_dataproto(a_star_four):
         non_tensors={"uid": np.array([g.uid for g in GROUPS_OF_FOUR], dtype=object)},
     )
     data = data.repeat(repeat_times=n, interleave=True)
+    gagar_verl.stamp_sample_ids(data)
     lengths = torch.randint(1, response_length + 1, (prompts * n,), generator=generator)
     response_mask = (torch.arange(response_length)[None, :] < lengths[:, None]).to(torch.int64)
     data.batch["responses"] = torch.randint(0, 50, (prompts * n, response_length), generator=generator)
@@ -116,7 +118,7 @@ def test_on_a_verl_dataproto(a_star_four):
 def test_with_std_normalisation_a_star_is_not_preserved(a_star_four):
     """The reason for norm_adv_by_std_in_grpo=False: with it on, verl rescales A*."""
     uids, _, mask = _batch(GROUPS_OF_FOUR, shuffle=False)
-    values = gagar_verl.advantages_for_batch(uids, a_star_four)
+    values = gagar_verl.advantages_for_batch(uids, a_star_four, indexes=[i for g in GROUPS_OF_FOUR for i in range(len(g.rewards))])
     advantages, _ = core_algos.compute_grpo_outcome_advantage(
         token_level_rewards=gagar_verl.token_level_rewards(values, mask), response_mask=mask,
         index=np.array(uids, dtype=object), norm_adv_by_std_in_grpo=True,
@@ -128,12 +130,15 @@ def test_with_std_normalisation_a_star_is_not_preserved(a_star_four):
 def test_missing_rollout_is_named(a_star_four):
     uids = ["mixed-tiers@1"] * 5  # a fifth sample the export does not hold
     with pytest.raises(MissingAdvantage, match=r"\('mixed-tiers@1', 4\)"):
-        gagar_verl.advantages_for_batch(uids, a_star_four)
-    assert gagar_verl.advantages_for_batch(uids, a_star_four, missing="zero")[4] == 0.0
+        gagar_verl.advantages_for_batch(uids, a_star_four, indexes=range(5))
+    assert gagar_verl.advantages_for_batch(uids, a_star_four, indexes=range(5), missing="zero")[4] == 0.0
+    with pytest.raises(ValueError, match="no sample indexes"):  # batch order is never the silent default
+        gagar_verl.advantages_for_batch(uids, a_star_four, indexes=None)
 
 
 def test_group_steps_builds_ingest_lines():
-    groups = gagar_verl.group_steps(["b", "a", "b", "a"], [1, 0, 0, 1], extra={"a": {"task": {"instance_id": "t-a"}}})
+    groups = gagar_verl.group_steps(["b", "a", "b", "a"], [1, 0, 0, 1], indexes=[0, 0, 1, 1],
+                                    extra={"a": {"task": {"instance_id": "t-a"}}})
     assert groups == [
         {"uid": "b", "task": {"instance_id": "b"}, "rollouts": [{"index": 0, "reward": 1.0}, {"index": 1, "reward": 0.0}]},
         {"uid": "a", "task": {"instance_id": "t-a"}, "rollouts": [{"index": 0, "reward": 0.0}, {"index": 1, "reward": 1.0}]},

@@ -9,22 +9,31 @@ passing total and the failing values). Set:
   `algorithm.norm_adv_by_std_in_grpo=False` -> `gagar_client.adapters.verl`;
 * TRL: `GRPOConfig(scale_rewards="none")` -> `gagar_client.adapters.trl`.
 
-With std scaling on, the trainer would divide A* by the group's std: do not.
+With std scaling on, the trainer would divide A* by the group's std: do not. Where a
+trainer lets us register an advantage estimator, the adapter registers one that *is* A*
+(verl: `algorithm.adv_estimator=gagar`, `gagar_client.adapters.verl_estimator`).
 
-Rollout index: Gagar names a rollout (uid, index). Both verl (`batch.repeat(n,
-interleave=True)`) and TRL (`RepeatSampler`) put a group's n samples next to each other in
-generation order, so by default the index of a sample is its occurrence number among the
-samples of the same uid in the batch, as `rollout_indexes` counts it. Post the step to
-Gagar with the same order, or pass explicit indexes.
+Sample identity: Gagar names a rollout (uid, index). The index is stamped once, where the
+group is made (verl: `adapters.verl.stamp_sample_ids` right after `repeat(interleave=True)`),
+travels with the sample and is the key of every lookup. Batch order is not a key: verl
+reorders batches (`trainer.balance_batch`) and filters drop rows. Counting occurrences in
+batch order (`rollout_indexes`) is only done when asked for by name,
+`indexes=BATCH_ORDER`, and warns (`BatchOrderWarning`).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Union
 
 AdvantageLookup = Union[Mapping[tuple, float], Callable[..., Mapping[tuple, float]]]
 MISSING_POLICIES = ("raise", "zero")
+BATCH_ORDER = "batch-order"  # `indexes=BATCH_ORDER`: count a sample's index in batch order (warns)
+
+
+class BatchOrderWarning(UserWarning):
+    """Rollout indexes were counted from batch order, which reordering or filtering breaks."""
 
 
 class MissingAdvantage(KeyError):
@@ -45,9 +54,28 @@ def rollout_indexes(uids: Iterable[Any]) -> list[int]:
     return out
 
 
-def lookup_advantages(advantages: Mapping[tuple, float], uids: Sequence[Any], indexes: Sequence[int] | None = None,
+def sample_indexes(uids: Sequence[Any], indexes: Sequence[int] | str | None, *, where: str = "") -> list[int]:
+    """The rollout index of each sample: `indexes` as given, or counted in batch order when
+    `indexes=BATCH_ORDER` (with a `BatchOrderWarning`). None is refused: say which."""
+    if indexes is None:
+        raise ValueError(f"no sample indexes{where}: stamp them where the group is made (verl: "
+                         f"adapters.verl.stamp_sample_ids right after repeat(interleave=True)) or pass them; "
+                         f"indexes={BATCH_ORDER!r} counts them in batch order, which reordering and filtering break")
+    if isinstance(indexes, str):
+        if indexes != BATCH_ORDER:
+            raise ValueError(f"indexes must be a sequence of ints or {BATCH_ORDER!r}, got {indexes!r}")
+        warnings.warn("rollout indexes counted from batch order: right only if the batch was neither reordered nor "
+                      "filtered since its groups were made", BatchOrderWarning, stacklevel=3)
+        return rollout_indexes(uids)
+    out = [int(i) for i in indexes]
+    if len(out) != len(uids):
+        raise ValueError(f"{len(uids)} uids but {len(out)} indexes")
+    return out
+
+
+def lookup_advantages(advantages: Mapping[tuple, float], uids: Sequence[Any], indexes: Sequence[int] | str | None,
                       *, missing: str = "raise") -> list[float]:
-    """A* per sample: `advantages[(uid, index)]`, indexes counted by `rollout_indexes` if not given.
+    """A* per sample: `advantages[(uid, index)]`; `indexes` per sample, or `BATCH_ORDER`.
 
     `missing="raise"` (default) raises `MissingAdvantage` naming the first missing keys;
     `missing="zero"` gives such samples 0.0 (no learning signal).
@@ -55,12 +83,7 @@ def lookup_advantages(advantages: Mapping[tuple, float], uids: Sequence[Any], in
     if missing not in MISSING_POLICIES:
         raise ValueError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
     uids = [str(u) for u in uids]
-    if indexes is None:
-        indexes = rollout_indexes(uids)
-    else:
-        indexes = [int(i) for i in indexes]
-        if len(indexes) != len(uids):
-            raise ValueError(f"{len(uids)} uids but {len(indexes)} indexes")
+    indexes = sample_indexes(uids, indexes)
     values, absent = [], []
     for key in zip(uids, indexes):
         value = advantages.get(key)
@@ -76,4 +99,5 @@ def lookup_advantages(advantages: Mapping[tuple, float], uids: Sequence[Any], in
     return values
 
 
-__all__ = ["AdvantageLookup", "MissingAdvantage", "lookup_advantages", "rollout_indexes"]
+__all__ = ["BATCH_ORDER", "AdvantageLookup", "BatchOrderWarning", "MissingAdvantage", "lookup_advantages", "rollout_indexes",
+           "sample_indexes"]

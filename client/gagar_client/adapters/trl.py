@@ -12,9 +12,12 @@ the others weight 0)::
 
 The dataset carries the Gagar group uid of each prompt in a column (default `gagar_uid`);
 TRL passes dataset columns to reward functions as keyword arguments. The rollout index of
-a completion is its occurrence number among the completions of the same uid in the call
-(TRL's sampler puts a prompt's completions next to each other), or a column you name with
-`index_column` (e.g. filled by a `rollout_func`'s extra fields).
+a completion comes from a column you name with `index_column` (e.g. filled by a
+`rollout_func`'s extra fields, where the completions are made). A dataset row is a prompt,
+not a completion, so without such a column the index can only be counted in call order
+(TRL's sampler puts a prompt's completions next to each other and scores them before
+anything reorders them): ask for that by name, `by_batch_order=True`; it warns
+(`BatchOrderWarning`) on every call.
 
 `lookup` is either a mapping `{(uid, index): A*}` or a callable
 `lookup(uids=..., indexes=..., prompts=..., completions=..., **kwargs) -> mapping`, called
@@ -29,14 +32,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gagar_client.adapters import AdvantageLookup, MissingAdvantage, lookup_advantages, rollout_indexes
+from gagar_client.adapters import (
+    BATCH_ORDER,
+    AdvantageLookup,
+    MissingAdvantage,
+    lookup_advantages,
+    rollout_indexes,
+    sample_indexes,
+)
 
 __all__ = ["MissingAdvantage", "from_client", "reward_function", "rollout_indexes"]
 
 
 def reward_function(lookup: AdvantageLookup, *, uid_column: str = "gagar_uid", index_column: str | None = None,
-                    missing: str = "raise", name: str = "gagar_advantage") -> Callable[..., list[float]]:
+                    by_batch_order: bool = False, missing: str = "raise",
+                    name: str = "gagar_advantage") -> Callable[..., list[float]]:
     """A TRL reward function `f(prompts, completions, **kwargs) -> list[float]` returning A*."""
+    if index_column is None and not by_batch_order:
+        raise ValueError("reward_function needs each completion's rollout index: name the column that carries it "
+                         "(index_column=...), or count it in call order with by_batch_order=True")
 
     def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         if uid_column not in kwargs:
@@ -46,9 +60,11 @@ def reward_function(lookup: AdvantageLookup, *, uid_column: str = "gagar_uid", i
         if len(uids) != len(completions):
             raise ValueError(f"{len(completions)} completions but {len(uids)} values in column {uid_column!r}")
         if index_column is not None:
-            indexes = [int(i) for i in kwargs[index_column]]
+            if index_column not in kwargs:
+                raise KeyError(f"the batch has no {index_column!r} column (index_column: each completion's rollout index)")
+            indexes = sample_indexes(uids, list(kwargs[index_column]))
         else:
-            indexes = rollout_indexes(uids)
+            indexes = sample_indexes(uids, BATCH_ORDER)
         table = lookup
         if callable(lookup) and not isinstance(lookup, Mapping):
             table = lookup(uids=uids, indexes=indexes, prompts=prompts, completions=completions, **kwargs)

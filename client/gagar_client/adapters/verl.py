@@ -1,24 +1,32 @@
-"""verl: A* as the outcome reward, so verl's GRPO advantage gives A* back.
+"""verl: A* per sample, looked up by the sample's own identity, never by its place in the batch.
 
-Configure verl with::
+Two paths, both keyed by `(uid, gagar_index)` carried in the batch's `non_tensor_batch`:
 
-    algorithm.adv_estimator=grpo            # or grpo_vectorized
-    algorithm.norm_adv_by_std_in_grpo=False
+1. **The `gagar` estimator** (preferred): `import gagar_client.adapters.verl_estimator` in the
+   process that runs verl's trainer registers it with verl's `register_adv_est`; select it
+   with `algorithm.adv_estimator=gagar`. It *is* A*: the sample's outcome reward (A*, put on
+   its last response token by `apply_to_batch`) spread over its response tokens, with no
+   group mean subtracted and no std scaling, so reordering, filtering and any n survive.
+2. A* as the reward with `algorithm.adv_estimator=grpo` and
+   `algorithm.norm_adv_by_std_in_grpo=False`: verl subtracts the group mean, which is zero
+   only while the group is whole. Kept for verl setups that cannot register an estimator.
 
-verl then computes, per sample, `score_i - mean(score of the samples with the same uid)`
-where score_i is the sum of the sample's token-level rewards. Putting A*_i (which sums to
-zero over a group) on the sample's last response token makes that A*_i itself.
+Either way `algorithm.use_kl_in_reward` must be False (the KL penalty would be added to A*;
+use `actor_rollout_ref.actor.use_kl_loss` instead): `check_config` refuses it by name.
 
-Where it goes: after the rollouts of a step are generated and their tests run, post the
-step to Gagar (uid = the batch's `uid`, index = the sample's position in its group, as
-`rollout_indexes` counts it), wait for it, and replace the batch's rewards before
-`compute_advantage`::
+Where it goes, in `RayPPOTrainer.fit` (or your copy of it)::
 
-    from gagar_client.adapters import verl as gagar_verl
-
-    rows = gagar.wait_for_step(run, step)
+    batch = batch.repeat(repeat_times=n, interleave=True)
+    gagar_verl.stamp_sample_ids(batch)          # once, before _balance_batch reorders
+    ...                                         # generate, test, filter
     a_star = gagar.advantages(run, step, inputs_version=rows.inputs_version)
-    gagar_verl.apply_to_batch(batch, a_star)   # token_level_scores / token_level_rewards
+    gagar_verl.apply_to_batch(batch, a_star)    # before compute_advantage
+
+`stamp_sample_ids` gives each sample its index within its group (`non_tensor_batch
+["gagar_index"]`); `DataProto.reorder`, `select_idxs` and `union` carry it with the sample.
+Post the step with `group_steps(..., indexes=...)` from the same ids; rollouts a filter
+took out are posted with their reason (`dropped_between`) so the run's drop policy decides
+what they do to their group (docs/method.md section 8).
 
 Nothing here imports verl; `reward_tensor` and `apply_to_batch` need torch.
 """
@@ -28,21 +36,91 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gagar_client.adapters import MissingAdvantage, lookup_advantages, rollout_indexes
+from gagar_client.adapters import BATCH_ORDER, MissingAdvantage, lookup_advantages, rollout_indexes, sample_indexes
 
 __all__ = [
-    "MissingAdvantage", "advantages_for_batch", "apply_to_batch", "group_steps", "reward_tensor", "rollout_indexes",
+    "BATCH_ORDER", "INDEX_KEY", "MissingAdvantage", "advantages_for_batch", "apply_to_batch", "check_config",
+    "dropped_between", "group_steps", "reward_tensor", "rollout_indexes", "sample_ids", "stamp_sample_ids",
     "token_level_rewards",
 ]
 
+INDEX_KEY = "gagar_index"  # non_tensor_batch key of a sample's rollout index within its group
+
+
+class SampleIdentityError(ValueError):
+    """The batch cannot be stamped, or carries no stamp to look A* up by."""
+
+
+def stamp_sample_ids(data: Any, *, uid_key: str = "uid", index_key: str = INDEX_KEY):
+    """Stamp each sample's rollout index into `data.non_tensor_batch[index_key]`, once.
+
+    Call it right after `batch.repeat(repeat_times=n, interleave=True)`: there a group's
+    samples are next to each other in generation order, so sample j of a run of one uid is
+    rollout j. A batch where a uid's samples are not one run (already reordered) or that is
+    stamped already is refused, so a wrong identity is never made up. Returns `data`.
+    """
+    import numpy as np
+
+    non_tensor = data.non_tensor_batch
+    if uid_key not in non_tensor:
+        raise SampleIdentityError(f"the batch has no non_tensor_batch[{uid_key!r}] (verl adds it before repeat)")
+    if index_key in non_tensor:
+        raise SampleIdentityError(f"the batch is stamped already (non_tensor_batch[{index_key!r}]): stamp once, "
+                                  "right after repeat(interleave=True)")
+    uids = [str(u) for u in non_tensor[uid_key]]
+    finished: set[str] = set()
+    for before, uid in zip([None, *uids], uids):
+        if uid != before:
+            if uid in finished:
+                raise SampleIdentityError(f"uid {uid!r} is not one run of samples: the batch was reordered since "
+                                          "repeat(interleave=True); stamp before _balance_batch or any filter")
+            if before is not None:
+                finished.add(before)
+    non_tensor[index_key] = np.array(rollout_indexes(uids), dtype=np.int64)
+    return data
+
+
+def sample_ids(data: Any, *, uid_key: str = "uid", index_key: str = INDEX_KEY) -> list[tuple[str, int]]:
+    """`(uid, index)` of every sample of a stamped batch, in its current order."""
+    non_tensor = data.non_tensor_batch
+    if index_key not in non_tensor:
+        raise SampleIdentityError(f"the batch has no non_tensor_batch[{index_key!r}]: call stamp_sample_ids right after "
+                                  f"repeat(interleave=True), or pass index_key={BATCH_ORDER!r} to count in batch order")
+    return [(str(u), int(i)) for u, i in zip(non_tensor[uid_key], non_tensor[index_key])]
+
+
+def dropped_between(before: Any, after: Any, reason: str, *, uid_key: str = "uid",
+                    index_key: str = INDEX_KEY) -> dict[tuple[str, int], str]:
+    """`{(uid, index): reason}` for the samples of `before` that `after` no longer holds
+    (a filter's input and output), for `group_steps(dropped=...)`."""
+    kept = set(sample_ids(after, uid_key=uid_key, index_key=index_key))
+    return {key: reason for key in sample_ids(before, uid_key=uid_key, index_key=index_key) if key not in kept}
+
+
+def check_config(algorithm: Any) -> None:
+    """Refuse verl `algorithm` settings that would change A*, naming the setting."""
+    def get(name, default=None):
+        if algorithm is None:
+            return default
+        getter = getattr(algorithm, "get", None)
+        return getter(name, default) if callable(getter) else getattr(algorithm, name, default)
+
+    if get("use_kl_in_reward", False):
+        raise ValueError("algorithm.use_kl_in_reward=True adds a KL penalty to A* before the advantage is taken: "
+                         "set it to False (use actor_rollout_ref.actor.use_kl_loss for a KL term)")
+    estimator = str(getattr(get("adv_estimator", "gagar"), "value", get("adv_estimator", "gagar")))
+    if estimator in ("grpo", "grpo_vectorized") and get("norm_adv_by_std_in_grpo", True):
+        raise ValueError("algorithm.norm_adv_by_std_in_grpo=True divides A* by its group's std: set it to False, "
+                         "or use algorithm.adv_estimator=gagar")
+    if estimator not in ("gagar", "grpo", "grpo_vectorized"):
+        raise ValueError(f"algorithm.adv_estimator={estimator} does not give A* back: use gagar (or grpo with "
+                         "norm_adv_by_std_in_grpo=False)")
+
 
 def advantages_for_batch(uids: Sequence[Any], advantages: Mapping[tuple, float], *,
-                         indexes: Sequence[int] | None = None, missing: str = "raise") -> list[float]:
-    """A* per sample of a batch, from its `uid` column (verl's `non_tensor_batch["uid"]`).
-
-    `indexes`: each sample's rollout index; by default its occurrence number within its uid
-    (verl repeats a prompt's samples next to each other, in generation order).
-    """
+                         indexes: Sequence[int] | str | None, missing: str = "raise") -> list[float]:
+    """A* per sample of a batch, from its `uid` column (verl's `non_tensor_batch["uid"]`) and
+    each sample's rollout index (`non_tensor_batch["gagar_index"]`, or `BATCH_ORDER`)."""
     return lookup_advantages(advantages, list(uids), indexes, missing=missing)
 
 
@@ -71,11 +149,15 @@ def _response_mask(data: Any):
 
 
 def reward_tensor(data: Any, advantages: Mapping[tuple, float], *, uid_key: str = "uid",
-                  index_key: str | None = None, missing: str = "raise"):
-    """Token-level A* for a verl `DataProto` (uses `non_tensor_batch[uid_key]` and, when
-    given, `non_tensor_batch[index_key]` as rollout indexes)."""
+                  index_key: str = INDEX_KEY, missing: str = "raise"):
+    """Token-level A* for a verl `DataProto`, looked up by `non_tensor_batch[uid_key]` and
+    `non_tensor_batch[index_key]` (stamped by `stamp_sample_ids`); `index_key=BATCH_ORDER`
+    counts indexes in batch order instead, and warns."""
     uids = list(data.non_tensor_batch[uid_key])
-    indexes = list(data.non_tensor_batch[index_key]) if index_key else None
+    if index_key == BATCH_ORDER:
+        indexes: Sequence[int] | str = BATCH_ORDER
+    else:
+        indexes = [key[1] for key in sample_ids(data, uid_key=uid_key, index_key=index_key)]
     values = advantages_for_batch(uids, advantages, indexes=indexes, missing=missing)
     return token_level_rewards(values, _response_mask(data))
 
@@ -89,15 +171,19 @@ def apply_to_batch(data: Any, advantages: Mapping[tuple, float], **kwargs: Any):
     return data
 
 
-def group_steps(uids: Sequence[Any], rewards: Sequence[float], *, indexes: Sequence[int] | None = None,
+def group_steps(uids: Sequence[Any], rewards: Sequence[float], *, indexes: Sequence[int] | str | None,
+                dropped: Mapping[tuple[str, int], str] | None = None,
                 extra: Mapping[Any, Mapping[str, Any]] | None = None) -> list[dict]:
     """`gagar-group/1` group dicts (without run/step: `Client.post_step` adds them) from a
-    batch's uids and binary test rewards. `extra[uid]` adds fields to a group (its `task`,
-    at least `{"instance_id": ...}`; default: the uid), `extra[(uid, index)]` to a rollout
-    (`patch`, `messages`, ...)."""
+    batch's uids, rollout indexes (`non_tensor_batch["gagar_index"]`, or `BATCH_ORDER`) and
+    binary test rewards. `dropped[(uid, index)]` is the reason a rollout was taken out of the
+    batch (`dropped_between`). `extra[uid]` adds fields to a group (its `task`, at least
+    `{"instance_id": ...}`; default: the uid), `extra[(uid, index)]` to a rollout (`patch`,
+    `messages`, ...)."""
     uids = [str(u) for u in uids]
-    indexes = rollout_indexes(uids) if indexes is None else [int(i) for i in indexes]
+    indexes = sample_indexes(uids, indexes, where=" for group_steps")
     extra = extra or {}
+    dropped = dropped or {}
     groups: dict[str, dict] = {}
     for uid, index, reward in zip(uids, indexes, rewards):
         group = groups.get(uid)
@@ -106,6 +192,8 @@ def group_steps(uids: Sequence[Any], rewards: Sequence[float], *, indexes: Seque
             group.update(extra.get(uid, {}))
             groups[uid] = group
         rollout = {"index": index, "reward": float(reward)}
+        if (uid, index) in dropped:
+            rollout["dropped"] = dropped[(uid, index)]
         rollout.update(extra.get((uid, index), {}))
         group["rollouts"].append(rollout)
     return list(groups.values())
