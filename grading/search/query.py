@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 16
@@ -211,49 +212,36 @@ def _lower(text: str) -> str:
     return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
 
 
-def _boundary(text: str, pos: int) -> bool:
-    """Whether `pos` is not inside a run of letters and digits (before the start, after the end)."""
-    return pos <= 0 or pos >= len(text) or not (text[pos - 1].isalnum() and text[pos].isalnum())
-
-
-def _find_token(low: str, token: str, start: int, *, prefix: bool) -> int:
-    """First position >= start where `token` starts a token of `low` (and ends one, unless prefix); -1 if none."""
-    pos = low.find(token, start)
-    while pos >= 0:
-        end = pos + len(token)
-        if _boundary(low, pos) and (prefix or _boundary(low, end)):
-            return pos
-        pos = low.find(token, pos + 1)
-    return -1
-
-
-def _skip_separators(low: str, pos: int) -> int:
-    while pos < len(low) and not low[pos].isalnum():
-        pos += 1
-    return pos
+@lru_cache(maxsize=256)
+def _term_pattern(term: Term) -> re.Pattern:
+    """The regular expression of a term over lower-cased text: its tokens, the first starting a
+    run of letters and digits, the last ending one (a prefix: then the rest of its run), with
+    anything but letters and digits between them. Tokens are letters and digits only and no
+    quantifier nests, so a search is linear in the text, whatever it holds (a 2 MB run of `a`
+    included): no position is tried twice in Python."""
+    first = re.escape(term.tokens[0])
+    # the lookbehind after the first token, not before it: a pattern that starts with literal
+    # text is searched for that text first (the engine's fast scan), not tried at every position
+    rest = "".join("[\\W_]+" + re.escape(token) for token in term.tokens[1:])
+    tail = "[^\\W_]*" if term.kind == "prefix" else "(?![^\\W_])"
+    return re.compile(first + f"(?<![^\\W_]{first})" + rest + tail)
 
 
 def find_term(term: Term, low: str, start: int = 0) -> tuple[int, int]:
     """(start, end) of the first occurrence of `term` in the lower-cased text `low`; (-1, -1) if none."""
-    first = term.tokens[0]
-    pos = _find_token(low, first, start, prefix=term.kind == "prefix")
-    while pos >= 0:
-        end = pos + len(first)
-        if term.kind == "prefix":
-            while end < len(low) and low[end].isalnum():
-                end += 1
-            return pos, end
-        ok = True
-        for token in term.tokens[1:]:
-            nxt = _skip_separators(low, end)
-            if not low.startswith(token, nxt) or not _boundary(low, nxt + len(token)) or nxt == end:
-                ok = False
-                break
-            end = nxt + len(token)
-        if ok:
-            return pos, end
-        pos = _find_token(low, first, pos + 1, prefix=False)
-    return -1, -1
+    match = _term_pattern(term).search(low, start)
+    return match.span() if match else (-1, -1)
+
+
+def scan_cost(query: Query) -> int:
+    """Work units `find` may spend per character of a text, at most: 1 for a literal
+    (str.find); for words, per term, what its pattern can cost at one position of a text that
+    repeats its first token (`aaaa…` for `aa`): that token forward and back, and the rest
+    compared. Budgets count characters times this, so a query of 16 long words reads less of
+    a rollout than one word does, and no page costs more for its terms."""
+    if query.mode == "literal":
+        return 1
+    return sum(2 * len(term.tokens[0]) + 1 + sum(len(t) for t in term.tokens[1:]) for term in query.terms)
 
 
 def find(query: Query, text: str, start: int = 0) -> tuple[int, int]:

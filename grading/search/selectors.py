@@ -15,8 +15,8 @@ regex for a phrase); when they hold more than a page, that is the page and the c
 estimated from their share (`count_estimated`) — a common string (`git diff`) costs a page's
 worth of reading, not a recheck of every chunk the trigram index names. Otherwise the index
 answers, exactly. Hits are found in Python over the page's rollouts only, up to MAX_HITS
-each, within PAGE_SCAN_BUDGET characters a page (grading.search.text.find_hits: bounded
-str.find); opening a rollout counts all of its hits (rollout_hits).
+each, within PAGE_SCAN_BUDGET work units a page (grading.search.text.find_hits: characters
+read times the query's cost per character); opening a rollout counts all of its hits (rollout_hits).
 
 Grader fields: `tier` (the latest valid verdict's tier) and `cheat` (a cheat signal, which
 can be a grader's flag) are filters only for people whose role sees grader verdicts; the
@@ -52,7 +52,7 @@ from grading.models import (
     Verdict,
 )
 from grading.search.index import FTS_TABLE, has_index
-from grading.search.query import SEPARATOR, Query, Term, literal_needs_scan, satisfied_terms
+from grading.search.query import SEPARATOR, Query, Term, literal_needs_scan, satisfied_terms, scan_cost
 from grading.search.text import Hit, Hits, find_hits
 from grading.templatetags.gagar import patch_anchor
 
@@ -62,11 +62,12 @@ MAX_PAGE_SIZE = 100
 # is true (a common word over a million rollouts would otherwise cost seconds to count).
 COUNT_CAP = 10_000
 SQLITE_SCAN_ROWS = 50_000  # words on SQLite: at most this many candidate rollouts are read per search
+SQLITE_CHECK_BUDGET = 256_000_000  # ... and at most this much work (characters x query.scan_cost) spent checking them
 SCAN_ROLLOUTS = 200  # a literal the index cannot narrow (`==`): rollouts read per page
 PROBE_ROLLOUTS = 16  # a literal or phrase: rollouts read one by one before the index is asked
 PROBE_MAX = 640  # ... and at most this many when their share says a page lies within them
 MAX_HITS = 5  # hits shown per rollout on a results page (the rest: its count and the group page)
-PAGE_SCAN_BUDGET = 16_000_000  # characters a results page reads to find its rollouts' hits, shared among them
+PAGE_SCAN_BUDGET = 64_000_000  # work units (text.find_hits) a results page spends on its rollouts' hits, shared among them
 CHUNKS = "grading_searchchunk"
 CHEAT_FILTERS = ("any", "confirmed")
 
@@ -297,19 +298,29 @@ def matching(query: Query, scope: SearchScope, *, sees_grader: bool) -> QuerySet
     return rows
 
 
-def _words_hold(query: Query, rollout_ids: list[int]) -> list[int]:
+def _words_hold(query: Query, rollout_ids: list[int]) -> tuple[list[int], bool]:
     """SQLite: which of `rollout_ids` hold every term of a words query, reading their chunks
-    (a term is looked for in each field, as the hits are)."""
+    (a term is looked for in each field, as the hits are), and whether all of them were
+    decided: the check spends at most SQLITE_CHECK_BUDGET work units (characters times
+    query.scan_cost); rollouts it did not finish are left out, and that is said."""
     needed = set(query.terms)
     found: dict[int, set] = {}
+    cost, spent, last = scan_cost(query), 0, None
     for rollout_id, text in (SearchChunk.objects.filter(rollout_id__in=rollout_ids).order_by("rollout_id", "seq")
                              .values_list("rollout_id", "text").iterator()):
         have = found.setdefault(rollout_id, set())
         if have >= needed:
             continue
+        if spent > SQLITE_CHECK_BUDGET:
+            last = rollout_id
+            break
+        spent += len(text) * cost
         for piece in text.split(SEPARATOR):
             have |= satisfied_terms(query, piece)
-    return [pk for pk in rollout_ids if found.get(pk, set()) >= needed]
+    held = [pk for pk in rollout_ids if found.get(pk, set()) >= needed]
+    if last is None:
+        return held, True
+    return [pk for pk in held if pk < last], False
 
 
 def _pending(scope: SearchScope) -> int:
@@ -344,7 +355,8 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
     else:
         candidates = list(rows.order_by("pk").values_list("pk", flat=True)[: SQLITE_SCAN_ROWS + 1])
         scan_capped = len(candidates) > SQLITE_SCAN_ROWS
-        found = _words_hold(query, candidates[:SQLITE_SCAN_ROWS])
+        found, decided = _words_hold(query, candidates[:SQLITE_SCAN_ROWS])
+        scan_capped = scan_capped or not decided
         count = len(found)
         ids = [pk for pk in found if after is None or pk > after][: limit + 1]
     capped = count > COUNT_CAP
@@ -468,7 +480,7 @@ def rollout_hits(*, query: Query, rollout: Rollout, offset: int = 0, limit: int 
                  lane: str | None = None) -> tuple[list[SearchHit], Hits]:
     """One rollout's hits for `query`, `offset` to `offset + limit` (the group page's hit-by-hit
     navigation), with how many there are in all: the whole rollout is read, up to
-    text.SCAN_BUDGET characters. `rollout` comes with group__run__project; `lane`: how the
+    text.SCAN_BUDGET work units. `rollout` comes with group__run__project; `lane`: how the
     links name it (SearchScope.lane_of), its index by default."""
     content = RolloutContent.objects.filter(rollout=rollout).only("messages", "patch", "tests").first()
     if content is None:
@@ -522,5 +534,7 @@ def search_signal_targets(*, query: Query, scope: SearchScope, cap: int) -> list
         ids = list(matching(query, scope, sees_grader=True).order_by("pk").values_list("pk", flat=True)[: cap + 1])
     else:
         candidates = list(matching(query, scope, sees_grader=True).order_by("pk").values_list("pk", flat=True)[:SQLITE_SCAN_ROWS])
-        ids = _words_hold(query, candidates)
+        ids, decided = _words_hold(query, candidates)
+        if not decided:
+            return None
     return None if len(ids) > cap else ids

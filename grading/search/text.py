@@ -16,7 +16,9 @@ tokens (a tsvector without positions) for words and prefixes.
 turn N and which field of it (the message's position, the numbering the group page's
 `#turn-<rollout>-<N>` anchors and the grader's evidence use), on a patch line (path and
 new-side line number, as the patch rows' anchors), or in a test id. Its cost is bounded by
-the characters it may scan (`budget`); it says when it stopped short.
+`budget`, in work units: characters read times the query's `scan_cost` (1 for a literal,
+more for each word, by its length), about 3 ns each on this project's machine at worst; it
+says when it stopped short.
 
 >>> got = chunks(fields([{"role": "assistant", "content": "run it", "action": "git log -p"}],
 ...                      "--- a/w.py\\n+++ b/w.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", {"FAIL_TO_PASS": ["t::a"]}))
@@ -30,14 +32,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from grading.rollouts.turns import to_turn
-from grading.search.query import MAX_QUERY_CHARS, Query, find, tokens
+from grading.search.query import MAX_QUERY_CHARS, Query, find, scan_cost, tokens
 
 SEPARATOR = "\x1e"  # between two fields of a chunk; no query may hold it (query.parse_query)
 CHUNK_CHARS = 8_000  # per chunk row: small enough that checking one candidate row is cheap
 CHUNK_OVERLAP = MAX_QUERY_CHARS - 1  # a field's segments share this much: any query-sized substring is whole in one
 MAX_LEXEME_CHARS = 200  # longer runs (hashes, base64) are not words anyone types; PostgreSQL's limit is 2 kB
 MAX_LEXEMES_BYTES = 900_000  # a tsvector holds at most 1 MB; past this a rollout's rarest-last words are left out
-SCAN_BUDGET = 4_000_000  # characters of one rollout read when listing its hits (per request)
+SCAN_BUDGET = 64_000_000  # work units (characters x scan_cost) one request may spend listing a rollout's hits
 SNIPPET_CONTEXT = 60  # characters either side of a match
 
 FIELD_LABELS = {"content": "message", "thought": "thought", "action": "command", "tool_call": "tool call",
@@ -244,25 +246,27 @@ def find_hits(query: Query, messages, patch: str, tests, *, offset: int = 0, lim
               budget: int = SCAN_BUDGET, count: bool = True) -> Hits:
     """Where `query` occurs in the rollout: one hit per field that holds it, in part order;
     the hits `offset` to `offset + limit`, and how many there are in all. At most `budget`
-    characters are scanned (str.find, a few calls per occurrence): past it `complete` is False.
+    work units are spent (characters times query.scan_cost): past it `complete` is False.
     `count=False` stops at the last hit asked for (a results page): `more` then says whether
     anything was left unread, and `total` counts the hits up to there."""
     hits: list[Hit] = []
     total = 0
-    scanned = 0
+    spent = 0
+    cost = scan_cost(query)
     for part in parts(messages, patch, tests):
         if not count and total >= offset + limit:
             return Hits(hits, total, complete=True, more=True)
-        if scanned >= budget:
+        if spent + cost > budget:
             return Hits(hits, total, complete=False)
-        text = part.text[: budget - scanned]
-        scanned += len(text)
+        text = part.text[: (budget - spent) // cost]
+        spent += len(text) * cost
         start, end = find(query, text)
-        if start < 0:
-            continue
-        if offset <= total < offset + limit:
-            before, match, after = _snippet(text, start, end)
-            hits.append(Hit(part.where, part.field, part.turn, part.path, part.line, before, match, after,
-                            occurrences=_occurrences(query, text)))
-        total += 1
+        if start >= 0:
+            if offset <= total < offset + limit:
+                before, match, after = _snippet(text, start, end)
+                hits.append(Hit(part.where, part.field, part.turn, part.path, part.line, before, match, after,
+                                occurrences=_occurrences(query, text)))
+            total += 1
+        if len(text) < len(part.text):  # the budget ran out inside this field
+            return Hits(hits, total, complete=False)
     return Hits(hits, total, complete=True)

@@ -65,6 +65,8 @@ class SearchPageSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="rollouts of the scope waiting for the search index")
     scan = ScanSerializer(allow_null=True, help_text="set when the index could not narrow the query (a literal like `==`): "
                           "rollouts are read in turn, a bounded number a page, and `count` is this page's")
+    scan_capped = serializers.BooleanField(help_text="SQLite (`make run`) words only: not every candidate was checked "
+                                           "(more than 50,000, or more text than one search may read); narrow the search")
     results = SearchResultSerializer(many=True)
     next = serializers.CharField(allow_null=True, help_text="cursor of the next page, or null")
 
@@ -121,6 +123,7 @@ class SearchView(APIView):
         return Response({"count": page.count, "count_capped": page.count_capped, "count_estimated": page.count_estimated,
                          "mode": search.query.mode,
                          "auto": search.query.auto, "indexed": page.indexed, "pending": page.pending,
+                         "scan_capped": page.scan_capped,
                          "scan": {"scanned": scan.scanned, "in_scope": scan.in_scope, "complete": scan.complete} if scan else None,
                          "results": [_result(r) for r in page.results],
                          "next": str(page.next_cursor) if page.next_cursor is not None else None})
