@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from grading.formats import params
 from grading.formats.groupline import MAX_NAME
+from grading.method.tiers import TIERS
 from grading.models import Membership, Project, Run
 from grading.search.query import Query, QueryError, parse_query
 from grading.search.selectors import CHEAT_FILTERS, GraderFieldsHidden, SearchRefused, SearchScope
@@ -71,6 +72,8 @@ def read_search(data, *, project: Project, membership: Membership, user) -> Sear
         raise GraderFieldsHidden("tier" if tier else "cheat")
     if cheat and cheat not in CHEAT_FILTERS:
         raise SearchRefused("cheat", f"cheat must be one of {', '.join(CHEAT_FILTERS)}")
+    if tier and tier not in TIERS:  # (the selector refuses it too, but only once the search runs)
+        raise SearchRefused("tier", f"tier must be one of {', '.join(TIERS)}")
     scope.tier, scope.cheat = tier or None, cheat or None
     if grader and (tier or cheat):
         scope.grader_hidden = open_blind_group_ids(project=project, user=user)

@@ -72,3 +72,13 @@ def test_the_review_s_sixteen_term_search_answers_and_says_the_hits_were_cut(cli
     # generous bounds for a loaded shared machine: the review measured 18 s and 23 s
     assert api < 10 and page < 10, (api, page)
     assert PAGE_SCAN_BUDGET <= 64_000_000 and SCAN_BUDGET <= 64_000_000
+
+
+@pytest.mark.parametrize("tier", ["T9", "t1", "T"])
+def test_an_unknown_tier_is_refused_naming_it_on_the_api_and_the_page(client, alice, acme, tier):
+    # the review: `tier=T9` (or `t1`) from an admin was a 500 on both, every time
+    client.force_login(alice)
+    r = client.get("/api/v1/search/", {"project": "acme", "q": "widget", "tier": tier})
+    assert r.status_code == 400 and r.json()["field"] == "tier" and "T1, T2, T3" in r.json()["detail"]
+    r = client.get("/projects/acme/search/", {"q": "widget", "tier": tier})
+    assert r.status_code == 422 and "tier must be one of T1, T2, T3" in r.content.decode()
