@@ -64,11 +64,13 @@ def recreate_database(admin_url: str, name: str, *, drop_only: bool = False) -> 
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
-def in_process_django(name: str) -> tuple[str, str]:
+def in_process_django(name: str, *, reuse: bool = False) -> tuple[str, str]:
     """A fresh scratch database `name` for Django to run in this process (eager Celery,
-    quiet logs); (maintenance URL, its URL). Call django.setup() and migrate after it."""
+    quiet logs); (maintenance URL, its URL). Call django.setup() and migrate after it.
+    `reuse`: the database is kept as an earlier run left it (`--keep`), not recreated."""
     admin_url, db_url = database_urls(name)
-    recreate_database(admin_url, name)
+    if not reuse:
+        recreate_database(admin_url, name)
     os.environ["DATABASE_URL"] = db_url
     os.environ.pop("CELERY_BROKER_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")

@@ -100,9 +100,12 @@ def main() -> None:
     parser.add_argument("--ingest-rollouts", type=int, default=INGEST_ROLLOUTS)
     parser.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     parser.add_argument("--keep", action="store_true", help="keep the database (drop it yourself)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="time the queries on the corpus an earlier --keep run left (no load, no index build); implies --keep")
     args = parser.parse_args()
+    args.keep = args.keep or args.reuse
     n_rollouts = args.rollouts or (50_000 if args.shape == "real" else 1_000_000)
-    admin_url, db_url = in_process_django(args.database)
+    admin_url, db_url = in_process_django(args.database, reuse=args.reuse)
     started = time.perf_counter()
     try:
         import django
@@ -151,10 +154,14 @@ def main() -> None:
             print(f"bodies:    {len(bodies)} of {statistics.mean(b['chars'] for b in bodies) / 1000:,.0f} kB of searchable text on "
                   f"average ({min(b['chars'] for b in bodies) / 1000:,.0f}-{max(b['chars'] for b in bodies) / 1000:,.0f} kB)")
 
-        project = Project.objects.create(name="bench")
-        runs = [Run.objects.create(project=project, name=f"run-{r}") for r in range(RUNS)]
-        steps = {(run.pk, s): Step.objects.create(run=run, number=s) for run in runs for s in range(STEPS_PER_RUN)}
-        tasks = {run.pk: Task.objects.create(run=run, instance_id="bench__task") for run in runs}
+        if args.reuse:
+            project = Project.objects.get(name="bench")
+            runs = list(Run.objects.filter(project=project, name__startswith="run-").order_by("name"))
+        else:
+            project = Project.objects.create(name="bench")
+            runs = [Run.objects.create(project=project, name=f"run-{r}") for r in range(RUNS)]
+            steps = {(run.pk, s): Step.objects.create(run=run, number=s) for run in runs for s in range(STEPS_PER_RUN)}
+            tasks = {run.pk: Task.objects.create(run=run, instance_id="bench__task") for run in runs}
         now = timezone.now()
         marks: list[str] = []
 
@@ -208,32 +215,44 @@ def main() -> None:
             copy_rows(connection, "grading_rolloutsearch", ["rollout_id", "run_id", "step_number", "passed", "vector"], search)
 
         # 1. the corpus ------------------------------------------------------------------
-        indexes = {}
-        with connection.cursor() as cursor:
-            cursor.execute("SET maintenance_work_mem = '2GB'")
-            for name in ("rolloutsearch_vector", "searchchunk_trgm"):
-                cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
-                indexes[name] = cursor.fetchone()[0]
-                cursor.execute(f"DROP INDEX {name}")
-        t0 = time.perf_counter()
-        done = 0
-        while done < n_rollouts:
-            n = min(LOAD_BATCH, n_rollouts - done)
-            with transaction.atomic():
-                load(done // GROUP_SIZE + 1, n, done + 1)
-            done += n
-        load_s = time.perf_counter() - t0
-        print(f"corpus:    {n_rollouts:,} {args.shape} rollouts loaded by COPY in {load_s:.0f} s")
-        for name, statement in indexes.items():
-            t0 = time.perf_counter()
+        if args.reuse:
             with connection.cursor() as cursor:
-                cursor.execute(statement)
-            print(f"index:     {name} built in {time.perf_counter() - t0:.0f} s")
-        with connection.cursor() as cursor:
-            for table in ("grading_rolloutsearch", "grading_searchchunk", "grading_rollout", "grading_group"):
-                cursor.execute(f"VACUUM ANALYZE {table}")
-            for table in ("grading_group", "grading_rollout", "grading_searchchunk"):
-                cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+                cursor.execute("SELECT mark FROM bench_marks ORDER BY n")
+                marks = [m for (m,) in cursor.fetchall()]
+                cursor.execute("SELECT count(*) FROM grading_rolloutsearch")
+                n_rollouts = cursor.fetchone()[0]
+            print(f"corpus:    {n_rollouts:,} rollouts of the database an earlier --keep run left ({args.database})")
+        else:
+            indexes = {}
+            with connection.cursor() as cursor:
+                cursor.execute("SET maintenance_work_mem = '2GB'")
+                for name in ("rolloutsearch_vector", "searchchunk_trgm"):
+                    cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+                    indexes[name] = cursor.fetchone()[0]
+                    cursor.execute(f"DROP INDEX {name}")
+            t0 = time.perf_counter()
+            done = 0
+            while done < n_rollouts:
+                n = min(LOAD_BATCH, n_rollouts - done)
+                with transaction.atomic():
+                    load(done // GROUP_SIZE + 1, n, done + 1)
+                done += n
+            load_s = time.perf_counter() - t0
+            print(f"corpus:    {n_rollouts:,} {args.shape} rollouts loaded by COPY in {load_s:.0f} s")
+            for name, statement in indexes.items():
+                t0 = time.perf_counter()
+                with connection.cursor() as cursor:
+                    cursor.execute(statement)
+                print(f"index:     {name} built in {time.perf_counter() - t0:.0f} s")
+            with connection.cursor() as cursor:
+                for table in ("grading_rolloutsearch", "grading_searchchunk", "grading_rollout", "grading_group"):
+                    cursor.execute(f"VACUUM ANALYZE {table}")
+                for table in ("grading_group", "grading_rollout", "grading_searchchunk"):
+                    cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+
+            with connection.cursor() as cursor:
+                cursor.execute("CREATE TABLE bench_marks (n int, mark text)")
+                cursor.executemany("INSERT INTO bench_marks VALUES (%s, %s)", list(enumerate(marks)))
 
         # 2. queries ------------------------------------------------------------------------
         common = words[:5]
@@ -269,7 +288,7 @@ def main() -> None:
                 search_rollouts(query=parse_query(raw, mode=mode), scope=SearchScope(project=project, **scope), sees_grader=True)
         results = []
         for label, queries in kinds:
-            times, counts = [], []
+            times, counts, estimated = [], [], False
             for _ in range(args.repeat):
                 for raw, mode, scope in queries:
                     t0 = time.perf_counter()
@@ -277,8 +296,9 @@ def main() -> None:
                                            sees_grader=True)
                     times.append((time.perf_counter() - t0) * 1000)
                     counts.append(page.count if not page.count_capped else float("inf"))
+                    estimated = estimated or page.count_estimated
             median = statistics.median(counts)
-            shown = "capped" if median == float("inf") else f"{int(median):,}"
+            shown = "capped" if median == float("inf") else ("about " if estimated else "") + f"{int(median):,}"
             if page.scan:
                 shown += f" in {page.scan.scanned}"
             print(f"{label:34} {percentile(times, 0.5):8.0f} {percentile(times, 0.95):8.0f} {shown:>17}  "
@@ -315,9 +335,11 @@ def main() -> None:
                                           "task": {"instance_id": f"ingest__task-{g}"}, "rollouts": rollouts})))
             return out
 
-        batches = {label: lines(f"ingest-{label}") for label in ("copy", "task", "inline")}
+        tag = f"-{int(time.time())}" if args.reuse else ""  # a reused database holds the earlier runs' ingest runs
+        batches = {label: lines(f"ingest-{label}{tag}") for label in ("copy", "task", "inline")}
         size = sum(len(b) for _, b in batches["copy"])
         with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE IF EXISTS bench_raw")
             cursor.execute("CREATE TABLE bench_raw (body jsonb)")
         t0 = time.perf_counter()
         with transaction.atomic():
