@@ -65,7 +65,7 @@ SQLITE_SCAN_ROWS = 50_000  # words on SQLite: at most this many candidate rollou
 SQLITE_CHECK_BUDGET = 256_000_000  # ... and at most this much work (characters x query.scan_cost) spent checking them
 SCAN_ROLLOUTS = 200  # a literal the index cannot narrow (`==`): rollouts read per page
 PROBE_ROLLOUTS = 16  # a literal or phrase: rollouts read one by one before the index is asked
-PROBE_MAX = 640  # ... and at most this many when their share says a page lies within them
+PROBE_MAX = 320  # ... and at most this many a page when they hold some (~0.3 s of reading at 200 kB a rollout)
 MAX_HITS = 5  # hits shown per rollout on a results page (the rest: its count and the group page)
 PAGE_SCAN_BUDGET = 64_000_000  # work units (text.find_hits) a results page spends on its rollouts' hits, shared among them
 CHUNKS = "grading_searchchunk"
@@ -369,12 +369,12 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
 def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int,
                  pending: int) -> SearchPage | None:
     """The page read rollout by rollout: the next PROBE_ROLLOUTS rollouts of the scope after
-    `after`, those holding the query; when they hold too few for a page but enough that a page
-    should lie within PROBE_MAX rollouts, as many more as the share found says. None when none
-    of them holds it, or the share says a page lies further (a rarer string: the index finds it
-    faster than reading on; a rare one costs PROBE_ROLLOUTS rollouts read, ~20 ms at 200 kB
-    each). The count is exact when the rollouts read were the whole scope, else estimated from
-    their share."""
+    `after`, those holding the query; when they hold some but too few for a page, as many
+    more as their share says a page needs, up to PROBE_MAX read in all — then the page may
+    hold fewer than `limit` (its cursor goes on reading from the last rollout read). None
+    when the window holds none of it (a rare string: the index finds it faster; that costs
+    PROBE_ROLLOUTS rollouts read, ~20 ms at 200 kB each). The count is exact when the
+    rollouts read were the whole scope, else estimated from their share."""
     rows = _scoped(scope, sees_grader)
     window_rows = rows.order_by("pk")
     if after is not None:
@@ -383,19 +383,18 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
     whole = len(window) <= PROBE_ROLLOUTS  # nothing of the scope past the window
     window = window[:PROBE_ROLLOUTS]
     held = _held(query, window)
-    read = len(window)
+    read, last = len(window), (window[-1] if window else None)
     if len(held) <= limit and not whole:
-        need = (limit + 1 - len(held)) * read // max(1, len(held)) * 3 // 2  # more rollouts the share says a page needs
-        if not held or read + need > PROBE_MAX:
+        if not held:
             return None
-        more = list(window_rows.filter(pk__gt=window[-1]).values_list("pk", flat=True)[: need + 1])
+        need = min(PROBE_MAX - read, (limit + 1 - len(held)) * read // len(held) * 3 // 2)  # what the share says a page needs
+        more = list(window_rows.filter(pk__gt=last).values_list("pk", flat=True)[: need + 1])
         whole = len(more) <= need
         more = more[:need]
         held += _held(query, more)
         read += len(more)
-        if len(held) <= limit and not whole:
-            return None
-    next_cursor = held[limit - 1] if len(held) > limit else None
+        last = more[-1] if more else last
+    next_cursor = held[limit - 1] if len(held) > limit else (None if whole else last)
     if whole and after is None:
         count, estimated = len(held), False
     else:

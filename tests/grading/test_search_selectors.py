@@ -229,3 +229,15 @@ def test_a_probed_scope_read_whole_is_counted_exactly(acme):
     pages, seen = _every_page(acme, "git diff", limit=5)
     assert pages[0].count == 6 and not pages[0].count_estimated and len(pages) == 2
     assert seen == _brute("git diff")
+
+
+def test_a_sparse_literal_is_read_a_bounded_stretch_a_page_and_paged_on(acme):
+    # 400 rollouts, one in 25 ran it: the first window holds one, so the page reads on, but
+    # only to PROBE_MAX rollouts: a page of fewer than 20, whose cursor reads on from there
+    from grading.search.selectors import PROBE_MAX
+
+    _many(acme, 50, 8, lambda k: "tox -e py311" if k % 25 == 3 else "ls")
+    pages, seen = _every_page(acme, "tox -e py311")
+    assert PROBE_MAX == 320 and len(pages) == 2
+    assert len(pages[0].results) == 13 and pages[0].next_cursor is not None and pages[0].count_estimated
+    assert seen == _brute("tox -e py311") and len(seen) == 16
