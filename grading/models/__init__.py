@@ -7,6 +7,7 @@ migrations keep working whichever module a model lives in.
 - method: factor mappings, their activations, step computations and stored advantages,
   each project's rubric guide and calibration minimum
 - search: the search index (one row of searchable text per rollout)
+- throttle: shared attempt counts (login throttling) where no Redis is configured
 """
 
 from grading.models.grades import CheatDecision as CheatDecision
@@ -25,6 +26,7 @@ from grading.models.projects import ApiToken as ApiToken
 from grading.models.projects import Membership as Membership
 from grading.models.projects import Project as Project
 from grading.models.projects import Role as Role
+from grading.models.projects import ServiceAccount as ServiceAccount
 from grading.models.runs import BulkJSONField as BulkJSONField
 from grading.models.runs import Group as Group
 from grading.models.runs import ImportJob as ImportJob
@@ -36,3 +38,4 @@ from grading.models.runs import Task as Task
 from grading.models.search import RolloutSearch as RolloutSearch
 from grading.models.search import SearchBacklog as SearchBacklog
 from grading.models.search import SearchChunk as SearchChunk
+from grading.models.throttle import ThrottleCount as ThrottleCount

@@ -58,11 +58,30 @@ class Membership(models.Model):
         return ROLE_CAPABILITIES.get(self.role, frozenset())
 
 
+class ServiceAccount(models.Model):
+    """An account made for one project's scripts on its Team page: no password, it acts only
+    through tokens of that project. What it does is named with the admin who made it
+    (grading.projects.accounts.acting_name), so no token speaks for a person."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="service_account")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="service_accounts")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} (service account of {self.project})"
+
+
 class ApiToken(models.Model):
     """A revocable API token. Only a SHA-256 of the secret is stored; the secret is shown once."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_tokens")
+    # The project admin who made it on the Team page; empty for the server operator's
+    # `create_api_token` command (and for tokens made before this was recorded).
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=12, db_index=True)
     digest = models.CharField(max_length=64, unique=True)
@@ -80,9 +99,10 @@ class ApiToken(models.Model):
         return hashlib.sha256(secret.encode()).hexdigest()
 
     @classmethod
-    def issue(cls, *, user, project: Project, name: str = "") -> tuple[ApiToken, str]:
+    def issue(cls, *, user, project: Project, name: str = "", created_by=None) -> tuple[ApiToken, str]:
         secret = cls.PREFIX + secrets.token_urlsafe(32)
         token = cls.objects.create(
-            user=user, project=project, name=name, prefix=secret[: len(cls.PREFIX) + 6], digest=cls.digest_of(secret)
+            user=user, project=project, name=name, prefix=secret[: len(cls.PREFIX) + 6], digest=cls.digest_of(secret),
+            created_by=created_by,
         )
         return token, secret
