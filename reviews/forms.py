@@ -29,14 +29,17 @@ def _int_or_none(value, field: str, errors: dict) -> int | None:
         return None
 
 
-def parse_judgment(data, passing: list[int]) -> tuple[list[ItemInput], str]:
-    """ItemInputs for every passing rollout; JudgmentError naming each bad field."""
+def parse_judgment(data, passing: list[int], names: dict[int, str] | None = None) -> tuple[list[ItemInput], str]:
+    """ItemInputs for every passing rollout; JudgmentError naming each bad field. `data` has
+    the stored field names (a blind judge's form mapped back: reviews.selectors.lanes);
+    `names`: how messages name a rollout (their lane labels), "#<index>" without."""
     errors: dict[str, str] = {}
     items = []
     for index in passing:
         tier = (data.get(f"tier-{index}") or "").strip()
         if not tier:
-            errors[f"tier-{index}"] = f"rollout #{index} passed and needs a tier"
+            name = names.get(index, "?") if names is not None else f"#{index}"
+            errors[f"tier-{index}"] = f"rollout {name} passed and needs a tier"
             continue
         rank = _int_or_none(data.get(f"rank-{index}"), f"rank-{index}", errors)
         scores = {}

@@ -3,9 +3,25 @@
 Group uids may contain '/', so every route under a group comes before the group page itself,
 and a longer suffix before a shorter one it ends with (adjudication/draft/ before draft/)."""
 
-from django.urls import path
+from django.urls import path, register_converter
 
 from reviews.views import audit, calibration, group, hits, judge, queue, search
+
+
+class LaneConverter:
+    """A rollout of a group as the person asking names it: its index, or, judging the group
+    blind, its lane label (A, B, ..., AA: reviews.selectors.lanes). The view resolves it."""
+
+    regex = "[0-9]{1,9}|[A-Z]{1,4}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value) -> str:
+        return str(value)
+
+
+register_converter(LaneConverter, "lane")
 
 GROUP = "runs/<str:run>/groups/<path:uid>/"
 
@@ -31,9 +47,9 @@ urlpatterns = [
     path(GROUP + "show-verdict/", judge.show, name="group-show-verdict"),
     path(GROUP + "compare/", judge.compare, name="patch-compare"),
     path(GROUP + "adjudication/", judge.adjudicate, name="adjudication-submit"),
-    path(GROUP + "rollouts/<int:index>/hits/", hits.rollout_hits, name="rollout-hits"),
-    path(GROUP + "rollouts/<int:index>/turns/", group.rollout_turns, name="rollout-turns"),
-    path(GROUP + "rollouts/<int:index>/diff/", group.rollout_diff, name="rollout-diff"),
-    path(GROUP + "rollouts/<int:index>/log/", group.rollout_log, name="rollout-log"),
+    path(GROUP + "rollouts/<lane:lane>/hits/", hits.rollout_hits, name="rollout-hits"),
+    path(GROUP + "rollouts/<lane:lane>/turns/", group.rollout_turns, name="rollout-turns"),
+    path(GROUP + "rollouts/<lane:lane>/diff/", group.rollout_diff, name="rollout-diff"),
+    path(GROUP + "rollouts/<lane:lane>/log/", group.rollout_log, name="rollout-log"),
     path(GROUP, group.group_detail, name="group"),
 ]

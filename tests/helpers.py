@@ -9,6 +9,8 @@
 - ingest through the API with a token: `post_lines(client, token, body)` (the response, for
   tests of the API itself), `post_groups(client, token, *groups)` (must succeed; its report)
 - ingest through the service, no HTTP: `ingest_groups(project, *groups)` (must succeed; its report)
+- a judging form as a person sends it: `as_lanes(data, user, group)` names rollouts by the lane
+  labels a blind judge's page shows (`tier-C`), not by index (`tier-3`)
 - a real Celery worker on the test database: `start_celery_worker(name, log, **env)`, then
   `stop_process(worker)`; `worker_database_url()` is the test database as another process reaches it
 """
@@ -86,6 +88,30 @@ def small_group(uid: str = "t-1@1", *, run: str = "r1", step: int = 1, rewards=(
             for i, r in enumerate(rewards)
         ],
     }
+
+
+def as_lanes(data: dict, user, group) -> dict:
+    """The judging fields of `data` (keyed by rollout index: `tier-3`, `score-3-scope`) as
+    `user`'s page names them on `group` (a Group or its uid): by the lane label their blind
+    assignment shows (`tier-C`), or unchanged when they do not judge it blind. `user` may be
+    a test client, meaning the person logged in with it."""
+    from grading.models import Group
+    from reviews.selectors.lanes import lanes_for
+
+    if hasattr(user, "session"):
+        user = get_user_model().objects.get(pk=user.session["_auth_user_id"])
+    if isinstance(group, str):
+        group = Group.objects.select_related("run").get(uid=group)
+    lanes = lanes_for(user=user, group=group)
+    if not lanes.blind:
+        return data
+    out = {}
+    for key, value in data.items():
+        parts = key.split("-")
+        if len(parts) >= 2 and parts[0] in ("tier", "rank", "cheat", "note", "score") and parts[1].isascii() and parts[1].isdigit():
+            key = "-".join([parts[0], lanes.key(int(parts[1])), *parts[2:]])
+        out[key] = value
+    return out
 
 
 def post_lines(client, token: str, body: bytes, *, project: str = "acme", **headers):
@@ -204,3 +230,43 @@ def stop_process(process: subprocess.Popen | None, timeout: float = 20) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+# Producers a multi-model group's rollouts name in their source, metadata and cost (issue 25):
+# a blind judge must meet none of these values anywhere (tests/hostile/test_producer_blind_doors.py).
+PRODUCERS = (
+    {"dir": "results_claude_10", "model": "claude-sonnet-4-5-20250929", "agent": "claude-code-agent@2.1",
+     "llm": "anthropic/claude-sonnet-4-5", "checkpoint": "ckpt-claude-step-900", "cost": 3.98765},
+    {"dir": "results_gpt5_snowflake", "model": "gpt-5-2025-08-07", "agent": "codex-agent@0.9",
+     "llm": "openai/gpt-5", "checkpoint": "ckpt-gpt5-step-450", "cost": 8.76543},
+)
+
+
+def multi_model_group(uid: str = "g1@1", *, run: str = "r1", step: int = 1, size: int = 6) -> dict:
+    """A real group (load_real_long_groups' second: long trajectories, five passing of six)
+    whose first half of rollouts one model made and the second half another, as a
+    multi-model SWE-bench run reads: `source.ref` under `results_claude_10/` or
+    `results_gpt5_snowflake/`, the model, agent config and checkpoint in metadata, each
+    model's cost in stats."""
+    group = load_real_long_groups(size)[1]
+    rollouts = []
+    for rollout in group["rollouts"]:
+        producer = PRODUCERS[0 if rollout["index"] < size // 2 else 1]
+        rollouts.append({
+            **rollout,
+            "source": {"format": rollout["source"]["format"], "ref": f"{producer['dir']}/{rollout['source']['ref']}"},
+            "stats": {**rollout["stats"], "cost_usd": producer["cost"]},
+            "metadata": {**rollout.get("metadata", {}), "model": producer["model"], "agent": producer["agent"],
+                         "llm_config": {"model": producer["llm"], "temperature": 0.7},
+                         "checkpoint": producer["checkpoint"], "run_name": f"{producer['dir']}-run"},
+        })
+    return {**group, "run": run, "step": step, "uid": uid, "rollouts": rollouts}
+
+
+def producer_values(group: dict) -> list[str]:
+    """What of `multi_model_group` names its producers: every value a blind judge must not see."""
+    values = {p[key] for p in PRODUCERS for key in ("dir", "model", "agent", "llm", "checkpoint")}
+    values |= {f"{p['dir']}-run" for p in PRODUCERS}
+    values |= {f"{p['cost']:.3f}" for p in PRODUCERS} | {str(p["cost"]) for p in PRODUCERS}
+    values |= {r["source"]["ref"] for r in group["rollouts"]} | {r["source"]["format"] for r in group["rollouts"]}
+    return sorted(values)

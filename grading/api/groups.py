@@ -25,6 +25,8 @@ from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.models import Group
 from grading.projects.access import get_project_for
+from grading.projects.viewers import blind_view
+from grading.rollouts.blinding import withhold_line
 from grading.selectors import group_as_line
 
 logger = logging.getLogger(__name__)
@@ -161,7 +163,7 @@ class GroupDetailView(APIView):
     @extend_schema(
         parameters=[PROJECT, OpenApiParameter("run", str, required=True)],
         responses={200: OpenApiTypes.OBJECT},
-        summary="One group in full, in its gagar-group/1 shape",
+        summary="One group in full, in its gagar-group/1 shape (for a caller judging it blind: lanes, no producer fields)",
     )
     def get(self, request, uid: str):
         project, problem = _project(request, "view")
@@ -175,4 +177,10 @@ class GroupDetailView(APIView):
             group = Group.objects.select_related("run", "step", "task").filter(run__project=project, run__name=run, uid=uid).first()
         if group is None:
             return error(status.HTTP_404_NOT_FOUND, f"no group {uid!r} in run {run!r}")
-        return Response(group_as_line(group))
+        line = group_as_line(group)
+        blind = blind_view(user=request.user, group=group)
+        if blind is not None:  # the caller judges this group blind: lanes, not indexes; no producer fields
+            by_index = {r["index"]: r for r in line["rollouts"]}
+            line["rollouts"] = [withhold_line(by_index[i], blind.fields, lane=blind.labels.get(i, "?"))
+                                for i in blind.order(by_index)]
+        return Response(line)

@@ -239,17 +239,19 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _label(index: int, members: tuple[int, ...], empty: bool, extra: int) -> str:
+def cluster_label(index: int, members: tuple[int, ...], *, empty: bool, extra: int, name=lambda i: f"#{i}") -> str:
+    """The label of rollout `index` in its cluster of `members` (the first is the cluster's
+    number), each rollout named by `name`: "#3" as stored, or a blind judge's lane label."""
     if empty:
         text = "no change"
     elif len(members) == 1:
         text = "unique change"
     elif index == members[0]:
         others = [m for m in members if m != index]
-        shown = ", ".join(f"#{m}" for m in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        shown = ", ".join(name(m) for m in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         text = f"same change as {shown}"
     else:
-        text = f"same change as #{members[0]}"
+        text = f"same change as {name(members[0])}"
     if extra:
         text += f", +{_plural(extra, 'extra file')}"
     return text
@@ -289,7 +291,7 @@ def cluster_patches(patches: Sequence[tuple[int, str | PatchChanges | None]] | M
     by_key = {key: tuple(sorted(m)) for key, m in members.items()}
     rollouts = tuple(
         RolloutCluster(index=index, cluster=by_key[key][0], key=key, files=files, extra_files=extra,
-                       label=_label(index, by_key[key], empty, len(extra)), note=ch.note)
+                       label=cluster_label(index, by_key[key], empty=empty, extra=len(extra)), note=ch.note)
         for index, key, files, extra, ch, empty in keyed
     )
     clusters = {m[0]: m for m in sorted(by_key.values())}

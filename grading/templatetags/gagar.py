@@ -18,7 +18,7 @@ def path_key(path: str) -> str:
     return hashlib.sha1(path.encode()).hexdigest()[:10]
 
 
-def patch_anchor(index: int, path: str, line: int) -> str:
+def patch_anchor(index: int | str, path: str, line: int) -> str:
     return f"p{index}-{path_key(path)}-{line}"
 
 

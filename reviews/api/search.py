@@ -39,7 +39,10 @@ class SearchResultSerializer(serializers.Serializer):
     run = serializers.CharField()
     step = serializers.IntegerField()
     uid = serializers.CharField()
-    index = serializers.IntegerField()
+    index = serializers.IntegerField(required=False, help_text="the rollout's index; left out on a group the caller "
+                                     "judges blind, where `lane` is its label")
+    lane = serializers.CharField(help_text="how the caller names the rollout: its index, or (judging its group blind) its "
+                                 "lane label, A, B, C...")
     passed = serializers.BooleanField(allow_null=True)
     hit_count = serializers.IntegerField(help_text="fields of the rollout holding the query (one hit each), in the part read")
     hits_complete = serializers.BooleanField(help_text="false: the page's reading budget ran out; there may be more hits")
@@ -74,7 +77,8 @@ class SearchPageSerializer(serializers.Serializer):
 def _result(result) -> dict:
     rollout = result.rollout
     group = rollout.group
-    return {"run": group.run.name, "step": group.step_number, "uid": group.uid, "index": rollout.index, "passed": rollout.passed,
+    named = {"index": rollout.index} if result.lane == str(rollout.index) else {}  # a blind judge's: the label only
+    return {"run": group.run.name, "step": group.step_number, "uid": group.uid, **named, "lane": result.lane, "passed": rollout.passed,
             "hit_count": result.hit_count, "hits_complete": result.hits_complete, "hits_more": result.hits_more,
             "hits": [{"where": h.where, "field": h.field, "turn": h.turn, "path": h.path, "line": h.line,
                       "occurrences": h.occurrences, "snippet": str(h.snippet), "url": h.url} for h in result.hits]}

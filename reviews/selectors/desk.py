@@ -8,7 +8,9 @@ from django.db.models import Count, Q, QuerySet
 
 from grading import selectors as grading_selectors
 from grading.models import Group, Membership, Project, Verdict
+from grading.rollouts.blinding import lane_position
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem, Reveal
+from reviews.selectors.lanes import Lanes, cluster_text, with_blind_fields
 
 
 @dataclass
@@ -54,9 +56,10 @@ def items_from_fields(draft: dict) -> dict[int, dict]:
 
 
 def review_context(*, user, membership: Membership, group: Group) -> ReviewContext:
-    """Three queries: the person's assignment, their judgments, the group's review state."""
+    """Three queries: the person's assignment (with the project's blind fields), their
+    judgments, the group's review state."""
     caps = membership.capabilities
-    assignment = Assignment.objects.filter(group=group, reviewer=user).first()
+    assignment = with_blind_fields(Assignment.objects.filter(group=group, reviewer=user)).first()
     own = list(Judgment.objects.filter(group=group, reviewer=user, kind=Judgment.Kind.REVIEW))
     review = GroupReview.objects.filter(group=group).first()
     judgment = own[0] if own else None
@@ -201,9 +204,9 @@ def adjudication_counts(project: Project) -> dict[str, int]:
 class ClusterLabel:
     """Which patch cluster a rollout falls in, as the overview and its lane say it."""
 
-    cluster: int  # the index of the cluster's first member (grading.rollouts.clusters)
+    cluster: str  # the cluster's first member (grading.rollouts.clusters), as this person names it (Lanes.key)
     size: int  # members of that cluster in the group
-    label: str  # "same change as #3, +2 extra files"
+    label: str  # "same change as #3, +2 extra files" (or "same change as C": a blind judge's labels)
     extra_files: tuple[str, ...] = ()
 
 
@@ -213,14 +216,18 @@ class PageClusters:
     distinct: int = 0  # clusters among the rollouts given
 
 
-def group_clusters(rollouts: list) -> PageClusters:
+def group_clusters(rollouts: list, lanes: Lanes | None = None) -> PageClusters:
     """Each rollout's patch cluster, from its stored fields (Rollout.cluster, extra_files,
     cluster_label, written at ingest by grading.ingest.clustering): no query and no
-    patch parsed on a page view. Rollouts not clustered yet are left out."""
+    patch parsed on a page view. Rollouts not clustered yet are left out. A blind judge's
+    clusters (`lanes`) are named by their labels, the cluster by its lowest."""
+    lanes = lanes or Lanes(blind=False)
     members = grading_selectors.group_clusters(rollouts)
+    first = {number: min(indexes, key=lambda i: lane_position(lanes.key(i)) or 0) if lanes.blind else number
+             for number, indexes in members.items()}
     return PageClusters({
-        r.index: ClusterLabel(cluster=r.cluster, size=len(members[r.cluster]), label=r.cluster_label,
-                              extra_files=tuple(r.extra_files or ()))
+        r.index: ClusterLabel(cluster=lanes.key(first[r.cluster]), size=len(members[r.cluster]),
+                              label=cluster_text(r, members[r.cluster], lanes), extra_files=tuple(r.extra_files or ()))
         for r in rollouts if r.cluster is not None and r.cluster in members
     }, distinct=len(members))
 

@@ -12,10 +12,12 @@ bounded by text.SCAN_BUDGET characters.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from grading.models import Rollout
 from grading.search.query import Query
-from grading.search.selectors import SearchHit, rollout_hits
+from grading.search.selectors import SearchHit
+from grading.search.selectors import rollout_hits as _rollout_hits
 
 PAGE = 50
 MAX_PAGE = 200
@@ -34,11 +36,14 @@ def _from_turn(hit: SearchHit, turn: int) -> bool:
     return hit.where == "turn" and hit.turn is not None and hit.turn >= turn
 
 
-def hit_page(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = PAGE, turn: int | None = None) -> HitPage:
+def hit_page(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = PAGE, turn: int | None = None,
+             lane: str | None = None) -> HitPage:
     """The hits `offset` to `offset + limit` of `rollout` (with group__run__project). With
     `turn`, the page holding the first hit in that turn or after it instead (`at` is its
-    number; the rollout's last hit when none is that late, None when it has none)."""
+    number; the rollout's last hit when none is that late, None when it has none). `lane`:
+    how the hits' links name the rollout (a blind judge's label), its index by default."""
     limit = max(1, min(limit, MAX_PAGE))
+    rollout_hits = partial(_rollout_hits, lane=lane)
     if turn is None:
         hits, found = rollout_hits(query=query, rollout=rollout, offset=offset, limit=limit)
         return HitPage(hits, offset, found.total, found.complete)

@@ -12,6 +12,7 @@ from grading.models import Membership, Project, Run
 from grading.search.query import Query, QueryError, parse_query
 from grading.search.selectors import CHEAT_FILTERS, GraderFieldsHidden, SearchRefused, SearchScope
 from reviews.selectors.desk import open_blind_group_ids
+from reviews.selectors.lanes import search_lanes
 from reviews.services.browse import SEES_VERDICT
 
 FIELDS = ("q", "mode", "run", "step_min", "step_max", "passed", "tier", "cheat")
@@ -48,7 +49,7 @@ def read_search(data, *, project: Project, membership: Membership, user) -> Sear
     SearchRefused(field, message) for a filter that is malformed, unknown or not this person's to use."""
     mode = data.get("mode") or "auto"
     query = parse_query(data.get("q"), mode=mode)
-    scope = SearchScope(project=project)
+    scope = SearchScope(project=project, lane_of=search_lanes(project=project, user=user))
     run_name = data.get("run") or ""
     if run_name:
         if not params.usable_name(run_name, max_len=MAX_NAME):

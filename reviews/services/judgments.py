@@ -8,6 +8,7 @@ tabs, a double click) gets `JudgmentConflict` and their first judgment stays.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
@@ -67,19 +68,24 @@ class SubmitResult:
     concurrent: list[Judgment]
 
 
-def _checked_items(group: Group, items: list[ItemInput]) -> tuple[dict[int, Rollout], list[ItemInput]]:
-    """Every passing rollout judged exactly once with a valid tier; ranks consistent with tiers."""
+def _checked_items(group: Group, items: list[ItemInput], names: Mapping[int, str] | None = None,
+                   ) -> tuple[dict[int, Rollout], list[ItemInput]]:
+    """Every passing rollout judged exactly once with a valid tier; ranks consistent with tiers.
+    Messages name a rollout as `names` does (a blind judge's lane labels), else "#<index>"."""
+    def name(index: int) -> str:
+        return names.get(index, "?") if names is not None else f"#{index}"
+
     rollouts = {r.index: r for r in Rollout.objects.filter(group=group).only("id", "index", "passed")}
     passing = {i for i, r in rollouts.items() if r.passed is True}
     errors: dict[str, str] = {}
     seen: set[int] = set()
     for item in items:
         if item.index not in rollouts:
-            errors[f"tier-{item.index}"] = f"group has no rollout #{item.index}"
+            errors[f"tier-{item.index}"] = f"group has no rollout {name(item.index)}"
         elif item.index not in passing:
-            errors[f"tier-{item.index}"] = f"rollout #{item.index} did not pass; only passing rollouts are judged"
+            errors[f"tier-{item.index}"] = f"rollout {name(item.index)} did not pass; only passing rollouts are judged"
         elif item.index in seen:
-            errors[f"tier-{item.index}"] = f"rollout #{item.index} judged twice"
+            errors[f"tier-{item.index}"] = f"rollout {name(item.index)} judged twice"
         elif item.tier not in TIERS:
             errors[f"tier-{item.index}"] = f"tier must be T1, T2 or T3, got {item.tier!r}"
         elif item.rank is not None and item.rank < 1:
@@ -89,17 +95,17 @@ def _checked_items(group: Group, items: list[ItemInput]) -> tuple[dict[int, Roll
                 errors[f"score-{item.index}-{name}"] = f"rubric scores are whole numbers {SCORE_RANGE[0]} to {SCORE_RANGE[1]}"
         seen.add(item.index)
     for index in sorted(passing - seen):
-        errors[f"tier-{index}"] = f"rollout #{index} passed and needs a tier"
+        errors[f"tier-{index}"] = f"rollout {name(index)} passed and needs a tier"
     if errors:
         raise JudgmentError(errors)
     given = [i.rank is not None for i in items]
     if any(given) and not all(given):
-        missing = ", ".join(f"#{i.index}" for i in items if i.rank is None)
+        missing = ", ".join(name(i.index) for i in items if i.rank is None)
         raise JudgmentError({"rank": f"rank all passing rollouts or none (missing: {missing})"})
     if not any(given):
         derived = consensus.ranks_from_tiers({i.index: i.tier for i in items})
         items = [ItemInput(i.index, i.tier, derived[i.index], i.cheat, i.scores, i.note) for i in items]
-    problems = consensus.rank_contradictions({i.index: (i.tier, i.rank) for i in items})
+    problems = consensus.rank_contradictions({i.index: (i.tier, i.rank) for i in items}, name)
     if problems:
         raise JudgmentError({"rank": "ranks contradict tiers: " + "; ".join(problems[:3])})
     return rollouts, items
@@ -211,8 +217,10 @@ def adjudication_refusal(*, group: Group, user, review: GroupReview | None) -> A
 def submit_judgment(
     *, reviewer, group: Group, items: list[ItemInput], note: str = "", seen_version: int | None = None,
     kind: str = Judgment.Kind.REVIEW, reason: str = "", seconds_spent: int | None = None,
+    names: Mapping[int, str] | None = None,
 ) -> SubmitResult:
-    """Store one person's judgment of a group, all items or none.
+    """Store one person's judgment of a group, all items or none. `names`: how refusals name
+    the rollouts (a blind judge's lane labels, reviews.selectors.lanes); "#<index>" without.
 
     Raises JudgmentError (field → message) for an incomplete or inconsistent judgment and
     JudgmentConflict when this person already judged the group (or it is already adjudicated).
@@ -234,7 +242,7 @@ def submit_judgment(
         refusal = adjudication_refusal(group=group, user=reviewer, review=review)
         if refusal is not None:
             raise refusal
-    rollouts, items = _checked_items(group, items)
+    rollouts, items = _checked_items(group, items, names)
 
     assignment = (
         Assignment.objects.select_for_update().filter(group=group, reviewer=reviewer).first()

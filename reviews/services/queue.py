@@ -39,6 +39,7 @@ from django.db.models.lookups import LessThan
 from django.utils import timezone
 
 from grading.models import Group, Project, Run
+from grading.rollouts.blinding import BlindFields
 from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
 
 OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids
@@ -50,14 +51,19 @@ def policy_for(project: Project) -> ReviewPolicy:
 
 
 @transaction.atomic
-def update_policy(*, project: Project, overlap: float, blind: bool, lease_minutes: int) -> ReviewPolicy:
+def update_policy(*, project: Project, overlap: float, blind: bool, lease_minutes: int,
+                  blind_fields: list[str] | None = None) -> ReviewPolicy:
+    """`blind_fields`: what a blind judge is not shown of a rollout (grading.rollouts.blinding;
+    BlindFieldError for a name it does not know); None keeps the project's."""
     if not 0.0 <= overlap <= 1.0:
         raise ValueError("overlap must be between 0 and 1")
     if not 1 <= lease_minutes <= 7 * 24 * 60:
         raise ValueError("lease must be between 1 minute and 7 days")
     policy = ReviewPolicy.objects.select_for_update().get(pk=policy_for(project).pk)
     policy.overlap, policy.blind, policy.lease_minutes = overlap, blind, lease_minutes
-    policy.save(update_fields=["overlap", "blind", "lease_minutes", "updated_at"])
+    if blind_fields is not None:
+        policy.blind_fields = BlindFields.parse(blind_fields).names
+    policy.save(update_fields=["overlap", "blind", "lease_minutes", "blind_fields", "updated_at"])
     refresh_awaits_review(project=project, policy=policy)
     return policy
 
@@ -131,8 +137,16 @@ def _taken(group: Group, policy: ReviewPolicy) -> int:
 
 
 def shuffled_order(group: Group) -> list[int]:
-    order = list(group.rollouts.order_by("index").values_list("index", flat=True))
-    random.SystemRandom().shuffle(order)
+    """A blind judge's order of the group's rollouts: passing first, then unknown, then
+    failing, each shuffled, so the page's lanes (passing first) read A, B, C... in this order
+    (reviews.selectors.lanes)."""
+    rollouts = list(group.rollouts.order_by("index").values_list("index", "passed"))
+    shuffle = random.SystemRandom().shuffle
+    order = []
+    for outcome in (True, None, False):
+        batch = [index for index, passed in rollouts if passed is outcome]
+        shuffle(batch)
+        order += batch
     return order
 
 

@@ -28,15 +28,16 @@ def ranks_from_tiers(tiers: dict[int, str]) -> dict[int, int]:
     return {index: present.index(TIERS.index(tier)) + 1 for index, tier in tiers.items()}
 
 
-def rank_contradictions(ranking: Ranking) -> list[str]:
-    """Pairs where a rollout of a worse tier is ranked strictly above one of a better tier."""
+def rank_contradictions(ranking: Ranking, name=lambda index: f"#{index}") -> list[str]:
+    """Pairs where a rollout of a worse tier is ranked strictly above one of a better tier,
+    each rollout named by `name` (a blind judge's lane label, or "#<index>")."""
     problems = []
     items = sorted(ranking.items())
     for (i, (tier_i, rank_i)), (j, (tier_j, rank_j)) in combinations(items, 2):
         if TIERS.index(tier_i) < TIERS.index(tier_j) and rank_i > rank_j:
-            problems.append(f"#{j} ({tier_j}) is ranked above #{i} ({tier_i})")
+            problems.append(f"{name(j)} ({tier_j}) is ranked above {name(i)} ({tier_i})")
         elif TIERS.index(tier_j) < TIERS.index(tier_i) and rank_j > rank_i:
-            problems.append(f"#{i} ({tier_i}) is ranked above #{j} ({tier_j})")
+            problems.append(f"{name(i)} ({tier_i}) is ranked above {name(j)} ({tier_j})")
     return problems
 
 

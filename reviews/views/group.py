@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_cache_control
@@ -30,6 +30,7 @@ from grading.templatetags.gagar import patch_anchor, path_key, visible_html
 from reviews.forms import draft_fields
 from reviews.models import AdjudicationDraft, Judgment, Reveal
 from reviews.selectors import desk as review_selectors
+from reviews.selectors.lanes import Lanes, lanes_for, withhold_on_page
 from reviews.services.browse import browse_choice
 from reviews.services.judgments import RUBRIC, log_reveal
 
@@ -51,12 +52,12 @@ def _ln(number: int | None) -> str:
     return "" if number is None else str(number)
 
 
-def _row_id(index: int, key: str, new_no: int | None) -> str:
+def _row_id(lane: str, key: str, new_no: int | None) -> str:
     """The anchor evidence links point at (patch_anchor), on rows with a new-side line."""
-    return f' id="p{index}-{key}-{new_no}"' if new_no else ""
+    return f' id="p{lane}-{key}-{new_no}"' if new_no else ""
 
 
-def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
+def _diff_tables(parsed, lane: str, view: str) -> list[tuple]:
     """(file, table HTML) for every file of a parsed patch, in the unified or split view.
 
     Built here rather than by a template loop over every row: the same markup at a tenth
@@ -78,7 +79,7 @@ def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
                 if hunk.note:  # why its text is shown unhighlighted (diffs.Budget)
                     out.append(f'<tr class="hunk note"><td colspan="4">{escape(hunk.note)}</td></tr>\n')
                 out.extend(
-                    f'<tr{_row_id(index, key, row.new_no)}><td class="ln">{_ln(row.old_no)}</td>'
+                    f'<tr{_row_id(lane, key, row.new_no)}><td class="ln">{_ln(row.old_no)}</td>'
                     f'<td class="code {row.old_kind}">{shown(row.old_html)}</td><td class="ln">{_ln(row.new_no)}</td>'
                     f'<td class="code {row.new_kind}">{shown(row.new_html)}</td></tr>\n'
                     for row in hunk.split
@@ -90,7 +91,7 @@ def _diff_tables(parsed, index: int, view: str) -> list[tuple]:
                 if hunk.note:  # why its text is shown unhighlighted (diffs.Budget)
                     out.append(f'<tr class="hunk note"><td colspan="3">{escape(hunk.note)}</td></tr>\n')
                 out.extend(
-                    f'<tr class="{row.kind}"{_row_id(index, key, row.new_no)}>'
+                    f'<tr class="{row.kind}"{_row_id(lane, key, row.new_no)}>'
                     f'<td class="ln">{_ln(row.old_no)}</td><td class="ln">{_ln(row.new_no)}</td>'
                     f'<td class="code">{shown(row.html)}</td></tr>\n'
                     for row in hunk.unified
@@ -110,9 +111,10 @@ def _test_names(outcomes) -> str:
     return "\n".join(map(str, names))
 
 
-def _evidence_links(group: Group, evidence: list, deferred: set[int] = frozenset()) -> list[dict]:
+def _evidence_links(group: Group, evidence: list, lanes: Lanes, deferred: set[int] = frozenset()) -> list[dict]:
     """Where each citation opens: the patch line's row on this page, the turn (turns load
-    lazily, so the turns view starting at it), or the rollout's test outcomes."""
+    lazily, so the turns view starting at it), or the rollout's test outcomes; each rollout
+    named as this person names it (`lanes`)."""
     links = []
     for item in evidence if isinstance(evidence, list) else []:
         if not isinstance(item, dict):
@@ -120,24 +122,31 @@ def _evidence_links(group: Group, evidence: list, deferred: set[int] = frozenset
         kind, index, locator = item.get("kind"), item.get("rollout"), str(item.get("locator", ""))
         if not isinstance(index, int):
             continue
+        lane = lanes.key(index)
         if kind == "patch" and ":" in locator:
             path, _, line = locator.rpartition(":")
-            href = f"#{patch_anchor(index, path, line)}"
+            href = f"#{patch_anchor(lane, path, line)}"
             if index in deferred:  # that lane's patch loads on demand: open the patch's own page there
-                href = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, index]) + href
+                href = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, lane]) + href
         elif kind == "turn" and locator.isdigit():
-            base = reverse("rollout-turns", args=[group.run.project.name, group.run.name, group.uid, index])
-            href = f"{base}?start={locator}#turn-{index}-{locator}"
+            base = reverse("rollout-turns", args=[group.run.project.name, group.run.name, group.uid, lane])
+            href = f"{base}?start={locator}#turn-{lane}-{locator}"
         else:
-            href = f"#tests-{index}"
+            href = f"#tests-{lane}"
         links.append({"kind": kind, "locator": locator, "note": str(item.get("note", "")), "href": href})
     return links
 
 
-def _open_turns(request: HttpRequest, shown: list) -> None:
-    """`?lane=<index>&start=<turn>` (a search hit's link): that lane's turns box comes already
-    open at that turn, so the page lands on its `#turn-<index>-<turn>` anchor without a click."""
-    lane = params.whole_or(request.GET.get("lane"), "lane", default=None)
+def _lane_asked(request: HttpRequest, lanes: Lanes) -> int | None:
+    """The rollout `?lane=` names (its index, or a blind judge's label), or None."""
+    raw = request.GET.get("lane")
+    return lanes.index_of(raw) if raw else None
+
+
+def _open_turns(request: HttpRequest, shown: list, lanes: Lanes) -> None:
+    """`?lane=<lane>&start=<turn>` (a search hit's link): that lane's turns box comes already
+    open at that turn, so the page lands on its `#turn-<lane>-<turn>` anchor without a click."""
+    lane = _lane_asked(request, lanes)
     if lane is None:
         return
     rollout = next((r for r in shown if r.index == lane), None)
@@ -151,13 +160,13 @@ def _open_turns(request: HttpRequest, shown: list) -> None:
                           "next_start": start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None}
 
 
-def _hit_bar(request: HttpRequest, group: Group, shown: list) -> int | None:
+def _hit_bar(request: HttpRequest, group: Group, shown: list, lanes: Lanes) -> int | None:
     """`?q=&mode=` beside `lane=` (a search hit's link): that lane's header carries the hit
     bar, which walks the rollout's hits (static/js/hits.js, the rollout-hits JSON); the lane
     index, or None. A query that cannot be searched is shown there instead (never a 500).
     `mode=adjudicate` is the page's own parameter, not a search mode: the query then is `auto`."""
     raw = request.GET.get("q")
-    lane = params.whole_or(request.GET.get("lane"), "lane", default=None)
+    lane = _lane_asked(request, lanes)
     rollout = next((r for r in shown if r.index == lane), None)
     if raw is None or rollout is None:
         return None
@@ -173,11 +182,11 @@ def _hit_bar(request: HttpRequest, group: Group, shown: list) -> int | None:
     rollout.hit_bar = {
         "q": raw, "mode": mode, "error": error, "start": start,
         "hit": params.whole_or(request.GET.get("hit"), "hit", default=None),
-        "hits_url": reverse("rollout-hits", args=[*args, rollout.index]),
-        "turns_url": reverse("rollout-turns", args=[*args, rollout.index]),
+        "hits_url": reverse("rollout-hits", args=[*args, rollout.lane]),
+        "turns_url": reverse("rollout-turns", args=[*args, rollout.lane]),
         "search_url": reverse("search", args=[group.run.project.name]) + "?" + urlencode({"q": raw, "mode": mode}),
-        "close_url": reverse("group", args=args) + "?" + urlencode({"lane": rollout.index, "start": start})
-                     + f"#turn-{rollout.index}-{start}",
+        "close_url": reverse("group", args=args) + "?" + urlencode({"lane": rollout.lane, "start": start})
+                     + f"#turn-{rollout.lane}-{start}",
     }
     return rollout.index
 
@@ -216,7 +225,11 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         review.items = review_selectors.items_from_fields(fields)
     # Passing lanes first, still in the reviewer's own shuffle when blind; failing after.
     rollouts = review_selectors.lane_order(selectors.rollouts_with_patches(group), review.order)
-    page_clusters = review_selectors.group_clusters(rollouts)
+    lanes = lanes_for(user=request.user, group=group, assignment=review.assignment, indexes=[r.index for r in rollouts])
+    withhold_on_page(rollouts, lanes)  # a blind judge's page: no source, cost or producer metadata
+    for rollout in rollouts:
+        rollout.lane, rollout.lane_name = lanes.key(rollout.index), lanes.name(rollout.index)
+    page_clusters = review_selectors.group_clusters(rollouts, lanes)
     clusters = page_clusters.labels
     if review.blind or browse is not None:  # no grader field is loaded, so none can reach the HTML
         verdict, grades = None, {}
@@ -243,12 +256,12 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
             continue
         budget -= size
         rollout.diff = parse_patch(rollout.patch_text, budget=highlight_budget)
-        rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, "unified")
-    _open_turns(request, shown)
-    hit_lane = _hit_bar(request, group, shown)
+        rollout.diff_tables = _diff_tables(rollout.diff, rollout.lane, "unified")
+    _open_turns(request, shown, lanes)
+    hit_lane = _hit_bar(request, group, shown, lanes)
     for rollout in rollouts:
         rollout.grade = grades.get(rollout.index)
-        rollout.evidence_links = _evidence_links(group, rollout.grade.evidence, deferred) if rollout.grade else []
+        rollout.evidence_links = _evidence_links(group, rollout.grade.evidence, lanes, deferred) if rollout.grade else []
         rollout.mine = review.items.get(rollout.index, {})
         rollout.others = others.get(rollout.index, [])
         scores = rollout.mine.get("scores", {})
@@ -263,7 +276,8 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
          "rollouts": shown, "all_rollouts": rollouts, "has_clusters": bool(clusters), "n_clusters": page_clusters.distinct,
          "n_failing": sum(1 for r in shown if r.passed is False), "n_all": len(rollouts), "only": only, "diff_view": "unified",
-         "hit_lane": hit_lane, "turns_per_page": TURNS_PER_PAGE,
+         "hit_lane": hit_lane, "turns_per_page": TURNS_PER_PAGE, "lanes": lanes,
+         "shown_errors": lanes.errors_from_storage(errors or {}),
          "verdict": verdict, "review": review, "membership": membership,
          "guide": guide, "tier_guide": [(t, guide.tier(t)) for t in TIERS], "browse": browse, "errors": errors or {},
          "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,
@@ -273,17 +287,29 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
     )
 
 
+def _rollout_part(request: HttpRequest, project: str, run: str, uid: str, lane: str, body: str):
+    """The group, the rollout `lane` names for this person (its index, or their label when
+    they judge the group blind: anything else is 404) and its `body`, for a rollout partial."""
+    group, _ = page_group(request, project, run, uid, "view")
+    lanes = lanes_for(user=request.user, group=group)
+    index = lanes.index_of(lane)
+    if index is None:
+        raise Http404("No such rollout in this group")
+    rollout, content = selectors.rollout_content(group, index, body)
+    rollout.lane, rollout.lane_name = lanes.key(index), lanes.name(index)
+    return group, rollout, content
+
+
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
-    group, _ = page_group(request, project, run, uid, "view")
-    rollout, content = selectors.rollout_content(group, index, "patch")
+def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
+    group, rollout, content = _rollout_part(request, project, run, uid, lane, "patch")
     patch = content.patch or ""
     if request.GET.get("format") == "raw":  # the whole text, as data: never rendered by the browser
         response = HttpResponse(patch, content_type="text/plain; charset=utf-8")
         response["X-Content-Type-Options"] = "nosniff"
-        response["Content-Disposition"] = content_disposition_header(True, f"rollout-{rollout.index}.patch")
+        response["Content-Disposition"] = content_disposition_header(True, f"rollout-{rollout.lane}.patch")
         patch_cache_control(response, private=True, no_store=True)
         return response
     view = "split" if request.GET.get("view") == "split" else "unified"
@@ -296,8 +322,8 @@ def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, index: 
                              f"({len(rollout.diff.files)} of {rollout.patch_files} files); one view shows at most "
                              f"{DIFF_PARTIAL_ROWS:,} lines or {DIFF_PARTIAL_CHARS:,} characters.")
     if getattr(rollout, "diff_note", ""):
-        rollout.diff_raw_url = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, index]) + "?format=raw"
-    rollout.diff_tables = _diff_tables(rollout.diff, rollout.index, view)
+        rollout.diff_raw_url = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, lane]) + "?format=raw"
+    rollout.diff_tables = _diff_tables(rollout.diff, rollout.lane, view)
     context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout, "diff_view": view}
     template = "reviews/group.html#rollout-diff" if request.htmx else "reviews/rollout_part.html"
     return render(request, template, {**context, "part": "diff"})
@@ -306,9 +332,8 @@ def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, index: 
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
-    group, _ = page_group(request, project, run, uid, "view")
-    rollout, content = selectors.rollout_content(group, index, "messages")
+def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
+    group, rollout, content = _rollout_part(request, project, run, uid, lane, "messages")
     try:
         start = max(0, int(request.GET.get("start", 0)))
     except ValueError:
@@ -334,9 +359,8 @@ def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, index:
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def rollout_log(request: HttpRequest, project: str, run: str, uid: str, index: int) -> HttpResponse:
-    group, _ = page_group(request, project, run, uid, "view")
-    rollout, content = selectors.rollout_content(group, index, "test_log")
+def rollout_log(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
+    group, rollout, content = _rollout_part(request, project, run, uid, lane, "test_log")
     log = content.test_log or ""
     truncated = len(log) > LOG_PREVIEW_CHARS
     context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout,

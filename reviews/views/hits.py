@@ -12,7 +12,7 @@ other clients).
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
@@ -22,6 +22,7 @@ from grading.projects.access import page_group
 from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor
 from reviews.selectors.hits import MAX_PAGE, PAGE, hit_page
+from reviews.selectors.lanes import lanes_for
 
 
 def _query(query) -> dict:
@@ -32,8 +33,8 @@ def _query(query) -> dict:
             "words": list(dict.fromkeys(words)), "prefixes": list(dict.fromkeys(prefixes))}
 
 
-def _hit(number: int, hit, index: int) -> dict:
-    anchor = patch_anchor(index, hit.path, hit.line) if hit.where == "patch" and hit.line else None
+def _hit(number: int, hit, lane: str) -> dict:
+    anchor = patch_anchor(lane, hit.path, hit.line) if hit.where == "patch" and hit.line else None
     return {"number": number, "where": hit.where, "field": hit.field, "label": hit.label, "turn": hit.turn,
             "path": hit.path, "line": hit.line, "anchor": anchor, "occurrences": hit.occurrences, "text": hit.text,
             "snippet": str(hit.snippet), "url": hit.url}
@@ -41,8 +42,12 @@ def _hit(number: int, hit, index: int) -> dict:
 
 @login_required
 @require_GET
-def rollout_hits(request: HttpRequest, project: str, run: str, uid: str, index: int) -> JsonResponse:
+def rollout_hits(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> JsonResponse:
     group, _ = page_group(request, project, run, uid, "view")
+    lanes = lanes_for(user=request.user, group=group)  # a blind judge names rollouts by label (reviews.selectors.lanes)
+    index = lanes.index_of(lane)
+    if index is None:
+        raise Http404("No such rollout in this group")
     rollout = get_object_or_404(Rollout, group=group, index=index)
     rollout.group = group  # the page's copy, with run__project
     try:
@@ -55,7 +60,7 @@ def rollout_hits(request: HttpRequest, project: str, run: str, uid: str, index: 
         turn = params.optional_whole(request.GET.get("turn"), "turn")
     except params.ParamError as exc:
         return JsonResponse({"detail": str(exc), "field": exc.name}, status=400)
-    page = hit_page(query=query, rollout=rollout, offset=offset, limit=limit, turn=turn)
+    page = hit_page(query=query, rollout=rollout, offset=offset, limit=limit, turn=turn, lane=lanes.key(index))
     return JsonResponse({"total": page.total, "complete": page.complete, "offset": page.offset, "limit": limit,
                          "at": page.at, "query": _query(query),
-                         "hits": [_hit(page.offset + n, hit, rollout.index) for n, hit in enumerate(page.hits)]})
+                         "hits": [_hit(page.offset + n, hit, lanes.key(index)) for n, hit in enumerate(page.hits)]})

@@ -15,6 +15,7 @@ from grading.projects.access import page_group
 from grading.rollouts.patch_compare import compare_patches
 from reviews.forms import draft_fields, parse_judgment
 from reviews.models import Assignment, GroupReview, Judgment
+from reviews.selectors.lanes import lanes_for
 from reviews.services.browse import ClaimRefused, claim_blind, hides_verdict_when_browsing, show_verdict
 from reviews.services.judgments import (
     AdjudicationRefused,
@@ -83,19 +84,22 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
     group = assignment.group
     if not group.is_mixed:
         raise Http404("Only mixed groups are judged")
+    lanes = lanes_for(user=request.user, group=group, assignment=assignment)
+    data = lanes.form_to_storage(request.POST)  # a blind judge's `tier-C` is stored as `tier-<index>`
     try:
-        items, note = parse_judgment(request.POST, _passing(group))
+        items, note = parse_judgment(data, _passing(group), lanes.names)
         result = submit_judgment(reviewer=request.user, group=group, items=items, note=note,
-                                 seen_version=_seen_version(request), seconds_spent=_seconds(request))
+                                 seen_version=_seen_version(request), seconds_spent=_seconds(request), names=lanes.names)
     except JudgmentError as error:
         if not request.htmx:
-            return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=request.POST)
+            return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=data)
         if assignment.is_open:  # what they typed comes back as the draft, with the errors said above it
             try:
-                save_draft(assignment=assignment, data=draft_fields(request.POST))
+                save_draft(assignment=assignment, data=draft_fields(data))
             except (AssignmentFinished, ValueError):
                 pass
-        messages.error(request, "The judgment was not stored: " + "; ".join(f"{k}: {v}" for k, v in error.errors.items()))
+        shown = lanes.errors_from_storage(error.errors)
+        messages.error(request, "The judgment was not stored: " + "; ".join(f"{k}: {v}" for k, v in shown.items()))
         return _to(request, _group_url(group))
     except JudgmentConflict as conflict:
         if not request.htmx:
@@ -152,8 +156,9 @@ def draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
     assignment, _ = get_assignment_for_reviewer(request, project, run, uid)
     if not assignment.is_open:
         return JsonResponse({"error": "this group is already judged or skipped"}, status=409)
+    lanes = lanes_for(user=request.user, group=assignment.group, assignment=assignment)
     try:
-        saved = save_draft(assignment=assignment, data=draft_fields(request.POST))
+        saved = save_draft(assignment=assignment, data=draft_fields(lanes.form_to_storage(request.POST)))
     except AssignmentFinished:  # the submit won the race against this autosave
         return JsonResponse({"error": "this group is already judged or skipped"}, status=409)
     except ValueError as error:
@@ -181,8 +186,9 @@ def adjudication_draft(request: HttpRequest, project: str, run: str, uid: str) -
 def reveal(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     assignment, _ = get_assignment_for_reviewer(request, project, run, uid)
     if assignment.is_open:
+        lanes = lanes_for(user=request.user, group=assignment.group, assignment=assignment)
         try:
-            fields = draft_fields(request.POST)
+            fields = draft_fields(lanes.form_to_storage(request.POST))
             if fields:  # keep what the reviewer had typed (the page sends the judging fields along)
                 save_draft(assignment=assignment, data=fields)
         except AssignmentFinished:  # a submit from another tab finished it meanwhile: nothing left to reveal early
@@ -210,9 +216,10 @@ def skip(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse
 def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """Patch of rollout `a` against rollout `b`, or against the gold patch (`b=gold`)."""
     group, _ = page_group(request, project, run, uid, "view")
-    patches = {str(index): patch for index, patch in RolloutContent.objects.filter(rollout__group=group).values_list(
-        "rollout__index", "patch")}
-    labels = {key: f"#{key}" for key in patches}
+    stored = dict(RolloutContent.objects.filter(rollout__group=group).values_list("rollout__index", "patch"))
+    lanes = lanes_for(user=request.user, group=group, indexes=list(stored))  # a blind judge compares C with A
+    patches = {lanes.key(index): patch for index, patch in stored.items()}
+    labels = {lanes.key(index): lanes.name(index) for index in stored}
     if group.task.gold_patch:
         patches["gold"], labels["gold"] = group.task.gold_patch, "gold patch"
     a, b = request.GET.get("a", ""), request.GET.get("b", "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -63,7 +65,11 @@ def policy(request: HttpRequest, project: str) -> HttpResponse:
     try:
         overlap = float(request.POST.get("overlap_percent", "")) / 100
         lease = int(request.POST.get("lease_minutes", ""))
-        update_policy(project=project_obj, overlap=overlap, blind=request.POST.get("blind") == "on", lease_minutes=lease)
+        # What a blind judge is not shown of a rollout: the two checkboxes and the metadata words.
+        words = [w for w in re.split(r"[\s,]+", request.POST.get("blind_metadata", "").strip().lower()) if w]
+        fields = [name for name in ("source", "cost") if request.POST.get(f"blind_{name}") == "on"]
+        update_policy(project=project_obj, overlap=overlap, blind=request.POST.get("blind") == "on", lease_minutes=lease,
+                      blind_fields=fields + [f"metadata:{w}" for w in words])
     except ValueError as error:
         messages.error(request, f"Policy not changed: {error}")
     else:

@@ -63,8 +63,8 @@
     });
     var where = bar && bar.querySelector("[data-role=lane-where]");
     if (where) {
-      if (name === "one" && lanes.length) where.textContent = "lane " + (shown + 1) + " of " + lanes.length + " (#" + lanes[shown].dataset.index + ")";
-      else if (name === "compare") where.textContent = pins.map(function (n) { return "#" + lanes[n].dataset.index; }).join(" vs ");
+      if (name === "one" && lanes.length) where.textContent = "lane " + (shown + 1) + " of " + lanes.length + " (" + lanes[shown].dataset.name + ")";
+      else if (name === "compare") where.textContent = pins.map(function (n) { return lanes[n].dataset.name; }).join(" vs ");
       else where.textContent = lanes.length + " lane" + (lanes.length === 1 ? "" : "s");
     }
     sizeScroller();

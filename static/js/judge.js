@@ -62,7 +62,7 @@
     lanes.forEach(function (other) {
       if (other !== lane && (cluster === undefined || other.dataset.cluster !== cluster)) return;
       var radio = other.querySelector("[data-judge] input[type=radio][value='" + tier + "']");
-      if (radio) { radio.checked = true; given.push("#" + other.dataset.index); }
+      if (radio) { radio.checked = true; given.push(other.dataset.name); }
     });
     var status = form.querySelector("[data-role=cluster-status]");
     if (status) status.textContent = tier + " given to " + given.join(", ") + (given.length > 1 ? " (the same change)" : "");
@@ -253,7 +253,7 @@
         focusLane(n);
         var checked = lane.querySelector("[data-judge] input[type=radio]:checked");
         if (checked) setClusterTier(checked.value);
-        else { var status = form.querySelector("[data-role=cluster-status]"); if (status) status.textContent = "Give #" + lane.dataset.index + " a tier first"; }
+        else { var status = form.querySelector("[data-role=cluster-status]"); if (status) status.textContent = "Give " + lane.dataset.name + " a tier first"; }
       });
     });
     document.addEventListener("input", function (e) { if (e.target.form === form || e.target.getAttribute("form") === "judgment-form") changed(); });

@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group
 from reviews.models import JudgmentItem
+from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy
 from tests.browser.test_review_desk import log_in
 from tests.helpers import ingest_groups, small_group
@@ -127,6 +128,7 @@ def test_a_cluster_is_tiered_by_keyboard_and_stored_one_item_per_rollout_blind(l
     assign(group=clustered, reviewer=bob)
     log_in(page, live_server, "bob", PATH)
     expect(page.get_by_test_id("blind-badge")).to_be_visible()
+    k = lanes_for(user=bob, group=clustered).key  # bob meets rollout i as lane k(i) (A, B, ...)
     _ready(page)
 
     # Blind: the overview carries no grader field, no grader tier column and no tier badge.
@@ -138,30 +140,31 @@ def test_a_cluster_is_tiered_by_keyboard_and_stored_one_item_per_rollout_blind(l
     assert page.locator("[data-testid=overview-table] tbody tr[data-tier]").count() == 0
 
     # Passing lanes come first (in bob's own shuffle); the failing ones after them.
-    order = page.locator("#lanes > article.lane").evaluate_all("ls => ls.map(l => Number(l.dataset.index))")
-    assert set(order[:4]) == {0, 1, 2, 3} and set(order[4:]) == {4, 5, 6, 7}
+    order = page.locator("#lanes > article.lane").evaluate_all("ls => ls.map(l => l.dataset.index)")
+    assert order == list("ABCDEFGH")
+    assert set(order[:4]) == {k(i) for i in (0, 1, 2, 3)} and set(order[4:]) == {k(i) for i in (4, 5, 6, 7)}
 
     # The lane's button does the same as the keys: #0's tier (3) to #2 and #3, not to #1 (another change).
-    page.get_by_test_id("overview-row-0").locator("td").nth(1).click()
-    expect(page.locator("#rollout-0")).to_have_class(re.compile(r"\bcurrent\b"))
+    page.get_by_test_id(f"overview-row-{k(0)}").locator("td").nth(1).click()
+    expect(page.locator(f"#rollout-{k(0)}")).to_have_class(re.compile(r"\bcurrent\b"))
     page.keyboard.press("3")
-    page.get_by_test_id("tier-cluster-0").click()
+    page.get_by_test_id(f"tier-cluster-{k(0)}").click()
     for index in (0, 2, 3):
-        expect(page.get_by_test_id(f"tier-{index}-T3")).to_be_checked()
-    expect(page.locator("[data-testid=rollout-1] input:checked, #rollout-1 [data-judge] input[type=radio]:checked")).to_have_count(0)
-    expect(page.get_by_test_id("tier-cluster-1")).to_have_count(0)
+        expect(page.get_by_test_id(f"tier-{k(index)}-T3")).to_be_checked()
+    expect(page.locator(f"#rollout-{k(1)} [data-judge] input[type=radio]:checked")).to_have_count(0)
+    expect(page.get_by_test_id(f"tier-cluster-{k(1)}")).to_have_count(0)
     # Go to #2's lane from the overview and give its whole cluster T2 with Shift+2.
-    page.get_by_test_id("overview-row-2").locator("td").nth(1).click()
-    expect(page.locator("#rollout-2")).to_have_class(re.compile(r"\bcurrent\b"))
+    page.get_by_test_id(f"overview-row-{k(2)}").locator("td").nth(1).click()
+    expect(page.locator(f"#rollout-{k(2)}")).to_have_class(re.compile(r"\bcurrent\b"))
     page.keyboard.press("Shift+Digit2")
     for index in (0, 2, 3):
-        expect(page.get_by_test_id(f"tier-{index}-T2")).to_be_checked()
-    expect(page.get_by_test_id("tier-1-T2")).not_to_be_checked()
+        expect(page.get_by_test_id(f"tier-{k(index)}-T2")).to_be_checked()
+    expect(page.get_by_test_id(f"tier-{k(1)}-T2")).not_to_be_checked()
     expect(page.get_by_test_id("cluster-status")).to_contain_text("T2 given to")
     expect(page.locator("[data-role=progress]")).to_have_text("3 of 4 passing rollouts tiered")
     # #1 made another change: a tier of its own.
-    page.get_by_test_id("overview-row-1").locator("td").nth(1).click()
-    expect(page.locator("#rollout-1")).to_have_class(re.compile(r"\bcurrent\b"))
+    page.get_by_test_id(f"overview-row-{k(1)}").locator("td").nth(1).click()
+    expect(page.locator(f"#rollout-{k(1)}")).to_have_class(re.compile(r"\bcurrent\b"))
     page.keyboard.press("1")
     expect(page.locator("[data-role=progress]")).to_have_text("4 of 4 passing rollouts tiered")
     assert SECRET_GRADER not in page.content()
@@ -170,7 +173,7 @@ def test_a_cluster_is_tiered_by_keyboard_and_stored_one_item_per_rollout_blind(l
     expect(page.locator(".flash")).to_contain_text("Judgment stored")
     items = {i.rollout.index: i.tier for i in JudgmentItem.objects.filter(judgment__reviewer=bob).select_related("rollout")}
     assert items == {0: "T2", 1: "T1", 2: "T2", 3: "T2"}
-    # After the submit the grader's tiers join the overview.
+    # After the submit the grader's tiers join the overview, and the lanes are indexes again.
     expect(page.get_by_test_id("overview-row-3").locator(".badge.tier-T3")).to_have_text("T3")
     assert page.console_log.errors == [], page.console_log.errors
 

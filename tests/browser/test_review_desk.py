@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 
 from grading.models import CheatDecision, Group
 from reviews.models import Judgment, Reveal
+from reviews.selectors.lanes import lanes_for
 from reviews.services.audit import audit_cheat
 from reviews.services.queue import assign, update_policy
 from tests.helpers import ingest_groups, small_group
@@ -80,7 +81,8 @@ def test_reviewer_judges_blind_with_the_keyboard_only_and_sees_the_verdict_after
 
     lanes = page.locator("article.lane:has([data-judge])")
     expect(lanes).to_have_count(3)
-    order = [int(lanes.nth(n).get_attribute("data-index")) for n in range(3)]  # shuffled for bob
+    lanes_of_bob = lanes_for(user=bob, group=groups["g1@1"])  # bob meets the rollouts as lanes A, B, C
+    order = [lanes_of_bob.index_of(lanes.nth(n).get_attribute("data-index")) for n in range(3)]  # shuffled for bob
     # first lane T1; next T2; next T3 and a cheat call. Nothing but keys.
     for n, key in enumerate(["1", "2", "3"]):
         if n:
@@ -94,8 +96,8 @@ def test_reviewer_judges_blind_with_the_keyboard_only_and_sees_the_verdict_after
     page.reload()  # the draft survives a reload
     wait_until_ready(page)
     for index, tier in zip(order, ["T1", "T2", "T3"]):
-        expect(page.get_by_test_id(f"tier-{index}-{tier}")).to_be_checked()
-    expect(page.get_by_test_id(f"cheat-{order[2]}")).to_be_checked()
+        expect(page.get_by_test_id(f"tier-{lanes_of_bob.key(index)}-{tier}")).to_be_checked()
+    expect(page.get_by_test_id(f"cheat-{lanes_of_bob.key(order[2])}")).to_be_checked()
     page.keyboard.press("s")
 
     expect(page.locator(".flash")).to_contain_text("Judgment stored")
@@ -200,20 +202,21 @@ def test_hostile_rollout_text_renders_as_text(live_server, page, acme, bob):
     dialogs = watch_dialogs(page)
     log_in(page, live_server, "bob", group_path("xss@1"))
     expect(page.locator("article.lane")).to_have_count(3)
-    page.get_by_test_id("turns-0").click()
-    expect(page.locator("#turns-0 .turn").first).to_be_visible()
-    page.locator("#tests-0 button").click()
-    expect(page.locator("#log-0 pre.log")).to_contain_text("<img src=x onerror=alert(1)>")
+    a = lanes_for(user=bob, group=Group.objects.get(uid="xss@1")).key(0)  # bob judges it blind: rollout 0 is a lane label
+    page.get_by_test_id(f"turns-{a}").click()
+    expect(page.locator(f"#turns-{a} .turn").first).to_be_visible()
+    page.locator(f"#tests-{a} button").click()
+    expect(page.locator(f"#log-{a} pre.log")).to_contain_text("<img src=x onerror=alert(1)>")
     page.locator("#compare-tool summary").click()
-    page.get_by_test_id("compare-a").select_option("0")
-    page.get_by_test_id("compare-b").select_option("2")
+    page.get_by_test_id("compare-a").select_option(a)
+    page.get_by_test_id("compare-b").select_option(lanes_for(user=bob, group=Group.objects.get(uid="xss@1")).key(2))
     page.get_by_role("button", name="Compare").click()
     expect(page.locator("#compare-box")).to_contain_text("alert(6)")
 
     text = page.locator("main").inner_text()
     for payload in PAYLOADS:
         assert payload in text, payload  # shown as the characters they are
-    assert "onerror=alert(5)" in page.locator("#diff-0").inner_text()
+    assert "onerror=alert(5)" in page.locator(f"#diff-{a}").inner_text()
     assert page.locator("main img").count() == 0 and page.locator("main script").count() == 0
     assert page.locator("a[href^='javascript:']").count() == 0
     assert page.console_log.errors == [] and dialogs == []

@@ -21,6 +21,7 @@ from playwright.sync_api import expect
 
 from grading.models import RubricGuide
 from reviews.models import AdjudicationDraft, Assignment, Judgment, Reveal
+from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy
 from tests.browser.test_review_desk import group_path, log_in, tier_lanes, wait_until_ready, watch_dialogs
 from tests.reviews.conftest import GRADER, SECRET_NOTE
@@ -152,7 +153,8 @@ def test_reveal_and_skip_ask_first_in_a_dialog(live_server, page, bob, groups):
     page.get_by_test_id("confirm-reveal-confirm").click()
     expect(page.locator("section.verdict")).to_have_count(3)
     assignment = Assignment.objects.get(group=groups["g1@1"])
-    assert assignment.revealed_early and assignment.draft.get(f"tier-{first}") == "T1"
+    index = lanes_for(user=assignment.reviewer, group=groups["g1@1"]).index_of(first)  # the draft keeps indexes
+    assert assignment.revealed_early and assignment.draft.get(f"tier-{index}") == "T1"
     assert Reveal.objects.get().reason == Reveal.Reason.EARLY
 
     page.goto(live_server.url + group_path("g2@1"))
@@ -257,7 +259,9 @@ def test_a_503_on_submit_keeps_the_form_and_offers_a_retry(live_server, writes_r
     statuses: list[int] = []
     page.on("response", lambda r: statuses.append(r.status) if r.request.method == "POST" else None)
     tier_lanes(page, ["1", "2", "3"])
-    order = [int(x) for x in page.eval_on_selector_all("article.lane:has([data-judge])", "els => els.map(e => e.dataset.index)")]
+    lanes = lanes_for(user=bob, group=groups["g1@1"])  # bob meets the rollouts as lanes A, B, C
+    shown = page.eval_on_selector_all("article.lane:has([data-judge])", "els => els.map(e => e.dataset.index)")
+    order = [lanes.index_of(x) for x in shown]
     with writes_refused():
         page.keyboard.press("s")
         problem = page.get_by_test_id("submit-problem")
@@ -266,8 +270,8 @@ def test_a_503_on_submit_keeps_the_form_and_offers_a_retry(live_server, writes_r
         expect(page.locator(".htmx-error")).to_have_count(0)  # one message and one retry, the judge form's own
         assert 503 in statuses
         expect(page.get_by_test_id("retry")).to_be_focused()
-        for index, tier in zip(order, ["T1", "T2", "T3"]):  # the form is as it was
-            expect(page.get_by_test_id(f"tier-{index}-{tier}")).to_be_checked()
+        for lane, tier in zip(shown, ["T1", "T2", "T3"]):  # the form is as it was
+            expect(page.get_by_test_id(f"tier-{lane}-{tier}")).to_be_checked()
         assert not Judgment.objects.exists()
     page.get_by_test_id("retry").click()
     expect(page.locator(".flash")).to_contain_text("Judgment stored")

@@ -110,6 +110,8 @@ def test_older_harness_run_folder_gives_pass_or_fail_and_the_summary_says_which_
 
 def test_a_text_only_verl_group_is_served_and_judged_like_any_other(client, bob, acme, tmp_path):
     from reviews.models import Judgment
+    from reviews.selectors.lanes import lanes_for
+    from tests.helpers import as_lanes
     from tests.reviews.conftest import judgment_post
 
     dump_generations(tmp_path / "d", 7, [PROMPTS[1]] * 3, ["cba", "abc", "c-b-a"], [1, 0, 1], {})
@@ -120,8 +122,9 @@ def test_a_text_only_verl_group_is_served_and_judged_like_any_other(client, bob,
     r = client.post("/projects/acme/review/next/")
     assert r.status_code == 302 and r.url.endswith(f"/runs/grpo/groups/{group.uid}/")
     html = client.get(r.url).content.decode()
-    assert 'data-testid="response-0"' in html and "c-b-a" in html
-    r = client.post(f"{r.url}judgment/", judgment_post({0: "T1", 2: "T2"}))
+    lane = lanes_for(user=bob, group=group).key  # bob judges it blind: its lanes are labels
+    assert f'data-testid="response-{lane(0)}"' in html and "c-b-a" in html
+    r = client.post(f"{r.url}judgment/", as_lanes(judgment_post({0: "T1", 2: "T2"}), bob, group))
     assert r.status_code == 302
     judgment = Judgment.objects.get(group=group, reviewer=bob)
     assert sorted((i.rollout.index, i.tier) for i in judgment.items.select_related("rollout")) == [(0, "T1"), (2, "T2")]

@@ -24,9 +24,10 @@ from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.services import default_mapping
 from grading.models import Group, Role
 from reviews.models import Assignment, GroupReview, Judgment, Reveal
+from reviews.selectors.lanes import lanes_for
 from reviews.services.judgments import AdjudicationRefused, ItemInput, submit_judgment
 from reviews.services.queue import assign, queue_groups, skip_assignment, update_policy
-from tests.helpers import ingest_groups, member, small_group
+from tests.helpers import as_lanes, ingest_groups, member, small_group
 from tests.hostile.test_security import PARAM, routes
 
 pytestmark = pytest.mark.django_db
@@ -82,12 +83,15 @@ def world(acme, people):
     return g
 
 
-def doors() -> list[tuple[str, str]]:
-    """(name, URL) of every GET-able project route, filled in for g1, rollout #1, step 1."""
-    values = {"project": "acme", "run": "r1", "uid": "g1@1", "index": "1", "step": "1", "name": "r1", "number": "1"}
+def doors(lane: str = "1") -> list[tuple[str, str]]:
+    """(name, URL) of every GET-able project route, filled in for g1, rollout `lane` (#1, or
+    how a blind judge names a rollout: its label), step 1."""
+    values = {"project": "acme", "run": "r1", "uid": "g1@1", "lane": lane, "step": "1", "name": "r1", "number": "1",
+              "rollout_id": "1"}
     out = []
     for route, name in routes():
-        if route in ("", "accounts/login/", "accounts/logout/", "healthz", "api/schema/", "api/docs/"):
+        if route in ("", "accounts/login/", "accounts/logout/", "healthz", "api/schema/", "api/docs/",
+                     "accounts/invite/<uidb64>/<token>/", "projects/new/"):
             continue
 
         def value(match: re.Match, name=name) -> str:
@@ -114,9 +118,11 @@ def test_no_door_shows_grader_data_to_a_blind_judge(client, people, world, who):
     assert Assignment.objects.get(group=world["g1@1"], reviewer=people[who]).blind
     client.force_login(people[who])
     opened = 0
-    for name, url in doors():
+    lanes = lanes_for(user=people[who], group=world["g1@1"])  # a blind judge names rollouts by their labels
+    compare = f"&a={lanes.key(0)}&b={lanes.key(1)}"
+    for name, url in doors(lanes.key(1)):
         for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
-            r = client.get(url + QUERY + DOOR_QUERY.get(name, ""), **headers)
+            r = client.get(url + QUERY + DOOR_QUERY.get(name, "") + compare, **headers)
             if r.status_code in (403, 404, 405):  # a door this role does not have (or a POST-only one)
                 continue
             assert r.status_code in (200, 302), (who, name, r.status_code)
@@ -225,7 +231,7 @@ def test_the_audit_queue_keeps_a_blind_groups_signals_from_its_judge(client, peo
     r = client.post(f"/projects/acme/audit/rollouts/{flag.rollout_id}/", {"verdict": "confirm", "reason": "saw it"},
                     HTTP_HX_REQUEST="true")
     assert r.status_code == 404 and SECRET not in r.content.decode()
-    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post(G1_TIERS))  # judged: the signal is theirs to audit
+    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", as_lanes(post(G1_TIERS), client, "g1@1"))  # judged: the signal is theirs to audit
     assert SECRET in client.get("/projects/acme/audit/?status=all").content.decode()
 
 
@@ -262,7 +268,7 @@ def test_a_party_to_the_dispute_cannot_settle_it(client, people, world):
     r = adjudicate(client, "g1@1")
     assert r.status_code == 403 and "a party to the dispute cannot settle it" in r.content.decode()
     # she reviews it (disagreeing with dan and the grader), and still may not settle it
-    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post({0: "T3", 1: "T1", 3: "T2"}))
+    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", as_lanes(post({0: "T3", 1: "T1", 3: "T2"}), client, "g1@1"))
     assert Judgment.objects.filter(group=world["g1@1"], reviewer=fay, kind=Judgment.Kind.REVIEW).exists()
     assert GroupReview.objects.get(group=world["g1@1"]).needs_adjudication
     page = client.get("/projects/acme/runs/r1/groups/g1@1/?mode=adjudicate").content.decode()
@@ -298,7 +304,7 @@ def test_an_exporter_with_open_blind_assignments_gets_409_and_a_trainer_token_do
     r = client.get("/api/v1/labeled-groups/?run=r1", HTTP_AUTHORIZATION=f"Token {trainer_token}")
     assert r.status_code == 200 and b"g1@1" in b"".join(r.streaming_content)
     # Submitting one leaves one; skipping the other (or submitting it) opens the export again.
-    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post(G1_TIERS))
+    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", as_lanes(post(G1_TIERS), client, "g1@1"))
     r = client.get(url)
     assert r.status_code == 409 and "1 open blind assignment " in r.json()["detail"]
     skip_assignment(assignment=Assignment.objects.get(reviewer=alice, group=world["g2@1"]))
@@ -320,11 +326,11 @@ def test_the_group_overview_has_no_grader_field_until_the_judgment_is_submitted(
     client.force_login(people[who])
     for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
         overview = _overview(client.get("/projects/acme/runs/r1/groups/g1@1/", **headers).content.decode())
-        assert 'data-testid="overview-row-3"' in overview
+        assert f'data-testid="overview-row-{lanes_for(user=people[who], group=world["g1@1"]).key(3)}"' in overview
         for text in (*FORBIDDEN, "grader tier", "data-rank=", 'data-sort="rank"'):
             assert text not in overview, (who, text)
         assert not TIER_BADGE.search(overview)
-    r = client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", post(G1_TIERS))
+    r = client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", as_lanes(post(G1_TIERS), client, "g1@1"))
     assert r.status_code == 302, r.content
     overview = _overview(client.get("/projects/acme/runs/r1/groups/g1@1/").content.decode())
     assert "grader tier" in overview and 'data-tier="T3"' in overview and 'data-rank="3"' in overview

@@ -18,8 +18,9 @@ from django.utils.http import content_disposition_header
 from grading.formats import params
 from grading.models import FactorMapping, Group, Rollout
 from reviews.models import Assignment
+from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign
-from tests.helpers import ingest_groups, jsonl, post_lines, small_group
+from tests.helpers import as_lanes, ingest_groups, jsonl, post_lines, small_group
 from tests.hostile.corpus import record
 from tests.reviews.conftest import group_url, judgment_post
 
@@ -206,9 +207,9 @@ def test_odd_judging_fields_are_ignored_and_the_group_page_stays_up(quiet, bob, 
     assign(group=groups["g1@1"], reviewer=bob)
     quiet.force_login(bob)
     # An incomplete judgment comes back with the form as sent; an odd field must not break it.
-    r = quiet.post(group_url("g1@1", "judgment/"), judgment_post({0: "T1"}, **{"tier-²": "T1", "rank-١": "1", "score-²-x": "3"}))
+    r = quiet.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1"}, **{"tier-²": "T1", "rank-١": "1", "score-²-x": "3"}), quiet, "g1@1"))
     check("judgment with tier-² (422, not 500)", r, (422,))
-    r = quiet.post(group_url("g1@1", "draft/"), {"tier-0": "T1", "tier-²": "T2", "rank-١": "1", "note-1": "a\x00b", "tier-1-x": "T1"})
+    r = quiet.post(group_url("g1@1", "draft/"), as_lanes({"tier-0": "T1", "tier-²": "T2", "rank-١": "1", "note-1": "a\x00b", "tier-1-x": "T1"}, quiet, "g1@1"))
     assert r.status_code == 200
     assert Assignment.objects.get(reviewer=bob).draft == {"tier-0": "T1"}
     check("group page after that draft", quiet.get(group_url("g1@1")), (200,))
@@ -221,9 +222,9 @@ def test_odd_judging_fields_are_ignored_and_the_group_page_stays_up(quiet, bob, 
 def test_odd_rank_is_a_named_422(quiet, bob, groups, rank):
     assign(group=groups["g1@1"], reviewer=bob)
     quiet.force_login(bob)
-    r = quiet.post(group_url("g1@1", "judgment/"), judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: 1, 1: 2}, **{"rank-3": rank}))
+    r = quiet.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: 1, 1: 2}, **{"rank-3": rank}), quiet, "g1@1"))
     check(f"rank-3={rank[:10]}", r, (422,))
-    assert "rank-3" in r.content.decode()
+    assert f"rank-{lanes_for(user=bob, group=groups['g1@1']).key(3)}" in r.content.decode()  # named as bob's form names it
 
 
 # --- item 10: the low items ------------------------------------------------------------------

@@ -51,7 +51,7 @@ def world(client, alice, alice_token, acme):
     job = ImportJob.objects.create(project=acme, run=Run.objects.get(name="r1"), step=1, created_by=alice)
     from grading.method.services import default_mapping
 
-    return {"project": "acme", "run": "r1", "uid": "t-1@1", "index": "0", "step": "1", "name": "r1", "number": "1",
+    return {"project": "acme", "run": "r1", "uid": "t-1@1", "lane": "0", "step": "1", "name": "r1", "number": "1",
             "pk": {"api-import": job.pk, "api-mapping": default_mapping().pk, "api-mapping-activate": default_mapping().pk}}
 
 

@@ -20,8 +20,10 @@ from grading.method.guide import DEFAULT_GUIDE
 from grading.method.guides import save_guide
 from grading.method.tiers import TIERS
 from reviews.models import AdjudicationDraft, Assignment, Judgment, Reveal
+from reviews.selectors.lanes import lanes_for
 from reviews.services.browse import ClaimRefused, claim_blind
 from reviews.services.queue import assign, queue_groups, skip_assignment, update_policy
+from tests.helpers import as_lanes
 from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, judgment_post
 
 pytestmark = pytest.mark.django_db
@@ -68,7 +70,7 @@ def test_judge_blind_assigns_the_group_blind(client, bob, groups):
     assert 'data-testid="blind-badge"' in html and "Submit judgment" in html and "Judge this group blind" not in html
     client.post(group_url("g1@1", "judge-blind/"))  # again: the same assignment, not a second one
     assert Assignment.objects.filter(reviewer=bob).count() == 1
-    client.post(group_url("g1@1", "judgment/"), judgment_post(GOOD))
+    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD), client, "g1@1"))
     assert Judgment.objects.get(reviewer=bob).blind
 
 
@@ -149,12 +151,12 @@ def test_submit_and_next_stores_the_judgment_and_opens_the_next_group(client, bo
     client.force_login(bob)
     client.post("/projects/acme/review/next/")
     first = Assignment.objects.get(reviewer=bob)
-    r = client.post(group_url(first.group.uid, "judgment/"), judgment_post(GOOD, then="next"))
+    r = client.post(group_url(first.group.uid, "judgment/"), as_lanes(judgment_post(GOOD, then="next"), client, first.group.uid))
     assert Judgment.objects.get(reviewer=bob).group == first.group
     second = Assignment.objects.get(reviewer=bob, status=Assignment.Status.OPEN)
     assert second.group != first.group and r.status_code == 302 and r["Location"] == group_url(second.group.uid)
     # through htmx, as the page sends it: 204 and HX-Redirect; the last one goes back to the queue
-    r = client.post(group_url(second.group.uid, "judgment/"), judgment_post(GOOD, then="next"), HTTP_HX_REQUEST="true")
+    r = client.post(group_url(second.group.uid, "judgment/"), as_lanes(judgment_post(GOOD, then="next"), client, second.group.uid), HTTP_HX_REQUEST="true")
     assert r.status_code == 204 and r["HX-Redirect"] == "/projects/acme/review/"
     assert Judgment.objects.filter(reviewer=bob).count() == 2
     assert not Assignment.objects.filter(reviewer=bob, status=Assignment.Status.OPEN).exists()
@@ -163,21 +165,22 @@ def test_submit_and_next_stores_the_judgment_and_opens_the_next_group(client, bo
 def test_an_htmx_submit_that_is_refused_keeps_what_was_typed(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    r = client.post(group_url("g1@1", "judgment/"), judgment_post({0: "T1", 1: "T2"}, **{"note-0": "keep me"}),
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2"}, **{"note-0": "keep me"}), client, "g1@1"),
                     HTTP_HX_REQUEST="true")
     assert r.status_code == 204 and r["HX-Redirect"] == group_url("g1@1")
     assert not Judgment.objects.exists()
     draft = Assignment.objects.get(reviewer=bob).draft
     assert draft["tier-0"] == "T1" and draft["tier-1"] == "T2" and draft["note-0"] == "keep me"
     html = page(client)
-    assert "The judgment was not stored" in html and "rollout #3 passed and needs a tier" in html
+    c = lanes_for(user=bob, group=groups["g1@1"]).key(3)  # a blind judge is told about rollouts by their labels
+    assert "The judgment was not stored" in html and f"rollout {c} passed and needs a tier" in html
     assert 'value="T1" checked' in html
 
 
 def test_reveal_early_keeps_the_draft_it_was_sent_and_an_empty_one_does_not_wipe_it(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    client.post(group_url("g1@1", "draft/"), {"tier-0": "T2"})
+    client.post(group_url("g1@1", "draft/"), as_lanes({"tier-0": "T2"}, client, "g1@1"))
     client.post(group_url("g1@1", "reveal/"))  # no fields sent: the autosaved draft stays
     assignment = Assignment.objects.get(reviewer=bob)
     assert assignment.draft == {"tier-0": "T2"} and assignment.revealed_early

@@ -7,8 +7,9 @@ import pytest
 from grading.method.services import active_mapping, ensure_computed
 from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal
+from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, policy_for, update_policy
-from tests.helpers import ingest_groups, small_group
+from tests.helpers import as_lanes, ingest_groups, small_group
 from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, judgment_post
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +31,7 @@ def test_queue_serves_each_mixed_group_once_graded_first_and_resumes_the_open_on
     first = next_group(client)
     assert first == "g1@1"  # the graded group comes before the ungraded one
     assert next_group(client) == first  # an open assignment is resumed, not a second one handed out
-    r = client.post(group_url(first, "judgment/"), judgment_post(GOOD))
+    r = client.post(group_url(first, "judgment/"), as_lanes(judgment_post(GOOD), client, first))
     assert r.status_code == 302
     assert next_group(client) == "g2@1"
     client.post(group_url("g2@1", "skip/"))
@@ -68,7 +69,7 @@ def test_blind_mode_hides_every_grader_field_until_submit_then_reveals_and_logs(
         assert leak not in html, leak
     assert not Reveal.objects.exists()
 
-    r = client.post(group_url("g1@1", "judgment/"), judgment_post(GOOD), follow=True)
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD), client, "g1@1"), follow=True)
     html = r.content.decode()
     assert r.status_code == 200 and "Judgment stored" in html
     assert GRADER in html and SECRET_NOTE in html and 'aria-label="Grader verdict"' in html
@@ -86,7 +87,7 @@ def test_early_reveal_is_logged_and_the_judgment_is_not_blind(client, bob, group
     r = client.post(group_url("g1@1", "reveal/"), follow=True)
     assert GRADER in r.content.decode()
     assert Reveal.objects.get().reason == Reveal.Reason.EARLY
-    client.post(group_url("g1@1", "judgment/"), judgment_post(GOOD))
+    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD), client, "g1@1"))
     assert Judgment.objects.get().blind is False
     assert list(Reveal.objects.order_by("id").values_list("reason", flat=True)) == ["early", "submitted"]
 
@@ -111,14 +112,15 @@ def test_non_blind_policy_shows_the_grader_while_judging(client, bob, groups):
 def test_incomplete_or_inconsistent_judgment_is_refused_naming_the_field_and_stores_nothing(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    r = client.post(group_url("g1@1", "judgment/"), judgment_post({0: "T1", 1: "T2"}))
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2"}), client, "g1@1"))
     assert r.status_code == 422
     html = r.content.decode()
-    assert "tier-3" in html and "needs a tier" in html
-    assert 'value="T2" checked' in html or 'value="T2"  checked' in html or "checked data-testid=\"tier-1-T2\"" in html or ' checked data-testid="tier-1-T2"' in html
-    r = client.post(group_url("g1@1", "judgment/"), judgment_post(GOOD, {0: 3, 1: 2, 3: 1}))
+    lane = lanes_for(user=bob, group=groups["g1@1"]).key  # a blind judge's form names rollouts by their labels
+    assert f"tier-{lane(3)}" in html and f"rollout {lane(3)} passed and needs a tier" in html and "tier-3" not in html
+    assert f'value="T2" checked data-testid="tier-{lane(1)}-T2"' in html
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD, {0: 3, 1: 2, 3: 1}), client, "g1@1"))
     assert r.status_code == 422 and "ranks contradict tiers" in r.content.decode()
-    r = client.post(group_url("g1@1", "judgment/"), judgment_post({**GOOD, 2: "T1"}))
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({**GOOD, 2: "T1"}), client, "g1@1"))
     assert r.status_code == 302  # a tier for the failing rollout is not read: only passing ones are judged
     assert Judgment.objects.count() == 1 and JudgmentItem.objects.count() == 3
 
@@ -126,15 +128,15 @@ def test_incomplete_or_inconsistent_judgment_is_refused_naming_the_field_and_sto
 def test_ties_and_ranks_are_stored_as_given(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    client.post(group_url("g1@1", "judgment/"), judgment_post({0: "T1", 1: "T1", 3: "T2"}, {0: 1, 1: 1, 3: 2}))
+    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, {0: 1, 1: 1, 3: 2}), client, "g1@1"))
     assert sorted(JudgmentItem.objects.values_list("rollout__index", "rank")) == [(0, 1), (1, 1), (3, 2)]
 
 
 def test_same_person_submitting_twice_gets_409_and_keeps_the_first(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    assert client.post(group_url("g1@1", "judgment/"), judgment_post(GOOD)).status_code == 302
-    r = client.post(group_url("g1@1", "judgment/"), judgment_post({0: "T3", 1: "T3", 3: "T3"}))
+    assert client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD), client, "g1@1")).status_code == 302
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T3", 1: "T3", 3: "T3"}), client, "g1@1"))
     assert r.status_code == 409
     assert "already submitted" in r.content.decode()
     assert Judgment.objects.count() == 1
@@ -145,9 +147,9 @@ def test_second_reviewer_submitting_concurrently_is_told_and_both_judgments_are_
     for person in (bob, dan):
         assign(group=groups["g1@1"], reviewer=person)
     client.force_login(bob)
-    client.post(group_url("g1@1", "judgment/"), judgment_post(GOOD, seen_version=0))
+    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD, seen_version=0), client, "g1@1"))
     client.force_login(dan)  # dan loaded the page at version 0 too, before bob submitted
-    r = client.post(group_url("g1@1", "judgment/"), judgment_post({0: "T1", 1: "T1", 3: "T2"}, seen_version=0), follow=True)
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, seen_version=0), client, "g1@1"), follow=True)
     assert "Conflict: bob submitted a judgment on this group while you were judging" in r.content.decode()
     assert sorted(Judgment.objects.values_list("reviewer__username", flat=True)) == ["bob", "dan"]
     review = GroupReview.objects.get(group=groups["g1@1"])
@@ -158,7 +160,7 @@ def test_skipped_group_cannot_be_judged(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
     client.post(group_url("g1@1", "skip/"))
-    r = client.post(group_url("g1@1", "judgment/"), judgment_post(GOOD))
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD), client, "g1@1"))
     assert r.status_code == 422 and "skipped" in r.content.decode()
     assert not Judgment.objects.exists()
 
@@ -168,15 +170,16 @@ def test_skipped_group_cannot_be_judged(client, bob, groups):
 def test_draft_survives_a_reload(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    r = client.post(group_url("g1@1", "draft/"), {"tier-1": "T2", "rank-1": "2", "cheat-3": "on", "note": "halfway", "junk": "x"})
+    r = client.post(group_url("g1@1", "draft/"), as_lanes({"tier-1": "T2", "rank-1": "2", "cheat-3": "on", "note": "halfway", "junk": "x"}, client, "g1@1"))
     assert r.status_code == 200 and "saved_at" in r.json()
     assignment = Assignment.objects.get()
     assert assignment.draft == {"tier-1": "T2", "rank-1": "2", "cheat-3": "on", "note": "halfway"}
     html = client.get(group_url("g1@1")).content.decode()
-    assert 'value="T2" checked data-testid="tier-1-T2"' in html
-    assert 'name="cheat-3" checked' in html and ">halfway</textarea>" in html
-    client.post(group_url("g1@1", "judgment/"), judgment_post(GOOD))
-    assert client.post(group_url("g1@1", "draft/"), {"tier-1": "T1"}).status_code == 409
+    lane = lanes_for(user=bob, group=groups["g1@1"]).key  # stored by index, shown under bob's labels
+    assert f'value="T2" checked data-testid="tier-{lane(1)}-T2"' in html
+    assert f'name="cheat-{lane(3)}" checked' in html and ">halfway</textarea>" in html
+    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD), client, "g1@1"))
+    assert client.post(group_url("g1@1", "draft/"), as_lanes({"tier-1": "T1"}, client, "g1@1")).status_code == 409
 
 
 # --- access ----------------------------------------------------------------------------------
@@ -259,7 +262,7 @@ def test_auditor_confirms_then_overturns_a_grader_flag_and_the_reward_follows(cl
 def test_reviewers_cheat_call_lands_in_the_audit_queue_and_changes_nothing_until_confirmed(client, bob, erin, groups):
     assign(group=groups["g2@1"], reviewer=bob)
     client.force_login(bob)
-    client.post(group_url("g2@1", "judgment/"), judgment_post(GOOD, cheat=[1], **{"note-1": "pip installs the fixed release"}))
+    client.post(group_url("g2@1", "judgment/"), as_lanes(judgment_post(GOOD, cheat=[1], **{"note-1": "pip installs the fixed release"}), client, "g2@1"))
     decision = CheatDecision.objects.get(source="reviewer")
     assert decision.confirmed is None and "flagged by bob: pip installs the fixed release" in decision.reason
     assert exported_reward(groups["g2@1"], 1) == 1.0
@@ -274,7 +277,7 @@ def test_disagreeing_reviewers_go_to_adjudication_and_the_adjudicator_settles_it
     for person, tiers in ((bob, GOOD), (dan, {0: "T3", 1: "T1", 3: "T1"})):
         assign(group=groups["g2@1"], reviewer=person)
         client.force_login(person)
-        client.post(group_url("g2@1", "judgment/"), judgment_post(tiers))
+        client.post(group_url("g2@1", "judgment/"), as_lanes(judgment_post(tiers), client, "g2@1"))
     client.force_login(fay)
     queue = client.get("/projects/acme/adjudication/").content.decode()
     assert "g2@1" in queue and "bob vs dan" in queue
@@ -295,7 +298,7 @@ def test_disagreeing_reviewers_go_to_adjudication_and_the_adjudicator_settles_it
 def test_reviewer_against_grader_disagreement_also_needs_adjudication(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    client.post(group_url("g1@1", "judgment/"), judgment_post({0: "T2", 1: "T1", 3: "T3"}))
+    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T2", 1: "T1", 3: "T3"}), client, "g1@1"))
     review = GroupReview.objects.get(group=groups["g1@1"])
     assert review.needs_adjudication
     assert {d["kind"] for d in review.disagreement} == {"tier", "top1"}
@@ -330,7 +333,7 @@ def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, ali
         for person, tiers in ((bob, GOOD), (dan, {0: "T3", 1: "T1", 3: "T1"})):
             assign(group=groups[uid], reviewer=person)
             client.force_login(person)
-            client.post(group_url(uid, "judgment/"), judgment_post(tiers))
+            client.post(group_url(uid, "judgment/"), as_lanes(judgment_post(tiers), client, uid))
         client.force_login(alice)
 
     for uid in ("g1@1", "g2@1"):  # the second round has twice the signals and groups waiting

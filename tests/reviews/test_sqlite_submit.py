@@ -28,7 +28,7 @@ from django.test import Client
 from grading.models import Role
 from reviews.models import Assignment, Judgment
 from reviews.services.queue import assign
-from tests.helpers import member
+from tests.helpers import as_lanes, member
 from tests.reviews.conftest import group_url, judgment_post
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,14 +134,14 @@ class _FileDatabase:
             own.cookies = copy.deepcopy(cookies)
             barrier.wait()
             threading.Event().wait(delay)  # vary which of the two reaches the database first
-            statuses["draft"] = own.post(group_url(uid, "draft/"), draft_data).status_code
+            statuses["draft"] = own.post(group_url(uid, "draft/"), as_lanes(draft_data, own, uid)).status_code
             return True
 
         def submit():
             own = Client()
             own.cookies = copy.deepcopy(cookies)
             barrier.wait()
-            statuses["submit"] = own.post(group_url(uid, "judgment/"), judgment_post(tiers)).status_code
+            statuses["submit"] = own.post(group_url(uid, "judgment/"), as_lanes(judgment_post(tiers), own, uid)).status_code
             return True
 
         threads = [threading.Thread(target=lambda f=f: self.run(f)) for f in (draft, submit)]
