@@ -263,7 +263,7 @@ def team_members(project: Project) -> QuerySet:
     """The project's members with their accounts and live token counts, admins first (one query)."""
     return (
         Membership.objects.filter(project=project)
-        .select_related("user")
+        .select_related("user__service_account")
         .annotate(n_tokens=Count("user__api_tokens", filter=Q(user__api_tokens__project=project,
                                                                 user__api_tokens__revoked_at__isnull=True)))
         .order_by("user__username")

@@ -44,7 +44,7 @@ PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ..., "fie
 
 def visible_mappings(project: Project) -> QuerySet[FactorMapping]:
     """The built-in default(s) and the project's own, as `resolve_mapping` sees them."""
-    return FactorMapping.objects.filter(Q(project__isnull=True) | Q(project=project)).select_related("project", "created_by")
+    return FactorMapping.objects.filter(Q(project__isnull=True) | Q(project=project)).select_related("project", "created_by__service_account__created_by")
 
 
 def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[FactorMapping]:
@@ -124,7 +124,9 @@ class ActiveMappingView(APIView):
         run, problem = run_for_request(request, project)
         if problem:
             return problem
-        history = list(run.mapping_activations.select_related("run", "mapping__project", "mapping__created_by", "activated_by"))
+        history = list(run.mapping_activations.select_related(
+            "run", "mapping__project", "mapping__created_by__service_account__created_by",
+            "activated_by__service_account__created_by"))
         mapping = history[0].mapping if history else active_mapping(run)  # the built-in default: no project, no author
         data = {"run": run.name, "mapping": mapping, "activation": history[0] if history else None, "history": history}
         return Response(ActiveMappingSerializer(data).data)

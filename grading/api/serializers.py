@@ -4,6 +4,19 @@ from rest_framework import serializers
 from grading.method.advantage import DEFAULT_MAPPING, MappingSpec
 from grading.method.tiers import TIERS
 from grading.models import FactorMapping, Group, MappingActivation
+from grading.projects.accounts import acting_name
+
+
+@extend_schema_field({"type": "string", "nullable": True,
+                      "description": "the username; for a service account, with the admin who made it"})
+class ActingNameField(serializers.Field):
+    """Who did it, as the audit trail names them (grading.projects.accounts.acting_name)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, user):
+        return acting_name(user)
 
 
 class GroupSummarySerializer(serializers.ModelSerializer):
@@ -73,7 +86,7 @@ class MappingSerializer(serializers.ModelSerializer):
     label = serializers.CharField(read_only=True, help_text="name@version, as the advantages export takes it")
     project = serializers.CharField(source="project.name", allow_null=True, read_only=True,
                                     help_text="empty for the built-in default, shared by every project")
-    created_by = serializers.CharField(source="created_by.username", allow_null=True, read_only=True)
+    created_by = ActingNameField()
     fit_summary = serializers.SerializerMethodField()
 
     class Meta:
@@ -114,7 +127,7 @@ class MappingRefSerializer(serializers.ModelSerializer):
 class MappingActivationSerializer(serializers.ModelSerializer):
     run = serializers.CharField(source="run.name", read_only=True)
     mapping = MappingRefSerializer(read_only=True)
-    activated_by = serializers.CharField(source="activated_by.username", allow_null=True, read_only=True)
+    activated_by = ActingNameField()
 
     class Meta:
         model = MappingActivation

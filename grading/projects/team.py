@@ -2,10 +2,14 @@
 members and their roles, and API tokens. Every change is written to the audit trail the
 Django admin keeps (LogEntry), next to changes made there.
 
-A project always keeps an admin: the last one can be neither demoted nor removed, so no
-project is left that nobody can manage. Tokens are issued through the same service as the
-`create_api_token` command (grading/projects/tokens.py); a token acts with its account's
-role in the project.
+A project always keeps an admin who signs in: the last one can be neither demoted nor
+removed, and neither can the last person among them while the other admins are service or
+token accounts (which cannot open this page), so no project is left that nobody can manage.
+
+Tokens made here never speak for someone else: a token acts as the admin who makes it or as
+a service account of this project (grading/projects/accounts.py), never as another person,
+another project's account, staff or a superuser, and with a role at most its maker's. The
+server operator's `create_api_token` command (grading/projects/tokens.py) is not bound by this.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.utils import timezone
 
-from grading.models import ApiToken, Membership, Project, Role
-from grading.projects.tokens import issue_api_token
+from grading.models import ROLE_CAPABILITIES, ApiToken, Membership, Project, Role, ServiceAccount
+from grading.projects.accounts import is_privileged, people_q, service_account_of
 
 MAX_TOKEN_NAME = ApiToken._meta.get_field("name").max_length
 
@@ -39,8 +43,19 @@ def _check_role(role: str) -> str:
     return role
 
 
-def _other_admins(project: Project, membership: Membership) -> bool:
-    return Membership.objects.filter(project=project, role=Role.ADMIN).exclude(pk=membership.pk).exists()
+def _check_an_admin_remains(project: Project, membership: Membership) -> None:
+    """Refuse to take `membership` out of the admins when that leaves no admin, or no person among them."""
+    if membership.role != Role.ADMIN:
+        return
+    others = Membership.objects.filter(project=project, role=Role.ADMIN).exclude(pk=membership.pk)
+    name = membership.user.username
+    if not others.exists():
+        raise TeamError(f"{name} is the last admin of {project.name}; make someone else admin first")
+    user_model = get_user_model()
+    if (user_model.objects.filter(people_q(), pk=membership.user_id).exists()
+            and not others.filter(people_q("user__")).exists()):
+        raise TeamError(f"{name} is the last admin of {project.name} who signs in with a password; the other admins "
+                        "are service or token accounts, which cannot open this page: make a person admin first")
 
 
 def _locked_membership(project: Project, pk: int) -> Membership:
@@ -65,6 +80,9 @@ def add_member(*, project: Project, username: str, role: str, actor) -> Membersh
         raise TeamError(f"no account is called {username!r}; a site admin creates accounts in the Django admin")
     if Membership.objects.filter(project=project, user=user).exists():
         raise TeamError(f"{username} is already a member of {project.name}; change their role in the list instead")
+    account = service_account_of(user)
+    if account is not None and account.project_id != project.pk:
+        raise TeamError(f"{username} is a service account of another project; it acts there only")
     membership = Membership.objects.create(project=project, user=user, role=role)
     _log(actor, [membership], ADDITION, f"Added to {project.name} as {role} on the team page")
     return membership
@@ -106,8 +124,8 @@ def change_role(*, project: Project, membership_id: int, role: str, actor) -> Me
     membership = _locked_membership(project, membership_id)
     if membership.role == role:
         return membership
-    if membership.role == Role.ADMIN and not _other_admins(project, membership):
-        raise TeamError(f"{membership.user.username} is the last admin of {project.name}; make someone else admin first")
+    if role != Role.ADMIN:
+        _check_an_admin_remains(project, membership)
     before = membership.role
     membership.role = role
     membership.save(update_fields=["role"])
@@ -119,8 +137,7 @@ def change_role(*, project: Project, membership_id: int, role: str, actor) -> Me
 def remove_member(*, project: Project, membership_id: int, actor) -> str:
     """Remove a member; their API tokens for this project are revoked with them. Their username."""
     membership = _locked_membership(project, membership_id)
-    if membership.role == Role.ADMIN and not _other_admins(project, membership):
-        raise TeamError(f"{membership.user.username} is the last admin of {project.name}; make someone else admin first")
+    _check_an_admin_remains(project, membership)
     username = membership.user.username
     _revoke(project=project, tokens=ApiToken.objects.filter(project=project, user_id=membership.user_id), actor=actor,
             message=f"Revoked: {username} was removed from {project.name}")
@@ -131,37 +148,67 @@ def remove_member(*, project: Project, membership_id: int, actor) -> str:
 
 @transaction.atomic
 def create_token(*, project: Project, username: str, role: str, name: str, actor) -> tuple[ApiToken, str]:
-    """A new token acting as `username` with `role`; returns (token, secret), the secret shown once.
+    """A new token acting as `actor` themself or as a service account of `project`; (token, secret),
+    the secret shown once.
 
-    An account that does not exist yet is created as an API account (no password: it can only
-    use tokens) and given `role`. An existing member keeps their role: a token for them must
-    ask for the role they have (change it in the member list first), so issuing a token never
-    changes what a person may do. An existing account that is not a member is added with `role`.
+    A name no account has makes a service account of this project (no password: it acts only
+    through tokens) with `role`, marked with `actor` as its maker. An existing account must be
+    `actor` or a service account of this project, and a token for it asks for the role it has
+    (change it in the member list first), so issuing a token never changes what anyone may do.
+    Refused: another person, another project's account, staff or a superuser (a token would
+    write under their name), and a role beyond the maker's own.
     """
     _check_role(role)
     username, name = (username or "").strip(), (name or "").strip()
     if not username:
-        raise TeamError("give the account the token acts as (a new name creates an API account)")
+        raise TeamError("give the account the token acts as: your own username, a service account of this project, "
+                        "or a new name (which makes a service account)")
     if len(name) > MAX_TOKEN_NAME:
         raise TeamError(f"the token's name is longer than {MAX_TOKEN_NAME} characters")
-    user_field = get_user_model()._meta.get_field("username")
+    user_model = get_user_model()
+    user_field = user_model._meta.get_field("username")
     try:
         user_field.run_validators(username)
     except Exception as exc:  # django.core.exceptions.ValidationError: its messages, as one sentence
         raise TeamError(f"{username!r} is not a usable username: {' '.join(getattr(exc, 'messages', [str(exc)]))}") from None
     if len(username) > user_field.max_length:
         raise TeamError(f"a username has at most {user_field.max_length} characters")
-    existing = Membership.objects.filter(project=project, user__username=username).first()
-    if existing is not None and existing.role != role:
-        raise TeamError(f"{username} is a member as {existing.role}; a token for them acts as {existing.role} "
-                        f"(change their role in the member list first, or use another account)")
-    new_member = existing is None
-    token, secret = issue_api_token(username=username, project_name=project.name, role=role, token_name=name)
-    if new_member:
-        _log(actor, [Membership.objects.get(project=project, user=token.user)], ADDITION,
-             f"Added to {project.name} as {role} with a new API token on the team page")
+    maker = Membership.objects.filter(project=project, user_id=actor.pk).first()
+    if maker is None or not ROLE_CAPABILITIES[role] <= maker.capabilities:
+        raise TeamError(f"a token's role is at most its maker's ({maker.role if maker else 'none'}), not {role}")
+    user = user_model.objects.filter(username=username).select_related("service_account").first()
+    if user is None:
+        user = user_model(username=username)
+        user.set_unusable_password()
+        user.save()
+        ServiceAccount.objects.create(user=user, project=project, created_by=actor)
+        membership = Membership.objects.create(project=project, user=user, role=role)
+        _log(actor, [membership], ADDITION,
+             f"Added to {project.name} as {role}: a service account with a new API token, on the team page")
+    else:
+        membership = _token_membership(project=project, user=user, role=role, actor=actor)
+    token, secret = ApiToken.issue(user=user, project=project, name=name, created_by=actor)
     _log(actor, [token], ADDITION, f"Token {token.prefix}… created for {username} ({role}) on the team page")
     return token, secret
+
+
+def _token_membership(*, project: Project, user, role: str, actor) -> Membership:
+    """The membership a token for the existing account `user` acts with; TeamError when it may not have one."""
+    username = user.username
+    if is_privileged(user):
+        raise TeamError(f"{username} is site staff or a superuser; no token made here acts as one "
+                        "(the server's operator makes those with manage.py create_api_token)")
+    account = service_account_of(user)
+    if user.pk != actor.pk and (account is None or account.project_id != project.pk):
+        raise TeamError(f"{username} is an account of its own, not a service account of {project.name}; a token acts "
+                        "as you or as a service account of this project (a new name makes one)")
+    membership = Membership.objects.filter(project=project, user=user).first()
+    if membership is None:
+        raise TeamError(f"{username} is no longer a member of {project.name}; add it again first")
+    if membership.role != role:
+        raise TeamError(f"{username} is a member as {membership.role}; a token for them acts as {membership.role} "
+                        f"(change their role in the member list first, or use another account)")
+    return membership
 
 
 def _revoke(*, project: Project, tokens, actor, message: str) -> int:
