@@ -1,21 +1,27 @@
-"""The login page with throttling: too many failed sign-ins per username or per address pause it.
+"""Sign-in with throttling, on the login page and the Django admin's alike: too many failed
+sign-ins per username or per address pause both.
 
-Counts live in Django's cache (local memory by default, shared when CACHES names Redis):
-after GAGAR_LOGIN_MAX_FAILURES failures for a username within GAGAR_LOGIN_WINDOW_SECONDS,
-or GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS from one address, every attempt for it (even with
-the right password) is refused with a message saying when to try again; the page answers
-429. A successful sign-in clears its username's count.
+Each attempt is counted before its password is looked at (gagar_web/throttle.py: one atomic
+step, shared by every web process); past GAGAR_LOGIN_MAX_FAILURES for a username within
+GAGAR_LOGIN_WINDOW_SECONDS, or GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS from one address, the
+attempt (even with the right password) is refused unchecked with `429`, `Retry-After` and a
+message saying when to try again. So forty wrong passwords sent at once for one user check
+five, not forty. A successful sign-in clears its username's count and takes itself back
+from its address's, so only failures use up the budget.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import time
+from functools import wraps
 
 from django.conf import settings
+from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.core.cache import cache
+from django.contrib.auth.forms import AuthenticationForm
+from django.shortcuts import render
+
+from gagar_web import throttle
 
 DEFAULT_MAX_FAILURES = 5
 DEFAULT_MAX_FAILURES_PER_ADDRESS = 20
@@ -28,54 +34,43 @@ def _limits() -> tuple[int, int, int]:
             getattr(settings, "GAGAR_LOGIN_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS))
 
 
-def _key(kind: str, value: str) -> str:
-    return "gagar:login-failures:" + kind + ":" + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()
-
-
-def _keys(request) -> list[tuple[str, int]]:
-    per_user, per_address, _ = _limits()
+def _keys(request) -> tuple[str, str]:
     username = str(request.POST.get("username", "")).strip().casefold()[:300]
     address = request.META.get("REMOTE_ADDR", "") or "unknown"
-    return [(_key("user", username), per_user), (_key("address", address), per_address)]
+    return throttle.key_for("login-user", username), throttle.key_for("login-address", address)
 
 
-def _blocked_for(request) -> int:
-    """Seconds until this username and address may try again; 0 when they may now."""
-    now = time.time()
-    wait = 0.0
-    for key, limit in _keys(request):
-        failures = cache.get(key) or []
-        if len(failures) >= limit:
-            wait = max(wait, failures[-limit] + _limits()[2] - now)
-    return math.ceil(wait) if wait > 0 else 0
+def _refused(request, wait: int):
+    minutes = max(1, math.ceil(wait / 60))
+    message = (f"Too many failed sign-ins for this username or from this address. "
+               f"Try again in {minutes} minute{'s' if minutes != 1 else ''}.")
+    context = {"form": AuthenticationForm(request), "throttled": message, "next": request.POST.get("next", "")}
+    response = render(request, "registration/login.html", context, status=429)
+    response["Retry-After"] = str(wait)
+    return response
 
 
-def _record_failure(request) -> None:
-    now = time.time()
-    window = _limits()[2]
-    for key, limit in _keys(request):
-        recent = [t for t in (cache.get(key) or []) if t > now - window][-limit:]
-        cache.set(key, [*recent, now], timeout=window)
+def throttled(view):
+    """`view`, a sign-in view, with every POST counted first and refused past the limits."""
+
+    @wraps(view)
+    def sign_in(request, *args, **kwargs):
+        if request.method != "POST":
+            return view(request, *args, **kwargs)
+        per_user, per_address, window = _limits()
+        user_key, address_key = _keys(request)
+        hits = [(throttle.hit(user_key, window=window), per_user), (throttle.hit(address_key, window=window), per_address)]
+        over = [h.retry_after for h, limit in hits if h.count > limit]
+        if over:
+            return _refused(request, max(over))
+        response = view(request, *args, **kwargs)
+        if response.status_code in (301, 302, 303) and request.user.is_authenticated:  # signed in
+            throttle.forget(user_key)
+            throttle.undo(address_key)
+        return response
+
+    return sign_in
 
 
-class ThrottledLoginView(auth_views.LoginView):
-    def post(self, request, *args, **kwargs):
-        wait = _blocked_for(request)
-        if wait:
-            form = self.get_form()
-            minutes = max(1, math.ceil(wait / 60))
-            message = (f"Too many failed sign-ins for this username or from this address. "
-                       f"Try again in {minutes} minute{'s' if minutes != 1 else ''}.")
-            response = self.render_to_response(self.get_context_data(form=form, throttled=message))
-            response.status_code = 429
-            response["Retry-After"] = str(wait)
-            return response
-        return super().post(request, *args, **kwargs)
-
-    def form_invalid(self, form):
-        _record_failure(self.request)
-        return super().form_invalid(form)
-
-    def form_valid(self, form):
-        cache.delete(_keys(self.request)[0][0])
-        return super().form_valid(form)
+login_page = throttled(auth_views.LoginView.as_view())
+admin_login = throttled(admin.site.login)

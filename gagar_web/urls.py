@@ -7,12 +7,13 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from gagar_web.login import ThrottledLoginView
+from gagar_web.login import admin_login, login_page
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="projects", permanent=False)),
-    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("accounts/login/", login_page, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/login/", admin_login),  # before the admin's own: the same throttle as the login page
     path("admin/", admin.site.urls),
     path("api/v1/", include("grading.api.urls")),
     path("api/v1/", include("reviews.api.urls")),
