@@ -502,7 +502,44 @@ def parse_group_line(raw: bytes, *, allow_unknown_reward: bool = False) -> Parse
         where = find_big_int(raw)
         if where is not None:
             raise _fail(where, f"integer past 64 bits (from {MIN_INT64:,} to {MAX_UINT64:,}); send it as a string")
+    if _EXPONENT_REWARD.search(raw):
+        underflow = find_reward_underflow(raw)
+        if underflow is not None:
+            raise _fail(underflow[0], f"must be 0 or 1 (binary test reward), got {underflow[1]}")
     return parse_group(obj, allow_unknown_reward=allow_unknown_reward)
+
+
+# A reward such as 1E-400 is not 0 but reads as 0.0 (below the smallest float), so it would be
+# stored as a failed test without a word. Only a line with a reward written with an exponent is
+# read again to find one: a literal-prefixed search, linear in the line.
+_EXPONENT_REWARD = re.compile(rb'"reward"\s*:\s*-?[0-9.]*[eE]')
+_NONZERO_MANTISSA = re.compile(r"^-?0*\.?0*[1-9]")
+_REWARD_PATH = re.compile(r"^rollouts\[\d+\]\.reward$")
+
+
+class _Underflow(str):
+    """A number literal that is not zero but reads as 0.0."""
+
+
+def find_reward_underflow(raw: bytes) -> tuple[str, str] | None:
+    """(path, literal) of the first rollout reward that is not 0 yet reads as 0.0, or None.
+
+    >>> find_reward_underflow(b'{"rollouts": [{"reward": 0}, {"reward": -1E-400}]}')
+    ('rollouts[1].reward', '-1E-400')
+    """
+
+    def parse_float(literal: str):
+        mantissa = literal.lower().partition("e")[0]
+        return _Underflow(literal) if float(literal) == 0 and _NONZERO_MANTISSA.match(mantissa) else 0.0
+
+    try:
+        tree = json.loads(raw, parse_float=parse_float)
+    except (ValueError, RecursionError):
+        return None
+    for where, node in _walk(tree, ""):
+        if isinstance(node, _Underflow) and _REWARD_PATH.match(where):
+            return where, str(node)
+    return None
 
 
 # orjson reads an integer literal past 64 bits as a float, silently losing digits; only a line

@@ -117,7 +117,9 @@ def audited_cheats(decisions: list[dict]) -> dict[int, bool]:
 
 # --- citations in people's notes ----------------------------------------------------------
 
-_TURN = re.compile(r"\bturns?\s*[#:]?\s*(\d+)\b", re.IGNORECASE)
+# One run of spaces before the number, or one on each side of a "#"/":": two runs back to back
+# (`\s*[#:]?\s*`) split N spaces N ways on a failed match, 5.4 s for "turn" + 16,000 spaces.
+_TURN = re.compile(r"\bturns?\s*(?:[#:]\s*)?(\d+)\b", re.IGNORECASE)
 _LOG = re.compile(r"^log:(\d+)$")
 _PATCH = re.compile(r"^(.+?):(\d+)$")
 _EDGES = "()[]{}<>\"'`,;!?"

@@ -2,7 +2,10 @@
 as its reason) on every matching rollout, which the cheat audit queue then lists.
 
 All or none, and bounded: more than MAX_SIGNALS matches is refused (narrow the search), and
-a rollout that already has an open search signal with the same query gets no second one.
+idempotent per rollout: one that already has an open signal from a search gets no second one,
+whatever the query (`widget`, `Widget`, `"widget"` find the same rollouts, and each added
+three more signals before). The rollouts are locked first, so two auditors at once do not
+both see "none open yet".
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from grading.models import CheatDecision
+from grading.models import CheatDecision, Rollout
 from grading.search.selectors import search_signal_targets
 from reviews.selectors.search import SearchRequest
 
@@ -25,7 +28,7 @@ class SignalRefused(ValueError):
 @dataclass(frozen=True)
 class SignalReport:
     created: int
-    skipped: int  # already had an open search signal with this query
+    skipped: int  # already had an open signal from a search
 
 
 def signal_search(*, search: SearchRequest, auditor) -> SignalReport:
@@ -38,8 +41,9 @@ def signal_search(*, search: SearchRequest, auditor) -> SignalReport:
                                 "before turning it into cheat signals")
         if not ids:
             raise SignalRefused("no rollout matches this search")
+        list(Rollout.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
         open_already = set(CheatDecision.objects.filter(rollout_id__in=ids, source=CheatDecision.Source.SEARCH,
-                                                        confirmed__isnull=True, reason=reason).values_list("rollout_id", flat=True))
+                                                        confirmed__isnull=True).values_list("rollout_id", flat=True))
         new = [CheatDecision(rollout_id=pk, source=CheatDecision.Source.SEARCH, reason=reason, author=auditor.username)
                for pk in ids if pk not in open_already]
         CheatDecision.objects.bulk_create(new)

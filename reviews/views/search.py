@@ -66,7 +66,7 @@ def signal(request: HttpRequest, project: str) -> HttpResponse:
         return redirect(back)
     text = f"{report.created} cheat signal{'s' if report.created != 1 else ''} created (source: search)"
     if report.skipped:
-        text += f"; {report.skipped} rollout{'s' if report.skipped != 1 else ''} already had an open one for this query"
+        text += f"; {report.skipped} rollout{'s' if report.skipped != 1 else ''} already had an open one from a search"
     messages.success(request, text + ".")
     return redirect(reverse("audit-queue", args=[project]) + "?" + urlencode({"status": "pending",
                                                                               "source": CheatDecision.Source.SEARCH}))

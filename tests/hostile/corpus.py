@@ -169,6 +169,8 @@ CASES: list[Case] = [
     Case("-Infinity cost", raw_replace(b'"cost_usd":0.01', b'"cost_usd":-Infinity'), "refused", "NaN and Infinity"),
     Case("1e999 reward", raw_replace(b'"reward":1', b'"reward":1e999'), "refused", "infinity"),
     Case("reward 0.5", mutate(_set(["rollouts", 0, "reward"], 0.5)), "refused", "rollouts[0].reward: must be 0 or 1"),
+    Case("reward 1E-400 (reads as 0.0)", raw_replace(b'"reward":1', b'"reward":1E-400'), "refused",
+         "rollouts[0].reward: must be 0 or 1 (binary test reward), got 1E-400"),
     Case("reward as string", mutate(_set(["rollouts", 0, "reward"], "1")), "refused", "rollouts[0].reward: must be a number"),
     Case("step beyond 32 bits", mutate(_set(["step"], 2**40)), "refused", "step: must be <= 2,147,483,647"),
     Case("index 2^64-1", mutate(_set(["rollouts", 2, "index"], 2**64 - 1)), "refused", "rollouts[2].index: must be <="),
