@@ -374,8 +374,15 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
     hold fewer than `limit` (its cursor goes on reading from the last rollout read). None
     when the window holds none of it (a rare string: the index finds it faster; that costs
     PROBE_ROLLOUTS rollouts read, ~20 ms at 200 kB each). The count is exact when the
-    rollouts read were the whole scope, else estimated from their share."""
+    rollouts read were the whole scope, else estimated from their share.
+
+    A phrase has no index of its own (the word index says which rollouts hold its words, not
+    in what order), so its pages are always read this way, among the rollouts holding all its
+    words: PROBE_MAX of them at most a page, which may then hold none (its cursor reads on)."""
+    phrase = query.mode != "literal"
     rows = _scoped(scope, sees_grader)
+    if phrase:
+        rows = rows.filter(_matches_vector(_tsquery(query)))
     window_rows = rows.order_by("pk")
     if after is not None:
         window_rows = window_rows.filter(pk__gt=after)
@@ -385,9 +392,11 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
     held = _held(query, window)
     read, last = len(window), (window[-1] if window else None)
     if len(held) <= limit and not whole:
-        if not held:
+        if not held and not phrase:
             return None
-        need = min(PROBE_MAX - read, (limit + 1 - len(held)) * read // len(held) * 3 // 2)  # what the share says a page needs
+        need = PROBE_MAX - read  # what the share says a page needs, at most PROBE_MAX in all
+        if held:
+            need = min(need, (limit + 1 - len(held)) * read // len(held) * 3 // 2)
         more = list(window_rows.filter(pk__gt=last).values_list("pk", flat=True)[: need + 1])
         whole = len(more) <= need
         more = more[:need]

@@ -241,3 +241,14 @@ def test_a_sparse_literal_is_read_a_bounded_stretch_a_page_and_paged_on(acme):
     assert PROBE_MAX == 320 and len(pages) == 2
     assert len(pages[0].results) == 13 and pages[0].next_cursor is not None and pages[0].count_estimated
     assert seen == _brute("tox -e py311") and len(seen) == 16
+
+
+def test_a_rare_phrase_among_rollouts_holding_its_words_is_read_a_bounded_stretch_a_page(acme):
+    # every rollout holds the words `git` and `diff`; one, the 391st, the phrase "git diff"
+    from django.db import connection
+
+    _many(acme, 50, 8, lambda k: "git diff HEAD" if k == 390 else "git status; diff a b")
+    pages, seen = _every_page(acme, '"git diff"', mode="words")
+    assert seen == [f"m{390 // 8}@1#{390 % 8}"]
+    if connection.vendor == "postgresql":  # SQLite checks its candidates in Python, all at once
+        assert len(pages) == 2 and pages[0].results == [] and pages[0].next_cursor is not None
