@@ -30,13 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.db.models import BooleanField, Exists, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, StrIndex
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
+from psycopg.errors import QueryCanceled
 
 from grading.method.tiers import TIERS
 from grading.models import (
@@ -67,6 +68,7 @@ SQLITE_CHECK_BUDGET = 256_000_000  # ... and at most this much work (characters 
 SCAN_ROLLOUTS = 200  # a literal the index cannot narrow (`==`): rollouts read per page
 PROBE_ROLLOUTS = 16  # a literal or phrase: rollouts read one by one before the index is asked
 PROBE_MAX = 320  # ... and at most this many a page when they hold some (~0.3 s of reading at 200 kB a rollout)
+INDEX_SECONDS = 0.25  # a literal's look-up in the trigram index; past it, rollouts are read in turn (PROBE_MAX a page)
 MAX_HITS = 5  # hits shown per rollout on a results page (the rest: its count and the group page)
 PAGE_SCAN_BUDGET = 64_000_000  # work units (text.find_hits) a results page spends on its rollouts' hits, shared among them
 CHUNKS = "grading_searchchunk"
@@ -344,7 +346,9 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
     rows = matching(query, scope, sees_grader=sees_grader)
     scan_capped = False
     if probes(query):  # the chunks' check is the cost: done once, the count and the page from the same ids
-        found = list(rows.order_by("pk").values_list("pk", flat=True)[: COUNT_CAP + 1])
+        found = _within_index_time(lambda: list(rows.order_by("pk").values_list("pk", flat=True)[: COUNT_CAP + 1]))
+        if found is None:  # the index names too many chunks to check in time: read rollouts in turn after all
+            return _probed_page(query, scope, sees_grader, after, limit, pending, walk=True)
         count = len(found)
         ids = [pk for pk in found if after is None or pk > after][: limit + 1]
     elif has_index():
@@ -367,8 +371,25 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
                       indexed=pending == 0, pending=pending, scan_capped=scan_capped)
 
 
+def _within_index_time(read: Callable[[], list[int]]) -> list[int] | None:
+    """`read()`, or None when it takes longer than INDEX_SECONDS (PostgreSQL's statement
+    timeout, in a savepoint of its own): a literal whose trigrams are common names so many
+    chunks that checking them all is the whole corpus's work, linear in it."""
+    if connection.vendor != "postgresql":
+        return read()
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL statement_timeout = %s", [max(1, round(INDEX_SECONDS * 1000))])
+            return read()
+    except OperationalError as exc:
+        if isinstance(exc.__cause__, QueryCanceled):
+            return None
+        raise
+
+
 def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int,
-                 pending: int) -> SearchPage | None:
+                 pending: int, *, walk: bool = False) -> SearchPage | None:
     """The page read rollout by rollout: the next PROBE_ROLLOUTS rollouts of the scope after
     `after`, those holding the query; when they hold some but too few for a page, as many
     more as their share says a page needs, up to PROBE_MAX read in all — then the page may
@@ -379,8 +400,10 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
 
     A phrase has no index of its own (the word index says which rollouts hold its words, not
     in what order), so its pages are always read this way, among the rollouts holding all its
-    words: PROBE_MAX of them at most a page, which may then hold none (its cursor reads on)."""
+    words: PROBE_MAX of them at most a page, which may then hold none (its cursor reads on).
+    So is a literal the index could not answer in time (`walk`)."""
     phrase = query.mode != "literal"
+    walk = walk or phrase
     rows = _scoped(scope, sees_grader)
     if phrase:
         rows = rows.filter(_matches_vector(_tsquery(query)))
@@ -393,7 +416,7 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
     held = _held(query, window)
     read, last = len(window), (window[-1] if window else None)
     if len(held) <= limit and not whole:
-        if not held and not phrase:
+        if not held and not walk:
             return None
         need = PROBE_MAX - read  # what the share says a page needs, at most PROBE_MAX in all
         if held:

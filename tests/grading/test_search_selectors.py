@@ -9,6 +9,7 @@ which no acme search may return.
 from __future__ import annotations
 
 import pytest
+from django.db.models.expressions import RawSQL
 
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import CheatDecision, Group, Rollout, RolloutSearch, SearchChunk
@@ -252,3 +253,23 @@ def test_a_rare_phrase_among_rollouts_holding_its_words_is_read_a_bounded_stretc
     assert seen == [f"m{390 // 8}@1#{390 % 8}"]
     if connection.vendor == "postgresql":  # SQLite checks its candidates in Python, all at once
         assert len(pages) == 2 and pages[0].results == [] and pages[0].next_cursor is not None
+
+
+def test_a_literal_the_index_cannot_answer_in_time_is_read_in_turn(acme, monkeypatch):
+    # the first window holds none of it, so the index is asked; given no time (1 ms), it is
+    # cancelled and the page is read rollout by rollout instead, bounded, and still exact
+    from django.db import connection
+
+    from grading.search import selectors
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the index's time limit is PostgreSQL's statement_timeout")
+    _many(acme, 50, 8, lambda k: "make check" if k >= 300 else "ls")
+    monkeypatch.setattr(selectors, "INDEX_SECONDS", 0.001)
+    monkeypatch.setattr(selectors, "_chunks_holding", lambda literal: RawSQL("SELECT c.rollout_id FROM grading_searchchunk c, "
+                                                                             "pg_sleep(0.05) WHERE c.text LIKE %s",
+                                                                             [f"%{literal}%"]))
+    pages, seen = _every_page(acme, "make check")
+    assert pages[0].count_estimated and pages[0].next_cursor is not None  # (it read PROBE_MAX: the first 320)
+    assert [r.rollout.group.uid for r in pages[0].results][:1] == ["m37@1"]  # rollout 300 is the 5th of group 37
+    assert seen == _brute("make check") and len(seen) == 100
