@@ -67,7 +67,7 @@ SQLITE_SCAN_ROWS = 50_000  # words on SQLite: at most this many candidate rollou
 SQLITE_CHECK_BUDGET = 256_000_000  # ... and at most this much work (characters x query.scan_cost) spent checking them
 SCAN_ROLLOUTS = 200  # a literal the index cannot narrow (`==`): rollouts read per page
 PROBE_ROLLOUTS = 16  # a literal or phrase: rollouts read one by one before the index is asked
-PROBE_MAX = 320  # ... and at most this many a page when they hold some (~0.3 s of reading at 200 kB a rollout)
+PROBE_MAX = 320  # rollouts a page reads when the index cannot answer in time, or for a phrase (~0.3 s at 200 kB each)
 INDEX_SECONDS = 0.25  # a literal's look-up in the trigram index; past it, rollouts are read in turn (PROBE_MAX a page)
 MAX_HITS = 5  # hits shown per rollout on a results page (the rest: its count and the group page)
 PAGE_SCAN_BUDGET = 64_000_000  # work units (text.find_hits) a results page spends on its rollouts' hits, shared among them
@@ -391,47 +391,39 @@ def _within_index_time(read: Callable[[], list[int]]) -> list[int] | None:
 def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int,
                  pending: int, *, walk: bool = False) -> SearchPage | None:
     """The page read rollout by rollout: the next PROBE_ROLLOUTS rollouts of the scope after
-    `after`, those holding the query; when they hold some but too few for a page, as many
-    more as their share says a page needs, up to PROBE_MAX read in all — then the page may
-    hold fewer than `limit` (its cursor goes on reading from the last rollout read). None
-    when the window holds none of it (a rare string: the index finds it faster; that costs
-    PROBE_ROLLOUTS rollouts read, ~20 ms at 200 kB each). The count is exact when the
-    rollouts read were the whole scope, else estimated from their share.
+    `after`, those holding the query, when they hold more than a page (a common string) or are
+    the rest of the scope; None otherwise, for the index to answer. `walk` (the index could not
+    answer in time): PROBE_MAX rollouts are read instead, and the page holds what they held,
+    fewer than `limit` perhaps, even none — its cursor goes on reading from the last rollout
+    read. The count is exact when the rollouts read were the whole scope, else estimated from
+    their share.
 
     A phrase has no index of its own (the word index says which rollouts hold its words, not
-    in what order), so its pages are always read this way, among the rollouts holding all its
-    words: PROBE_MAX of them at most a page, which may then hold none (its cursor reads on).
-    So is a literal the index could not answer in time (`walk`)."""
-    phrase = query.mode != "literal"
-    walk = walk or phrase
+    in what order), so its pages are always read this way (`walk`), among the rollouts holding
+    all its words."""
     rows = _scoped(scope, sees_grader)
-    if phrase:
+    if query.mode != "literal":
         rows = rows.filter(_matches_vector(_tsquery(query)))
+        walk = True
     window_rows = rows.order_by("pk")
     if after is not None:
         window_rows = window_rows.filter(pk__gt=after)
-    window = list(window_rows.values_list("pk", flat=True)[: PROBE_ROLLOUTS + 1])
-    whole = len(window) <= PROBE_ROLLOUTS  # nothing of the scope past the window
-    window = window[:PROBE_ROLLOUTS]
-    held = _held(query, window)
-    read, last = len(window), (window[-1] if window else None)
-    if len(held) <= limit and not whole:
-        if not held and not walk:
-            return None
-        need = PROBE_MAX - read  # what the share says a page needs, at most PROBE_MAX in all
-        if held:
-            need = min(need, (limit + 1 - len(held)) * read // len(held) * 3 // 2)
-        more = list(window_rows.filter(pk__gt=last).values_list("pk", flat=True)[: need + 1])
-        whole = len(more) <= need
-        more = more[:need]
-        held += _held(query, more)
-        read += len(more)
-        last = more[-1] if more else last
-    next_cursor = held[limit - 1] if len(held) > limit else (None if whole else last)
+    size = max(PROBE_ROLLOUTS, 2 * (limit + 1))  # a string in half the rollouts or more fills a page from here
+    window, held, whole = [], [], False
+    while len(held) <= limit and not whole and len(window) < (PROBE_MAX if walk else size):
+        batch = list((window_rows.filter(pk__gt=window[-1]) if window else window_rows).values_list("pk", flat=True)[: size + 1])
+        whole = len(batch) <= size  # nothing of the scope past this batch
+        window += batch[:size]
+        held += _held(query, batch[:size])
+    if len(held) <= limit and not whole and not walk:
+        return None
+    next_cursor = held[limit - 1] if len(held) > limit else (None if whole else window[-1])
     if whole and after is None:
         count, estimated = len(held), False
     else:
-        count, estimated = max(len(held), round(len(held) / read * rows.order_by().count())), True
+        read = window[: window.index(held[limit]) + 1] if len(held) > limit else window  # the page's share of what it read
+        share = min(len(held), limit + 1) / len(read) if read else 0.0
+        count, estimated = max(len(held), round(share * rows.order_by().count())), True
     capped = not estimated and count > COUNT_CAP  # an estimate costs nothing more when it is large
     return SearchPage(count=count if estimated else min(count, COUNT_CAP), count_capped=capped,
                       results=_results(query, held[:limit], scope.lane_of),
