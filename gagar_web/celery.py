@@ -10,3 +10,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
 app = Celery("gagar_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["grading.ingest", "grading.search", "grading.grader", "grading.method", "reviews"])
+
+# `celery -A gagar_web beat` (docker-compose.yml's beat service) sends these; any worker runs them.
+app.conf.beat_schedule = {
+    "remove-orphan-uploads": {"task": "grading.remove_orphan_uploads", "schedule": 3600.0},
+}

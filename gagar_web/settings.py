@@ -204,6 +204,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 # Uploaded agent runs for imports (media/imports/<upload>/); web and workers must share it.
 MEDIA_ROOT = Path(os.environ.get("GAGAR_MEDIA_ROOT") or BASE_DIR / "media")
+# What one project's imports may keep there at once (uploads waiting, files being unpacked and
+# imported; a finished job keeps nothing). Above one upload's own 50 GiB limit, so by default it
+# bounds imports running side by side, not any single one.
+GAGAR_IMPORT_QUOTA_BYTES = _env_int("GAGAR_IMPORT_QUOTA_BYTES", 64 * 1024**3, minimum=1024 * 1024)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

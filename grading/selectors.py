@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.db.models import Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
@@ -91,6 +92,19 @@ def credit_per_step(run: Run, mapping) -> list[tuple[int, dict]]:
 
 
 RECENT_IMPORT_JOBS = 10
+
+
+def disk_kept(project: Project, *, besides: ImportJob | None = None) -> int:
+    """Bytes the project's import jobs keep on disk now (all of them, or all but `besides`); one query."""
+    jobs = ImportJob.objects.filter(project=project, disk_bytes__gt=0)
+    if besides is not None:
+        jobs = jobs.exclude(pk=besides.pk)
+    return jobs.aggregate(total=Sum("disk_bytes"))["total"] or 0
+
+
+def import_disk(project: Project) -> dict:
+    """What the import page says is kept on disk for the project, against its quota."""
+    return {"disk_kept": disk_kept(project), "disk_quota": settings.GAGAR_IMPORT_QUOTA_BYTES}
 
 
 def import_jobs(run: Run) -> dict:

@@ -93,7 +93,8 @@ class ImportListCreateView(APIView):
             "run": {"type": "string"}, "step": {"type": "integer"}, "format": {"type": "string", "enum": list(FORMATS)},
             "reward_threshold": {"type": "number"},
             "file": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
-        responses={202: ImportJobSerializer, 400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad fields, file names, or an archive that cannot be read; "
+        responses={202: ImportJobSerializer, 400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad fields, file names, an archive that cannot be read, "
+                                          "or an upload the project's disk quota for imports cannot hold; "
                                           "archives are unpacked and checked by the job (a refused member fails it)")},
         summary="Upload agent runs (.tar.gz/.zip archive or files) to import as a background job",
     )
@@ -106,14 +107,14 @@ class ImportListCreateView(APIView):
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
         files = request.FILES.getlist("file") + request.FILES.getlist("files")
         try:
-            _, sources, uploaded = store_upload(files=files)
+            _, sources, uploaded = store_upload(project=project, files=files)
+            job = create_import_job(
+                project=project, user=request.user, run=fields.validated_data["run"], step=fields.validated_data["step"],
+                fmt=fields.validated_data["format"], sources=sources, uploaded=uploaded,
+                reward_threshold=fields.validated_data.get("reward_threshold"),
+            )
         except UploadRefused as exc:
             return error(status.HTTP_400_BAD_REQUEST, str(exc))
-        job = create_import_job(
-            project=project, user=request.user, run=fields.validated_data["run"], step=fields.validated_data["step"],
-            fmt=fields.validated_data["format"], sources=sources, uploaded=uploaded,
-            reward_threshold=fields.validated_data.get("reward_threshold"),
-        )
         job.refresh_from_db()  # with eager Celery (no broker) the import has already run
         data = ImportJobSerializer(job).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})

@@ -20,7 +20,13 @@ run later extends each group with index 3.
 Upload jobs: `store_upload` stores an API upload under MEDIA_ROOT/imports (nothing is
 unpacked in the web request), `create_import_job` records it and queues `run_import_job`
 (Celery) after the commit; the worker unpacks the archives (`unpack_upload`, one budget for
-the whole upload), imports, and removes what is temporary on every path.
+the whole upload), removes each archive once unpacked, imports, and removes the upload's
+folder when the job ends, whatever its status: the groups are in the database, nothing
+reads the files again. What a project's jobs keep on disk meanwhile (`ImportJob.disk_bytes`)
+is held to GAGAR_IMPORT_QUOTA_BYTES: an upload that would pass it is refused before it is
+written, and unpacking stops where it would. `remove_orphan_uploads` (Celery beat, hourly)
+removes folders a day old that no queued or running job owns (a web process or worker
+killed between writing and cleaning up).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from math import isfinite
 from pathlib import Path
 
@@ -50,6 +57,7 @@ from grading.ingest.importers.scan import FORMATS, IGNORED, NOTICE, SKIPPED, UNK
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.ingest.tasks import import_job_task
 from grading.models import Group, ImportJob, Project, Rollout, Run, Task
+from grading.selectors import disk_kept
 
 logger = logging.getLogger(__name__)
 
@@ -373,7 +381,21 @@ def _safe(value):
     return value
 
 
-def store_upload(*, files) -> tuple[str, list[dict], list[dict]]:
+def _quota_left(project: Project, *, besides: ImportJob | None = None) -> int:
+    return settings.GAGAR_IMPORT_QUOTA_BYTES - disk_kept(project, besides=besides)
+
+
+def _check_quota(project: Project, size: int) -> None:
+    kept = disk_kept(project)
+    quota = settings.GAGAR_IMPORT_QUOTA_BYTES
+    if kept + size > quota:
+        raise UploadRefused(
+            f"upload refused: it is {size:,} bytes and project {project.name!r} keeps {kept:,} of its {quota:,}-byte import "
+            f"quota on disk (imports queued or running); wait for them to finish, upload smaller parts, or ask the server's "
+            f"operator to raise GAGAR_IMPORT_QUOTA_BYTES")
+
+
+def store_upload(*, project: Project, files) -> tuple[str, list[dict], list[dict]]:
     """Store the uploaded files under MEDIA_ROOT/imports/<new folder>; nothing is unpacked here.
 
     Archives are kept as uploaded (`uploads/<name>`) and unpacked by the worker
@@ -382,12 +404,14 @@ def store_upload(*, files) -> tuple[str, list[dict], list[dict]]:
     a single folder is that folder, so refs match a command-line import of it); the other
     files together form one PATH whose refs are their names. Only cheap checks happen here
     (names, a readable archive header). Returns (folder relative to MEDIA_ROOT, sources,
-    uploaded file names and sizes). Raises UploadRefused; then nothing is kept.
+    uploaded file names and sizes). Raises UploadRefused; then nothing is kept. An upload the
+    project's disk quota cannot hold is refused before a byte of it is written.
     """
     if not files:
         raise UploadRefused("no files: send an archive (.tar.gz, .zip) or files as multipart field 'file'")
     if len(files) > archives.MAX_MEMBERS:
         raise UploadRefused(f"more than {archives.MAX_MEMBERS:,} files in one upload")
+    _check_quota(project, sum(upload.size or 0 for upload in files))
     folder = _uploads_root() / uuid.uuid4().hex
     folder.mkdir(parents=True)
     sources: list[dict] = []
@@ -450,15 +474,22 @@ def _upload_folder(sources: list[dict]) -> Path | None:
     return None
 
 
-def unpack_upload(sources: list[dict]) -> list[dict]:
-    """In the worker: unpack the upload's archives next to them; returns the sources as PATHs to import.
+def unpack_upload(sources: list[dict], *, quota_left: int | None = None) -> tuple[list[dict], int]:
+    """In the worker: unpack the upload's archives next to them (the caller removes them once the sources are saved).
 
-    One `Budget` holds for the whole upload: its loose files and every member of every
-    archive count against the same member and byte limits. Unpacking again (a redelivered
-    task) starts from a clean folder. Raises UploadRefused naming the archive.
+    Returns the sources as PATHs to import and the bytes they hold on disk. One `Budget`
+    holds for the whole upload: its loose files and every member of every archive count
+    against the same member and byte limits, and against `quota_left` (what the project's
+    disk quota leaves beside its other jobs), counted as bytes are written. Unpacking again
+    (a redelivered task) starts from a clean folder. Raises UploadRefused naming the archive.
     """
     media = Path(settings.MEDIA_ROOT)
     budget = archives.Budget()
+    packed_bytes = sum((media / s["archive"]).stat().st_size for s in sources if "archive" in s)
+    if quota_left is not None and quota_left - packed_bytes < budget.max_bytes:
+        budget.max_bytes = max(0, quota_left - packed_bytes)
+        budget.bytes_limit_is = (f"what the project's {settings.GAGAR_IMPORT_QUOTA_BYTES:,}-byte import quota, "
+                                 "GAGAR_IMPORT_QUOTA_BYTES, leaves beside its other imports on disk")
     for source in sources:
         if "archive" not in source and source.get("path"):
             for path in (media / source["path"]).rglob("*"):
@@ -486,22 +517,36 @@ def unpack_upload(sources: list[dict]) -> list[dict]:
             # `tar czf run-3.tar.gz run-3/`: refs start at run-3/, as `import_runs run-3/` gives them.
             root = entries[0]
         labels.add(root.name)
-        resolved.append({"path": root.relative_to(media).as_posix(), "label": root.name, "archive": source["archive"]})
-    return resolved
+        resolved.append({"path": root.relative_to(media).as_posix(), "label": root.name, "unpacked_from": source["archive"]})
+    return resolved, budget.bytes
 
 
 def create_import_job(
     *, project: Project, user, run: str, step: int, fmt: str, sources: list[dict], uploaded: list[dict],
     reward_threshold: float | None = None,
 ) -> ImportJob:
-    """Record the job and queue it once the row is committed (the worker must be able to read it)."""
-    with transaction.atomic():
-        run_obj, _ = Run.objects.get_or_create(project=project, name=run)
-        job = ImportJob.objects.create(
-            project=project, run=run_obj, step=step, format=fmt, sources=sources, uploaded_files=uploaded, created_by=user,
-            reward_threshold=reward_threshold,
-        )
-        transaction.on_commit(lambda: import_job_task.delay(job_id=job.pk))
+    """Record the job and queue it once the row is committed (the worker must be able to read it).
+
+    The project's disk quota is checked again under a lock of the project's row, so two
+    uploads that each fitted when they were stored cannot together pass it: the second is
+    refused (UploadRefused) and its files removed.
+    """
+    size = sum(item.get("size") or 0 for item in uploaded)
+    try:
+        with transaction.atomic():
+            Project.objects.select_for_update().filter(pk=project.pk).first()
+            _check_quota(project, size)
+            run_obj, _ = Run.objects.get_or_create(project=project, name=run)
+            job = ImportJob.objects.create(
+                project=project, run=run_obj, step=step, format=fmt, sources=sources, uploaded_files=uploaded, created_by=user,
+                reward_threshold=reward_threshold, disk_bytes=size,
+            )
+            transaction.on_commit(lambda: import_job_task.delay(job_id=job.pk))
+    except UploadRefused:
+        folder = _upload_folder(sources)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return job
 
 
@@ -511,12 +556,13 @@ def _fail(job: ImportJob, error: str) -> None:
     ImportJob.objects.filter(pk=job.pk).update(status=job.status, error=job.error, finished_at=job.finished_at)
 
 
-def _clean_up(job: ImportJob, *, failed: bool) -> None:
-    """Remove the archives as uploaded (always) and, when the job failed, all that the upload unpacked."""
+def _clean_up(job: ImportJob) -> None:
+    """Remove the upload's folder (the archives as uploaded and all they unpacked), whatever the job's status."""
     folder = _upload_folder(job.sources)
-    if folder is None:
-        return
-    shutil.rmtree(folder if failed else folder / _PACKED, ignore_errors=True)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    job.disk_bytes = 0
+    ImportJob.objects.filter(pk=job.pk).update(disk_bytes=0)
 
 
 def run_import_job(*, job_id: int) -> ImportJob:
@@ -537,7 +583,7 @@ def run_import_job(*, job_id: int) -> ImportJob:
         logger.error("import job %s: attempt %s, past the limit of %s; failed", job.pk, job.attempts, MAX_ATTEMPTS)
         _fail(job, f"stopped after {MAX_ATTEMPTS} attempts: the worker was stopped each time while importing "
                    "(out of memory or past the time limit?); the files are left out, upload smaller parts")
-        _clean_up(job, failed=True)
+        _clean_up(job)
         return job
     last_write = 0.0
 
@@ -548,13 +594,16 @@ def run_import_job(*, job_id: int) -> ImportJob:
             last_write = now
             ImportJob.objects.filter(pk=job.pk).update(progress_done=done, progress_total=total)
 
-    failed = True
     try:
         job.status, job.started_at, job.error = ImportJob.Status.RUNNING, timezone.now(), ""
         job.save(update_fields=["status", "started_at", "error"])
         if any("archive" in s for s in job.sources):
-            job.sources = unpack_upload(job.sources)
-            job.save(update_fields=["sources"])
+            job.sources, job.disk_bytes = unpack_upload(job.sources, quota_left=_quota_left(job.project, besides=job))
+            job.save(update_fields=["sources", "disk_bytes"])
+            # Read once: from here a redelivered task imports what was unpacked (its sources name no archive).
+            folder = _upload_folder(job.sources)
+            if folder is not None:
+                shutil.rmtree(folder / _PACKED, ignore_errors=True)
         media = Path(settings.MEDIA_ROOT)
         sources = [Source(media / s["path"], label=s.get("label", ""), shown=_shown(s["path"])) for s in job.sources]
         summary = import_runs(project=job.project, run=job.run.name, step=job.step, sources=sources, fmt=job.format,
@@ -567,12 +616,40 @@ def run_import_job(*, job_id: int) -> ImportJob:
         job.progress_done = job.progress_total = summary.instances
         job.finished_at = timezone.now()
         job.save(update_fields=["summary", "status", "error", "progress_done", "progress_total", "finished_at"])
-        failed = job.status == ImportJob.Status.FAILED
     except UploadRefused as exc:
         _fail(job, str(exc))
     except Exception as exc:  # recorded on the job for the run page; the worker stays up
         logger.exception("import job %s failed", job.pk)
         _fail(job, f"{exc.__class__.__name__}: {exc}")
     finally:
-        _clean_up(job, failed=failed)
+        _clean_up(job)
     return job
+
+
+ORPHAN_AGE = timedelta(days=1)
+
+
+def remove_orphan_uploads(*, older_than: timedelta = ORPHAN_AGE) -> list[str]:
+    """Remove upload folders older than `older_than` that no queued or running job owns; returns their names.
+
+    A folder is left behind when its web process dies between storing an upload and
+    recording its job, or a worker dies before cleaning up; a job that ended keeps no files,
+    so any that remain go too, and its `disk_bytes` is set to 0. A queued job keeps its
+    files however long it waits.
+    """
+    root = _uploads_root()
+    active = ImportJob.objects.filter(status__in=[ImportJob.Status.QUEUED, ImportJob.Status.RUNNING])
+    owned = {folder.name for folder in (_upload_folder(sources) for sources in active.values_list("sources", flat=True)) if folder}
+    cutoff = time.time() - older_than.total_seconds()
+    removed = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if folder.name in owned or folder.stat().st_mtime > cutoff:
+            continue
+        shutil.rmtree(folder, ignore_errors=True) if folder.is_dir() else folder.unlink(missing_ok=True)
+        removed.append(folder.name)
+    ended = timezone.now() - older_than
+    ImportJob.objects.filter(status__in=[ImportJob.Status.DONE, ImportJob.Status.FAILED], disk_bytes__gt=0,
+                             finished_at__lt=ended).update(disk_bytes=0)
+    if removed:
+        logger.info("removed %s orphaned upload folder(s): %s", len(removed), ", ".join(removed[:20]))
+    return removed

@@ -263,6 +263,9 @@ class ImportJob(models.Model):
     # Deliveries of the task that started this job; past MAX_ATTEMPTS (a worker killed each time,
     # e.g. out of memory) the job is failed instead of run again (grading.ingest.imports).
     attempts = models.PositiveSmallIntegerField(default=0)
+    # Bytes of its files on disk: the upload, then what it unpacked; 0 once the job ended (its
+    # files are removed). A project's sum is held to GAGAR_IMPORT_QUOTA_BYTES (grading.ingest.imports).
+    disk_bytes = models.PositiveBigIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -37,7 +37,7 @@ def _context(project, run, **extra) -> dict:
         "project": project, "run": run, "formats": [(f, FORMAT_LABELS.get(f, f)) for f in FORMATS],
         "archive_suffixes": ", ".join(ARCHIVE_SUFFIXES), "max_members": MAX_MEMBERS, "max_bytes": MAX_BYTES,
         "max_json_bytes": MAX_JSON_BYTES, "values": {"format": "auto", "step": "", "reward_threshold": ""},
-        **selectors.import_jobs(run), **extra,
+        **selectors.import_jobs(run), **selectors.import_disk(project), **extra,
     }
 
 
@@ -55,14 +55,15 @@ def import_page(request: HttpRequest, project: str, run: str) -> HttpResponse:
     if not fields.is_valid():
         errors = [f"{name.replace('_', ' ')}: {' '.join(str(m) for m in problems)}" for name, problems in fields.errors.items()]
     else:
+        data = fields.validated_data
         try:
-            _, sources, uploaded = store_upload(files=request.FILES.getlist("file"))
+            _, sources, uploaded = store_upload(project=project_obj, files=request.FILES.getlist("file"))
+            job = create_import_job(project=project_obj, user=request.user, run=run_obj.name, step=data["step"],
+                                    fmt=data["format"], sources=sources, uploaded=uploaded,
+                                    reward_threshold=data.get("reward_threshold"))
         except UploadRefused as exc:
             errors = [str(exc)]
     if errors:
         return render(request, "grading/imports.html", _context(project_obj, run_obj, errors=errors, values=values), status=400)
-    data = fields.validated_data
-    job = create_import_job(project=project_obj, user=request.user, run=run_obj.name, step=data["step"], fmt=data["format"],
-                            sources=sources, uploaded=uploaded, reward_threshold=data.get("reward_threshold"))
     messages.success(request, f"Import #{job.pk} queued: {len(uploaded)} file(s). Its progress and summary are below.")
     return redirect("import-page", project=project_obj.name, run=run_obj.name)

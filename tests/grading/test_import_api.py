@@ -82,7 +82,7 @@ def test_upload_of_three_archives_runs_the_job_and_shows_on_the_run_page(
     assert [f["name"] for f in job["uploaded_files"]] == ["run-1.tar.gz", "run-2.tar.gz", "run-3.tar.gz"]
     group = Group.objects.get(uid=f"{A}@3")
     assert (group.n_rollouts, group.is_mixed, group.run.name) == (3, True, "sweep")
-    assert list(media.glob("imports/*/run-1/run-1/trajs/*/*.traj.json"))  # the upload is kept as the source
+    assert not list(media.glob("imports/*"))  # nothing of the upload is kept once the job ended
 
     listed = client.get(URL, HTTP_AUTHORIZATION=f"Token {alice_token}").json()
     assert [j["id"] for j in listed] == [job["id"]]

@@ -164,7 +164,7 @@ def test_a_job_killed_every_time_fails_after_its_attempts(acme, alice, media, tm
     delivered again; each delivery counts, and past MAX_ATTEMPTS the job fails instead of running."""
     from grading.ingest.tasks import import_job_task
 
-    folder, sources, uploaded = store_upload(files=[tgz("run-1.tar.gz", b.mini_run(tmp_path / "run-1", {A: True}))])
+    folder, sources, uploaded = store_upload(project=acme, files=[tgz("run-1.tar.gz", b.mini_run(tmp_path / "run-1", {A: True}))])
     job = create_import_job(project=acme, user=alice, run="sweep", step=3, fmt="auto", sources=sources, uploaded=uploaded)
     ImportJob.objects.filter(pk=job.pk).update(status="running", attempts=MAX_ATTEMPTS)  # three deliveries, each killed
     assert import_job_task.delay(job_id=job.pk).get() == "failed"
@@ -181,7 +181,7 @@ def test_a_job_killed_every_time_fails_after_its_attempts(acme, alice, media, tm
 def test_each_delivery_counts_one_attempt(acme, alice, media, tmp_path):
     from grading.ingest.tasks import import_job_task
 
-    _, sources, uploaded = store_upload(files=[tgz("run-1.tar.gz", b.mini_run(tmp_path / "run-1", {A: True}))])
+    _, sources, uploaded = store_upload(project=acme, files=[tgz("run-1.tar.gz", b.mini_run(tmp_path / "run-1", {A: True}))])
     job = create_import_job(project=acme, user=alice, run="sweep", step=3, fmt="auto", sources=sources, uploaded=uploaded)
     ImportJob.objects.filter(pk=job.pk).update(status="running", attempts=1)  # the first delivery was killed mid-unpack
     assert import_job_task.delay(job_id=job.pk).get() == "done"
@@ -195,7 +195,7 @@ def test_each_delivery_counts_one_attempt(acme, alice, media, tmp_path):
 def test_a_job_whose_summary_cannot_be_saved_fails_with_the_error(acme, alice, media, tmp_path, monkeypatch):
     from grading.ingest.tasks import import_job_task
 
-    _, sources, uploaded = store_upload(files=[tgz("run-1.tar.gz", b.mini_run(tmp_path / "run-1", {A: True}))])
+    _, sources, uploaded = store_upload(project=acme, files=[tgz("run-1.tar.gz", b.mini_run(tmp_path / "run-1", {A: True}))])
     job = create_import_job(project=acme, user=alice, run="sweep", step=3, fmt="auto", sources=sources, uploaded=uploaded)
 
     def broken(self):
@@ -248,7 +248,7 @@ def test_the_web_request_stores_the_upload_and_the_worker_unpacks_it(client, acm
     record("agent-run import", "upload unpacked in the web request", "refused" if ok else "FAILED")
     assert ok, stored
     assert import_job_task.delay(job_id=r.json()["id"]).get() == "done"
-    assert not list(media.glob("imports/*/uploads")) and list(media.glob(f"imports/*/run-1/run-1/trajs/{A}/{A}.traj.json"))
+    assert Group.objects.filter(uid=f"{A}@3").exists() and not list(media.glob("imports/*"))  # nothing kept once done
 
 
 @pytest.mark.parametrize("limit", ["members", "bytes"])
@@ -329,7 +329,7 @@ def test_a_missing_path_is_named_relative_to_the_upload(acme, alice, media, tmp_
 
     files = [SimpleUploadedFile(f"{A}.traj.json", (b.mini_run(tmp_path / "run-1", {A: True}) / "trajs" / A / f"{A}.traj.json")
                                 .read_bytes())]
-    folder, sources, uploaded = store_upload(files=files)
+    folder, sources, uploaded = store_upload(project=acme, files=files)
     job = create_import_job(project=acme, user=alice, run="sweep", step=3, fmt="auto", sources=sources, uploaded=uploaded)
     for path in (media / folder / "files").iterdir():  # the upload's files went away before the worker ran
         path.unlink()

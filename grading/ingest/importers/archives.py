@@ -54,11 +54,13 @@ def _member_path(name: str) -> PurePosixPath:
 class Budget:
     """Members and bytes left for one upload, shared by all its archives."""
 
-    def __init__(self, max_members: int | None = None, max_bytes: int | None = None):
+    def __init__(self, max_members: int | None = None, max_bytes: int | None = None, *, bytes_limit_is: str = ""):
         self.members = 0
         self.bytes = 0
         self.max_members = MAX_MEMBERS if max_members is None else max_members
         self.max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+        # what sets max_bytes when it is not the upload's own limit (a project's disk quota), for the refusal
+        self.bytes_limit_is = bytes_limit_is
 
     def member(self) -> None:
         self.members += 1
@@ -66,9 +68,11 @@ class Budget:
             raise UnsafeArchive(f"more than {self.max_members:,} members (all archives and files of the upload together)")
 
     def add(self, n: int) -> None:
+        """Count `n` bytes about to be written; past the limit nothing more is written."""
         self.bytes += n
         if self.bytes > self.max_bytes:
-            raise UnsafeArchive(f"unpacks to more than {self.max_bytes:,} bytes (all archives and files of the upload together)")
+            why = self.bytes_limit_is or "all archives and files of the upload together"
+            raise UnsafeArchive(f"unpacks to more than {self.max_bytes:,} bytes ({why})")
 
 
 def _write(source, target: Path, dest: Path, budget: Budget) -> None:
