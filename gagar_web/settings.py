@@ -257,6 +257,12 @@ GAGAR_LOGIN_WINDOW_SECONDS = _env_int("GAGAR_LOGIN_WINDOW_SECONDS", 15 * 60, min
 # --- Ingest limits --------------------------------------------------------------
 # Whole steps are streamed line by line; only one line is ever held in memory.
 GAGAR_MAX_LINE_BYTES = _env_int("GAGAR_MAX_LINE_BYTES", 64 * 1024 * 1024, minimum=1024)
+# Trainers waiting for a step (GET /api/v1/advantages/?wait=) each hold a server thread: at most
+# this many at once per token, per project and in all (grading.grader.waiters); keep the total
+# well below the server's threads (docker/start.sh: 4 workers x 16) so pages keep theirs.
+GAGAR_WAITERS_PER_TOKEN = _env_int("GAGAR_WAITERS_PER_TOKEN", 8, minimum=1)
+GAGAR_WAITERS_PER_PROJECT = _env_int("GAGAR_WAITERS_PER_PROJECT", 24, minimum=1)
+GAGAR_WAITERS_TOTAL = _env_int("GAGAR_WAITERS_TOTAL", 32, minimum=1)
 # Ordinary (non-streaming) request bodies stay at Django's default 2.5 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = _env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 2_621_440, minimum=1024)
 

@@ -5,7 +5,8 @@ Every call goes through `Client._request`, which:
 * sends `Authorization: Bearer <token>` and asks for JSON;
 * retries connection errors, read time-outs and 502/503/504 answers with exponential
   backoff (`backoff * 2**attempt`, at most `max_backoff` seconds), and 429 answers after
-  the server's `Retry-After` (seconds or an HTTP date);
+  the server's `Retry-After` (seconds or an HTTP date); a wait for a step turned away with
+  429 (too many waiters) is retried after its Retry-After until the wait's own deadline;
 * raises `GagarError` for every other non-2xx answer, with `.status`, `.detail` (the
   server's `detail`, or its whole JSON body when it has none) and `.body` (the parsed JSON
   error body, or the raw text).
@@ -174,7 +175,10 @@ class Client:
 
     def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json_body: Any = None,
                  data: bytes | None = None, headers: Mapping[str, str] | None = None,
-                 timeout: float | None = None) -> Response:
+                 timeout: float | None = None, patience: float | None = None) -> Response:
+        """One request with retries. `patience` (a time.monotonic() deadline): 429 answers are
+        retried after their Retry-After until then, however many (a waiter turned away because
+        too many are waiting gets a slot once others' waits end), and count no retry."""
         url = self._url(path, params)
         all_headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json", "User-Agent": USER_AGENT}
         if json_body is not None:
@@ -193,13 +197,22 @@ class Client:
                 status = exc.code
                 detail, parsed = _error_detail(body)
                 retriable = status in RETRY_STATUSES or status == 429
-                if not retriable or attempt >= self.retries:
+                patient = status == 429 and patience is not None
+                if not retriable or (attempt >= self.retries and not patient):
                     raise GagarError(f"{status} from {method} {path}: {_short(detail)}", status=status, detail=detail,
                                      body=parsed, method=method, url=url) from None
                 if status == 429:
                     delay = _retry_after(exc.headers.get("Retry-After"))
                     if delay is not None:
                         delay = min(delay, self.max_retry_after)
+                    if patient:
+                        delay = delay if delay is not None else min(self.max_backoff, self.backoff * (2 ** attempt))
+                        if time.monotonic() + delay >= patience:
+                            raise GagarError(f"{status} from {method} {path}: {_short(detail)} (still refused when the "
+                                             "wait's time was up)", status=status, detail=detail, body=parsed,
+                                             method=method, url=url) from None
+                        self._sleep(delay)
+                        continue
             except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if attempt >= self.retries:
@@ -278,8 +291,13 @@ class Client:
     # -- advantages --------------------------------------------------------------------
 
     def advantage_rows(self, run: str, step: int, *, inputs_version: str | None = None, wait: int | None = None,
-                       mapping: str | None = None) -> Rows:
-        """The step's `gagar-advantage/1` rows (dicts), from the JSON Lines export."""
+                       mapping: str | None = None, patience: float | None = None) -> Rows:
+        """The step's `gagar-advantage/1` rows (dicts), from the JSON Lines export.
+
+        With `wait`, the server may answer 429 when too many requests wait already (per token,
+        project or server); `patience`, a time.monotonic() deadline, keeps retrying those after
+        their Retry-After until then (wait_for_step passes its own deadline).
+        """
         params = {"run": run, "step": int(step), "format": "jsonl", "inputs_version": inputs_version,
                   "mapping": mapping}
         timeout = self.timeout
@@ -287,7 +305,7 @@ class Client:
             params["wait"] = int(wait)
             timeout = self.timeout + wait
         answer = self._request("GET", "/api/v1/advantages/", params=params,
-                               headers={"Accept": "application/x-ndjson"}, timeout=timeout)
+                               headers={"Accept": "application/x-ndjson"}, timeout=timeout, patience=patience)
         rows = parse_jsonl(answer.body)
         version = answer.headers.get("gagar-inputs-version")
         if version is None and rows and rows[0].get("inputs_version") is not None:
@@ -310,7 +328,7 @@ class Client:
             left = deadline - time.monotonic()
             wait = int(max(0, min(poll, MAX_WAIT, left)))
             started = time.monotonic()
-            rows = self.advantage_rows(run, step, wait=wait or None)
+            rows = self.advantage_rows(run, step, wait=wait or None, patience=deadline)
             if rows.final:
                 return rows
             if rows.final is None:

@@ -11,9 +11,10 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from grading.api.errors import error
-from grading.api.scoping import project_for_request, run_for_request
+from grading.api.scoping import project_for_request, request_token, run_for_request
 from grading.formats import params
 from grading.grader.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
+from grading.grader.waiters import WaitersFull, waiter_slot
 from grading.method import export
 from grading.method.releases import Taken, take_step, taken_step
 from grading.method.services import ensure_computed_many, resolve_mapping
@@ -40,7 +41,9 @@ class AdvantageExportView(APIView):
             OpenApiParameter("mapping", str, description="mapping id or name@version; the run's active mapping when omitted"),
             OpenApiParameter("format", str, enum=list(export.FORMATS), description="jsonl (default), csv or parquet"),
             OpenApiParameter("wait", int, description=f"with step: answer as soon as the step is final, or after this many "
-                                                      f"seconds (0-{MAX_WAIT_SECONDS}); see the Gagar-Step-Final header"),
+                                                      f"seconds (0-{MAX_WAIT_SECONDS}); see the Gagar-Step-Final header. "
+                                                      "Waiters are capped per token, per project and in all: past a cap "
+                                                      "the answer is 429 with Retry-After"),
             OpenApiParameter("inputs_version", int, description="with step: the rows served earlier at this inputs version, "
                                                                 "byte for byte (the Gagar-Inputs-Version header of that answer)"),
             OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
@@ -80,7 +83,15 @@ class AdvantageExportView(APIView):
         headers = {"X-Gagar-Mapping": mapping.label,
                    "Content-Disposition": content_disposition_header(as_attachment=True, filename=f"{stem}.{fmt}")}
         if step is not None:
-            return self._one_step(steps[0], mapping, fmt, wait=wait, version=version, headers=headers)
+            token = request_token(request)
+            holder = f"token:{token.pk}" if token else f"user:{request.user.pk}"
+            try:
+                return self._one_step(steps[0], mapping, fmt, wait=wait, version=version, headers=headers,
+                                      waiter=(project, holder))
+            except WaitersFull as exc:
+                refused = error(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), field="wait")
+                refused["Retry-After"] = str(exc.retry_after)
+                return refused
         computations = ensure_computed_many(steps=steps, mapping=mapping)
         headers["Gagar-Inputs-Versions"] = ", ".join(f"{s.number}:{computations[s.pk].inputs_version}" for s in steps)
         if fmt == "parquet":
@@ -93,9 +104,16 @@ class AdvantageExportView(APIView):
         return response
 
     def _one_step(self, step: Step, mapping: FactorMapping, fmt: str, *, wait: int | None, version: int | None,
-                  headers: dict) -> HttpResponse:
-        """A trainer's request: wait for the step if asked, and serve (and keep) the bytes of its inputs version."""
-        state: StepStatus = wait_until_final(step, seconds=wait) if wait else step_status(step)
+                  headers: dict, waiter: tuple) -> HttpResponse:
+        """A trainer's request: wait for the step if asked, and serve (and keep) the bytes of its inputs version.
+
+        Only a wait that has to wait takes a waiter slot (raises WaitersFull past a cap).
+        """
+        state: StepStatus = step_status(step)
+        if wait and not state.final:
+            project, holder = waiter
+            with waiter_slot(project=project, holder=holder, seconds=wait):
+                state = wait_until_final(step, seconds=wait)
         if version is not None and version != state.inputs_version:
             taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version)
             if taken is None:

@@ -2,7 +2,8 @@
 migrations keep working whichever module a model lives in.
 
 - projects: tenancy (projects, members and roles, API tokens)
-- runs: the store (runs, steps, tasks, groups, rollouts and their bodies, import jobs)
+- runs: the store (runs, steps, tasks, groups, rollouts and their bodies, import jobs,
+  trainers waiting for a step)
 - grades: what the grader said (verdicts, rollout grades, cheat decisions, grading jobs)
 - method: factor mappings, their activations, step computations and stored advantages,
   each project's rubric guide and calibration minimum
@@ -34,6 +35,7 @@ from grading.models.runs import Rollout as Rollout
 from grading.models.runs import RolloutContent as RolloutContent
 from grading.models.runs import Run as Run
 from grading.models.runs import Step as Step
+from grading.models.runs import StepWaiter as StepWaiter
 from grading.models.runs import Task as Task
 from grading.models.search import RolloutSearch as RolloutSearch
 from grading.models.search import SearchBacklog as SearchBacklog

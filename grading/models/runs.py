@@ -294,3 +294,19 @@ class ImportJob(models.Model):
         if self.status == self.Status.DONE:
             return 100
         return int(100 * self.progress_done / self.progress_total) if self.progress_total else 0
+
+
+class StepWaiter(models.Model):
+    """A trainer's request waiting for a step (`GET /api/v1/advantages/?wait=`), while it waits.
+
+    Counted per holder (`token:<id>`, or `user:<id>` for a session) and per project to cap
+    waiters across every web process (grading.grader.waiters); a row outlives a killed
+    process only until `expires_at`, so a crash cannot keep a slot forever.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    holder = models.CharField(max_length=40)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "holder"], name="stepwaiter_holder")]

@@ -338,6 +338,22 @@ def test_wait_for_step_times_out_with_the_last_rows(client, server):
     assert isinstance(caught.value, TimeoutError)
 
 
+def test_a_waiter_turned_away_backs_off_until_its_deadline(client, server, sleeps):
+    """The server caps concurrent waiters (429 + Retry-After): the waiter retries after each
+    Retry-After, more often than `retries`, while its own timeout allows, then gives up."""
+    client.post_step("rl-1", 3, _groups())
+    server.state.final[("rl-1", 3)] = True
+    too_many = (429, {"Retry-After": "3"}, {"detail": "this token already has 8 requests waiting for a step", "field": "wait"})
+    server.state.fail_next = [too_many] * 5  # more than the 3 retries of other requests
+    rows = client.wait_for_step("rl-1", 3, timeout=60, poll=20)
+    assert rows.final is True and sleeps == [3.0] * 5
+    server.state.final[("rl-1", 3)] = False
+    server.state.fail_next = [(429, {"Retry-After": "120"}, too_many[2])]
+    with pytest.raises(GagarError, match=r"429 .* \(still refused when the wait.s time was up\)") as caught:
+        client.wait_for_step("rl-1", 3, timeout=30, poll=20)  # the server's pause outlasts the wait: not slept
+    assert caught.value.status == 429 and sleeps == [3.0] * 5
+
+
 def test_server_answering_at_once_is_not_hammered(server):
     """A server that ignores `wait` (answers non-final at once) is polled with growing pauses."""
     pauses = []
