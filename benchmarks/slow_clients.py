@@ -1,13 +1,16 @@
 #!/usr/bin/env python
 """Slow clients against the deployed server: does /healthz still answer?
 
-    .venv/bin/python benchmarks/slow_clients.py            # 4 and 32 slow clients, sync vs gthread
+    .venv/bin/python benchmarks/slow_clients.py            # 4, 32 and 96 slow clients, sync vs gthread vs nginx
+    .venv/bin/python benchmarks/slow_clients.py --clients 100 300 --hold 40
 
 For each server configuration -- gunicorn with 4 sync workers (the old docker-compose
-command) and the image's docker/start.sh settings (4 gthread workers x 16 threads) -- and
-each number of slow clients: open that many connections that send half a request's headers
-and then nothing, then time --probes GET /healthz one after another (5 s timeout each)
-while they stay open. SQLite scratch database, DJANGO_DEBUG=false, all on loopback.
+command), the image's docker/start.sh settings (4 gthread workers x 16 threads), and those
+behind Debian's nginx with docker/nginx.conf.template (docker-compose.yml's proxy; left out
+with a note where nginx is not installed) -- and each number of slow clients: open that many
+connections that send half a request's headers and then nothing, then time --probes GET
+/healthz one after another (5 s timeout each) while they stay open, the last after --hold
+seconds. SQLite scratch database, DJANGO_DEBUG=false, all on loopback.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import argparse
 import http.client
 import os
 import platform
+import re
 import secrets
+import shutil
 import socket
 import statistics
 import subprocess
@@ -30,6 +35,7 @@ from _support import cpu_model, free_port, load_average, memory_gib, stop_server
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 
+NGINX = "the same behind nginx (docker/nginx.conf.template)"
 CONFIGS = {
     "4 sync workers (before)": ["--workers", "4"],
     "4 gthread workers x 16 threads (docker/start.sh)": ["--workers", "4", "--worker-class", "gthread", "--threads", "16"],
@@ -40,6 +46,7 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--clients", type=int, nargs="+", default=[4, 32, 96])
     p.add_argument("--probes", type=int, default=10)
+    p.add_argument("--hold", type=float, default=0, help="seconds the slow clients stay open before the last probe")
     return p.parse_args()
 
 
@@ -56,6 +63,28 @@ def healthz(port: int) -> float | None:
     return (time.perf_counter() - started) * 1000 if ok else None
 
 
+def start_nginx(scratch: Path, upstream: int) -> tuple[subprocess.Popen, int] | None:
+    """nginx with docker/nginx.conf.template (filled in as the nginx image's envsubst does) in front of `upstream`."""
+    binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+    if binary is None:
+        return None
+    folder, port = scratch / f"nginx-{upstream}", free_port()
+    for sub in ("", "body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+        (folder / sub).chmod(0o777)
+    values = {"GAGAR_UPSTREAM": f"127.0.0.1:{upstream}", "GAGAR_LISTEN": f"127.0.0.1:{port}"}
+    site = re.sub(r"\$\{([A-Z_]+)\}", lambda m: values[m.group(1)], (ROOT / "docker" / "nginx.conf.template").read_text())
+    (folder / "gagar.conf").write_text(site)
+    temp = " ".join(f"{kind}_temp_path {folder}/{sub};" for kind, sub in
+                    (("client_body", "body"), ("proxy", "proxy"), ("fastcgi", "fastcgi"), ("uwsgi", "uwsgi"), ("scgi", "scgi")))
+    (folder / "nginx.conf").write_text(f"worker_processes 2; pid {folder}/nginx.pid; error_log {folder}/error.log warn;\n"
+                                       f"events {{ worker_connections 1024; }}\n"
+                                       f"http {{ access_log off; {temp} include {folder}/gagar.conf; }}\n")
+    proxy = subprocess.Popen([binary, "-p", str(folder), "-c", str(folder / "nginx.conf"), "-g", "daemon off;"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proxy, port
+
+
 def main() -> None:
     args = parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="gagar-slow-"))
@@ -64,11 +93,20 @@ def main() -> None:
                DJANGO_ALLOWED_HOSTS="127.0.0.1", DJANGO_SECURE_SSL_REDIRECT="false", GAGAR_MEDIA_ROOT=str(scratch / "media"))
     subprocess.run([PYTHON, "manage.py", "migrate", "--no-input", "-v0"], cwd=ROOT, env=env, check=True)
     rows = []
-    for name, options in CONFIGS.items():
+    notes = []
+    configs = {**CONFIGS, NGINX: CONFIGS["4 gthread workers x 16 threads (docker/start.sh)"]}
+    for name, options in configs.items():
         port = free_port()
         server = subprocess.Popen([PYTHON, "-m", "gunicorn", "gagar_web.wsgi", "--bind", f"127.0.0.1:{port}", "--timeout", "600",
                                    *options], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proxy = None
         try:
+            if name == NGINX:
+                started = start_nginx(scratch, port)
+                if started is None:
+                    notes.append(f"{NGINX}: left out, nginx is not installed (apt-get install -y nginx-light)")
+                    continue
+                proxy, port = started
             for _ in range(300):
                 if healthz(port) is not None:
                     break
@@ -82,13 +120,17 @@ def main() -> None:
                     s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
                     slow.append(s)
                 time.sleep(0.5)  # let the server take them
-                times = [healthz(port) for _ in range(args.probes)]
+                times = [healthz(port) for _ in range(args.probes - 1)]
+                time.sleep(args.hold)
+                times.append(healthz(port))
                 for s in slow:
                     s.close()
                 answered = [t for t in times if t is not None]
                 rows.append((name, n, len(answered), statistics.median(answered) if answered else None,
                              max(answered) if answered else None))
         finally:
+            if proxy is not None:
+                stop_server(proxy)
             stop_server(server)
     print(f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
           f"Python {platform.python_version()}; SQLite, DJANGO_DEBUG=false, loopback")
@@ -97,6 +139,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     for name, n, ok, p50, worst in rows:
         print(f"| {name} | {n} | {ok} | {f'{p50:.1f}' if p50 else '–'} | {f'{worst:.1f}' if worst else '–'} |")
+    for note in notes:
+        print(note)
 
 
 if __name__ == "__main__":
