@@ -27,11 +27,23 @@ still not see (their open blind assignments), which such a search then leaves ou
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import orjson
 from django.db import OperationalError, connection, transaction
-from django.db.models import BooleanField, Exists, OuterRef, QuerySet, Subquery, TextField, Value
+from django.db.models import (
+    BigIntegerField,
+    BooleanField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+)
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, StrIndex
 from django.urls import reverse
@@ -243,7 +255,10 @@ def _scoped(scope: SearchScope, sees_grader: bool) -> QuerySet[RolloutSearch]:
             return RolloutSearch.objects.none()
         rows = RolloutSearch.objects.filter(run_id=scope.run.pk)
     else:
-        rows = RolloutSearch.objects.filter(run_id__in=_run_ids(scope))
+        # `run_id + 0`: an expression, not the column, so no plan reads the run index and then
+        # filters word vectors row by row (_planned)
+        rows = RolloutSearch.objects.alias(_run=ExpressionWrapper(F("run_id") + 0, output_field=BigIntegerField())).filter(
+            _run__in=_run_ids(scope))
     if scope.step_min is not None:
         rows = rows.filter(step_number__gte=scope.step_min)
     if scope.step_max is not None:
@@ -352,11 +367,12 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
         count = len(found)
         ids = [pk for pk in found if after is None or pk > after][: limit + 1]
     elif has_index():
-        count = rows.order_by().values("pk")[: COUNT_CAP + 1].count()
         page_rows = rows.order_by("pk")
         if after is not None:
             page_rows = page_rows.filter(pk__gt=after)
-        ids = list(page_rows.values_list("pk", flat=True)[: limit + 1])
+        with _planned(enable_seqscan="off"):
+            count = rows.order_by().values("pk")[: COUNT_CAP + 1].count()
+            ids = list(page_rows.values_list("pk", flat=True)[: limit + 1])
     else:
         candidates = list(rows.order_by("pk").values_list("pk", flat=True)[: SQLITE_SCAN_ROWS + 1])
         scan_capped = len(candidates) > SQLITE_SCAN_ROWS
@@ -371,16 +387,33 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
                       indexed=pending == 0, pending=pending, scan_capped=scan_capped)
 
 
+@contextmanager
+def _planned(**settings: str):
+    """PostgreSQL planner and executor settings for the queries inside (none elsewhere), in a
+    savepoint that is rolled back after them, so the settings end with it; reads only.
+
+    Why: the word vectors are TOASTed (~50 kB a rollout), which the planner does not price, so
+    it filters them row by row from the heap (a sequential scan, or the run index) instead of
+    asking their GIN index: a rare word's count took 0.7-8 s at 50,000 real-length rollouts,
+    24 ms from the index. `enable_seqscan=off` and the run filter written as `run_id + 0`
+    (_scoped) leave the GIN index the plan."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            for name, value in settings.items():
+                cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+        yield
+        transaction.set_rollback(True)
+
+
 def _within_index_time(read: Callable[[], list[int]]) -> list[int] | None:
     """`read()`, or None when it takes longer than INDEX_SECONDS (PostgreSQL's statement
-    timeout, in a savepoint of its own): a literal whose trigrams are common names so many
-    chunks that checking them all is the whole corpus's work, linear in it."""
-    if connection.vendor != "postgresql":
-        return read()
+    timeout): a literal whose trigrams are common names so many chunks that checking them all
+    is the whole corpus's work, linear in it."""
     try:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL statement_timeout = %s", [max(1, round(INDEX_SECONDS * 1000))])
+        with _planned(statement_timeout=str(max(1, round(INDEX_SECONDS * 1000)))):
             return read()
     except OperationalError as exc:
         if isinstance(exc.__cause__, QueryCanceled):
@@ -410,11 +443,12 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
         window_rows = window_rows.filter(pk__gt=after)
     size = max(PROBE_ROLLOUTS, 2 * (limit + 1))  # a string in half the rollouts or more fills a page from here
     window, held, whole = [], [], False
-    while len(held) <= limit and not whole and len(window) < (PROBE_MAX if walk else size):
-        batch = list((window_rows.filter(pk__gt=window[-1]) if window else window_rows).values_list("pk", flat=True)[: size + 1])
-        whole = len(batch) <= size  # nothing of the scope past this batch
-        window += batch[:size]
-        held += _held(query, batch[:size])
+    with _planned(enable_seqscan="off") if query.mode != "literal" else nullcontext():  # a phrase's words: their index
+        while len(held) <= limit and not whole and len(window) < (PROBE_MAX if walk else size):
+            batch = list((window_rows.filter(pk__gt=window[-1]) if window else window_rows).values_list("pk", flat=True)[: size + 1])
+            whole = len(batch) <= size  # nothing of the scope past this batch
+            window += batch[:size]
+            held += _held(query, batch[:size])
     if len(held) <= limit and not whole and not walk:
         return None
     next_cursor = held[limit - 1] if len(held) > limit else (None if whole else window[-1])
