@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from grading.grader.jobs import GraderUnavailable, check_grader_url
-from grading.models import ApiToken, ImportJob, Run
+from grading.models import ApiToken, ImportJob, Rollout, Run
 from tests.helpers import jsonl, post_lines, small_group
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,9 @@ def world(client, alice, alice_token, acme):
     job = ImportJob.objects.create(project=acme, run=Run.objects.get(name="r1"), step=1, created_by=alice)
     from grading.method.services import default_mapping
 
+    rollout = Rollout.objects.get(group__uid="t-1@1", index=0)
     return {"project": "acme", "run": "r1", "uid": "t-1@1", "lane": "0", "step": "1", "name": "r1", "number": "1",
+            "rollout_id": str(rollout.pk),
             "pk": {"api-import": job.pk, "api-mapping": default_mapping().pk, "api-mapping-activate": default_mapping().pk}}
 
 
