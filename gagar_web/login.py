@@ -12,6 +12,7 @@ from its address's, so only failures use up the budget.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from functools import wraps
 
@@ -34,9 +35,28 @@ def _limits() -> tuple[int, int, int]:
             getattr(settings, "GAGAR_LOGIN_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS))
 
 
+def client_address(request) -> str:
+    """The client's address: REMOTE_ADDR, or the X-Real-IP a trusted proxy set
+    (GAGAR_TRUSTED_PROXIES); behind the shipped nginx every REMOTE_ADDR is the proxy's, and
+    one budget for all clients would let anyone's failures pause everyone's sign-ins."""
+    peer = request.META.get("REMOTE_ADDR", "") or "unknown"
+    forwarded = request.META.get("HTTP_X_REAL_IP", "").strip()
+    if forwarded and _trusted(peer):
+        return forwarded[:64]
+    return peer
+
+
+def _trusted(peer: str) -> bool:
+    try:
+        address = ipaddress.ip_address(peer)
+    except ValueError:
+        return False
+    return any(address in network for network in getattr(settings, "GAGAR_TRUSTED_PROXIES", ()))
+
+
 def _keys(request) -> tuple[str, str]:
     username = str(request.POST.get("username", "")).strip().casefold()[:300]
-    address = request.META.get("REMOTE_ADDR", "") or "unknown"
+    address = client_address(request)
     return throttle.key_for("login-user", username), throttle.key_for("login-address", address)
 
 

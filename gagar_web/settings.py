@@ -253,6 +253,19 @@ if _CACHE_URL:
 GAGAR_LOGIN_MAX_FAILURES = _env_int("GAGAR_LOGIN_MAX_FAILURES", 5, minimum=1)
 GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS = _env_int("GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
 GAGAR_LOGIN_WINDOW_SECONDS = _env_int("GAGAR_LOGIN_WINDOW_SECONDS", 15 * 60, minimum=1)
+# Peers whose X-Real-IP names the client (the shipped nginx, docker/nginx.conf.template): the
+# per-address count is then the client's, not the proxy's. Comma-separated addresses or
+# networks; none by default (REMOTE_ADDR is the client).
+def _networks(raw: str) -> tuple:
+    import ipaddress
+
+    try:
+        return tuple(ipaddress.ip_network(part.strip(), strict=False) for part in raw.split(",") if part.strip())
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"GAGAR_TRUSTED_PROXIES: {exc}") from None
+
+
+GAGAR_TRUSTED_PROXIES = _networks(os.environ.get("GAGAR_TRUSTED_PROXIES", ""))
 
 # --- Ingest limits --------------------------------------------------------------
 # Whole steps are streamed line by line; only one line is ever held in memory.

@@ -147,3 +147,25 @@ def test_processes_share_one_count_and_never_repeat_a_number(store):
         assert child.returncode == 0
         counts += [int(c) for c in out.split()]
     assert sorted(counts) == list(range(1, 101))
+
+
+@pytest.mark.django_db
+def test_behind_the_shipped_proxy_one_clients_failures_do_not_pause_anyone_elses(store, root, settings):
+    # Behind nginx every REMOTE_ADDR is the proxy's: 20 wrong passwords from one client (over
+    # several usernames) used to pause every sign-in of the site. The proxy's X-Real-IP is the
+    # client's address when the proxy is trusted (GAGAR_TRUSTED_PROXIES), and only then.
+    import ipaddress
+
+    proxy = {"REMOTE_ADDR": "172.18.0.5"}
+    settings.GAGAR_TRUSTED_PROXIES = (ipaddress.ip_network("172.16.0.0/12"),)
+    attacker = Client(**proxy, HTTP_X_REAL_IP="203.0.113.7")
+    answers = [attacker.post("/accounts/login/", {"username": f"user{n % 10}", "password": "x"}).status_code for n in range(25)]
+    assert answers.count(429) == 5  # the attacker's own address budget of 20 is spent
+    someone = Client(**proxy, HTTP_X_REAL_IP="198.51.100.9")
+    r = someone.post("/accounts/login/", {"username": "root", "password": "root-pass-123"})
+    assert r.status_code == 302 and someone.session.get("_auth_user_id")
+    # an untrusted peer cannot choose its address by the header
+    settings.GAGAR_TRUSTED_PROXIES = ()
+    spoofing = [Client(REMOTE_ADDR="192.0.2.1", HTTP_X_REAL_IP=f"10.0.0.{n}").post(
+        "/accounts/login/", {"username": f"other{n}", "password": "x"}).status_code for n in range(21)]
+    assert spoofing[-1] == 429
