@@ -457,7 +457,9 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
     else:
         read = window[: window.index(held[limit]) + 1] if len(held) > limit else window  # the page's share of what it read
         share = min(len(held), limit + 1) / len(read) if read else 0.0
-        count, estimated = max(len(held), round(share * rows.order_by().count())), True
+        with _planned(enable_seqscan="off") if query.mode != "literal" else nullcontext():  # a phrase's candidates: by their index
+            candidates = rows.order_by().count()
+        count, estimated = max(len(held), round(share * candidates)), True
     capped = not estimated and count > COUNT_CAP  # an estimate costs nothing more when it is large
     return SearchPage(count=count if estimated else min(count, COUNT_CAP), count_capped=capped,
                       results=_results(query, held[:limit], scope.lane_of),
