@@ -168,7 +168,7 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
             "exit_status": "submitted", "n_messages": 0, "stats": "{}", "patch_files": 0, "patch_added": 0,
             "patch_removed": 0, "patch_parses": True, "tests_passed": 0, "tests_failed": 0, "source_format": "bench",
             "source_ref": "", "content_hash": np.char.zfill(rollout_id.astype(str), 64).astype(object),
-            "created_at": NOW, "group_id": g + 1, "cluster_label": "", "extra_files": "[]",
+            "created_at": NOW, "group_id": g + 1, "cluster_label": "", "extra_files": "[]", "dropped": "",
         }))
         rank = result["rank"].to_numpy(dtype=float)
         _copy_table(raw, "grading_advantageresult", pd.DataFrame({
@@ -182,7 +182,7 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
             "redistributed_advantage": result["redistributed_advantage"].to_numpy(dtype=float),
             "discount_only_advantage": result["discount_only_advantage"].to_numpy(dtype=float),
             "mapping_label": mapping.label, "status": result["status"].to_numpy(dtype=object), "computed_at": NOW,
-            "rollout_id": rollout_id, "step_id": step_id, "mapping_id": mapping.pk,
+            "rollout_id": rollout_id, "step_id": step_id, "mapping_id": mapping.pk, "dropped": "", "drop_mode": "",
         }))
         for table in ("grading_task", "grading_group", "grading_rollout", "grading_advantageresult"):
             raw.execute(sql.SQL("SELECT setval(pg_get_serial_sequence({}, 'id'), (SELECT max(id) FROM {}))")

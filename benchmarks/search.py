@@ -197,7 +197,7 @@ def main() -> None:
                     messages, patch, tests, pieces, vector = rollout_rows(rid)
                     passed = index % 2 == 0
                     rows.append((rid, g, index, 1.0 if passed else 0.0, passed, "Submitted", 1, "{}", 0, 0, 0, True,
-                                 0, 0, "bench", "", "0" * 64, now, "[]", ""))
+                                 0, 0, "bench", "", "0" * 64, now, "[]", "", ""))
                     contents.append((rid, messages, patch, tests, "", "{}"))
                     search.append((rid, run.pk, step, passed, vector))
                     chunk_rows.extend((rid, seq, text) for seq, text in enumerate(pieces))
@@ -208,7 +208,7 @@ def main() -> None:
             copy_rows(connection, "grading_rollout",
                       ["id", "group_id", "index", "reward", "passed", "exit_status", "n_messages", "stats", "patch_files",
                        "patch_added", "patch_removed", "patch_parses", "tests_passed", "tests_failed", "source_format",
-                       "source_ref", "content_hash", "created_at", "extra_files", "cluster_label"], rows)
+                       "source_ref", "content_hash", "created_at", "extra_files", "cluster_label", "dropped"], rows)
             copy_rows(connection, "grading_rolloutcontent", ["rollout_id", "messages", "patch", "tests", "test_log", "metadata"],
                       contents)
             copy_rows(connection, "grading_searchchunk", ["rollout_id", "seq", "text"], chunk_rows)
