@@ -65,7 +65,7 @@ def test_auditor_turns_a_search_into_cheat_signals(live_server, page, erin, long
     expect(page).to_have_url(re.compile(r"/projects/acme/audit/\?status=pending&source=search$"))
     expect(page.locator(".flash")).to_contain_text("1 cheat signal created")
     signal = CheatDecision.objects.get(source="search")
-    row = page.get_by_test_id(f"audit-{signal.pk}")
+    row = page.get_by_test_id(f"audit-rollout-{signal.rollout_id}")  # the audit has a row per rollout
     expect(row).to_contain_text("deep@1 #1")
     expect(row).to_contain_text("git log -p (literal)")
     assert page.console_log.errors == []
