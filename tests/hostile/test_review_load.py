@@ -24,7 +24,7 @@ from django.test import Client
 from grading.models import Group, Membership, Role
 from reviews.models import Assignment, Judgment, JudgmentItem
 from reviews.services.queue import update_policy
-from tests.helpers import ingest_groups, small_group
+from tests.helpers import as_lanes, ingest_groups, small_group
 
 pytestmark = [
     pytest.mark.load,
@@ -39,15 +39,17 @@ N_REVIEWERS, N_GROUPS = 20, 50
 
 def reviewer_loop(username: str, outcomes: Counter, lock: threading.Lock, errors: list) -> None:
     client = Client()
-    client.force_login(get_user_model().objects.get(username=username))
+    user = get_user_model().objects.get(username=username)
+    client.force_login(user)
     n = 0
     try:
-        while True:
+        for _ in range(4 * N_GROUPS):  # bounded: a submit that never stores fails the test instead of hanging it
             r = client.post("/projects/acme/review/next/")
             if "/groups/" not in r.url:
                 break
             uid = r.url.rstrip("/").split("/groups/")[1]
-            body = {"tier-0": "T1", "tier-1": "T2", "tier-3": "T2", "seen_version": "0"}
+            # named as the reviewer's blind page names the lanes (A, B, ...), not by rollout index
+            body = as_lanes({"tier-0": "T1", "tier-1": "T2", "tier-3": "T2", "seen_version": "0"}, user, uid)
             url = f"/projects/acme/runs/r1/groups/{uid}/judgment/"
             r = client.post(url, body, follow=True)
             seen = [r.status_code]
