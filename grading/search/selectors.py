@@ -467,13 +467,12 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
 
 
 def _held(query: Query, ids: list[int]) -> list[int]:
-    """Which of the rollouts `ids` hold the query, read rollout by rollout (_chunk_holds), in id order."""
+    """Which of the rollouts `ids` hold the query, read rollout by rollout (_chunk_holds), in id
+    order. For a phrase, `ids` already hold all its words (_probed_page's window)."""
     if not ids:
         return []
-    probe = RolloutSearch.objects.filter(pk__in=ids)
-    if query.mode != "literal":
-        probe = probe.filter(_matches_vector(_tsquery(query)))
-    return list(probe.filter(*_chunk_holds(query)).order_by("pk").values_list("pk", flat=True))
+    probe = RolloutSearch.objects.filter(pk__in=ids).filter(*_chunk_holds(query))
+    return list(probe.order_by("pk").values_list("pk", flat=True))
 
 
 def _window_matches(query: Query, window: list[int]) -> list[int]:
