@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -218,6 +219,36 @@ def start_celery_worker(name: str, log, *, queue: str | None = None, loglevel: s
         command += ["-Q", queue]
     return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                             env={**os.environ, "DATABASE_URL": worker_database_url(), "DATABASE_CONN_MAX_AGE": "0", **env})
+
+
+@contextmanager
+def worker_on_own_queue(name: str, tmp_path: Path, broker: str, **env: str):
+    """A real Celery worker (start_celery_worker) on a queue of its own on `broker`, for tests
+    that send it tasks with apply_async(queue=...): skips, saying why, without PostgreSQL and
+    Redis; yields {"queue", "log"}; stops it and deletes the queue's keys after."""
+    import uuid
+
+    import pytest
+    from django.db import connection
+
+    if not (os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL")):
+        pytest.skip("needs DATABASE_URL and CELERY_BROKER_URL (real PostgreSQL and Redis), as in CI")
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker needs a database another process can reach (PostgreSQL)")
+    queue = f"{name}-test-{uuid.uuid4().hex[:8]}"
+    log_path = tmp_path / f"{name}-worker.log"
+    log = log_path.open("w")
+    proc = start_celery_worker(name, log, queue=queue, loglevel="INFO", CELERY_BROKER_URL=broker, **env)
+    try:
+        yield {"queue": queue, "log": log_path, "proc": proc}
+    finally:
+        stop_process(proc)
+        log.close()
+        import redis
+
+        client = redis.Redis.from_url(broker)
+        for key in client.scan_iter(f"*{queue}*"):  # kombu's bindings of the test's own queue
+            client.delete(key)
 
 
 def stop_process(process: subprocess.Popen | None, timeout: float = 20) -> None:

@@ -8,18 +8,15 @@ its own Redis database and queue, so it never takes another worker's tasks.
 from __future__ import annotations
 
 import io
-import os
 import tarfile
 import time
-import uuid
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
 
 from grading.models import Group, ImportJob
 from tests.grading.importers import builders as b
-from tests.helpers import start_celery_worker, stop_process
+from tests.helpers import worker_on_own_queue
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -29,24 +26,9 @@ A, B = "octo__widgets-101", "octo__widgets-102"
 
 @pytest.fixture
 def worker(tmp_path):
-    if not (os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL")):
-        pytest.skip("needs DATABASE_URL and CELERY_BROKER_URL (real PostgreSQL and Redis), as in CI")
-    if connection.vendor != "postgresql":
-        pytest.skip("the worker needs a database another process can reach (PostgreSQL)")
-    queue = f"import-test-{uuid.uuid4().hex[:8]}"
     media = tmp_path / "media"
-    log = (tmp_path / "worker.log").open("w")
-    proc = start_celery_worker("import", log, queue=queue, loglevel="INFO", CELERY_BROKER_URL=BROKER, GAGAR_MEDIA_ROOT=str(media))
-    try:
-        yield {"queue": queue, "media": media, "log": tmp_path / "worker.log", "proc": proc}
-    finally:
-        stop_process(proc)
-        log.close()
-        import redis
-
-        client = redis.Redis.from_url(BROKER)
-        for key in client.scan_iter(f"*{queue}*"):  # kombu's bindings of the test's own queue
-            client.delete(key)
+    with worker_on_own_queue("import", tmp_path, BROKER, GAGAR_MEDIA_ROOT=str(media)) as w:
+        yield {**w, "media": media}
 
 
 def test_upload_is_imported_by_a_real_worker(client, alice_token, worker, settings, monkeypatch, tmp_path):

@@ -9,16 +9,13 @@ CELERY_BROKER_URL are both set (CI); skipped elsewhere, saying why.
 
 from __future__ import annotations
 
-import os
 import time
-import uuid
 
 import pytest
-from django.db import connection
 
 from grading.models import Rollout, RolloutSearch, SearchBacklog
 from grading.search.text import fields
-from tests.helpers import jsonl, load_real_long_groups, start_celery_worker, stop_process
+from tests.helpers import jsonl, load_real_long_groups, worker_on_own_queue
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -27,23 +24,8 @@ BROKER = "redis://127.0.0.1:6379/13"
 
 @pytest.fixture
 def worker(tmp_path):
-    if not (os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL")):
-        pytest.skip("needs DATABASE_URL and CELERY_BROKER_URL (real PostgreSQL and Redis), as in CI")
-    if connection.vendor != "postgresql":
-        pytest.skip("the worker needs a database another process can reach (PostgreSQL)")
-    queue = f"search-test-{uuid.uuid4().hex[:8]}"
-    log = (tmp_path / "worker.log").open("w")
-    proc = start_celery_worker("search", log, queue=queue, loglevel="INFO", CELERY_BROKER_URL=BROKER)
-    try:
-        yield {"queue": queue, "log": tmp_path / "worker.log"}
-    finally:
-        stop_process(proc)
-        log.close()
-        import redis
-
-        client = redis.Redis.from_url(BROKER)
-        for key in client.scan_iter(f"*{queue}*"):
-            client.delete(key)
+    with worker_on_own_queue("search", tmp_path, BROKER) as w:
+        yield w
 
 
 def search(client, token, q):
