@@ -24,6 +24,7 @@ from grading.models import Group, RolloutContent
 from grading.projects.access import page_group
 from grading.rollouts.diffs import Budget, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
+from grading.rollouts.patch_files import COLLAPSED, order_files
 from grading.rollouts.turns import find_turns, fold_head, to_turns
 from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor, path_key, visible_html
@@ -57,8 +58,11 @@ def _row_id(lane: str, key: str, new_no: int | None) -> str:
     return f' id="p{lane}-{key}-{new_no}"' if new_no else ""
 
 
-def _diff_tables(parsed, lane: str, view: str) -> list[tuple]:
-    """(file, table HTML) for every file of a parsed patch, in the unified or split view.
+def _diff_tables(parsed, lane: str, view: str, extra_files=()) -> list[tuple]:
+    """(file, table HTML, kind) for every file of a parsed patch, in the unified or split
+    view, core change first and the agent's scratch files last (grading.rollouts.patch_files:
+    the template collapses those behind "+N extra files"). `extra_files`: the rollout's
+    cluster's (Rollout.extra_files).
 
     Built here rather than by a template loop over every row: the same markup at a tenth
     of the cost (a group page holds thousands of diff rows). Each table is marked safe
@@ -70,7 +74,7 @@ def _diff_tables(parsed, lane: str, view: str) -> list[tuple]:
     """
     tables = []
     shown = visible_html if INVISIBLE.search(parsed.raw or "") else (lambda html: html)  # bidi / zero-width as ⟨U+…⟩
-    for file in parsed.files:
+    for kind, file in order_files(parsed.files, extra_files=extra_files or ()):
         key = path_key(file.path)
         if view == "split":
             out = ['<table class="diff split hl">\n<colgroup><col class="ln"><col><col class="ln"><col></colgroup>\n']
@@ -97,8 +101,15 @@ def _diff_tables(parsed, lane: str, view: str) -> list[tuple]:
                     for row in hunk.unified
                 )
         out.append("</table>")
-        tables.append((file, mark_safe("".join(out))))  # noqa: S308  (see the docstring)
+        tables.append((file, mark_safe("".join(out)), kind))  # noqa: S308  (see the docstring)
     return tables
+
+
+def _show_tables(rollout, tables: list[tuple]) -> None:
+    """The patch's files as the lane shows them: `diff_tables` open, `diff_extra` (scratch
+    files) behind "+N extra files"."""
+    rollout.diff_tables = [t for t in tables if t[2] not in COLLAPSED]
+    rollout.diff_extra = [t for t in tables if t[2] in COLLAPSED]
 
 
 def _test_names(outcomes) -> str:
@@ -256,7 +267,7 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
             continue
         budget -= size
         rollout.diff = parse_patch(rollout.patch_text, budget=highlight_budget)
-        rollout.diff_tables = _diff_tables(rollout.diff, rollout.lane, "unified")
+        _show_tables(rollout, _diff_tables(rollout.diff, rollout.lane, "unified", rollout.extra_files))
     _open_turns(request, shown, lanes)
     hit_lane = _hit_bar(request, group, shown, lanes)
     for rollout in rollouts:
@@ -323,7 +334,7 @@ def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, lane: s
                              f"{DIFF_PARTIAL_ROWS:,} lines or {DIFF_PARTIAL_CHARS:,} characters.")
     if getattr(rollout, "diff_note", ""):
         rollout.diff_raw_url = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, lane]) + "?format=raw"
-    rollout.diff_tables = _diff_tables(rollout.diff, rollout.lane, view)
+    _show_tables(rollout, _diff_tables(rollout.diff, rollout.lane, view, rollout.extra_files))
     context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout, "diff_view": view}
     template = "reviews/group.html#rollout-diff" if request.htmx else "reviews/rollout_part.html"
     return render(request, template, {**context, "part": "diff"})

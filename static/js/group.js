@@ -221,7 +221,8 @@
     var lane = target.closest(".lane");
     if (lane) reveal(lane);
     var file = target.closest("details.file");
-    if (file) file.open = true;
+    // Every fold around it opens: its file, and "+N extra files" for a scratch file's line.
+    for (var fold = target.closest("details"); fold; fold = fold.parentElement && fold.parentElement.closest("details")) fold.open = true;
     document.querySelectorAll(".landed").forEach(function (el) { el.classList.remove("landed"); });
     target.classList.add("landed");
     if (lane && strip.classList.contains("hit-pane")) { paneScroll(target, lane); return; }
