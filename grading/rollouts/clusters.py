@@ -29,7 +29,8 @@ A file the patch modifies or deletes always matters, whatever its name: it was i
 repository before the agent came.
 
 Clusters: rollouts with the same key form one cluster, numbered by its first (lowest)
-member's index, and each rollout gets a label such as "same change as #3, +2 extra files".
+member's index, and each rollout gets a label naming every other member, such as "same
+change as #3, #5, +2 extra files" (cluster_label: one wording for all members).
 
 Cost is bounded on untrusted patches: no regular expression runs on patch text here
 (names are matched with str methods); a patch longer than MAX_PATCH_CHARS characters or
@@ -239,19 +240,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+NAMED_MEMBERS = 5  # cluster members a label names; more are counted ("and 4 more")
+
+
 def cluster_label(index: int, members: tuple[int, ...], *, empty: bool, extra: int, name=lambda i: f"#{i}") -> str:
-    """The label of rollout `index` in its cluster of `members` (the first is the cluster's
-    number), each rollout named by `name`: "#3" as stored, or a blind judge's lane label."""
+    """The label of rollout `index` in its cluster of `members`, each rollout named by
+    `name`: "#3" as stored, or a blind judge's lane label. One wording for every member
+    (issue 25): each names all the others, in `members`' order, up to NAMED_MEMBERS of them
+    ("#1: same change as #2, #7" and "#7: same change as #1, #2"), never the first member
+    naming the rest and the rest naming only it."""
     if empty:
         text = "no change"
     elif len(members) == 1:
         text = "unique change"
-    elif index == members[0]:
-        others = [m for m in members if m != index]
-        shown = ", ".join(name(m) for m in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        text = f"same change as {shown}"
     else:
-        text = f"same change as {name(members[0])}"
+        others = [m for m in members if m != index]
+        more = len(others) - NAMED_MEMBERS
+        text = "same change as " + ", ".join(name(m) for m in others[:NAMED_MEMBERS]) + (f" and {more} more" if more > 0 else "")
     if extra:
         text += f", +{_plural(extra, 'extra file')}"
     return text

@@ -153,11 +153,11 @@ def withhold_on_page(rollouts: list[Rollout], lanes: Lanes) -> None:
 
 
 def cluster_text(rollout: Rollout, members: list[int], lanes: Lanes) -> str:
-    """A rollout's cluster label ("same change as C") in this person's names."""
-    if not lanes.blind:
-        return rollout.cluster_label
+    """A rollout's cluster label ("same change as C, E") in this person's names, from the
+    stored cluster's members (grading.rollouts.clusters.cluster_label: every member names
+    all the others): labels stored before that wording read the same as new ones."""
     empty = rollout.cluster_label.startswith("no change")
-    ordered = sorted(members, key=lambda i: lane_position(lanes.key(i)) or 0)
+    ordered = sorted(members, key=lambda i: lane_position(lanes.key(i)) or 0) if lanes.blind else sorted(members)
     return cluster_label(rollout.index, tuple(ordered), empty=empty, extra=len(rollout.extra_files or ()), name=lanes.name)
 
 

@@ -76,7 +76,7 @@ def test_overview_shows_every_rollout_and_a_row_click_scrolls_its_lane_into_view
     assert rows.evaluate_all("rs => rs.map(r => r.dataset.lane)") == [str(i) for i in range(8)]
     row = page.get_by_test_id("overview-row-3")
     expect(row).to_contain_text("pass")
-    expect(row).to_contain_text("same change as #0, +1 extra file")
+    expect(row).to_contain_text("same change as #0, #2, #5, +1 extra file")
     expect(row.locator("td").nth(3)).to_have_text("2")  # files: w.py and debug_issue.py
     expect(row.locator("td").nth(5)).to_have_text("1/0")  # all its tests passed/failed
     expect(row.locator("td").nth(6)).to_have_text("1/0")  # FAIL_TO_PASS passed/failed
@@ -85,7 +85,7 @@ def test_overview_shows_every_rollout_and_a_row_click_scrolls_its_lane_into_view
     expect(row.locator(".badge.tier-T3")).to_have_text("T3")  # alice sees the grader's tier
     expect(page.get_by_test_id("overview-row-0")).to_contain_text("same change as #2, #3, #5")
     expect(page.get_by_test_id("overview-row-1")).to_contain_text("unique change")
-    expect(page.get_by_test_id("cluster-3")).to_have_text("same change as #0, +1 extra file")
+    expect(page.get_by_test_id("cluster-3")).to_have_text("same change as #0, #2, #5, +1 extra file")
     expect(page.locator("[data-testid=overview] summary")).to_contain_text("8 rollouts, 5 distinct changes")
 
     # The last lane is off to the right; its row brings it into view.

@@ -48,9 +48,9 @@ def test_ingest_stores_clusters_extra_files_and_distinct_solutions(project):
 
     assert stored() == {
         0: (0, [], "same change as #1, #3"),
-        1: (0, ["debug_issue.py"], "same change as #0, +1 extra file"),
+        1: (0, ["debug_issue.py"], "same change as #0, #3, +1 extra file"),
         2: (2, [], "same change as #4"),
-        3: (0, [], "same change as #0"),
+        3: (0, [], "same change as #0, #1"),
         4: (2, [], "same change as #2"),
     }
     # passing rollouts 0, 1 fall in cluster 0 and 2 in cluster 2: two distinct solutions

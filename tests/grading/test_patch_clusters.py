@@ -45,8 +45,18 @@ def test_same_change_in_another_hunk_and_file_order_is_one_cluster():
     g = cluster_patches([(0, FIX + OTHER), (1, OTHER + hunks_swapped), (2, OTHER + FIX)])
     assert g.clusters == {0: (0, 1, 2)}
     assert g.distinct == 1
-    assert [r.label for r in g.rollouts] == ["same change as #1, #2", "same change as #0", "same change as #0"]
+    assert [r.label for r in g.rollouts] == ["same change as #1, #2", "same change as #0, #2", "same change as #0, #1"]
     assert g.of(1).files == ("pkg/core.py", "pkg/util.py")
+
+
+def test_every_member_of_a_cluster_names_all_the_others():
+    # One wording per cluster (issue 25): never "#1: same change as #2, #7" but "#7: same change as #1".
+    g = cluster_patches([(i, FIX) for i in (1, 2, 7)] + [(9, OTHER)])
+    assert {r.index: r.label for r in g.rollouts} == {
+        1: "same change as #2, #7", 2: "same change as #1, #7", 7: "same change as #1, #2", 9: "unique change"}
+    big = cluster_patches([(i, FIX) for i in range(8)])
+    assert big.of(0).label == "same change as #1, #2, #3, #4, #5 and 2 more"
+    assert big.of(7).label == "same change as #0, #1, #2, #3, #4 and 2 more"
 
 
 def test_whitespace_only_differences_vanish():
@@ -82,8 +92,8 @@ def test_renamed_scratch_file_same_cluster_different_extra_counts():
     assert g.of(2).extra_files == ("FIX_SUMMARY.md", "debug_issue2.py", "final_test.py")
     assert g.of(3).extra == 0
     assert g.of(1).label == "same change as #2, #3, +1 extra file"
-    assert g.of(2).label == "same change as #1, +3 extra files"
-    assert g.of(3).label == "same change as #1"
+    assert g.of(2).label == "same change as #1, #3, +3 extra files"
+    assert g.of(3).label == "same change as #1, #2"
 
 
 def test_new_file_touched_by_a_test_or_another_rollout_matters():

@@ -55,10 +55,11 @@ def test_overview_has_a_row_per_rollout_passing_first_with_clusters(client, bob,
     assert "4 rollouts, 2 distinct changes (1 among the passing)" in html
     row3 = html[html.index('data-testid="overview-row-3"'):]
     row3 = row3[:row3.index("</tr>")]
-    assert "same change as #0, +1 extra file" in row3
+    assert "same change as #0, #2, +1 extra file" in row3
     assert 'data-files="2"' in row3 and 'data-lines="3"' in row3 and 'data-f2p="1"' in row3 and 'data-tokens="1003"' in row3
     assert '<span class="add">1</span>/<span class="del">0</span>' in row3  # F2P passed/failed
     assert re.search(r'data-testid="cluster-0"[^>]*>same change as #2, #3<', html)
+    assert re.search(r'data-testid="cluster-2"[^>]*>same change as #0, #3<', html)  # one wording for every member
     assert 'data-cluster="0"' in html and 'data-testid="tier-cluster-' not in html  # bob is not judging
 
 
@@ -149,10 +150,10 @@ def test_overview_reads_the_stored_clusters(client, bob, clustered):
     ingest) and parses no patch for it; a group not clustered yet shows no cluster column."""
     from grading.models import Rollout
 
-    Rollout.objects.filter(group=clustered, index=1).update(cluster_label="a label only the stored field has")
+    Rollout.objects.filter(group=clustered, index=1).update(cluster=0)  # only the stored field says so
     client.force_login(bob)
     html = client.get(PAGE).content.decode()
-    assert "a label only the stored field has" in html and "(1 among the passing)" in html
+    assert re.search(r'data-testid="cluster-1"[^>]*>same change as #0, #2, #3<', html) and "(1 among the passing)" in html
     Rollout.objects.filter(group=clustered).update(cluster=None)
     html = client.get(PAGE).content.decode()
     assert _rows(html) == ["0", "2", "3", "1"] and 'data-testid="cluster-' not in html and 'data-sort="cluster"' not in html
