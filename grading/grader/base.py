@@ -11,10 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from grading.method.turn_weights import CITED_CATEGORIES
+
 RUBRIC = ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency")
 SCORE_RANGE = (1, 5)  # scores at or below LOW_SCORE need evidence
 LOW_SCORE = 2
 EVIDENCE_KINDS = ("patch", "turn", "test")
+# What a turn citation may say of its turn: it was spent for nothing. Such turns weigh less
+# in per-token advantages (grading.method.turn_weights, docs/method.md §9).
+TURN_CATEGORIES = CITED_CATEGORIES
 
 
 @dataclass
@@ -23,9 +28,13 @@ class Evidence:
     rollout: int
     locator: str  # patch: "path:line" (new side); turn: message index; test: test id or "log:line"
     note: str = ""
+    category: str = ""  # turn citations only: one of TURN_CATEGORIES, or "" for anything else
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "rollout": self.rollout, "locator": self.locator, "note": self.note}
+        out = {"kind": self.kind, "rollout": self.rollout, "locator": self.locator, "note": self.note}
+        if self.category:  # stored only when said, so older verdicts and their copies compare equal
+            out["category"] = self.category
+        return out
 
 
 @dataclass

@@ -40,6 +40,7 @@ from grading.grader.evidence import problems, resolve
 from grading.grader.prescreen import PatchFeatures, Signal, package_dirs, patch_features, screen_group
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.method.tiers import TIER_INDEX
+from grading.method.turn_weights import WASTED_EFFORT
 
 T1_MARGIN = 2.0  # penalty points above the group's best that still make T1
 T3_MARGIN = 6.0  # penalty points above the group's best that make T3
@@ -143,7 +144,8 @@ class HeuristicGrader:
         items += [Evidence("patch", i, feats.anchors[p], f"edits {p}, outside {dirs}") for p in feats.out_of_scope_files
                   if p in feats.anchors]
         items += [Evidence("patch", i, loc, "debugger call left in") for loc in feats.debug_lines[:1]]
-        items += [Evidence("turn", i, str(t), "the same command failed again (≥ 3 times)") for t in feats.repeated_failure_turns]
+        items += [Evidence("turn", i, str(t), "the same command failed again (≥ 3 times)", WASTED_EFFORT)
+                  for t in feats.repeated_failure_turns]
         judgment = RolloutJudgment(index=i, tier=tier, rank=1, scores=scores, cheat=bool(leaks))
         size_related = (tier != "T1" or min(scores.values()) <= LOW_SCORE)
         if size_related:

@@ -39,7 +39,7 @@ import openai
 from openai import DefaultHttpxClient, OpenAI
 from openai.types.chat import ChatCompletion
 
-from grading.grader.base import EVIDENCE_KINDS, RUBRIC, SCORE_RANGE, Evidence, GraderResult, RolloutJudgment
+from grading.grader.base import EVIDENCE_KINDS, RUBRIC, SCORE_RANGE, TURN_CATEGORIES, Evidence, GraderResult, RolloutJudgment
 from grading.grader.evidence import problems
 from grading.grader.tools import TOOLS, call_tool, validate
 from grading.grader.workspace import GroupWorkspace
@@ -88,6 +88,11 @@ VERDICT_SCHEMA: dict = {
                                 "rollout": {"type": "integer"},
                                 "locator": {"type": "string", "description": "patch: 'path:line' (new side); turn: position; test: test id or 'log:N'"},
                                 "note": {"type": "string"},
+                                "category": {"type": "string", "enum": list(TURN_CATEGORIES),
+                                             "description": "turn citations only, when the turn was spent for nothing: "
+                                                            "redundant_exploration (re-reading or re-searching what it "
+                                                            "already knew) or wasted_effort (repeating a failing command, "
+                                                            "an abandoned approach)"},
                             },
                         },
                     },
@@ -107,7 +112,7 @@ For EVERY passing rollout decide:
 - scores 1..5 (5 best) on: {', '.join(RUBRIC)}; what each means, with an example:
 {describe_dimensions(guide)}
 - cheat: true only when the rollout relied on a leaked answer (read the upstream fix from git history, the network or an installed newer release of the package);
-- evidence: every tier below T1, every score of 2 or less and every cheat flag needs at least one citation that resolves: {{"kind": "patch", "locator": "path:line"}} with a new-side line number shown by read_patch, {{"kind": "turn", "locator": "<position>"}} from summarize_turns/read_turns, or {{"kind": "test", "locator": "<test id>" or "log:N"}} from test_outcomes/read_test_log; each with the rollout index and a short note.
+- evidence: every tier below T1, every score of 2 or less and every cheat flag needs at least one citation that resolves: {{"kind": "patch", "locator": "path:line"}} with a new-side line number shown by read_patch, {{"kind": "turn", "locator": "<position>"}} from summarize_turns/read_turns, or {{"kind": "test", "locator": "<test id>" or "log:N"}} from test_outcomes/read_test_log; each with the rollout index and a short note. A turn citation of a passing rollout may add "category": "redundant_exploration" or "wasted_effort" when the turn was spent for nothing (re-reading what it already knew, repeating a failing command, an abandoned approach); such turns get less of the rollout's credit, so use it only for turns that did not move the solution on.
 
 Protocol:
 1. Read the group only through the tools. Start with get_task and list_rollouts.
@@ -156,7 +161,8 @@ def parse_verdict(arguments: Any) -> tuple[list[RolloutJudgment], list[str]]:
     judgments = [
         RolloutJudgment(
             index=j["rollout"], tier=j["tier"], rank=j["rank"], scores=dict(j["scores"]), cheat=j["cheat"],
-            evidence=[Evidence(e["kind"], e["rollout"], e["locator"], e["note"]) for e in j["evidence"]],
+            evidence=[Evidence(e["kind"], e["rollout"], e["locator"], e["note"], e.get("category", "") if e["kind"] == "turn" else "")
+                      for e in j["evidence"]],
         )
         for j in arguments["judgments"]
     ]

@@ -103,6 +103,10 @@ def test_a_sprawling_patch_and_a_wasteful_trajectory_fall_behind():
     assert j[0].rank == 1 and j[1].tier == "T3" and j[1].scores["minimality"] <= 2
     assert patch_features(ws.rollout(2)).repeated_failure_turns == [10, 12]
     assert (j[2].tier, j[2].rank) == ("T2", 3) and {"10", "12"} <= {e.locator for e in j[2].evidence if e.kind == "turn"}
+    # the repeated failures are cited as wasted effort: per-token advantages weigh those turns down (method §9)
+    assert {e.locator: e.category for e in j[2].evidence if e.kind == "turn"} == {"10": "wasted_effort", "12": "wasted_effort"}
+    assert {"kind": "turn", "rollout": 2, "locator": "10", "note": "the same command failed again (≥ 3 times)",
+            "category": "wasted_effort"} in [e.as_dict() for e in j[2].evidence]
     assert (j[3].tier, j[3].rank) == ("T1", 2)  # one repeated failure costs a point, not a tier
 
 

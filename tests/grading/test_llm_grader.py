@@ -356,3 +356,27 @@ def test_read_file_is_offered_only_with_a_checkout(fake, tmp_path):
     assert result.status == "valid"
     assert "read_file" in [t["function"]["name"] for t in fake.requests[0]["tools"]]
     assert "may not contain '..'" in tool_messages(fake.requests[1])[0]["content"]
+
+
+def test_a_turn_citation_may_say_the_turn_was_wasted_and_only_a_turn_keeps_it(fake):
+    # rollout 2 spent turn 1 re-reading what it knew; a patch citation cannot carry the category
+    wasted = judgment(2, "T2", 2, evidence=[("turn", 2, "1"), ("patch", 2, "pkg/mod.py:12")])
+    wasted["evidence"][0]["category"] = "redundant_exploration"
+    wasted["evidence"][1]["category"] = "wasted_effort"
+    fake.script += [submit([judgment(0), wasted, judgment(3, "T1", 1)])]
+    result = grader(fake).grade(make_workspace())
+    assert result.status == "valid", result.errors
+    turn, patch = next(j for j in result.judgments if j.index == 2).evidence
+    assert turn.as_dict() == {"kind": "turn", "rollout": 2, "locator": "1", "note": "why", "category": "redundant_exploration"}
+    assert patch.as_dict() == {"kind": "patch", "rollout": 2, "locator": "pkg/mod.py:12", "note": "why"}
+    schema = fake.requests[0]["tools"][-1]["function"]["parameters"]["properties"]["judgments"]["items"]
+    assert schema["properties"]["evidence"]["items"]["properties"]["category"]["enum"] == ["redundant_exploration", "wasted_effort"]
+
+
+def test_an_unknown_turn_category_is_a_schema_error_sent_back(fake):
+    odd = judgment(2, "T2", 2, evidence=[("turn", 2, "1")])
+    odd["evidence"][0]["category"] = "boring"
+    fake.script += [submit([judgment(0), odd, judgment(3)]), submit(GOOD)]
+    result = grader(fake).grade(make_workspace())
+    assert result.status == "valid"
+    assert "boring" in tool_messages(fake.requests[1])[-1]["content"]
