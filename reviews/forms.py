@@ -1,7 +1,7 @@
 """The judging form's fields, read from a POST (or an autosaved draft of one).
 
-Field names, per passing rollout i: `tier-i` (T1/T2/T3), `rank-i` (whole number, blank to
-derive ranks from tiers), `cheat-i` (present = flagged), `note-i`, `score-i-<dimension>`
+Field names, per passing rollout i: `tier-i` (T1/T2/T3), `rank-i` (whole number, blank
+to derive that rollout's rank from its tier, each rollout on its own), `cheat-i` (present = flagged), `note-i`, `score-i-<dimension>`
 (1-5, blank to skip); and `note` for the group (`reason` too, on the adjudication form). The page's inputs carry these names, the
 draft stores them as they are, and the service gets `ItemInput`s. Any other field (an odd
 name like `tier-²`, a NUL) is ignored: it is neither stored in a draft nor read back.
@@ -18,14 +18,14 @@ from reviews.services.judgments import RUBRIC, ItemInput, JudgmentError
 _FIELD = re.compile(r"(?:note|reason|(?:tier|rank|cheat|note)-[0-9]{1,6}|score-[0-9]{1,6}-[a-z_]{1,40})\Z")
 
 
-def _int_or_none(value, field: str, errors: dict) -> int | None:
+def _int_or_none(value, field: str, errors: dict, what: str) -> int | None:
     value = (value or "").strip()
     if not value:
         return None
     try:
         return params.whole(value, field, minimum=-params.MAX_INT, maximum=params.MAX_INT)
     except params.ParamError:
-        errors[field] = f"expected a whole number, got {value[:20]!r}"
+        errors[field] = f"{what} must be a whole number, got {value[:20]!r}"
         return None
 
 
@@ -36,17 +36,18 @@ def parse_judgment(data, passing: list[int], names: dict[int, str] | None = None
     errors: dict[str, str] = {}
     items = []
     for index in passing:
+        name = names.get(index, "?") if names is not None else f"#{index}"
         tier = (data.get(f"tier-{index}") or "").strip()
         if not tier:
-            name = names.get(index, "?") if names is not None else f"#{index}"
             errors[f"tier-{index}"] = f"rollout {name} passed and needs a tier"
             continue
-        rank = _int_or_none(data.get(f"rank-{index}"), f"rank-{index}", errors)
+        rank = _int_or_none(data.get(f"rank-{index}"), f"rank-{index}", errors, f"rollout {name}: a rank")
         scores = {}
-        for name in RUBRIC:
-            score = _int_or_none(data.get(f"score-{index}-{name}"), f"score-{index}-{name}", errors)
+        for dimension in RUBRIC:
+            score = _int_or_none(data.get(f"score-{index}-{dimension}"), f"score-{index}-{dimension}", errors,
+                                 f"rollout {name}: the {dimension} score")
             if score is not None:
-                scores[name] = score
+                scores[dimension] = score
         cheat = str(data.get(f"cheat-{index}", "")).lower() in ("on", "1", "true", "yes")
         items.append(ItemInput(index=index, tier=tier, rank=rank, cheat=cheat, scores=scores,
                                note=(data.get(f"note-{index}") or "").strip()))

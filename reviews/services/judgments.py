@@ -9,7 +9,7 @@ tabs, a double click) gets `JudgmentConflict` and their first judgment stays.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -70,8 +70,9 @@ class SubmitResult:
 
 def _checked_items(group: Group, items: list[ItemInput], names: Mapping[int, str] | None = None,
                    ) -> tuple[dict[int, Rollout], list[ItemInput]]:
-    """Every passing rollout judged exactly once with a valid tier; ranks consistent with tiers.
-    Messages name a rollout as `names` does (a blind judge's lane labels), else "#<index>"."""
+    """Every passing rollout judged exactly once with a valid tier; ranks consistent with
+    tiers, blank ones derived from them. Messages name a rollout as `names` does (a blind
+    judge's lane labels), else "#<index>"; never by a form field's name."""
     def name(index: int) -> str:
         return names.get(index, "?") if names is not None else f"#{index}"
 
@@ -87,27 +88,26 @@ def _checked_items(group: Group, items: list[ItemInput], names: Mapping[int, str
         elif item.index in seen:
             errors[f"tier-{item.index}"] = f"rollout {name(item.index)} judged twice"
         elif item.tier not in TIERS:
-            errors[f"tier-{item.index}"] = f"tier must be T1, T2 or T3, got {item.tier!r}"
+            errors[f"tier-{item.index}"] = f"rollout {name(item.index)}: the tier must be T1, T2 or T3, got {item.tier!r}"
         elif item.rank is not None and item.rank < 1:
-            errors[f"rank-{item.index}"] = "rank must be 1 or more"
-        for name, score in item.scores.items():
-            if name not in RUBRIC or not (isinstance(score, int) and SCORE_RANGE[0] <= score <= SCORE_RANGE[1]):
-                errors[f"score-{item.index}-{name}"] = f"rubric scores are whole numbers {SCORE_RANGE[0]} to {SCORE_RANGE[1]}"
+            errors[f"rank-{item.index}"] = f"rollout {name(item.index)}: a rank is 1 or more (or blank: from its tier)"
+        for dimension, score in item.scores.items():
+            if dimension not in RUBRIC or not (isinstance(score, int) and SCORE_RANGE[0] <= score <= SCORE_RANGE[1]):
+                errors[f"score-{item.index}-{dimension}"] = (
+                    f"rollout {name(item.index)}: rubric scores are whole numbers {SCORE_RANGE[0]} to {SCORE_RANGE[1]}")
         seen.add(item.index)
     for index in sorted(passing - seen):
         errors[f"tier-{index}"] = f"rollout {name(index)} passed and needs a tier"
     if errors:
         raise JudgmentError(errors)
-    given = [i.rank is not None for i in items]
-    if any(given) and not all(given):
-        missing = ", ".join(name(i.index) for i in items if i.rank is None)
-        raise JudgmentError({"rank": f"rank all passing rollouts or none (missing: {missing})"})
-    if not any(given):
-        derived = consensus.ranks_from_tiers({i.index: i.tier for i in items})
-        items = [ItemInput(i.index, i.tier, derived[i.index], i.cheat, i.scores, i.note) for i in items]
-    problems = consensus.rank_contradictions({i.index: (i.tier, i.rank) for i in items}, name)
+    # Ranks are optional per rollout: blank ones follow tiers (consensus.fill_ranks). Those
+    # given may not contradict the tiers; the filled ones cannot.
+    given = {i.index: (i.tier, i.rank) for i in items if i.rank is not None}
+    problems = consensus.rank_contradictions(given, name)
     if problems:
         raise JudgmentError({"rank": "ranks contradict tiers: " + "; ".join(problems[:3])})
+    ranks = consensus.fill_ranks({i.index: (i.tier, i.rank) for i in items})
+    items = [replace(i, rank=ranks[i.index]) for i in items]
     return rollouts, items
 
 

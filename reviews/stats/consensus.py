@@ -28,6 +28,31 @@ def ranks_from_tiers(tiers: dict[int, str]) -> dict[int, int]:
     return {index: present.index(TIERS.index(tier)) + 1 for index, tier in tiers.items()}
 
 
+def fill_ranks(given: dict[int, tuple[str, int | None]]) -> dict[int, int]:
+    """Group-wide ranks from one reviewer's tiers and the ranks they gave, any of which may
+    be blank (None): the one place a judgment's ranks are derived (services.judgments).
+
+    None given: ranks_from_tiers. All given: as given. Some given: blank ranks follow
+    tiers — the order is by tier, then within a tier the ranked rollouts by their rank and
+    the blank ones after them, tied with each other; renumbered densely 1, 2, 3… The ranks
+    given must not contradict the tiers (rank_contradictions, checked first by the caller),
+    so the order they say among themselves is kept.
+
+    >>> fill_ranks({0: ("T1", None), 1: ("T2", None), 2: ("T2", None)})
+    {0: 1, 1: 2, 2: 2}
+    >>> fill_ranks({0: ("T1", None), 1: ("T1", 1), 2: ("T2", None), 3: ("T3", 4)})
+    {0: 2, 1: 1, 2: 3, 3: 4}
+    """
+    if all(rank is None for _, rank in given.values()):
+        return ranks_from_tiers({index: tier for index, (tier, _) in given.items()})
+    if all(rank is not None for _, rank in given.values()):
+        return {index: rank for index, (_, rank) in given.items()}
+    blank = float("inf")
+    key = {index: (TIERS.index(tier), blank if rank is None else rank) for index, (tier, rank) in given.items()}
+    order = sorted(set(key.values()))
+    return {index: order.index(k) + 1 for index, k in key.items()}
+
+
 def rank_contradictions(ranking: Ranking, name=lambda index: f"#{index}") -> list[str]:
     """Pairs where a rollout of a worse tier is ranked strictly above one of a better tier,
     each rollout named by `name` (a blind judge's lane label, or "#<index>")."""

@@ -98,8 +98,8 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
                 save_draft(assignment=assignment, data=draft_fields(data))
             except (AssignmentFinished, ValueError):
                 pass
-        shown = lanes.errors_from_storage(error.errors)
-        messages.error(request, "The judgment was not stored: " + "; ".join(f"{k}: {v}" for k, v in shown.items()))
+        # In words that name the lane ("rollout C passed and needs a tier"), never a field name.
+        messages.error(request, "The judgment was not stored: " + "; ".join(error.errors.values()))
         return _to(request, _group_url(group))
     except JudgmentConflict as conflict:
         if not request.htmx:

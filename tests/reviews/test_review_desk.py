@@ -132,6 +132,44 @@ def test_ties_and_ranks_are_stored_as_given(client, bob, groups):
     assert sorted(JudgmentItem.objects.values_list("rollout__index", "rank")) == [(0, 1), (1, 1), (3, 2)]
 
 
+def test_a_rank_left_blank_follows_its_tier_beside_the_ranks_given(client, bob, groups):
+    # bob pressed [ once (rank 1 on #1) and left the others blank: stored, the blanks ranked
+    # from their tiers after the ranked rollouts of their tier (consensus.fill_ranks).
+    assign(group=groups["g1@1"], reviewer=bob)
+    client.force_login(bob)
+    r = client.post(group_url("g1@1", "judgment/"),
+                    as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, {1: 1}), client, "g1@1"))
+    assert r.status_code == 302
+    assert sorted(JudgmentItem.objects.values_list("rollout__index", "tier", "rank")) == [
+        (0, "T1", 2), (1, "T1", 1), (3, "T2", 3)]
+
+
+def test_refusals_name_the_lane_in_words_never_a_field(client, bob, groups):
+    assign(group=groups["g1@1"], reviewer=bob)
+    client.force_login(bob)
+    lane = lanes_for(user=bob, group=groups["g1@1"]).key
+    r = client.post(group_url("g1@1", "judgment/"),
+                    as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: "x", 1: 0}), client, "g1@1"))
+    assert r.status_code == 422
+    html = r.content.decode()
+    errors = html[html.index('data-testid="form-errors"'):]
+    errors = errors[:errors.index("</div>")]
+    assert f"rollout {lane(0)}: a rank must be a whole number, got &#x27;x&#x27;" in errors
+    assert "<code>" not in errors and f"rank-{lane(0)}:" not in errors and "rank-0" not in errors
+    # Ranks given by some, contradicting tiers: still refused, by lane.
+    r = client.post(group_url("g1@1", "judgment/"),
+                    as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: 2, 1: 1}), client, "g1@1"))
+    assert r.status_code == 422 and f"{lane(1)} (T2) is ranked above {lane(0)} (T1)" in r.content.decode()
+    # Through htmx (the page's own submit) the message says the same, in words.
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2"}), client, "g1@1"),
+                    HTTP_HX_REQUEST="true")
+    assert r.status_code == 204
+    page = client.get(group_url("g1@1")).content.decode()
+    assert f"The judgment was not stored: rollout {lane(3)} passed and needs a tier" in page
+    assert f"tier-{lane(3)}: " not in page
+    assert not Judgment.objects.exists()
+
+
 def test_same_person_submitting_twice_gets_409_and_keeps_the_first(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
