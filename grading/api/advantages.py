@@ -46,6 +46,10 @@ class AdvantageExportView(APIView):
                                                       "the answer is 429 with Retry-After"),
             OpenApiParameter("inputs_version", int, description="with step: the rows served earlier at this inputs version, "
                                                                 "byte for byte (the Gagar-Inputs-Version header of that answer)"),
+            OpenApiParameter("turn_weights", int, enum=[0, 1],
+                             description="1: each row ends with a turn_weights column, the rollout's turn weights per message "
+                                         "index for per-token advantages (docs/method.md §9); only for a run with "
+                                         "turn_weights on. 0 (default): the rows without it, as before"),
             OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
         ],
         responses={(200, "application/x-ndjson"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.BINARY,
@@ -69,6 +73,10 @@ class AdvantageExportView(APIView):
             steps = steps.filter(number=step)
         wait = params.optional_whole(query.get("wait"), "wait", maximum=MAX_WAIT_SECONDS)
         version = params.optional_whole(query.get("inputs_version"), "inputs_version")
+        weights = bool(params.optional_whole(query.get("turn_weights"), "turn_weights", maximum=1))
+        if weights and not run.turn_weights:
+            return error(status.HTTP_400_BAD_REQUEST, f"run {run.name!r} gives no turn weights: turn them on with PATCH "
+                         f"/api/v1/runs/{run.name}/ {{\"turn_weights\": true}}", field="turn_weights")
         for name, value in (("wait", wait), ("inputs_version", version)):
             if value is not None and step is None:
                 return error(status.HTTP_400_BAD_REQUEST, f"query parameter {name!r} needs 'step' (one step at a time)", field=name)
@@ -87,7 +95,7 @@ class AdvantageExportView(APIView):
             holder = f"token:{token.pk}" if token else f"user:{request.user.pk}"
             try:
                 return self._one_step(steps[0], mapping, fmt, wait=wait, version=version, headers=headers,
-                                      waiter=(project, holder))
+                                      waiter=(project, holder), turn_weights=weights)
             except WaitersFull as exc:
                 refused = error(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), field="wait")
                 refused["Retry-After"] = str(exc.retry_after)
@@ -95,16 +103,17 @@ class AdvantageExportView(APIView):
         computations = ensure_computed_many(steps=steps, mapping=mapping)
         headers["Gagar-Inputs-Versions"] = ", ".join(f"{s.number}:{computations[s.pk].inputs_version}" for s in steps)
         if fmt == "parquet":
-            response = FileResponse(export.parquet_file(steps, mapping), content_type=export.CONTENT_TYPES[fmt])
+            response = FileResponse(export.parquet_file(steps, mapping, turn_weights=weights), content_type=export.CONTENT_TYPES[fmt])
         else:
-            stream = export.jsonl_stream(steps, mapping) if fmt == "jsonl" else export.csv_stream(steps, mapping)
+            stream = (export.jsonl_stream(steps, mapping, turn_weights=weights) if fmt == "jsonl"
+                      else export.csv_stream(steps, mapping, turn_weights=weights))
             response = StreamingHttpResponse(stream, content_type=export.CONTENT_TYPES[fmt])
         for key, value in headers.items():
             response[key] = value
         return response
 
     def _one_step(self, step: Step, mapping: FactorMapping, fmt: str, *, wait: int | None, version: int | None,
-                  headers: dict, waiter: tuple) -> HttpResponse:
+                  headers: dict, waiter: tuple, turn_weights: bool = False) -> HttpResponse:
         """A trainer's request: wait for the step if asked, and serve (and keep) the bytes of its inputs version.
 
         Only a wait that has to wait takes a waiter slot (raises WaitersFull past a cap).
@@ -115,15 +124,15 @@ class AdvantageExportView(APIView):
             with waiter_slot(project=project, holder=holder, seconds=wait):
                 state = wait_until_final(step, seconds=wait)
         if version is not None and version != state.inputs_version:
-            taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version)
+            taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version, turn_weights=turn_weights)
             if taken is None:
                 return error(status.HTTP_404_NOT_FOUND,
                              f"step {step.number} was never served at inputs_version {version} in {fmt} under {mapping.label}; "
                              f"its current inputs_version is {state.inputs_version}", field="inputs_version")
         else:
-            taken = take_step(step=step, mapping=mapping, fmt=fmt, final=state.final)
+            taken = take_step(step=step, mapping=mapping, fmt=fmt, final=state.final, turn_weights=turn_weights)
             if version is not None and taken.inputs_version != version:  # the inputs moved on while it was computed
-                taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version) or taken
+                taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version, turn_weights=turn_weights) or taken
         return _taken_response(taken, state, fmt, headers)
 
 

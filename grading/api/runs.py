@@ -36,7 +36,7 @@ def run_json(run: Run, *, steps: int | None = None) -> dict:
     return {
         "name": run.name, "baseline": run.baseline, "auto_grade": run.auto_grade,
         "grading_deadline_seconds": run.grading_deadline_seconds, "grader": grader_name(run), "drop_policy": run.drop_policy,
-        "description": run.description, "created_at": run.created_at.isoformat(),
+        "turn_weights": run.turn_weights, "description": run.description, "created_at": run.created_at.isoformat(),
         "steps": run.steps.count() if steps is None else steps,
     }
 
@@ -47,6 +47,8 @@ RunSchema = inline_serializer("Run", {
     "grader": serializers.CharField(allow_null=True, help_text="the grader version auto-grading uses, e.g. heuristic@1"),
     "drop_policy": serializers.DictField(child=serializers.ChoiceField(["mask", "recompute"]),
                                          help_text='drop reason -> mask (the default) or recompute; "*" for reasons not named'),
+    "turn_weights": serializers.BooleanField(help_text="per-token advantages: rows carry turn weights from the grader's "
+                                                        "turn citations (GET /api/v1/advantages/?turn_weights=1)"),
     "description": serializers.CharField(), "created_at": serializers.DateTimeField(), "steps": serializers.IntegerField(),
 })
 StepStatusSchema = inline_serializer("StepStatus", {
@@ -116,7 +118,8 @@ class RunDetailView(APIView):
         return problem or Response(run_json(run))
 
     @extend_schema(parameters=[PROJECT], request=OpenApiTypes.OBJECT, responses=RunSchema,
-                   summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds, drop_policy")
+                   summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds, drop_policy, "
+                           "turn_weights")
     def patch(self, request, name: str):
         run, problem = self._run(request, name, "manage")
         if problem:

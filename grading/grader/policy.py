@@ -14,7 +14,7 @@ from grading.method import partial
 from grading.method.services import mark_stale
 from grading.models import Project, Run
 
-POLICY_FIELDS = ("baseline", "auto_grade", "grading_deadline_seconds", "description", "drop_policy")
+POLICY_FIELDS = ("baseline", "auto_grade", "grading_deadline_seconds", "description", "drop_policy", "turn_weights")
 MAX_DESCRIPTION = 10_000
 
 
@@ -61,6 +61,8 @@ def check_policy(fields: dict) -> dict:
         value = fields["description"]
         if not isinstance(value, str) or "\x00" in value or len(value) > MAX_DESCRIPTION:
             raise PolicyError("description", f"description must be text of at most {MAX_DESCRIPTION} characters, without NUL")
+    if "turn_weights" in fields and not isinstance(fields["turn_weights"], bool):
+        raise PolicyError("turn_weights", f"turn_weights must be true or false, got {fields['turn_weights']!r}")
     if "drop_policy" in fields:
         try:
             fields["drop_policy"] = partial.check_policy(fields["drop_policy"])
@@ -91,8 +93,10 @@ def create_run(*, project: Project, name: str, policy: Mapping) -> Run:
 @transaction.atomic
 def update_run_policy(*, run: Run, changes: Mapping) -> Run:
     """Change some of a run's policy. A new baseline changes every step's advantages (they are
-    recomputed), and so does a new drop policy (what a dropped rollout does to its group); a new auto-grader applies to groups stored from now on (grade earlier steps
-    from their grading page or POST /api/v1/steps/{n}/grade/); a new deadline applies at once."""
+    recomputed), and so do a new drop policy (what a dropped rollout does to its group) and
+    turning turn weights on or off (what the rows hold); a new auto-grader applies to groups
+    stored from now on (grade earlier steps from their grading page or POST
+    /api/v1/steps/{n}/grade/); a new deadline applies at once."""
     fields = check_policy(changes)
     run = Run.objects.select_for_update().get(pk=run.pk)
     changed = [name for name, value in fields.items() if getattr(run, name) != value]
@@ -100,6 +104,6 @@ def update_run_policy(*, run: Run, changes: Mapping) -> Run:
         setattr(run, name, fields[name])
     if changed:
         run.save(update_fields=changed)
-    if "baseline" in changed or "drop_policy" in changed:
+    if {"baseline", "drop_policy", "turn_weights"} & set(changed):
         mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
     return run

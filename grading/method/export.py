@@ -5,12 +5,18 @@ On PostgreSQL the rows leave the database through COPY: JSON Lines are built by
 does), CSV is COPY's own CSV, and Parquet is COPY CSV parsed by pyarrow's C++ reader.
 Other databases (SQLite in development) go through a Python path with the same columns
 and values. Rows of one group come together, ordered by index.
+
+`turn_weights=True` (the API's `?turn_weights=1`, for a run that gives per-token advantages,
+docs/method.md §9) adds one last column, TURN_WEIGHTS: a rollout's turn weights as a JSON
+object `{"<message index>": weight}`, nested in JSON Lines, as JSON text in CSV and Parquet.
+Without it the rows are byte for byte what they were.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import tempfile
 from collections.abc import Iterator
 
@@ -27,6 +33,7 @@ COLUMNS = [
     "baseline", "advantage", "tier", "rank", "factor", "lambda", "redistributed_advantage",
     "discount_only_advantage", "mapping", "status", "dropped", "drop_mode",
 ]
+TURN_WEIGHTS = "turn_weights"  # the optional last column (method §9)
 FORMATS = ("jsonl", "csv", "parquet")
 CONTENT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
 
@@ -37,7 +44,7 @@ _SQL = {
     "baseline": "baseline", "advantage": "advantage", "tier": "NULLIF(tier, '')", "rank": '"rank"', "factor": "factor",
     "lambda": '"lambda"', "redistributed_advantage": "redistributed_advantage",
     "discount_only_advantage": "discount_only_advantage", "mapping": "mapping_label", "status": "status",
-    "dropped": "NULLIF(dropped, '')", "drop_mode": "NULLIF(drop_mode, '')",
+    "dropped": "NULLIF(dropped, '')", "drop_mode": "NULLIF(drop_mode, '')", TURN_WEIGHTS: "turn_weights",
 }
 _ORM = {
     "run": "run_name", "step": "step_number", "uid": "uid", "index": "index", "instance_id": "instance_id",
@@ -45,6 +52,7 @@ _ORM = {
     "advantage": "advantage", "tier": "tier", "rank": "rank", "factor": "factor", "lambda": "lambda_value",
     "redistributed_advantage": "redistributed_advantage", "discount_only_advantage": "discount_only_advantage",
     "mapping": "mapping_label", "status": "status", "dropped": "dropped", "drop_mode": "drop_mode",
+    TURN_WEIGHTS: "turn_weights",
 }
 ARROW_SCHEMA = pa.schema(
     [
@@ -56,10 +64,19 @@ ARROW_SCHEMA = pa.schema(
         ("dropped", pa.string()), ("drop_mode", pa.string()),
     ]
 )
+WEIGHTED_SCHEMA = ARROW_SCHEMA.append(pa.field(TURN_WEIGHTS, pa.string()))
 CHUNK_ROWS = 20_000
 COPY_BLOCK = 256 * 1024  # bytes per chunk of a streamed PostgreSQL export
 ROW_GROUP_ROWS = 256 * 1024  # rows per Parquet row group on the PostgreSQL path
 PARSE_BLOCK = 4 * 1024 * 1024  # bytes of COPY CSV parsed by pyarrow at a time
+
+
+def _columns(turn_weights: bool) -> list[str]:
+    return [*COLUMNS, TURN_WEIGHTS] if turn_weights else COLUMNS
+
+
+def _schema(turn_weights: bool) -> pa.Schema:
+    return WEIGHTED_SCHEMA if turn_weights else ARROW_SCHEMA
 
 
 def _where(steps: list[Step], mapping: FactorMapping) -> tuple[str, list]:
@@ -97,18 +114,23 @@ def _select(columns_sql: str, steps, mapping) -> tuple[str, list]:
     return f"SELECT {columns_sql} FROM {table} WHERE {where} ORDER BY step_number, uid, \"index\"", params
 
 
-def _orm_rows(steps, mapping) -> Iterator[tuple]:
+def _orm_rows(steps, mapping, *, turn_weights: bool = False, weights_as_text: bool = False) -> Iterator[tuple]:
+    """The rows as tuples in column order; with `weights_as_text` the turn weights as the JSON
+    text PostgreSQL prints for jsonb (`{"3": 0.5}`), as CSV and Parquet carry them."""
     rows = (
         AdvantageResult.objects.filter(step__in=steps, mapping=mapping)
         .order_by("step_number", "uid", "index")
-        .values_list(*[_ORM[c] for c in COLUMNS])
+        .values_list(*[_ORM[c] for c in _columns(turn_weights)])
         .iterator(chunk_size=CHUNK_ROWS)
     )
     blank_is_null = [COLUMNS.index(c) for c in ("tier", "cheat_source", "dropped", "drop_mode")]
+    weights_at = len(COLUMNS) if turn_weights and weights_as_text else None
     for row in rows:
         row = list(row)
         for at in blank_is_null:
             row[at] = row[at] or None
+        if weights_at is not None and row[weights_at] is not None:
+            row[weights_at] = json.dumps(row[weights_at])
         yield tuple(row)
 
 
@@ -116,7 +138,7 @@ def _orm_rows(steps, mapping) -> Iterator[tuple]:
 _JSON_AS_TEXT = {"step", "index", "rank", "passed", "cheat"}
 
 
-def _json_object_sql() -> str:
+def _json_object_sql(turn_weights: bool = False) -> str:
     """SQL for one row as the JSON text json_build_object(...)::text prints, byte for byte.
 
     Same key order and `"key" : value, ` spacing, values through to_json (the same
@@ -125,7 +147,7 @@ def _json_object_sql() -> str:
     json_build_object works out the type of each of its 38 arguments on every row.
     """
     parts = []
-    for i, name in enumerate(COLUMNS):
+    for i, name in enumerate(_columns(turn_weights)):
         value = f"({_SQL[name]})::text" if name in _JSON_AS_TEXT else f"to_json({_SQL[name]})::text"
         parts.append(f"""'{"{" if i == 0 else ", "}"{name}" : '""")
         parts.append(f"COALESCE({value}, 'null')")
@@ -133,16 +155,17 @@ def _json_object_sql() -> str:
     return " || ".join(parts)
 
 
-def jsonl_stream(steps: list[Step], mapping: FactorMapping) -> Iterator[bytes]:
+def jsonl_stream(steps: list[Step], mapping: FactorMapping, *, turn_weights: bool = False) -> Iterator[bytes]:
     if _on_postgres():
-        select, params = _select(_json_object_sql(), steps, mapping)
+        select, params = _select(_json_object_sql(turn_weights), steps, mapping)
         # CSV with quote/delimiter bytes that JSON text never holds raw: COPY passes each
         # JSON object through untouched, one per line.
         yield from _copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')", params)
         return
     buffer = []
-    for row in _orm_rows(steps, mapping):
-        buffer.append(orjson.dumps(dict(zip(COLUMNS, row))))
+    columns = _columns(turn_weights)
+    for row in _orm_rows(steps, mapping, turn_weights=turn_weights):
+        buffer.append(orjson.dumps(dict(zip(columns, row))))
         if len(buffer) >= 2000:
             yield b"\n".join(buffer) + b"\n"
             buffer = []
@@ -181,18 +204,20 @@ def _neutralised_sql(expression: str) -> str:
     return f"CASE WHEN left({expression}, 1) IN ({_FORMULA_STARTS_SQL}) THEN chr(39) || {expression} ELSE {expression} END"
 
 
-def csv_stream(steps: list[Step], mapping: FactorMapping, *, neutralise: bool = True) -> Iterator[bytes]:
+def csv_stream(steps: list[Step], mapping: FactorMapping, *, neutralise: bool = True,
+               turn_weights: bool = False) -> Iterator[bytes]:
     """CSV rows. A text cell that would start a formula gets a leading quote, unless
-    `neutralise` is off (only where pyarrow reads the CSV back into Parquet)."""
+    `neutralise` is off (only where pyarrow reads the CSV back into Parquet). Turn weights
+    are JSON text starting with `{`, never a formula."""
     if _on_postgres():
-        yield (",".join(COLUMNS) + "\n").encode()
-        yield from _copy_csv(steps, mapping, neutralise=neutralise)
+        yield (",".join(_columns(turn_weights)) + "\n").encode()
+        yield from _copy_csv(steps, mapping, neutralise=neutralise, turn_weights=turn_weights)
         return
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(_columns(turn_weights))
     cell = _csv_value if neutralise else _raw_csv_value
-    for n, row in enumerate(_orm_rows(steps, mapping), start=1):
+    for n, row in enumerate(_orm_rows(steps, mapping, turn_weights=turn_weights, weights_as_text=True), start=1):
         writer.writerow([cell(v) for v in row])
         if n % 2000 == 0:
             yield out.getvalue().encode()
@@ -201,34 +226,35 @@ def csv_stream(steps: list[Step], mapping: FactorMapping, *, neutralise: bool = 
     yield out.getvalue().encode()
 
 
-def _copy_csv(steps: list[Step], mapping: FactorMapping, *, neutralise: bool) -> Iterator[bytes]:
+def _copy_csv(steps: list[Step], mapping: FactorMapping, *, neutralise: bool, turn_weights: bool = False) -> Iterator[bytes]:
     """The rows as PostgreSQL's COPY CSV, without a header, in blocks that end at a row's end."""
-    # Booleans as true/false (COPY would print t/f), like the Python path.
+    # Booleans as true/false (COPY would print t/f), like the Python path; jsonb as its text.
     cols = ", ".join(
-        f"{_SQL[c]}::text" if c in ("passed", "cheat")
+        f"{_SQL[c]}::text" if c in ("passed", "cheat", TURN_WEIGHTS)
         else _neutralised_sql(_SQL[c]) if neutralise and c in _TEXT_COLUMNS
         else _SQL[c]
-        for c in COLUMNS
+        for c in _columns(turn_weights)
     )
     select, params = _select(cols, steps, mapping)
     return _copy(f"COPY ({select}) TO STDOUT WITH (FORMAT csv)", params)
 
 
-def parquet_file(steps: list[Step], mapping: FactorMapping, *, use_snapshots: bool = True):
+def parquet_file(steps: list[Step], mapping: FactorMapping, *, use_snapshots: bool = True, turn_weights: bool = False):
     """A temporary file (spills to disk past 64 MB) holding the Parquet export, rewound.
 
     Steps whose computation is current are copied from the Parquet snapshot stored with
     it (see step_snapshot); any other step, or every step with use_snapshots=False, is
-    read from its rows.
+    read from its rows. Snapshots hold the default columns: with `turn_weights` every step
+    is read from its rows.
     """
     from grading.models import StepComputation
 
     snapshots = dict(
         StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False, parquet__isnull=False)
         .values_list("step_id", "parquet")
-    ) if use_snapshots else {}
+    ) if use_snapshots and not turn_weights else {}
     spool = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
-    with pq.ParquetWriter(spool, ARROW_SCHEMA, compression="zstd") as writer:
+    with pq.ParquetWriter(spool, _schema(turn_weights), compression="zstd") as writer:
         gathered = _Gathered(writer)
         for step in sorted(steps, key=lambda s: s.number):
             blob = snapshots.get(step.pk)
@@ -236,7 +262,7 @@ def parquet_file(steps: list[Step], mapping: FactorMapping, *, use_snapshots: bo
                 gathered.add(_read_snapshot(blob))
             else:
                 gathered.flush()  # steps stay in order
-                _write_step_from_rows(writer, step, mapping)
+                _write_step_from_rows(writer, step, mapping, turn_weights=turn_weights)
         gathered.flush()
     spool.seek(0)
     return spool
@@ -281,21 +307,22 @@ def step_snapshot(step: Step, mapping: FactorMapping) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _write_step_from_rows(writer: pq.ParquetWriter, step: Step, mapping: FactorMapping) -> None:
+def _write_step_from_rows(writer: pq.ParquetWriter, step: Step, mapping: FactorMapping, *, turn_weights: bool = False) -> None:
     if _on_postgres():
-        _write_postgres_parquet(writer, [step], mapping)
+        _write_postgres_parquet(writer, [step], mapping, turn_weights=turn_weights)
         return
     batch: list[tuple] = []
-    for row in _orm_rows([step], mapping):
+    for row in _orm_rows([step], mapping, turn_weights=turn_weights, weights_as_text=True):
         batch.append(row)
         if len(batch) >= CHUNK_ROWS:
-            writer.write_table(_arrow_table(batch))
+            writer.write_table(_arrow_table(batch, _schema(turn_weights)))
             batch = []
     if batch:
-        writer.write_table(_arrow_table(batch))
+        writer.write_table(_arrow_table(batch, _schema(turn_weights)))
 
 
-def _write_postgres_parquet(writer: pq.ParquetWriter, steps: list[Step], mapping: FactorMapping) -> None:
+def _write_postgres_parquet(writer: pq.ParquetWriter, steps: list[Step], mapping: FactorMapping, *,
+                            turn_weights: bool = False) -> None:
     """COPY's CSV (as csv_stream sends it) parsed by pyarrow block by block.
 
     Every block `_copy` yields ends at the end of a row (PostgreSQL sends one CopyData
@@ -307,9 +334,9 @@ def _write_postgres_parquet(writer: pq.ParquetWriter, steps: list[Step], mapping
     at shutdown ended the thread inside a C++ destructor and aborted the process
     ("terminate called without an active exception", exit status 134, about 1 export in 80).
     """
-    read_options = pa_csv.ReadOptions(column_names=list(COLUMNS))
+    read_options = pa_csv.ReadOptions(column_names=_columns(turn_weights))
     convert_options = pa_csv.ConvertOptions(
-        column_types=ARROW_SCHEMA, strings_can_be_null=True, true_values=["true"], false_values=["false"]
+        column_types=_schema(turn_weights), strings_can_be_null=True, true_values=["true"], false_values=["false"]
     )
     pending: list[pa.Table] = []
     rows = 0
@@ -325,7 +352,7 @@ def _write_postgres_parquet(writer: pq.ParquetWriter, steps: list[Step], mapping
             writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
             pending, rows = [], 0
 
-    for block in _copy_csv(steps, mapping, neutralise=False):  # the values as stored, for pyarrow
+    for block in _copy_csv(steps, mapping, neutralise=False, turn_weights=turn_weights):  # the values as stored, for pyarrow
         text.write(block)
         if text.tell() >= PARSE_BLOCK:
             parse()
@@ -344,15 +371,16 @@ def _arrow_owned(data: bytes | memoryview) -> pa.Buffer:
     return stream.getvalue()
 
 
-def _arrow_table(rows: list[tuple]) -> pa.Table:
-    columns = list(zip(*rows)) if rows else [[] for _ in COLUMNS]
-    return pa.Table.from_arrays([pa.array(col, type=ARROW_SCHEMA.field(i).type) for i, col in enumerate(columns)], schema=ARROW_SCHEMA)
+def _arrow_table(rows: list[tuple], schema: pa.Schema = ARROW_SCHEMA) -> pa.Table:
+    columns = list(zip(*rows)) if rows else [[] for _ in schema]
+    return pa.Table.from_arrays([pa.array(col, type=schema.field(i).type) for i, col in enumerate(columns)], schema=schema)
 
 
-def step_bytes(step: Step, mapping: FactorMapping, fmt: str) -> bytes:
+def step_bytes(step: Step, mapping: FactorMapping, fmt: str, *, turn_weights: bool = False) -> bytes:
     """One step's export in `fmt`, whole (a step is at most a few tens of thousands of rows)."""
     if fmt == "parquet":
-        with parquet_file([step], mapping) as spool:
+        with parquet_file([step], mapping, turn_weights=turn_weights) as spool:
             return spool.read()
-    stream = jsonl_stream([step], mapping) if fmt == "jsonl" else csv_stream([step], mapping)
+    stream = (jsonl_stream([step], mapping, turn_weights=turn_weights) if fmt == "jsonl"
+              else csv_stream([step], mapping, turn_weights=turn_weights))
     return b"".join(stream)

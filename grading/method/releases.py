@@ -24,24 +24,27 @@ class Taken:
     first_served_final: bool
 
 
-def take_step(*, step: Step, mapping: FactorMapping, fmt: str, final: bool) -> Taken:
-    """The step's current rows under `mapping` in `fmt`, stored under their inputs version."""
+def take_step(*, step: Step, mapping: FactorMapping, fmt: str, final: bool, turn_weights: bool = False) -> Taken:
+    """The step's current rows under `mapping` in `fmt` (with the turn_weights column when
+    asked), stored under their inputs version."""
     computation = ensure_computed(step=step, mapping=mapping)
     version = computation.inputs_version
-    stored = StepExport.objects.filter(step=step, mapping=mapping, inputs_version=version, format=fmt).first()
+    kind = {"step": step, "mapping": mapping, "inputs_version": version, "format": fmt, "turn_weights": turn_weights}
+    stored = StepExport.objects.filter(**kind).first()
     if stored is not None:
         return Taken(bytes(stored.body), version, stored.final)
-    body = export.step_bytes(step, mapping, fmt)
+    body = export.step_bytes(step, mapping, fmt, turn_weights=turn_weights)
     try:
         with transaction.atomic():
-            StepExport.objects.create(step=step, mapping=mapping, inputs_version=version, format=fmt, final=final, body=body)
+            StepExport.objects.create(**kind, final=final, body=body)
     except IntegrityError:  # another request stored this version first: serve what it stored
-        stored = StepExport.objects.get(step=step, mapping=mapping, inputs_version=version, format=fmt)
+        stored = StepExport.objects.get(**kind)
         return Taken(bytes(stored.body), version, stored.final)
     return Taken(body, version, final)
 
 
-def taken_step(*, step: Step, mapping: FactorMapping, fmt: str, inputs_version: int) -> Taken | None:
+def taken_step(*, step: Step, mapping: FactorMapping, fmt: str, inputs_version: int, turn_weights: bool = False) -> Taken | None:
     """The bytes served earlier for this inputs version, or None if that version was never served."""
-    stored = StepExport.objects.filter(step=step, mapping=mapping, inputs_version=inputs_version, format=fmt).first()
+    stored = StepExport.objects.filter(step=step, mapping=mapping, inputs_version=inputs_version, format=fmt,
+                                       turn_weights=turn_weights).first()
     return Taken(bytes(stored.body), inputs_version, stored.final) if stored else None

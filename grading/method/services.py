@@ -30,6 +30,7 @@ from grading.method.minimums import mapping_evidence
 from grading.method.partial import DROPPED, mode_of, redistribute_kept
 from grading.method.tasks import recompute_step_task
 from grading.method.tiers import TIERS
+from grading.method.turn_weights import turn_weights
 from grading.models import (
     AdvantageResult,
     CheatDecision,
@@ -245,6 +246,8 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
     rows: list[AdvantageResult] = []
     common = {"mapping": mapping, "step": step, "run_name": run.name, "step_number": step.number,
               "baseline": run.baseline, "mapping_label": mapping.label, "computed_at": now}
+    weights = step_turn_weights(result) if run.turn_weights and not inputs.frame.empty else {}
+    uniform = {} if run.turn_weights else None  # null: the run gives no turn weights
     # `lambda` is a keyword, so itertuples would rename the column positionally.
     for rec in result.rename(columns={"lambda": "lambda_value"}).itertuples(index=False):
         graded = rec.status == "graded"
@@ -257,7 +260,8 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
                 rank=_int_or_none(rec.rank) if graded and rec.passed else None,
                 factor=float(rec.factor), lambda_value=float(rec.lambda_value),
                 redistributed_advantage=float(rec.redistributed_advantage), discount_only_advantage=float(rec.discount_only_advantage),
-                status=rec.status, dropped=rec.dropped or "", drop_mode=rec.drop_mode or "", **common,
+                status=rec.status, dropped=rec.dropped or "", drop_mode=rec.drop_mode or "",
+                turn_weights=weights.get(rec.rollout_id, uniform), **common,
             )
         )
     for rec in inputs.unknown.itertuples(index=False):
@@ -267,7 +271,7 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
                 reward=None if pd.isna(rec.reward) else float(rec.reward), passed=None if pd.isna(rec.reward) else rec.reward == 1.0,
                 cheat=False, cheat_source="", advantage=0.0, tier="", rank=None, factor=1.0, lambda_value=1.0,
                 redistributed_advantage=0.0, discount_only_advantage=0.0, status="filtered", dropped=rec.dropped or "",
-                drop_mode=mode_of(rec.dropped, run.drop_policy or {}) or "", **common,
+                drop_mode=mode_of(rec.dropped, run.drop_policy or {}) or "", turn_weights=uniform, **common,
             )
         )
     summary = step_balance(result) if not inputs.frame.empty else step_balance(None)
@@ -293,6 +297,30 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
         computation.save(update_fields=["stale", "computed_at", "n_rows", "summary", "parquet", "inputs_version",
                                         "recompute_queued"])
     return computation
+
+
+def step_turn_weights(result: pd.DataFrame) -> dict[int, dict[str, float]]:
+    """Rollout id -> its turn weights ({"<message index>": weight}, method §9) for the rows of
+    `result` that have any: passing rollouts of graded groups whose verdict cites a turn of
+    theirs as wasted. Two queries, whatever the step's size."""
+    eligible = result[result["status"].astype(str).eq("graded") & result["passed"].eq(True)]
+    if eligible.empty:
+        return {}
+    verdicts = {int(v) for v in eligible["verdict_id"].dropna().unique()}
+    rollouts = set(eligible["rollout_id"].tolist())
+    evidence = {rollout_id: items for rollout_id, items in
+                RolloutGrade.objects.filter(verdict_id__in=verdicts).values_list("rollout_id", "evidence")
+                if rollout_id in rollouts and items}
+    if not evidence:
+        return {}
+    sizes = dict(Rollout.objects.filter(pk__in=list(evidence)).values_list("id", "n_messages"))
+    indexes = dict(zip(eligible["rollout_id"].tolist(), eligible["index"].tolist()))
+    out = {}
+    for rollout_id, items in evidence.items():
+        found = turn_weights(items, rollout=int(indexes[rollout_id]), n_messages=sizes.get(rollout_id, 0), eligible=True)
+        if found:
+            out[rollout_id] = {str(i): w for i, w in found.items()}
+    return out
 
 
 def store_credit_moved(*, step: Step, result: pd.DataFrame) -> None:

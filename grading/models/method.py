@@ -104,13 +104,15 @@ class StepExport(models.Model):
     mapping = models.ForeignKey(FactorMapping, on_delete=models.PROTECT, related_name="+")
     inputs_version = models.PositiveIntegerField()
     format = models.CharField(max_length=10)
+    turn_weights = models.BooleanField(default=False, help_text="served with the turn_weights column (?turn_weights=1)")
     final = models.BooleanField(help_text="whether the step was final when these bytes were first served")
     body = models.BinaryField(editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["step", "mapping", "inputs_version", "format"], name="one_export_per_step_version_format")
+            models.UniqueConstraint(fields=["step", "mapping", "inputs_version", "format", "turn_weights"],
+                                    name="one_export_per_step_version_format_columns")
         ]
 
 
@@ -147,6 +149,9 @@ class AdvantageResult(models.Model):
     # The trainer's drop reason ("" = kept) and the mode the run's drop policy gave it.
     dropped = models.CharField(max_length=40, blank=True, default="")
     drop_mode = models.CharField(max_length=10, blank=True, default="")
+    # {message index: weight} for the turns weighing less than 1 ({} = uniform), when the run
+    # gives per-token advantages (Run.turn_weights); null when it does not.
+    turn_weights = models.JSONField(null=True, blank=True)
     computed_at = models.DateTimeField()
 
     class Meta:

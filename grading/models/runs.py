@@ -73,6 +73,10 @@ class Run(models.Model):
     # Partial groups (grading.method.partial): drop reason -> "mask" or "recompute"; a reason
     # not named masks. Part of every step's inputs: a change recomputes the run's steps.
     drop_policy = models.JSONField(default=dict, blank=True)
+    # Per-token advantages (grading.method.turn_weights, docs/method.md §9): each step's rows
+    # also store the passing rollouts' turn weights from the grader's turn citations, the
+    # export gives them with ?turn_weights=1 and the group page shows them. Off by default.
+    turn_weights = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

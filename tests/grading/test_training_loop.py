@@ -50,7 +50,7 @@ def test_admin_creates_a_run_with_its_policy_before_any_group(client, alice_toke
     assert r.status_code == 200
     assert r.json() | {"created_at": None} == {
         "name": "rl", "baseline": "mean", "auto_grade": "heuristic", "grading_deadline_seconds": 600, "grader": "heuristic@1", "drop_policy": {},
-        "description": "", "created_at": None, "steps": 0,
+        "turn_weights": False, "description": "", "created_at": None, "steps": 0,
     }
     assert [run["name"] for run in api(client, "get", "/api/v1/runs/", trainer_token).json()] == ["rl"]
 
