@@ -291,15 +291,16 @@ class Client:
     # -- advantages --------------------------------------------------------------------
 
     def advantage_rows(self, run: str, step: int, *, inputs_version: str | None = None, wait: int | None = None,
-                       mapping: str | None = None, patience: float | None = None) -> Rows:
-        """The step's `gagar-advantage/1` rows (dicts), from the JSON Lines export.
+                       mapping: str | None = None, patience: float | None = None, turn_weights: bool = False) -> Rows:
+        """The step's `gagar-advantage/1` rows (dicts), from the JSON Lines export; with
+        `turn_weights`, each with its rollout's turn weights (gagar_client.token_weights).
 
         With `wait`, the server may answer 429 when too many requests wait already (per token,
         project or server); `patience`, a time.monotonic() deadline, keeps retrying those after
         their Retry-After until then (wait_for_step passes its own deadline).
         """
         params = {"run": run, "step": int(step), "format": "jsonl", "inputs_version": inputs_version,
-                  "mapping": mapping}
+                  "mapping": mapping, "turn_weights": 1 if turn_weights else None}
         timeout = self.timeout
         if wait:
             params["wait"] = int(wait)
