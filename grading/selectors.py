@@ -35,6 +35,11 @@ GROUP_TOTALS = {
     "n_multi_pass": Count("id", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False)),
     "n_multi_passes": Sum("n_passed", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False), default=0),
     "n_distinct": Sum("distinct_solutions", filter=Q(n_passed__gte=2), default=0),
+    # Over every pass (issue 25: "47 passed · 37 distinct solutions in 45 passes" counted the
+    # passes of groups with two or more only): a group with one pass has one solution. The
+    # passes of groups not clustered yet are left out of both, so the two agree.
+    "n_distinct_all": Sum("distinct_solutions", filter=Q(n_passed__gte=1), default=0),
+    "n_clustered_passes": Sum("n_passed", filter=Q(distinct_solutions__isnull=False), default=0),
     "n_groups": Count("id"),
     "n_mixed": Count("id", filter=Q(is_mixed=True)),
     "n_rollouts": Sum("n_rollouts", default=0),
@@ -135,6 +140,31 @@ GROUP_FILTERS = {
     "all-pass": Q(is_mixed=False, n_passed__gt=0),
     "all-fail": Q(is_mixed=False, n_passed=0),
 }
+
+
+STEP_DROPS_LISTED = 200  # dropped rollouts a step page lists one by one; the counts cover them all
+
+
+def step_drops(step: Step, policy: dict) -> dict:
+    """The rollouts the trainer dropped at `step` (docs/method.md §8): per reason the count and
+    the mode `policy` gives it, and the first STEP_DROPS_LISTED of them by (uid, index). One
+    query when nothing was dropped, two otherwise."""
+    from grading.method.partial import drop_of
+
+    counts = dict(Rollout.objects.filter(group__step=step).exclude(dropped="").order_by()
+                  .values_list("dropped").annotate(n=Count("id")).values_list("dropped", "n"))
+    if not counts:
+        return {"total": 0, "reasons": [], "rollouts": [], "more": 0}
+    listed = (Rollout.objects.filter(group__step=step).exclude(dropped="").order_by("group__uid", "index")
+              .values_list("group__uid", "index", "passed", "dropped")[:STEP_DROPS_LISTED])
+    total = sum(counts.values())
+    return {
+        "total": total,
+        "reasons": [{"drop": drop_of(reason, policy), "n": n} for reason, n in sorted(counts.items())],
+        "rollouts": [{"uid": uid, "index": index, "passed": passed, "drop": drop_of(reason, policy)}
+                     for uid, index, passed, reason in listed],
+        "more": max(0, total - STEP_DROPS_LISTED),
+    }
 
 
 def groups_for_step(step: Step, *, show: str = "all") -> QuerySet[Group]:
@@ -268,6 +298,26 @@ def latest_verdict(group: Group):
     grades = {g.rollout.index: g for g in RolloutGrade.objects.filter(verdict=verdict).select_related("rollout").only(
         "tier", "rank", "scores", "cheat", "evidence", "rollout__index")}
     return verdict, grades
+
+
+def turn_weights_of(group: Group, grades: dict) -> dict[int, list[tuple[int, float, str]]]:
+    """Per-token advantages (docs/method.md §9) of a run that gives them: for each graded rollout
+    (`grades`, by index), the turns its rows carry a weight below 1 for, with the category the
+    verdict cited each for: {index: [(turn, weight, category)]}; [] is uniform. As the trainer's
+    rows were last computed under the run's active mapping; {} when the run gives none. Two queries."""
+    from grading.method.services import active_mapping
+    from grading.method.turn_weights import cited_turns
+    from grading.models import AdvantageResult
+
+    if not grades or not group.run.turn_weights:
+        return {}
+    stored = AdvantageResult.objects.filter(step_id=group.step_id, uid=group.uid, mapping=active_mapping(group.run),
+                                            index__in=list(grades)).values_list("index", "turn_weights")
+    out = {}
+    for index, weights in stored:
+        cited = cited_turns(grades[index].evidence, rollout=index, n_messages=10**9)
+        out[index] = sorted((int(turn), float(weight), cited.get(int(turn), "")) for turn, weight in (weights or {}).items())
+    return out
 
 
 # --- the team page (grading/views/team.py) -----------------------------------------------

@@ -91,8 +91,11 @@ def test_run_and_step_pages_count_distinct_solutions(client, django_user_model, 
     user = member("ann", project, "reviewer")
     client.force_login(user)
     step = client.get("/projects/acme/runs/r1/steps/1/").content.decode()
-    # a@1: 3 passes in 2 clusters; b@1: 2 passes in 2 clusters -> 4 distinct in 5 passes, 2.00 per group
-    assert "4 distinct solutions in 5 passes (2.00 per group)" in step
+    # a@1: 3 passes in 2 clusters; b@1: 2 passes in 2 clusters; c@1: 1 pass, 1 solution -> 5 distinct in
+    # all 6 passes; 2.00 per group with two passes or more (4 in their 5 passes): every number says what it counts
+    assert "6 passed · " in step
+    assert ("5 distinct solutions among them (2.00 per group with two passes or more: 4 in 5 passes of 2 groups)"
+            in step)
     run = client.get("/projects/acme/runs/r1/").content.decode()
     assert 'data-testid="distinct-1">2.00<' in run
 
