@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Window
 
 from grading import selectors as grading_selectors
 from grading.models import Group, Membership, Project, Verdict
@@ -259,3 +259,87 @@ def lane_order(rollouts: list, order: list[int]) -> list:
     position = {index: n for n, index in enumerate(order)}
     outcome_rank = {True: 0, None: 1, False: 2}
     return sorted(rollouts, key=lambda r: (outcome_rank[r.passed], position.get(r.index, len(position) + r.index)))
+
+
+# --- the judge panel (issue 25) -----------------------------------------------------------------
+
+
+def grader_says(mine: dict, grade) -> str:
+    """What the grader says of a rollout where it differs from this person's judgment ("T2",
+    "cheat", "T2, no cheat"), or "" where it agrees: the same tier and the same cheat call.
+    `mine`: the person's item as the page holds it (tier, cheat); `grade`: a RolloutGrade."""
+    tier_differs = grade.tier != mine.get("tier")
+    cheat_differs = bool(grade.cheat) != bool(mine.get("cheat"))
+    if not (tier_differs or cheat_differs):
+        return ""
+    parts = [grade.tier] if tier_differs else []
+    if cheat_differs:
+        parts.append("cheat" if grade.cheat else "no cheat")
+    return ", ".join(parts)
+
+
+def start_rankings(*, others: list[Judgment], grades: dict, lanes: Lanes) -> tuple[dict, list[dict]]:
+    """The rankings an adjudication form can start from: each reviewer's, then the grader's.
+    ({source key: {lane key: {"tier", "rank", "cheat"}}}, [{"key", "label"}] in that order),
+    from what the page already read (`others` with their items prefetched, the verdict's
+    `grades` by rollout index): no query."""
+    rankings: dict[str, dict] = {}
+    sources: list[dict] = []
+    reviews = sorted((j for j in others if j.kind == Judgment.Kind.REVIEW), key=lambda j: j.reviewer.username)
+    for n, judgment in enumerate(reviews, 1):
+        key = f"reviewer-{n}"
+        rankings[key] = {lanes.key(item.rollout.index): {"tier": item.tier, "rank": item.rank, "cheat": item.cheat}
+                         for item in judgment.items.all()}
+        sources.append({"key": key, "label": f"{judgment.reviewer.username}'s ranking"})
+    if grades:
+        rankings["grader"] = {lanes.key(index): {"tier": g.tier, "rank": g.rank, "cheat": bool(g.cheat)}
+                              for index, g in grades.items()}
+        sources.append({"key": "grader", "label": "the grader's ranking"})
+    return rankings, sources
+
+
+QUEUE_COUNT_CAP = 1_000  # groups still waiting are counted up to this ("of 1,001+")
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a group stands in this person's queue: how many they finished before it (judged
+    or skipped), how many more it could still serve them, and the last one they finished."""
+
+    done: int
+    waiting: int | None  # None when this group is not theirs to judge now (nothing counted)
+    capped: bool  # more than QUEUE_COUNT_CAP wait
+    previous: Assignment | None
+
+    @property
+    def position(self) -> int:
+        return self.done + 1
+
+    @property
+    def total(self) -> int:
+        return self.done + 1 + (self.waiting or 0)
+
+
+def queue_place(*, assignment: Assignment, group: Group, reviewer) -> QueuePlace:
+    """This person's place in their queue on `assignment`'s group (the group page's "group 3
+    of 12 in your queue" and "previous group"): their finished assignments of the project
+    other than this one, counted with the latest of them in one query; while the assignment
+    is open, the groups the queue could still serve them after it (reviews.services.queue.
+    queue_groups, counted up to QUEUE_COUNT_CAP: two more queries, the policy and the count).
+    `group` and `reviewer`: the assignment's, as the page already holds them."""
+    from reviews.services.queue import queue_groups  # the queue's own definition of what it serves
+
+    project = group.run.project
+    latest = (
+        Assignment.objects.filter(reviewer=reviewer, group__run__project=project,
+                                  status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])
+        .exclude(pk=assignment.pk).select_related("group__run")
+        .annotate(n_done=Window(Count("pk"))).order_by("-finished_at", "-pk").first()
+    )
+    done = latest.n_done if latest is not None else 0
+    waiting = None
+    if assignment.is_open:
+        waiting = queue_groups(project=project, reviewer=reviewer)[:QUEUE_COUNT_CAP + 1].count()
+    capped = waiting is not None and waiting > QUEUE_COUNT_CAP
+    return QueuePlace(done=done, waiting=min(waiting, QUEUE_COUNT_CAP) if waiting is not None else None, capped=capped,
+                      previous=latest)

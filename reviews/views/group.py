@@ -19,7 +19,9 @@ from django.views.decorators.vary import vary_on_headers
 from grading import selectors
 from grading.formats import params
 from grading.method.guides import guide_for
+from grading.method.partial import drop_of
 from grading.method.tiers import TIERS
+from grading.method.turn_weights import CATEGORY_WORDS
 from grading.models import Group, RolloutContent
 from grading.projects.access import page_group
 from grading.rollouts.diffs import Budget, parse_patch
@@ -148,6 +150,16 @@ def _evidence_links(group: Group, evidence: list, lanes: Lanes, deferred: set[in
     return links
 
 
+def _turn_weight_links(group: Group, lane: str, weights: list | None) -> list[dict] | None:
+    """A rollout's turn weights (selectors.turn_weights_of) as the verdict shows them, each
+    turn linked as a turn citation is; None when the run gives no turn weights."""
+    if weights is None:
+        return None
+    base = reverse("rollout-turns", args=[group.run.project.name, group.run.name, group.uid, lane])
+    return [{"turn": turn, "weight": weight, "why": CATEGORY_WORDS.get(category, "cited"),
+             "href": f"{base}?start={turn}#turn-{lane}-{turn}"} for turn, weight, category in weights]
+
+
 def _lane_asked(request: HttpRequest, lanes: Lanes) -> int | None:
     """The rollout `?lane=` names (its index, or a blind judge's label), or None."""
     raw = request.GET.get("lane")
@@ -270,17 +282,24 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         _show_tables(rollout, _diff_tables(rollout.diff, rollout.lane, "unified", rollout.extra_files))
     _open_turns(request, shown, lanes)
     hit_lane = _hit_bar(request, group, shown, lanes)
+    turn_weights = selectors.turn_weights_of(group, grades)  # grader fields: empty where the verdict is hidden
+    drop_policy = group.run.drop_policy or {}
     for rollout in rollouts:
         rollout.grade = grades.get(rollout.index)
         rollout.evidence_links = _evidence_links(group, rollout.grade.evidence, lanes, deferred) if rollout.grade else []
         rollout.mine = review.items.get(rollout.index, {})
+        rollout.grader_says = review_selectors.grader_says(rollout.mine, rollout.grade) if rollout.grade else ""
         rollout.others = others.get(rollout.index, [])
         scores = rollout.mine.get("scores", {})
         rollout.score_rows = [(guide.dimension(name), scores.get(name, "")) for name in RUBRIC]
         rollout.errors = [m for f, m in (errors or {}).items() if f.split("-")[1:2] == [str(rollout.index)]]
         rollout.cluster_info = clusters.get(rollout.index)
+        rollout.drop = drop_of(rollout.dropped, drop_policy)
+        rollout.turn_weights = _turn_weight_links(group, rollout.lane, turn_weights.get(rollout.index))
         rollout.test_counts = review_selectors.rollout_test_counts(rollout.test_outcomes)
     adjudication = next((j for j in review.others if j.kind == Judgment.Kind.ADJUDICATION), None)
+    rankings, sources = (review_selectors.start_rankings(others=review.others, grades=grades, lanes=lanes)
+                         if adjudicating else ({}, []))
     return render(
         request,
         "reviews/group.html",
@@ -288,12 +307,17 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
          "rollouts": shown, "all_rollouts": rollouts, "has_clusters": bool(clusters), "n_clusters": page_clusters.distinct,
          "n_failing": sum(1 for r in shown if r.passed is False), "n_all": len(rollouts), "only": only, "diff_view": "unified",
          "hit_lane": hit_lane, "turns_per_page": TURNS_PER_PAGE, "lanes": lanes,
+         "drops": [r for r in rollouts if r.drop],
          "shown_errors": lanes.errors_from_storage(errors or {}),
          "verdict": verdict, "review": review, "membership": membership,
          "guide": guide, "tier_guide": [(t, guide.tier(t)) for t in TIERS], "browse": browse, "errors": errors or {},
          "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,
          "n_passing": sum(1 for r in rollouts if r.passed), "tiers": list(TIERS),
-         "form_mode_adjudicate": adjudicating, "group_note": fields.get("note", ""), "draft_reason": fields.get("reason", "")},
+         "n_tiered": sum(1 for r in rollouts if r.passed and r.mine.get("tier")),
+         "show_mine": bool(review.judging or adjudicating or review.judgment is not None),
+         "form_mode_adjudicate": adjudicating, "start_rankings": rankings, "start_sources": sources,
+         "queue_place": (review_selectors.queue_place(assignment=review.assignment, group=group, reviewer=request.user)
+                         if review.assignment else None), "group_note": fields.get("note", ""), "draft_reason": fields.get("reason", "")},
         status=status,
     )
 

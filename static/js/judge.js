@@ -16,11 +16,23 @@
 // as before), as does the lane's "tier the cluster" button.
 // Lanes and the layout (static/js/group.js): a lane becoming current fires
 // "gagar:lane-current" on it; group.js fires "gagar:focus-lane" on a lane it went to.
+// The current lane (issue 25) is the one the keys act on, named in the lane bar ("current:
+// C"). Only the reviewer moves it: j / k, a click on a lane (not on a control in it: a tier,
+// rank or cheat control, a button or a link act on their own lane and leave the current one
+// where it is), an overview row or an evidence link (group.js).
+// Ranks are optional per rollout: a blank one follows its tier on the server
+// (reviews.stats.consensus.fill_ranks); `0` clears the current lane's rank, `x` its tier and
+// rank, as does the lane's "clear". The overview's "your tier" / "your rank" columns and the
+// footer's count follow every change, whatever made it (a key, a click, a cluster's tier,
+// "start from", a draft restored by the back/forward cache).
+// Adjudicating: "start from" fills the form with one rater's ranking (#start-rankings).
 (function () {
   "use strict";
   var form, lanes = [], current = -1, started = Date.now(), saveTimer = null, dirty = false;
   var submitting = false, ready = false, pending = [], handleKey = null;
-  var KEYS = ["?", "j", "k", "1", "2", "3", "[", "]", "c", "s", "S"];
+  var KEYS = ["?", "j", "k", "1", "2", "3", "[", "]", "0", "x", "c", "s", "S"];
+  // A click on one of these acts on its own lane; it does not make that lane current.
+  var CONTROLS = "input, label, button, select, textarea, a, summary, .judge";
   var CLUSTER_CODES = { Digit1: "T1", Digit2: "T2", Digit3: "T3", Numpad1: "T1", Numpad2: "T2", Numpad3: "T3" };
   var wantNext = false;
 
@@ -41,6 +53,22 @@
     lanes.forEach(function (lane, n) {
       if (n === current) lane.setAttribute("aria-current", "true"); else lane.removeAttribute("aria-current");
     });
+    var label = document.querySelector("[data-role=current-lane]");
+    if (label) { label.textContent = "current: " + lane.dataset.name; label.dataset.lane = lane.dataset.index; }
+  }
+
+  function panelOf(lane) { return lane ? lane.querySelector("[data-judge]") : null; }
+  function rankInput(lane) { var p = panelOf(lane); return p ? p.querySelector("input[name='rank-" + p.dataset.judge + "']") : null; }
+  function tierOf(lane) { var p = panelOf(lane), checked = p && p.querySelector("input[type=radio]:checked"); return checked ? checked.value : ""; }
+
+  // Clear a lane's rank (it follows its tier again) and, with `tierToo`, its tier.
+  function clearLane(lane, tierToo) {
+    var p = panelOf(lane);
+    if (!p) return;
+    var rank = rankInput(lane);
+    if (rank) rank.value = "";
+    if (tierToo) p.querySelectorAll("input[type=radio]").forEach(function (radio) { radio.checked = false; });
+    changed();
   }
 
   function panel() { return current >= 0 ? lanes[current].querySelector("[data-judge]") : null; }
@@ -53,10 +81,10 @@
     if (radio) { radio.checked = true; changed(); }
   }
 
-  // The current lane's tier for every passing lane of its patch cluster (the same change).
-  function setClusterTier(tier) {
-    if (current < 0) focusLane(0);
-    var lane = lanes[current];
+  // A lane's tier (the current one's by default) for every passing lane of its patch cluster (the same change).
+  function setClusterTier(tier, lane) {
+    if (!lane && current < 0) focusLane(0);
+    lane = lane || lanes[current];
     if (!lane) return;
     var cluster = lane.dataset.cluster, given = [];
     lanes.forEach(function (other) {
@@ -70,6 +98,7 @@
   }
 
   function bumpRank(delta) {
+    if (current < 0) focusLane(0);
     var input = field("rank");
     if (!input) return;
     var value = parseInt(input.value || "0", 10) + delta;
@@ -93,6 +122,48 @@
     progress.classList.toggle("complete", done === total);
   }
 
+  // The overview's "your tier" / "your rank" cells, from the form as it is now (text only).
+  function updateOverview() {
+    lanes.forEach(function (lane) {
+      var row = document.querySelector("tr.overview-row[data-lane='" + CSS.escape(lane.dataset.index) + "']");
+      var tierCell = row && row.querySelector("[data-role=my-tier]"), rankCell = row && row.querySelector("[data-role=my-rank]");
+      if (!tierCell || !rankCell) return;
+      var tier = tierOf(lane), rank = rankInput(lane), value = rank ? rank.value.trim() : "";
+      row.dataset.mytier = tier;
+      row.dataset.myrank = value;
+      var badge = document.createElement("span");
+      badge.className = tier ? "badge tier-" + tier : "muted";
+      badge.textContent = tier || "–";
+      tierCell.replaceChildren(badge);
+      if (value) rankCell.replaceChildren(document.createTextNode(value));
+      else {
+        var note = document.createElement("span");
+        note.className = "muted";
+        note.textContent = tier ? "from tier" : "–";
+        rankCell.replaceChildren(note);
+      }
+    });
+  }
+
+  function refresh() { updateProgress(); updateOverview(); }
+
+  // Adjudicating: the form filled with one rater's ranking (a reviewer's or the grader's).
+  function startFrom(button) {
+    var box = document.getElementById("start-rankings");
+    var ranking = box ? (JSON.parse(box.textContent)[button.dataset.source] || {}) : {};
+    lanes.forEach(function (lane) {
+      var p = panelOf(lane), item = ranking[lane.dataset.index];
+      p.querySelectorAll("input[type=radio]").forEach(function (radio) { radio.checked = !!item && radio.value === item.tier; });
+      var rank = rankInput(lane);
+      if (rank) rank.value = item && item.rank ? String(item.rank) : "";
+      var cheat = p.querySelector("input[type=checkbox][name^='cheat-']");
+      if (cheat) cheat.checked = !!(item && item.cheat);
+    });
+    var status = form.querySelector("[data-role=cluster-status]");
+    if (status) status.textContent = "Started from " + button.textContent.trim() + "; change what you disagree with.";
+    changed();
+  }
+
   function saveDraft() {
     var url = form.dataset.draftUrl;
     if (!url || !dirty || submitting) return;
@@ -111,7 +182,7 @@
 
   function changed() {
     dirty = true;
-    updateProgress();
+    refresh();
     clearTimeout(saveTimer);
     saveTimer = submitting ? null : setTimeout(saveDraft, 600);
   }
@@ -144,6 +215,8 @@
       case "1": case "2": case "3": if (current < 0) focusLane(0); setTier("T" + e.key); break;
       case "[": bumpRank(-1); break;
       case "]": bumpRank(1); break;
+      case "0": if (current < 0) focusLane(0); clearLane(lanes[current], false); break;
+      case "x": if (current < 0) focusLane(0); clearLane(lanes[current], true); break;
       case "c": if (current < 0) focusLane(0); toggleCheat(); break;
       case "s": e.preventDefault(); submit(false); break;
       case "S": e.preventDefault(); submit(true); break;
@@ -245,16 +318,23 @@
     }
     lanes = passingLanes();
     lanes.forEach(function (lane, n) {
-      lane.addEventListener("click", function () { if (current !== n) focusLane(n); });
+      lane.addEventListener("click", function (e) {
+        if (e.target.closest && e.target.closest(CONTROLS)) return;  // a control acts on its own lane only
+        if (current !== n) focusLane(n);
+      });
       lane.addEventListener("gagar:focus-lane", function () { if (current !== n) focusLane(n); });
       var button = lane.querySelector("[data-action=tier-cluster]");
       if (button) button.addEventListener("click", function (e) {
         e.stopPropagation();
-        focusLane(n);
-        var checked = lane.querySelector("[data-judge] input[type=radio]:checked");
-        if (checked) setClusterTier(checked.value);
+        var tier = tierOf(lane);
+        if (tier) setClusterTier(tier, lane);
         else { var status = form.querySelector("[data-role=cluster-status]"); if (status) status.textContent = "Give " + lane.dataset.name + " a tier first"; }
       });
+      var clear = lane.querySelector("[data-action=clear-lane]");
+      if (clear) clear.addEventListener("click", function (e) { e.stopPropagation(); clearLane(lane, true); });
+    });
+    form.querySelectorAll("[data-action=start-from]").forEach(function (button) {
+      button.addEventListener("click", function () { startFrom(button); });
     });
     document.addEventListener("input", function (e) { if (e.target.form === form || e.target.getAttribute("form") === "judgment-form") changed(); });
     document.addEventListener("change", function (e) { if (e.target.form === form) changed(); });
@@ -267,9 +347,9 @@
       if (dirty && !submitting && form.dataset.draftUrl) navigator.sendBeacon(form.dataset.draftUrl, new FormData(form));
     });
     // Back from the next page (back/forward cache): the submit is over, autosave again.
-    window.addEventListener("pageshow", function (e) { if (e.persisted) submitting = false; });
+    window.addEventListener("pageshow", function (e) { if (e.persisted) submitting = false; refresh(); });
     bindSubmitProblems();
-    updateProgress();
+    refresh();
     if (lanes.length) focusLane(0);
     markReady(onKey);
   }

@@ -355,8 +355,17 @@ def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, dja
     with django_assert_num_queries(12):  # the same with four runs and more groups
         assert client.get("/projects/acme/review/").status_code == 200
     assign(group=groups["g1@1"], reviewer=bob)
-    with django_assert_num_queries(12):  # 11 + the project's rubric guide
-        assert client.get(group_url("g1@1")).status_code == 200
+    # 11 + the project's rubric guide + the queue place (issue 25: "group n of N" and "previous
+    # group"): the finished assignments counted with the latest in one, the policy, the project's
+    # runs and the count of groups still waiting (queue_groups, capped)
+    with django_assert_num_queries(16):
+        html = client.get(group_url("g1@1")).content.decode()
+    assert "group 1 of 5</strong> in your queue" in html and 'data-testid="previous-group"' not in html
+    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD), client, "g1@1"))
+    assign(group=groups["g2@1"], reviewer=bob)
+    with django_assert_num_queries(16):  # the same with a finished assignment before it (g1, x2-x4 and g2)
+        html = client.get(group_url("g2@1")).content.decode()
+    assert "group 2 of 5</strong> in your queue" in html and "previous group (g1@1, submitted)" in html
 
 
 def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, alice, bob, dan, groups, django_assert_num_queries,
