@@ -304,7 +304,8 @@ def turn_weights_of(group: Group, grades: dict) -> dict[int, list[tuple[int, flo
     """Per-token advantages (docs/method.md §9) of a run that gives them: for each graded rollout
     (`grades`, by index), the turns its rows carry a weight below 1 for, with the category the
     verdict cited each for: {index: [(turn, weight, category)]}; [] is uniform. As the trainer's
-    rows were last computed under the run's active mapping; {} when the run gives none. Two queries."""
+    rows were last computed under the run's active mapping; {} when the run gives none. Three
+    queries (the active mapping takes two)."""
     from grading.method.services import active_mapping
     from grading.method.turn_weights import cited_turns
     from grading.models import AdvantageResult

@@ -23,6 +23,7 @@ from grading.formats import params
 from grading.formats.groupline import MAX_UID
 from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.service import IngestReport, ingest_group_lines
+from grading.method.partial import mode_of
 from grading.models import Group
 from grading.projects.access import get_project_for
 from grading.projects.viewers import blind_view
@@ -178,6 +179,10 @@ class GroupDetailView(APIView):
         if group is None:
             return error(status.HTTP_404_NOT_FOUND, f"no group {uid!r} in run {run!r}")
         line = group_as_line(group)
+        policy = group.run.drop_policy or {}
+        for rollout in line["rollouts"]:  # read only, like `passed`: what the run's drop policy makes of a drop
+            if rollout.get("dropped"):
+                rollout["drop_mode"] = mode_of(rollout["dropped"], policy)
         blind = blind_view(user=request.user, group=group)
         if blind is not None:  # the caller judges this group blind: lanes, not indexes; no producer fields
             by_index = {r["index"]: r for r in line["rollouts"]}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,37 @@ def mode_of(reason: str | None, policy: Mapping[str, str]) -> str | None:
     if not reason:
         return None
     return policy.get(reason, policy.get(ANY_REASON, MASK))
+
+
+# What a drop does, in the words the group and step pages use (docs/method.md §8).
+MODE_WORDS = {
+    MASK: "masked: it stays in the group's numbers, so the kept rollouts get the full group's A*, and it carries no loss",
+    RECOMPUTE: "recomputed without it: the group's numbers use the kept rollouts only, and it gets no advantage (A* = 0)",
+}
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A rollout the trainer dropped: why (its reason) and what the run's policy makes of it."""
+
+    reason: str
+    mode: str
+
+    @property
+    def words(self) -> str:
+        return MODE_WORDS[self.mode]
+
+
+def drop_of(reason: str | None, policy: Mapping[str, str]) -> Drop | None:
+    """The drop of a rollout dropped for `reason` under `policy`; None for a kept rollout.
+
+    >>> drop_of("timeout", {"timeout": "recompute"}).words
+    "recomputed without it: the group's numbers use the kept rollouts only, and it gets no advantage (A* = 0)"
+    >>> drop_of("error", {"timeout": "recompute"}).mode, drop_of("", {})
+    ('mask', None)
+    """
+    mode = mode_of(reason, policy)
+    return Drop(reason, mode) if reason and mode else None
 
 
 def redistribute_kept(rollouts: pd.DataFrame, *, policy: Mapping[str, str], mapping: MappingSpec = DEFAULT_MAPPING,

@@ -137,5 +137,6 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
         {"project": project_obj, "run": run_obj, "step": step_obj, "page": page, "show": show,
          "filters": list(selectors.GROUP_FILTERS), "totals": totals, "mapping": mapping, "balance": balance,
          "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", [])), "caps": membership.capabilities,
-         "n_groups": totals["n_groups"], "n_mixed": totals["n_mixed"], "n_graded": balance.get("groups", {}).get("graded", 0)},
+         "n_groups": totals["n_groups"], "n_mixed": totals["n_mixed"], "n_graded": balance.get("groups", {}).get("graded", 0),
+         "drops": selectors.step_drops(step_obj, run_obj.drop_policy or {})},
     )

@@ -35,8 +35,8 @@ def test_project_run_step_pages_show_counts(client, bob, group_uid, django_asser
     assert r.status_code == 200 and b"Credit per step" in r.content and b'id="credit-chart"' in r.content
     client.get("/projects/acme/runs/r1/steps/1/")  # the first visit computes the step's advantages
     # session, user, project, membership, run, step, page count, totals, active mapping (2),
-    # current computation, the page of groups
-    with django_assert_num_queries(12):
+    # current computation, the page of groups, the step's dropped rollouts (none)
+    with django_assert_num_queries(13):
         r = client.get("/projects/acme/runs/r1/steps/1/")
     assert r.status_code == 200
     content = r.content.decode()
