@@ -11,6 +11,8 @@
 - ingest through the service, no HTTP: `ingest_groups(project, *groups)` (must succeed; its report)
 - a judging form as a person sends it: `as_lanes(data, user, group)` names rollouts by the lane
   labels a blind judge's page shows (`tier-C`), not by index (`tier-3`)
+- a multi-model group (issue 25): `multi_model_group()`, its producers' values `producer_values()`,
+  and `scratch_files_group()`, the same with a shared change, scratch files and a rollout without tests
 - a real Celery worker on the test database: `start_celery_worker(name, log, **env)`, then
   `stop_process(worker)`; `worker_database_url()` is the test database as another process reaches it
 """
@@ -301,3 +303,29 @@ def producer_values(group: dict) -> list[str]:
     values |= {f"{p['cost']:.3f}" for p in PRODUCERS} | {str(p["cost"]) for p in PRODUCERS}
     values |= {r["source"]["ref"] for r in group["rollouts"]} | {r["source"]["format"] for r in group["rollouts"]}
     return sorted(values)
+
+
+def new_file_diff(path: str, lines: list[str]) -> str:
+    """A unified diff adding `path` with `lines`."""
+    body = "".join(f"+{text}\n" for text in lines)
+    return f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
+
+
+def scratch_files_group(uid: str = "g1@1", *, run: str = "r1", step: int = 1, summary_lines: int = 1600) -> dict:
+    """multi_model_group (real long trajectories, two models named in source, metadata and
+    cost; rollouts 0, 1, 2, 4, 5 pass) with what agents leave behind: rollouts 0, 2 and 4
+    make one change (rollout 0's real fix), 4 with three scratch files put in front of it in
+    its patch — a FIX_SUMMARY.md of `summary_lines` lines taken from its own trajectory, a
+    debug_issue.py and a reproduce_issue.py — and rollout 1 with no test outcomes recorded."""
+    group = multi_model_group(uid, run=run, step=step)
+    rollouts = {r["index"]: r for r in group["rollouts"]}
+    fix = rollouts[0]["patch"]
+    text = [line for m in rollouts[4]["messages"] for line in str(m.get("content") or "").splitlines() if line.strip()]
+    summary = [text[n % len(text)][:200] for n in range(summary_lines)]
+    scratch = (new_file_diff("FIX_SUMMARY.md", summary)
+               + new_file_diff("debug_issue.py", ["from django.core.management import base", "print(base.__file__)"])
+               + new_file_diff("reproduce_issue.py", ["import django", "django.setup()", "print('reproduced')"]))
+    rollouts[2]["patch"] = fix
+    rollouts[4]["patch"] = scratch + fix
+    rollouts[1]["tests"] = {}
+    return group

@@ -1,7 +1,8 @@
 // The judging form on the group page: keyboard, autosaved drafts, progress. No inline
 // script (the CSP forbids it); the page works without this file, only slower.
 //
-// Readiness: once the handlers are bound, <body data-judge-ready="true"> (tests wait for it).
+// Readiness: once the handlers are bound, <body data-judge-ready="true"> (tests wait for it);
+// #draft-status carries data-pending while a change is not yet in the saved draft.
 // Keys the page handles that arrive after this file runs but before that are queued and
 // replayed in order; keys before this file runs reach no handler and do nothing.
 // Submitting: once the form submits, no autosave is sent (the timer is cancelled and the
@@ -176,12 +177,15 @@
         if (!status) return;
         status.textContent = res.ok ? "draft saved " + new Date(res.body.saved_at).toLocaleTimeString() : "draft not saved: " + res.body.error;
         status.dataset.saved = res.ok ? "1" : "0";
+        if (res.ok && !dirty) delete status.dataset.pending;  // nothing changed since: the draft is what the form says
       })
       .catch(function () { if (status) { status.textContent = "draft not saved (offline?)"; status.dataset.saved = "0"; } dirty = true; });
   }
 
   function changed() {
     dirty = true;
+    var status = document.getElementById("draft-status");
+    if (status && form.dataset.draftUrl) status.dataset.pending = "1";  // a draft to save (tests wait for it to go)
     refresh();
     clearTimeout(saveTimer);
     saveTimer = submitting ? null : setTimeout(saveDraft, 600);
