@@ -420,3 +420,20 @@ def test_adjudication_queue_pages_in_step_and_uid_order_with_its_counts(client, 
     assert second_rows == [waiting[50]]
     everything, _ = rows("/projects/acme/adjudication/?show=all&page=2")
     assert "page 2 of 2" in everything and everything.count('badge pass">settled') + everything.count("waiting</span>") == 3
+
+
+def test_the_adjudication_form_offers_each_raters_ranking_in_pinned_queries(client, fay, judged, django_assert_num_queries):
+    # fay adjudicates g1@1, where bob and dan disagree; the page already reads their judgments
+    # and the grader's verdict, so the rankings to start from cost no query of their own.
+    client.force_login(fay)
+    # session, user, project, membership, run, group; assignment, own judgments, review state,
+    # everyone's judgments (with their items and rollouts: 3); the rubric guide; her draft;
+    # rollouts, contents; the verdict and its grades, her reveal check and its logging
+    with django_assert_num_queries(20):
+        html = client.get(group_url("g1@1") + "?mode=adjudicate").content.decode()
+    assert 'data-testid="start-from-reviewer-1">bob&#x27;s ranking<' in html
+    assert 'data-testid="start-from-reviewer-2">dan&#x27;s ranking<' in html
+    assert 'data-testid="start-from-grader">the grader&#x27;s ranking<' in html
+    start = html[html.index('id="start-rankings"'):]
+    assert '"reviewer-2": {"0": {"tier": "T1", "rank": 1, "cheat": false}, "1": {"tier": "T3", "rank": 2' in start
+    assert 'checked data-testid="tier-0-' not in html  # the form itself starts blank
