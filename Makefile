@@ -28,15 +28,20 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not browser" -x -q
 
-# The real trainer libraries (verl, TRL, torch CPU; ~1.5 GB): installed on demand so `make run` stays light.
+# The real trainer libraries, installed on demand so `make run` stays light: the `trainers` extra (verl, TRL,
+# torch 2.13 CPU from the local wheel; ~1.5 GB), then SkyRL, AReaL and ART without their dependency pins
+# (requirements/trainers-frameworks.txt says why; ~0.45 GB more), all from PyPI into the one venv.
 TRAINERS_STAMP := $(VENV)/.trainers
-$(TRAINERS_STAMP): $(STAMP) pyproject.toml
+$(TRAINERS_STAMP): $(STAMP) pyproject.toml requirements/trainers-frameworks.txt
 	$(PY) -m pip install --quiet -e '.[trainers]'
+	$(PY) -m pip install --quiet --no-deps -r requirements/trainers-frameworks.txt
 	touch $(TRAINERS_STAMP)
 
 install-trainers: $(TRAINERS_STAMP)
 
-# verl's and TRL's own advantage code on A* exported by this service; none may skip here.
+# verl's, TRL's, SkyRL's, AReaL's and ART's own advantage code on A* exported by this service, and the
+# contracts of OpenRLHF, rLLM, slime and prime-rl (docs/api.md); none may skip here.
+# CI time budget: 3 minutes for install-trainers on a clean clone plus this run (measured: see docs/benchmarks.md).
 test-trainers: $(TRAINERS_STAMP)
 	GAGAR_REQUIRE_TRAINERS=1 $(PY) -m pytest -m trainers -q tests/trainers
 

@@ -4,6 +4,12 @@ marker, and A* of a few synthetic groups computed by the project's own method mo
 The trainer tests (`-m trainers`) need the `trainers` extra (`pip install -e '.[trainers]'`).
 They skip when verl or TRL cannot be imported, unless GAGAR_REQUIRE_TRAINERS=1 (what
 `make test-trainers` in CI should set), where a missing library is a failure.
+
+`STEP_PROMPTS`, the `gagar` fixture (a client of a live server) and `grade_step` are the
+step every framework test plays against the service: four prompts of four rollouts, one
+rollout of prompt 0 dropped for `timeout` (masked by the default policy) and one pass of
+prompt 1 dropped for `overlong` (recomputed: runs are created with
+`drop_policy={"overlong": "recompute"}`).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,10 +35,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # ART imports litellm, which would fetch a price list
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "trainers: runs real trainer libraries (verl, TRL) on CPU; needs pip install -e '.[trainers]'")
+    config.addinivalue_line("markers", "trainers: runs real trainer libraries (verl, TRL, SkyRL, AReaL, ART) on CPU; needs make install-trainers")
 
 
 def require(module: str):
@@ -102,3 +110,78 @@ def a_star_four():
 @pytest.fixture
 def a_star_all():
     return a_star_of(GROUPS_OF_FOUR + MORE_GROUPS)
+
+
+# The step the framework tests play against the live service: per prompt, the test rewards of
+# its N rollouts and the (tier, rank) the grader gives each pass. Prompt p's uid is prompt_uid(p).
+N = 4
+STEP_PROMPTS = [
+    ([1, 1, 0, 0], {0: ("T1", 1), 1: ("T3", 2)}),
+    ([1, 0, 1, 1], {0: ("T2", 2), 2: ("T1", 1), 3: ("T3", 3)}),
+    ([0, 1, 0, 0], {1: ("T1", 1)}),
+    ([1, 1, 1, 1], {}),
+]
+DROPS = {(0, 3): "timeout", (1, 2): "overlong"}  # (prompt, rollout): reason; the run recomputes "overlong"
+DROP_POLICY = {"overlong": "recompute"}
+
+
+def prompt_uid(p: int, seed: int = 0) -> str:
+    return str(uuid.UUID(int=seed * 100 + p))
+
+
+def dropped_keys(seed: int = 0) -> dict[tuple[str, int], str]:
+    return {(prompt_uid(p, seed), i): reason for (p, i), reason in DROPS.items()}
+
+
+@pytest.fixture
+def gagar(live_server):
+    """A client of a live Gagar server, admin of project `acme`."""
+    from gagar_client import Client
+    from grading.models import Project, Role
+    from grading.projects.tokens import issue_api_token
+
+    Project.objects.create(name="acme")
+    _, token = issue_api_token(username="trainer", project_name="acme", role=Role.ADMIN)
+    return Client(live_server.url, token, project="acme", retries=0)
+
+
+def grade_step(step: int) -> None:
+    """Record the grader's verdict on every mixed group of `step`, from STEP_PROMPTS."""
+    from grading.grader.verdicts import GradeInput, record_verdict
+    from grading.models import Group
+
+    for group in Group.objects.filter(step__number=step, is_mixed=True):
+        p = int(uuid.UUID(group.uid).int % 100)
+        record_verdict(group=group, grader="test@1", status="valid",
+                       grades=[GradeInput(i, tier, rank) for i, (tier, rank) in STEP_PROMPTS[p][1].items()])
+
+
+def post_grade_pull(gagar, run: str, step: int, groups: list) -> dict[tuple[str, int], float]:
+    """Post `groups` as `step`, grade it, wait until it is final and return its A*."""
+    gagar.post_step(run, step, groups)
+    grade_step(step)
+    rows = gagar.wait_for_step(run, step, timeout=60)
+    return gagar.advantages(run, step, inputs_version=rows.inputs_version)
+
+
+WORDS = "fix the bug in parser add test for edge case refactor module return value when input empty".split()
+# A chat template for the frameworks that render messages (ART): role and content, one turn a line.
+CHAT_TEMPLATE = ("{% for message in messages %}{{ message['role'] }} {{ message['content'] }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}assistant {% endif %}")
+
+
+def word_tokenizer():
+    """A word-level tokenizer over WORDS (plus role names), built here: nothing is downloaded."""
+    tokenizers = require("tokenizers")
+    transformers = require("transformers")
+    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, "<bos>": 3}
+    for word in WORDS + ["system", "user", "assistant"]:
+        vocab.setdefault(word, len(vocab))
+    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    backend.decoder = tokenizers.decoders.WordPiece(prefix="##")  # joins words with spaces
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", bos_token="<bos>",
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer

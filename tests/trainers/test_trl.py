@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.trainers.conftest import GROUPS_OF_FOUR, require
+from tests.trainers.conftest import GROUPS_OF_FOUR, require, word_tokenizer
 
 pytestmark = pytest.mark.trainers
 
@@ -20,27 +20,11 @@ torch = require("torch")
 trl = require("trl")
 transformers = require("transformers")
 datasets = require("datasets")
-tokenizers = require("tokenizers")
 
 from gagar_client.adapters import MissingAdvantage  # noqa: E402
 from gagar_client.adapters.trl import reward_function  # noqa: E402
 
 N = 4  # completions per prompt = rollouts per Gagar group
-WORDS = "fix the bug in parser add test for edge case refactor module return value when input empty".split()
-
-
-def _tokenizer():
-    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, "<bos>": 3}
-    for word in WORDS:
-        vocab.setdefault(word, len(vocab))
-    backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    backend.decoder = tokenizers.decoders.WordPiece(prefix="##")  # joins words with spaces
-    return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", bos_token="<bos>",
-    )
-
-
 def _model(tokenizer):
     torch.manual_seed(0)
     config = transformers.LlamaConfig(
@@ -63,7 +47,7 @@ class RecordingGRPOTrainer(trl.GRPOTrainer):
 
 
 def _trainer(tmp_path, lookup, *, max_steps=2, **config):
-    tokenizer = _tokenizer()
+    tokenizer = word_tokenizer()
     # One prompt per group; a step's batch holds all six prompts × N completions.
     dataset = datasets.Dataset.from_dict({
         "prompt": [f"fix the bug in {word}" for word in ("parser", "module", "test", "value", "input", "case")],

@@ -18,7 +18,7 @@ import uuid
 import numpy as np
 import pytest
 
-from tests.trainers.conftest import require
+from tests.trainers.conftest import STEP_PROMPTS, N, grade_step, require
 
 pytestmark = [pytest.mark.trainers, pytest.mark.django_db(transaction=True)]
 
@@ -29,26 +29,17 @@ seqlen_balancing = require("verl.utils.seqlen_balancing")
 verl_config = require("verl.trainer.config")
 
 import gagar_client.adapters.verl_estimator  # noqa: E402,F401  (registers "gagar" with verl)
-from gagar_client import Client  # noqa: E402
 from gagar_client.adapters import BATCH_ORDER, BatchOrderWarning  # noqa: E402
 from gagar_client.adapters import verl as gagar_verl  # noqa: E402
 from gagar_client.adapters.verl import SampleIdentityError  # noqa: E402
 
 TOL = 1e-6  # verl computes in float32
-N = 4
-# Per prompt: the test rewards of its N samples, and the tiers of the passing ones.
-PROMPTS = [
-    ([1, 1, 0, 0], {0: ("T1", 1), 1: ("T3", 2)}),
-    ([1, 0, 1, 1], {0: ("T2", 2), 2: ("T1", 1), 3: ("T3", 3)}),
-    ([0, 1, 0, 0], {1: ("T1", 1)}),
-    ([1, 1, 1, 1], {}),
-]
 
 
 def _fit_batch(seed: int = 0):
     """What fit() holds after repeat + union: uids, stamped ids, responses and masks."""
     generator = torch.Generator().manual_seed(seed)
-    prompts, prompt_length, response_length = len(PROMPTS), 3, 9
+    prompts, prompt_length, response_length = len(STEP_PROMPTS), 3, 9
     batch = verl.DataProto.from_dict(
         tensors={"input_ids": torch.randint(0, 50, (prompts, prompt_length), generator=generator)},
         non_tensors={"uid": np.array([str(uuid.UUID(int=seed * 100 + p)) for p in range(prompts)], dtype=object)},
@@ -60,7 +51,7 @@ def _fit_batch(seed: int = 0):
     batch.batch["responses"] = torch.randint(0, 50, (prompts * N, response_length), generator=generator)
     batch.batch["attention_mask"] = torch.cat([torch.ones(prompts * N, prompt_length, dtype=torch.int64), response_mask], 1)
     batch.batch["response_mask"] = response_mask
-    rewards = [PROMPTS[p][0][i] for p in range(prompts) for i in range(N)]
+    rewards = [STEP_PROMPTS[p][0][i] for p in range(prompts) for i in range(N)]
     batch.non_tensor_batch["test_reward"] = np.array(rewards, dtype=np.float64)
     return batch
 
@@ -78,26 +69,6 @@ def _balance(batch, dp_size: int = 2):
     return order
 
 
-@pytest.fixture
-def gagar(live_server):
-    from grading.models import Project, Role
-    from grading.projects.tokens import issue_api_token
-
-    Project.objects.create(name="acme")
-    _, token = issue_api_token(username="trainer", project_name="acme", role=Role.ADMIN)
-    return Client(live_server.url, token, project="acme", retries=0)
-
-
-def _grade(step: int):
-    from grading.grader.verdicts import GradeInput, record_verdict
-    from grading.models import Group
-
-    for group in Group.objects.filter(step__number=step, is_mixed=True):
-        p = int(uuid.UUID(group.uid).int % 100)
-        record_verdict(group=group, grader="test@1", status="valid",
-                       grades=[GradeInput(i, tier, rank) for i, (tier, rank) in PROMPTS[p][1].items()])
-
-
 def test_a_balanced_filtered_batch_trains_on_the_services_a_star(gagar):
     gagar.create_run("verl-gagar", auto_grade="none", drop_policy={"overlong": "recompute"})
     batch = _fit_batch()
@@ -108,7 +79,7 @@ def test_a_balanced_filtered_batch_trains_on_the_services_a_star(gagar):
 
     # A filter takes two rows out: a timed-out failure of prompt 0, an overlong pass of prompt 1.
     by_id = {key: row for row, key in enumerate(gagar_verl.sample_ids(batch))}
-    prompt_uid = {p: str(uuid.UUID(int=p)) for p in range(len(PROMPTS))}
+    prompt_uid = {p: str(uuid.UUID(int=p)) for p in range(len(STEP_PROMPTS))}
     timeout_row, overlong_row = by_id[(prompt_uid[0], 3)], by_id[(prompt_uid[1], 2)]
     kept = batch.select_idxs([row not in (timeout_row, overlong_row) for row in range(len(batch))])
     dropped = {**gagar_verl.dropped_between(batch.select_idxs([timeout_row]), kept, "timeout"),
@@ -120,7 +91,7 @@ def test_a_balanced_filtered_batch_trains_on_the_services_a_star(gagar):
     groups = gagar_verl.group_steps([u for u, _ in ids], batch.non_tensor_batch["test_reward"].tolist(),
                                     indexes=[i for _, i in ids], dropped=dropped)
     gagar.post_step("verl-gagar", 1, groups)
-    _grade(1)
+    grade_step(1)
     rows = gagar.wait_for_step("verl-gagar", 1, timeout=60)
     a_star = gagar.advantages("verl-gagar", 1, inputs_version=rows.inputs_version)
     by_key = {(row["uid"], row["index"]): row for row in rows}

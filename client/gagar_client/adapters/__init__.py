@@ -14,11 +14,18 @@ trainer lets us register an advantage estimator, the adapter registers one that 
 (verl: `algorithm.adv_estimator=gagar`, `gagar_client.adapters.verl_estimator`).
 
 Sample identity: Gagar names a rollout (uid, index). The index is stamped once, where the
-group is made (verl: `adapters.verl.stamp_sample_ids` right after `repeat(interleave=True)`),
-travels with the sample and is the key of every lookup. Batch order is not a key: verl
-reorders batches (`trainer.balance_batch`) and filters drop rows. Counting occurrences in
-batch order (`rollout_indexes`) is only done when asked for by name,
+group is made (verl: `adapters.verl.stamp_sample_ids` right after `repeat(interleave=True)`;
+SkyRL: its `TrajectoryID`; slime: the group list its data source makes; rLLM: the episode's
+`task_id:rollout_idx`), travels with the sample and is the key of every lookup. Batch order is
+not a key: trainers reorder batches (verl's `trainer.balance_batch`) and filters drop rows.
+Counting occurrences in batch order (`rollout_indexes`) is only done when asked for by name,
 `indexes=BATCH_ORDER`, and warns (`BatchOrderWarning`).
+
+One adapter per trainer (docs/api.md has a recipe for each): `verl`, `verl_estimator`, `trl`,
+`skyrl`, `openrlhf`, `areal`, `art`, `rllm`, `slime`, `prime_rl`. Those that feed A* through the
+trainer's group mean (TRL, OpenRLHF `dr_grpo`, ART) check with `check_zero_sum` that every
+group they train on sums to zero, which a group that lost rollouts under the `mask` drop
+policy does not.
 """
 
 from __future__ import annotations
@@ -99,5 +106,51 @@ def lookup_advantages(advantages: Mapping[tuple, float], uids: Sequence[Any], in
     return values
 
 
-__all__ = ["BATCH_ORDER", "AdvantageLookup", "BatchOrderWarning", "MissingAdvantage", "lookup_advantages", "rollout_indexes",
-           "sample_indexes"]
+def dropped_ids(before: Iterable[tuple[str, int]], after: Iterable[tuple[str, int]], reason: str) -> dict[tuple[str, int], str]:
+    """`{(uid, index): reason}` for the sample ids of `before` (a filter's input) that `after`
+    (its output) no longer holds, for `group_steps(dropped=...)`."""
+    kept = set(after)
+    return {key: reason for key in before if key not in kept}
+
+
+def check_zero_sum(advantages: Mapping[tuple, float], keys: Iterable[tuple], *, setting: str, tol: float = 1e-6) -> None:
+    """Refuse groups whose A* over `keys` (the samples a trainer trains on) do not sum to zero.
+
+    For trainers that subtract the group mean from the reward (`setting` names the one that
+    does it): A* comes back unchanged only if the group's A* sum to zero. A whole group does;
+    a group that lost rollouts under the `mask` drop policy does not (its kept rows carry the
+    full group's A*)."""
+    sums: dict[Any, float] = {}
+    for uid, index in keys:
+        key = (str(uid), int(index))
+        if key not in advantages:
+            raise MissingAdvantage(f"no advantage for ({key[0]!r}, {key[1]})")
+        sums[key[0]] = sums.get(key[0], 0.0) + float(advantages[key])
+    off = [(uid, total) for uid, total in sums.items() if abs(total) > tol]
+    if off:
+        shown = ", ".join(f"{uid!r} sums to {total:+.6f}" for uid, total in off[:5])
+        raise ValueError(f"{setting} subtracts each group's mean, which gives A* back only for a group whose A* sum to "
+                         f"zero: {shown}. A group that lost rollouts sums to zero under the run's drop_policy "
+                         f"'recompute' for that reason, not under 'mask'")
+
+
+def setting(config: Any, name: str, default: Any = None) -> Any:
+    """`config`'s setting `name` (dotted for nested: "algo.kl.use_loss"): attribute or key, of
+    dataclasses, namespaces, dicts and OmegaConf alike; `default` when absent or `config` is None."""
+    value = config
+    for part in name.split("."):
+        if value is None:
+            break
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        elif hasattr(value, part):
+            value = getattr(value, part)
+        elif callable(getattr(value, "get", None)):
+            value = value.get(part, None)
+        else:
+            value = None
+    return default if value is None else value
+
+
+__all__ = ["BATCH_ORDER", "AdvantageLookup", "BatchOrderWarning", "MissingAdvantage", "check_zero_sum", "dropped_ids",
+           "lookup_advantages", "rollout_indexes", "sample_indexes", "setting"]

@@ -36,7 +36,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gagar_client.adapters import BATCH_ORDER, MissingAdvantage, lookup_advantages, rollout_indexes, sample_indexes
+from gagar_client.adapters import (
+    BATCH_ORDER,
+    MissingAdvantage,
+    dropped_ids,
+    lookup_advantages,
+    rollout_indexes,
+    sample_indexes,
+    setting,
+)
 
 __all__ = [
     "BATCH_ORDER", "INDEX_KEY", "MissingAdvantage", "advantages_for_batch", "apply_to_batch", "check_config",
@@ -93,17 +101,14 @@ def dropped_between(before: Any, after: Any, reason: str, *, uid_key: str = "uid
                     index_key: str = INDEX_KEY) -> dict[tuple[str, int], str]:
     """`{(uid, index): reason}` for the samples of `before` that `after` no longer holds
     (a filter's input and output), for `group_steps(dropped=...)`."""
-    kept = set(sample_ids(after, uid_key=uid_key, index_key=index_key))
-    return {key: reason for key in sample_ids(before, uid_key=uid_key, index_key=index_key) if key not in kept}
+    return dropped_ids(sample_ids(before, uid_key=uid_key, index_key=index_key),
+                       sample_ids(after, uid_key=uid_key, index_key=index_key), reason)
 
 
 def check_config(algorithm: Any) -> None:
     """Refuse verl `algorithm` settings that would change A*, naming the setting."""
     def get(name, default=None):
-        if algorithm is None:
-            return default
-        getter = getattr(algorithm, "get", None)
-        return getter(name, default) if callable(getter) else getattr(algorithm, name, default)
+        return setting(algorithm, name, default)
 
     if get("use_kl_in_reward", False):
         raise ValueError("algorithm.use_kl_in_reward=True adds a KL penalty to A* before the advantage is taken: "
