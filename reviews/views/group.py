@@ -316,6 +316,9 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
          "n_tiered": sum(1 for r in rollouts if r.passed and r.mine.get("tier")),
          "show_mine": bool(review.judging or adjudicating or review.judgment is not None),
          "form_mode_adjudicate": adjudicating, "start_rankings": rankings, "start_sources": sources,
+         # Passing rollouts a filter (?only=failing) leaves off the page: their judging fields
+         # ride along hidden, so a draft saved or a judgment sent from here keeps them.
+         "off_page": [r for r in rollouts if r.passed and r not in shown],
          "queue_place": (review_selectors.queue_place(assignment=review.assignment, group=group, reviewer=request.user)
                          if review.assignment else None), "group_note": fields.get("note", ""), "draft_reason": fields.get("reason", "")},
         status=status,

@@ -119,6 +119,8 @@
     document.querySelectorAll("[data-judge]").forEach(function (p) {
       if (p.querySelector("input[type=radio]:checked")) done += 1;
     });
+    // Passing lanes a filter left off the page still count, with the tiers they carry hidden.
+    done += form.querySelectorAll("[data-off-page] input[name^='tier-']").length;
     progress.textContent = done + " of " + total + " passing rollouts tiered";
     progress.classList.toggle("complete", done === total);
   }

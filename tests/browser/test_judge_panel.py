@@ -215,6 +215,22 @@ def test_numbers_on_the_overview_footer_and_step_page_agree_with_the_database(li
         f"6 rollouts, {len(clusters)} distinct changes ({group.distinct_solutions} among the passing)")
     expect(page.get_by_test_id("progress")).to_have_text(f"0 of {group.n_passed} passing rollouts tiered")
 
+    # Two tiers set; then only the failing lane shown: the footer still counts them, and a
+    # draft saved from there (a group note) keeps them in the database.
+    page.keyboard.press("1")
+    page.keyboard.press("j")
+    page.keyboard.press("2")
+    _saved(page)
+    page.get_by_role("link", name="failing").click()
+    wait_until_ready(page)
+    expect(page.locator("#lanes > .lane")).to_have_count(1)
+    expect(page.get_by_test_id("progress")).to_have_text(f"2 of {group.n_passed} passing rollouts tiered")
+    page.get_by_test_id("group-note").fill("looked at the failing one")
+    _saved(page)
+    draft = Assignment.objects.get(reviewer=bob).draft
+    assert draft["note"] == "looked at the failing one"
+    assert sorted(v for k, v in draft.items() if k.startswith("tier-")) == ["T1", "T2"]
+
     page.goto(f"{live_server.url}/projects/acme/runs/r1/steps/1/")
     steps = Group.objects.filter(step__number=1, run__name="r1")
     passed = steps.aggregate(n=Sum("n_passed"))["n"]
