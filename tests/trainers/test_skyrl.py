@@ -126,7 +126,7 @@ def test_skyrl_trains_on_the_services_a_star_by_trajectory_id(gagar):
     assert [sum(mask) == 0 for mask in output["loss_masks"]] == [key in dropped for key in ids]
 
     gagar.create_run("skyrl-gagar", auto_grade="none", drop_policy=DROP_POLICY)
-    a_star = post_grade_pull(gagar, "skyrl-gagar", 1, gagar_skyrl.group_steps(ids, output["rewards"], dropped=dropped))
+    a_star = post_grade_pull(gagar, "skyrl-gagar", 1, gagar_skyrl.groups_from_ids(ids, output["rewards"], dropped=dropped))
     values = [a_star[key] for key in ids]
     expected = torch.tensor(values)  # SkyRL computes in float32
     test_rewards = list(output["rewards"])

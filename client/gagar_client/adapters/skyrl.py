@@ -14,7 +14,7 @@ generator hands the ids back with its output (`generator_output["trajectory_ids"
     class GagarTrainer(RayPPOTrainer):
         def postprocess_generator_output(self, generator_output, uids, *args, **kwargs):
             ids = gagar_skyrl.sample_ids(generator_output)
-            gagar.post_step(run, self.global_step, gagar_skyrl.group_steps(ids, test_rewards))
+            gagar.post_step(run, self.global_step, gagar_skyrl.groups_from_ids(ids, test_rewards))
             rows = gagar.wait_for_step(run, self.global_step)
             a_star = gagar.advantages(run, self.global_step, inputs_version=rows.inputs_version)
             gagar_skyrl.apply_to_generator_output(generator_output, a_star)
@@ -32,13 +32,13 @@ Nothing here imports SkyRL or torch at import time; `register` imports SkyRL's r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from gagar_client.adapters import MissingAdvantage, lookup_advantages, setting
+from gagar_client.adapters import MissingAdvantage, groups_from_ids, lookup_advantages, setting
 
 __all__ = ["NAME", "MissingAdvantage", "apply_to_generator_output", "check_config", "compute_gagar_advantage",
-           "group_steps", "mask_dropped", "register", "sample_ids"]
+           "groups_from_ids", "mask_dropped", "register", "sample_ids"]
 
 NAME = "gagar"
 
@@ -96,7 +96,7 @@ def sample_ids(generator_output: Mapping[str, Any]) -> list[tuple[str, int]]:
 def mask_dropped(generator_output: dict, dropped: Mapping[tuple[str, int], str]) -> dict[tuple[str, int], str]:
     """Zero the loss mask of each trajectory `dropped` names (`{(uid, index): reason}`), as SkyRL's
     own filters do: SkyRL keeps every row of a group in the batch. Returns the drops it found,
-    for `group_steps(dropped=...)`; a key the batch does not hold is refused."""
+    for `groups_from_ids(dropped=...)`; a key the batch does not hold is refused."""
     ids = sample_ids(generator_output)
     at = {key: row for row, key in enumerate(ids)}
     absent = [key for key in dropped if key not in at]
@@ -106,15 +106,6 @@ def mask_dropped(generator_output: dict, dropped: Mapping[tuple[str, int], str])
         mask = generator_output["loss_masks"][at[key]]
         generator_output["loss_masks"][at[key]] = [0] * len(mask)
     return {key: dropped[key] for key in ids if key in dropped}
-
-
-def group_steps(ids: Sequence[tuple[str, int]], rewards: Sequence[float], *,
-                dropped: Mapping[tuple[str, int], str] | None = None,
-                extra: Mapping[Any, Mapping[str, Any]] | None = None) -> list[dict]:
-    """`gagar-group/1` groups from `sample_ids(...)` and each trajectory's 0/1 test reward."""
-    from gagar_client.adapters.verl import group_steps as groups_of
-
-    return groups_of([u for u, _ in ids], rewards, indexes=[i for _, i in ids], dropped=dropped, extra=extra)
 
 
 def apply_to_generator_output(generator_output: dict, advantages: Mapping[tuple, float], *,

@@ -36,6 +36,7 @@ from gagar_client.adapters import (
     BATCH_ORDER,
     AdvantageLookup,
     MissingAdvantage,
+    group_steps,
     lookup_advantages,
     rollout_indexes,
     sample_indexes,
@@ -85,8 +86,6 @@ def from_client(client: Any, run: str, *, score: Callable[..., Sequence[float]],
     `group_fields(uid=..., **kwargs)` may return extra group fields (e.g. `task`),
     `rollout_fields(uid=..., index=..., prompt=..., completion=...)` extra rollout fields
     (`patch`, `messages`, ...) for the grader."""
-    from gagar_client.adapters.verl import group_steps
-
     def lookup(*, uids, indexes, prompts, completions, **kwargs) -> Mapping[tuple, float]:
         state = kwargs.get("trainer_state")
         step = step_of(state) if step_of else int(getattr(state, "global_step", 0))

@@ -40,9 +40,9 @@ from gagar_client.adapters import (
     BATCH_ORDER,
     MissingAdvantage,
     dropped_ids,
+    group_steps,
     lookup_advantages,
     rollout_indexes,
-    sample_indexes,
     setting,
 )
 
@@ -174,31 +174,3 @@ def apply_to_batch(data: Any, advantages: Mapping[tuple, float], **kwargs: Any):
     data.batch["token_level_scores"] = rewards
     data.batch["token_level_rewards"] = rewards.clone()
     return data
-
-
-def group_steps(uids: Sequence[Any], rewards: Sequence[float], *, indexes: Sequence[int] | str | None,
-                dropped: Mapping[tuple[str, int], str] | None = None,
-                extra: Mapping[Any, Mapping[str, Any]] | None = None) -> list[dict]:
-    """`gagar-group/1` group dicts (without run/step: `Client.post_step` adds them) from a
-    batch's uids, rollout indexes (`non_tensor_batch["gagar_index"]`, or `BATCH_ORDER`) and
-    binary test rewards. `dropped[(uid, index)]` is the reason a rollout was taken out of the
-    batch (`dropped_between`). `extra[uid]` adds fields to a group (its `task`, at least
-    `{"instance_id": ...}`; default: the uid), `extra[(uid, index)]` to a rollout (`patch`,
-    `messages`, ...)."""
-    uids = [str(u) for u in uids]
-    indexes = sample_indexes(uids, indexes, where=" for group_steps")
-    extra = extra or {}
-    dropped = dropped or {}
-    groups: dict[str, dict] = {}
-    for uid, index, reward in zip(uids, indexes, rewards):
-        group = groups.get(uid)
-        if group is None:
-            group = {"uid": uid, "task": {"instance_id": uid}, "rollouts": []}
-            group.update(extra.get(uid, {}))
-            groups[uid] = group
-        rollout = {"index": index, "reward": float(reward)}
-        if (uid, index) in dropped:
-            rollout["dropped"] = dropped[(uid, index)]
-        rollout.update(extra.get((uid, index), {}))
-        group["rollouts"].append(rollout)
-    return list(groups.values())
