@@ -98,10 +98,15 @@ def test_a_balanced_filtered_batch_trains_on_the_services_a_star(gagar):
     assert by_key[(prompt_uid[0], 3)]["drop_mode"] == "mask"
     assert by_key[(prompt_uid[1], 2)]["status"] == "dropped"
 
+    # verl's fallback, grpo without std, subtracts each group's mean: prompt 0 lost a rollout
+    # the run masks, so its kept A* do not sum to zero and the batch is refused, naming it.
+    fallback = verl_config.AlgoConfig(adv_estimator="grpo", norm_adv_by_std_in_grpo=False)
+    with pytest.raises(ValueError, match=rf"adv_estimator=grpo subtracts .*'{prompt_uid[0]}' sums to"):
+        gagar_verl.apply_to_batch(kept, a_star, algorithm=fallback)
+
     # verl: the estimator its registry gives for algorithm.adv_estimator=gagar.
     config = verl_config.AlgoConfig(adv_estimator="gagar")
-    gagar_verl.check_config(config)
-    gagar_verl.apply_to_batch(kept, a_star)
+    gagar_verl.apply_to_batch(kept, a_star, algorithm=config)
     estimator = core_algos.get_adv_estimator_fn(config.adv_estimator)
     assert estimator is gagar_client.adapters.verl_estimator.compute_gagar_advantage
     advantages, returns = estimator(token_level_rewards=kept.batch["token_level_rewards"],

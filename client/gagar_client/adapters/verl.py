@@ -39,6 +39,7 @@ from typing import Any
 from gagar_client.adapters import (
     BATCH_ORDER,
     MissingAdvantage,
+    check_zero_sum,
     dropped_ids,
     group_steps,
     lookup_advantages,
@@ -167,9 +168,21 @@ def reward_tensor(data: Any, advantages: Mapping[tuple, float], *, uid_key: str 
     return token_level_rewards(values, _response_mask(data))
 
 
-def apply_to_batch(data: Any, advantages: Mapping[tuple, float], **kwargs: Any):
+def apply_to_batch(data: Any, advantages: Mapping[tuple, float], *, algorithm: Any = None, **kwargs: Any):
     """Set `token_level_scores` and `token_level_rewards` of a verl `DataProto` to A*
-    (no KL penalty in the reward: use `use_kl_loss` if you want KL). Returns `data`."""
+    (no KL penalty in the reward: use `use_kl_loss` if you want KL). Returns `data`.
+
+    With verl's `algorithm` config given it is checked (`check_config`), and on the fallback
+    `grpo` path, which subtracts each group's mean, a group of the batch whose A* do not sum
+    to zero (one that lost rollouts under the `mask` drop policy) is refused, naming it."""
+    if algorithm is not None:
+        check_config(algorithm)
+        estimator = str(getattr(setting(algorithm, "adv_estimator", "gagar"), "value",
+                                setting(algorithm, "adv_estimator", "gagar")))
+        if estimator != "gagar":
+            check_zero_sum(advantages, sample_ids(data, uid_key=kwargs.get("uid_key", "uid"),
+                                                  index_key=kwargs.get("index_key", INDEX_KEY)),
+                           setting=f"algorithm.adv_estimator={estimator}")
     rewards = reward_tensor(data, advantages, **kwargs)
     data.batch["token_level_scores"] = rewards
     data.batch["token_level_rewards"] = rewards.clone()
