@@ -11,7 +11,8 @@ Standard library only (pandas/pyarrow optional, for `Client.advantages_frame`)::
     a_star = gagar.advantages("flash-code-rl", 28, inputs_version=rows.inputs_version)
     a_star[("astropy__astropy-12907@28", 3)]              # -> float
 
-Adapters for trainer libraries live in `gagar_client.adapters` (verl, TRL).
+Adapters for trainer libraries live in `gagar_client.adapters` (verl, TRL, SkyRL, OpenRLHF, AReaL,
+ART, rLLM, slime, prime-rl).
 """
 
 from gagar_client.client import (
