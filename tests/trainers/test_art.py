@@ -23,8 +23,21 @@ from tests.trainers.conftest import STEP_PROMPTS, N, post_grade_pull, prompt_uid
 
 pytestmark = [pytest.mark.trainers, pytest.mark.django_db(transaction=True)]
 
-art = require("art")
-tokenize = require("art.preprocessing.tokenize")
+
+
+def _import_art():
+    """ART patches transformers' `masking_utils._preprocess_mask_arguments` when it is imported
+    (for its own model code, with another transformers); TRL's generation in the same process
+    then fails. The tokenizer path used here does not need it: restore transformers' own."""
+    masking_utils = require("transformers.masking_utils")
+    own = masking_utils._preprocess_mask_arguments
+    try:
+        return require("art"), require("art.preprocessing.tokenize")
+    finally:
+        masking_utils._preprocess_mask_arguments = own
+
+
+art, tokenize = _import_art()
 
 from gagar_client.adapters import art as gagar_art  # noqa: E402
 from gagar_client.adapters import groups_from_ids  # noqa: E402
