@@ -1,9 +1,10 @@
 """Shared pieces of the trainer tests: the client package on the path, the `trainers`
 marker, and A* of a few synthetic groups computed by the project's own method module.
 
-The trainer tests (`-m trainers`) need the `trainers` extra (`pip install -e '.[trainers]'`).
-They skip when verl or TRL cannot be imported, unless GAGAR_REQUIRE_TRAINERS=1 (what
-`make test-trainers` in CI should set), where a missing library is a failure.
+The trainer tests (`-m trainers`) need the trainer libraries (`make install-trainers`: the
+`trainers` extra, then requirements/trainers-frameworks.txt without dependencies). They skip
+when a library cannot be imported, unless GAGAR_REQUIRE_TRAINERS=1 (what `make test-trainers`
+sets), where a missing library is a failure.
 
 `STEP_PROMPTS`, the `gagar` fixture (a client of a live server) and `grade_step` are the
 step every framework test plays against the service: four prompts of four rollouts, one
@@ -27,7 +28,7 @@ CLIENT_DIR = Path(__file__).resolve().parents[2] / "client"
 if str(CLIENT_DIR) not in sys.path:  # the repository's client, installed or not
     sys.path.insert(0, str(CLIENT_DIR))
 
-INSTALL_HINT = "pip install -e '.[trainers]'"
+INSTALL_HINT = "make install-trainers"
 
 # Nothing is downloaded at run time: the tests build their model and tokenizer themselves.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
