@@ -24,5 +24,6 @@ RUN useradd --create-home --uid 10001 gagar \
     && install -d -o gagar -g gagar -m 0750 /data /data/media
 USER gagar
 EXPOSE 8000
-# migrate, then gunicorn; tested without Docker by tests/test_container_start.py
+# migrate, then gunicorn (the site); `docker/start.sh waits` serves the waits (docker-compose.yml);
+# tested without Docker by tests/test_container_start.py
 CMD ["/app/docker/start.sh"]

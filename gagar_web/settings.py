@@ -52,7 +52,14 @@ def _database_from_url(url: str) -> dict:
             port = parsed.port
         except ValueError:
             raise ImproperlyConfigured(f"DATABASE_URL={url!r} has a bad port") from None
-        options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        options: dict = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        # A pool of at most this many connections per process, shared by its threads
+        # (DATABASE_POOL_SIZE; `docker/start.sh waits` sets 4): an ASGI server gives every
+        # request a thread of its own, so per-thread persistent connections would be one per
+        # request. Pooled connections are not persistent (CONN_MAX_AGE 0 is what Django needs).
+        pool_size = _env_int("DATABASE_POOL_SIZE", 0)
+        if pool_size:
+            options["pool"] = {"min_size": 0, "max_size": pool_size, "timeout": 30}
         return {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": name,
@@ -60,7 +67,7 @@ def _database_from_url(url: str) -> dict:
             "PASSWORD": unquote(parsed.password or ""),
             "HOST": parsed.hostname or "",
             "PORT": str(port or ""),
-            "CONN_MAX_AGE": _env_int("DATABASE_CONN_MAX_AGE", 60),
+            "CONN_MAX_AGE": 0 if pool_size else _env_int("DATABASE_CONN_MAX_AGE", 60),
             "CONN_HEALTH_CHECKS": True,
             "OPTIONS": options,
             "TEST": {"NAME": os.environ.get("DATABASE_TEST_NAME") or f"test_{name}"},

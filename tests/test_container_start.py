@@ -12,7 +12,8 @@ rebuilds that layout in a temporary directory:
 
 then runs docker/start.sh as that user through ``setpriv`` and checks that migrations ran,
 gunicorn answers /healthz, the collected static files are served, the media directory takes
-an upload, and nothing was written into the app directory.
+an upload, and nothing was written into the app directory; then ``docker/start.sh waits`` (the
+waits service: gunicorn with uvicorn workers on gagar_web.asgi) answers /healthz as that user too.
 
 Needs root (to own the copy, switch users and bind mounts); CI runs as root. The interpreter
 is this venv's (sys.executable) when the unprivileged user can run it. When it cannot (here the
@@ -201,6 +202,16 @@ def _uid_of(pid: int) -> int:
     raise AssertionError(f"no Uid in /proc/{pid}/status")
 
 
+def _stop_group(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)
+
+
 # --- the test -------------------------------------------------------------------------------
 
 
@@ -332,13 +343,32 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
         assert Path(media_root) == media
         assert Path(saved).is_relative_to(media) and Path(saved).stat().st_uid == user.pw_uid
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
+        _stop_group(server)
+
+    # The waits role on the same database (migrated above): ASGI, as the same user.
+    waits_port = _free_port()
+    with open(base / "waits.log", "wb") as log:
+        waits = subprocess.Popen(
+            _as_user(user, [str(app / "docker" / "start.sh"), "waits"], mounts),
+            cwd=app, env={**run_env, "GUNICORN_BIND": f"127.0.0.1:{waits_port}"}, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        status = None
+        for _ in range(READY_TRIES * 2):  # `migrate --check` runs first
+            if waits.poll() is not None:
+                pytest.fail(f"start.sh waits exited with {waits.returncode}:\n{(base / 'waits.log').read_text()}")
             try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait(timeout=10)
+                status, _, body = _get(f"http://127.0.0.1:{waits_port}/healthz")
+                break
+            except (urllib.error.URLError, ConnectionError, socket.timeout):
+                time.sleep(0.1)
+        assert status == 200 and b'"ok"' in body, (base / "waits.log").read_text()
+        assert _uid_of(waits.pid) == user.pw_uid
+        command = Path(f"/proc/{waits.pid}/cmdline").read_bytes().split(b"\0")
+        assert b"gagar_web.asgi" in command and b"gagar_web.waits_worker.WaitsWorker" in command, command
+    finally:
+        _stop_group(waits)
 
     # Nothing was written into (or changed in) the root-owned app directory at run time.
     after = _snapshot(app)

@@ -30,6 +30,19 @@ def test_postgres_url_and_broker_are_read():
     assert r.stdout.split() == ["django.db.backends.postgresql", "False"]
 
 
+def test_a_database_pool_replaces_persistent_connections_where_sized():
+    """The waits process (docker/start.sh waits) shares a few pooled connections among its threads."""
+    code = ("import django; django.setup(); from django.conf import settings; d = settings.DATABASES['default']; "
+            "print(d['CONN_MAX_AGE'], d['OPTIONS'].get('pool'))")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_"))}
+    env = {**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings", "DATABASE_URL": "postgres://u:p@db.example:5433/gagar"}
+    persistent = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    pooled = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "DATABASE_POOL_SIZE": "4"}, capture_output=True,
+                            text=True, timeout=60)
+    assert persistent.stdout.split() == ["60", "None"], persistent.stderr
+    assert pooled.stdout.strip() == "0 {'min_size': 0, 'max_size': 4, 'timeout': 30}", pooled.stderr
+
+
 @pytest.mark.parametrize(
     ("env", "named"),
     [
@@ -41,6 +54,7 @@ def test_postgres_url_and_broker_are_read():
         ({"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "short"}, "DJANGO_SECRET_KEY"),
         ({"DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "k" * 60}, "DJANGO_ALLOWED_HOSTS"),
         ({"GAGAR_MAX_LINE_BYTES": "lots"}, "GAGAR_MAX_LINE_BYTES"),
+        ({"DATABASE_URL": "postgres://h/db", "DATABASE_POOL_SIZE": "some"}, "DATABASE_POOL_SIZE"),
         ({"GAGAR_CACHE_URL": "memcached://x:11211"}, "GAGAR_CACHE_URL"),
         ({"EMAIL_PORT": "smtp"}, "EMAIL_PORT"),
         ({"EMAIL_USE_TLS": "true", "EMAIL_USE_SSL": "true"}, "EMAIL_USE_SSL"),

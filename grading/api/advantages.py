@@ -1,7 +1,20 @@
-"""GET /api/v1/advantages/: redistributed advantages for trainers, streamed."""
+"""GET /api/v1/advantages/: redistributed advantages for trainers, streamed.
+
+The URL's view is `advantage_export`, an async view around the DRF view: a request that has
+to wait for its step leaves the DRF view holding a waiter slot (a `PendingWait`), waits
+outside it, and is then served by the DRF view's own code. Under ASGI the wait holds no
+thread and no database connection (grading/grader/watch.py); under WSGI it polls in the
+request's thread, as before.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.db import connections
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
@@ -14,7 +27,8 @@ from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token, run_for_request
 from grading.formats import params
 from grading.grader.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
-from grading.grader.waiters import WaitersFull, waiter_slot
+from grading.grader.waiters import WaitersFull, release_waiter_slot, take_waiter_slot
+from grading.grader.watch import step_watcher
 from grading.method import export
 from grading.method.releases import Taken, take_step, taken_step
 from grading.method.services import ensure_computed_many, resolve_mapping
@@ -114,15 +128,21 @@ class AdvantageExportView(APIView):
 
     def _one_step(self, step: Step, mapping: FactorMapping, fmt: str, *, wait: int | None, version: int | None,
                   headers: dict, waiter: tuple, turn_weights: bool = False) -> HttpResponse:
-        """A trainer's request: wait for the step if asked, and serve (and keep) the bytes of its inputs version.
-
-        Only a wait that has to wait takes a waiter slot (raises WaitersFull past a cap).
+        """A trainer's request: serve (and keep) the bytes of the step's inputs version, or, when
+        it asked to wait and the step is not final, a PendingWait holding a waiter slot (raises
+        WaitersFull past a cap): `advantage_export` waits, then serves it with `_serve`.
         """
         state: StepStatus = step_status(step)
         if wait and not state.final:
             project, holder = waiter
-            with waiter_slot(project=project, holder=holder, seconds=wait):
-                state = wait_until_final(step, seconds=wait)
+            slot = take_waiter_slot(project=project, holder=holder, seconds=wait)
+            return PendingWait(step=step, seconds=wait, slot=slot,
+                               serve=lambda: self._serve(step, mapping, fmt, state=step_status(step), version=version,
+                                                         headers=headers, turn_weights=turn_weights))
+        return self._serve(step, mapping, fmt, state=state, version=version, headers=headers, turn_weights=turn_weights)
+
+    def _serve(self, step: Step, mapping: FactorMapping, fmt: str, *, state: StepStatus, version: int | None,
+               headers: dict, turn_weights: bool = False) -> HttpResponse:
         if version is not None and version != state.inputs_version:
             taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version, turn_weights=turn_weights)
             if taken is None:
@@ -134,6 +154,49 @@ class AdvantageExportView(APIView):
             if version is not None and taken.inputs_version != version:  # the inputs moved on while it was computed
                 taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version, turn_weights=turn_weights) or taken
         return _taken_response(taken, state, fmt, headers)
+
+
+class PendingWait(HttpResponse):
+    """What the DRF view answers when the request has to wait: the step, how long, the waiter
+    slot it holds and how to serve it after; never sent (`advantage_export` replaces it)."""
+
+    def __init__(self, *, step: Step, seconds: int, slot: int, serve: Callable[[], HttpResponse]):
+        super().__init__(status=status.HTTP_202_ACCEPTED)
+        self.step, self.seconds, self.slot, self.serve = step, seconds, slot, serve
+
+    async def answer(self, *, in_event_loop: bool) -> HttpResponse:
+        """Wait until the step is final or `seconds` passed, give the slot back, serve."""
+        try:
+            if in_event_loop:
+                # Nothing is held while waiting: the request thread's connection goes back
+                # (to the pool) and the process's one watcher polls for every waiter.
+                await sync_to_async(connections.close_all)()
+                await step_watcher().until_final(self.step.pk, seconds=self.seconds)
+            else:
+                await sync_to_async(wait_until_final)(self.step, seconds=self.seconds)
+        finally:
+            # Also when the client went away mid-wait (Django cancels the view): the slot is freed.
+            await asyncio.shield(sync_to_async(release_waiter_slot)(self.slot))
+        response = await sync_to_async(self.serve)()
+        for key, value in self.items():  # what DRF's finalize_response added (Allow, Vary)
+            if key not in response and key.lower() != "content-type":
+                response[key] = value
+        return response
+
+
+_drf_advantage_export = AdvantageExportView.as_view()
+
+
+async def advantage_export(request, *args, **kwargs):
+    """The DRF view (authentication, checks, a waiter slot) in a thread; a wait in between."""
+    response = await sync_to_async(_drf_advantage_export)(request, *args, **kwargs)
+    if isinstance(response, PendingWait):
+        response = await response.answer(in_event_loop=isinstance(request, ASGIRequest))
+    return response
+
+
+# drf-spectacular and the CSRF middleware read the DRF view's attributes from the URL's callback.
+advantage_export.__dict__.update({k: v for k, v in _drf_advantage_export.__dict__.items() if k != "__wrapped__"})
 
 
 def _taken_response(taken: Taken, state: StepStatus, fmt: str, headers: dict) -> HttpResponse:

@@ -3,14 +3,14 @@
 from django.urls import include, path
 
 from grading.api import groups, imports, runs
-from grading.api.advantages import AdvantageExportView
+from grading.api.advantages import advantage_export
 
 urlpatterns = [
     path("groups/", groups.GroupListIngestView.as_view(), name="api-groups"),
     path("groups/<path:uid>/", groups.GroupDetailView.as_view(), name="api-group"),
     path("imports/", imports.ImportListCreateView.as_view(), name="api-imports"),
     path("imports/<int:pk>/", imports.ImportDetailView.as_view(), name="api-import"),
-    path("advantages/", AdvantageExportView.as_view(), name="api-advantages"),
+    path("advantages/", advantage_export, name="api-advantages"),
     path("mappings/", include("grading.api.mappings")),
     path("runs/", runs.RunListCreateView.as_view(), name="api-runs"),
     path("runs/<str:name>/", runs.RunDetailView.as_view(), name="api-run"),

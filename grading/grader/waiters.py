@@ -2,7 +2,7 @@
 
 A waiting request holds a server thread for up to MAX_WAIT_SECONDS, so waiters without a
 bound starve pages (the second security review: one token's 128 waiters left the site
-answering 2 probes of 10). `waiter_slot` admits a waiter only while its token (or session
+answering 2 probes of 10). `take_waiter_slot` admits a waiter only while its token (or session
 user) holds fewer than GAGAR_WAITERS_PER_TOKEN, its project fewer than
 GAGAR_WAITERS_PER_PROJECT and the site fewer than GAGAR_WAITERS_TOTAL; beyond them it
 raises `WaitersFull` (the API answers 429 with Retry-After, and the client backs off).
@@ -15,8 +15,6 @@ killed mid-wait frees its slots within minutes without anyone cleaning up.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
@@ -36,12 +34,9 @@ class WaitersFull(Exception):
         self.retry_after = retry_after
 
 
-@contextmanager
-def waiter_slot(*, project: Project, holder: str, seconds: float) -> Iterator[None]:
-    """Hold one waiter slot for `holder` (`token:<id>` or `user:<id>`) in `project` while the block runs.
-
-    Raises WaitersFull, holding nothing, when a cap is reached.
-    """
+def take_waiter_slot(*, project: Project, holder: str, seconds: float) -> int:
+    """One waiter slot for `holder` (`token:<id>` or `user:<id>`) in `project`; its id, for
+    `release_waiter_slot`. Raises WaitersFull, holding nothing, when a cap is reached."""
     now = timezone.now()
     StepWaiter.objects.filter(expires_at__lte=now).delete()
     slot = StepWaiter.objects.create(project=project, holder=holder, expires_at=now + timedelta(seconds=seconds) + _MARGIN)
@@ -56,6 +51,11 @@ def waiter_slot(*, project: Project, holder: str, seconds: float) -> Iterator[No
             if rows.count() > cap:
                 raise WaitersFull(f"{whose} already has {cap} requests waiting for a step (the most it may); "
                                   f"try again after {RETRY_AFTER_SECONDS} s, or ask without wait=")
-        yield
-    finally:
-        StepWaiter.objects.filter(pk=slot.pk).delete()
+    except BaseException:
+        release_waiter_slot(slot.pk)
+        raise
+    return slot.pk
+
+
+def release_waiter_slot(slot: int) -> None:
+    StepWaiter.objects.filter(pk=slot).delete()

@@ -2,13 +2,16 @@
 Debian's nginx with docker/nginx.conf.template — the file docker-compose.yml mounts into the
 nginx image, filled in the way that image does it (envsubst of the variables it names).
 
-`App` is the web container without Docker (a scratch SQLite file, DJANGO_DEBUG=false), as
-tests/hostile/test_slow_clients.py starts it; `Nginx` is nginx as a child process with a
-scratch prefix. Readiness is a port answering /healthz, never a sleep.
+`App` is one web container without Docker (a scratch SQLite file unless DATABASE_URL is given,
+DJANGO_DEBUG=false): the site (`docker/start.sh`) or the waits (`docker/start.sh waits`);
+`Nginx` is nginx as a child process with a scratch prefix; `Deployment` is the three as
+docker-compose.yml puts them together. Readiness is a port answering /healthz, never a sleep.
+The benchmarks (benchmarks/waiters.py, slow_clients.py) start them from here too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -66,10 +69,12 @@ def stop(process: subprocess.Popen) -> None:
 
 
 class App:
-    """docker/start.sh on a free port: migrate, then gunicorn with the image's workers and threads."""
+    """docker/start.sh on a free port: for the site (role "site"), migrate, then gunicorn with the
+    image's workers and threads; for role "waits", gunicorn with uvicorn workers."""
 
-    def __init__(self, folder: Path, **env: str):
-        self.folder, self.port, self.db = folder, free_port(), folder / "db.sqlite3"
+    def __init__(self, folder: Path, role: str = "site", **env: str):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder, self.role, self.port, self.db = folder, role, free_port(), folder / "db.sqlite3"
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "GUNICORN_", "GAGAR_"))}
         self.env = {**keep, "PYTHON": sys.executable, "GUNICORN_BIND": f"127.0.0.1:{self.port}",
                     "DATABASE_URL": f"sqlite:///{self.db}", "DJANGO_DEBUG": "false",
@@ -79,10 +84,10 @@ class App:
 
     def __enter__(self) -> App:
         self.out = self.log.open("w")
-        self.process = subprocess.Popen(["sh", str(ROOT / "docker" / "start.sh")], cwd=ROOT, env=self.env, stdout=self.out,
-                                        stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(["sh", str(ROOT / "docker" / "start.sh"), self.role], cwd=ROOT, env=self.env,
+                                        stdout=self.out, stderr=subprocess.STDOUT)
         try:
-            wait_for_healthz(self.port, self.process, self.log, "docker/start.sh")
+            wait_for_healthz(self.port, self.process, self.log, f"docker/start.sh {self.role}")
         except BaseException:
             self.__exit__()
             raise
@@ -137,13 +142,15 @@ class Nginx:
     """nginx in front of `upstream_port`, with docker/nginx.conf.template as the image includes it
     (inside `http {}`); the surrounding main file is the image's own defaults, with scratch paths."""
 
-    def __init__(self, folder: Path, upstream_port: int):
+    def __init__(self, folder: Path, upstream_port: int, *, waits_port: int | None = None):
+        """`upstream_port` is the site's; waits go to `waits_port`, or to the site when None."""
         self.binary, self.folder, self.port = require_nginx(), folder, free_port()
         folder.mkdir(parents=True, exist_ok=True)
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (folder / sub).mkdir(exist_ok=True)
             (folder / sub).chmod(0o777)  # the worker runs as nobody when the master is root
         site = render_template(TEMPLATE.read_text(), {"GAGAR_UPSTREAM": f"127.0.0.1:{upstream_port}",
+                                                      "GAGAR_WAIT_UPSTREAM": f"127.0.0.1:{waits_port or upstream_port}",
                                                       "GAGAR_LISTEN": f"127.0.0.1:{self.port}"})
         (folder / "gagar.conf").write_text(site)
         main = f"""
@@ -179,3 +186,26 @@ http {{
 
     def __exit__(self, *exc) -> None:
         stop(self.process)
+
+
+class Deployment:
+    """docker-compose.yml's web, waits and proxy services: the site and the waits on one database
+    (`env` is given to both, then `site_env` / `waits_env` to each), nginx in front; `port` is nginx's."""
+
+    def __init__(self, folder: Path, *, env: dict | None = None, site_env: dict | None = None, waits_env: dict | None = None):
+        self.site = App(folder / "site", **(env or {}), **(site_env or {}))
+        shared = {k: self.site.env[k] for k in ("DATABASE_URL", "DJANGO_SECRET_KEY", "GAGAR_MEDIA_ROOT")}
+        self.waits = App(folder / "waits", "waits", **{**(env or {}), **shared, **(waits_env or {})})
+        self.nginx = Nginx(folder / "nginx", self.site.port, waits_port=self.waits.port)
+        self.port = self.nginx.port
+
+    def __enter__(self) -> Deployment:
+        self._stack = contextlib.ExitStack()
+        with self._stack:
+            for part in (self.site, self.waits, self.nginx):
+                self._stack.enter_context(part)
+            self._stack = self._stack.pop_all()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
