@@ -1,33 +1,36 @@
-"""OpenRLHF: a test of our side of its contract (its advantage code does not import on CPU:
+"""OpenRLHF 0.11.2: its own reward plumbing calling our `reward_func`, and a test of our side of
+the `dr_grpo` contract (its advantage code does not import on CPU:
 `openrlhf/trainer/ppo_utils/experience_maker.py` imports vllm, deepspeed and flash_attn).
 
-The contract, read from OpenRLHF 0.11.2's source: `reward_func(queries, prompts, labels)` is
-called once per sample, from worker threads (`asyncio.to_thread`), as samples finish, and
-returns `{"rewards", "scores", "extra_logs"}`; `dr_grpo` then reshapes the rewards into
-`(prompts, n_samples_per_prompt)` by each sample's place in the rollout and subtracts each
-row's mean. The args are its CLI's dotted flags as nested namespaces (`args.algo.kl.use_loss`).
-
-Here 3 groups of 4 samples call the collector from 12 threads in shuffled order; the resolve
-callback is called once per group, with the samples in the index order the collector gave them,
-and computes their A* with the project's method; each call gets its own sample's A*, and the
-group mean subtraction of `dr_grpo`, applied in OpenRLHF's sample order, gives them back.
+`SingleTurnAgentExecutor` (openrlhf/utils/agent.py) is what runs each sample: it generates the
+sample with the vLLM engine it is given and, with `--reward.remote_url http://...`, posts it to
+the reward server as it finishes (aiohttp, one sample a request). Here it runs as it is for 3
+groups of 4 samples at once, with a stand-in engine (no vLLM on CPU) whose samples finish in
+shuffled order, against `adapters.openrlhf.serve` on 127.0.0.1, whose collector's resolve
+callback computes A* with the project's method. Each sample gets its own A*, and `dr_grpo`'s
+arithmetic (rewards reshaped into `(prompts, n_samples_per_prompt)` in OpenRLHF's sample order,
+minus each row's mean), applied here, gives them back. The args are its CLI's dotted flags as
+nested namespaces.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
 import threading
 from types import SimpleNamespace
 
 import pytest
 
-from tests.trainers.conftest import require
+from tests.trainers.conftest import require, word_tokenizer
 
 pytestmark = pytest.mark.trainers
 
 torch = require("torch")
+agent = require("openrlhf.utils.agent")
 
-from gagar_client.adapters.openrlhf import GroupCollector, check_args  # noqa: E402
+from gagar_client.adapters.openrlhf import GroupCollector, check_args, serve  # noqa: E402
 from grading.method.advantage import redistribute_group  # noqa: E402
 
 N = 4
@@ -62,33 +65,75 @@ def _args(**flags):
     return build(root)
 
 
+def graded_a_star(uid, rollouts):
+    """A* of a group's samples, in the index order the collector gave them, by the method."""
+    graded = [SAMPLES[uid][sample_text(r["query"], r["prompt"])] for r in rollouts]
+    result = redistribute_group([g[0] for g in graded], tiers=[g[1] for g in graded], ranks=[g[2] for g in graded])
+    return {(uid, r["index"]): float(v) for r, v in zip(rollouts, result.redistributed_advantage.tolist())}
+
+
+def sample_text(query, prompt):
+    """The response words of a query (OpenRLHF passes the decoded prompt + response)."""
+    words, prompt_words = query.split(), prompt.split()
+    assert words[:len(prompt_words)] == prompt_words, (query, prompt)
+    return " ".join(words[len(prompt_words):])
+
+
 def _resolve(calls):
     def resolve(uid, rollouts):
-        calls.append((uid, [r["index"] for r in rollouts], threading.current_thread().name))
-        graded = [SAMPLES[uid][r["query"]] for r in rollouts]
-        result = redistribute_group([g[0] for g in graded], tiers=[g[1] for g in graded], ranks=[g[2] for g in graded])
-        return {(uid, r["index"]): float(v) for r, v in zip(rollouts, result.redistributed_advantage.tolist())}
+        calls.append((uid, [r["index"] for r in rollouts]))
+        return graded_a_star(uid, rollouts)
 
     return resolve
 
 
-def test_each_sample_gets_its_own_a_star_and_dr_grpo_gives_it_back():
-    calls, answers = [], {}
-    collector = GroupCollector(N, _resolve(calls), timeout=30)
+PROMPTS = {"g0@7": "fix the bug in parser", "g1@7": "fix the bug in module", "g2@7": "fix the bug in test"}
+
+
+class Engine:
+    """The vLLM engine's `generate` as OpenRLHF's executor awaits it: prompt token ids in, one
+    output with token ids and a finish reason out. It answers each prompt's samples with that
+    group's texts, in generation order, and lets them finish in shuffled order."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.pending = {tuple(self._ids(PROMPTS[uid])): list(SAMPLES[uid]) for uid in SAMPLES}
+        self.delays = random.Random(3)
+
+    def _ids(self, text):
+        return self.tokenizer(text=text, add_special_tokens=False)["input_ids"]
+
+    async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
+        text = self.pending[tuple(prompt_token_ids)].pop(0)
+        await asyncio.sleep(self.delays.random() / 50)
+        return SimpleNamespace(outputs=[SimpleNamespace(token_ids=self._ids(text), finish_reason="stop", logprobs=None)])
+
+
+@pytest.fixture
+def reward_server():
+    collector = GroupCollector(N, graded_a_star, timeout=30)
+    server = serve(collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield collector, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_openrlhf_executor_gets_each_samples_own_a_star_and_dr_grpo_gives_it_back(reward_server):
+    collector, url = reward_server
+    executor = agent.SingleTurnAgentExecutor(remote_rm_url=url)
+    tokenizer = word_tokenizer()
+    engine = Engine(tokenizer)
     order = [(uid, text) for uid, texts in SAMPLES.items() for text in texts]  # OpenRLHF's sample order
-    arrival = order[:]
-    random.Random(3).shuffle(arrival)
 
-    def call(uid, text):
-        answers[(uid, text)] = collector.reward_func([text], ["prompt"], [uid])
+    async def rollout():
+        params = SimpleNamespace(max_tokens=8, logprobs=None)
+        return await asyncio.gather(*[executor.execute(PROMPTS[uid], uid, params, 32, tokenizer, engine)
+                                      for uid, _ in order])
 
-    threads = [threading.Thread(target=call, args=item) for item in arrival]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert len(answers) == len(order)
-    assert sorted(uid for uid, _, _ in calls) == sorted(SAMPLES) and all(idx == list(range(N)) for _, idx, _ in calls)
+    outputs = asyncio.run(rollout())
+    assert [sample_text(tokenizer.decode(o["observation_tokens"]), o["prompt"]) for o in outputs] == [t for _, t in order]
 
     own = {}
     for uid in SAMPLES:  # what each sample should get: its A* in its group, whatever index it drew
@@ -96,14 +141,50 @@ def test_each_sample_gets_its_own_a_star_and_dr_grpo_gives_it_back():
         graded = [SAMPLES[uid][t] for t in texts]
         result = redistribute_group([g[0] for g in graded], tiers=[g[1] for g in graded], ranks=[g[2] for g in graded])
         own.update({(uid, t): v for t, v in zip(texts, result.redistributed_advantage.tolist())})
-    for key, answer in answers.items():
-        assert set(answer) == {"rewards", "scores", "extra_logs"} and answer["rewards"].shape == (1,)
-        assert answer["rewards"].item() == pytest.approx(own[key], abs=1e-6), key
+    rewards = torch.tensor([float(torch.as_tensor(o["reward"]).reshape(-1)[0]) for o in outputs])
+    assert rewards.tolist() == pytest.approx([own[key] for key in order], abs=1e-6)
 
     # dr_grpo: rewards as (prompts, n) in OpenRLHF's sample order, minus each row's mean.
-    rewards = torch.cat([answers[key]["rewards"] for key in order]).reshape(-1, N)
-    advantages = (rewards - rewards.mean(-1, keepdim=True)).reshape(-1)
+    grouped = rewards.reshape(-1, N)
+    advantages = (grouped - grouped.mean(-1, keepdim=True)).reshape(-1)
     assert advantages.tolist() == pytest.approx([own[key] for key in order], abs=1e-6)
+    assert not collector._arrived and not collector._answers  # each group forgotten once answered
+
+    # OpenRLHF sends a request again when it fails: the answered sample gets its A* again.
+    again = asyncio.run(executor._fetch_rewards_via_http([f"{PROMPTS['g0@7']} add test"], [PROMPTS["g0@7"]], ["g0@7"]))
+    assert again[0]["rewards"] == [pytest.approx(own[("g0@7", "add test")], abs=1e-12)]
+
+
+def test_bad_requests_answer_400_with_a_detail(reward_server):
+    import urllib.error
+    import urllib.request
+
+    _, url = reward_server
+    request = urllib.request.Request(url, data=b'{"query": ["q"], "prompts": []}', method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=10)
+    assert caught.value.code == 400
+    assert json.loads(caught.value.read()) == {"detail": "query, prompts and labels must be lists of one length"}
+
+
+def test_the_collector_resolves_each_group_once_in_index_order():
+    calls, answers = [], {}
+    collector = GroupCollector(N, _resolve(calls), timeout=30)
+    arrival = [(uid, text) for uid, texts in SAMPLES.items() for text in texts]
+    random.Random(3).shuffle(arrival)
+
+    def call(uid, text):
+        answers[(uid, text)] = collector.reward_func([f"{PROMPTS[uid]} {text}"], [PROMPTS[uid]], [uid])
+
+    threads = [threading.Thread(target=call, args=item) for item in arrival]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(answers) == len(arrival)
+    assert sorted(uid for uid, _ in calls) == sorted(SAMPLES) and all(idx == list(range(N)) for _, idx in calls)
+    assert all(set(a) == {"rewards", "scores", "extra_logs"} and a["rewards"].shape == (1,) for a in answers.values())
     assert not collector._arrived and not collector._answers  # each group forgotten once answered
 
 

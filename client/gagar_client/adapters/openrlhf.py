@@ -9,31 +9,41 @@ divides by the std, `rloo` is leave-one-out, `reinforce_baseline` whitens over t
 token-weighted), KL in the reward (`--algo.kl.init_coef` without `--algo.kl.use_loss`), the
 length penalties, dynamic filtering on the scores, and a `--reward.clip_range` narrower than A*.
 
-Rewards come from `--reward.remote_url /path/to/reward_func.py`: OpenRLHF calls
-`reward_func(queries, prompts, labels)` once per sample, from worker threads, as each sample
-finishes, so neither the order of the calls nor their arguments say which rollout of its group a
-sample is. `GroupCollector` is where the group is made: it gives each sample of a uid (read from
-its label) its index as it arrives, and when all n are in, calls `resolve(uid, rollouts)` once
-(post the group to Gagar, wait, return its `{(uid, index): A*}`); every call then returns its
-own sample's A*. Two samples with the same text may swap indexes, which changes nothing they
-train on::
+Rewards come from a remote reward model, `--reward.remote_url http://host:port/`: each vLLM
+engine process posts every sample on its own as it finishes (`{"query", "prompts", "labels"}`,
+one sample each), so neither the order of the requests nor their contents say which rollout of
+its group a sample is, and a group's samples may come from different engine processes.
+`GroupCollector` is where the group is made: it gives each sample of a uid (read from its label)
+its index as it arrives, and when all n are in, calls `resolve(uid, rollouts)` once (post the
+group to Gagar, wait, return its `{(uid, index): A*}`); every request then gets its own sample's
+A*. Two samples with the same text may swap indexes, which changes nothing they train on.
+`serve(collector)` answers OpenRLHF's requests, a thread per request, so waiting samples hold
+no thread of OpenRLHF's::
 
-    # reward_func.py
-    from gagar_client.adapters.openrlhf import GroupCollector
+    from gagar_client.adapters.openrlhf import GroupCollector, serve
 
     collector = GroupCollector(n=8, resolve=post_and_wait, uid_of=lambda label: json.loads(label)["uid"])
-    reward_func = collector.reward_func
+    serve(collector, port=5000).serve_forever()   # --reward.remote_url http://127.0.0.1:5000/
+
+Not the `.py` reward file (`--reward.remote_url reward_func.py`): OpenRLHF calls that through
+`asyncio.to_thread`, whose pool (min(32, cores + 4) threads per engine process) fills with
+samples waiting for their groups and then stops (as it did here: 12 samples, 2 cores), and each
+engine process would hold a collector of its own. OpenRLHF gives a request 180 s and sends it again on failure:
+a sample sent again after its group was answered gets its A* again; grade within that time
+(`grading_deadline_seconds` below 180, or `auto_grade`).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from gagar_client.adapters import MissingAdvantage, setting
 
-__all__ = ["ESTIMATOR", "GroupCollector", "MissingAdvantage", "check_args"]
+__all__ = ["ESTIMATOR", "GroupCollector", "MissingAdvantage", "check_args", "serve"]
 
 ESTIMATOR = "dr_grpo"
 WHY_NOT = {
@@ -89,6 +99,8 @@ class GroupCollector:
         self._arrived: dict[str, list[dict]] = {}
         self._answers: dict[str, Mapping[tuple, float] | BaseException] = {}
         self._waiting: dict[str, int] = {}
+        self._done: dict[str, dict[str, float]] = {}  # the last `keep` answered groups: {query: A*}, for resends
+        self.keep = 4096
 
     def reward_func(self, queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any], **kwargs: Any) -> dict:
         """OpenRLHF's signature; `{"rewards", "scores", "extra_logs"}` with one A* per query."""
@@ -104,6 +116,9 @@ class GroupCollector:
     def _one(self, query: str, prompt: str, label: Any) -> float:
         uid = str(self.uid_of(label))
         with self._lock:
+            answered = self._done.get(uid)
+            if answered is not None and query in answered:  # OpenRLHF sent the sample again
+                return answered[query]
             arrived = self._arrived.setdefault(uid, [])
             if len(arrived) >= self.n:
                 raise ValueError(f"group {uid!r} has {self.n} samples already: is n_samples_per_prompt {self.n}, and "
@@ -129,7 +144,13 @@ class GroupCollector:
             finally:
                 self._waiting[uid] -= 1
                 if not self._waiting[uid] and uid in self._answers:  # the group's last waiter clears it
-                    del self._answers[uid], self._arrived[uid], self._waiting[uid]
+                    done = self._answers.pop(uid)
+                    if not isinstance(done, BaseException):
+                        self._done[uid] = {r["query"]: float(done[(uid, r["index"])]) for r in self._arrived[uid]
+                                           if (uid, r["index"]) in done}
+                        while len(self._done) > self.keep:
+                            self._done.pop(next(iter(self._done)))
+                    del self._arrived[uid], self._waiting[uid]
         if isinstance(answer, BaseException):
             raise answer
         if (uid, index) not in answer:
@@ -140,3 +161,45 @@ class GroupCollector:
             raise ValueError(f"A* {value:.4f} of ({uid!r}, {index}) lies outside --reward.clip_range {low:g} {high:g}: "
                              "widen it")
         return value
+
+
+def serve(collector: GroupCollector, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """An HTTP server for `--reward.remote_url`: POST `{"query": [...], "prompts": [...],
+    "labels": [...]}` answers `{"rewards": [...], "scores": [...], "extra_logs": {}}` with each
+    query's A*, a thread per request. Bad requests answer 400 with a JSON `detail`. Call
+    `serve_forever()` on it (or run it in a thread)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _answer(self, status: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+                if not 0 < length <= 64 * 1024 * 1024:
+                    raise ValueError("send a JSON body of at most 64 MiB")
+                payload = json.loads(self.rfile.read(length))
+                queries, prompts, labels = (payload.get(key) for key in ("query", "prompts", "labels"))
+                if not (isinstance(queries, list) and isinstance(prompts, list) and isinstance(labels, list)
+                        and len(queries) == len(prompts) == len(labels)):
+                    raise ValueError("query, prompts and labels must be lists of one length")
+            except ValueError as exc:
+                return self._answer(400, {"detail": str(exc)})
+            try:
+                values = [collector._one(q, p, lab) for q, p, lab in zip(queries, prompts, labels)]
+            except (ValueError, KeyError, TimeoutError) as exc:
+                return self._answer(422, {"detail": str(exc)})
+            self._answer(200, {"rewards": values, "scores": values, "extra_logs": {}})
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server
+
