@@ -19,9 +19,7 @@ import argparse
 import http.client
 import os
 import platform
-import re
 import secrets
-import shutil
 import socket
 import statistics
 import subprocess
@@ -34,6 +32,9 @@ from _support import cpu_model, free_port, load_average, memory_gib, stop_server
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
+sys.path.insert(0, str(ROOT))
+
+from tests.hostile.served import Nginx, nginx_binary  # noqa: E402  (the same nginx set-up as the hostile tests)
 
 NGINX = "the same behind nginx (docker/nginx.conf.template)"
 CONFIGS = {
@@ -63,28 +64,6 @@ def healthz(port: int) -> float | None:
     return (time.perf_counter() - started) * 1000 if ok else None
 
 
-def start_nginx(scratch: Path, upstream: int) -> tuple[subprocess.Popen, int] | None:
-    """nginx with docker/nginx.conf.template (filled in as the nginx image's envsubst does) in front of `upstream`."""
-    binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
-    if binary is None:
-        return None
-    folder, port = scratch / f"nginx-{upstream}", free_port()
-    for sub in ("", "body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-        (folder / sub).chmod(0o777)
-    values = {"GAGAR_UPSTREAM": f"127.0.0.1:{upstream}", "GAGAR_LISTEN": f"127.0.0.1:{port}"}
-    site = re.sub(r"\$\{([A-Z_]+)\}", lambda m: values[m.group(1)], (ROOT / "docker" / "nginx.conf.template").read_text())
-    (folder / "gagar.conf").write_text(site)
-    temp = " ".join(f"{kind}_temp_path {folder}/{sub};" for kind, sub in
-                    (("client_body", "body"), ("proxy", "proxy"), ("fastcgi", "fastcgi"), ("uwsgi", "uwsgi"), ("scgi", "scgi")))
-    (folder / "nginx.conf").write_text(f"worker_processes 2; pid {folder}/nginx.pid; error_log {folder}/error.log warn;\n"
-                                       f"events {{ worker_connections 1024; }}\n"
-                                       f"http {{ access_log off; {temp} include {folder}/gagar.conf; }}\n")
-    proxy = subprocess.Popen([binary, "-p", str(folder), "-c", str(folder / "nginx.conf"), "-g", "daemon off;"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proxy, port
-
-
 def main() -> None:
     args = parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="gagar-slow-"))
@@ -101,16 +80,16 @@ def main() -> None:
                                    *options], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         proxy = None
         try:
-            if name == NGINX:
-                started = start_nginx(scratch, port)
-                if started is None:
-                    notes.append(f"{NGINX}: left out, nginx is not installed (apt-get install -y nginx-light)")
-                    continue
-                proxy, port = started
+            if name == NGINX and nginx_binary() is None:
+                notes.append(f"{NGINX}: left out, nginx is not installed (apt-get install -y nginx-light)")
+                continue
             for _ in range(300):
                 if healthz(port) is not None:
                     break
                 time.sleep(0.1)
+            if name == NGINX:  # tests/hostile/served.py's, as test_proxy.py runs it
+                proxy = Nginx(scratch / f"nginx-{port}", port).__enter__()
+                port = proxy.port
             for _ in range(40):  # warm every worker (its first request loads the URLconf)
                 healthz(port)
             for n in args.clients:
@@ -130,7 +109,7 @@ def main() -> None:
                              max(answered) if answered else None))
         finally:
             if proxy is not None:
-                stop_server(proxy)
+                proxy.__exit__()
             stop_server(server)
     print(f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
           f"Python {platform.python_version()}; SQLite, DJANGO_DEBUG=false, loopback")

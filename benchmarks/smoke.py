@@ -10,7 +10,8 @@ columns its COPY did not fill. Here each script runs to its end on a load small 
 a few seconds, and must exit 0 and print its table. The figures mean nothing at this size
 and are not kept. The scripts that need PostgreSQL create and drop their own databases on
 the server DATABASE_URL names, named `gagar_smoke_<script>` here (never the scripts' own
-defaults, which a full run may have kept); training_loop.py also needs CELERY_BROKER_URL (Redis).
+defaults, which a full run may have kept); training_loop.py also needs CELERY_BROKER_URL (Redis),
+waiters.py Debian's nginx (as tests/hostile/test_proxy.py).
 About three minutes on two cores.
 """
 
@@ -39,13 +40,14 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "scale": (["--scale", "0.005", "--requests", "2", "--api-requests", "1"], "judge next group"),
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
-    "training_loop": (["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--waiters", "2",
-                       "--probes", "5", "--concurrency", "2"], "p95"),
+    "waiters": (["--waiters", "6", "--tokens", "2", "--wait", "10", "--probes", "6"], "goal <= 2x"),
+    "training_loop": (["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--concurrency", "2"],
+                      "ideal / actual"),
 }
 TIMEOUT_S = 600
 # Scripts that create a PostgreSQL database get one of their own here, so a smoke run never
 # drops a database a full run was asked to keep (--keep) under the script's default name.
-OWN_DATABASE = {"export", "group_page", "import_formats", "import_runs", "ingest", "scale", "search", "training_loop"}
+OWN_DATABASE = {"export", "group_page", "import_formats", "import_runs", "ingest", "scale", "search", "training_loop", "waiters"}
 
 
 def main() -> int:

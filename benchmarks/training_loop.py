@@ -20,9 +20,7 @@
    waits alone) and their ratio; the grading span (first job started to last finished, from
    the jobs' own timestamps); the overhead after grading (last verdict stored to the
    trainer seeing `final`), and the export of the step's rows that follows.
-4. Waiting trainers vs pages: --waiters trainers hold GET /api/v1/advantages/?wait=30 on a
-   step that is not final; meanwhile GET /healthz and GET /api/v1/runs/{name}/ are timed
-   (p50/p95), and again with nobody waiting.
+(Waiting trainers vs pages, through the shipped deployment: benchmarks/waiters.py.)
 Goals (the training-loop issue): LLM >= 80 % of ideal with <= 5 s overhead; heuristic final <= 15 s after the post.
 """
 
@@ -34,11 +32,9 @@ import multiprocessing
 import os
 import platform
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -81,8 +77,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--concurrency", type=int, default=16, help="threads per Celery worker")
     p.add_argument("--web-workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=16, help="gunicorn threads per web worker")
-    p.add_argument("--waiters", type=int, default=24, help="trainers waiting on a step while pages are timed (0: skip)")
-    p.add_argument("--probes", type=int, default=200, help="timed page requests per condition")
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     p.add_argument("--keep", action="store_true", help="keep the database")
@@ -135,52 +129,6 @@ def play_step(gagar: Client, db_url: str, *, backend: str, groups: list[dict], a
             "export_s": taken, "rows": len(rows)}
 
 
-def probe(url: str, token: str, n: int) -> tuple[float, float]:
-    import http.client
-    from urllib.parse import urlparse
-
-    parsed = urlparse(url)
-    times = []
-    for i in range(n):
-        conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=30)
-        path = "/healthz" if i % 2 == 0 else f"{parsed.path}?project=bench"
-        t0 = time.perf_counter()
-        conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
-        response = conn.getresponse()
-        response.read()
-        times.append((time.perf_counter() - t0) * 1000)
-        assert response.status == 200, (path, response.status)
-        conn.close()
-    times.sort()
-    return statistics.median(times), times[int(len(times) * 0.95) - 1]
-
-
-def waiting_trainers(base: str, token: str, n: int, probes: int) -> dict:
-    gagar = Client(base, token, project="bench", timeout=120)
-    gagar.create_run("never-final", auto_grade="none", grading_deadline_seconds=3600)
-    gagar.post_step("never-final", 1, [dict(make_group(random.Random(1), run="never-final", step=1, task_number=t, n_rollouts=4,
-                                                       pass_rate=0.5), run="never-final") for t in range(4)])
-    run_url = f"{base}/api/v1/runs/never-final/"
-    quiet = probe(run_url, token, probes)
-    stop = threading.Event()
-    answered = []
-
-    def trainer():
-        waiter = Client(base, token, project="bench", timeout=120)
-        while not stop.is_set():
-            answered.append(waiter.advantage_rows("never-final", 1, wait=30).final)
-
-    threads = [threading.Thread(target=trainer, daemon=True) for _ in range(n)]
-    for thread in threads:
-        thread.start()
-    time.sleep(2)  # let every trainer's request reach the server and start waiting
-    busy = probe(run_url, token, probes)
-    stop.set()
-    for thread in threads:
-        thread.join(60)
-    return {"quiet": quiet, "busy": busy, "waiters": n, "answered_not_final": answered.count(False)}
-
-
 def main() -> None:
     args = parse_args()
     admin_url, db_url = database_urls(args.database)
@@ -218,7 +166,6 @@ def main() -> None:
         body_mb = sum(len(str(g)) for g in groups) / 1e6
         results = [play_step(gagar, db_url, backend=b, groups=groups, args=args)
                    for b in (["heuristic", "llm"] if args.backend == "both" else [args.backend])]
-        waits = waiting_trainers(base, token, args.waiters, args.probes) if args.waiters else None
     finally:
         for process in processes:
             stop_server(process)
@@ -247,16 +194,6 @@ def main() -> None:
     print("\nGrading starts while the step is still arriving (each ingest batch queues its groups at commit), so the "
           "grading span overlaps the post; 'last verdict -> final seen' is the overhead after grading (recomputation, "
           "the wait's poll, the answer).")
-    if waits:
-        print()
-        print(f"Pages while {waits['waiters']} trainers wait on a step that is not final "
-              f"(GET /healthz and GET /api/v1/runs/{{name}}/, {args.probes} each condition):")
-        print()
-        print("| Condition | p50 (ms) | p95 (ms) |")
-        print("|---|---:|---:|")
-        print(f"| nobody waiting | {waits['quiet'][0]:.1f} | {waits['quiet'][1]:.1f} |")
-        print(f"| {waits['waiters']} trainers waiting | {waits['busy'][0]:.1f} | {waits['busy'][1]:.1f} |")
-        print(f"\n({waits['answered_not_final']} waits answered after 30 s with Gagar-Step-Final: false, as they should.)")
     print(f"\nLogs: {logs}")
 
 
