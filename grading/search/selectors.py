@@ -26,6 +26,7 @@ still not see (their open blind assignments), which such a search then leaves ou
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -547,8 +548,23 @@ def rollout_hits(*, query: Query, rollout: Rollout, offset: int = 0, limit: int 
     if content is None:
         return [], Hits([], 0, True)
     found = find_hits(query, content.messages, content.patch, content.tests, offset=offset, limit=limit)
+    return linked_hits(query=query, rollout=rollout, hits=found.hits, offset=offset, lane=lane), found
+
+
+def every_rollout_hit(*, query: Query, rollout: Rollout) -> Hits:
+    """All of one rollout's hits for `query` (text.Hit, unlinked), from one read of the rollout
+    within one text.SCAN_BUDGET: what a request that pages or searches among them spends in all."""
+    content = RolloutContent.objects.filter(rollout=rollout).only("messages", "patch", "tests").first()
+    if content is None:
+        return Hits([], 0, True)
+    return find_hits(query, content.messages, content.patch, content.tests, offset=0, limit=sys.maxsize)
+
+
+def linked_hits(*, query: Query, rollout: Rollout, hits: list[Hit], offset: int, lane: str | None = None) -> list[SearchHit]:
+    """`hits` (the rollout's hits from number `offset` on) with the group page's address at each;
+    `lane` as for rollout_hits."""
     lane = str(rollout.index) if lane is None else lane
-    return [_hit(rollout, h, query, offset + i, lane) for i, h in enumerate(found.hits)], found
+    return [_hit(rollout, h, query, offset + i, lane) for i, h in enumerate(hits)]
 
 
 def _query_params(query: Query) -> dict[str, str]:

@@ -1,23 +1,24 @@
 """One rollout's search hits, a page at a time, for the group page's hit bar (the hit-by-hit
-walk of a search result): grading.search.selectors.rollout_hits finds them; this pages them,
-and finds the hit a link means when it names a turn but not a hit's number (the results
-page links a hit as `?lane=&start=<turn>`).
+walk of a search result): grading.search.selectors finds them; this pages them, and finds
+the hit a link means when it names a turn but not a hit's number (the results page links a
+hit as `?lane=&start=<turn>`).
 
+A request reads the rollout once and spends one scan budget on it (text.SCAN_BUDGET work
+units: characters read times the query's cost), whatever it asks for: every hit is found in
+that one pass (`every_rollout_hit`), then the page is cut from them, or the first hit at or
+after the turn is looked up among them, and only the page's hits are given their links.
 Hits come in a fixed order (grading.search.text.parts): the patch's, then the test ids',
-then the turns' in turn order. So the first hit at or after a turn is found by bisecting
-their numbers, reading one hit a probe: at most 2 + log2(total) reads of the rollout, each
-bounded by text.SCAN_BUDGET characters.
+then the turns' in turn order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 from grading.models import Rollout
 from grading.search.query import Query
-from grading.search.selectors import SearchHit
-from grading.search.selectors import rollout_hits as _rollout_hits
+from grading.search.selectors import SearchHit, every_rollout_hit, linked_hits
+from grading.search.text import Hit
 
 PAGE = 50
 MAX_PAGE = 200
@@ -32,7 +33,7 @@ class HitPage:
     at: int | None = None  # the number of the hit at or after the turn asked for, when one was
 
 
-def _from_turn(hit: SearchHit, turn: int) -> bool:
+def _from_turn(hit: Hit, turn: int) -> bool:
     return hit.where == "turn" and hit.turn is not None and hit.turn >= turn
 
 
@@ -43,25 +44,12 @@ def hit_page(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = PA
     number; the rollout's last hit when none is that late, None when it has none). `lane`:
     how the hits' links name the rollout (a blind judge's label), its index by default."""
     limit = max(1, min(limit, MAX_PAGE))
-    rollout_hits = partial(_rollout_hits, lane=lane)
-    if turn is None:
-        hits, found = rollout_hits(query=query, rollout=rollout, offset=offset, limit=limit)
-        return HitPage(hits, offset, found.total, found.complete)
-    hits, found = rollout_hits(query=query, rollout=rollout, offset=0, limit=limit)
-    at = next((n for n, hit in enumerate(hits) if _from_turn(hit, turn)), None)
-    if at is not None or found.total <= limit:
+    found = every_rollout_hit(query=query, rollout=rollout)
+    at = None
+    if turn is not None:
+        at = next((n for n, hit in enumerate(found.hits) if _from_turn(hit, turn)), None)
         if at is None and found.total:
             at = found.total - 1
-        return HitPage(hits, 0, found.total, found.complete, at)
-    low, high = limit, found.total  # the first page holds no hit from `turn`: bisect the rest
-    while low < high:
-        middle = (low + high) // 2
-        probe, _ = rollout_hits(query=query, rollout=rollout, offset=middle, limit=1)
-        if probe and _from_turn(probe[0], turn):
-            high = middle
-        else:
-            low = middle + 1
-    at = min(low, found.total - 1)
-    offset = at // limit * limit
-    hits, found = rollout_hits(query=query, rollout=rollout, offset=offset, limit=limit)
-    return HitPage(hits, offset, found.total, found.complete, at)
+        offset = 0 if at is None else at // limit * limit
+    page = linked_hits(query=query, rollout=rollout, hits=found.hits[offset:offset + limit], offset=offset, lane=lane)
+    return HitPage(page, offset, found.total, found.complete, at)

@@ -73,6 +73,20 @@ def test_a_turn_finds_the_page_of_its_first_hit(client, bob, walk, turn):
     assert body["hits"][at - body["offset"]]["turn"] == hits[at].turn
 
 
+def test_a_request_reads_the_rollout_once_whatever_it_asks(client, bob, walk):
+    """One read, one scan budget per request: finding turn 60's page used to bisect the hits,
+    reading the whole rollout again at every probe (2 + log2(61) reads)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(bob)
+    for ask in ({"turn": 60, "limit": 5}, {"offset": 50, "limit": 5}):
+        with CaptureQueriesContext(connection) as queries:
+            body = client.get(HITS, {"q": "git log -p", **ask}).json()
+        reads = [q["sql"] for q in queries.captured_queries if "grading_rolloutcontent" in q["sql"]]
+        assert len(reads) == 1 and body["total"] == 61, (ask, reads)
+
+
 def test_a_turn_past_every_hit_is_the_last_hit_and_none_is_none(client, bob, walk):
     client.force_login(bob)
     assert client.get(HITS, {"q": "git log -p", "turn": 61, "limit": 7}).json()["at"] == 60
