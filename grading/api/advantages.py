@@ -136,9 +136,12 @@ class AdvantageExportView(APIView):
         if wait and not state.final:
             project, holder = waiter
             slot = take_waiter_slot(project=project, holder=holder, seconds=wait)
+            # Served after the wait, outside DRF's dispatch: finalize_response renders a JSON error
+            # and adds DRF's headers, as dispatch would have.
             return PendingWait(step=step, seconds=wait, slot=slot,
-                               serve=lambda: self._serve(step, mapping, fmt, state=step_status(step), version=version,
-                                                         headers=headers, turn_weights=turn_weights))
+                               serve=lambda: self.finalize_response(self.request, self._serve(
+                                   step, mapping, fmt, state=step_status(step), version=version, headers=headers,
+                                   turn_weights=turn_weights)))
         return self._serve(step, mapping, fmt, state=state, version=version, headers=headers, turn_weights=turn_weights)
 
     def _serve(self, step: Step, mapping: FactorMapping, fmt: str, *, state: StepStatus, version: int | None,
@@ -177,11 +180,7 @@ class PendingWait(HttpResponse):
         finally:
             # Also when the client went away mid-wait (Django cancels the view): the slot is freed.
             await asyncio.shield(sync_to_async(release_waiter_slot)(self.slot))
-        response = await sync_to_async(self.serve)()
-        for key, value in self.items():  # what DRF's finalize_response added (Allow, Vary)
-            if key not in response and key.lower() != "content-type":
-                response[key] = value
-        return response
+        return await sync_to_async(self.serve)()
 
 
 _drf_advantage_export = AdvantageExportView.as_view()

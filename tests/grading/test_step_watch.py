@@ -113,3 +113,14 @@ def test_one_round_asks_once_per_watched_step_however_many_wait(two_pending_step
     asyncio.run(scenario())
     assert rounds and all(ids == steps for ids in rounds)
     assert len(rounds) < 50  # rounds every 0.05 s over 0.3 s, not one per waiter
+
+
+@pytest.mark.django_db
+def test_after_a_wait_an_unknown_inputs_version_is_a_json_404(client, alice_token, trainer_token):
+    """Served after the wait (here under WSGI, Django's test client): the same JSON error as without one."""
+    post_groups(client, alice_token, small_group("t-1@1", run="rl", step=1))
+    r = client.get("/api/v1/advantages/?project=acme&run=rl&step=1&wait=1&inputs_version=999",
+                   HTTP_AUTHORIZATION=f"Bearer {trainer_token}")
+    assert r.status_code == 404 and r["Content-Type"] == "application/json"
+    assert "never served at inputs_version 999" in r.json()["detail"] and r.json()["field"] == "inputs_version"
+    assert StepWaiter.objects.count() == 0
