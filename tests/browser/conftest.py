@@ -22,7 +22,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
-@pytest.fixture(scope="session")
+# One Chromium per test module, not per session: Playwright's sync API keeps an asyncio loop
+# running in the test thread while it is open, and code that must start a loop of its own
+# (an async view through Django's test client, a framework's asyncio.run) fails in a thread
+# that already runs one. Closing it at the end of each module leaves later tests a plain thread.
+@pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
         reason = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
