@@ -29,12 +29,13 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -m "not browser" -x -q
 
 # The real trainer libraries, installed on demand so `make run` stays light: the `trainers` extra (verl, TRL,
-# torch 2.13 CPU from the local wheel), then SkyRL, AReaL and ART without their dependency pins
-# (requirements/trainers-frameworks.txt says why; 0.5 GB of it), all from PyPI into the one venv (3.0 GB in all).
+# torch 2.13 CPU from the local wheel), then SkyRL, AReaL, ART, OpenRLHF and Agent Lightning without their dependency
+# pins (requirements/trainers-frameworks.txt says why, and why Agent Lightning's Python >= 3.12 is ignored; 0.5 GB of
+# it), all from PyPI into the one venv (3.0 GB in all).
 TRAINERS_STAMP := $(VENV)/.trainers
 $(TRAINERS_STAMP): $(STAMP) pyproject.toml requirements/trainers-frameworks.txt
 	$(PY) -m pip install --quiet -e '.[trainers]'
-	$(PY) -m pip install --quiet --no-deps -r requirements/trainers-frameworks.txt
+	$(PY) -m pip install --quiet --no-deps --ignore-requires-python -r requirements/trainers-frameworks.txt
 	touch $(TRAINERS_STAMP)
 
 install-trainers: $(TRAINERS_STAMP)
