@@ -16,10 +16,11 @@ trainer lets us register an advantage estimator, the adapter registers one that 
 Sample identity: Gagar names a rollout (uid, index). The index is stamped once, where the
 group is made (verl: `adapters.verl.stamp_sample_ids` right after `repeat(interleave=True)`;
 SkyRL: its `TrajectoryID`; Agent Lightning: its rollout manager's `_create_rollouts`; slime:
-the group list its data source makes; rLLM: the episode's `task_id:rollout_idx`), travels with the sample and is the key of every lookup. Batch order is
-not a key: trainers reorder batches (verl's `trainer.balance_batch`) and filters drop rows.
-Counting occurrences in batch order (`rollout_indexes`) is only done when asked for by name,
-`indexes=BATCH_ORDER`, and warns (`BatchOrderWarning`).
+the group list its data source makes; rLLM: the episode's `task_id:rollout_idx`), travels with
+the sample and is the key of every lookup. Batch order is not a key: trainers reorder batches
+(verl's `trainer.balance_batch`) and filters drop rows. Counting occurrences in batch order
+(`rollout_indexes`) is only done when asked for by name, `indexes=BATCH_ORDER`, and warns
+(`BatchOrderWarning`).
 
 One adapter per trainer (docs/api.md has a recipe for each): `verl`, `verl_estimator`, `trl`,
 `skyrl`, `openrlhf`, `areal`, `art`, `rllm`, `slime`, `prime_rl`, `agent_lightning` (verl's
