@@ -40,11 +40,12 @@ $(TRAINERS_STAMP): $(STAMP) pyproject.toml requirements/trainers-frameworks.txt
 
 install-trainers: $(TRAINERS_STAMP)
 
-# verl's, TRL's, SkyRL's, AReaL's and ART's own advantage code on A* exported by this service, and the
-# contracts of OpenRLHF, rLLM, slime and prime-rl (docs/api.md); none may skip here.
+# verl's, TRL's, SkyRL's, AReaL's, ART's and Agent Lightning's own advantage code on A* exported by this service,
+# and the contracts of OpenRLHF, rLLM, slime and prime-rl (docs/api.md); none may skip here.
 # CI time budget: 3 minutes for install-trainers on a clean clone plus this run. Measured on this 2-core machine
 # (docs/benchmarks.md): install-trainers 42-47 s after `make install` (pip's cache warm; the frameworks' ~0.5 GB
-# of wheels download in ~10 s cold), this run 21-22 s (66 tests in 14-15 s): about 70 s in all.
+# of wheels download in ~10 s cold), this run 21-22 s (66 tests in 14-15 s): about 70 s in all. With Agent
+# Lightning (a clean clone, 2026-12-01): install-trainers 46 s, this run 30-31 s (70 tests in 22-23 s): 77 s.
 test-trainers: $(TRAINERS_STAMP)
 	GAGAR_REQUIRE_TRAINERS=1 $(PY) -m pytest -m trainers -q tests/trainers
 
