@@ -44,6 +44,11 @@ MINI_SWE_AGENT = FIXTURES / "mini-swe-agent-gemini-3-pro"
 MINI_SWE_AGENT_MORE = FIXTURES / "mini-swe-agent-gemini-3-pro-more"  # 48 more, long: 33-157 kB of text each
 OPENHANDS = FIXTURES / "openhands-multi-swe-bench"
 
+
+def vector_cases(name: str) -> list[dict]:
+    """The test vectors of `tests/fixtures/vectors/<name>.jsonl`, one dict a line."""
+    return [json.loads(line) for line in (VECTORS / f"{name}.jsonl").read_text().splitlines() if line.strip()]
+
 ROOT = Path(__file__).resolve().parent.parent
 INGEST_URL = "/api/v1/groups/"
 NDJSON = "application/x-ndjson"

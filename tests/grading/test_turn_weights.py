@@ -7,9 +7,7 @@ fractions from the rule a_t = A* m_t w_t / (Σ m w / Σ m), not with the module.
 from __future__ import annotations
 
 import doctest
-import json
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -17,9 +15,9 @@ from hypothesis import strategies as st
 
 from grading.method import turn_weights as tw
 from grading.method.turn_weights import DOWN_WEIGHT, check_weights, cited_turns, token_advantages, turn_weights
+from tests.helpers import vector_cases
 
-VECTORS = [json.loads(line) for line in
-           (Path(__file__).parents[1] / "fixtures" / "vectors" / "turn_weights.jsonl").read_text().splitlines()]
+VECTORS = vector_cases("turn_weights")
 
 
 def test_the_docstring_example():

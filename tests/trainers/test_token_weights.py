@@ -8,9 +8,7 @@ alice is acme's admin (turns the run's turn weights on); tess a trainer (reads t
 from __future__ import annotations
 
 import doctest
-import json
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,9 +17,9 @@ from hypothesis import strategies as st
 from gagar_client import token_weights as client_weights
 from gagar_client.token_weights import check_weights, token_advantages, turn_weight_map
 from grading.method import turn_weights as method
+from tests.helpers import vector_cases
 
-VECTORS = [json.loads(line) for line in
-           (Path(__file__).parents[1] / "fixtures" / "vectors" / "turn_weights.jsonl").read_text().splitlines()]
+VECTORS = vector_cases("turn_weights")
 
 
 def test_the_docstring_example():
