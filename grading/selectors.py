@@ -35,8 +35,8 @@ GROUP_TOTALS = {
     "n_multi_pass": Count("id", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False)),
     "n_multi_passes": Sum("n_passed", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False), default=0),
     "n_distinct": Sum("distinct_solutions", filter=Q(n_passed__gte=2), default=0),
-    # Over every pass (issue 25: "47 passed · 37 distinct solutions in 45 passes" counted the
-    # passes of groups with two or more only): a group with one pass has one solution. The
+    # Over every pass, not only those of groups with two or more (which read as "47 passed ·
+    # 37 distinct solutions in 45 passes"): a group with one pass has one solution. The
     # passes of groups not clustered yet are left out of both, so the two agree.
     "n_distinct_all": Sum("distinct_solutions", filter=Q(n_passed__gte=1), default=0),
     "n_clustered_passes": Sum("n_passed", filter=Q(distinct_solutions__isnull=False), default=0),

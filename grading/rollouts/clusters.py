@@ -1,4 +1,4 @@
-"""Patch clusters: which rollouts of a group make the same change (issue 16). Pure: no Django.
+"""Patch clusters: which rollouts of a group make the same change. Pure: no Django.
 
 A rollout's *change key* is what its patch changes in the files that matter, normalised:
 
@@ -21,7 +21,7 @@ no test of the task names and that either
   trajectories under tests/fixtures: mini-swe-agent writes `reproduce_issue.py`,
   `reproduction_script.py`, `verify_fix.py`, `apply_fix.py`, `test_fix.py`, and at the
   repository root `run_repro.py`, `check_*.py`, `inspect_issue.py`, `modify_latex.py`,
-  `patch_models.py`, `test_<something>.py`, `reproduction/` and `test_fk_app/` apps; issue 16 adds `debug_*.py`, `final_test.py`, `*_SUMMARY.md`,
+  `patch_models.py`, `test_<something>.py`, `reproduction/` and `test_fk_app/` apps; other runs add `debug_*.py`, `final_test.py`, `*_SUMMARY.md`,
   `FIX_*.md`, `scratch/`), or
 - no other rollout of the group touches (a helper only this rollout wrote).
 
@@ -245,8 +245,8 @@ NAMED_MEMBERS = 5  # cluster members a label names; more are counted ("and 4 mor
 
 def cluster_label(index: int, members: tuple[int, ...], *, empty: bool, extra: int, name=lambda i: f"#{i}") -> str:
     """The label of rollout `index` in its cluster of `members`, each rollout named by
-    `name`: "#3" as stored, or a blind judge's lane label. One wording for every member
-    (issue 25): each names all the others, in `members`' order, up to NAMED_MEMBERS of them
+    `name`: "#3" as stored, or a blind judge's lane label. One wording for every member:
+    each names all the others, in `members`' order, up to NAMED_MEMBERS of them
     ("#1: same change as #2, #7" and "#7: same change as #1, #2"), never the first member
     naming the rest and the rest naming only it."""
     if empty:

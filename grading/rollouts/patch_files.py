@@ -1,4 +1,4 @@
-"""The order a patch's files are shown in on the judge panel (issue 25). Pure: no Django.
+"""The order a patch's files are shown in on the judge panel. Pure: no Django.
 
 An agent's patch often buries a one-line fix under the files it wrote for itself: a
 `FIX_SUMMARY.md` of 1,600 lines sorts before `django/db/models/query.py`, and so does a

@@ -197,7 +197,7 @@ def adjudication_counts(project: Project) -> dict[str, int]:
     return GroupReview.objects.filter(group__run__project=project).aggregate(**_adjudication_counts())
 
 
-# --- the group page's overview (issue 16) ----------------------------------------------------
+# --- the group page's overview ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,7 @@ def lane_order(rollouts: list, order: list[int]) -> list:
     return sorted(rollouts, key=lambda r: (outcome_rank[r.passed], position.get(r.index, len(position) + r.index)))
 
 
-# --- the judge panel (issue 25) -----------------------------------------------------------------
+# --- the judge panel -----------------------------------------------------------------------------
 
 
 def grader_says(mine: dict, grade) -> str:
