@@ -53,7 +53,11 @@ def postgres_version(url: str) -> str:
 def database_urls(name: str) -> tuple[str, str]:
     """(maintenance URL, benchmark URL) on the server DATABASE_URL points at."""
     env = os.environ.get("DATABASE_URL", "")
-    base = urlparse(env) if env.startswith(("postgres://", "postgresql://")) else urlparse("postgres://postgres@127.0.0.1:5432/postgres")
+    base = (
+        urlparse(env)
+        if env.startswith(("postgres://", "postgresql://"))
+        else urlparse("postgres://postgres@127.0.0.1:5432/postgres")
+    )
     return urlunparse(base._replace(path="/postgres", query="")), urlunparse(base._replace(path=f"/{name}", query=""))
 
 

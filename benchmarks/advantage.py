@@ -72,8 +72,10 @@ def parse_args() -> argparse.Namespace:
 
 # --- the load ------------------------------------------------------------------------
 
-def make_frame(*, groups: int, size: int, cheat_rate: float, ungraded_rate: float, partial_rate: float,
-               seed: int) -> pd.DataFrame:
+
+def make_frame(
+    *, groups: int, size: int, cheat_rate: float, ungraded_rate: float, partial_rate: float, seed: int
+) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     n = groups * size
     group = np.repeat(np.arange(groups, dtype=np.int64), size)
@@ -99,19 +101,22 @@ def make_frame(*, groups: int, size: int, cheat_rate: float, ungraded_rate: floa
     tier = np.where(skipped, None, tier)
     rank = np.where(skipped, np.nan, rank)
 
-    return pd.DataFrame({
-        "group": group,
-        "index": index,
-        "reward": reward,
-        "cheat": cheat,
-        # Categorical, as grading.method.services.step_inputs hands tiers over.
-        "tier": pd.Categorical(tier, categories=["T1", "T2", "T3"]),
-        "rank": rank,  # float, NaN where the grader gave none (as step_inputs hands it over)
-        "graded": graded,
-    })
+    return pd.DataFrame(
+        {
+            "group": group,
+            "index": index,
+            "reward": reward,
+            "cheat": cheat,
+            # Categorical, as grading.method.services.step_inputs hands tiers over.
+            "tier": pd.Categorical(tier, categories=["T1", "T2", "T3"]),
+            "rank": rank,  # float, NaN where the grader gave none (as step_inputs hands it over)
+            "graded": graded,
+        }
+    )
 
 
 # --- the loops -----------------------------------------------------------------------
+
 
 def tier_objects(tiers: pd.Series) -> np.ndarray:
     """Tier strings (None where missing) from the categorical column, the fastest way we know,
@@ -198,9 +203,14 @@ def loop_python(frame: pd.DataFrame, mapping: MappingSpec = DEFAULT_MAPPING, bas
             redistributed[i] = lam * f[k] * a[k] if (rescale and k in pass_set) else a[k]
             discount_only[i] = f[k] * a[k]
             status[i] = GRADED
-    return {"advantage": np.array(advantage), "factor": np.array(factor), "lambda": np.array(lam_out),
-            "redistributed_advantage": np.array(redistributed), "discount_only_advantage": np.array(discount_only),
-            "status": np.array(status, dtype=object)}
+    return {
+        "advantage": np.array(advantage),
+        "factor": np.array(factor),
+        "lambda": np.array(lam_out),
+        "redistributed_advantage": np.array(redistributed),
+        "discount_only_advantage": np.array(discount_only),
+        "status": np.array(status, dtype=object),
+    }
 
 
 def loop_numpy(frame: pd.DataFrame, mapping: MappingSpec = DEFAULT_MAPPING, baseline: str = "mean") -> dict[str, np.ndarray]:
@@ -282,6 +292,7 @@ def as_arrays(out) -> dict[str, np.ndarray]:
 
 # --- checks and report ---------------------------------------------------------------
 
+
 def compare(name: str, ref: dict[str, np.ndarray], other: dict[str, np.ndarray]) -> float:
     """Largest absolute difference over every compared column; raises past TOLERANCE."""
     if not np.array_equal(ref["status"], other["status"]):
@@ -299,21 +310,34 @@ def compare(name: str, ref: dict[str, np.ndarray], other: dict[str, np.ndarray])
 def machine() -> str:
     model, usable = cpu_model(), usable_cores()
     load_now = f" / load {load_average():.2f}"
-    return (f"{usable} cores ({os.cpu_count()} online), {model}{load_now}; Python {platform.python_version()}, "
-            f"NumPy {np.__version__}, pandas {pd.__version__}, {platform.system()} {platform.machine()}")
+    return (
+        f"{usable} cores ({os.cpu_count()} online), {model}{load_now}; Python {platform.python_version()}, "
+        f"NumPy {np.__version__}, pandas {pd.__version__}, {platform.system()} {platform.machine()}"
+    )
 
 
 def main() -> None:
     args = parse_args()
     print(f"machine: {machine()}")
     t0 = time.perf_counter()
-    frame = make_frame(groups=args.groups, size=args.size, cheat_rate=args.cheat_rate, ungraded_rate=args.ungraded_rate,
-                       partial_rate=args.partial_rate, seed=args.seed)
-    print(f"input: {len(frame):,} rollouts in {args.groups:,} groups of {args.size}, baseline {args.baseline}, "
-          f"{int(frame['cheat'].sum()):,} cheats (built in {time.perf_counter() - t0:.1f} s)")
+    frame = make_frame(
+        groups=args.groups,
+        size=args.size,
+        cheat_rate=args.cheat_rate,
+        ungraded_rate=args.ungraded_rate,
+        partial_rate=args.partial_rate,
+        seed=args.seed,
+    )
+    print(
+        f"input: {len(frame):,} rollouts in {args.groups:,} groups of {args.size}, baseline {args.baseline}, "
+        f"{int(frame['cheat'].sum()):,} cheats (built in {time.perf_counter() - t0:.1f} s)"
+    )
 
-    impls = {"vectorised redistribute()": vectorised, "loop, plain Python per group": loop_python,
-             "loop, NumPy per group": loop_numpy}
+    impls = {
+        "vectorised redistribute()": vectorised,
+        "loop, plain Python per group": loop_python,
+        "loop, NumPy per group": loop_numpy,
+    }
     times: dict[str, list[float]] = {name: [] for name in impls}
     outputs: dict[str, dict[str, np.ndarray]] = {}
     for name, fn in impls.items():
@@ -333,8 +357,10 @@ def main() -> None:
     ref = outputs["vectorised redistribute()"]
     worst = max(compare(name, ref, outputs[name]) for name in impls if name != "vectorised redistribute()")
     counts = pd.Series(ref["status"]).value_counts()
-    print(f"check: all three agree on every row (status equal; max |difference| {worst:.3g} <= {TOLERANCE:g}); "
-          f"rows graded {counts.get(GRADED, 0):,} / fallback {counts.get(FALLBACK, 0):,} / filtered {counts.get(FILTERED, 0):,}")
+    print(
+        f"check: all three agree on every row (status equal; max |difference| {worst:.3g} <= {TOLERANCE:g}); "
+        f"rows graded {counts.get(GRADED, 0):,} / fallback {counts.get(FALLBACK, 0):,} / filtered {counts.get(FILTERED, 0):,}"
+    )
 
     medians = {name: statistics.median(ts) for name, ts in times.items()}
     vec = medians["vectorised redistribute()"]

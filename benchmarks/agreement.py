@@ -57,8 +57,16 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def make_frame(*, groups: int, seed: int, size: int = 16, pass_rate: float = 0.625, overlap: float = 0.2,
-               reviewers: int = 30, cheat_rate: float = 0.03) -> pd.DataFrame:
+def make_frame(
+    *,
+    groups: int,
+    seed: int,
+    size: int = 16,
+    pass_rate: float = 0.625,
+    overlap: float = 0.2,
+    reviewers: int = 30,
+    cheat_rate: float = 0.03,
+) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     passing = np.maximum(rng.binomial(size, pass_rate, groups), 2)
     group = np.repeat(np.arange(groups), passing)
@@ -91,10 +99,18 @@ def make_frame(*, groups: int, seed: int, size: int = 16, pass_rate: float = 0.6
         else:
             who = first_person if rater == "first" else second_person
             name = np.array([f"reviewer{r:02d}" for r in range(reviewers)], dtype=object)[who[group]]
-        parts.append(pd.DataFrame({
-            "group": group[mask], "rollout": rollout[mask], "rater": name[mask],
-            "tier": tier[mask], "rank": rank[mask], "cheat": flag[mask],
-        }))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "group": group[mask],
+                    "rollout": rollout[mask],
+                    "rater": name[mask],
+                    "tier": tier[mask],
+                    "rank": rank[mask],
+                    "cheat": flag[mask],
+                }
+            )
+        )
     frame = pd.concat(parts, ignore_index=True)
     flagged_any = frame.groupby(["group", "rollout"])["cheat"].transform("any").to_numpy()
     truth = pd.Series(cheat, index=pd.MultiIndex.from_arrays([group, rollout]))
@@ -123,11 +139,15 @@ def main() -> None:
     frame = make_frame(groups=args.groups, seed=args.seed)
     people = frame["rater"] != "grader"
     two = frame[people].groupby("group")["rater"].nunique()
-    print(f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()}, load {load_average():.1f}; "
-          f"Python {platform.python_version()}, NumPy {np.__version__}, pandas {pd.__version__}")
-    print(f"Load: {args.groups:,} groups, {len(frame):,} judgments ({int((~people).sum()):,} grader, "
-          f"{int(people.sum()):,} people), {int((two >= 2).sum()):,} groups with two people; "
-          f"{args.boot} resamples; median of {args.repeat}\n")
+    print(
+        f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()}, load {load_average():.1f}; "
+        f"Python {platform.python_version()}, NumPy {np.__version__}, pandas {pd.__version__}"
+    )
+    print(
+        f"Load: {args.groups:,} groups, {len(frame):,} judgments ({int((~people).sum()):,} grader, "
+        f"{int(people.sum()):,} people), {int((two >= 2).sum()):,} groups with two people; "
+        f"{args.boot} resamples; median of {args.repeat}\n"
+    )
 
     t_stats, _, stats = timed(lambda: group_statistics(frame), args.repeat)
     t_point, _, _ = timed(lambda: report_from_statistics(stats, n_boot=0), args.repeat)
@@ -146,8 +166,7 @@ def main() -> None:
     print(f"{'figure':<20}{'grader vs people':>30}{'people vs people':>30}")
     for name in FIGURES[:9]:
         a, c = report[name], ceiling[name]
-        print(f"{name:<20}{a.value:>10.3f} [{a.lo:.3f}, {a.hi:.3f}] n={a.n:<6}"
-              f"{c.value:>7.3f} [{c.lo:.3f}, {c.hi:.3f}] n={c.n}")
+        print(f"{name:<20}{a.value:>10.3f} [{a.lo:.3f}, {a.hi:.3f}] n={a.n:<6}{c.value:>7.3f} [{c.lo:.3f}, {c.hi:.3f}] n={c.n}")
 
     # the straightforward path, smaller
     small = make_frame(groups=args.naive_groups, seed=args.seed + 1)
@@ -155,18 +174,26 @@ def main() -> None:
     t_naive_boot, _, naive_boot = timed(lambda: naive.bootstrap(small, n_boot=args.naive_boot, seed=0), 1)
     t_fast_small, _, fast = timed(lambda: agreement_report(small, n_boot=args.naive_boot, seed=0), args.repeat)
     mismatched = [
-        name for name in FIGURES
-        if not (same(fast[name].value, naive_point[name]) and same(fast[name].lo, naive_boot[name][0])
-                and same(fast[name].hi, naive_boot[name][1]))
+        name
+        for name in FIGURES
+        if not (
+            same(fast[name].value, naive_point[name])
+            and same(fast[name].lo, naive_boot[name][0])
+            and same(fast[name].hi, naive_boot[name][1])
+        )
     ]
     scale = (args.groups / args.naive_groups) * (args.boot / args.naive_boot)
     naive_full = t_naive_point * args.groups / args.naive_groups + t_naive_boot * scale
-    print(f"\nStraightforward path on {args.naive_groups} groups ({len(small):,} judgments), "
-          f"{args.naive_boot} resamples: point {t_naive_point:.3f} s, resamples {t_naive_boot:.3f} s "
-          f"({t_naive_boot / args.naive_boot * 1000:.0f} ms each); vectorised on the same: {t_fast_small:.4f} s "
-          f"({(t_naive_point + t_naive_boot) / t_fast_small:,.0f}x)")
-    print(f"Scaled to {args.groups:,} groups x {args.boot} resamples: {naive_full:,.0f} s "
-          f"= {naive_full / t_total:,.0f}x the vectorised {t_total:.3f} s")
+    print(
+        f"\nStraightforward path on {args.naive_groups} groups ({len(small):,} judgments), "
+        f"{args.naive_boot} resamples: point {t_naive_point:.3f} s, resamples {t_naive_boot:.3f} s "
+        f"({t_naive_boot / args.naive_boot * 1000:.0f} ms each); vectorised on the same: {t_fast_small:.4f} s "
+        f"({(t_naive_point + t_naive_boot) / t_fast_small:,.0f}x)"
+    )
+    print(
+        f"Scaled to {args.groups:,} groups x {args.boot} resamples: {naive_full:,.0f} s "
+        f"= {naive_full / t_total:,.0f}x the vectorised {t_total:.3f} s"
+    )
     print("Same figures and intervals (1e-9): " + ("yes" if not mismatched else f"NO: {mismatched}"))
     if mismatched:
         raise SystemExit(1)

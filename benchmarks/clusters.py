@@ -61,8 +61,9 @@ def real_groups() -> list[tuple[str, list[tuple[int, str]], list[str], list[str]
         instance_id = traj_path.parent.name
         report_path = MINI_SWE_AGENT / "logs" / instance_id / "report.json"
         report = json.loads(report_path.read_text()) if report_path.exists() else None
-        rollout = rollout_from_trajectory(json.loads(traj_path.read_text()), index=0, report=report,
-                                          ref=str(traj_path.relative_to(MINI_SWE_AGENT)))
+        rollout = rollout_from_trajectory(
+            json.loads(traj_path.read_text()), index=0, report=report, ref=str(traj_path.relative_to(MINI_SWE_AGENT))
+        )
         by_instance.setdefault(instance_id, []).append(rollout)
     groups = []
     for instance_id, rollouts in by_instance.items():
@@ -93,8 +94,10 @@ def show_group(title: str, patches, names) -> tuple[int, int, float]:
     started = time.perf_counter()
     g = cluster_patches(patches, tests=names)
     elapsed = time.perf_counter() - started
-    print(f"  {title}: {g.distinct} cluster{'s' if g.distinct != 1 else ''} for {len(patches)} rollout"
-          f"{'s' if len(patches) != 1 else ''}")
+    print(
+        f"  {title}: {g.distinct} cluster{'s' if g.distinct != 1 else ''} for {len(patches)} rollout"
+        f"{'s' if len(patches) != 1 else ''}"
+    )
     for r in g.rollouts:
         extra = f"; extra: {', '.join(r.extra_files)}" if r.extra_files else ""
         print(f"    #{r.index} {r.label} — {', '.join(r.files) or '(no file)'}{extra}{'; ' + r.note if r.note else ''}")
@@ -115,8 +118,10 @@ def main() -> None:
         _, _, elapsed = show_group(instance_id, patches, names)
         times.append(elapsed)
         all_commands += commands
-    print(f"  {len(real)} groups; clustering {statistics.median(times) * 1000:.2f} ms per group (median), "
-          f"{max(times) * 1000:.2f} ms max")
+    print(
+        f"  {len(real)} groups; clustering {statistics.median(times) * 1000:.2f} ms per group (median), "
+        f"{max(times) * 1000:.2f} ms max"
+    )
 
     print("\n== Files the real agents wrote during their runs (not in the submitted patches)")
     written = sorted(written_files(all_commands))
@@ -125,8 +130,10 @@ def main() -> None:
     print(f"  {len(written)} names; {len(scratch)} match a scratch name: {', '.join(scratch)}")
     print(f"  {len(kept)} do not (counted apart only when no other rollout and no test touches them): {', '.join(kept)}")
 
-    print(f"\n== Demo data: demo_groups(steps={args.demo_steps}, groups_per_step={args.demo_groups}, "
-          f"n_rollouts={args.demo_rollouts})")
+    print(
+        f"\n== Demo data: demo_groups(steps={args.demo_steps}, groups_per_step={args.demo_groups}, "
+        f"n_rollouts={args.demo_rollouts})"
+    )
     distinct, extras, times, rollouts = Counter(), 0, [], 0
     for group in demo_groups(steps=args.demo_steps, groups_per_step=args.demo_groups, n_rollouts=args.demo_rollouts):
         patches = [(r["index"], r["patch"]) for r in group["rollouts"]]
@@ -137,15 +144,21 @@ def main() -> None:
         distinct[g.distinct] += 1
         extras += sum(r.extra for r in g.rollouts)
         rollouts += len(patches)
-    print(f"  {sum(distinct.values())} groups, {rollouts} rollouts; distinct solutions per group: "
-          + ", ".join(f"{n} in {c} group{'s' if c != 1 else ''}" for n, c in sorted(distinct.items())))
-    print(f"  extra files: {extras}; clustering {statistics.median(times) * 1000:.2f} ms per group (median), "
-          f"{max(times) * 1000:.2f} ms max")
+    print(
+        f"  {sum(distinct.values())} groups, {rollouts} rollouts; distinct solutions per group: "
+        + ", ".join(f"{n} in {c} group{'s' if c != 1 else ''}" for n, c in sorted(distinct.items()))
+    )
+    print(
+        f"  extra files: {extras}; clustering {statistics.median(times) * 1000:.2f} ms per group (median), "
+        f"{max(times) * 1000:.2f} ms max"
+    )
 
     print("\n== Hostile groups: 8 rollouts, each patch at (or past) the caps")
-    for title, rows, width in (("under the caps", clusters.MAX_ROWS - 10, clusters.MAX_PATCH_CHARS // clusters.MAX_ROWS - 12),
-                               ("past the line cap", clusters.MAX_ROWS + 10, 10),
-                               ("past the size cap", clusters.MAX_ROWS // 2, 2 * clusters.MAX_PATCH_CHARS // clusters.MAX_ROWS + 1)):
+    for title, rows, width in (
+        ("under the caps", clusters.MAX_ROWS - 10, clusters.MAX_PATCH_CHARS // clusters.MAX_ROWS - 12),
+        ("past the line cap", clusters.MAX_ROWS + 10, 10),
+        ("past the size cap", clusters.MAX_ROWS // 2, 2 * clusters.MAX_PATCH_CHARS // clusters.MAX_ROWS + 1),
+    ):
         patches = []
         for index in range(8):
             body = "".join(f"+{index} {'x' * width} {n}\n" for n in range(rows))
@@ -154,8 +167,10 @@ def main() -> None:
         g = cluster_patches(patches)
         elapsed = time.perf_counter() - started
         size = sum(len(p) for _, p in patches)
-        print(f"  {title}: {size / 8 / 1e6:.2f} MB per patch, {rows:,} rows; {g.distinct} clusters in {elapsed:.2f} s "
-              f"({g.rollouts[0].note or 'compared line by line'})")
+        print(
+            f"  {title}: {size / 8 / 1e6:.2f} MB per patch, {rows:,} rows; {g.distinct} clusters in {elapsed:.2f} s "
+            f"({g.rollouts[0].note or 'compared line by line'})"
+        )
 
 
 if __name__ == "__main__":

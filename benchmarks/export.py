@@ -101,16 +101,21 @@ def parse_args() -> argparse.Namespace:
 
 # --- the load ------------------------------------------------------------------------
 
+
 def _copy_table(conn: psycopg.Connection, table: str, frame: pd.DataFrame) -> None:
     """COPY a DataFrame in (columns named as in the table) through pyarrow's CSV writer."""
     buffer = io.BytesIO()
-    pa_csv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), buffer,
-                     write_options=pa_csv.WriteOptions(include_header=False))
+    pa_csv.write_csv(
+        pa.Table.from_pandas(frame, preserve_index=False), buffer, write_options=pa_csv.WriteOptions(include_header=False)
+    )
     columns = sql.SQL(", ").join(sql.Identifier(c) for c in frame.columns)
     view = buffer.getbuffer()
-    with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)").format(sql.Identifier(table), columns)) as copy:
+    with (
+        conn.cursor() as cur,
+        cur.copy(sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)").format(sql.Identifier(table), columns)) as copy,
+    ):
         for start in range(0, len(view), 8 << 20):
-            copy.write(view[start:start + (8 << 20)])
+            copy.write(view[start : start + (8 << 20)])
     view.release()
 
 
@@ -130,7 +135,7 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
     step_no = g // groups + 1
     task_no = g % groups
     instance = np.char.add("bench__repo-", np.char.zfill(task_no.astype(str), 6)).astype(object)
-    uid = (instance + "@" + step_no.astype(str).astype(object))
+    uid = instance + "@" + step_no.astype(str).astype(object)
     rng = np.random.default_rng(seed + 1)
     compute_s = time.perf_counter() - t0
 
@@ -151,47 +156,126 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
 
     with connection.cursor():  # Django's own psycopg connection (autocommit: one transaction per COPY)
         raw = connection.connection
-        _copy_table(raw, "grading_task", pd.DataFrame({
-            "id": np.arange(1, groups + 1), "instance_id": instance[group_first[:groups]], "repo": "bench/repo",
-            "base_commit": "", "problem_statement": "", "gold_patch": "", "test_patch": "", "fail_to_pass": "[]",
-            "pass_to_pass": "[]", "extra": "{}", "run_id": run.pk,
-        }))
-        _copy_table(raw, "grading_group", pd.DataFrame({
-            "id": g[group_first] + 1, "uid": uid[group_first], "n_rollouts": size, "n_passed": n_passed,
-            "n_unknown": 0, "is_mixed": (n_passed > 0) & (n_passed < size), "created_at": NOW, "updated_at": NOW,
-            "run_id": run.pk, "step_id": step_id[group_first], "task_id": task_no[group_first] + 1,
-            "step_number": step_no[group_first], "has_valid_verdict": False, "credit_moved": 0.0, "awaits_review": False,
-        }))
+        _copy_table(
+            raw,
+            "grading_task",
+            pd.DataFrame(
+                {
+                    "id": np.arange(1, groups + 1),
+                    "instance_id": instance[group_first[:groups]],
+                    "repo": "bench/repo",
+                    "base_commit": "",
+                    "problem_statement": "",
+                    "gold_patch": "",
+                    "test_patch": "",
+                    "fail_to_pass": "[]",
+                    "pass_to_pass": "[]",
+                    "extra": "{}",
+                    "run_id": run.pk,
+                }
+            ),
+        )
+        _copy_table(
+            raw,
+            "grading_group",
+            pd.DataFrame(
+                {
+                    "id": g[group_first] + 1,
+                    "uid": uid[group_first],
+                    "n_rollouts": size,
+                    "n_passed": n_passed,
+                    "n_unknown": 0,
+                    "is_mixed": (n_passed > 0) & (n_passed < size),
+                    "created_at": NOW,
+                    "updated_at": NOW,
+                    "run_id": run.pk,
+                    "step_id": step_id[group_first],
+                    "task_id": task_no[group_first] + 1,
+                    "step_number": step_no[group_first],
+                    "has_valid_verdict": False,
+                    "credit_moved": 0.0,
+                    "awaits_review": False,
+                }
+            ),
+        )
         rollout_id = np.arange(1, n + 1)
-        _copy_table(raw, "grading_rollout", pd.DataFrame({
-            "id": rollout_id, "index": result["index"].to_numpy(), "reward": reward_raw, "passed": reward_raw == 1.0,
-            "exit_status": "submitted", "n_messages": 0, "stats": "{}", "patch_files": 0, "patch_added": 0,
-            "patch_removed": 0, "patch_parses": True, "tests_passed": 0, "tests_failed": 0, "source_format": "bench",
-            "source_ref": "", "content_hash": np.char.zfill(rollout_id.astype(str), 64).astype(object),
-            "created_at": NOW, "group_id": g + 1, "cluster_label": "", "extra_files": "[]", "dropped": "",
-        }))
+        _copy_table(
+            raw,
+            "grading_rollout",
+            pd.DataFrame(
+                {
+                    "id": rollout_id,
+                    "index": result["index"].to_numpy(),
+                    "reward": reward_raw,
+                    "passed": reward_raw == 1.0,
+                    "exit_status": "submitted",
+                    "n_messages": 0,
+                    "stats": "{}",
+                    "patch_files": 0,
+                    "patch_added": 0,
+                    "patch_removed": 0,
+                    "patch_parses": True,
+                    "tests_passed": 0,
+                    "tests_failed": 0,
+                    "source_format": "bench",
+                    "source_ref": "",
+                    "content_hash": np.char.zfill(rollout_id.astype(str), 64).astype(object),
+                    "created_at": NOW,
+                    "group_id": g + 1,
+                    "cluster_label": "",
+                    "extra_files": "[]",
+                    "dropped": "",
+                }
+            ),
+        )
         rank = result["rank"].to_numpy(dtype=float)
-        _copy_table(raw, "grading_advantageresult", pd.DataFrame({
-            "id": rollout_id, "run_name": RUN, "step_number": step_no, "uid": uid, "index": result["index"].to_numpy(),
-            "instance_id": instance, "reward": result["reward_used"].to_numpy(dtype=float), "passed": passed_used,
-            "cheat": cheat, "cheat_source": np.where(cheat, CHEAT_SOURCES[rng.integers(0, 3, n)], ""),
-            "baseline": "mean", "advantage": result["advantage"].to_numpy(dtype=float),
-            "tier": np.where(graded_pass, result["tier"].to_numpy(dtype=object), ""),
-            "rank": pd.array(np.where(graded_pass, rank, np.nan), dtype="Float64").astype("Int64"),
-            "factor": result["factor"].to_numpy(dtype=float), "lambda": result["lambda"].to_numpy(dtype=float),
-            "redistributed_advantage": result["redistributed_advantage"].to_numpy(dtype=float),
-            "discount_only_advantage": result["discount_only_advantage"].to_numpy(dtype=float),
-            "mapping_label": mapping.label, "status": result["status"].to_numpy(dtype=object), "computed_at": NOW,
-            "rollout_id": rollout_id, "step_id": step_id, "mapping_id": mapping.pk, "dropped": "", "drop_mode": "",
-        }))
+        _copy_table(
+            raw,
+            "grading_advantageresult",
+            pd.DataFrame(
+                {
+                    "id": rollout_id,
+                    "run_name": RUN,
+                    "step_number": step_no,
+                    "uid": uid,
+                    "index": result["index"].to_numpy(),
+                    "instance_id": instance,
+                    "reward": result["reward_used"].to_numpy(dtype=float),
+                    "passed": passed_used,
+                    "cheat": cheat,
+                    "cheat_source": np.where(cheat, CHEAT_SOURCES[rng.integers(0, 3, n)], ""),
+                    "baseline": "mean",
+                    "advantage": result["advantage"].to_numpy(dtype=float),
+                    "tier": np.where(graded_pass, result["tier"].to_numpy(dtype=object), ""),
+                    "rank": pd.array(np.where(graded_pass, rank, np.nan), dtype="Float64").astype("Int64"),
+                    "factor": result["factor"].to_numpy(dtype=float),
+                    "lambda": result["lambda"].to_numpy(dtype=float),
+                    "redistributed_advantage": result["redistributed_advantage"].to_numpy(dtype=float),
+                    "discount_only_advantage": result["discount_only_advantage"].to_numpy(dtype=float),
+                    "mapping_label": mapping.label,
+                    "status": result["status"].to_numpy(dtype=object),
+                    "computed_at": NOW,
+                    "rollout_id": rollout_id,
+                    "step_id": step_id,
+                    "mapping_id": mapping.pk,
+                    "dropped": "",
+                    "drop_mode": "",
+                }
+            ),
+        )
         for table in ("grading_task", "grading_group", "grading_rollout", "grading_advantageresult"):
-            raw.execute(sql.SQL("SELECT setval(pg_get_serial_sequence({}, 'id'), (SELECT max(id) FROM {}))")
-                        .format(sql.Literal(table), sql.Identifier(table)))
+            raw.execute(
+                sql.SQL("SELECT setval(pg_get_serial_sequence({}, 'id'), (SELECT max(id) FROM {}))").format(
+                    sql.Literal(table), sql.Identifier(table)
+                )
+            )
     per_step = np.bincount(step_no - 1, minlength=steps)
-    StepComputation.objects.bulk_create([
-        StepComputation(step=s, mapping=mapping, stale=False, n_rows=int(per_step[i]), summary={})
-        for i, s in enumerate(step_objs)
-    ])
+    StepComputation.objects.bulk_create(
+        [
+            StepComputation(step=s, mapping=mapping, stale=False, n_rows=int(per_step[i]), summary={})
+            for i, s in enumerate(step_objs)
+        ]
+    )
     load_s = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -202,11 +286,21 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
     vacuum_s = time.perf_counter() - t0
     if stored[0] != n:
         raise SystemExit(f"stored {stored[0]} AdvantageResult rows, expected {n}")
-    return {"rows": n, "token": token, "compute_s": compute_s, "load_s": load_s, "vacuum_s": vacuum_s,
-            "sum_redistributed": float(stored[1]), "table_mb": table_mb, "run_id": run.pk, "mapping_id": mapping.pk}
+    return {
+        "rows": n,
+        "token": token,
+        "compute_s": compute_s,
+        "load_s": load_s,
+        "vacuum_s": vacuum_s,
+        "sum_redistributed": float(stored[1]),
+        "table_mb": table_mb,
+        "run_id": run.pk,
+        "mapping_id": mapping.pk,
+    }
 
 
 # --- the timed paths -----------------------------------------------------------------
+
 
 def time_stream(fn, steps, mapping) -> tuple[float, int, int, bytes]:
     started = time.perf_counter()
@@ -252,10 +346,28 @@ def time_copy_floor(db_url: str, step_ids: list[int], mapping_id: int) -> tuple[
 
 
 def start_server(env: dict, port: int, log) -> subprocess.Popen:
-    cmd = [PYTHON, "-m", "gunicorn", "gagar_web.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-           "--timeout", "3600", "--log-level", "warning"]
-    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    cmd = [
+        PYTHON,
+        "-m",
+        "gunicorn",
+        "gagar_web.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "1",
+        "--timeout",
+        "3600",
+        "--log-level",
+        "warning",
+    ]
+    server = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     wait_until_healthy(server, port)
     return server
 
@@ -281,25 +393,41 @@ def time_http(port: int, token: str, fmt: str) -> tuple[float, int, int, bytes]:
 
 # --- report --------------------------------------------------------------------------
 
+
 def machine(url: str) -> str:
     mem = f", {memory_gib()} RAM" if memory_gib() else ""
     model = cpu_model()
     with psycopg.connect(url) as conn:
         pg = conn.execute("SHOW server_version").fetchone()[0]
         work_mem = conn.execute("SHOW work_mem").fetchone()[0]
-    return (f"{usable_cores()} cores, {model}{mem}, load {load_average():.2f}; PostgreSQL {pg} (work_mem {work_mem}) on "
-            f"{urlparse(url).hostname}; Python {platform.python_version()}, psycopg {psycopg.__version__}, "
-            f"pyarrow {pa.__version__}, NumPy {np.__version__}, pandas {pd.__version__}")
+    return (
+        f"{usable_cores()} cores, {model}{mem}, load {load_average():.2f}; PostgreSQL {pg} (work_mem {work_mem}) on "
+        f"{urlparse(url).hostname}; Python {platform.python_version()}, psycopg {psycopg.__version__}, "
+        f"pyarrow {pa.__version__}, NumPy {np.__version__}, pandas {pd.__version__}"
+    )
 
 
 def main() -> int:
     args = parse_args()
     admin_url, db_url = database_urls(args.database)
-    print(f"PostgreSQL at {urlparse(db_url).hostname}:{urlparse(db_url).port or 5432}, database {args.database!r} "
-          f"(created and dropped by this run)")
+    print(
+        f"PostgreSQL at {urlparse(db_url).hostname}:{urlparse(db_url).port or 5432}, database {args.database!r} "
+        f"(created and dropped by this run)"
+    )
     env = service_env(db_url)
-    os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_DEBUG", "DJANGO_SECRET_KEY", "DJANGO_ALLOWED_HOSTS",
-                                            "DJANGO_SECURE_SSL_REDIRECT", "DJANGO_LOG_LEVEL")})
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DATABASE_URL",
+                "DJANGO_DEBUG",
+                "DJANGO_SECRET_KEY",
+                "DJANGO_ALLOWED_HOSTS",
+                "DJANGO_SECURE_SSL_REDIRECT",
+                "DJANGO_LOG_LEVEL",
+            )
+        }
+    )
     os.environ.pop("CELERY_BROKER_URL", None)
     os.environ["DJANGO_SETTINGS_MODULE"] = "gagar_web.settings"
     recreate_database(admin_url, args.database)
@@ -319,9 +447,11 @@ def main() -> int:
         migrate_s = time.perf_counter() - t0
         load = store_rows(db_url, steps=args.steps, groups=args.groups, size=args.size, seed=args.seed)
         n = load["rows"]
-        print(f"stored {n:,} AdvantageResult rows ({args.steps} steps x {args.groups:,} groups x {args.size}; table with "
-              f"indexes {load['table_mb']:.0f} MB): migrate {migrate_s:.1f} s, compute {load['compute_s']:.1f} s, "
-              f"COPY {load['load_s']:.1f} s, VACUUM ANALYZE {load['vacuum_s']:.1f} s")
+        print(
+            f"stored {n:,} AdvantageResult rows ({args.steps} steps x {args.groups:,} groups x {args.size}; table with "
+            f"indexes {load['table_mb']:.0f} MB): migrate {migrate_s:.1f} s, compute {load['compute_s']:.1f} s, "
+            f"COPY {load['load_s']:.1f} s, VACUUM ANALYZE {load['vacuum_s']:.1f} s"
+        )
 
         from grading.method import export
         from grading.models import FactorMapping, Run
@@ -337,8 +467,10 @@ def main() -> int:
         t0 = time.perf_counter()
         for s in steps:
             StepComputation.objects.filter(step=s, mapping=mapping).update(parquet=export.step_snapshot(s, mapping))
-        print(f"built the {len(steps)} steps' Parquet snapshots from their rows in {time.perf_counter() - t0:.1f} s "
-              f"({n / (time.perf_counter() - t0):,.0f} rows/s; compute_step does this per step)")
+        print(
+            f"built the {len(steps)} steps' Parquet snapshots from their rows in {time.perf_counter() - t0:.1f} s "
+            f"({n / (time.perf_counter() - t0):,.0f} rows/s; compute_step does this per step)"
+        )
 
         checked = set()
         for attempt in range(args.repeat):
@@ -371,8 +503,10 @@ def main() -> int:
                 total = pc.sum(pc.abs(table["redistributed_advantage"])).as_py()
                 if abs(total - load["sum_redistributed"]) > 1e-6:
                     raise SystemExit(f"parquet: sum of |redistributed_advantage| {total} != database {load['sum_redistributed']}")
-                print(f"  parquet read back: {table.num_rows:,} rows, {table.num_columns} columns, "
-                      f"sum(|redistributed_advantage|) = {total:.6f} as in the database")
+                print(
+                    f"  parquet read back: {table.num_rows:,} rows, {table.num_columns} columns, "
+                    f"sum(|redistributed_advantage|) = {total:.6f} as in the database"
+                )
             del table
             gc.collect()
             elapsed, size = time_copy_floor(db_url, [s.pk for s in steps], mapping.pk)
@@ -396,8 +530,10 @@ def main() -> int:
                         rows = lines - (fmt == "csv")
                     if rows != n:
                         raise SystemExit(f"GET {fmt}: {rows} rows, expected {n}")
-                print(f"  http run {attempt + 1}/{args.repeat}: " +
-                      ", ".join(f"{k} {v[-1]:.2f} s" for k, v in results.items() if k.startswith("GET")))
+                print(
+                    f"  http run {attempt + 1}/{args.repeat}: "
+                    + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in results.items() if k.startswith("GET"))
+                )
         info = machine(db_url)
     finally:
         if server is not None:
@@ -415,8 +551,12 @@ def main() -> int:
         if not args.keep:
             recreate_database(admin_url, args.database, drop_only=True)
 
-    goals = {"jsonl_stream()": 200_000, "parquet_file()": 1_000_000, "GET ?format=jsonl": 200_000,
-             "GET ?format=parquet": 1_000_000}
+    goals = {
+        "jsonl_stream()": 200_000,
+        "parquet_file()": 1_000_000,
+        "GET ?format=jsonl": 200_000,
+        "GET ?format=parquet": 1_000_000,
+    }
     print()
     print(f"machine: {info}")
     print(f"load: {n:,} rows, {args.steps} steps, run {RUN!r}, mapping default@1; median of {args.repeat} runs")
@@ -428,8 +568,10 @@ def main() -> int:
         goal = goals.get(key)
         verdict = "" if goal is None else f">= {goal / 1000:,.0f}k rows/s: {'met' if n / median >= goal else 'MISSED'}"
         runs = " ".join(f"{t:.2f}" for t in times)
-        print(f"{key:<{width}}  {median:>8.2f}  {runs:>18}  {n / median:>10,.0f}  {sizes[key] / MB / median:>6.0f}  "
-              f"{sizes[key] / MB:>6.0f}  {verdict}")
+        print(
+            f"{key:<{width}}  {median:>8.2f}  {runs:>18}  {n / median:>10,.0f}  {sizes[key] / MB / median:>6.0f}  "
+            f"{sizes[key] / MB:>6.0f}  {verdict}"
+        )
     return 0
 
 

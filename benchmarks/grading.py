@@ -63,12 +63,28 @@ def workspaces(n: int, seed: int) -> list[GroupWorkspace]:
         if all(r["reward"] for r in rows):
             rows[-1]["reward"] = 0.0
         task = group["task"]
-        out.append(GroupWorkspace(
-            uid=group["uid"], instance_id=task["instance_id"], repo=task["repo"], problem_statement=task["problem_statement"],
-            fail_to_pass=task["FAIL_TO_PASS"],
-            rollouts=[RolloutView(index=r["index"], passed=bool(r["reward"]), patch=r["patch"], messages=r["messages"], tests=r["tests"],
-                                  test_log=r["test_log"], exit_status=r["exit_status"], stats=r["stats"]) for r in rows],
-        ))
+        out.append(
+            GroupWorkspace(
+                uid=group["uid"],
+                instance_id=task["instance_id"],
+                repo=task["repo"],
+                problem_statement=task["problem_statement"],
+                fail_to_pass=task["FAIL_TO_PASS"],
+                rollouts=[
+                    RolloutView(
+                        index=r["index"],
+                        passed=bool(r["reward"]),
+                        patch=r["patch"],
+                        messages=r["messages"],
+                        tests=r["tests"],
+                        test_log=r["test_log"],
+                        exit_status=r["exit_status"],
+                        stats=r["stats"],
+                    )
+                    for r in rows
+                ],
+            )
+        )
     return out
 
 
@@ -91,7 +107,9 @@ def main() -> None:
         child = ctx.Process(target=_serve, args=(args.turns, args.delay, ports, stop), daemon=True)
         child.start()
         base_url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
-    grader = LLMGrader(base_url=base_url, model="fake", api_key="bench", max_turns=args.turns + 4, request_timeout=30, max_retries=2)
+    grader = LLMGrader(
+        base_url=base_url, model="fake", api_key="bench", max_turns=args.turns + 4, request_timeout=30, max_retries=2
+    )
 
     try:
         grader.grade(groups[0])  # warm up: imports, first connection
@@ -116,10 +134,14 @@ def main() -> None:
     ideal = args.jobs / ((args.turns + 1) * args.delay)
     latency = sorted(r.usage["latency_s"] for r in results)
 
-    print(f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
-          f"Python {platform.python_version()}, openai {openai.__version__}; server {'in this process' if args.in_process else 'in a child process'}")
-    print(f"Load: {args.groups} groups x ({args.turns} tool turns + verdict) = {calls} chat completions, "
-          f"{args.jobs} concurrent jobs, server answers after {args.delay * 1000:.0f} ms")
+    print(
+        f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
+        f"Python {platform.python_version()}, openai {openai.__version__}; server {'in this process' if args.in_process else 'in a child process'}"
+    )
+    print(
+        f"Load: {args.groups} groups x ({args.turns} tool turns + verdict) = {calls} chat completions, "
+        f"{args.jobs} concurrent jobs, server answers after {args.delay * 1000:.0f} ms"
+    )
     print()
     print("| Measure | Value |")
     print("|---|---:|")
@@ -127,7 +149,9 @@ def main() -> None:
     print(f"| achieved throughput | {achieved:.2f} groups/s ({calls / wall:.0f} calls/s) |")
     print(f"| ideal throughput ({args.jobs} / ({args.turns + 1} x {args.delay * 1000:.0f} ms)) | {ideal:.2f} groups/s |")
     print(f"| **achieved / ideal** | **{achieved / ideal:.1%}** (goal >= 80%) |")
-    print(f"| grade() latency median / max | {latency[len(latency) // 2]:.2f} s / {latency[-1]:.2f} s (ideal {(args.turns + 1) * args.delay:.2f} s) |")
+    print(
+        f"| grade() latency median / max | {latency[len(latency) // 2]:.2f} s / {latency[-1]:.2f} s (ideal {(args.turns + 1) * args.delay:.2f} s) |"
+    )
     print(f"| client CPU per call | {cpu / calls * 1000:.1f} ms |")
 
 

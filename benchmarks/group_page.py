@@ -105,6 +105,7 @@ def parse_args() -> argparse.Namespace:
 
 # --- the load ------------------------------------------------------------------------
 
+
 def real_group(n: int) -> dict | None:
     """The real trajectories as ONE mixed group of n rollouts, or None without the data."""
     from grading.ingest.importers.mini_swe_agent import rollout_from_trajectory
@@ -117,13 +118,14 @@ def real_group(n: int) -> dict | None:
         instance_id = path.parent.name
         report_path = REAL_DATA / "logs" / instance_id / "report.json"
         report = json.loads(report_path.read_text()) if report_path.exists() else None
-        rollout = rollout_from_trajectory(json.loads(path.read_text()), index=0, report=report,
-                                          ref=str(path.relative_to(REAL_DATA)))
+        rollout = rollout_from_trajectory(
+            json.loads(path.read_text()), index=0, report=report, ref=str(path.relative_to(REAL_DATA))
+        )
         real.append((instance_id, rollout))
     # passing and failing alternate, so any n mixes them
     passing = [r for r in real if r[1].get("reward") == 1.0]
     failing = [r for r in real if r[1].get("reward") != 1.0]
-    order = [x for pair in zip(passing, failing) for x in pair] + passing[len(failing):] + failing[len(passing):]
+    order = [x for pair in zip(passing, failing) for x in pair] + passing[len(failing) :] + failing[len(passing) :]
     rollouts = []
     for index in range(n):
         instance_id, rollout = order[index % len(order)]
@@ -131,8 +133,14 @@ def real_group(n: int) -> dict | None:
     task_id, first = order[0]
     problem = next((m["content"] for m in first["messages"] if m["role"] == "user"), "")
     repo = task_id.split("__")[0] + "/" + task_id.split("__")[1].rsplit("-", 1)[0]
-    return {"format": "gagar-group/1", "run": RUN, "step": 1, "uid": f"{task_id}@real",
-            "task": {"instance_id": task_id, "repo": repo, "problem_statement": problem}, "rollouts": rollouts}
+    return {
+        "format": "gagar-group/1",
+        "run": RUN,
+        "step": 1,
+        "uid": f"{task_id}@real",
+        "task": {"instance_id": task_id, "repo": repo, "problem_statement": problem},
+        "rollouts": rollouts,
+    }
 
 
 def _big_patch(rng: random.Random, package: str, files: list[str], target: int) -> str:
@@ -159,21 +167,39 @@ def synthetic_group(n: int, seed: int) -> dict:
         turns = rng.randint(20, 40)
         messages = demo.make_messages(rng, task["problem_statement"], package, files, turns=turns, target_chars=150_000)
         tests = demo.make_tests(rng, passed, package, f2p)
-        p2p = [f"{package}/tests/test_{rng.choice(demo.IDENTS)}.py::test_{rng.choice(demo.VERBS)}_{i}"
-               for i in range(rng.randint(100, 900))]
+        p2p = [
+            f"{package}/tests/test_{rng.choice(demo.IDENTS)}.py::test_{rng.choice(demo.VERBS)}_{i}"
+            for i in range(rng.randint(100, 900))
+        ]
         regress = [] if passed else p2p[: rng.randint(0, 120)]
-        tests["PASS_TO_PASS"] = {"success": p2p[len(regress):], "failure": regress}
+        tests["PASS_TO_PASS"] = {"success": p2p[len(regress) :], "failure": regress}
         test_log = "\n".join(f"{t} {'FAILED' if t in regress else 'PASSED'}" for t in p2p)
-        rollouts.append({
-            "index": index, "reward": 1.0 if passed else 0.0,
-            "patch": _big_patch(rng, package, files, rng.randint(5_000, 40_000)),
-            "messages": messages, "tests": tests, "test_log": test_log, "exit_status": "Submitted",
-            "stats": {"tokens": sum(len(str(m.get("content", ""))) for m in messages) // 4, "turns": turns,
-                      "cost_usd": round(rng.uniform(0.02, 0.6), 4)},
-            "source": {"format": "gagar-demo", "ref": f"bench/synthetic/{index}"}, "metadata": {},
-        })
-    return {"format": "gagar-group/1", "run": RUN, "step": 1, "uid": f"{task['instance_id']}@synthetic",
-            "task": task, "rollouts": rollouts}
+        rollouts.append(
+            {
+                "index": index,
+                "reward": 1.0 if passed else 0.0,
+                "patch": _big_patch(rng, package, files, rng.randint(5_000, 40_000)),
+                "messages": messages,
+                "tests": tests,
+                "test_log": test_log,
+                "exit_status": "Submitted",
+                "stats": {
+                    "tokens": sum(len(str(m.get("content", ""))) for m in messages) // 4,
+                    "turns": turns,
+                    "cost_usd": round(rng.uniform(0.02, 0.6), 4),
+                },
+                "source": {"format": "gagar-demo", "ref": f"bench/synthetic/{index}"},
+                "metadata": {},
+            }
+        )
+    return {
+        "format": "gagar-group/1",
+        "run": RUN,
+        "step": 1,
+        "uid": f"{task['instance_id']}@synthetic",
+        "task": task,
+        "rollouts": rollouts,
+    }
 
 
 def describe(group: dict) -> dict:
@@ -235,15 +261,44 @@ def store(groups: list[dict]) -> dict:
 
 # --- measuring -------------------------------------------------------------------------
 
+
 def start_server(env: dict, port: int, profile: str | None, log) -> subprocess.Popen:
     if profile:
-        cmd = [PYTHON, "-m", "cProfile", "-o", profile, "manage.py", "runserver", "--noreload", "--nothreading",
-               f"127.0.0.1:{port}"]
+        cmd = [
+            PYTHON,
+            "-m",
+            "cProfile",
+            "-o",
+            profile,
+            "manage.py",
+            "runserver",
+            "--noreload",
+            "--nothreading",
+            f"127.0.0.1:{port}",
+        ]
     else:
-        cmd = [PYTHON, "-m", "gunicorn", "gagar_web.wsgi:application", "--bind", f"127.0.0.1:{port}",
-               "--workers", "1", "--timeout", "600", "--log-level", "warning"]
-    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        cmd = [
+            PYTHON,
+            "-m",
+            "gunicorn",
+            "gagar_web.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--timeout",
+            "600",
+            "--log-level",
+            "warning",
+        ]
+    server = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     wait_until_healthy(server, port)
     return server
 
@@ -319,8 +374,10 @@ def in_process(paths: dict, users: dict, n_cold: int) -> tuple[dict, dict]:
 
 def machine(url: str) -> str:
     mem = f", {memory_gib()} RAM" if memory_gib() else ""
-    return (f"{usable_cores()} cores, {cpu_model()}{mem}, load {load_average():.2f}; PostgreSQL {postgres_version(url)} on "
-            f"{urlparse(url).hostname}; Python {platform.python_version()}, psycopg {psycopg.__version__}")
+    return (
+        f"{usable_cores()} cores, {cpu_model()}{mem}, load {load_average():.2f}; PostgreSQL {postgres_version(url)} on "
+        f"{urlparse(url).hostname}; Python {platform.python_version()}, psycopg {psycopg.__version__}"
+    )
 
 
 def main() -> int:
@@ -328,8 +385,10 @@ def main() -> int:
     if args.requests < 50:
         raise SystemExit("--requests must be at least 50")
     admin_url, db_url = database_urls(args.database)
-    print(f"PostgreSQL at {urlparse(db_url).hostname}:{urlparse(db_url).port or 5432}, database {args.database!r} "
-          f"(created and dropped by this run)")
+    print(
+        f"PostgreSQL at {urlparse(db_url).hostname}:{urlparse(db_url).port or 5432}, database {args.database!r} "
+        f"(created and dropped by this run)"
+    )
 
     loads: dict[str, dict] = {}
     if args.load in ("both", "real"):
@@ -342,10 +401,12 @@ def main() -> int:
         loads["synthetic"] = synthetic_group(args.rollouts, args.seed)
     for name, g in loads.items():
         d = describe(g)
-        print(f"load {name!r}: group {g['uid']}, {d['rollouts']} rollouts ({d['passing']} pass), average rollout "
-              f"{d['rollout_kb']:.0f} kB of JSON (messages {d['messages_kb']:.0f} kB), patches "
-              f"{d['patch_kb'][0]:.1f}-{d['patch_kb'][1]:.1f} kB, {d['tests'][0]}-{d['tests'][1]} test names, "
-              f"test log up to {d['log_kb']:.0f} kB")
+        print(
+            f"load {name!r}: group {g['uid']}, {d['rollouts']} rollouts ({d['passing']} pass), average rollout "
+            f"{d['rollout_kb']:.0f} kB of JSON (messages {d['messages_kb']:.0f} kB), patches "
+            f"{d['patch_kb'][0]:.1f}-{d['patch_kb'][1]:.1f} kB, {d['tests'][0]}-{d['tests'][1]} test names, "
+            f"test log up to {d['log_kb']:.0f} kB"
+        )
 
     # As deployed (DEBUG off) pages need collected static files (a hashed manifest); collect
     # them into a temporary STATIC_ROOT through a settings module that wraps the app's own,
@@ -365,10 +426,24 @@ def main() -> int:
         "STORAGES = {**STORAGES, 'staticfiles': {'BACKEND': 'bench_storage.BenchStorage'}}  # noqa: F405\n"
     )
     env = service_env(db_url)
-    env.update(DJANGO_SETTINGS_MODULE="bench_settings",
-               PYTHONPATH=os.pathsep.join(filter(None, [workdir.name, str(ROOT), env.get("PYTHONPATH", "")])))
-    os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_DEBUG", "DJANGO_SECRET_KEY", "DJANGO_ALLOWED_HOSTS",
-                                            "DJANGO_SECURE_SSL_REDIRECT", "DJANGO_LOG_LEVEL", "DJANGO_SETTINGS_MODULE")})
+    env.update(
+        DJANGO_SETTINGS_MODULE="bench_settings",
+        PYTHONPATH=os.pathsep.join(filter(None, [workdir.name, str(ROOT), env.get("PYTHONPATH", "")])),
+    )
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DATABASE_URL",
+                "DJANGO_DEBUG",
+                "DJANGO_SECRET_KEY",
+                "DJANGO_ALLOWED_HOSTS",
+                "DJANGO_SECURE_SSL_REDIRECT",
+                "DJANGO_LOG_LEVEL",
+                "DJANGO_SETTINGS_MODULE",
+            )
+        }
+    )
     os.environ.pop("CELERY_BROKER_URL", None)
     sys.path.insert(0, workdir.name)
     recreate_database(admin_url, args.database)
@@ -428,13 +503,19 @@ def main() -> int:
     server_kind = "runserver under cProfile" if args.profile else "gunicorn, 1 sync worker"
     print()
     print(f"machine: {info}")
-    print(f"warm: {server_kind}, DJANGO_DEBUG=false, over HTTP on loopback; {args.warmup} warm-up + {args.requests} timed "
-          f"GETs per row, one at a time, fresh connection each (patch highlighting cached by the earlier requests)")
-    print(f"cold: in-process (Django test Client, same database), {args.cold_requests} GETs per row, the highlight cache "
-          f"emptied before each (every patch highlighted by pygments, as on a group's first showing)")
+    print(
+        f"warm: {server_kind}, DJANGO_DEBUG=false, over HTTP on loopback; {args.warmup} warm-up + {args.requests} timed "
+        f"GETs per row, one at a time, fresh connection each (patch highlighting cached by the earlier requests)"
+    )
+    print(
+        f"cold: in-process (Django test Client, same database), {args.cold_requests} GETs per row, the highlight cache "
+        f"emptied before each (every patch highlighted by pygments, as on a group's first showing)"
+    )
     print()
-    print(f"{'load':<10} {'person':<22} {'warm p50':>8} {'p95':>6} {'max':>6} {'cold p50':>8} {'p95':>6} "
-          f"{'HTML kB':>8} {'gzip kB':>8} {'queries':>7}  goal")
+    print(
+        f"{'load':<10} {'person':<22} {'warm p50':>8} {'p95':>6} {'max':>6} {'cold p50':>8} {'p95':>6} "
+        f"{'HTML kB':>8} {'gzip kB':>8} {'queries':>7}  goal"
+    )
     met_all = True
     for (name, who), r in results.items():
         p95 = percentile(r["times"], 0.95)
@@ -444,14 +525,18 @@ def main() -> int:
         met_all &= met or name != "real"
         person = "admin (verdict shown)" if who == "admin" else "reviewer (blind)"
         cold_cols = f"{statistics.median(cold_times):>8.1f} {cold_p95:>6.1f}" if cold_times else f"{'-':>8} {'-':>6}"
-        print(f"{name:<10} {person:<22} {statistics.median(r['times']):>8.1f} {p95:>6.1f} {max(r['times']):>6.1f} "
-              f"{cold_cols} {r['bytes'] / 1000:>8.0f} {r['gzip'] / 1000:>8.0f} {counts[(name, who)]:>7}  "
-              f"{'met' if met else 'MISSED'}")
+        print(
+            f"{name:<10} {person:<22} {statistics.median(r['times']):>8.1f} {p95:>6.1f} {max(r['times']):>6.1f} "
+            f"{cold_cols} {r['bytes'] / 1000:>8.0f} {r['gzip'] / 1000:>8.0f} {counts[(name, who)]:>7}  "
+            f"{'met' if met else 'MISSED'}"
+        )
     print("(times in ms; MB = 10^6 bytes; gzip = what `gzip -6` makes of the page, the app itself does not compress)")
     print()
-    print(f"goal (16 real-size rollouts): p95 <= {GOAL_P95_MS:.0f} ms (warm and cold) and HTML <= "
-          f"{GOAL_HTML_BYTES / MB:.1f} MB: {'met' if met_all else 'NOT met'}"
-          + ("" if "real" in loads else " (synthetic load only: real data absent)"))
+    print(
+        f"goal (16 real-size rollouts): p95 <= {GOAL_P95_MS:.0f} ms (warm and cold) and HTML <= "
+        f"{GOAL_HTML_BYTES / MB:.1f} MB: {'met' if met_all else 'NOT met'}"
+        + ("" if "real" in loads else " (synthetic load only: real data absent)")
+    )
     if args.profile:
         print(f"profile written to {args.profile} (python -m pstats {args.profile})")
     return 0

@@ -52,12 +52,19 @@ def write_verl(folder: Path, steps: int, rows: int, group: int) -> Path:
     dump.mkdir()
     words = "the a of to in is that for it with as on be this by are or from an not value return".split()
     for step in range(1, steps + 1):
-        prompts = [f"user\nProblem {step}-{p}: " + " ".join(rng.choices(words, k=60)) + "\nassistant\n" for p in range(rows // group)]
+        prompts = [
+            f"user\nProblem {step}-{p}: " + " ".join(rng.choices(words, k=60)) + "\nassistant\n" for p in range(rows // group)
+        ]
         inputs = [p for p in prompts for _ in range(group)]
         outputs = [" ".join(rng.choices(words, k=rng.randint(150, 300))) for _ in inputs]
         scores = [float(rng.random() < 0.5) for _ in inputs]
-        base = {"input": inputs, "output": outputs, "score": scores, "step": [step] * len(inputs),
-                "acc": [s == 1.0 for s in scores]}
+        base = {
+            "input": inputs,
+            "output": outputs,
+            "score": scores,
+            "step": [step] * len(inputs),
+            "acc": [s == 1.0 for s in scores],
+        }
         lines = [json.dumps({k: v[i] for k, v in base.items()}, ensure_ascii=False) for i in range(len(inputs))]
         (dump / f"{step}.jsonl").write_text("\n".join(lines) + "\n")
     return dump
@@ -97,8 +104,10 @@ def main() -> None:
                     took = time.perf_counter() - t0
                     assert not s.refused and not s.aborted, s.as_dict()
                     assert (s.rollouts_created if attempt == "import" else s.rollouts_unchanged) == rows, s.as_dict()
-                    print(f"{label:9} {attempt:9} {rows:6} lines in {s.groups:5} groups, {s.bytes / 1e6:6.1f} MB: "
-                          f"{took:6.1f} s  {rows / took:7.1f} lines/s  {s.bytes / 1e6 / took:5.1f} MB/s")
+                    print(
+                        f"{label:9} {attempt:9} {rows:6} lines in {s.groups:5} groups, {s.bytes / 1e6:6.1f} MB: "
+                        f"{took:6.1f} s  {rows / took:7.1f} lines/s  {s.bytes / 1e6 / took:5.1f} MB/s"
+                    )
         connections.close_all()
     finally:
         recreate_database(admin_url, args.database, drop_only=True)

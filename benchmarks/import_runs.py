@@ -40,8 +40,10 @@ WORDS = (
     "self def import error raise none true false if else while data path line column index list dict str int model "
     "check fix issue expected actual output input module package call args kwargs result parse format config patch"
 ).split()
-SYSTEM = ("You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks.\n"
-          "Your response must contain exactly ONE bash code block with ONE command (or commands connected with && or ||).\n") * 4
+SYSTEM = (
+    "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks.\n"
+    "Your response must contain exactly ONE bash code block with ONE command (or commands connected with && or ||).\n"
+) * 4
 
 
 def text(rng: random.Random, n_chars: int) -> str:
@@ -56,7 +58,9 @@ def text(rng: random.Random, n_chars: int) -> str:
 def code(rng: random.Random, n_chars: int) -> str:
     lines, size = [], 0
     while size < n_chars:
-        line = f"{rng.randint(1, 2000):>6}\t    {rng.choice(WORDS)} = {rng.choice(WORDS)}({rng.choice(WORDS)}, {rng.randint(0, 99)})"
+        line = (
+            f"{rng.randint(1, 2000):>6}\t    {rng.choice(WORDS)} = {rng.choice(WORDS)}({rng.choice(WORDS)}, {rng.randint(0, 99)})"
+        )
         lines.append(line)
         size += len(line) + 1
     return "\n".join(lines)
@@ -64,8 +68,10 @@ def code(rng: random.Random, n_chars: int) -> str:
 
 def trajectory(rng: random.Random, instance_id: str) -> dict:
     problem = text(rng, rng.randint(600, 2500))
-    instance = (f"<pr_description>\nConsider the following PR description:\n{problem}\n</pr_description>\n\n<instructions>\n"
-                f"{text(rng, 4500)}\n</instructions>")
+    instance = (
+        f"<pr_description>\nConsider the following PR description:\n{problem}\n</pr_description>\n\n<instructions>\n"
+        f"{text(rng, 4500)}\n</instructions>"
+    )
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": instance}]
     steps = rng.randint(20, 38)
     cost = 0.0
@@ -75,33 +81,69 @@ def trajectory(rng: random.Random, instance_id: str) -> dict:
         tokens = rng.randint(2000, 40000)
         cost += tokens * 2e-6
         response = {
-            "id": f"gen-{rng.getrandbits(48)}", "provider": "Google AI Studio", "model": "google/gemini-3-pro-preview",
-            "object": "chat.completion", "created": 1763510090 + step,
-            "choices": [{"logprobs": None, "finish_reason": "stop", "index": 0, "message": {
-                "role": "assistant", "content": content, "refusal": None, "reasoning": text(rng, rng.randint(300, 1200))}}],
+            "id": f"gen-{rng.getrandbits(48)}",
+            "provider": "Google AI Studio",
+            "model": "google/gemini-3-pro-preview",
+            "object": "chat.completion",
+            "created": 1763510090 + step,
+            "choices": [
+                {
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": content,
+                        "refusal": None,
+                        "reasoning": text(rng, rng.randint(300, 1200)),
+                    },
+                }
+            ],
             "usage": {"prompt_tokens": tokens - 300, "completion_tokens": 300, "total_tokens": tokens, "cost": tokens * 2e-6},
         }
         messages.append({"role": "assistant", "content": content, "extra": {"response": response}})
-        messages.append({"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{code(rng, rng.randint(300, 1800))}\n</output>"})
+        messages.append(
+            {"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{code(rng, rng.randint(300, 1800))}\n</output>"}
+        )
     submission = "".join(
         f"diff --git a/src/m{k}.py b/src/m{k}.py\n--- a/src/m{k}.py\n+++ b/src/m{k}.py\n@@ -{k * 10 + 1},3 +{k * 10 + 1},3 @@\n"
         f" {text(rng, 40)}\n-{text(rng, 50)}\n+{text(rng, 50)}\n {text(rng, 40)}\n"
         for k in range(rng.randint(1, 4))
     )
-    messages.append({"role": "assistant", "content": "THOUGHT: done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"})
+    messages.append(
+        {
+            "role": "assistant",
+            "content": "THOUGHT: done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```",
+        }
+    )
     messages.append({"role": "user", "content": submission})
-    info = {"exit_status": "Submitted", "submission": submission, "model_stats": {"instance_cost": round(cost, 4), "api_calls": steps + 1},
-            "mini_version": "1.15.0", "config": {"agent": {"system_template": SYSTEM, "instance_template": text(rng, 6000)},
-                                                 "model": {"model_name": "google/gemini-3-pro-preview"}}}
+    info = {
+        "exit_status": "Submitted",
+        "submission": submission,
+        "model_stats": {"instance_cost": round(cost, 4), "api_calls": steps + 1},
+        "mini_version": "1.15.0",
+        "config": {
+            "agent": {"system_template": SYSTEM, "instance_template": text(rng, 6000)},
+            "model": {"model_name": "google/gemini-3-pro-preview"},
+        },
+    }
     return {"info": info, "messages": messages, "trajectory_format": "mini-swe-agent-1", "instance_id": instance_id}
 
 
 def report(rng: random.Random, resolved: bool) -> dict:
     tests = [f"tests/test_{rng.choice(WORDS)}.py::test_{rng.choice(WORDS)}_{i}" for i in range(rng.randint(5, 120))]
-    return {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": True, "resolved": resolved,
-            "tests_status": {"FAIL_TO_PASS": {"success": tests[:1] if resolved else [], "failure": [] if resolved else tests[:1]},
-                             "PASS_TO_PASS": {"success": tests[1:], "failure": []},
-                             "FAIL_TO_FAIL": {"success": [], "failure": []}, "PASS_TO_FAIL": {"success": [], "failure": []}}}
+    return {
+        "patch_is_None": False,
+        "patch_exists": True,
+        "patch_successfully_applied": True,
+        "resolved": resolved,
+        "tests_status": {
+            "FAIL_TO_PASS": {"success": tests[:1] if resolved else [], "failure": [] if resolved else tests[:1]},
+            "PASS_TO_PASS": {"success": tests[1:], "failure": []},
+            "FAIL_TO_FAIL": {"success": [], "failure": []},
+            "PASS_TO_FAIL": {"success": [], "failure": []},
+        },
+    }
 
 
 def generate(folder: Path, *, trajectories: int, runs: int, seed: int = 7) -> tuple[list[Path], list[int]]:
@@ -137,8 +179,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trajectories", type=int, default=500)
     parser.add_argument("--runs", type=int, default=4, help="runs of the same tasks (group size)")
-    parser.add_argument("--pg", default=os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
-                        help="a PostgreSQL server (any database) where gagar_bench_import may be created")
+    parser.add_argument(
+        "--pg",
+        default=os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
+        help="a PostgreSQL server (any database) where gagar_bench_import may be created",
+    )
     parser.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     args = parser.parse_args()
 
@@ -180,13 +225,19 @@ def main() -> None:
         n_traj = args.trajectories
         mb = first.bytes / 1e6
         print(f"machine:     {machine()}, PostgreSQL {pg_version}")
-        print(f"data:        {n_traj} mini-swe-agent-1 trajectories in {args.runs} runs + {n_traj} report.json = {first.files} files, "
-              f"{mb:.1f} MB (trajectories {min(sizes) / 1e3:.0f}-{max(sizes) / 1e3:.0f} kB, {sum(sizes) / n_traj / 1e3:.0f} kB on average; "
-              f"generated in {generated:.1f} s)")
+        print(
+            f"data:        {n_traj} mini-swe-agent-1 trajectories in {args.runs} runs + {n_traj} report.json = {first.files} files, "
+            f"{mb:.1f} MB (trajectories {min(sizes) / 1e3:.0f}-{max(sizes) / 1e3:.0f} kB, {sum(sizes) / n_traj / 1e3:.0f} kB on average; "
+            f"generated in {generated:.1f} s)"
+        )
         print(f"result:      {first.groups} groups ({first.groups_mixed} mixed), {Rollout.objects.count()} rollouts")
-        print(f"import:      {first_s:6.1f} s  {first.files / first_s:6.1f} files/s  {n_traj / first_s:6.1f} trajectories/s  {mb / first_s:5.1f} MB/s")
-        print(f"re-import:   {again_s:6.1f} s  {again.files / again_s:6.1f} files/s  {n_traj / again_s:6.1f} trajectories/s  {mb / again_s:5.1f} MB/s"
-              "  (all unchanged)")
+        print(
+            f"import:      {first_s:6.1f} s  {first.files / first_s:6.1f} files/s  {n_traj / first_s:6.1f} trajectories/s  {mb / first_s:5.1f} MB/s"
+        )
+        print(
+            f"re-import:   {again_s:6.1f} s  {again.files / again_s:6.1f} files/s  {n_traj / again_s:6.1f} trajectories/s  {mb / again_s:5.1f} MB/s"
+            "  (all unchanged)"
+        )
         connections.close_all()
     finally:
         recreate_database(args.pg, args.database, drop_only=True)

@@ -78,16 +78,54 @@ def old_repo(instance_id: str) -> str:
 
 CASES = [
     # name, pathological input for N, old, new, well-formed inputs both must agree on
-    ("pr_description: N spaces, no closing tag", lambda n: "<pr_description>" + " " * n, old_problem_statement, problem_statement_of,
-     ["<pr_description>\nConsider the following PR description:\n  Fix it \n</pr_description>",
-      "x <pr_description>a</pr_description> <pr_description>b</pr_description>", "<pr_description> </pr_description>",
-      "no tags", "<pr_description>open only", "</pr_description><pr_description>  two  </pr_description>"]),
-    ("fenced bash: N newlines, no closing fence", lambda n: "```bash" + "\n" * n, old_action, new_action,
-     ["THOUGHT\n```bash\nls -la\n```", "```bash  \n\n  cd /x && ls\n```", "```sh\necho\n```", "```bash ls```", "```bash\r\nls\r\n```",
-      "```mswea_bash_command\npython -c 'print(1)'\n```"]),
-    ("repo_of: N underscores", lambda n: "_" * n, old_repo, repo_of,
-     ["scikit-learn__scikit-learn-14141", "django__django-1", "a___b-1", "___b-1", "a__-1", "a___-1", "a__b__c-12", "no-repo-1",
-      "o__r-x", "o__r-", "o__r-1-2", "o__r.-1"]),
+    (
+        "pr_description: N spaces, no closing tag",
+        lambda n: "<pr_description>" + " " * n,
+        old_problem_statement,
+        problem_statement_of,
+        [
+            "<pr_description>\nConsider the following PR description:\n  Fix it \n</pr_description>",
+            "x <pr_description>a</pr_description> <pr_description>b</pr_description>",
+            "<pr_description> </pr_description>",
+            "no tags",
+            "<pr_description>open only",
+            "</pr_description><pr_description>  two  </pr_description>",
+        ],
+    ),
+    (
+        "fenced bash: N newlines, no closing fence",
+        lambda n: "```bash" + "\n" * n,
+        old_action,
+        new_action,
+        [
+            "THOUGHT\n```bash\nls -la\n```",
+            "```bash  \n\n  cd /x && ls\n```",
+            "```sh\necho\n```",
+            "```bash ls```",
+            "```bash\r\nls\r\n```",
+            "```mswea_bash_command\npython -c 'print(1)'\n```",
+        ],
+    ),
+    (
+        "repo_of: N underscores",
+        lambda n: "_" * n,
+        old_repo,
+        repo_of,
+        [
+            "scikit-learn__scikit-learn-14141",
+            "django__django-1",
+            "a___b-1",
+            "___b-1",
+            "a__-1",
+            "a___-1",
+            "a__b__c-12",
+            "no-repo-1",
+            "o__r-x",
+            "o__r-",
+            "o__r-1-2",
+            "o__r.-1",
+        ],
+    ),
 ]
 
 
@@ -108,7 +146,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs{', ' + memory_gib() if memory_gib() else ''}; Python {sys.version.split()[0]}")
+    print(
+        f"machine: {cpu_model()}, {os.cpu_count()} CPUs{', ' + memory_gib() if memory_gib() else ''}; Python {sys.version.split()[0]}"
+    )
     failures = 0
     for name, make, old, new, samples in CASES:
         for sample in samples:
@@ -131,7 +171,9 @@ def main() -> None:
             print(f"{n:>10,}  {old_cell:>12}  {t_new:>12.6f}")
         (n0, t0), (n1, t1) = new_times[0], new_times[-1]
         growth = (t1 / max(t0, 1e-9)) / (n1 / n0)
-        print(f"new code, N {n0:,} -> {n1:,}: x{t1 / max(t0, 1e-9):,.0f} time for x{n1 / n0:,.0f} input (growth vs linear {growth:.2f})")
+        print(
+            f"new code, N {n0:,} -> {n1:,}: x{t1 / max(t0, 1e-9):,.0f} time for x{n1 / n0:,.0f} input (growth vs linear {growth:.2f})"
+        )
     if failures:
         sys.exit(f"{failures} well-formed input(s) gave a different result")
     print("\nwell-formed inputs: the new code gives what the old patterns gave")

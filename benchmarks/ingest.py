@@ -76,13 +76,19 @@ def parse_args() -> argparse.Namespace:
 
 # --- the load ------------------------------------------------------------------------
 
+
 def _rollout_target(rng_seed: int, rollouts: int, want_bytes: int) -> int:
     """make_group's padding overshoots its target; find the target that averages `want_bytes`."""
     target = want_bytes
     for _ in range(3):
         rng = random.Random(rng_seed)
-        sizes = [len(orjson.dumps(r)) for t in range(2) for r in
-                 make_group(rng, run="bench-run", step=1, task_number=t, n_rollouts=rollouts, target_rollout_bytes=target)["rollouts"]]
+        sizes = [
+            len(orjson.dumps(r))
+            for t in range(2)
+            for r in make_group(rng, run="bench-run", step=1, task_number=t, n_rollouts=rollouts, target_rollout_bytes=target)[
+                "rollouts"
+            ]
+        ]
         target = int(target * want_bytes / (sum(sizes) / len(sizes)))
     return target
 
@@ -93,16 +99,22 @@ def write_step(path: Path, *, groups: int, rollouts: int, rollout_bytes: int, se
     n_rollouts = rollout_json_bytes = 0
     with path.open("wb") as f:
         for task_number in range(groups):
-            group = make_group(rng, run="bench-run", step=1, task_number=task_number, n_rollouts=rollouts,
-                               target_rollout_bytes=target)
+            group = make_group(
+                rng, run="bench-run", step=1, task_number=task_number, n_rollouts=rollouts, target_rollout_bytes=target
+            )
             n_rollouts += len(group["rollouts"])
             rollout_json_bytes += sum(len(orjson.dumps(r)) for r in group["rollouts"])
             f.write(orjson.dumps(group) + b"\n")
-    return {"groups": groups, "rollouts": n_rollouts, "bytes": path.stat().st_size,
-            "avg_rollout_bytes": rollout_json_bytes / n_rollouts}
+    return {
+        "groups": groups,
+        "rollouts": n_rollouts,
+        "bytes": path.stat().st_size,
+        "avg_rollout_bytes": rollout_json_bytes / n_rollouts,
+    }
 
 
 # --- PostgreSQL ----------------------------------------------------------------------
+
 
 def checkpoint(url: str) -> None:
     """Start each path with clean shared buffers (needs superuser; skipped otherwise)."""
@@ -135,6 +147,7 @@ def copy_baseline(url: str, path: Path, expected_rows: int) -> float:
 
 # --- the service -----------------------------------------------------------------------
 
+
 def manage(env: dict, *args: str) -> str:
     done = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True)
     if done.returncode:
@@ -144,13 +157,42 @@ def manage(env: dict, *args: str) -> str:
 
 def start_server(env: dict, port: int, workers: int, profile: str | None, log) -> subprocess.Popen:
     if profile:
-        cmd = [PYTHON, "-m", "cProfile", "-o", profile, "manage.py", "runserver", "--noreload", "--nothreading", f"127.0.0.1:{port}"]
+        cmd = [
+            PYTHON,
+            "-m",
+            "cProfile",
+            "-o",
+            profile,
+            "manage.py",
+            "runserver",
+            "--noreload",
+            "--nothreading",
+            f"127.0.0.1:{port}",
+        ]
     else:
-        cmd = [PYTHON, "-m", "gunicorn", "gagar_web.wsgi:application", "--bind", f"127.0.0.1:{port}",
-               "--workers", str(workers), "--timeout", "3600", "--log-level", "warning"]
+        cmd = [
+            PYTHON,
+            "-m",
+            "gunicorn",
+            "gagar_web.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--timeout",
+            "3600",
+            "--log-level",
+            "warning",
+        ]
     # A shell's background job inherits SIGINT ignored; the profiled server needs it to exit cleanly.
-    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    server = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     wait_until_healthy(server, port)
     return server
 
@@ -160,8 +202,12 @@ def post_step(port: int, token: str, path: Path) -> tuple[float, int, dict]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3600, blocksize=1 << 20)
     with path.open("rb") as body:
         started = time.perf_counter()
-        conn.request("POST", f"/api/v1/groups/?project={PROJECT}", body=body, headers={
-            "Authorization": f"Token {token}", "Content-Type": "application/x-ndjson", "Content-Length": str(size)})
+        conn.request(
+            "POST",
+            f"/api/v1/groups/?project={PROJECT}",
+            body=body,
+            headers={"Authorization": f"Token {token}", "Content-Type": "application/x-ndjson", "Content-Length": str(size)},
+        )
         response = conn.getresponse()
         payload = response.read()
         elapsed = time.perf_counter() - started
@@ -175,10 +221,17 @@ def post_step(port: int, token: str, path: Path) -> tuple[float, int, dict]:
 
 # --- report ----------------------------------------------------------------------------
 
+
 def machine(url: str) -> dict:
     model, mem, pg = cpu_model(), f"{memory_gib()} RAM" if memory_gib() else "", postgres_version(url)
-    return {"cores": os.cpu_count(), "cpu": model, "memory": mem, "postgres": pg,
-            "python": platform.python_version(), "psycopg": psycopg.__version__}
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "memory": mem,
+        "postgres": pg,
+        "python": platform.python_version(),
+        "psycopg": psycopg.__version__,
+    }
 
 
 def main() -> int:
@@ -192,16 +245,21 @@ def main() -> int:
     server = None
     try:
         started = time.perf_counter()
-        load = write_step(step_file, groups=args.groups, rollouts=args.rollouts, rollout_bytes=int(args.rollout_kb * 1000),
-                          seed=args.seed)
-        print(f"generated {load['groups']} groups x {args.rollouts} = {load['rollouts']} rollouts, "
-              f"{load['bytes'] / MB:.1f} MB, average rollout {load['avg_rollout_bytes'] / 1000:.1f} kB "
-              f"({time.perf_counter() - started:.0f} s)")
+        load = write_step(
+            step_file, groups=args.groups, rollouts=args.rollouts, rollout_bytes=int(args.rollout_kb * 1000), seed=args.seed
+        )
+        print(
+            f"generated {load['groups']} groups x {args.rollouts} = {load['rollouts']} rollouts, "
+            f"{load['bytes'] / MB:.1f} MB, average rollout {load['avg_rollout_bytes'] / 1000:.1f} kB "
+            f"({time.perf_counter() - started:.0f} s)"
+        )
 
         recreate_database(admin_url, args.database)
         env = service_env(db_url)
         manage(env, "migrate", "--no-input")
-        token = manage(env, "create_api_token", "bench-ingest", "--project", PROJECT, "--create-project", "--role", "admin").strip()
+        token = manage(
+            env, "create_api_token", "bench-ingest", "--project", PROJECT, "--create-project", "--role", "admin"
+        ).strip()
         port = free_port()
         server = start_server(env, port, args.workers, args.profile, server_log)
         server_kind = "runserver under cProfile" if args.profile else f"gunicorn, {args.workers} sync worker(s)"
@@ -212,8 +270,9 @@ def main() -> int:
         if status != 200 or created != load["rollouts"]:
             server_log.seek(0)
             print(server_log.read()[-4000:].decode(errors="replace"), file=sys.stderr)
-            raise SystemExit(f"ingest failed: HTTP {status}, {created} rollouts created of {load['rollouts']}: "
-                             f"{json.dumps(report)[:2000]}")
+            raise SystemExit(
+                f"ingest failed: HTTP {status}, {created} rollouts created of {load['rollouts']}: {json.dumps(report)[:2000]}"
+            )
         stop_server(server, signal.SIGINT if args.profile else signal.SIGTERM)
         server = None
 
@@ -234,10 +293,14 @@ def main() -> int:
         ("COPY into one-column jsonb table (logged)", copy_s),
     ]
     print()
-    print(f"machine: {info['cores']} cores, {info['cpu']}, {info['memory']}; PostgreSQL {info['postgres']} on "
-          f"{host.hostname}; Python {info['python']}, psycopg {info['psycopg']}")
-    print(f"load: {load['rollouts']} rollouts in {load['groups']} lines, {mb:.1f} MB, "
-          f"average rollout {load['avg_rollout_bytes'] / 1000:.1f} kB")
+    print(
+        f"machine: {info['cores']} cores, {info['cpu']}, {info['memory']}; PostgreSQL {info['postgres']} on "
+        f"{host.hostname}; Python {info['python']}, psycopg {info['psycopg']}"
+    )
+    print(
+        f"load: {load['rollouts']} rollouts in {load['groups']} lines, {mb:.1f} MB, "
+        f"average rollout {load['avg_rollout_bytes'] / 1000:.1f} kB"
+    )
     print()
     width = max(len(name) for name, _ in rows)
     print(f"{'path':<{width}}  {'seconds':>8}  {'rollouts/s':>10}  {'MB/s':>7}")

@@ -64,8 +64,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--api-requests", type=int, default=5, help="timed requests per whole-run export or agreement call")
     p.add_argument("--seed", type=int, default=17)
     p.add_argument("--keep", action="store_true", help="keep the database afterwards (for EXPLAIN by hand, or --measure-only)")
-    p.add_argument("--measure-only", action="store_true",
-                   help="measure a database an earlier --keep run filled (migrated first; its seeding figures are reused)")
+    p.add_argument(
+        "--measure-only",
+        action="store_true",
+        help="measure a database an earlier --keep run filled (migrated first; its seeding figures are reused)",
+    )
     return p.parse_args()
 
 
@@ -108,8 +111,9 @@ def grade(run, steps: int) -> float:
     return time.perf_counter() - t0
 
 
-def people(project, run, reviewers, adjudicator, auditor, *, judgments: int, adjudications: int, audits: int,
-           rng: random.Random) -> dict:
+def people(
+    project, run, reviewers, adjudicator, auditor, *, judgments: int, adjudications: int, audits: int, rng: random.Random
+) -> dict:
     from grading.models import CheatDecision, RolloutGrade
     from reviews.models import GroupReview, Judgment
     from reviews.services.audit import audit_cheat
@@ -126,8 +130,12 @@ def people(project, run, reviewers, adjudicator, auditor, *, judgments: int, adj
         if assignment is None:
             break
         group = assignment.group
-        grades = {i: t for i, t in RolloutGrade.objects.filter(verdict__group=group, verdict__status="valid")
-                  .values_list("rollout__index", "tier")}
+        grades = {
+            i: t
+            for i, t in RolloutGrade.objects.filter(verdict__group=group, verdict__status="valid").values_list(
+                "rollout__index", "tier"
+            )
+        }
         passing = group.rollouts.filter(passed=True).values_list("index", flat=True)
         items = []
         for index in passing:
@@ -145,12 +153,19 @@ def people(project, run, reviewers, adjudicator, auditor, *, judgments: int, adj
 
     t0 = time.perf_counter()
     settled = 0
-    for review in GroupReview.objects.filter(needs_adjudication=True).select_related("group").order_by("group_id")[:adjudications]:
+    for review in (
+        GroupReview.objects.filter(needs_adjudication=True).select_related("group").order_by("group_id")[:adjudications]
+    ):
         group = review.group
         passing = list(group.rollouts.filter(passed=True).values_list("index", flat=True))
         items = [ItemInput(i, rng.choice(["T1", "T2", "T3"])) for i in passing]
-        submit_judgment(reviewer=adjudicator, group=group, items=items, kind=Judgment.Kind.ADJUDICATION,
-                        reason=Judgment.Reason.REVIEWERS_DISAGREE)
+        submit_judgment(
+            reviewer=adjudicator,
+            group=group,
+            items=items,
+            kind=Judgment.Kind.ADJUDICATION,
+            reason=Judgment.Reason.REVIEWERS_DISAGREE,
+        )
         settled += 1
     adjudicated_s = time.perf_counter() - t0
 
@@ -160,8 +175,15 @@ def people(project, run, reviewers, adjudicator, auditor, *, judgments: int, adj
         audit_cheat(decision=decision, auditor=auditor, confirmed=rng.random() < 0.3, reason="read the trajectory and the patch")
         decided += 1
     audited_s = time.perf_counter() - t0
-    return {"judgments": done, "judged_s": judged_s, "adjudications": settled, "adjudicated_s": adjudicated_s,
-            "audits": decided, "audited_s": audited_s, "since": since}
+    return {
+        "judgments": done,
+        "judged_s": judged_s,
+        "adjudications": settled,
+        "adjudicated_s": adjudicated_s,
+        "audits": decided,
+        "audited_s": audited_s,
+        "since": since,
+    }
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -197,8 +219,17 @@ def time_requests(pages: dict, clients: dict, n: int, skip_next) -> dict[str, di
             else:
                 times[name].append(elapsed)
         reset_queries()
-    return {name: {"p50": statistics.median(t), "p95": percentile(t, 95), "max": max(t), "queries": queries[name],
-                   "bytes": sizes[name], "n": len(t)} for name, t in times.items()}
+    return {
+        name: {
+            "p50": statistics.median(t),
+            "p95": percentile(t, 95),
+            "max": max(t),
+            "queries": queries[name],
+            "bytes": sizes[name],
+            "n": len(t),
+        }
+        for name, t in times.items()
+    }
 
 
 def explain_pick(project, run, reviewer) -> str:
@@ -212,7 +243,8 @@ def db_sizes(url: str) -> tuple[int, list[tuple[str, int]]]:
         total = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
         tables = conn.execute(
             "SELECT relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 2 DESC LIMIT 8").fetchall()
+            "WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 2 DESC LIMIT 8"
+        ).fetchall()
     return total, tables
 
 
@@ -242,21 +274,38 @@ def seed(args, steps: int, n_judgments: int, n_adjudications: int, n_audits: int
     print(f"ingested {n_rollouts:,} rollouts ({n_mixed:,} mixed groups) in {ingest_s:.0f} s", flush=True)
     grade_s = grade(run, steps)
     print(f"graded and computed in {grade_s:.0f} s", flush=True)
-    work = people(project, run, reviewers, adjudicator, auditor, judgments=n_judgments, adjudications=n_adjudications,
-                  audits=n_audits, rng=rng)
+    work = people(
+        project,
+        run,
+        reviewers,
+        adjudicator,
+        auditor,
+        judgments=n_judgments,
+        adjudications=n_adjudications,
+        audits=n_audits,
+        rng=rng,
+    )
     n_signals = CheatDecision.objects.filter(rollout__group__run=run).count()
-    print(f"{work['judgments']:,} judgments in {work['judged_s']:.0f} s, {work['adjudications']} adjudications in "
-          f"{work['adjudicated_s']:.0f} s, {work['audits']} audits in {work['audited_s']:.0f} s; {n_signals} cheat signals",
-          flush=True)
-    return {"ingest_s": ingest_s, "grade_s": grade_s, **{k: v for k, v in work.items() if k != "since"},
-            "since": work["since"].isoformat() if work["since"] else None}
+    print(
+        f"{work['judgments']:,} judgments in {work['judged_s']:.0f} s, {work['adjudications']} adjudications in "
+        f"{work['adjudicated_s']:.0f} s, {work['audits']} audits in {work['audited_s']:.0f} s; {n_signals} cheat signals",
+        flush=True,
+    )
+    return {
+        "ingest_s": ingest_s,
+        "grade_s": grade_s,
+        **{k: v for k, v in work.items() if k != "since"},
+        "since": work["since"].isoformat() if work["since"] else None,
+    }
 
 
 def main() -> int:
     args = parse_args()
     admin_url, db_url = database_urls(args.database)
-    print(f"PostgreSQL at {urlparse(db_url).hostname}:{urlparse(db_url).port or 5432}, database {args.database!r} "
-          f"(created{'' if args.keep else ' and dropped'} by this run); scale {args.scale:g}")
+    print(
+        f"PostgreSQL at {urlparse(db_url).hostname}:{urlparse(db_url).port or 5432}, database {args.database!r} "
+        f"(created{'' if args.keep else ' and dropped'} by this run); scale {args.scale:g}"
+    )
     workdir = tempfile.TemporaryDirectory(prefix="gagar-scale-")
     # As deployed (DEBUG off: no query log) but with plain static storage, so pages render
     # without collectstatic's manifest.
@@ -265,9 +314,15 @@ def main() -> int:
         "STORAGES = {**STORAGES, 'staticfiles': {'BACKEND': 'django.contrib.staticfiles.storage.StaticFilesStorage'}}  # noqa: F405\n"
     )
     sys.path.insert(0, workdir.name)
-    os.environ.update(DATABASE_URL=db_url, DJANGO_DEBUG="false", DJANGO_SECRET_KEY="scale-benchmark-" + "x" * 40,
-                      DJANGO_SECURE_SSL_REDIRECT="false", DJANGO_LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="scale_settings",
-                      DJANGO_ALLOWED_HOSTS="testserver")
+    os.environ.update(
+        DATABASE_URL=db_url,
+        DJANGO_DEBUG="false",
+        DJANGO_SECRET_KEY="scale-benchmark-" + "x" * 40,
+        DJANGO_SECURE_SSL_REDIRECT="false",
+        DJANGO_LOG_LEVEL="WARNING",
+        DJANGO_SETTINGS_MODULE="scale_settings",
+        DJANGO_ALLOWED_HOSTS="testserver",
+    )
     os.environ.pop("CELERY_BROKER_URL", None)  # eager Celery: grading and recomputation run in this process
     if not args.measure_only:
         recreate_database(admin_url, args.database)
@@ -369,8 +424,10 @@ def main() -> int:
         api_results = time_requests(api_calls, clients, args.api_requests, skip_next)
         plan = explain_pick(run.project, run, reviewers[3])
         n_judgments_total = Judgment.objects.filter(group__run=run).count()
-        info = (f"{usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
-                f"PostgreSQL {postgres_version(db_url)}; Python {sys.version.split()[0]}")
+        info = (
+            f"{usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
+            f"PostgreSQL {postgres_version(db_url)}; Python {sys.version.split()[0]}"
+        )
     finally:
         try:
             from django.db import connections
@@ -382,26 +439,38 @@ def main() -> int:
             recreate_database(admin_url, args.database, drop_only=True)
         workdir.cleanup()
 
-    goals = {"agreement API, run, 1000 resamples": 2000, "agreement API, run, 1000 resamples, cold": 2000,
-             "calibration page, cold": 150, "whole-run export, Parquet": 1000}
+    goals = {
+        "agreement API, run, 1000 resamples": 2000,
+        "agreement API, run, 1000 resamples, cold": 2000,
+        "calibration page, cold": 150,
+        "whole-run export, Parquet": 1000,
+    }
     print()
     print(f"machine: {info}")
-    print(f"load: 1 run, {steps} steps x {GROUPS_PER_STEP} groups x {ROLLOUTS} rollouts = {n_rollouts:,} rollouts "
-          f"({n_mixed:,} mixed groups); {n_judgments_total:,} judgments by {len(reviewers)} reviewers (overlap 20 %) "
-          f"and an adjudicator ({work['adjudications']} adjudications); {n_signals} cheat signals, {work['audits']} audited")
-    print(f"ingest {ingest_s:.0f} s ({n_rollouts / ingest_s:,.0f} rollouts/s); grading + computation {grade_s:.0f} s "
-          f"({n_mixed / grade_s:,.1f} mixed groups/s, {grade_s / n_rollouts * 1e6:.0f} µs per rollout); "
-          f"judgments {work['judged_s'] / max(1, work['judgments']) * 1000:.0f} ms each (queue pick + submit)")
-    print(f"database {total_bytes / 1e6:,.0f} MB = {total_bytes / n_rollouts:,.0f} bytes per rollout; largest tables: "
-          + ", ".join(f"{name} {size / 1e6:,.0f} MB" for name, size in tables))
+    print(
+        f"load: 1 run, {steps} steps x {GROUPS_PER_STEP} groups x {ROLLOUTS} rollouts = {n_rollouts:,} rollouts "
+        f"({n_mixed:,} mixed groups); {n_judgments_total:,} judgments by {len(reviewers)} reviewers (overlap 20 %) "
+        f"and an adjudicator ({work['adjudications']} adjudications); {n_signals} cheat signals, {work['audits']} audited"
+    )
+    print(
+        f"ingest {ingest_s:.0f} s ({n_rollouts / ingest_s:,.0f} rollouts/s); grading + computation {grade_s:.0f} s "
+        f"({n_mixed / grade_s:,.1f} mixed groups/s, {grade_s / n_rollouts * 1e6:.0f} µs per rollout); "
+        f"judgments {work['judged_s'] / max(1, work['judgments']) * 1000:.0f} ms each (queue pick + submit)"
+    )
+    print(
+        f"database {total_bytes / 1e6:,.0f} MB = {total_bytes / n_rollouts:,.0f} bytes per rollout; largest tables: "
+        + ", ".join(f"{name} {size / 1e6:,.0f} MB" for name, size in tables)
+    )
     print()
     print("| what | p50 ms | p95 ms | max ms | queries | goal (p95) | met |")
     print("|---|---:|---:|---:|---:|---|---|")
     for name, r in {**page_results, **api_results}.items():
         goal = goals.get(name, 150 if name in page_results else None)
         met = "–" if goal is None else ("yes" if r["p95"] <= goal else "**no**")
-        print(f"| {name} | {r['p50']:.0f} | {r['p95']:.0f} | {r['max']:.0f} | {r['queries']} | "
-              f"{'–' if goal is None else f'≤ {goal:,} ms'} | {met} |")
+        print(
+            f"| {name} | {r['p50']:.0f} | {r['p95']:.0f} | {r['max']:.0f} | {r['queries']} | "
+            f"{'–' if goal is None else f'≤ {goal:,} ms'} | {met} |"
+        )
     print()
     print("EXPLAIN ANALYZE of the queue's pick (reviews.services.queue.queue_groups(...)[:1]):")
     print(plan)

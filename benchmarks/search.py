@@ -64,9 +64,14 @@ def real_rollouts() -> list[dict]:
     for folder in SOURCES:
         for path in sorted((folder / "trajs").glob("*/*.traj.json")):
             report = folder / "logs" / path.parent.name / "report.json"
-            out.append(rollout_from_trajectory(json.loads(path.read_text()), index=0,
-                                               report=json.loads(report.read_text()) if report.exists() else None,
-                                               ref=path.name))
+            out.append(
+                rollout_from_trajectory(
+                    json.loads(path.read_text()),
+                    index=0,
+                    report=json.loads(report.read_text()) if report.exists() else None,
+                    ref=path.name,
+                )
+            )
     return out
 
 
@@ -100,8 +105,11 @@ def main() -> None:
     parser.add_argument("--ingest-rollouts", type=int, default=INGEST_ROLLOUTS)
     parser.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     parser.add_argument("--keep", action="store_true", help="keep the database (drop it yourself)")
-    parser.add_argument("--reuse", action="store_true",
-                        help="time the queries on the corpus an earlier --keep run left (no load, no index build); implies --keep")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="time the queries on the corpus an earlier --keep run left (no load, no index build); implies --keep",
+    )
     args = parser.parse_args()
     args.keep = args.keep or args.reuse
     n_rollouts = args.rollouts or (50_000 if args.shape == "real" else 1_000_000)
@@ -126,8 +134,10 @@ def main() -> None:
         from grading.search.text import chunks, fields, lexemes
 
         call_command("migrate", verbosity=0)
-        print(f"machine:   {cpu_model()}, {usable_cores()} cores, {memory_gib()} RAM, PostgreSQL {postgres_version(db_url)}, "
-              f"load average {load_average():.2f} at start")
+        print(
+            f"machine:   {cpu_model()}, {usable_cores()} cores, {memory_gib()} RAM, PostgreSQL {postgres_version(db_url)}, "
+            f"load average {load_average():.2f} at start"
+        )
         sources = real_rollouts()
         words, weights, commands = vocabulary(sources)
         rng = random.Random(11)
@@ -147,12 +157,22 @@ def main() -> None:
                 messages += sources[j]["messages"]
                 size += sum(len(t) for t in source_fields(sources[j]))
             texts = list(fields(messages, patch, first["tests"]))
-            bodies.append({"messages": messages, "patch": patch, "tests": first["tests"], "fields": texts,
-                           "lexemes": lexemes(texts), "chars": sum(len(t) for t in texts),
-                           "json": dumps(messages).decode()})
+            bodies.append(
+                {
+                    "messages": messages,
+                    "patch": patch,
+                    "tests": first["tests"],
+                    "fields": texts,
+                    "lexemes": lexemes(texts),
+                    "chars": sum(len(t) for t in texts),
+                    "json": dumps(messages).decode(),
+                }
+            )
         if args.shape == "real":
-            print(f"bodies:    {len(bodies)} of {statistics.mean(b['chars'] for b in bodies) / 1000:,.0f} kB of searchable text on "
-                  f"average ({min(b['chars'] for b in bodies) / 1000:,.0f}-{max(b['chars'] for b in bodies) / 1000:,.0f} kB)")
+            print(
+                f"bodies:    {len(bodies)} of {statistics.mean(b['chars'] for b in bodies) / 1000:,.0f} kB of searchable text on "
+                f"average ({min(b['chars'] for b in bodies) / 1000:,.0f}-{max(b['chars'] for b in bodies) / 1000:,.0f} kB)"
+            )
 
         if args.reuse:
             project = Project.objects.get(name="bench")
@@ -169,8 +189,13 @@ def main() -> None:
             """(messages JSON, patch, tests JSON, chunks, lexemes) of rollout `rid`."""
             if args.shape == "short":
                 command = rng.choice(commands)
-                messages = [{"role": "assistant", "content": " ".join(rng.choices(words, weights=weights, k=WORDS_PER_BODY)),
-                             "action": command}]
+                messages = [
+                    {
+                        "role": "assistant",
+                        "content": " ".join(rng.choices(words, weights=weights, k=WORDS_PER_BODY)),
+                        "action": command,
+                    }
+                ]
                 texts = list(fields(messages, "", {}))
                 return json.dumps(messages), "", "{}", chunks(texts), lexemes(texts)
             body = bodies[rid % len(bodies)]
@@ -179,8 +204,13 @@ def main() -> None:
                 marks.append(mark)
             extra = {"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{mark}\n</output>"}
             texts = body["fields"] + [extra["content"]]
-            return (body["json"][:-1] + "," + json.dumps(extra) + "]", body["patch"], json.dumps(body["tests"]),
-                    chunks(texts), body["lexemes"] + " " + lexemes([extra["content"]]))
+            return (
+                body["json"][:-1] + "," + json.dumps(extra) + "]",
+                body["patch"],
+                json.dumps(body["tests"]),
+                chunks(texts),
+                body["lexemes"] + " " + lexemes([extra["content"]]),
+            )
 
         def load(first_group: int, count: int, first_rollout: int) -> None:
             n_groups = (count + GROUP_SIZE - 1) // GROUP_SIZE
@@ -189,28 +219,115 @@ def main() -> None:
             for g in range(first_group, first_group + n_groups):
                 run = runs[g % RUNS]
                 step = (g // RUNS) % STEPS_PER_RUN
-                group_rows.append((g, run.pk, steps[(run.pk, step)].pk, tasks[run.pk].pk, f"bench-{g}@{step}", GROUP_SIZE,
-                                   GROUP_SIZE // 2, 0, True, step, False, 0.0, True, now, now))
+                group_rows.append(
+                    (
+                        g,
+                        run.pk,
+                        steps[(run.pk, step)].pk,
+                        tasks[run.pk].pk,
+                        f"bench-{g}@{step}",
+                        GROUP_SIZE,
+                        GROUP_SIZE // 2,
+                        0,
+                        True,
+                        step,
+                        False,
+                        0.0,
+                        True,
+                        now,
+                        now,
+                    )
+                )
                 for index in range(GROUP_SIZE):
                     if rid >= first_rollout + count:
                         break
                     messages, patch, tests, pieces, vector = rollout_rows(rid)
                     passed = index % 2 == 0
-                    rows.append((rid, g, index, 1.0 if passed else 0.0, passed, "Submitted", 1, "{}", 0, 0, 0, True,
-                                 0, 0, "bench", "", "0" * 64, now, "[]", "", ""))
+                    rows.append(
+                        (
+                            rid,
+                            g,
+                            index,
+                            1.0 if passed else 0.0,
+                            passed,
+                            "Submitted",
+                            1,
+                            "{}",
+                            0,
+                            0,
+                            0,
+                            True,
+                            0,
+                            0,
+                            "bench",
+                            "",
+                            "0" * 64,
+                            now,
+                            "[]",
+                            "",
+                            "",
+                        )
+                    )
                     contents.append((rid, messages, patch, tests, "", "{}"))
                     search.append((rid, run.pk, step, passed, vector))
                     chunk_rows.extend((rid, seq, text) for seq, text in enumerate(pieces))
                     rid += 1
-            copy_rows(connection, "grading_group",
-                      ["id", "run_id", "step_id", "task_id", "uid", "n_rollouts", "n_passed", "n_unknown", "is_mixed",
-                       "step_number", "has_valid_verdict", "credit_moved", "awaits_review", "created_at", "updated_at"], group_rows)
-            copy_rows(connection, "grading_rollout",
-                      ["id", "group_id", "index", "reward", "passed", "exit_status", "n_messages", "stats", "patch_files",
-                       "patch_added", "patch_removed", "patch_parses", "tests_passed", "tests_failed", "source_format",
-                       "source_ref", "content_hash", "created_at", "extra_files", "cluster_label", "dropped"], rows)
-            copy_rows(connection, "grading_rolloutcontent", ["rollout_id", "messages", "patch", "tests", "test_log", "metadata"],
-                      contents)
+            copy_rows(
+                connection,
+                "grading_group",
+                [
+                    "id",
+                    "run_id",
+                    "step_id",
+                    "task_id",
+                    "uid",
+                    "n_rollouts",
+                    "n_passed",
+                    "n_unknown",
+                    "is_mixed",
+                    "step_number",
+                    "has_valid_verdict",
+                    "credit_moved",
+                    "awaits_review",
+                    "created_at",
+                    "updated_at",
+                ],
+                group_rows,
+            )
+            copy_rows(
+                connection,
+                "grading_rollout",
+                [
+                    "id",
+                    "group_id",
+                    "index",
+                    "reward",
+                    "passed",
+                    "exit_status",
+                    "n_messages",
+                    "stats",
+                    "patch_files",
+                    "patch_added",
+                    "patch_removed",
+                    "patch_parses",
+                    "tests_passed",
+                    "tests_failed",
+                    "source_format",
+                    "source_ref",
+                    "content_hash",
+                    "created_at",
+                    "extra_files",
+                    "cluster_label",
+                    "dropped",
+                ],
+                rows,
+            )
+            copy_rows(
+                connection,
+                "grading_rolloutcontent",
+                ["rollout_id", "messages", "patch", "tests", "test_log", "metadata"],
+                contents,
+            )
             copy_rows(connection, "grading_searchchunk", ["rollout_id", "seq", "text"], chunk_rows)
             copy_rows(connection, "grading_rolloutsearch", ["rollout_id", "run_id", "step_number", "passed", "vector"], search)
 
@@ -280,8 +397,10 @@ def main() -> None:
         ]
         if args.shape == "real":
             kinds.insert(7, ("literal, rare (1 rollout)", [(m, "literal", {}) for m in marks[::80][:5]]))
-        print(f"queries:   search_rollouts (backlog + count up to {COUNT_CAP:,} + page of 20 + rollouts + bodies + hits), "
-              f"5 terms x {args.repeat} after a warm-up pass; load average {load_average():.2f}")
+        print(
+            f"queries:   search_rollouts (backlog + count up to {COUNT_CAP:,} + page of 20 + rollouts + bodies + hits), "
+            f"5 terms x {args.repeat} after a warm-up pass; load average {load_average():.2f}"
+        )
         print(f"{'query':34} {'p50 ms':>8} {'p95 ms':>8} {'matches (median)':>17}  examples")
         for _label, queries in kinds:  # one untimed pass: the plans and the pages the queries read are warm
             for raw, mode, scope in queries:
@@ -292,8 +411,9 @@ def main() -> None:
             for _ in range(args.repeat):
                 for raw, mode, scope in queries:
                     t0 = time.perf_counter()
-                    page = search_rollouts(query=parse_query(raw, mode=mode), scope=SearchScope(project=project, **scope),
-                                           sees_grader=True)
+                    page = search_rollouts(
+                        query=parse_query(raw, mode=mode), scope=SearchScope(project=project, **scope), sees_grader=True
+                    )
                     times.append((time.perf_counter() - t0) * 1000)
                     counts.append(page.count if not page.count_capped else float("inf"))
                     estimated = estimated or page.count_estimated
@@ -301,8 +421,10 @@ def main() -> None:
             shown = "capped" if median == float("inf") else ("about " if estimated else "") + f"{int(median):,}"
             if page.scan:
                 shown += f" in {page.scan.scanned}"
-            print(f"{label:34} {percentile(times, 0.5):8.0f} {percentile(times, 0.95):8.0f} {shown:>17}  "
-                  f"{', '.join(repr(q[0]) for q in queries[:3])}")
+            print(
+                f"{label:34} {percentile(times, 0.5):8.0f} {percentile(times, 0.95):8.0f} {shown:>17}  "
+                f"{', '.join(repr(q[0]) for q in queries[:3])}"
+            )
             results.append((label, percentile(times, 0.95)))
 
         # 3. sizes ----------------------------------------------------------------------------
@@ -317,9 +439,12 @@ def main() -> None:
             cursor.execute("SELECT pg_total_relation_size('grading_rolloutcontent')")
             bodies_size = cursor.fetchone()[0]
         total = sum(s for _, s in sizes)
-        print("sizes:     " + ", ".join(f"{name} {size / 2**20:,.0f} MiB" for name, size in sizes) +
-              f"; index total {total / 2**20:,.0f} MiB ({total / n_rollouts:,.0f} bytes a rollout; the bodies "
-              f"{bodies_size / n_rollouts:,.0f})")
+        print(
+            "sizes:     "
+            + ", ".join(f"{name} {size / 2**20:,.0f} MiB" for name, size in sizes)
+            + f"; index total {total / 2**20:,.0f} MiB ({total / n_rollouts:,.0f} bytes a rollout; the bodies "
+            f"{bodies_size / n_rollouts:,.0f})"
+        )
 
         # 4. ingest against COPY, and how soon a post is searchable ------------------------------------------
         def lines(run_name: str) -> list[tuple[int, bytes]]:
@@ -329,10 +454,31 @@ def main() -> None:
                 for index in range(GROUP_SIZE):
                     body = bodies[(g * GROUP_SIZE + index) % len(bodies)]
                     extra = {"role": "user", "content": f"build check {rng.getrandbits(48):012x}"}
-                    rollouts.append({"index": index, "reward": index % 2, "messages": body["messages"] + [extra],
-                                     "patch": body["patch"], "tests": body["tests"], "exit_status": "Submitted"})
-                out.append((g + 1, dumps({"format": "gagar-group/1", "run": run_name, "step": 0, "uid": f"ingest-{g}@0",
-                                          "task": {"instance_id": f"ingest__task-{g}"}, "rollouts": rollouts})))
+                    rollouts.append(
+                        {
+                            "index": index,
+                            "reward": index % 2,
+                            "messages": body["messages"] + [extra],
+                            "patch": body["patch"],
+                            "tests": body["tests"],
+                            "exit_status": "Submitted",
+                        }
+                    )
+                out.append(
+                    (
+                        g + 1,
+                        dumps(
+                            {
+                                "format": "gagar-group/1",
+                                "run": run_name,
+                                "step": 0,
+                                "uid": f"ingest-{g}@0",
+                                "task": {"instance_id": f"ingest__task-{g}"},
+                                "rollouts": rollouts,
+                            }
+                        ),
+                    )
+                )
             return out
 
         tag = f"-{int(time.time())}" if args.reuse else ""  # a reused database holds the earlier runs' ingest runs
@@ -355,7 +501,9 @@ def main() -> None:
             t0 = time.perf_counter()
             report = service.ingest_group_lines(project=project, lines=batches[label])
             took[label] = time.perf_counter() - t0
-            assert report.rollouts_created == len(batches[label]) * GROUP_SIZE and not report.errors, report.as_dict()["errors"][:3]
+            assert report.rollouts_created == len(batches[label]) * GROUP_SIZE and not report.errors, report.as_dict()["errors"][
+                :3
+            ]
             if label == "task":
                 waiting = SearchBacklog.objects.count()
                 t0 = time.perf_counter()
@@ -364,14 +512,20 @@ def main() -> None:
                 assert indexed == waiting == report.rollouts_created, (indexed, waiting)
         search_tasks.index_backlog_task.delay = queue
         n = report.rollouts_created
-        print(f"ingest:    {n} real-length rollouts ({size / 2**20:,.0f} MiB of lines): raw COPY into a jsonb column {copy_s:.1f} s; "
-              f"ingest_group_lines, index queued (GAGAR_SEARCH_INDEX=task) {took['task']:.1f} s = {copy_s / took['task']:.2f}x COPY; "
-              f"index inline {took['inline']:.1f} s = {copy_s / took['inline']:.2f}x COPY")
-        print(f"searchable: one worker indexed the post's {n} rollouts in {worker_s:.1f} s ({n / worker_s:,.0f}/s, "
-              f"{worker_s / n * 1000:.0f} ms a rollout): the last is searchable {worker_s:.1f} s after the post is stored")
+        print(
+            f"ingest:    {n} real-length rollouts ({size / 2**20:,.0f} MiB of lines): raw COPY into a jsonb column {copy_s:.1f} s; "
+            f"ingest_group_lines, index queued (GAGAR_SEARCH_INDEX=task) {took['task']:.1f} s = {copy_s / took['task']:.2f}x COPY; "
+            f"index inline {took['inline']:.1f} s = {copy_s / took['inline']:.2f}x COPY"
+        )
+        print(
+            f"searchable: one worker indexed the post's {n} rollouts in {worker_s:.1f} s ({n / worker_s:,.0f}/s, "
+            f"{worker_s / n * 1000:.0f} ms a rollout): the last is searchable {worker_s:.1f} s after the post is stored"
+        )
         worst = max(p95 for label, p95 in results if not label.startswith("short"))
-        print(f"goal p95 <= 300 ms (all but short literals): {'met' if worst <= 300 else 'NOT met'} (worst p95 {worst:.0f} ms); "
-              f"load average {load_average():.2f} at end; {time.perf_counter() - started:.0f} s in all")
+        print(
+            f"goal p95 <= 300 ms (all but short literals): {'met' if worst <= 300 else 'NOT met'} (worst p95 {worst:.0f} ms); "
+            f"load average {load_average():.2f} at end; {time.perf_counter() - started:.0f} s in all"
+        )
         connection.close()
     finally:
         if not args.keep:

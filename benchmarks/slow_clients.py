@@ -68,16 +68,27 @@ def main() -> None:
     args = parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="gagar-slow-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_"))}
-    env.update(DATABASE_URL=f"sqlite:///{scratch / 'db.sqlite3'}", DJANGO_DEBUG="false", DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
-               DJANGO_ALLOWED_HOSTS="127.0.0.1", DJANGO_SECURE_SSL_REDIRECT="false", GAGAR_MEDIA_ROOT=str(scratch / "media"))
+    env.update(
+        DATABASE_URL=f"sqlite:///{scratch / 'db.sqlite3'}",
+        DJANGO_DEBUG="false",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(64),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DJANGO_SECURE_SSL_REDIRECT="false",
+        GAGAR_MEDIA_ROOT=str(scratch / "media"),
+    )
     subprocess.run([PYTHON, "manage.py", "migrate", "--no-input", "-v0"], cwd=ROOT, env=env, check=True)
     rows = []
     notes = []
     configs = {**CONFIGS, NGINX: CONFIGS["4 gthread workers x 16 threads (docker/start.sh)"]}
     for name, options in configs.items():
         port = free_port()
-        server = subprocess.Popen([PYTHON, "-m", "gunicorn", "gagar_web.wsgi", "--bind", f"127.0.0.1:{port}", "--timeout", "600",
-                                   *options], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [PYTHON, "-m", "gunicorn", "gagar_web.wsgi", "--bind", f"127.0.0.1:{port}", "--timeout", "600", *options],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         proxy = None
         try:
             if name == NGINX and nginx_binary() is None:
@@ -105,14 +116,23 @@ def main() -> None:
                 for s in slow:
                     s.close()
                 answered = [t for t in times if t is not None]
-                rows.append((name, n, len(answered), statistics.median(answered) if answered else None,
-                             max(answered) if answered else None))
+                rows.append(
+                    (
+                        name,
+                        n,
+                        len(answered),
+                        statistics.median(answered) if answered else None,
+                        max(answered) if answered else None,
+                    )
+                )
         finally:
             if proxy is not None:
                 proxy.__exit__()
             stop_server(server)
-    print(f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
-          f"Python {platform.python_version()}; SQLite, DJANGO_DEBUG=false, loopback")
+    print(
+        f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
+        f"Python {platform.python_version()}; SQLite, DJANGO_DEBUG=false, loopback"
+    )
     print()
     print(f"| Server | slow clients | /healthz answered (of {args.probes}, 5 s timeout) | p50 ms | max ms |")
     print("|---|---:|---:|---:|---:|")

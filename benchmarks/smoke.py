@@ -28,7 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # name -> (arguments for a tiny load, a piece of the output that only a finished run prints)
 RUNS: dict[str, tuple[list[str], str]] = {
     "advantage": (["--groups", "500", "--repeat", "1"], "speed-up of redistribute()"),
-    "agreement": (["--groups", "200", "--boot", "20", "--repeat", "1", "--naive-groups", "20", "--naive-boot", "2"], "Same figures and intervals"),
+    "agreement": (
+        ["--groups", "200", "--boot", "20", "--repeat", "1", "--naive-groups", "20", "--naive-boot", "2"],
+        "Same figures and intervals",
+    ),
     "clusters": (["--demo-steps", "1", "--demo-groups", "2", "--demo-rollouts", "4"], "distinct"),
     "export": (["--steps", "2", "--groups", "20", "--repeat", "1"], "parquet_file()"),
     "grading": (["--groups", "4", "--turns", "3", "--jobs", "2", "--delay", "0.001"], "groups/s"),
@@ -41,8 +44,10 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
     "waiters": (["--waiters", "6", "--tokens", "2", "--wait", "10", "--probes", "6"], "goal <= 2x"),
-    "training_loop": (["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--concurrency", "2"],
-                      "ideal / actual"),
+    "training_loop": (
+        ["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--concurrency", "2"],
+        "ideal / actual",
+    ),
 }
 TIMEOUT_S = 600
 # Scripts that create a PostgreSQL database get one of their own here, so a smoke run never
@@ -67,8 +72,14 @@ def main() -> int:
             args = [*args, "--database", f"gagar_smoke_{name}"]
         started = time.perf_counter()
         try:
-            done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args], cwd=ROOT,
-                                  env=os.environ.copy(), capture_output=True, text=True, timeout=TIMEOUT_S)
+            done = subprocess.run(
+                [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args],
+                cwd=ROOT,
+                env=os.environ.copy(),
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+            )
             output, code = done.stdout + done.stderr, done.returncode
         except subprocess.TimeoutExpired as exc:
             output, code = f"{exc.stdout or ''}{exc.stderr or ''}\n(timed out after {TIMEOUT_S} s)", -1

@@ -100,10 +100,14 @@ def grading_span(db_url: str, run: str) -> tuple[float, float, int, int]:
     with psycopg.connect(db_url) as conn:
         first, last, jobs = conn.execute(
             "SELECT min(j.started_at), max(j.finished_at), count(*) FROM grading_gradingjob j "
-            "JOIN grading_group g ON g.id = j.group_id JOIN grading_run r ON r.id = g.run_id WHERE r.name = %s", [run]).fetchone()
+            "JOIN grading_group g ON g.id = j.group_id JOIN grading_run r ON r.id = g.run_id WHERE r.name = %s",
+            [run],
+        ).fetchone()
         valid = conn.execute(
             "SELECT count(*) FROM grading_verdict v JOIN grading_group g ON g.id = v.group_id JOIN grading_run r ON r.id = g.run_id "
-            "WHERE r.name = %s AND v.status = 'valid'", [run]).fetchone()[0]
+            "WHERE r.name = %s AND v.status = 'valid'",
+            [run],
+        ).fetchone()[0]
     span = (last - first).total_seconds() if first and last else 0.0
     return span, last.timestamp() if last else 0.0, jobs, valid
 
@@ -123,10 +127,20 @@ def play_step(gagar: Client, db_url: str, *, backend: str, groups: list[dict], a
     status = gagar.step_status(run, 1)
     span, last_verdict, jobs, valid = grading_span(db_url, run)
     assert status["final"] and len(again) == len(rows) == len(groups) * args.rollouts, (status, len(rows))
-    return {"backend": backend, "post_s": posted - started, "final_s": final - posted, "span_s": span, "jobs": jobs,
-            "tail_s": final_wall - last_verdict,
-            "valid": valid, "mixed": status["mixed"], "fallback": status["fallback"], "queued": report["grading"]["queued"],
-            "export_s": taken, "rows": len(rows)}
+    return {
+        "backend": backend,
+        "post_s": posted - started,
+        "final_s": final - posted,
+        "span_s": span,
+        "jobs": jobs,
+        "tail_s": final_wall - last_verdict,
+        "valid": valid,
+        "mixed": status["mixed"],
+        "fallback": status["fallback"],
+        "queued": report["grading"]["queued"],
+        "export_s": taken,
+        "rows": len(rows),
+    }
 
 
 def main() -> None:
@@ -139,33 +153,83 @@ def main() -> None:
     fake = ctx.Process(target=_serve_fake, args=(args.turns, args.delay, ports, stop_fake), daemon=True)
     fake.start()
     fake_url = f"http://127.0.0.1:{ports.get(timeout=30)}/v1"
-    env = service_env(db_url) | {"CELERY_BROKER_URL": broker, "GRADER_BASE_URL": fake_url, "GRADER_MODEL": "fake",
-                                 "GRADER_API_KEY": "bench", "GRADER_ALLOW_PRIVATE_NETWORK": "true",
-                                 "GRADER_MAX_TURNS": str(args.turns + 4)}
+    env = service_env(db_url) | {
+        "CELERY_BROKER_URL": broker,
+        "GRADER_BASE_URL": fake_url,
+        "GRADER_MODEL": "fake",
+        "GRADER_API_KEY": "bench",
+        "GRADER_ALLOW_PRIVATE_NETWORK": "true",
+        "GRADER_MAX_TURNS": str(args.turns + 4),
+    }
     logs = Path(tempfile.mkdtemp(prefix="gagar-loop-"))
     processes = []
     try:
         manage(env, "migrate", "--no-input", "-v0")
         subprocess.run(["redis-cli", "-u", broker, "FLUSHDB"], check=False, capture_output=True)
-        token = manage(env, "create_api_token", "bench-trainer", "--project", "bench", "--create-project", "--role", "admin").strip()
+        token = manage(
+            env, "create_api_token", "bench-trainer", "--project", "bench", "--create-project", "--role", "admin"
+        ).strip()
         port = free_port()
-        web = subprocess.Popen([PYTHON, "-m", "gunicorn", "gagar_web.wsgi", "--bind", f"127.0.0.1:{port}", "--workers",
-                                str(args.web_workers), "--worker-class", "gthread", "--threads", str(args.threads), "--timeout", "600"],
-                               cwd=ROOT, env=env, stdout=open(logs / "web.log", "w"), stderr=subprocess.STDOUT)
+        web = subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "gunicorn",
+                "gagar_web.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(args.web_workers),
+                "--worker-class",
+                "gthread",
+                "--threads",
+                str(args.threads),
+                "--timeout",
+                "600",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=open(logs / "web.log", "w"),
+            stderr=subprocess.STDOUT,
+        )
         processes.append(web)
         for n in range(args.workers):
-            processes.append(subprocess.Popen(
-                [PYTHON, "-m", "celery", "-A", "gagar_web", "worker", "--pool", "threads", "--concurrency", str(args.concurrency),
-                 "--hostname", f"bench{n}@%h", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
-                cwd=ROOT, env=env, stdout=open(logs / f"worker{n}.log", "w"), stderr=subprocess.STDOUT))
+            processes.append(
+                subprocess.Popen(
+                    [
+                        PYTHON,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "gagar_web",
+                        "worker",
+                        "--pool",
+                        "threads",
+                        "--concurrency",
+                        str(args.concurrency),
+                        "--hostname",
+                        f"bench{n}@%h",
+                        "--loglevel",
+                        "WARNING",
+                        "--without-gossip",
+                        "--without-mingle",
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=open(logs / f"worker{n}.log", "w"),
+                    stderr=subprocess.STDOUT,
+                )
+            )
         wait_until_healthy(web, port)
         base = f"http://127.0.0.1:{port}"
         gagar = Client(base, token, project="bench", timeout=600)
         rng = random.Random(args.seed)
         groups = [make_group(rng, run="x", step=1, task_number=t, n_rollouts=args.rollouts) for t in range(args.groups)]
         body_mb = sum(len(str(g)) for g in groups) / 1e6
-        results = [play_step(gagar, db_url, backend=b, groups=groups, args=args)
-                   for b in (["heuristic", "llm"] if args.backend == "both" else [args.backend])]
+        results = [
+            play_step(gagar, db_url, backend=b, groups=groups, args=args)
+            for b in (["heuristic", "llm"] if args.backend == "both" else [args.backend])
+        ]
     finally:
         for process in processes:
             stop_server(process)
@@ -175,25 +239,35 @@ def main() -> None:
             recreate_database(admin_url, args.database, drop_only=True)
 
     concurrency = args.workers * args.concurrency
-    print(f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; Python "
-          f"{platform.python_version()}, PostgreSQL {postgres_version(admin_url)}, Redis broker; gunicorn {args.web_workers} x "
-          f"{args.threads} threads, {args.workers} Celery workers x {args.concurrency} threads")
-    print(f"Step: {args.groups} groups x {args.rollouts} rollouts (~{body_mb:.0f} MB of group JSON); fake LLM: {args.turns} tool "
-          f"turns + verdict, {args.delay * 1000:.0f} ms each")
+    print(
+        f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; Python "
+        f"{platform.python_version()}, PostgreSQL {postgres_version(admin_url)}, Redis broker; gunicorn {args.web_workers} x "
+        f"{args.threads} threads, {args.workers} Celery workers x {args.concurrency} threads"
+    )
+    print(
+        f"Step: {args.groups} groups x {args.rollouts} rollouts (~{body_mb:.0f} MB of group JSON); fake LLM: {args.turns} tool "
+        f"turns + verdict, {args.delay * 1000:.0f} ms each"
+    )
     print()
-    print("| Backend | mixed groups | post (s) | last byte -> final (s) | ideal (s) | ideal / actual | grading span (s) | "
-          "last verdict -> final seen (s) | export (s) |")
+    print(
+        "| Backend | mixed groups | post (s) | last byte -> final (s) | ideal (s) | ideal / actual | grading span (s) | "
+        "last verdict -> final seen (s) | export (s) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         # The fake server's waits alone: rounds of `concurrency` groups, each (turns + 1) answers long.
         ideal = math.ceil(r["mixed"] / concurrency) * (args.turns + 1) * args.delay if r["backend"] == "llm" else None
         ideal_s = f"{ideal:.1f}" if ideal else "–"
         ratio = f"{ideal / r['final_s']:.0%}" if ideal else "–"
-        print(f"| {r['backend']} | {r['mixed']} ({r['valid']} valid, {r['fallback']} fell back) | {r['post_s']:.1f} | "
-              f"{r['final_s']:.1f} | {ideal_s} | {ratio} | {r['span_s']:.1f} | {r['tail_s']:.2f} | {r['export_s']:.2f} |")
-    print("\nGrading starts while the step is still arriving (each ingest batch queues its groups at commit), so the "
-          "grading span overlaps the post; 'last verdict -> final seen' is the overhead after grading (recomputation, "
-          "the wait's poll, the answer).")
+        print(
+            f"| {r['backend']} | {r['mixed']} ({r['valid']} valid, {r['fallback']} fell back) | {r['post_s']:.1f} | "
+            f"{r['final_s']:.1f} | {ideal_s} | {ratio} | {r['span_s']:.1f} | {r['tail_s']:.2f} | {r['export_s']:.2f} |"
+        )
+    print(
+        "\nGrading starts while the step is still arriving (each ingest batch queues its groups at commit), so the "
+        "grading span overlaps the post; 'last verdict -> final seen' is the overhead after grading (recomputation, "
+        "the wait's poll, the answer)."
+    )
     print(f"\nLogs: {logs}")
 
 

@@ -113,8 +113,9 @@ class Waiters:
         self.answered = self.refused = 0
         self.errors: list[str] = []
         self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._trainer, args=(port, tokens[i % len(tokens)], wait), daemon=True)
-                        for i in range(n)]
+        self.threads = [
+            threading.Thread(target=self._trainer, args=(port, tokens[i % len(tokens)], wait), daemon=True) for i in range(n)
+        ]
 
     def _trainer(self, port: int, token: str, wait: int) -> None:
         gagar = Client(f"http://127.0.0.1:{port}", token, project="bench", timeout=wait + 60, retries=0)
@@ -169,15 +170,25 @@ def main() -> None:
         raise SystemExit("nginx is not installed (apt-get install -y nginx-light): the figures are measured through it")
     admin_url, db_url = database_urls(args.database)
     recreate_database(admin_url, args.database)
-    subprocess.run(["sh", str(ROOT / "docker" / "collect-static.sh")], cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable},
-                   check=True)
+    subprocess.run(
+        ["sh", str(ROOT / "docker" / "collect-static.sh")],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable},
+        check=True,
+    )
     per_token = -(-args.waiters // args.tokens)
-    caps = {"GAGAR_WAITERS_PER_TOKEN": str(per_token), "GAGAR_WAITERS_PER_PROJECT": str(args.waiters),
-            "GAGAR_WAITERS_TOTAL": str(args.waiters)}
+    caps = {
+        "GAGAR_WAITERS_PER_TOKEN": str(per_token),
+        "GAGAR_WAITERS_PER_PROJECT": str(args.waiters),
+        "GAGAR_WAITERS_TOTAL": str(args.waiters),
+    }
     scratch = Path(tempfile.mkdtemp(prefix="gagar-waiters-"))
     rows, before = [], None
     try:
-        with Deployment(scratch, env={"DATABASE_URL": db_url, **caps}) as deployment, psycopg.connect(db_url, autocommit=True) as db:
+        with (
+            Deployment(scratch, env={"DATABASE_URL": db_url, **caps}) as deployment,
+            psycopg.connect(db_url, autocommit=True) as db,
+        ):
             port = deployment.port
             people = setup(deployment, args.tokens)
             ada = Client(f"http://127.0.0.1:{port}", people["admin"], project="bench", timeout=120)
@@ -187,8 +198,11 @@ def main() -> None:
             groups = [make_group(random.Random(t), run=RUN, step=1, task_number=t, n_rollouts=4, pass_rate=0.5) for t in range(4)]
             ada.post_step(RUN, 1, [dict(g, run=RUN) for g in groups])
             group_page = f"/projects/bench/runs/{RUN}/groups/{groups[0]['uid']}/"
-            pages = [("/healthz", "/healthz", {}, 200), ("login page", "/accounts/login/", {}, 200),
-                     ("group page", group_page, {"Cookie": people["cookie"]}, 200)]
+            pages = [
+                ("/healthz", "/healthz", {}, 200),
+                ("login page", "/accounts/login/", {}, 200),
+                ("group page", group_page, {"Cookie": people["cookie"]}, 200),
+            ]
             for name, path, headers, expected in pages:
                 status, body = get(port, path, timeout=30, headers=headers)
                 assert status == expected, (name, status, body[:500])
@@ -196,8 +210,9 @@ def main() -> None:
                 probe(port, pages, 3, timeout=30)
 
             def connections() -> int:
-                return db.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                  "AND pid <> pg_backend_pid()").fetchone()[0]
+                return db.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                ).fetchone()[0]
 
             def waiting() -> int:
                 return db.execute("SELECT count(*) FROM grading_stepwaiter").fetchone()[0]
@@ -222,8 +237,10 @@ def main() -> None:
                 rows.append((name, idle[name], busy[name]))
             db.execute("UPDATE grading_group SET created_at = now()")  # pending again
             if args.before:
-                with Nginx(scratch / "nginx-before", deployment.site.port) as old, Waiters(old.port, people["trainers"],
-                                                                                        args.waiters, args.wait) as waiters:
+                with (
+                    Nginx(scratch / "nginx-before", deployment.site.port) as old,
+                    Waiters(old.port, people["trainers"], args.waiters, args.wait) as waiters,
+                ):
                     time.sleep(5)  # no readiness to wait for: the site takes what its threads can hold
                     held = waiting()
                     before = (held, probe(old.port, pages, args.before_probes, timeout=5))
@@ -231,28 +248,38 @@ def main() -> None:
     finally:
         recreate_database(admin_url, args.database, drop_only=True)
 
-    print(f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; Python "
-          f"{platform.python_version()}, PostgreSQL {postgres_version(admin_url)}, nginx {nginx_version()}")
-    print(f"Through nginx (docker/nginx.conf.template): the site 4 gthread workers x 16 threads, the waits 2 uvicorn "
-          f"workers (pool of 4 connections each); {args.waiters} waiters over {args.tokens} trainer tokens "
-          f"(caps {per_token}/{args.waiters}/{args.waiters}), all admitted in {admitted:.1f} s; {args.probes} probes per condition")
+    print(
+        f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; Python "
+        f"{platform.python_version()}, PostgreSQL {postgres_version(admin_url)}, nginx {nginx_version()}"
+    )
+    print(
+        f"Through nginx (docker/nginx.conf.template): the site 4 gthread workers x 16 threads, the waits 2 uvicorn "
+        f"workers (pool of 4 connections each); {args.waiters} waiters over {args.tokens} trainer tokens "
+        f"(caps {per_token}/{args.waiters}/{args.waiters}), all admitted in {admitted:.1f} s; {args.probes} probes per condition"
+    )
     print()
     print("| Page | idle p50 (ms) | idle p95 (ms) | waiting p50 (ms) | waiting p95 (ms) | p95 waiting / idle | answered |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, quiet, loaded in rows:
         q, b = [t for t in quiet if t is not None], [t for t in loaded if t is not None]
         ratio = percentile(b, 0.95) / percentile(q, 0.95)
-        print(f"| {name} | {statistics.median(q):.1f} | {percentile(q, 0.95):.1f} | {statistics.median(b):.1f} | "
-              f"{percentile(b, 0.95):.1f} | {ratio:.2f}x (goal <= 2x) | {len(b)}/{len(loaded)} |")
+        print(
+            f"| {name} | {statistics.median(q):.1f} | {percentile(q, 0.95):.1f} | {statistics.median(b):.1f} | "
+            f"{percentile(b, 0.95):.1f} | {ratio:.2f}x (goal <= 2x) | {len(b)}/{len(loaded)} |"
+        )
     print()
-    print(f"While {still} waited: PostgreSQL connections to the database {busy_connections} (idle {idle_connections}); "
-          f"the waits workers {busy_threads} threads, {busy_rss:.0f} MiB RSS (idle {idle_threads}, {idle_rss:.0f} MiB); "
-          f"{waiters.refused} waits refused with 429, {waiters.answered} waits answered in all")
+    print(
+        f"While {still} waited: PostgreSQL connections to the database {busy_connections} (idle {idle_connections}); "
+        f"the waits workers {busy_threads} threads, {busy_rss:.0f} MiB RSS (idle {idle_threads}, {idle_rss:.0f} MiB); "
+        f"{waiters.refused} waits refused with 429, {waiters.answered} waits answered in all"
+    )
     if before is not None:
         held, times = before
         answered = sum(t is not None for ts in times.values() for t in ts)
-        print(f"\nBefore (waits sent to the site's 64 threads): {held} waiters held slots; pages answered "
-              f"{answered}/{args.before_probes} within 5 s each")
+        print(
+            f"\nBefore (waits sent to the site's 64 threads): {held} waiters held slots; pages answered "
+            f"{answered}/{args.before_probes} within 5 s each"
+        )
 
 
 def nginx_version() -> str:

@@ -35,12 +35,27 @@ def main() -> None:
         for command in (["migrate", "-v0"], ["seed_demo"]):
             subprocess.run([python, "manage.py", *command], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
         # The group page's shot: a group whose passing rollouts share a fix (patch clusters).
-        clustered = subprocess.run([python, "manage.py", "shell", "-c", CLUSTERED_GROUP], cwd=ROOT, env=env, check=True,
-                                   capture_output=True, text=True).stdout.strip().splitlines()[-1:]  # shell may say more first
+        clustered = (
+            subprocess.run(
+                [python, "manage.py", "shell", "-c", CLUSTERED_GROUP],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1:]
+        )  # shell may say more first
         clustered = clustered[0] if clustered else ""
         port = free_port()
-        server = subprocess.Popen([python, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [python, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_until_healthy(server, port)
             base = f"http://127.0.0.1:{port}"
@@ -88,7 +103,9 @@ def shoot(browser, base: str, clustered: str) -> None:
     rita.screenshot(path=ROOT / "docs/judging.png")
 
     admin = log_in(browser, base, "demo")
-    admin.goto(f"{base}{clustered or judged}")  # the group page as the admin sees it: the overview (grader tiers shown) above the lanes
+    admin.goto(
+        f"{base}{clustered or judged}"
+    )  # the group page as the admin sees it: the overview (grader tiers shown) above the lanes
     admin.wait_for_selector('body[data-group-ready="true"]', state="attached")
     admin.screenshot(path=ROOT / "docs/group-page.png")
     admin.goto(f"{base}/projects/demo/audit/")

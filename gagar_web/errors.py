@@ -48,8 +48,12 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     sign-out, cookies cleared) gets the styled 403 that says so, not Django's bare page."""
     if wants_json(request):
         return json_error(403, f"CSRF check failed: {reason}" if reason else "CSRF check failed")
-    context = {"detail": "The form's security token (CSRF) is missing or out of date (signed out meanwhile, or cookies cleared?); "
-                         "reload the page and send it again", "project_name": _project_name(request), "csrf": True}
+    context = {
+        "detail": "The form's security token (CSRF) is missing or out of date (signed out meanwhile, or cookies cleared?); "
+        "reload the page and send it again",
+        "project_name": _project_name(request),
+        "csrf": True,
+    }
     return HttpResponse(loader.render_to_string("403.html", context, request), status=403)
 
 
@@ -85,8 +89,9 @@ def database_unavailable(request: HttpRequest, retry_after: int) -> HttpResponse
         context["retry_url"] = request.get_full_path()
     elif request.method == "POST" and not request.FILES:
         context["csrf_token"] = get_token(request)
-        context["fields"] = [(name, value) for name, values in request.POST.lists()
-                             if name != "csrfmiddlewaretoken" for value in values]
+        context["fields"] = [
+            (name, value) for name, values in request.POST.lists() if name != "csrfmiddlewaretoken" for value in values
+        ]
     response = HttpResponse(loader.render_to_string("503.html", context), status=503)
     response["Retry-After"] = str(retry_after)
     return response

@@ -30,9 +30,11 @@ DEFAULT_WINDOW_SECONDS = 15 * 60
 
 
 def _limits() -> tuple[int, int, int]:
-    return (getattr(settings, "GAGAR_LOGIN_MAX_FAILURES", DEFAULT_MAX_FAILURES),
-            getattr(settings, "GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS", DEFAULT_MAX_FAILURES_PER_ADDRESS),
-            getattr(settings, "GAGAR_LOGIN_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS))
+    return (
+        getattr(settings, "GAGAR_LOGIN_MAX_FAILURES", DEFAULT_MAX_FAILURES),
+        getattr(settings, "GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS", DEFAULT_MAX_FAILURES_PER_ADDRESS),
+        getattr(settings, "GAGAR_LOGIN_WINDOW_SECONDS", DEFAULT_WINDOW_SECONDS),
+    )
 
 
 def client_address(request) -> str:
@@ -62,8 +64,10 @@ def _keys(request) -> tuple[str, str]:
 
 def _refused(request, wait: int):
     minutes = max(1, math.ceil(wait / 60))
-    message = (f"Too many failed sign-ins for this username or from this address. "
-               f"Try again in {minutes} minute{'s' if minutes != 1 else ''}.")
+    message = (
+        f"Too many failed sign-ins for this username or from this address. "
+        f"Try again in {minutes} minute{'s' if minutes != 1 else ''}."
+    )
     context = {"form": AuthenticationForm(request), "throttled": message, "next": request.POST.get("next", "")}
     response = render(request, "registration/login.html", context, status=429)
     response["Retry-After"] = str(wait)

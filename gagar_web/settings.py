@@ -81,9 +81,7 @@ def _database_from_url(url: str) -> dict:
         if not path:
             raise ImproperlyConfigured(f"DATABASE_URL={url!r} names no file")
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": path if path.startswith("/") else BASE_DIR / path}
-    raise ImproperlyConfigured(
-        f"Unexpected value DATABASE_URL={url!r}: use postgres://… or sqlite:///…"
-    )
+    raise ImproperlyConfigured(f"Unexpected value DATABASE_URL={url!r}: use postgres://… or sqlite:///…")
 
 
 DEBUG = _env_bool("DJANGO_DEBUG", default=True)
@@ -97,9 +95,7 @@ elif not DEBUG and len(SECRET_KEY) < 50:
     raise ImproperlyConfigured("DJANGO_SECRET_KEY must be at least 50 characters when DJANGO_DEBUG=false")
 
 _hosts = os.environ.get("DJANGO_ALLOWED_HOSTS", "")
-ALLOWED_HOSTS = [h.strip() for h in _hosts.split(",") if h.strip()] or (
-    ["127.0.0.1", "localhost", "testserver"] if DEBUG else []
-)
+ALLOWED_HOSTS = [h.strip() for h in _hosts.split(",") if h.strip()] or (["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
 if not DEBUG and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when DJANGO_DEBUG=false")
 
@@ -239,9 +235,7 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-CSRF_TRUSTED_ORIGINS = [
-    o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
-]
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 # --- Cache ----------------------------------------------------------------------
 # Login failures (below) and the calibration figures (reviews/selectors/calibration.py) are
@@ -252,14 +246,21 @@ if _CACHE_URL:
     if not _CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured("GAGAR_CACHE_URL must be a redis://, rediss:// or unix:// URL")
     # GAGAR_CACHE_KEY_PREFIX: for two deployments (or a test and its worker) on one Redis database
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _CACHE_URL,
-                          "KEY_PREFIX": os.environ.get("GAGAR_CACHE_KEY_PREFIX", "").strip() or "gagar"}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _CACHE_URL,
+            "KEY_PREFIX": os.environ.get("GAGAR_CACHE_KEY_PREFIX", "").strip() or "gagar",
+        }
+    }
 
 # Login throttling (gagar_web/login.py): failed sign-ins per username and per address
 # within the window, counted in Django's cache (local memory unless CACHES says otherwise).
 GAGAR_LOGIN_MAX_FAILURES = _env_int("GAGAR_LOGIN_MAX_FAILURES", 5, minimum=1)
 GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS = _env_int("GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
 GAGAR_LOGIN_WINDOW_SECONDS = _env_int("GAGAR_LOGIN_WINDOW_SECONDS", 15 * 60, minimum=1)
+
+
 # Peers whose X-Real-IP names the client (the shipped nginx, docker/nginx.conf.template): the
 # per-address count is then the client's, not the proxy's. Comma-separated addresses or
 # networks; none by default (REMOTE_ADDR is the client).
@@ -296,8 +297,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON bodies refuse a key sent twice instead of keeping the last (no silent data loss).
-    "DEFAULT_PARSER_CLASSES": ["grading.api.parsers.StrictJSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "grading.api.parsers.StrictJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "EXCEPTION_HANDLER": "grading.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # `format` is a query parameter of the exports (jsonl|csv|parquet), not DRF content negotiation.
@@ -335,7 +339,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_TIME_LIMIT = _env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=2)
 # The soft limit fires first so a task can record a fallback before the hard kill.
-CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30 if CELERY_TASK_TIME_LIMIT > 60 else max(1, CELERY_TASK_TIME_LIMIT * 3 // 4)
+CELERY_TASK_SOFT_TIME_LIMIT = (
+    CELERY_TASK_TIME_LIMIT - 30 if CELERY_TASK_TIME_LIMIT > 60 else max(1, CELERY_TASK_TIME_LIMIT * 3 // 4)
+)
 if CELERY_TASK_TIME_LIMIT >= CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]:
     raise ImproperlyConfigured("CELERY_TASK_TIME_LIMIT must be below CELERY_VISIBILITY_TIMEOUT")
 

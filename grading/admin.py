@@ -58,6 +58,7 @@ class RunAdmin(admin.ModelAdmin):
                 return data
 
         return PolicyCheckedForm
+
     search_fields = ["name"]
 
 

@@ -15,11 +15,7 @@ from grading.models import ApiToken, Group, ImportJob, Membership, Project, Roll
 
 
 def projects_for_user(user) -> QuerySet[Project]:
-    return (
-        Project.objects.filter(memberships__user=user)
-        .annotate(n_runs=Count("runs", distinct=True))
-        .order_by("name")
-    )
+    return Project.objects.filter(memberships__user=user).annotate(n_runs=Count("runs", distinct=True)).order_by("name")
 
 
 def runs_for_project(project: Project) -> QuerySet[Run]:
@@ -70,14 +66,16 @@ def steps_with_counts(steps: list[Step]) -> list[Step]:
     """These steps (a page of them) with their group and rollout counts, in one query."""
     multi = Q(groups__n_passed__gte=2, groups__distinct_solutions__isnull=False)
     rows = list(
-        Step.objects.filter(pk__in=[s.pk for s in steps]).annotate(
+        Step.objects.filter(pk__in=[s.pk for s in steps])
+        .annotate(
             n_groups=Count("groups"),
             n_mixed=Count("groups", filter=Q(groups__is_mixed=True)),
             n_rollouts=Sum("groups__n_rollouts", default=0),
             n_passed=Sum("groups__n_passed", default=0),
             n_multi_pass=Count("groups", filter=multi),
             n_distinct=Sum("groups__distinct_solutions", filter=multi, default=0),
-        ).order_by("number")
+        )
+        .order_by("number")
     )
     for step in rows:
         step.distinct_per_group = distinct_per_group(step)
@@ -130,8 +128,12 @@ def run_progress(run: Run, mapping) -> dict[str, int]:
     )
     # n_stale: steps whose inputs changed since their stored summary (a verdict, a cheat
     # decision); the chart shows their last figures until the queued recomputation lands.
-    return {"n_groups": counts["n_groups"], "n_mixed": counts["n_mixed"], "n_graded": int(computed["n"]),
-            "n_stale_steps": computed["stale"]}
+    return {
+        "n_groups": counts["n_groups"],
+        "n_mixed": counts["n_mixed"],
+        "n_graded": int(computed["n"]),
+        "n_stale_steps": computed["stale"],
+    }
 
 
 GROUP_FILTERS = {
@@ -151,18 +153,30 @@ def step_drops(step: Step, policy: dict) -> dict:
     query when nothing was dropped, two otherwise."""
     from grading.method.partial import drop_of
 
-    counts = dict(Rollout.objects.filter(group__step=step).exclude(dropped="").order_by()
-                  .values_list("dropped").annotate(n=Count("id")).values_list("dropped", "n"))
+    counts = dict(
+        Rollout.objects.filter(group__step=step)
+        .exclude(dropped="")
+        .order_by()
+        .values_list("dropped")
+        .annotate(n=Count("id"))
+        .values_list("dropped", "n")
+    )
     if not counts:
         return {"total": 0, "reasons": [], "rollouts": [], "more": 0}
-    listed = (Rollout.objects.filter(group__step=step).exclude(dropped="").order_by("group__uid", "index")
-              .values_list("group__uid", "index", "passed", "dropped")[:STEP_DROPS_LISTED])
+    listed = (
+        Rollout.objects.filter(group__step=step)
+        .exclude(dropped="")
+        .order_by("group__uid", "index")
+        .values_list("group__uid", "index", "passed", "dropped")[:STEP_DROPS_LISTED]
+    )
     total = sum(counts.values())
     return {
         "total": total,
         "reasons": [{"drop": drop_of(reason, policy), "n": n} for reason, n in sorted(counts.items())],
-        "rollouts": [{"uid": uid, "index": index, "passed": passed, "drop": drop_of(reason, policy)}
-                     for uid, index, passed, reason in listed],
+        "rollouts": [
+            {"uid": uid, "index": index, "passed": passed, "drop": drop_of(reason, policy)}
+            for uid, index, passed, reason in listed
+        ],
         "more": max(0, total - STEP_DROPS_LISTED),
     }
 
@@ -172,7 +186,18 @@ def groups_for_step(step: Step, *, show: str = "all") -> QuerySet[Group]:
         Group.objects.filter(step=step)
         .filter(GROUP_FILTERS.get(show, Q()))
         .select_related("task")
-        .only("uid", "n_rollouts", "n_passed", "n_unknown", "is_mixed", "distinct_solutions", "task__instance_id", "task__repo", "step_id", "run_id")
+        .only(
+            "uid",
+            "n_rollouts",
+            "n_passed",
+            "n_unknown",
+            "is_mixed",
+            "distinct_solutions",
+            "task__instance_id",
+            "task__repo",
+            "step_id",
+            "run_id",
+        )
         .order_by("uid")
     )
 
@@ -184,10 +209,7 @@ def group_for_page(run: Run, uid: str) -> Group:
 def rollouts_with_patches(group: Group) -> list[Rollout]:
     """Every rollout of a group with its patch and test outcomes; messages and logs stay deferred."""
     rollouts = list(group.rollouts.order_by("index"))
-    contents = {
-        c.rollout_id: c
-        for c in RolloutContent.objects.filter(rollout__group=group).only("rollout_id", "patch", "tests")
-    }
+    contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout__group=group).only("rollout_id", "patch", "tests")}
     for rollout in rollouts:
         content = contents.get(rollout.pk)
         rollout.patch_text = content.patch if content else ""
@@ -215,7 +237,9 @@ def final_response(messages) -> str:
 
 def rollout_content(group: Group, index: int, *fields: str) -> tuple[Rollout, RolloutContent]:
     rollout = get_object_or_404(Rollout, group=group, index=index)
-    content = RolloutContent.objects.only("rollout_id", *fields).filter(rollout=rollout).first() or RolloutContent(rollout=rollout)
+    content = RolloutContent.objects.only("rollout_id", *fields).filter(rollout=rollout).first() or RolloutContent(
+        rollout=rollout
+    )
     return rollout, content
 
 
@@ -223,11 +247,18 @@ def rollout_as_line(rollout: Rollout) -> dict:
     """A stored rollout in its `gagar-group/1` shape (formats.groupline.stored_rollout)."""
     content = getattr(rollout, "content", None)
     return stored_rollout(
-        index=rollout.index, reward=rollout.reward, exit_status=rollout.exit_status, stats=rollout.stats,
-        source_format=rollout.source_format, source_ref=rollout.source_ref,
-        patch=content.patch if content else "", messages=content.messages if content else [],
-        tests=content.tests if content else {}, test_log=content.test_log if content else "",
-        metadata=content.metadata if content else {}, dropped=rollout.dropped,
+        index=rollout.index,
+        reward=rollout.reward,
+        exit_status=rollout.exit_status,
+        stats=rollout.stats,
+        source_format=rollout.source_format,
+        source_ref=rollout.source_ref,
+        patch=content.patch if content else "",
+        messages=content.messages if content else [],
+        tests=content.tests if content else {},
+        test_log=content.test_log if content else "",
+        metadata=content.metadata if content else {},
+        dropped=rollout.dropped,
     )
 
 
@@ -235,9 +266,15 @@ def group_as_line(group: Group) -> dict:
     """The stored group in its `gagar-group/1` shape, as it was ingested."""
     task = group.task
     task_out = {"instance_id": task.instance_id}
-    for name, key in (("repo", "repo"), ("base_commit", "base_commit"), ("problem_statement", "problem_statement"),
-                      ("gold_patch", "gold_patch"), ("test_patch", "test_patch"),
-                      ("fail_to_pass", "FAIL_TO_PASS"), ("pass_to_pass", "PASS_TO_PASS")):
+    for name, key in (
+        ("repo", "repo"),
+        ("base_commit", "base_commit"),
+        ("problem_statement", "problem_statement"),
+        ("gold_patch", "gold_patch"),
+        ("test_patch", "test_patch"),
+        ("fail_to_pass", "FAIL_TO_PASS"),
+        ("pass_to_pass", "PASS_TO_PASS"),
+    ):
         value = getattr(task, name)
         if value:
             task_out[key] = value
@@ -270,8 +307,17 @@ def lambda_histogram(lambdas: list[float]) -> dict:
             if LAMBDA_BINS[i] <= value < LAMBDA_BINS[i + 1] or (i == len(counts) - 1 and value >= LAMBDA_BINS[i]):
                 counts[i] += 1
                 break
-    labels = [f"{LAMBDA_BINS[i]:g}–{LAMBDA_BINS[i + 1]:g}" if LAMBDA_BINS[i + 1] != float("inf") else f"≥{LAMBDA_BINS[i]:g}" for i in range(len(counts))]
-    return {"type": "bar", "labels": labels, "datasets": [{"label": "groups", "data": counts}], "xlabel": "λ", "ylabel": "graded groups"}
+    labels = [
+        f"{LAMBDA_BINS[i]:g}–{LAMBDA_BINS[i + 1]:g}" if LAMBDA_BINS[i + 1] != float("inf") else f"≥{LAMBDA_BINS[i]:g}"
+        for i in range(len(counts))
+    ]
+    return {
+        "type": "bar",
+        "labels": labels,
+        "datasets": [{"label": "groups", "data": counts}],
+        "xlabel": "λ",
+        "ylabel": "graded groups",
+    }
 
 
 def credit_chart(rows: list[tuple[int, dict]]) -> dict:
@@ -282,7 +328,10 @@ def credit_chart(rows: list[tuple[int, dict]]) -> dict:
         "datasets": [
             {"label": "Σ positive credit, baseline", "data": [round(s["positive_credit_before"], 6) for _, s in rows]},
             {"label": "Σ positive credit, redistributed", "data": [round(s["positive_credit_after"], 6) for _, s in rows]},
-            {"label": "Σ positive credit, discount-only", "data": [round(s["discount_only_positive_credit"], 6) for _, s in rows]},
+            {
+                "label": "Σ positive credit, discount-only",
+                "data": [round(s["discount_only_positive_credit"], 6) for _, s in rows],
+            },
         ],
         "ylabel": "credit",
     }
@@ -295,8 +344,12 @@ def latest_verdict(group: Group):
     verdict = Verdict.objects.filter(group=group).first()  # ordered newest first
     if verdict is None:
         return None, {}
-    grades = {g.rollout.index: g for g in RolloutGrade.objects.filter(verdict=verdict).select_related("rollout").only(
-        "tier", "rank", "scores", "cheat", "evidence", "rollout__index")}
+    grades = {
+        g.rollout.index: g
+        for g in RolloutGrade.objects.filter(verdict=verdict)
+        .select_related("rollout")
+        .only("tier", "rank", "scores", "cheat", "evidence", "rollout__index")
+    }
     return verdict, grades
 
 
@@ -312,8 +365,9 @@ def turn_weights_of(group: Group, grades: dict) -> dict[int, list[tuple[int, flo
 
     if not grades or not group.run.turn_weights:
         return {}
-    stored = AdvantageResult.objects.filter(step_id=group.step_id, uid=group.uid, mapping=active_mapping(group.run),
-                                            index__in=list(grades)).values_list("index", "turn_weights")
+    stored = AdvantageResult.objects.filter(
+        step_id=group.step_id, uid=group.uid, mapping=active_mapping(group.run), index__in=list(grades)
+    ).values_list("index", "turn_weights")
     out = {}
     for index, weights in stored:
         cited = cited_turns(grades[index].evidence, rollout=index, n_messages=10**9)
@@ -329,8 +383,11 @@ def team_members(project: Project) -> QuerySet:
     return (
         Membership.objects.filter(project=project)
         .select_related("user__service_account")
-        .annotate(n_tokens=Count("user__api_tokens", filter=Q(user__api_tokens__project=project,
-                                                                user__api_tokens__revoked_at__isnull=True)))
+        .annotate(
+            n_tokens=Count(
+                "user__api_tokens", filter=Q(user__api_tokens__project=project, user__api_tokens__revoked_at__isnull=True)
+            )
+        )
         .order_by("user__username")
     )
 

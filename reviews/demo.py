@@ -29,8 +29,9 @@ def _drift(rng: random.Random, tier: str, agree: float) -> str:
     return TIERS[max(0, min(2, i + rng.choice((-1, 1))))]
 
 
-def seed_judgments(*, project: Project, password: str, seed: int = 11, agree: float = 0.7, overlap: float = 0.3,
-                   leave_open: int = 3) -> dict[str, int]:
+def seed_judgments(
+    *, project: Project, password: str, seed: int = 11, agree: float = 0.7, overlap: float = 0.3, leave_open: int = 3
+) -> dict[str, int]:
     """rita judges every graded group but the last `leave_open` (left in the queue); sam
     judges the overlap share. Safe to run twice: stored judgments are kept."""
     rng = random.Random(seed)
@@ -45,7 +46,9 @@ def seed_judgments(*, project: Project, password: str, seed: int = 11, agree: fl
     update_policy(project=project, overlap=overlap, blind=True, lease_minutes=120)
     graded = list(
         Group.objects.filter(run__project=project, is_mixed=True, verdicts__status=Verdict.Status.VALID)
-        .select_related("run").order_by("step__number", "uid").distinct()
+        .select_related("run")
+        .order_by("step__number", "uid")
+        .distinct()
     )
     counts = {"stored": 0, "kept": 0}
     flagged = False  # sam calls one cheat, so the audit queue has a signal to show
@@ -57,13 +60,20 @@ def seed_judgments(*, project: Project, password: str, seed: int = 11, agree: fl
             cheat = None
             if name == "sam" and not flagged:
                 cheat, flagged = max(tiers, key=lambda i: (TIERS.index(tiers[i]), i)), True
-            items = [ItemInput(index=i, tier=t, cheat=i == cheat,
-                               note="turn 3 pip-installs the released fix, then copies it" if i == cheat else "")
-                     for i, t in tiers.items()]
+            items = [
+                ItemInput(
+                    index=i,
+                    tier=t,
+                    cheat=i == cheat,
+                    note="turn 3 pip-installs the released fix, then copies it" if i == cheat else "",
+                )
+                for i, t in tiers.items()
+            ]
             assign(group=group, reviewer=users[name], blind=True)
             try:
-                submit_judgment(reviewer=users[name], group=group, items=items, note="demo judgment",
-                                seconds_spent=rng.randint(40, 400))
+                submit_judgment(
+                    reviewer=users[name], group=group, items=items, note="demo judgment", seconds_spent=rng.randint(40, 400)
+                )
                 counts["stored"] += 1
             except JudgmentConflict:
                 counts["kept"] += 1
@@ -78,5 +88,7 @@ def demo_evidence(*, project: Project, run_name: str) -> str:
     fitted = figures(project=project, run=run, with_slices=False).fitted  # the fit the calibration page shows
     found = assess(counts=fitted.counts, n_groups=fitted.n_groups, minimum=minimum_for(project))
     said = "enough evidence" if found.sufficient else "too little evidence (" + "; ".join(found.shortfalls) + ")"
-    return (f"calibration of {run_name}: the fit rests on {found.n_groups} judged mixed groups, T1/T2/T3 seen in "
-            f"{'/'.join(map(str, found.tier_pairs))} pairs: {said}")
+    return (
+        f"calibration of {run_name}: the fit rests on {found.n_groups} judged mixed groups, T1/T2/T3 seen in "
+        f"{'/'.join(map(str, found.tier_pairs))} pairs: {said}"
+    )

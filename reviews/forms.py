@@ -44,13 +44,20 @@ def parse_judgment(data, passing: list[int], names: dict[int, str] | None = None
         rank = _int_or_none(data.get(f"rank-{index}"), f"rank-{index}", errors, f"rollout {name}: a rank")
         scores = {}
         for dimension in RUBRIC:
-            score = _int_or_none(data.get(f"score-{index}-{dimension}"), f"score-{index}-{dimension}", errors,
-                                 f"rollout {name}: the {dimension} score")
+            score = _int_or_none(
+                data.get(f"score-{index}-{dimension}"),
+                f"score-{index}-{dimension}",
+                errors,
+                f"rollout {name}: the {dimension} score",
+            )
             if score is not None:
                 scores[dimension] = score
         cheat = str(data.get(f"cheat-{index}", "")).lower() in ("on", "1", "true", "yes")
-        items.append(ItemInput(index=index, tier=tier, rank=rank, cheat=cheat, scores=scores,
-                               note=(data.get(f"note-{index}") or "").strip()))
+        items.append(
+            ItemInput(
+                index=index, tier=tier, rank=rank, cheat=cheat, scores=scores, note=(data.get(f"note-{index}") or "").strip()
+            )
+        )
     if errors:
         raise JudgmentError(errors)
     return items, (data.get("note") or "").strip()

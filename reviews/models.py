@@ -27,14 +27,15 @@ class ReviewPolicy(models.Model):
     """How a project's queue hands out groups. One per project, created with defaults on first use."""
 
     project = models.OneToOneField("grading.Project", on_delete=models.CASCADE, related_name="review_policy")
-    overlap = models.FloatField(
-        default=0.2, help_text="share of groups judged by two reviewers (inter-human agreement); 0 to 1"
-    )
+    overlap = models.FloatField(default=0.2, help_text="share of groups judged by two reviewers (inter-human agreement); 0 to 1")
     blind = models.BooleanField(default=True, help_text="hide grader tiers, ranks and evidence until the reviewer submits")
     # What a blind judge is not shown of a rollout, as well as the grader's verdict: who made
     # it (grading.rollouts.blinding: source, cost, metadata:<word>); rollouts are lane labels.
-    blind_fields = models.JSONField(default=default_blind_fields, blank=True,
-                                    help_text="rollout fields withheld from a blind judge: source, cost, metadata:<word>")
+    blind_fields = models.JSONField(
+        default=default_blind_fields,
+        blank=True,
+        help_text="rollout fields withheld from a blind judge: source, cost, metadata:<word>",
+    )
     lease_minutes = models.PositiveIntegerField(
         default=120, help_text="an assignment left open this long stops counting toward a group's reviewers"
     )

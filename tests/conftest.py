@@ -95,4 +95,3 @@ def alice_token(alice, acme):
 def trainer_token(acme):
     _, secret = issue_api_token(username="tess", project_name="acme", role=Role.TRAINER)
     return secret
-

@@ -49,6 +49,7 @@ def vector_cases(name: str) -> list[dict]:
     """The test vectors of `tests/fixtures/vectors/<name>.jsonl`, one dict a line."""
     return [json.loads(line) for line in (VECTORS / f"{name}.jsonl").read_text().splitlines() if line.strip()]
 
+
 ROOT = Path(__file__).resolve().parent.parent
 INGEST_URL = "/api/v1/groups/"
 NDJSON = "application/x-ndjson"
@@ -71,7 +72,9 @@ def jsonl(*objs, gz: bool = False) -> bytes:
     return gzip.compress(body) if gz else body
 
 
-def small_group(uid: str = "t-1@1", *, run: str = "r1", step: int = 1, rewards=(1, 0, 1), instance_id: str = "t-1", **task) -> dict:
+def small_group(
+    uid: str = "t-1@1", *, run: str = "r1", step: int = 1, rewards=(1, 0, 1), instance_id: str = "t-1", **task
+) -> dict:
     return {
         "format": "gagar-group/1",
         "run": run,
@@ -85,7 +88,12 @@ def small_group(uid: str = "t-1@1", *, run: str = "r1", step: int = 1, rewards=(
                 "patch": f"diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = {i}\n+y = {i + 1}\n",
                 "messages": [
                     {"role": "user", "content": "Fix the widget."},
-                    {"role": "assistant", "content": "THOUGHT: look\n\n```bash\ncat w.py\n```", "action": "cat w.py", "observation": "x = 1"},
+                    {
+                        "role": "assistant",
+                        "content": "THOUGHT: look\n\n```bash\ncat w.py\n```",
+                        "action": "cat w.py",
+                        "observation": "x = 1",
+                    },
                 ],
                 "tests": {"FAIL_TO_PASS": {"success": ["t::a"] if r else [], "failure": [] if r else ["t::a"]}},
                 "test_log": "t::a PASSED" if r else "t::a FAILED",
@@ -116,7 +124,12 @@ def as_lanes(data: dict, user, group) -> dict:
     out = {}
     for key, value in data.items():
         parts = key.split("-")
-        if len(parts) >= 2 and parts[0] in ("tier", "rank", "cheat", "note", "score") and parts[1].isascii() and parts[1].isdigit():
+        if (
+            len(parts) >= 2
+            and parts[0] in ("tier", "rank", "cheat", "note", "score")
+            and parts[1].isascii()
+            and parts[1].isdigit()
+        ):
             key = "-".join([parts[0], lanes.key(int(parts[1])), *parts[2:]])
         out[key] = value
     return out
@@ -125,8 +138,9 @@ def as_lanes(data: dict, user, group) -> dict:
 def post_lines(client, token: str, body: bytes, *, project: str = "acme", **headers):
     """POST a JSON-lines body to the ingest API as `token` (`headers`: more request headers,
     e.g. HTTP_CONTENT_ENCODING="gzip"); the response, whatever it is."""
-    return client.post(f"{INGEST_URL}?project={project}", data=body, content_type=NDJSON, HTTP_AUTHORIZATION=f"Token {token}",
-                       **headers)
+    return client.post(
+        f"{INGEST_URL}?project={project}", data=body, content_type=NDJSON, HTTP_AUTHORIZATION=f"Token {token}", **headers
+    )
 
 
 def post_groups(client, token: str, *groups: dict | bytes, project: str = "acme") -> dict:
@@ -193,7 +207,7 @@ def load_real_long_groups(size: int = 4) -> list[dict]:
     singles = sorted(real_groups(MINI_SWE_AGENT) + real_groups(MINI_SWE_AGENT_MORE), key=lambda g: g["task"]["instance_id"])
     groups = []
     for n, start in enumerate(range(0, len(singles), size)):
-        members = singles[start:start + size]
+        members = singles[start : start + size]
         groups.append(
             {
                 "format": "gagar-group/1",
@@ -220,12 +234,31 @@ def start_celery_worker(name: str, log, *, queue: str | None = None, loglevel: s
     """A real Celery worker process (solo pool) on the test database and the broker the
     environment names, its output in `log`, in a session of its own (stop_process ends it).
     `env`: more variables for it (e.g. CELERY_BROKER_URL, GAGAR_CACHE_URL)."""
-    command = [sys.executable, "-m", "celery", "-A", "gagar_web", "worker", "--pool=solo", "-n", f"{name}@%h",
-               f"--loglevel={loglevel}", "--without-heartbeat", "--without-gossip", "--without-mingle"]
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "gagar_web",
+        "worker",
+        "--pool=solo",
+        "-n",
+        f"{name}@%h",
+        f"--loglevel={loglevel}",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+    ]
     if queue:
         command += ["-Q", queue]
-    return subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "DATABASE_URL": worker_database_url(), "DATABASE_CONN_MAX_AGE": "0", **env})
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "DATABASE_URL": worker_database_url(), "DATABASE_CONN_MAX_AGE": "0", **env},
+    )
 
 
 @contextmanager
@@ -273,10 +306,22 @@ def stop_process(process: subprocess.Popen | None, timeout: float = 20) -> None:
 # Producers a multi-model group's rollouts name in their source, metadata and cost (issue 25):
 # a blind judge must meet none of these values anywhere (tests/hostile/test_producer_blind_doors.py).
 PRODUCERS = (
-    {"dir": "results_claude_10", "model": "claude-sonnet-4-5-20250929", "agent": "claude-code-agent@2.1",
-     "llm": "anthropic/claude-sonnet-4-5", "checkpoint": "ckpt-claude-step-900", "cost": 3.98765},
-    {"dir": "results_gpt5_snowflake", "model": "gpt-5-2025-08-07", "agent": "codex-agent@0.9",
-     "llm": "openai/gpt-5", "checkpoint": "ckpt-gpt5-step-450", "cost": 8.76543},
+    {
+        "dir": "results_claude_10",
+        "model": "claude-sonnet-4-5-20250929",
+        "agent": "claude-code-agent@2.1",
+        "llm": "anthropic/claude-sonnet-4-5",
+        "checkpoint": "ckpt-claude-step-900",
+        "cost": 3.98765,
+    },
+    {
+        "dir": "results_gpt5_snowflake",
+        "model": "gpt-5-2025-08-07",
+        "agent": "codex-agent@0.9",
+        "llm": "openai/gpt-5",
+        "checkpoint": "ckpt-gpt5-step-450",
+        "cost": 8.76543,
+    },
 )
 
 
@@ -290,14 +335,21 @@ def multi_model_group(uid: str = "g1@1", *, run: str = "r1", step: int = 1, size
     rollouts = []
     for rollout in group["rollouts"]:
         producer = PRODUCERS[0 if rollout["index"] < size // 2 else 1]
-        rollouts.append({
-            **rollout,
-            "source": {"format": rollout["source"]["format"], "ref": f"{producer['dir']}/{rollout['source']['ref']}"},
-            "stats": {**rollout["stats"], "cost_usd": producer["cost"]},
-            "metadata": {**rollout.get("metadata", {}), "model": producer["model"], "agent": producer["agent"],
-                         "llm_config": {"model": producer["llm"], "temperature": 0.7},
-                         "checkpoint": producer["checkpoint"], "run_name": f"{producer['dir']}-run"},
-        })
+        rollouts.append(
+            {
+                **rollout,
+                "source": {"format": rollout["source"]["format"], "ref": f"{producer['dir']}/{rollout['source']['ref']}"},
+                "stats": {**rollout["stats"], "cost_usd": producer["cost"]},
+                "metadata": {
+                    **rollout.get("metadata", {}),
+                    "model": producer["model"],
+                    "agent": producer["agent"],
+                    "llm_config": {"model": producer["llm"], "temperature": 0.7},
+                    "checkpoint": producer["checkpoint"],
+                    "run_name": f"{producer['dir']}-run",
+                },
+            }
+        )
     return {**group, "run": run, "step": step, "uid": uid, "rollouts": rollouts}
 
 
@@ -327,9 +379,11 @@ def scratch_files_group(uid: str = "g1@1", *, run: str = "r1", step: int = 1, su
     fix = rollouts[0]["patch"]
     text = [line for m in rollouts[4]["messages"] for line in str(m.get("content") or "").splitlines() if line.strip()]
     summary = [text[n % len(text)][:200] for n in range(summary_lines)]
-    scratch = (new_file_diff("FIX_SUMMARY.md", summary)
-               + new_file_diff("debug_issue.py", ["from django.core.management import base", "print(base.__file__)"])
-               + new_file_diff("reproduce_issue.py", ["import django", "django.setup()", "print('reproduced')"]))
+    scratch = (
+        new_file_diff("FIX_SUMMARY.md", summary)
+        + new_file_diff("debug_issue.py", ["from django.core.management import base", "print(base.__file__)"])
+        + new_file_diff("reproduce_issue.py", ["import django", "django.setup()", "print('reproduced')"])
+    )
     rollouts[2]["patch"] = fix
     rollouts[4]["patch"] = scratch + fix
     rollouts[1]["tests"] = {}

@@ -16,8 +16,14 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
 def lint(tree: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tree, capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+    )
 
 
 @pytest.fixture

@@ -84,7 +84,10 @@ def _repo_files() -> list[str]:
     """Tracked files plus new ones not yet committed (but not ignored), that exist now."""
     out = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, check=True, timeout=STEP_TIMEOUT,
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+        timeout=STEP_TIMEOUT,
     ).stdout.decode()
     return sorted({f for f in out.split("\0") if f and (REPO / f).is_file()})
 
@@ -98,7 +101,7 @@ def _copy_app(app: Path) -> None:
             if f == source:
                 rel = Path(target)
             elif f.startswith(source + "/"):
-                rel = Path(target) / f[len(source) + 1:]
+                rel = Path(target) / f[len(source) + 1 :]
             else:
                 continue
             dst = app / rel
@@ -129,7 +132,8 @@ def _unprivileged_user() -> pwd.struct_passwd:
     except KeyError:
         subprocess.run(
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "gagar-nobody"],
-            check=True, timeout=STEP_TIMEOUT,
+            check=True,
+            timeout=STEP_TIMEOUT,
         )
         return pwd.getpwnam("gagar-nobody")
 
@@ -161,24 +165,24 @@ def _python_for(user: pwd.struct_passwd, env: dict, app: Path, mounts: list[tupl
     candidates = [sys.executable]
     for directory in ("/usr/local/bin", "/usr/bin"):
         candidates.append(f"{directory}/python{version}")
-    probe = (
-        "import sys, django, gunicorn, whitenoise, gagar_web; "
-        "print('%d.%d' % sys.version_info[:2], gagar_web.__file__)"
-    )
+    probe = "import sys, django, gunicorn, whitenoise, gagar_web; print('%d.%d' % sys.version_info[:2], gagar_web.__file__)"
     failures = []
     for python in dict.fromkeys(candidates):
         if python != sys.executable and not os.path.exists(python):
             continue
         result = subprocess.run(
             _as_user(user, ["/bin/sh", "-c", '"$0" -c "$1"', python, probe], mounts),
-            cwd=app, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT,
+            cwd=app,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=STEP_TIMEOUT,
         )
         words = result.stdout.split()
         if result.returncode == 0 and words[:1] == [version] and words[1].startswith(f"{app}/"):
             return python
         failures.append(f"{python}: rc={result.returncode} {result.stdout.strip()} {result.stderr.strip()[-500:]}")
-    pytest.fail(f"no Python {version} that user {user.pw_name} can run with this venv's packages:\n"
-                + "\n".join(failures))
+    pytest.fail(f"no Python {version} that user {user.pw_name} can run with this venv's packages:\n" + "\n".join(failures))
 
 
 def _free_port() -> int:
@@ -260,8 +264,11 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
     # Build step, as root, with this venv's python.
     build = subprocess.run(
         [str(app / "docker" / "collect-static.sh")],
-        cwd=app, env={**image_env, "HOME": str(base), "PYTHON": sys.executable},
-        capture_output=True, text=True, timeout=STEP_TIMEOUT,
+        cwd=app,
+        env={**image_env, "HOME": str(base), "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=STEP_TIMEOUT,
     )
     assert build.returncode == 0, build.stdout + build.stderr
     manifest = app / "staticfiles" / "staticfiles.json"
@@ -293,7 +300,11 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
     with open(log_path, "wb") as log:
         server = subprocess.Popen(
             _as_user(user, [str(app / "docker" / "start.sh")], mounts),
-            cwd=app, env=run_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=app,
+            env=run_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -335,8 +346,11 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
         )
         upload = subprocess.run(
             _as_user(user, [run_env["PYTHON"], "-c", probe], mounts),
-            cwd=app, env={**run_env, "DJANGO_SETTINGS_MODULE": "gagar_web.settings"},
-            capture_output=True, text=True, timeout=STEP_TIMEOUT,
+            cwd=app,
+            env={**run_env, "DJANGO_SETTINGS_MODULE": "gagar_web.settings"},
+            capture_output=True,
+            text=True,
+            timeout=STEP_TIMEOUT,
         )
         assert upload.returncode == 0, upload.stdout + upload.stderr
         media_root, saved = upload.stdout.split()
@@ -350,7 +364,10 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
     with open(base / "waits.log", "wb") as log:
         waits = subprocess.Popen(
             _as_user(user, [str(app / "docker" / "start.sh"), "waits"], mounts),
-            cwd=app, env={**run_env, "GUNICORN_BIND": f"127.0.0.1:{waits_port}"}, stdout=log, stderr=subprocess.STDOUT,
+            cwd=app,
+            env={**run_env, "GUNICORN_BIND": f"127.0.0.1:{waits_port}"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:

@@ -13,8 +13,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def start(**env) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_"))}
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)"],
-        cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings", **env}, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)",
+        ],
+        cwd=ROOT,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -32,13 +40,16 @@ def test_postgres_url_and_broker_are_read():
 
 def test_a_database_pool_replaces_persistent_connections_where_sized():
     """The waits process (docker/start.sh waits) shares a few pooled connections among its threads."""
-    code = ("import django; django.setup(); from django.conf import settings; d = settings.DATABASES['default']; "
-            "print(d['CONN_MAX_AGE'], d['OPTIONS'].get('pool'))")
+    code = (
+        "import django; django.setup(); from django.conf import settings; d = settings.DATABASES['default']; "
+        "print(d['CONN_MAX_AGE'], d['OPTIONS'].get('pool'))"
+    )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_"))}
     env = {**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings", "DATABASE_URL": "postgres://u:p@db.example:5433/gagar"}
     persistent = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    pooled = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "DATABASE_POOL_SIZE": "4"}, capture_output=True,
-                            text=True, timeout=60)
+    pooled = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**env, "DATABASE_POOL_SIZE": "4"}, capture_output=True, text=True, timeout=60
+    )
     assert persistent.stdout.split() == ["60", "None"], persistent.stderr
     assert pooled.stdout.strip() == "0 {'min_size': 0, 'max_size': 4, 'timeout': 30}", pooled.stderr
 
@@ -66,27 +77,43 @@ def test_bad_values_fail_loudly_at_start(env, named):
     assert "ImproperlyConfigured" in r.stderr and named in r.stderr
 
 
-@pytest.mark.skipif(not os.environ.get("CELERY_BROKER_URL", "").startswith("redis://"),
-                    reason="needs CELERY_BROKER_URL (real Redis), as in CI")
+@pytest.mark.skipif(
+    not os.environ.get("CELERY_BROKER_URL", "").startswith("redis://"), reason="needs CELERY_BROKER_URL (real Redis), as in CI"
+)
 def test_a_shared_cache_is_used_and_works_when_named():
     """GAGAR_CACHE_URL: every web process shares login counts and calibration figures (real Redis)."""
-    code = ("import django; django.setup(); from django.conf import settings; from django.core.cache import cache; "
-            "print(settings.CACHES['default']['BACKEND']); cache.set('probe', 41); print(cache.get('probe') + 1)")
+    code = (
+        "import django; django.setup(); from django.conf import settings; from django.core.cache import cache; "
+        "print(settings.CACHES['default']['BACKEND']); cache.set('probe', 41); print(cache.get('probe') + 1)"
+    )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "GAGAR_CACHE"))}
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                       env={**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings",
-                            "GAGAR_CACHE_URL": os.environ["CELERY_BROKER_URL"]})
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings", "GAGAR_CACHE_URL": os.environ["CELERY_BROKER_URL"]},
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["django.core.cache.backends.redis.RedisCache", "42"]
-
 
 
 def test_invitations_are_mailed_by_smtp_only_where_email_host_is_set():
     show = "import django; django.setup(); from django.conf import settings as s; print(s.EMAIL_BACKEND, s.EMAIL_PORT, s.EMAIL_USE_TLS)"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "EMAIL_"))}
     env = {**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings"}
-    run = lambda **extra: subprocess.run([sys.executable, "-c", show], cwd=ROOT, env={**env, **extra},  # noqa: E731
-                                         capture_output=True, text=True, timeout=60)
+    run = lambda **extra: subprocess.run(
+        [sys.executable, "-c", show],
+        cwd=ROOT,
+        env={**env, **extra},  # noqa: E731
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run().stdout.split() == ["django.core.mail.backends.console.EmailBackend", "587", "True"]
     assert run(EMAIL_HOST="smtp.example.org", EMAIL_USE_SSL="true").stdout.split() == [
-        "django.core.mail.backends.smtp.EmailBackend", "465", "False"]
+        "django.core.mail.backends.smtp.EmailBackend",
+        "465",
+        "False",
+    ]

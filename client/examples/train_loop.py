@@ -25,8 +25,10 @@ from gagar_client import Client, StepNotFinal
 # ranks them T1, T2 and T3, and the step's A* moves credit from the last to the first.
 FIX = " def add(a, b):\n-    return a - b\n+    return a + b\n"
 CLUTTER = "".join(f"+    # note {k}: checked the operator again\n" for k in range(12)) + "+    print('debug', a, b)\n"
-REPRODUCE = ("diff --git a/reproduce.py b/reproduce.py\nnew file mode 100644\n--- /dev/null\n+++ b/reproduce.py\n@@ -0,0 +1,30 @@\n"
-             + "".join(f"+print('case {k}', __import__('calc.ops').ops.add({k}, {k}))\n" for k in range(30)))
+REPRODUCE = (
+    "diff --git a/reproduce.py b/reproduce.py\nnew file mode 100644\n--- /dev/null\n+++ b/reproduce.py\n@@ -0,0 +1,30 @@\n"
+    + "".join(f"+print('case {k}', __import__('calc.ops').ops.add({k}, {k}))\n" for k in range(30))
+)
 
 
 def toy_patch(shape: str) -> str:
@@ -40,17 +42,23 @@ def toy_group(rng: random.Random, step: int, task: int, n: int = 8) -> dict:
     for index in range(n):
         passed = rng.random() < 0.5
         shape = rng.choice(("clean", "cluttered", "stray")) if passed else "clean"
-        rollouts.append({
-            "index": index,
-            "reward": 1.0 if passed else 0.0,
-            "patch": toy_patch(shape),
-            "messages": [{"role": "user", "content": f"Task {task}: add() subtracts."},
-                         {"role": "assistant", "content": "Fixing the operator.", "action": "sed -i s/-/+/ calc/ops.py"}],
-            "tests": {"FAIL_TO_PASS": {"success": ["test_add"] if passed else [], "failure": [] if passed else ["test_add"]}},
-        })
-    return {"uid": f"task-{task}@{step}",
-            "task": {"instance_id": f"task-{task}", "repo": "toy/calc", "problem_statement": "add() subtracts"},
-            "rollouts": rollouts}
+        rollouts.append(
+            {
+                "index": index,
+                "reward": 1.0 if passed else 0.0,
+                "patch": toy_patch(shape),
+                "messages": [
+                    {"role": "user", "content": f"Task {task}: add() subtracts."},
+                    {"role": "assistant", "content": "Fixing the operator.", "action": "sed -i s/-/+/ calc/ops.py"},
+                ],
+                "tests": {"FAIL_TO_PASS": {"success": ["test_add"] if passed else [], "failure": [] if passed else ["test_add"]}},
+            }
+        )
+    return {
+        "uid": f"task-{task}@{step}",
+        "task": {"instance_id": f"task-{task}", "repo": "toy/calc", "problem_statement": "add() subtracts"},
+        "rollouts": rollouts,
+    }
 
 
 def main() -> int:
@@ -72,10 +80,16 @@ def main() -> int:
             return 1
         a_star = gagar.advantages(args.run, step, inputs_version=rows.inputs_version)
         tiers = sorted({row["tier"] for row in rows if row.get("tier")})
-        moved = sum(1 for row in rows if None not in (row.get("advantage"), row.get("redistributed_advantage"))
-                    and abs(row["redistributed_advantage"] - row["advantage"]) > 1e-9)
-        print(f"step {step}: final, inputs_version {rows.inputs_version}, {len(a_star)} advantages, "
-              f"tiers {','.join(tiers) or '-'}, A* != A on {moved}, sum of A* {sum(a_star.values()):+.6f}")
+        moved = sum(
+            1
+            for row in rows
+            if None not in (row.get("advantage"), row.get("redistributed_advantage"))
+            and abs(row["redistributed_advantage"] - row["advantage"]) > 1e-9
+        )
+        print(
+            f"step {step}: final, inputs_version {rows.inputs_version}, {len(a_star)} advantages, "
+            f"tiers {','.join(tiers) or '-'}, A* != A on {moved}, sum of A* {sum(a_star.values()):+.6f}"
+        )
     return 0
 
 

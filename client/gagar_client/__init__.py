@@ -29,6 +29,14 @@ from gagar_client.client import (
 
 __version__ = "0.1.0"
 __all__ = [
-    "GROUP_FORMAT", "Client", "GagarConnectionError", "GagarError", "Rows", "StepNotFinal", "advantage_map",
-    "encode_groups", "parse_jsonl", "__version__",
+    "GROUP_FORMAT",
+    "Client",
+    "GagarConnectionError",
+    "GagarError",
+    "Rows",
+    "StepNotFinal",
+    "advantage_map",
+    "encode_groups",
+    "parse_jsonl",
+    "__version__",
 ]

@@ -42,8 +42,9 @@ class GagarError(RuntimeError):
     (a dict) or the raw text.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, detail: Any = None, body: Any = None,
-                 method: str = "", url: str = ""):
+    def __init__(
+        self, message: str, *, status: int | None = None, detail: Any = None, body: Any = None, method: str = "", url: str = ""
+    ):
         super().__init__(message)
         self.status = status
         self.detail = detail
@@ -76,8 +77,14 @@ class Rows(list):
     inputs_version: str | None = None
     headers: dict[str, str]
 
-    def __init__(self, rows: Iterable[dict] = (), *, final: bool | None = None, inputs_version: str | None = None,
-                 headers: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        rows: Iterable[dict] = (),
+        *,
+        final: bool | None = None,
+        inputs_version: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
         super().__init__(rows)
         self.final = final
         self.inputs_version = inputs_version
@@ -143,9 +150,19 @@ class Client:
     >>> a_star = client.advantages("flash-code-rl", 28)                       # doctest: +SKIP
     """
 
-    def __init__(self, base_url: str, token: str, *, project: str, timeout: float = 30, retries: int = 3,
-                 backoff: float = 0.5, max_backoff: float = 30.0, max_retry_after: float = 300.0,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        project: str,
+        timeout: float = 30,
+        retries: int = 3,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        max_retry_after: float = 300.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
         if not project:
@@ -173,9 +190,18 @@ class Client:
             query[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
         return f"{self.base_url}{path}?{urllib.parse.urlencode(query)}"
 
-    def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json_body: Any = None,
-                 data: bytes | None = None, headers: Mapping[str, str] | None = None,
-                 timeout: float | None = None, patience: float | None = None) -> Response:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json_body: Any = None,
+        data: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        patience: float | None = None,
+    ) -> Response:
         """One request with retries. `patience` (a time.monotonic() deadline): 429 answers are
         retried after their Retry-After until then, however many (a waiter turned away because
         too many are waiting gets a slot once others' waits end), and count no retry."""
@@ -199,18 +225,29 @@ class Client:
                 retriable = status in RETRY_STATUSES or status == 429
                 patient = status == 429 and patience is not None
                 if not retriable or (attempt >= self.retries and not patient):
-                    raise GagarError(f"{status} from {method} {path}: {_short(detail)}", status=status, detail=detail,
-                                     body=parsed, method=method, url=url) from None
+                    raise GagarError(
+                        f"{status} from {method} {path}: {_short(detail)}",
+                        status=status,
+                        detail=detail,
+                        body=parsed,
+                        method=method,
+                        url=url,
+                    ) from None
                 if status == 429:
                     delay = _retry_after(exc.headers.get("Retry-After"))
                     if delay is not None:
                         delay = min(delay, self.max_retry_after)
                     if patient:
-                        delay = delay if delay is not None else min(self.max_backoff, self.backoff * (2 ** attempt))
+                        delay = delay if delay is not None else min(self.max_backoff, self.backoff * (2**attempt))
                         if time.monotonic() + delay >= patience:
-                            raise GagarError(f"{status} from {method} {path}: {_short(detail)} (still refused when the "
-                                             "wait's time was up)", status=status, detail=detail, body=parsed,
-                                             method=method, url=url) from None
+                            raise GagarError(
+                                f"{status} from {method} {path}: {_short(detail)} (still refused when the wait's time was up)",
+                                status=status,
+                                detail=detail,
+                                body=parsed,
+                                method=method,
+                                url=url,
+                            ) from None
                         self._sleep(delay)
                         continue
             except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as exc:
@@ -218,9 +255,11 @@ class Client:
                 if attempt >= self.retries:
                     raise GagarConnectionError(
                         f"{method} {path}: no answer from {self.base_url} after {attempt + 1} attempt(s): {reason}",
-                        method=method, url=url) from exc
+                        method=method,
+                        url=url,
+                    ) from exc
             if delay is None:
-                delay = min(self.max_backoff, self.backoff * (2 ** attempt))
+                delay = min(self.max_backoff, self.backoff * (2**attempt))
             attempt += 1
             self._sleep(delay)
 
@@ -229,11 +268,23 @@ class Client:
 
     # -- runs --------------------------------------------------------------------------
 
-    def create_run(self, name: str, *, baseline: str = "mean", auto_grade: str = "heuristic",
-                   grading_deadline_seconds: int = 600, **fields: Any) -> dict:
+    def create_run(
+        self,
+        name: str,
+        *,
+        baseline: str = "mean",
+        auto_grade: str = "heuristic",
+        grading_deadline_seconds: int = 600,
+        **fields: Any,
+    ) -> dict:
         """Create a run with its grading policy before any group arrives."""
-        body = {"name": name, "baseline": baseline, "auto_grade": auto_grade,
-                "grading_deadline_seconds": grading_deadline_seconds, **fields}
+        body = {
+            "name": name,
+            "baseline": baseline,
+            "auto_grade": auto_grade,
+            "grading_deadline_seconds": grading_deadline_seconds,
+            **fields,
+        }
         return self._json("POST", "/api/v1/runs/", json_body=body)
 
     def run(self, name: str) -> dict:
@@ -255,8 +306,16 @@ class Client:
 
     # -- steps -------------------------------------------------------------------------
 
-    def post_step(self, run: str, step: int, groups: Iterable[Mapping[str, Any]], *, strict: bool = True,
-                  compress: bool | None = None, timeout: float | None = None) -> dict:
+    def post_step(
+        self,
+        run: str,
+        step: int,
+        groups: Iterable[Mapping[str, Any]],
+        *,
+        strict: bool = True,
+        compress: bool | None = None,
+        timeout: float | None = None,
+    ) -> dict:
         """Post a step's groups as `gagar-group/1` JSON lines; returns the ingest report.
 
         Each group is a dict in the ingest shape (`uid`, `task` with `instance_id`,
@@ -270,13 +329,18 @@ class Client:
         if compress or (compress is None and len(data) > 1 << 20):
             data = gzip_module.compress(data, compresslevel=5)
             headers["Content-Encoding"] = "gzip"
-        answer = self._request("POST", "/api/v1/groups/", data=data, headers=headers,
-                               timeout=timeout or max(self.timeout, 300))
+        answer = self._request("POST", "/api/v1/groups/", data=data, headers=headers, timeout=timeout or max(self.timeout, 300))
         report = answer.json()
         if strict and answer.status == 207:
             refused = report.get("errors") if isinstance(report, dict) else None
-            raise GagarError(f"207 from POST /api/v1/groups/: some lines were refused: {_short(refused or report)}",
-                             status=207, detail=refused or report, body=report, method="POST", url=answer.url)
+            raise GagarError(
+                f"207 from POST /api/v1/groups/: some lines were refused: {_short(refused or report)}",
+                status=207,
+                detail=refused or report,
+                body=report,
+                method="POST",
+                url=answer.url,
+            )
         return report
 
     def step_status(self, run: str, step: int) -> dict:
@@ -290,8 +354,17 @@ class Client:
 
     # -- advantages --------------------------------------------------------------------
 
-    def advantage_rows(self, run: str, step: int, *, inputs_version: str | None = None, wait: int | None = None,
-                       mapping: str | None = None, patience: float | None = None, turn_weights: bool = False) -> Rows:
+    def advantage_rows(
+        self,
+        run: str,
+        step: int,
+        *,
+        inputs_version: str | None = None,
+        wait: int | None = None,
+        mapping: str | None = None,
+        patience: float | None = None,
+        turn_weights: bool = False,
+    ) -> Rows:
         """The step's `gagar-advantage/1` rows (dicts), from the JSON Lines export; with
         `turn_weights`, each with its rollout's turn weights (gagar_client.token_weights).
 
@@ -299,23 +372,37 @@ class Client:
         project or server); `patience`, a time.monotonic() deadline, keeps retrying those after
         their Retry-After until then (wait_for_step passes its own deadline).
         """
-        params = {"run": run, "step": int(step), "format": "jsonl", "inputs_version": inputs_version,
-                  "mapping": mapping, "turn_weights": 1 if turn_weights else None}
+        params = {
+            "run": run,
+            "step": int(step),
+            "format": "jsonl",
+            "inputs_version": inputs_version,
+            "mapping": mapping,
+            "turn_weights": 1 if turn_weights else None,
+        }
         timeout = self.timeout
         if wait:
             params["wait"] = int(wait)
             timeout = self.timeout + wait
-        answer = self._request("GET", "/api/v1/advantages/", params=params,
-                               headers={"Accept": "application/x-ndjson"}, timeout=timeout, patience=patience)
+        answer = self._request(
+            "GET",
+            "/api/v1/advantages/",
+            params=params,
+            headers={"Accept": "application/x-ndjson"},
+            timeout=timeout,
+            patience=patience,
+        )
         rows = parse_jsonl(answer.body)
         version = answer.headers.get("gagar-inputs-version")
         if version is None and rows and rows[0].get("inputs_version") is not None:
             version = str(rows[0]["inputs_version"])
-        return Rows(rows, final=_header_bool(answer.headers.get("gagar-step-final")), inputs_version=version,
-                    headers=answer.headers)
+        return Rows(
+            rows, final=_header_bool(answer.headers.get("gagar-step-final")), inputs_version=version, headers=answer.headers
+        )
 
-    def wait_for_step(self, run: str, step: int, *, timeout: float = 600, poll: float = MAX_WAIT,
-                      min_interval: float = 1.0) -> Rows:
+    def wait_for_step(
+        self, run: str, step: int, *, timeout: float = 600, poll: float = MAX_WAIT, min_interval: float = 1.0
+    ) -> Rows:
         """Rows of the step once it is final (`Gagar-Step-Final: true`).
 
         Each request asks the server to hold it up to `poll` seconds (at most 300) or the
@@ -333,19 +420,27 @@ class Client:
             if rows.final:
                 return rows
             if rows.final is None:
-                raise GagarError("the server sent no Gagar-Step-Final header: it does not support waiting for a step",
-                                 method="GET", url="/api/v1/advantages/")
+                raise GagarError(
+                    "the server sent no Gagar-Step-Final header: it does not support waiting for a step",
+                    method="GET",
+                    url="/api/v1/advantages/",
+                )
             left = deadline - time.monotonic()
             if left <= 0:
-                raise StepNotFinal(f"step {step} of run {run!r} is not final after {timeout:g} s", rows=rows,
-                                   method="GET", url="/api/v1/advantages/")
+                raise StepNotFinal(
+                    f"step {step} of run {run!r} is not final after {timeout:g} s",
+                    rows=rows,
+                    method="GET",
+                    url="/api/v1/advantages/",
+                )
             if time.monotonic() - started < max(wait, min_interval) * 0.5:
                 # Answered well before the time asked: do not hammer the server.
                 self._sleep(min(interval, left))
                 interval = min(interval * 2, 10.0)
 
-    def advantages(self, run: str, step: int, *, inputs_version: str | None = None,
-                   column: str = "redistributed_advantage") -> dict[tuple[str, int], float]:
+    def advantages(
+        self, run: str, step: int, *, inputs_version: str | None = None, column: str = "redistributed_advantage"
+    ) -> dict[tuple[str, int], float]:
         """`{(uid, index): A*}` for every rollout of the step."""
         return advantage_map(self.advantage_rows(run, step, inputs_version=inputs_version), column=column)
 
@@ -359,7 +454,9 @@ class Client:
         except ModuleNotFoundError as exc:
             raise ModuleNotFoundError(
                 "advantages_frame needs pandas: pip install 'gagar-client[pandas]' (or 'gagar-client[parquet]' for "
-                "pandas with pyarrow); advantages() and advantage_rows() need neither", name="pandas") from exc
+                "pandas with pyarrow); advantages() and advantage_rows() need neither",
+                name="pandas",
+            ) from exc
 
         try:
             import pyarrow  # noqa: F401
@@ -368,13 +465,11 @@ class Client:
         import io
 
         params = {"run": run, "step": int(step), "format": "parquet", "inputs_version": inputs_version}
-        answer = self._request("GET", "/api/v1/advantages/", params=params,
-                               headers={"Accept": "application/vnd.apache.parquet"})
+        answer = self._request("GET", "/api/v1/advantages/", params=params, headers={"Accept": "application/vnd.apache.parquet"})
         return pd.read_parquet(io.BytesIO(answer.body))
 
 
-def advantage_map(rows: Iterable[Mapping[str, Any]], *, column: str = "redistributed_advantage"
-                  ) -> dict[tuple[str, int], float]:
+def advantage_map(rows: Iterable[Mapping[str, Any]], *, column: str = "redistributed_advantage") -> dict[tuple[str, int], float]:
     out: dict[tuple[str, int], float] = {}
     for row in rows:
         key = (str(row["uid"]), int(row["index"]))

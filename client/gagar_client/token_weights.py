@@ -78,8 +78,9 @@ def turn_weight_map(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], 
     return out
 
 
-def token_advantages(advantage: float, turn_weights: Mapping[Any, Any] | str | None, token_messages: Sequence[Any],
-                     mask: Sequence[Any]) -> list[float]:
+def token_advantages(
+    advantage: float, turn_weights: Mapping[Any, Any] | str | None, token_messages: Sequence[Any], mask: Sequence[Any]
+) -> list[float]:
     """One rollout's per-token advantages: mean `advantage` over the tokens where `mask` is 1.
 
     `token_messages[t]` is the message index token t came from (None or negative: no message);
@@ -108,8 +109,9 @@ def token_advantages(advantage: float, turn_weights: Mapping[Any, Any] | str | N
     return [advantage * wt / mean_weight if k else 0.0 for wt, k in zip(w, keep)]
 
 
-def token_advantages_batch(advantages: Any, turn_weights: Sequence[Mapping[Any, Any] | str | None], token_messages: Any,
-                           mask: Any) -> Any:
+def token_advantages_batch(
+    advantages: Any, turn_weights: Sequence[Mapping[Any, Any] | str | None], token_messages: Any, mask: Any
+) -> Any:
     """`token_advantages` for a batch of torch tensors: `advantages` (batch,), `token_messages`
     (batch, tokens; -1 for a token of no message), `mask` (batch, tokens) of 0/1, one weights
     map per row. Returns (batch, tokens) in `advantages`' floating dtype (float32 otherwise),
@@ -117,11 +119,14 @@ def token_advantages_batch(advantages: Any, turn_weights: Sequence[Mapping[Any, 
     import torch
 
     if mask.dim() != 2 or tuple(token_messages.shape) != tuple(mask.shape):
-        raise ValueError(f"token_messages {tuple(token_messages.shape)} and mask {tuple(mask.shape)} must be one "
-                         "(batch, tokens) shape")
+        raise ValueError(
+            f"token_messages {tuple(token_messages.shape)} and mask {tuple(mask.shape)} must be one (batch, tokens) shape"
+        )
     if advantages.shape != (mask.shape[0],) or len(turn_weights) != mask.shape[0]:
-        raise ValueError(f"{mask.shape[0]} rows need {mask.shape[0]} advantages and turn weights, got "
-                         f"{tuple(advantages.shape)} and {len(turn_weights)}")
+        raise ValueError(
+            f"{mask.shape[0]} rows need {mask.shape[0]} advantages and turn weights, got "
+            f"{tuple(advantages.shape)} and {len(turn_weights)}"
+        )
     if not bool(((mask == 0) | (mask == 1)).all()):
         raise ValueError("a loss mask holds 0 or 1")
     if not bool(torch.isfinite(advantages).all()):

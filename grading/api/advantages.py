@@ -54,20 +54,35 @@ class AdvantageExportView(APIView):
             OpenApiParameter("step", int, description="one step; all steps of the run when omitted"),
             OpenApiParameter("mapping", str, description="mapping id or name@version; the run's active mapping when omitted"),
             OpenApiParameter("format", str, enum=list(export.FORMATS), description="jsonl (default), csv or parquet"),
-            OpenApiParameter("wait", int, description=f"with step: answer as soon as the step is final, or after this many "
-                                                      f"seconds (0-{MAX_WAIT_SECONDS}); see the Gagar-Step-Final header. "
-                                                      "Waiters are capped per token, per project and in all: past a cap "
-                                                      "the answer is 429 with Retry-After"),
-            OpenApiParameter("inputs_version", int, description="with step: the rows served earlier at this inputs version, "
-                                                                "byte for byte (the Gagar-Inputs-Version header of that answer)"),
-            OpenApiParameter("turn_weights", int, enum=[0, 1],
-                             description="1: each row ends with a turn_weights column, the rollout's turn weights per message "
-                                         "index for per-token advantages (docs/method.md §9); only for a run with "
-                                         "turn_weights on. 0 (default): the rows without it, as before"),
+            OpenApiParameter(
+                "wait",
+                int,
+                description=f"with step: answer as soon as the step is final, or after this many "
+                f"seconds (0-{MAX_WAIT_SECONDS}); see the Gagar-Step-Final header. "
+                "Waiters are capped per token, per project and in all: past a cap "
+                "the answer is 429 with Retry-After",
+            ),
+            OpenApiParameter(
+                "inputs_version",
+                int,
+                description="with step: the rows served earlier at this inputs version, "
+                "byte for byte (the Gagar-Inputs-Version header of that answer)",
+            ),
+            OpenApiParameter(
+                "turn_weights",
+                int,
+                enum=[0, 1],
+                description="1: each row ends with a turn_weights column, the rollout's turn weights per message "
+                "index for per-token advantages (docs/method.md §9); only for a run with "
+                "turn_weights on. 0 (default): the rows without it, as before",
+            ),
             OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
         ],
-        responses={(200, "application/x-ndjson"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.BINARY,
-                   (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY},
+        responses={
+            (200, "application/x-ndjson"): OpenApiTypes.BINARY,
+            (200, "text/csv"): OpenApiTypes.BINARY,
+            (200, "application/vnd.apache.parquet"): OpenApiTypes.BINARY,
+        },
         summary="Export gagar-advantage/1 rows (one per rollout)",
     )
     def get(self, request):
@@ -89,11 +104,17 @@ class AdvantageExportView(APIView):
         version = params.optional_whole(query.get("inputs_version"), "inputs_version")
         weights = bool(params.optional_whole(query.get("turn_weights"), "turn_weights", maximum=1))
         if weights and not run.turn_weights:
-            return error(status.HTTP_400_BAD_REQUEST, f"run {run.name!r} gives no turn weights: turn them on with PATCH "
-                         f"/api/v1/runs/{run.name}/ {{\"turn_weights\": true}}", field="turn_weights")
+            return error(
+                status.HTTP_400_BAD_REQUEST,
+                f"run {run.name!r} gives no turn weights: turn them on with PATCH "
+                f'/api/v1/runs/{run.name}/ {{"turn_weights": true}}',
+                field="turn_weights",
+            )
         for name, value in (("wait", wait), ("inputs_version", version)):
             if value is not None and step is None:
-                return error(status.HTTP_400_BAD_REQUEST, f"query parameter {name!r} needs 'step' (one step at a time)", field=name)
+                return error(
+                    status.HTTP_400_BAD_REQUEST, f"query parameter {name!r} needs 'step' (one step at a time)", field=name
+                )
         steps = list(steps)
         if step is not None and not steps:
             return error(status.HTTP_404_NOT_FOUND, f"run {run.name!r} has no step {step}")
@@ -102,14 +123,24 @@ class AdvantageExportView(APIView):
         except FactorMapping.DoesNotExist as exc:
             return error(status.HTTP_404_NOT_FOUND, str(exc) or "no such mapping")
         stem = f"{run.name}-{f'step{step}' if step is not None else 'all'}-{mapping.label}".replace("@", "_v")
-        headers = {"X-Gagar-Mapping": mapping.label,
-                   "Content-Disposition": content_disposition_header(as_attachment=True, filename=f"{stem}.{fmt}")}
+        headers = {
+            "X-Gagar-Mapping": mapping.label,
+            "Content-Disposition": content_disposition_header(as_attachment=True, filename=f"{stem}.{fmt}"),
+        }
         if step is not None:
             token = request_token(request)
             holder = f"token:{token.pk}" if token else f"user:{request.user.pk}"
             try:
-                return self._one_step(steps[0], mapping, fmt, wait=wait, version=version, headers=headers,
-                                      waiter=(project, holder), turn_weights=weights)
+                return self._one_step(
+                    steps[0],
+                    mapping,
+                    fmt,
+                    wait=wait,
+                    version=version,
+                    headers=headers,
+                    waiter=(project, holder),
+                    turn_weights=weights,
+                )
             except WaitersFull as exc:
                 refused = error(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), field="wait")
                 refused["Retry-After"] = str(exc.retry_after)
@@ -117,17 +148,32 @@ class AdvantageExportView(APIView):
         computations = ensure_computed_many(steps=steps, mapping=mapping)
         headers["Gagar-Inputs-Versions"] = ", ".join(f"{s.number}:{computations[s.pk].inputs_version}" for s in steps)
         if fmt == "parquet":
-            response = FileResponse(export.parquet_file(steps, mapping, turn_weights=weights), content_type=export.CONTENT_TYPES[fmt])
+            response = FileResponse(
+                export.parquet_file(steps, mapping, turn_weights=weights), content_type=export.CONTENT_TYPES[fmt]
+            )
         else:
-            stream = (export.jsonl_stream(steps, mapping, turn_weights=weights) if fmt == "jsonl"
-                      else export.csv_stream(steps, mapping, turn_weights=weights))
+            stream = (
+                export.jsonl_stream(steps, mapping, turn_weights=weights)
+                if fmt == "jsonl"
+                else export.csv_stream(steps, mapping, turn_weights=weights)
+            )
             response = StreamingHttpResponse(stream, content_type=export.CONTENT_TYPES[fmt])
         for key, value in headers.items():
             response[key] = value
         return response
 
-    def _one_step(self, step: Step, mapping: FactorMapping, fmt: str, *, wait: int | None, version: int | None,
-                  headers: dict, waiter: tuple, turn_weights: bool = False) -> HttpResponse:
+    def _one_step(
+        self,
+        step: Step,
+        mapping: FactorMapping,
+        fmt: str,
+        *,
+        wait: int | None,
+        version: int | None,
+        headers: dict,
+        waiter: tuple,
+        turn_weights: bool = False,
+    ) -> HttpResponse:
         """A trainer's request: serve (and keep) the bytes of the step's inputs version, or, when
         it asked to wait and the step is not final, a PendingWait holding a waiter slot (raises
         WaitersFull past a cap): `advantage_export` waits, then serves it with `_serve`.
@@ -138,24 +184,45 @@ class AdvantageExportView(APIView):
             slot = take_waiter_slot(project=project, holder=holder, seconds=wait)
             # Served after the wait, outside DRF's dispatch: finalize_response renders a JSON error
             # and adds DRF's headers, as dispatch would have.
-            return PendingWait(step=step, seconds=wait, slot=slot,
-                               serve=lambda: self.finalize_response(self.request, self._serve(
-                                   step, mapping, fmt, state=step_status(step), version=version, headers=headers,
-                                   turn_weights=turn_weights)))
+            return PendingWait(
+                step=step,
+                seconds=wait,
+                slot=slot,
+                serve=lambda: self.finalize_response(
+                    self.request,
+                    self._serve(
+                        step, mapping, fmt, state=step_status(step), version=version, headers=headers, turn_weights=turn_weights
+                    ),
+                ),
+            )
         return self._serve(step, mapping, fmt, state=state, version=version, headers=headers, turn_weights=turn_weights)
 
-    def _serve(self, step: Step, mapping: FactorMapping, fmt: str, *, state: StepStatus, version: int | None,
-               headers: dict, turn_weights: bool = False) -> HttpResponse:
+    def _serve(
+        self,
+        step: Step,
+        mapping: FactorMapping,
+        fmt: str,
+        *,
+        state: StepStatus,
+        version: int | None,
+        headers: dict,
+        turn_weights: bool = False,
+    ) -> HttpResponse:
         if version is not None and version != state.inputs_version:
             taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version, turn_weights=turn_weights)
             if taken is None:
-                return error(status.HTTP_404_NOT_FOUND,
-                             f"step {step.number} was never served at inputs_version {version} in {fmt} under {mapping.label}; "
-                             f"its current inputs_version is {state.inputs_version}", field="inputs_version")
+                return error(
+                    status.HTTP_404_NOT_FOUND,
+                    f"step {step.number} was never served at inputs_version {version} in {fmt} under {mapping.label}; "
+                    f"its current inputs_version is {state.inputs_version}",
+                    field="inputs_version",
+                )
         else:
             taken = take_step(step=step, mapping=mapping, fmt=fmt, final=state.final, turn_weights=turn_weights)
             if version is not None and taken.inputs_version != version:  # the inputs moved on while it was computed
-                taken = taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version, turn_weights=turn_weights) or taken
+                taken = (
+                    taken_step(step=step, mapping=mapping, fmt=fmt, inputs_version=version, turn_weights=turn_weights) or taken
+                )
         return _taken_response(taken, state, fmt, headers)
 
 

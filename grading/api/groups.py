@@ -62,8 +62,10 @@ class GroupPagination(CursorPagination):
 
 class SessionIngestRefused(APIException):
     status_code = status.HTTP_400_BAD_REQUEST
-    default_detail = ("ingest needs an API token, not a session login: send 'Authorization: Token <secret>' "
-                      "(manage.py create_api_token; see docs/deployment.md)")
+    default_detail = (
+        "ingest needs an API token, not a session login: send 'Authorization: Token <secret>' "
+        "(manage.py create_api_token; see docs/deployment.md)"
+    )
     default_code = "token_required"
 
 
@@ -77,8 +79,12 @@ class GroupListIngestView(APIView):
         # (403 / 404 as for any other POST), then say what works.
         django_request = request._request
         session_user = getattr(django_request, "user", None)
-        if (request.method == "POST" and not get_authorization_header(request)
-                and session_user is not None and session_user.is_authenticated):
+        if (
+            request.method == "POST"
+            and not get_authorization_header(request)
+            and session_user is not None
+            and session_user.is_authenticated
+        ):
             SessionAuthentication().enforce_csrf(django_request)
             name = django_request.GET.get("project", "")
             if not name:
@@ -175,7 +181,9 @@ class GroupDetailView(APIView):
             return error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required")
         group = None
         if params.usable_name(run) and params.usable_name(uid, max_len=MAX_UID):  # no NUL reaches the database
-            group = Group.objects.select_related("run", "step", "task").filter(run__project=project, run__name=run, uid=uid).first()
+            group = (
+                Group.objects.select_related("run", "step", "task").filter(run__project=project, run__name=run, uid=uid).first()
+            )
         if group is None:
             return error(status.HTTP_404_NOT_FOUND, f"no group {uid!r} in run {run!r}")
         line = group_as_line(group)
@@ -186,6 +194,7 @@ class GroupDetailView(APIView):
         blind = blind_view(user=request.user, group=group)
         if blind is not None:  # the caller judges this group blind: lanes, not indexes; no producer fields
             by_index = {r["index"]: r for r in line["rollouts"]}
-            line["rollouts"] = [withhold_line(by_index[i], blind.fields, lane=blind.labels.get(i, "?"))
-                                for i in blind.order(by_index)]
+            line["rollouts"] = [
+                withhold_line(by_index[i], blind.fields, lane=blind.labels.get(i, "?")) for i in blind.order(by_index)
+            ]
         return Response(line)

@@ -31,13 +31,32 @@ class ImportJobSerializer(serializers.ModelSerializer):
     project = serializers.CharField(source="project.name")
     progress = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
-    warnings = serializers.ListField(child=serializers.DictField(), read_only=True, help_text=(
-        "each file, attempt or group that was given and not imported: {ref, reason}; empty when all of it was"))
+    warnings = serializers.ListField(
+        child=serializers.DictField(),
+        read_only=True,
+        help_text=("each file, attempt or group that was given and not imported: {ref, reason}; empty when all of it was"),
+    )
 
     class Meta:
         model = ImportJob
-        fields = ["id", "url", "project", "run", "step", "format", "reward_threshold", "status", "progress", "uploaded_files", "summary",
-                  "warnings", "error", "created_at", "started_at", "finished_at"]
+        fields = [
+            "id",
+            "url",
+            "project",
+            "run",
+            "step",
+            "format",
+            "reward_threshold",
+            "status",
+            "progress",
+            "uploaded_files",
+            "summary",
+            "warnings",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
 
     def get_progress(self, job: ImportJob) -> dict:
         return {"done": job.progress_done, "total": job.progress_total, "percent": job.percent}
@@ -58,16 +77,28 @@ class ImportUploadSerializer(serializers.Serializer):
     run = serializers.CharField(max_length=MAX_NAME, validators=[_run_name])
     step = serializers.IntegerField(min_value=0, max_value=MAX_INT)
     format = serializers.ChoiceField(choices=FORMATS, default="auto")
-    reward_threshold = serializers.FloatField(required=False, allow_null=True, default=None,
-                                              help_text="verl dumps: a score >= this passes (without it, scores must be 0 or 1)")
+    reward_threshold = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="verl dumps: a score >= this passes (without it, scores must be 0 or 1)",
+    )
 
 
 class ImportListCreateView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        parameters=[PROJECT, OpenApiParameter("before", int, description=(
-            "only jobs with a smaller id: the next page, as the `Link: <…>; rel=\"next\"` header of a full page gives it"))],
+        parameters=[
+            PROJECT,
+            OpenApiParameter(
+                "before",
+                int,
+                description=(
+                    'only jobs with a smaller id: the next page, as the `Link: <…>; rel="next"` header of a full page gives it'
+                ),
+            ),
+        ],
         responses=ImportJobSerializer(many=True),
         summary=f"Import jobs of a project, newest first, {JOBS_PER_PAGE} a page",
     )
@@ -89,13 +120,27 @@ class ImportListCreateView(APIView):
 
     @extend_schema(
         parameters=[PROJECT],
-        request={"multipart/form-data": {"type": "object", "properties": {
-            "run": {"type": "string"}, "step": {"type": "integer"}, "format": {"type": "string", "enum": list(FORMATS)},
-            "reward_threshold": {"type": "number"},
-            "file": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
-        responses={202: ImportJobSerializer, 400: OpenApiResponse(OpenApiTypes.OBJECT, description="Bad fields, file names, an archive that cannot be read, "
-                                          "or an upload the project's disk quota for imports cannot hold; "
-                                          "archives are unpacked and checked by the job (a refused member fails it)")},
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {
+                    "run": {"type": "string"},
+                    "step": {"type": "integer"},
+                    "format": {"type": "string", "enum": list(FORMATS)},
+                    "reward_threshold": {"type": "number"},
+                    "file": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                },
+            }
+        },
+        responses={
+            202: ImportJobSerializer,
+            400: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="Bad fields, file names, an archive that cannot be read, "
+                "or an upload the project's disk quota for imports cannot hold; "
+                "archives are unpacked and checked by the job (a refused member fails it)",
+            ),
+        },
         summary="Upload agent runs (.tar.gz/.zip archive or files) to import as a background job",
     )
     def post(self, request):
@@ -109,8 +154,13 @@ class ImportListCreateView(APIView):
         try:
             _, sources, uploaded = store_upload(project=project, files=files)
             job = create_import_job(
-                project=project, user=request.user, run=fields.validated_data["run"], step=fields.validated_data["step"],
-                fmt=fields.validated_data["format"], sources=sources, uploaded=uploaded,
+                project=project,
+                user=request.user,
+                run=fields.validated_data["run"],
+                step=fields.validated_data["step"],
+                fmt=fields.validated_data["format"],
+                sources=sources,
+                uploaded=uploaded,
                 reward_threshold=fields.validated_data.get("reward_threshold"),
             )
         except UploadRefused as exc:

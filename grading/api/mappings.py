@@ -44,7 +44,9 @@ PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ..., "fie
 
 def visible_mappings(project: Project) -> QuerySet[FactorMapping]:
     """The built-in default(s) and the project's own, as `resolve_mapping` sees them."""
-    return FactorMapping.objects.filter(Q(project__isnull=True) | Q(project=project)).select_related("project", "created_by__service_account__created_by")
+    return FactorMapping.objects.filter(Q(project__isnull=True) | Q(project=project)).select_related(
+        "project", "created_by__service_account__created_by"
+    )
 
 
 def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[FactorMapping]:
@@ -53,13 +55,17 @@ def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[Fa
     One query, plus one when the built-in default is not among `mappings` (or must be recreated).
     """
     latest = MappingActivation.objects.filter(run=OuterRef("pk")).order_by("-created_at", "-id").values("mapping_id")[:1]
-    runs = Run.objects.filter(project=project).annotate(active_id=Subquery(latest)).order_by("name").values_list("name", "active_id")
+    runs = (
+        Run.objects.filter(project=project).annotate(active_id=Subquery(latest)).order_by("name").values_list("name", "active_id")
+    )
     by_mapping: dict[int, list[str]] = {}
     default_id = None
     for name, active_id in runs:
         if active_id is None:  # never activated: the built-in default applies (active_mapping)
             if default_id is None:
-                default_id = next((m.pk for m in mappings if m.project_id is None and (m.name, m.version) == ("default", 1)), None)
+                default_id = next(
+                    (m.pk for m in mappings if m.project_id is None and (m.name, m.version) == ("default", 1)), None
+                )
                 default_id = default_id or default_mapping().pk
             active_id = default_id
         by_mapping.setdefault(active_id, []).append(name)
@@ -70,8 +76,12 @@ def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[Fa
 
 class MappingListCreateView(APIView):
     parser_classes = [StrictJSONParser]  # bands are nested JSON; no form encoding of them
-    @extend_schema(parameters=[PROJECT], responses=MappingListItemSerializer(many=True),
-                   summary="Mappings visible to a project (built-in default and its own), with the runs each is active for")
+
+    @extend_schema(
+        parameters=[PROJECT],
+        responses=MappingListItemSerializer(many=True),
+        summary="Mappings visible to a project (built-in default and its own), with the runs each is active for",
+    )
     def get(self, request):
         project, problem = project_for_request(request, *READ)
         if problem:
@@ -99,8 +109,7 @@ class MappingListCreateView(APIView):
 
 
 class MappingDetailView(APIView):
-    @extend_schema(parameters=[PROJECT], responses=MappingDetailSerializer,
-                   summary="One mapping with the full record of its fit")
+    @extend_schema(parameters=[PROJECT], responses=MappingDetailSerializer, summary="One mapping with the full record of its fit")
     def get(self, request, pk: int):
         project, problem = project_for_request(request, *READ)
         if problem:
@@ -124,9 +133,14 @@ class ActiveMappingView(APIView):
         run, problem = run_for_request(request, project)
         if problem:
             return problem
-        history = list(run.mapping_activations.select_related(
-            "run", "mapping__project", "mapping__created_by__service_account__created_by",
-            "activated_by__service_account__created_by"))
+        history = list(
+            run.mapping_activations.select_related(
+                "run",
+                "mapping__project",
+                "mapping__created_by__service_account__created_by",
+                "activated_by__service_account__created_by",
+            )
+        )
         mapping = history[0].mapping if history else active_mapping(run)  # the built-in default: no project, no author
         data = {"run": run.name, "mapping": mapping, "activation": history[0] if history else None, "history": history}
         return Response(ActiveMappingSerializer(data).data)
@@ -134,13 +148,22 @@ class ActiveMappingView(APIView):
 
 class MappingActivateView(APIView):
     parser_classes = [StrictJSONParser]
+
     @extend_schema(
         parameters=[PROJECT],
         request=MappingActivateSerializer,
-        responses={201: MappingActivationSerializer, 400: PROBLEM, 404: PROBLEM,
-                   409: OpenApiResponse(OpenApiTypes.OBJECT, description=(
-                       "The mapping is already active for the run, or it is a calibrated mapping whose fit is below the"
-                       " project's minimum evidence and `force` was not sent; then `evidence` says what it rests on"))},
+        responses={
+            201: MappingActivationSerializer,
+            400: PROBLEM,
+            404: PROBLEM,
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description=(
+                    "The mapping is already active for the run, or it is a calibrated mapping whose fit is below the"
+                    " project's minimum evidence and `force` was not sent; then `evidence` says what it rests on"
+                ),
+            ),
+        },
         summary="Make a mapping the run's active one (admin); its advantages are recomputed in the background",
     )
     def post(self, request, pk: int):
@@ -156,16 +179,26 @@ class MappingActivateView(APIView):
         run_name = fields.validated_data["run"]
         run = Run.objects.filter(project=project, name=run_name).first()
         if run is None:
-            return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"run": [f"no run {run_name!r} in {project.name}"]})
+            return error(
+                status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"run": [f"no run {run_name!r} in {project.name}"]}
+            )
         if active_mapping(run).pk == mapping.pk:
             return error(status.HTTP_409_CONFLICT, f"{mapping.label} is already active for run {run.name!r}")
         try:
-            activation = activate_mapping(run=run, mapping=mapping, user=request.user, reason=fields.validated_data["reason"],
-                                          override=fields.validated_data["force"])
+            activation = activate_mapping(
+                run=run,
+                mapping=mapping,
+                user=request.user,
+                reason=fields.validated_data["reason"],
+                override=fields.validated_data["force"],
+            )
         except TooLittleEvidence as refused:
-            return error(status.HTTP_409_CONFLICT,
-                         f"{mapping.label} rests on too little evidence: {'; '.join(refused.evidence.shortfalls)}."
-                         ' Send "force": true to activate it anyway.', evidence=refused.evidence.to_dict())
+            return error(
+                status.HTTP_409_CONFLICT,
+                f"{mapping.label} rests on too little evidence: {'; '.join(refused.evidence.shortfalls)}."
+                ' Send "force": true to activate it anyway.',
+                evidence=refused.evidence.to_dict(),
+            )
         url = reverse("api-mapping-active") + "?" + urlencode({"project": project.name, "run": run.name})
         return Response(MappingActivationSerializer(activation).data, status=status.HTTP_201_CREATED, headers={"Location": url})
 

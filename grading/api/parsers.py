@@ -22,8 +22,7 @@ class StrictJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return json.loads(stream.read().decode(encoding), object_pairs_hook=_refuse_duplicates,
-                              parse_constant=_no_constant)
+            return json.loads(stream.read().decode(encoding), object_pairs_hook=_refuse_duplicates, parse_constant=_no_constant)
         except ParseError:
             raise
         except RecursionError:

@@ -34,30 +34,57 @@ RUN = OpenApiParameter("run", str, required=True)
 def run_json(run: Run, *, steps: int | None = None) -> dict:
     """A run and its policy; `steps` when the caller counted them already (a list annotates)."""
     return {
-        "name": run.name, "baseline": run.baseline, "auto_grade": run.auto_grade,
-        "grading_deadline_seconds": run.grading_deadline_seconds, "grader": grader_name(run), "drop_policy": run.drop_policy,
-        "turn_weights": run.turn_weights, "description": run.description, "created_at": run.created_at.isoformat(),
+        "name": run.name,
+        "baseline": run.baseline,
+        "auto_grade": run.auto_grade,
+        "grading_deadline_seconds": run.grading_deadline_seconds,
+        "grader": grader_name(run),
+        "drop_policy": run.drop_policy,
+        "turn_weights": run.turn_weights,
+        "description": run.description,
+        "created_at": run.created_at.isoformat(),
         "steps": run.steps.count() if steps is None else steps,
     }
 
 
-RunSchema = inline_serializer("Run", {
-    "name": serializers.CharField(), "baseline": serializers.ChoiceField(Run.Baseline.values),
-    "auto_grade": serializers.ChoiceField(Run.AutoGrade.values), "grading_deadline_seconds": serializers.IntegerField(),
-    "grader": serializers.CharField(allow_null=True, help_text="the grader version auto-grading uses, e.g. heuristic@1"),
-    "drop_policy": serializers.DictField(child=serializers.ChoiceField(["mask", "recompute"]),
-                                         help_text='drop reason -> mask (the default) or recompute; "*" for reasons not named'),
-    "turn_weights": serializers.BooleanField(help_text="per-token advantages: rows carry turn weights from the grader's "
-                                                        "turn citations (GET /api/v1/advantages/?turn_weights=1)"),
-    "description": serializers.CharField(), "created_at": serializers.DateTimeField(), "steps": serializers.IntegerField(),
-})
-StepStatusSchema = inline_serializer("StepStatus", {
-    "run": serializers.CharField(), "step": serializers.IntegerField(), "groups": serializers.IntegerField(),
-    "mixed": serializers.IntegerField(), "graded": serializers.IntegerField(), "invalid": serializers.IntegerField(),
-    "timeout": serializers.IntegerField(), "pending": serializers.IntegerField(), "fallback": serializers.IntegerField(),
-    "final": serializers.BooleanField(), "inputs_version": serializers.IntegerField(),
-    "deadline": serializers.DateTimeField(allow_null=True),
-})
+RunSchema = inline_serializer(
+    "Run",
+    {
+        "name": serializers.CharField(),
+        "baseline": serializers.ChoiceField(Run.Baseline.values),
+        "auto_grade": serializers.ChoiceField(Run.AutoGrade.values),
+        "grading_deadline_seconds": serializers.IntegerField(),
+        "grader": serializers.CharField(allow_null=True, help_text="the grader version auto-grading uses, e.g. heuristic@1"),
+        "drop_policy": serializers.DictField(
+            child=serializers.ChoiceField(["mask", "recompute"]),
+            help_text='drop reason -> mask (the default) or recompute; "*" for reasons not named',
+        ),
+        "turn_weights": serializers.BooleanField(
+            help_text="per-token advantages: rows carry turn weights from the grader's "
+            "turn citations (GET /api/v1/advantages/?turn_weights=1)"
+        ),
+        "description": serializers.CharField(),
+        "created_at": serializers.DateTimeField(),
+        "steps": serializers.IntegerField(),
+    },
+)
+StepStatusSchema = inline_serializer(
+    "StepStatus",
+    {
+        "run": serializers.CharField(),
+        "step": serializers.IntegerField(),
+        "groups": serializers.IntegerField(),
+        "mixed": serializers.IntegerField(),
+        "graded": serializers.IntegerField(),
+        "invalid": serializers.IntegerField(),
+        "timeout": serializers.IntegerField(),
+        "pending": serializers.IntegerField(),
+        "fallback": serializers.IntegerField(),
+        "final": serializers.BooleanField(),
+        "inputs_version": serializers.IntegerField(),
+        "deadline": serializers.DateTimeField(allow_null=True),
+    },
+)
 
 
 def _policy_error(exc: PolicyError) -> Response:
@@ -73,8 +100,12 @@ def _body(request) -> dict | Response:
 class RunListCreateView(APIView):
     parser_classes = [StrictJSONParser]
 
-    @extend_schema(parameters=[PROJECT], responses={200: OpenApiResponse(RunSchema, description="the runs, by name")}, operation_id="v1_runs_list",
-                   summary="List the project's runs with their grading policy")
+    @extend_schema(
+        parameters=[PROJECT],
+        responses={200: OpenApiResponse(RunSchema, description="the runs, by name")},
+        operation_id="v1_runs_list",
+        summary="List the project's runs with their grading policy",
+    )
     def get(self, request):
         project, problem = project_for_request(request, "view", "export")
         if problem:
@@ -82,9 +113,12 @@ class RunListCreateView(APIView):
         runs = project.runs.annotate(n_steps=Count("steps")).order_by("name")  # one query however many runs
         return Response([run_json(run, steps=run.n_steps) for run in runs])
 
-    @extend_schema(parameters=[PROJECT], request=OpenApiTypes.OBJECT,
-                   responses={201: RunSchema, 400: OpenApiResponse(description="a refused field, named in `field`")},
-                   summary="Create a run with its grading policy (admin)")
+    @extend_schema(
+        parameters=[PROJECT],
+        request=OpenApiTypes.OBJECT,
+        responses={201: RunSchema, 400: OpenApiResponse(description="a refused field, named in `field`")},
+        summary="Create a run with its grading policy (admin)",
+    )
     def post(self, request):
         project, problem = project_for_request(request, "manage")
         if problem:
@@ -117,9 +151,13 @@ class RunDetailView(APIView):
         run, problem = self._run(request, name, "view", "export")
         return problem or Response(run_json(run))
 
-    @extend_schema(parameters=[PROJECT], request=OpenApiTypes.OBJECT, responses=RunSchema,
-                   summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds, drop_policy, "
-                           "turn_weights")
+    @extend_schema(
+        parameters=[PROJECT],
+        request=OpenApiTypes.OBJECT,
+        responses=RunSchema,
+        summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds, drop_policy, "
+        "turn_weights",
+    )
     def patch(self, request, name: str):
         run, problem = self._run(request, name, "manage")
         if problem:
@@ -148,8 +186,11 @@ def _step(request, number: int, *capabilities):
 
 
 class StepStatusView(APIView):
-    @extend_schema(parameters=[PROJECT, RUN], responses=StepStatusSchema,
-                   summary="Grading status of a step: counts, and whether its advantages are final")
+    @extend_schema(
+        parameters=[PROJECT, RUN],
+        responses=StepStatusSchema,
+        summary="Grading status of a step: counts, and whether its advantages are final",
+    )
     def get(self, request, number: int):
         step, problem = _step(request, number, "view", "export")
         return problem or Response(step_status(step).as_dict())
@@ -158,8 +199,12 @@ class StepStatusView(APIView):
 class StepGradeView(APIView):
     parser_classes = [StrictJSONParser]
 
-    @extend_schema(parameters=[PROJECT, RUN], request=OpenApiTypes.OBJECT, responses={202: StepStatusSchema},
-                   summary="Start or restart grading the step's mixed groups that have no verdict from this grader (admin)")
+    @extend_schema(
+        parameters=[PROJECT, RUN],
+        request=OpenApiTypes.OBJECT,
+        responses={202: StepStatusSchema},
+        summary="Start or restart grading the step's mixed groups that have no verdict from this grader (admin)",
+    )
     def post(self, request, number: int):
         step, problem = _step(request, number, "manage")
         if problem:
@@ -175,5 +220,3 @@ class StepGradeView(APIView):
         except GraderUnavailable as exc:
             return error(status.HTTP_400_BAD_REQUEST, str(exc), field="backend")
         return Response({**step_status(step).as_dict(), "queued": len(jobs)}, status=status.HTTP_202_ACCEPTED)
-
-

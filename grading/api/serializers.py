@@ -7,8 +7,9 @@ from grading.models import FactorMapping, Group, MappingActivation
 from grading.projects.accounts import acting_name
 
 
-@extend_schema_field({"type": "string", "nullable": True,
-                      "description": "the username; for a service account, with the admin who made it"})
+@extend_schema_field(
+    {"type": "string", "nullable": True, "description": "the username; for a service account, with the admin who made it"}
+)
 class ActingNameField(serializers.Field):
     """Who did it, as the audit trail names them (grading.projects.accounts.acting_name)."""
 
@@ -27,7 +28,18 @@ class GroupSummarySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Group
-        fields = ["uid", "run", "step", "instance_id", "n_rollouts", "n_passed", "n_failed", "n_unknown", "is_mixed", "created_at"]
+        fields = [
+            "uid",
+            "run",
+            "step",
+            "instance_id",
+            "n_rollouts",
+            "n_passed",
+            "n_failed",
+            "n_unknown",
+            "is_mixed",
+            "created_at",
+        ]
 
 
 class LineErrorSerializer(serializers.Serializer):
@@ -84,15 +96,30 @@ def fit_summary(fit: dict) -> dict | None:
 
 class MappingSerializer(serializers.ModelSerializer):
     label = serializers.CharField(read_only=True, help_text="name@version, as the advantages export takes it")
-    project = serializers.CharField(source="project.name", allow_null=True, read_only=True,
-                                    help_text="empty for the built-in default, shared by every project")
+    project = serializers.CharField(
+        source="project.name",
+        allow_null=True,
+        read_only=True,
+        help_text="empty for the built-in default, shared by every project",
+    )
     created_by = ActingNameField()
     fit_summary = serializers.SerializerMethodField()
 
     class Meta:
         model = FactorMapping
-        fields = ["id", "label", "name", "version", "project", "bands", "source", "fit_summary", "note", "created_by",
-                  "created_at"]
+        fields = [
+            "id",
+            "label",
+            "name",
+            "version",
+            "project",
+            "bands",
+            "source",
+            "fit_summary",
+            "note",
+            "created_by",
+            "created_at",
+        ]
         read_only_fields = fields  # immutable: a change is a new version (MappingCreateSerializer)
 
     @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": True})
@@ -101,8 +128,9 @@ class MappingSerializer(serializers.ModelSerializer):
 
 
 class MappingListItemSerializer(MappingSerializer):
-    active_runs = serializers.ListField(child=serializers.CharField(), read_only=True,
-                                        help_text="runs of the project for which this mapping is in force now")
+    active_runs = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text="runs of the project for which this mapping is in force now"
+    )
 
     class Meta(MappingSerializer.Meta):
         fields = MappingSerializer.Meta.fields + ["active_runs"]
@@ -138,15 +166,17 @@ class MappingActivationSerializer(serializers.ModelSerializer):
 class ActiveMappingSerializer(serializers.Serializer):
     run = serializers.CharField()
     mapping = MappingSerializer()
-    activation = MappingActivationSerializer(allow_null=True, help_text="the activation in force; empty while the run "
-                                                                          "has never had one (the built-in default applies)")
+    activation = MappingActivationSerializer(
+        allow_null=True, help_text="the activation in force; empty while the run has never had one (the built-in default applies)"
+    )
     history = MappingActivationSerializer(many=True, help_text="every activation of the run, newest first")
 
 
 class MappingCreateSerializer(serializers.Serializer):
     name = serializers.SlugField(max_length=100)
-    bands = serializers.JSONField(help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}; a single number means hi = lo. '
-                                            "Every f in (0, 1], hi >= lo.")
+    bands = serializers.JSONField(
+        help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}; a single number means hi = lo. Every f in (0, 1], hi >= lo.'
+    )
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
     def validate_bands(self, bands):
@@ -172,4 +202,5 @@ class MappingActivateSerializer(serializers.Serializer):
     run = serializers.CharField(max_length=200, help_text="run name in the project")
     reason = serializers.CharField(help_text="why: kept in the run's activation history")
     force = serializers.BooleanField(
-        default=False, help_text="activate a calibrated mapping whose fit is below the project's minimum evidence anyway")
+        default=False, help_text="activate a calibrated mapping whose fit is below the project's minimum evidence anyway"
+    )

@@ -62,7 +62,9 @@ class ParsedTask:
 
     def conflicts_with(self, stored: dict[str, Any]) -> list[str]:
         """Fields present on both sides that differ. Missing values are filled, not conflicts."""
-        return [name for name, value in self.fields.items() if stored.get(name) not in (None, "", [], {}) and stored[name] != value]
+        return [
+            name for name, value in self.fields.items() if stored.get(name) not in (None, "", [], {}) and stored[name] != value
+        ]
 
 
 @dataclass(frozen=True)
@@ -270,8 +272,21 @@ def canonical_hash(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def stored_rollout(*, index: int, reward: float | None, exit_status: str, stats: dict, source_format: str, source_ref: str,
-                   patch: str, messages: list, tests: dict, test_log: str, metadata: dict, dropped: str = "") -> dict:
+def stored_rollout(
+    *,
+    index: int,
+    reward: float | None,
+    exit_status: str,
+    stats: dict,
+    source_format: str,
+    source_ref: str,
+    patch: str,
+    messages: list,
+    tests: dict,
+    test_log: str,
+    metadata: dict,
+    dropped: str = "",
+) -> dict:
     """A rollout as it is stored, every field present (absent ones as their empty value): what
     `GET /api/v1/groups/{uid}/` returns and what the content hash covers. So a line read back
     and sent again is `unchanged`, and so is the same rollout written with or without empty
@@ -360,8 +375,18 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
         except ValueError as exc:
             raise _fail(f"{path}.dropped", str(exc).removeprefix("dropped ")) from None
     stored = stored_rollout(  # reward normalized: 1 and 1.0 are the same rollout
-        index=index, reward=reward, exit_status=exit_status, stats=stats, source_format=source_format, source_ref=source_ref,
-        patch=patch, messages=messages, tests=tests, test_log=test_log, metadata=metadata, dropped=dropped,
+        index=index,
+        reward=reward,
+        exit_status=exit_status,
+        stats=stats,
+        source_format=source_format,
+        source_ref=source_ref,
+        patch=patch,
+        messages=messages,
+        tests=tests,
+        test_log=test_log,
+        metadata=metadata,
+        dropped=dropped,
     )
     return ParsedRollout(
         index=index,
@@ -393,7 +418,9 @@ def parse_rollout(raw: Any, path: str, *, reward_required: bool = True) -> Parse
 
 def parse_task(raw: Any) -> ParsedTask:
     if not isinstance(raw, dict):
-        raise _fail("task", "required (an object with instance_id)" if raw is None else f"must be an object, got {_type_name(raw)}")
+        raise _fail(
+            "task", "required (an object with instance_id)" if raw is None else f"must be an object, got {_type_name(raw)}"
+        )
     instance_id = _string(raw, "instance_id", "task.", required=True, max_len=MAX_UID)
     check_name(instance_id, "task.instance_id", kind="instance")
     fields: dict[str, Any] = {}

@@ -80,8 +80,17 @@ def _scores(feats: PatchFeatures, signals: list[Signal], *, overbuilt: bool) -> 
     if any(s.category == "leak" for s in signals):
         fit = 1
     files, hunks = len(feats.source_files), feats.source_hunks
-    precision = 5 if files <= 1 and hunks <= 2 else 4 if files <= 2 and hunks <= 4 else 3 if files <= 3 and hunks <= 8 \
-        else 2 if files <= 5 and hunks <= 15 else 1
+    precision = (
+        5
+        if files <= 1 and hunks <= 2
+        else 4
+        if files <= 2 and hunks <= 4
+        else 3
+        if files <= 3 and hunks <= 8
+        else 2
+        if files <= 5 and hunks <= 15
+        else 1
+    )
     precision -= 1 if feats.debug_lines else 0
     minimality = _band(feats.source_lines, (10, 30, 80, 200)) - oos
     side_effects = 5 - 2 * oos - 2 * tamper
@@ -127,8 +136,16 @@ class HeuristicGrader:
             return GraderResult(status="invalid", judgments=[], errors=errors, usage=usage, raw=raw)
         return GraderResult(status="valid", judgments=judgments, usage=usage, raw=raw)
 
-    def _judge(self, workspace: GroupWorkspace, rollout: RolloutView, feats: PatchFeatures, signals: list[Signal],
-               points: float, best: float, dirs: str) -> RolloutJudgment:
+    def _judge(
+        self,
+        workspace: GroupWorkspace,
+        rollout: RolloutView,
+        feats: PatchFeatures,
+        signals: list[Signal],
+        points: float,
+        best: float,
+        dirs: str,
+    ) -> RolloutJudgment:
         i = rollout.index
         leaks = [s for s in signals if s.category == "leak"]
         tampers = [s for s in signals if s.category == "tamper"]
@@ -141,20 +158,31 @@ class HeuristicGrader:
         else:
             tier = "T1"
         items: list[Evidence] = [s.evidence for s in leaks + tampers if s.evidence is not None]
-        items += [Evidence("patch", i, feats.anchors[p], f"edits {p}, outside {dirs}") for p in feats.out_of_scope_files
-                  if p in feats.anchors]
+        items += [
+            Evidence("patch", i, feats.anchors[p], f"edits {p}, outside {dirs}")
+            for p in feats.out_of_scope_files
+            if p in feats.anchors
+        ]
         items += [Evidence("patch", i, loc, "debugger call left in") for loc in feats.debug_lines[:1]]
-        items += [Evidence("turn", i, str(t), "the same command failed again (≥ 3 times)", WASTED_EFFORT)
-                  for t in feats.repeated_failure_turns]
+        items += [
+            Evidence("turn", i, str(t), "the same command failed again (≥ 3 times)", WASTED_EFFORT)
+            for t in feats.repeated_failure_turns
+        ]
         judgment = RolloutJudgment(index=i, tier=tier, rank=1, scores=scores, cheat=bool(leaks))
-        size_related = (tier != "T1" or min(scores.values()) <= LOW_SCORE)
+        size_related = tier != "T1" or min(scores.values()) <= LOW_SCORE
         if size_related:
             citable = [p for p in feats.source_files if p in feats.anchors]
             largest = max(citable, key=lambda p: feats.lines_by_file[p], default=None)
             if largest:
-                items.append(Evidence("patch", i, feats.anchors[largest],
-                                      f"{feats.source_lines} source lines over {len(feats.source_files)} file(s), "
-                                      f"{feats.source_hunks} hunk(s); penalty {points} vs best {best}"))
+                items.append(
+                    Evidence(
+                        "patch",
+                        i,
+                        feats.anchors[largest],
+                        f"{feats.source_lines} source lines over {len(feats.source_files)} file(s), "
+                        f"{feats.source_hunks} hunk(s); penalty {points} vs best {best}",
+                    )
+                )
             elif turn := _last_assistant(rollout):
                 items.append(Evidence("turn", i, turn, f"{feats.turns} turns; penalty {points} vs best {best}"))
         seen = set()

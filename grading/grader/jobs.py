@@ -50,8 +50,15 @@ def check_grader_url(url: str) -> None:
     for address in addresses:
         ip = ipaddress.ip_address(address.split("%")[0])
         # not is_global also covers what is neither private nor public, e.g. carrier-grade NAT 100.64.0.0/10
-        if ip.is_loopback or ip.is_link_local or ip.is_private or ip.is_reserved or ip.is_multicast or ip.is_unspecified \
-                or not ip.is_global:
+        if (
+            ip.is_loopback
+            or ip.is_link_local
+            or ip.is_private
+            or ip.is_reserved
+            or ip.is_multicast
+            or ip.is_unspecified
+            or not ip.is_global
+        ):
             raise GraderUnavailable(
                 f"the grader host {parsed.hostname!r} resolves to {ip}, a non-public address; "
                 "set GRADER_ALLOW_PRIVATE_NETWORK=true to allow a local model server"
@@ -87,8 +94,11 @@ def grader_for(backend: str):
         from grading.grader.llm import LLMGrader
 
         return LLMGrader(
-            base_url=settings.GRADER_BASE_URL, model=settings.GRADER_MODEL, api_key=settings.GRADER_API_KEY or "none",
-            max_turns=settings.GRADER_MAX_TURNS, request_timeout=settings.GRADER_REQUEST_TIMEOUT,
+            base_url=settings.GRADER_BASE_URL,
+            model=settings.GRADER_MODEL,
+            api_key=settings.GRADER_API_KEY or "none",
+            max_turns=settings.GRADER_MAX_TURNS,
+            request_timeout=settings.GRADER_REQUEST_TIMEOUT,
         )
     raise GraderUnavailable(f"unknown grader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
@@ -182,14 +192,19 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
 
 def store_result(*, group: Group, grader_name: str, result: GraderResult) -> Verdict:
     valid = result.status == Verdict.Status.VALID
-    grades = [
-        GradeInput(j.index, j.tier, j.rank, cheat=j.cheat, scores=j.scores, evidence=[e.as_dict() for e in j.evidence])
-        for j in result.judgments
-    ] if valid else []
+    grades = (
+        [
+            GradeInput(j.index, j.tier, j.rank, cheat=j.cheat, scores=j.scores, evidence=[e.as_dict() for e in j.evidence])
+            for j in result.judgments
+        ]
+        if valid
+        else []
+    )
     raw = {**result.raw, "usage": result.usage}
     try:
-        verdict, _ = record_verdict(group=group, grader=grader_name, status=result.status, grades=grades,
-                                    errors=result.errors, raw=raw)
+        verdict, _ = record_verdict(
+            group=group, grader=grader_name, status=result.status, grades=grades, errors=result.errors, raw=raw
+        )
     except IntegrityError:  # a concurrent delivery stored it first
         verdict = Verdict.objects.get(group=group, grader=grader_name)
     return verdict
@@ -217,7 +232,9 @@ def record_prescreen(*, group: Group, workspace) -> int:
         return 0
     rollouts = {r.index: r for r in Rollout.objects.filter(group=group).only("id", "index")}
     known = set(
-        CheatDecision.objects.filter(rollout__group=group, source=CheatDecision.Source.PRESCREEN).values_list("rollout_id", "reason")
+        CheatDecision.objects.filter(rollout__group=group, source=CheatDecision.Source.PRESCREEN).values_list(
+            "rollout_id", "reason"
+        )
     )
     created = 0
     for signal in signals:
@@ -225,8 +242,13 @@ def record_prescreen(*, group: Group, workspace) -> int:
         reason = f"{signal.signal}: {signal.detail}"[:1000]
         if rollout is None or (rollout.pk, reason) in known:
             continue
-        CheatDecision.objects.create(rollout=rollout, source=CheatDecision.Source.PRESCREEN, reason=reason, author="prescreen",
-                                     evidence=[signal.evidence.as_dict()] if signal.evidence else [])
+        CheatDecision.objects.create(
+            rollout=rollout,
+            source=CheatDecision.Source.PRESCREEN,
+            reason=reason,
+            author="prescreen",
+            evidence=[signal.evidence.as_dict()] if signal.evidence else [],
+        )
         known.add((rollout.pk, reason))
         created += 1
     return created
@@ -236,6 +258,9 @@ def _finish(job: GradingJob, verdict: Verdict, *, error: str) -> None:
     usage = (verdict.raw or {}).get("usage", {})
     GradingJob.objects.filter(pk=job.pk).update(
         status=GradingJob.Status.DONE if verdict.status == Verdict.Status.VALID else GradingJob.Status.FAILED,
-        verdict=verdict, finished_at=timezone.now(), usage=usage, latency_s=usage.get("latency_s"),
+        verdict=verdict,
+        finished_at=timezone.now(),
+        usage=usage,
+        latency_s=usage.get("latency_s"),
         error=error or "; ".join(verdict.errors or [])[:2000],
     )

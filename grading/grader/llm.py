@@ -74,7 +74,9 @@ VERDICT_SCHEMA: dict = {
                         "type": "object",
                         "additionalProperties": False,
                         "required": list(RUBRIC),
-                        "properties": {name: {"type": "integer", "minimum": SCORE_RANGE[0], "maximum": SCORE_RANGE[1]} for name in RUBRIC},
+                        "properties": {
+                            name: {"type": "integer", "minimum": SCORE_RANGE[0], "maximum": SCORE_RANGE[1]} for name in RUBRIC
+                        },
                     },
                     "cheat": {"type": "boolean"},
                     "evidence": {
@@ -86,13 +88,19 @@ VERDICT_SCHEMA: dict = {
                             "properties": {
                                 "kind": {"type": "string", "enum": list(EVIDENCE_KINDS)},
                                 "rollout": {"type": "integer"},
-                                "locator": {"type": "string", "description": "patch: 'path:line' (new side); turn: position; test: test id or 'log:N'"},
+                                "locator": {
+                                    "type": "string",
+                                    "description": "patch: 'path:line' (new side); turn: position; test: test id or 'log:N'",
+                                },
                                 "note": {"type": "string"},
-                                "category": {"type": "string", "enum": list(TURN_CATEGORIES),
-                                             "description": "turn citations only, when the turn was spent for nothing: "
-                                                            "redundant_exploration (re-reading or re-searching what it "
-                                                            "already knew) or wasted_effort (repeating a failing command, "
-                                                            "an abandoned approach)"},
+                                "category": {
+                                    "type": "string",
+                                    "enum": list(TURN_CATEGORIES),
+                                    "description": "turn citations only, when the turn was spent for nothing: "
+                                    "redundant_exploration (re-reading or re-searching what it "
+                                    "already knew) or wasted_effort (repeating a failing command, "
+                                    "an abandoned approach)",
+                                },
                             },
                         },
                     },
@@ -102,6 +110,7 @@ VERDICT_SCHEMA: dict = {
     },
 }
 
+
 def system_prompt(guide: Guide = DEFAULT_GUIDE) -> str:
     """The grader's system prompt with the project's rubric guide (grading.method.guide) in it."""
     return f"""You are a code reviewer grading the rollouts of one group: several attempts by coding agents at the same task. Some attempts passed the task's tests, some failed; the failing ones are background for judging the passing ones.
@@ -109,7 +118,7 @@ def system_prompt(guide: Guide = DEFAULT_GUIDE) -> str:
 For EVERY passing rollout decide:
 - tier: {describe_tiers(guide)};
 - rank within the group: 1 is best; give equal ranks where the evidence does not separate rollouts;
-- scores 1..5 (5 best) on: {', '.join(RUBRIC)}; what each means, with an example:
+- scores 1..5 (5 best) on: {", ".join(RUBRIC)}; what each means, with an example:
 {describe_dimensions(guide)}
 - cheat: true only when the rollout relied on a leaked answer (read the upstream fix from git history, the network or an installed newer release of the package);
 - evidence: every tier below T1, every score of 2 or less and every cheat flag needs at least one citation that resolves: {{"kind": "patch", "locator": "path:line"}} with a new-side line number shown by read_patch, {{"kind": "turn", "locator": "<position>"}} from summarize_turns/read_turns, or {{"kind": "test", "locator": "<test id>" or "log:N"}} from test_outcomes/read_test_log; each with the rollout index and a short note. A turn citation of a passing rollout may add "category": "redundant_exploration" or "wasted_effort" when the turn was spent for nothing (re-reading what it already knew, repeating a failing command, an abandoned approach); such turns get less of the rollout's credit, so use it only for turns that did not move the solution on.
@@ -144,12 +153,26 @@ class _Run:
 
 def tool_specs(workspace: GroupWorkspace) -> list[dict]:
     """The tools offered for this group (OpenAI `tools` format), submit_verdict last."""
-    names = [n for n in TOOLS if not (n == "read_file" and workspace.checkout_path is None)
-             and not (n == "read_reference_patch" and not (workspace.gold_patch or workspace.test_patch))]
-    specs = [{"type": "function", "function": {"name": n, "description": TOOLS[n].description, "parameters": TOOLS[n].parameters}} for n in names]
-    specs.append({"type": "function", "function": {
-        "name": SUBMIT, "description": "Submit the verdict for every passing rollout. Ends the review when it validates.",
-        "parameters": VERDICT_SCHEMA}})
+    names = [
+        n
+        for n in TOOLS
+        if not (n == "read_file" and workspace.checkout_path is None)
+        and not (n == "read_reference_patch" and not (workspace.gold_patch or workspace.test_patch))
+    ]
+    specs = [
+        {"type": "function", "function": {"name": n, "description": TOOLS[n].description, "parameters": TOOLS[n].parameters}}
+        for n in names
+    ]
+    specs.append(
+        {
+            "type": "function",
+            "function": {
+                "name": SUBMIT,
+                "description": "Submit the verdict for every passing rollout. Ends the review when it validates.",
+                "parameters": VERDICT_SCHEMA,
+            },
+        }
+    )
     return specs
 
 
@@ -160,9 +183,15 @@ def parse_verdict(arguments: Any) -> tuple[list[RolloutJudgment], list[str]]:
         return [], errors
     judgments = [
         RolloutJudgment(
-            index=j["rollout"], tier=j["tier"], rank=j["rank"], scores=dict(j["scores"]), cheat=j["cheat"],
-            evidence=[Evidence(e["kind"], e["rollout"], e["locator"], e["note"], e.get("category", "") if e["kind"] == "turn" else "")
-                      for e in j["evidence"]],
+            index=j["rollout"],
+            tier=j["tier"],
+            rank=j["rank"],
+            scores=dict(j["scores"]),
+            cheat=j["cheat"],
+            evidence=[
+                Evidence(e["kind"], e["rollout"], e["locator"], e["note"], e.get("category", "") if e["kind"] == "turn" else "")
+                for e in j["evidence"]
+            ],
         )
         for j in arguments["judgments"]
     ]
@@ -181,7 +210,6 @@ def opening_message(workspace: GroupWorkspace) -> str:
         f"Grade this group. It has {len(workspace.rollouts)} rollouts; the passing ones are {passing}. "
         f"Judge exactly these, then call {SUBMIT}."
     )
-
 
 
 def grader_name(model: str) -> str:
@@ -214,8 +242,13 @@ class LLMGrader:
         # hook counts HTTP attempts (retries included) for the grade() running on this thread.
         self._attempts = threading.local()
         http_client = DefaultHttpxClient(event_hooks={"request": [self._count_attempt]})
-        self._client = OpenAI(base_url=base_url, api_key=api_key or "none", timeout=request_timeout, max_retries=max_retries,
-                              http_client=http_client)
+        self._client = OpenAI(
+            base_url=base_url,
+            api_key=api_key or "none",
+            timeout=request_timeout,
+            max_retries=max_retries,
+            http_client=http_client,
+        )
 
     def _count_attempt(self, request) -> None:
         self._attempts.n = getattr(self._attempts, "n", 0) + 1
@@ -226,10 +259,12 @@ class LLMGrader:
     def grade(self, workspace: GroupWorkspace) -> GraderResult:
         started = time.monotonic()
         passing = [r.index for r in workspace.passing]
-        run = _Run(messages=[
-            {"role": "system", "content": system_prompt(workspace.guide)},
-            {"role": "user", "content": opening_message(workspace)},
-        ])
+        run = _Run(
+            messages=[
+                {"role": "system", "content": system_prompt(workspace.guide)},
+                {"role": "user", "content": opening_message(workspace)},
+            ]
+        )
         if not passing:
             result = GraderResult("invalid", errors=["the group has no passing rollout; there is nothing to grade"])
         else:
@@ -239,8 +274,11 @@ class LLMGrader:
                 log.exception("LLM grader failed on group %s", workspace.uid)
                 result = GraderResult("invalid", errors=[f"grader error: {type(exc).__name__}: {exc}"])
         result.usage = {
-            "turns": run.turns, "api_calls": run.api_calls, "prompt_tokens": run.prompt_tokens,
-            "completion_tokens": run.completion_tokens, "latency_s": round(time.monotonic() - started, 3),
+            "turns": run.turns,
+            "api_calls": run.api_calls,
+            "prompt_tokens": run.prompt_tokens,
+            "completion_tokens": run.completion_tokens,
+            "latency_s": round(time.monotonic() - started, 3),
             "submissions": len(run.submissions),
         }
         result.raw = {"verdict": run.submissions[-1] if run.submissions else None, "transcript": run.transcript}
@@ -254,7 +292,12 @@ class LLMGrader:
             if run.turns >= self.max_turns:
                 return GraderResult("timeout", errors=[f"turn budget exhausted: {run.turns} model calls without a valid verdict"])
             if run.tokens >= self.max_tokens_budget:
-                return GraderResult("timeout", errors=[f"token budget exhausted: {run.tokens} of {self.max_tokens_budget} tokens used without a valid verdict"])
+                return GraderResult(
+                    "timeout",
+                    errors=[
+                        f"token budget exhausted: {run.tokens} of {self.max_tokens_budget} tokens used without a valid verdict"
+                    ],
+                )
             if run.turns == self.max_turns - 1 and not run.told_last_turn:
                 run.told_last_turn = True
                 run.messages.append({"role": "user", "content": f"This is your last turn: call {SUBMIT} now."})
@@ -275,19 +318,40 @@ class LLMGrader:
                     arguments = json.loads(arguments_text) if arguments_text.strip() else {}
                     error = None
                 except ValueError as exc:
-                    arguments, error = None, f"the arguments are not valid JSON ({exc}); call {call.function.name} again with a JSON object"
+                    arguments, error = (
+                        None,
+                        f"the arguments are not valid JSON ({exc}); call {call.function.name} again with a JSON object",
+                    )
                 parsed.append((call, arguments, error))
             # Malformed arguments go back into the history as "{}": some servers re-parse
             # the history's arguments and would refuse the whole next request.
-            run.messages.append({
-                "role": "assistant", "content": message.content or "",
-                **({"tool_calls": [
-                    {"id": call.id, "type": "function", "function": {"name": call.function.name, "arguments": call.function.arguments if error is None else "{}"}}
-                    for call, _, error in parsed
-                ]} if parsed else {}),
-            })
+            run.messages.append(
+                {
+                    "role": "assistant",
+                    "content": message.content or "",
+                    **(
+                        {
+                            "tool_calls": [
+                                {
+                                    "id": call.id,
+                                    "type": "function",
+                                    "function": {
+                                        "name": call.function.name,
+                                        "arguments": call.function.arguments if error is None else "{}",
+                                    },
+                                }
+                                for call, _, error in parsed
+                            ]
+                        }
+                        if parsed
+                        else {}
+                    ),
+                }
+            )
             if not parsed:
-                run.messages.append({"role": "user", "content": f"Reply by calling a tool. The review ends only with a valid {SUBMIT} call."})
+                run.messages.append(
+                    {"role": "user", "content": f"Reply by calling a tool. The review ends only with a valid {SUBMIT} call."}
+                )
                 continue
 
             for call, arguments, error in parsed:
@@ -302,12 +366,20 @@ class LLMGrader:
                         return GraderResult("valid", judgments=sorted(judgments, key=lambda j: (j.rank, j.index)))
                     if len(run.submissions) >= MAX_SUBMISSIONS:
                         return GraderResult("invalid", errors=errors)
-                    content = {"accepted": False, "errors": errors,
-                               "next": f"Fix every error and call {SUBMIT} again; a second rejected verdict is final."}
+                    content = {
+                        "accepted": False,
+                        "errors": errors,
+                        "next": f"Fix every error and call {SUBMIT} again; a second rejected verdict is final.",
+                    }
                 else:
                     content = {"error": error} if error else call_tool(workspace, name, arguments)
-                    entry["calls"].append({"name": name, "arguments": _one_line(call.function.arguments, 120),
-                                           **({"error": _one_line(content["error"])} if "error" in content else {})})
+                    entry["calls"].append(
+                        {
+                            "name": name,
+                            "arguments": _one_line(call.function.arguments, 120),
+                            **({"error": _one_line(content["error"])} if "error" in content else {}),
+                        }
+                    )
                 run.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content, ensure_ascii=False)})
 
     def _call(self, run: _Run, tools: list[dict]):
@@ -322,13 +394,22 @@ class LLMGrader:
             # concurrent graders that cost throughput (benchmarks/grading.py).
             completion = self._client.post("/chat/completions", cast_to=ChatCompletion, body=body)
         except openai.APITimeoutError:
-            return None, GraderResult("timeout", errors=[f"the model server did not answer in time ({self._attempts.n} attempts)"])
+            return None, GraderResult(
+                "timeout", errors=[f"the model server did not answer in time ({self._attempts.n} attempts)"]
+            )
         except openai.APIConnectionError as exc:
-            return None, GraderResult("timeout", errors=[f"could not reach the model server ({self._attempts.n} attempts): {exc}"])
+            return None, GraderResult(
+                "timeout", errors=[f"could not reach the model server ({self._attempts.n} attempts): {exc}"]
+            )
         except openai.APIStatusError as exc:
-            return None, GraderResult("invalid", errors=[f"the model server answered {exc.status_code} ({self._attempts.n} attempts): {_one_line(exc.message)}"])
+            return None, GraderResult(
+                "invalid",
+                errors=[f"the model server answered {exc.status_code} ({self._attempts.n} attempts): {_one_line(exc.message)}"],
+            )
         except (openai.OpenAIError, ValueError) as exc:  # an unusable body (not JSON, wrong shape)
-            return None, GraderResult("invalid", errors=[f"unusable response from the model server: {type(exc).__name__}: {_one_line(exc)}"])
+            return None, GraderResult(
+                "invalid", errors=[f"unusable response from the model server: {type(exc).__name__}: {_one_line(exc)}"]
+            )
         finally:
             run.api_calls += self._attempts.n
         usage = getattr(completion, "usage", None)

@@ -55,8 +55,10 @@ def check_policy(fields: dict) -> dict:
     if "grading_deadline_seconds" in fields:
         value = fields["grading_deadline_seconds"]
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= Run.MAX_DEADLINE_SECONDS:
-            raise PolicyError("grading_deadline_seconds",
-                              f"grading_deadline_seconds must be a whole number of seconds from 1 to {Run.MAX_DEADLINE_SECONDS}")
+            raise PolicyError(
+                "grading_deadline_seconds",
+                f"grading_deadline_seconds must be a whole number of seconds from 1 to {Run.MAX_DEADLINE_SECONDS}",
+            )
     if "description" in fields:
         value = fields["description"]
         if not isinstance(value, str) or "\x00" in value or len(value) > MAX_DESCRIPTION:

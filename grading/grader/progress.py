@@ -43,7 +43,9 @@ class StepStatus:
     @property
     def header(self) -> str:
         """The counts as one response header value."""
-        return ", ".join(f"{key}={getattr(self, key)}" for key in ("groups", "mixed", "graded", "invalid", "timeout", "pending", "fallback"))
+        return ", ".join(
+            f"{key}={getattr(self, key)}" for key in ("groups", "mixed", "graded", "invalid", "timeout", "pending", "fallback")
+        )
 
 
 def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
@@ -55,14 +57,17 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     mixed = dict(step.groups.filter(is_mixed=True).values_list("id", "created_at"))
     latest: dict[int, str] = {}
     for group_id, status in (
-        Verdict.objects.filter(group__step=step, group__is_mixed=True).order_by("group_id", "-created_at", "-id")
+        Verdict.objects.filter(group__step=step, group__is_mixed=True)
+        .order_by("group_id", "-created_at", "-id")
         .values_list("group_id", "status")
     ):
         latest.setdefault(group_id, status)
     waiting = [group_id for group_id in mixed if group_id not in latest]
-    requeued = dict(
-        Group.objects.filter(pk__in=waiting).annotate(q=Max("grading_jobs__queued_at")).values_list("id", "q")
-    ) if waiting else {}
+    requeued = (
+        dict(Group.objects.filter(pk__in=waiting).annotate(q=Max("grading_jobs__queued_at")).values_list("id", "q"))
+        if waiting
+        else {}
+    )
     limit = timedelta(seconds=run.grading_deadline_seconds)
     deadlines = [max(mixed[g], requeued.get(g) or mixed[g]) + limit for g in waiting]
     open_deadlines = [d for d in deadlines if d > now]
@@ -71,8 +76,17 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     timeout = sum(1 for s in latest.values() if s == Verdict.Status.TIMEOUT)
     pending = len(open_deadlines)
     return StepStatus(
-        run=run.name, step=step.number, groups=groups, mixed=len(mixed), graded=graded, invalid=invalid, timeout=timeout,
-        pending=pending, fallback=len(mixed) - graded - pending, final=pending == 0, inputs_version=version,
+        run=run.name,
+        step=step.number,
+        groups=groups,
+        mixed=len(mixed),
+        graded=graded,
+        invalid=invalid,
+        timeout=timeout,
+        pending=pending,
+        fallback=len(mixed) - graded - pending,
+        final=pending == 0,
+        inputs_version=version,
         deadline=max(open_deadlines) if open_deadlines else None,
     )
 

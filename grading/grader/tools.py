@@ -54,6 +54,7 @@ class ToolError(Exception):
 
 # --- argument validation (the subset of JSON schema the tools and the verdict use) ----
 
+
 def validate(schema: dict, value: Any, where: str = "") -> list[str]:
     """Errors of `value` against `schema`; empty when it conforms.
 
@@ -72,7 +73,9 @@ def validate(schema: dict, value: Any, where: str = "") -> list[str]:
             if name not in value:
                 errors.append(f"{_join(where, name)}: required")
         if schema.get("additionalProperties") is False:
-            errors.extend(f"{_join(where, name)}: unexpected (allowed: {', '.join(props) or 'none'})" for name in value if name not in props)
+            errors.extend(
+                f"{_join(where, name)}: unexpected (allowed: {', '.join(props) or 'none'})" for name in value if name not in props
+            )
         for name, sub in props.items():
             if name in value:
                 errors.extend(validate(sub, value[name], _join(where, name)))
@@ -132,6 +135,7 @@ def call_tool(workspace: GroupWorkspace, name: str, arguments: Any) -> dict:
 
 # --- helpers --------------------------------------------------------------------------
 
+
 def _rollout(workspace: GroupWorkspace, index: int) -> RolloutView:
     try:
         return workspace.rollout(index)
@@ -163,12 +167,23 @@ def _render_patch(text: str, only: str | None = None) -> dict:
                 new = "" if row.new_no is None else row.new_no
                 old = "" if row.old_no is None else row.old_no
                 rows.append(f"{new:>6} {old:>6} |{signs[row.kind]}{row.text}")
-        files.append({"path": file.path, "added": file.added, "removed": file.removed, "binary": file.status == "binary",
-                      "diff": clip("\n".join(rows))})
+        files.append(
+            {
+                "path": file.path,
+                "added": file.added,
+                "removed": file.removed,
+                "binary": file.status == "binary",
+                "diff": clip("\n".join(rows)),
+            }
+        )
     if only is not None and not files:
         raise ToolError(f"the patch does not touch {only!r}; it touches {[f.path for f in parsed.files]}")
-    return {"parses": True, "columns": "new-side line, old-side line, |, sign (+ added, - removed, space context), code",
-            "cite_as": "path:<new-side line>", "files": files}
+    return {
+        "parses": True,
+        "columns": "new-side line, old-side line, |, sign (+ added, - removed, space context), code",
+        "cite_as": "path:<new-side line>",
+        "files": files,
+    }
 
 
 def _one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
@@ -179,20 +194,28 @@ def _one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
 def _line_range(lines: list[str], start: int, count: int, prefix: str = "") -> dict:
     chosen = lines[start - 1 : start - 1 + count]
     return {
-        "total_lines": len(lines), "start": start, "end": start + len(chosen) - 1 if chosen else start - 1,
+        "total_lines": len(lines),
+        "start": start,
+        "end": start + len(chosen) - 1 if chosen else start - 1,
         "lines": [{"locator": f"{prefix}{start + i}", "text": clip(line, 2_000)["text"]} for i, line in enumerate(chosen)],
     }
 
 
 # --- the tools ------------------------------------------------------------------------
 
+
 def get_task(workspace: GroupWorkspace) -> dict:
     return {
-        "uid": workspace.uid, "instance_id": workspace.instance_id, "repo": workspace.repo,
+        "uid": workspace.uid,
+        "instance_id": workspace.instance_id,
+        "repo": workspace.repo,
         "problem_statement": clip(workspace.problem_statement),
-        "fail_to_pass": workspace.fail_to_pass[:MAX_TEST_IDS], "pass_to_pass": workspace.pass_to_pass[:MAX_TEST_IDS],
-        "fail_to_pass_count": len(workspace.fail_to_pass), "pass_to_pass_count": len(workspace.pass_to_pass),
-        "has_gold_patch": bool(workspace.gold_patch), "has_test_patch": bool(workspace.test_patch),
+        "fail_to_pass": workspace.fail_to_pass[:MAX_TEST_IDS],
+        "pass_to_pass": workspace.pass_to_pass[:MAX_TEST_IDS],
+        "fail_to_pass_count": len(workspace.fail_to_pass),
+        "pass_to_pass_count": len(workspace.pass_to_pass),
+        "has_gold_patch": bool(workspace.gold_patch),
+        "has_test_patch": bool(workspace.test_patch),
         "has_checkout": workspace.checkout_path is not None,
         "passing_rollouts": [r.index for r in workspace.passing],
         "failing_rollouts": [r.index for r in workspace.rollouts if not r.passed],
@@ -206,10 +229,16 @@ def list_rollouts(workspace: GroupWorkspace) -> dict:
         parsed = parse_patch(r.patch, render=False)
         rows.append(
             {
-                "index": r.index, "passed": r.passed, "exit_status": r.exit_status, "stats": r.stats,
-                "turns": len(r.messages), "test_log_lines": r.test_log.count("\n") + 1 if r.test_log else 0,
+                "index": r.index,
+                "passed": r.passed,
+                "exit_status": r.exit_status,
+                "stats": r.stats,
+                "turns": len(r.messages),
+                "test_log_lines": r.test_log.count("\n") + 1 if r.test_log else 0,
                 "patch_parses": parsed.parses,
-                "patch_files": [{"path": f.path, "status": f.status, "added": f.added, "removed": f.removed} for f in parsed.files],
+                "patch_files": [
+                    {"path": f.path, "status": f.status, "added": f.added, "removed": f.removed} for f in parsed.files
+                ],
             }
         )
     return {"rollouts": rows}
@@ -271,7 +300,9 @@ def outcomes_of_tests(workspace: GroupWorkspace, rollout: int) -> dict:
             entry[f"{key}_count"] = len(ids)
         categories[str(category)] = entry
     return {
-        "rollout": rollout, "passed": r.passed, "tests": categories,
+        "rollout": rollout,
+        "passed": r.passed,
+        "tests": categories,
         "test_log_lines": r.test_log.count("\n") + 1 if r.test_log else 0,
         "cite_as": "a test id listed here, or log:N for line N (1-based) of the test log",
     }
@@ -328,32 +359,78 @@ def _schema(properties: dict | None = None, required: tuple[str, ...] = ()) -> d
 
 
 TOOLS: dict[str, Tool] = {
-    "get_task": Tool(get_task, "The task: repository, problem statement, FAIL_TO_PASS and PASS_TO_PASS test ids, which rollouts passed, and whether a gold/test patch and a repository checkout are available.", _schema()),
-    "list_rollouts": Tool(list_rollouts, "Every rollout of the group: index, passed, exit status, stats, number of turns and test-log lines, and the files its patch touches with lines added/removed.", _schema()),
+    "get_task": Tool(
+        get_task,
+        "The task: repository, problem statement, FAIL_TO_PASS and PASS_TO_PASS test ids, which rollouts passed, and whether a gold/test patch and a repository checkout are available.",
+        _schema(),
+    ),
+    "list_rollouts": Tool(
+        list_rollouts,
+        "Every rollout of the group: index, passed, exit status, stats, number of turns and test-log lines, and the files its patch touches with lines added/removed.",
+        _schema(),
+    ),
     "summarize_turns": Tool(
-        summarize_turns, "One line per turn of a rollout's trajectory: position (0-based, what a turn citation names), role, a one-line summary of its action or text, and its size in characters.",
-        _schema({"rollout": _ROLLOUT, "start": {"type": "integer", "minimum": 0}, "count": {"type": "integer", "minimum": 1, "maximum": 500}}, ("rollout",)),
+        summarize_turns,
+        "One line per turn of a rollout's trajectory: position (0-based, what a turn citation names), role, a one-line summary of its action or text, and its size in characters.",
+        _schema(
+            {
+                "rollout": _ROLLOUT,
+                "start": {"type": "integer", "minimum": 0},
+                "count": {"type": "integer", "minimum": 1, "maximum": 500},
+            },
+            ("rollout",),
+        ),
     ),
     "read_turns": Tool(
-        read_turns, f"Full turns of a rollout's trajectory from position `start` (0-based), at most {MAX_TURNS_PER_READ} at a time; each field is cut at max_chars characters (and says so).",
-        _schema({"rollout": _ROLLOUT, "start": {"type": "integer", "minimum": 0}, "count": {"type": "integer", "minimum": 1, "maximum": MAX_TURNS_PER_READ},
-                 "max_chars": {"type": "integer", "minimum": 200, "maximum": MAX_TEXT}}, ("rollout", "start")),
+        read_turns,
+        f"Full turns of a rollout's trajectory from position `start` (0-based), at most {MAX_TURNS_PER_READ} at a time; each field is cut at max_chars characters (and says so).",
+        _schema(
+            {
+                "rollout": _ROLLOUT,
+                "start": {"type": "integer", "minimum": 0},
+                "count": {"type": "integer", "minimum": 1, "maximum": MAX_TURNS_PER_READ},
+                "max_chars": {"type": "integer", "minimum": 200, "maximum": MAX_TEXT},
+            },
+            ("rollout", "start"),
+        ),
     ),
     "read_patch": Tool(
-        read_patch, "A rollout's final patch, whole or one file (`path` as list_rollouts gives it), with new-side line numbers: cite a line as 'path:<new-side line>'.",
+        read_patch,
+        "A rollout's final patch, whole or one file (`path` as list_rollouts gives it), with new-side line numbers: cite a line as 'path:<new-side line>'.",
         _schema({"rollout": _ROLLOUT, "path": {"type": "string"}}, ("rollout",)),
     ),
-    "test_outcomes": Tool(outcomes_of_tests, "A rollout's test outcomes per category (FAIL_TO_PASS, PASS_TO_PASS): test ids that succeeded and failed.", _schema({"rollout": _ROLLOUT}, ("rollout",))),
+    "test_outcomes": Tool(
+        outcomes_of_tests,
+        "A rollout's test outcomes per category (FAIL_TO_PASS, PASS_TO_PASS): test ids that succeeded and failed.",
+        _schema({"rollout": _ROLLOUT}, ("rollout",)),
+    ),
     "read_test_log": Tool(
-        read_test_log, f"Lines of a rollout's test log from line `start` (1-based), at most {MAX_LINES_PER_READ}; cite a line as 'log:N'.",
-        _schema({"rollout": _ROLLOUT, "start": {"type": "integer", "minimum": 1}, "count": {"type": "integer", "minimum": 1, "maximum": MAX_LINES_PER_READ}}, ("rollout",)),
+        read_test_log,
+        f"Lines of a rollout's test log from line `start` (1-based), at most {MAX_LINES_PER_READ}; cite a line as 'log:N'.",
+        _schema(
+            {
+                "rollout": _ROLLOUT,
+                "start": {"type": "integer", "minimum": 1},
+                "count": {"type": "integer", "minimum": 1, "maximum": MAX_LINES_PER_READ},
+            },
+            ("rollout",),
+        ),
     ),
     "read_reference_patch": Tool(
-        read_reference_patch, "The task's reference fix ('gold') or the patch that adds its tests ('test'), when the group has them. Context only: not citable.",
+        read_reference_patch,
+        "The task's reference fix ('gold') or the patch that adds its tests ('test'), when the group has them. Context only: not citable.",
         _schema({"which": {"type": "string", "enum": ["gold", "test"]}}),
     ),
     "read_file": Tool(
-        read_file, f"Read-only view of the repository checkout at the task's base commit (when has_checkout): a directory listing, or lines of a file from `start` (1-based), at most {MAX_LINES_PER_READ}. `path` is relative to the repository root.",
-        _schema({"path": {"type": "string"}, "start": {"type": "integer", "minimum": 1}, "count": {"type": "integer", "minimum": 1, "maximum": MAX_LINES_PER_READ}}, ("path",)),
+        read_file,
+        f"Read-only view of the repository checkout at the task's base commit (when has_checkout): a directory listing, or lines of a file from `start` (1-based), at most {MAX_LINES_PER_READ}. `path` is relative to the repository root.",
+        _schema(
+            {
+                "path": {"type": "string"},
+                "start": {"type": "integer", "minimum": 1},
+                "count": {"type": "integer", "minimum": 1, "maximum": MAX_LINES_PER_READ},
+            },
+            ("path",),
+        ),
     ),
 }

@@ -27,8 +27,9 @@ class GradeInput:
 
 
 @transaction.atomic
-def record_verdict(*, group: Group, grader: str, status: str, grades: list[GradeInput] = (), errors: list | None = None,
-                   raw: dict | None = None) -> tuple[Verdict, bool]:
+def record_verdict(
+    *, group: Group, grader: str, status: str, grades: list[GradeInput] = (), errors: list | None = None, raw: dict | None = None
+) -> tuple[Verdict, bool]:
     """Store the verdict of `grader` on `group` once; a second call for the same pair returns the first.
 
     Returns (verdict, created). Grades must name passing rollouts of the group.
@@ -50,15 +51,26 @@ def record_verdict(*, group: Group, grader: str, status: str, grades: list[Grade
         Group.objects.filter(pk=group.pk).update(has_valid_verdict=True)
         group.has_valid_verdict = True
     RolloutGrade.objects.bulk_create(
-        RolloutGrade(verdict=verdict, rollout=rollouts[g.index], tier=g.tier, rank=g.rank, cheat=g.cheat, scores=g.scores,
-                     evidence=g.evidence)
+        RolloutGrade(
+            verdict=verdict,
+            rollout=rollouts[g.index],
+            tier=g.tier,
+            rank=g.rank,
+            cheat=g.cheat,
+            scores=g.scores,
+            evidence=g.evidence,
+        )
         for g in grades
     )
     for grade in grades:
         if grade.cheat:
-            CheatDecision.objects.create(rollout=rollouts[grade.index], source=CheatDecision.Source.GRADER,
-                                         reason="flagged by " + grader, author=grader[:150],
-                                         evidence=[e for e in grade.evidence or [] if isinstance(e, dict)])
+            CheatDecision.objects.create(
+                rollout=rollouts[grade.index],
+                source=CheatDecision.Source.GRADER,
+                reason="flagged by " + grader,
+                author=grader[:150],
+                evidence=[e for e in grade.evidence or [] if isinstance(e, dict)],
+            )
     mark_stale(step_ids=[group.step_id])
     verdict_recorded.send(sender=Verdict, group=group, verdict=verdict)  # people may have judged the group already
     return verdict, True

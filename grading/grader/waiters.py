@@ -49,8 +49,10 @@ def take_waiter_slot(*, project: Project, holder: str, seconds: float) -> int:
         )
         for rows, cap, whose in caps:
             if rows.count() > cap:
-                raise WaitersFull(f"{whose} already has {cap} requests waiting for a step (the most it may); "
-                                  f"try again after {RETRY_AFTER_SECONDS} s, or ask without wait=")
+                raise WaitersFull(
+                    f"{whose} already has {cap} requests waiting for a step (the most it may); "
+                    f"try again after {RETRY_AFTER_SECONDS} s, or ask without wait="
+                )
     except BaseException:
         release_waiter_slot(slot.pk)
         raise

@@ -31,8 +31,9 @@ def task_tests(task: Task) -> list[str]:
     return [str(name) for name in (task.fail_to_pass or [])] + [str(name) for name in (task.pass_to_pass or [])]
 
 
-def group_clusters(task: Task, rollouts: Sequence[tuple[int, str | PatchChanges | None, bool | None]]
-                   ) -> tuple[dict[int, StoredCluster], int]:
+def group_clusters(
+    task: Task, rollouts: Sequence[tuple[int, str | PatchChanges | None, bool | None]]
+) -> tuple[dict[int, StoredCluster], int]:
     """(index -> what to store, distinct passing solutions) for one group's
     (index, patch or its patch_changes, passed) triples."""
     found = cluster_patches([(index, patch) for index, patch, _ in rollouts], tests=task_tests(task))
@@ -56,10 +57,14 @@ def recluster(groups: Iterable[Group], *, apps=None) -> None:
     groups = list(groups)
     if not groups:
         return
-    models = {name: (apps.get_model("grading", name) if apps else model)
-              for name, model in (("Group", Group), ("Rollout", Rollout), ("RolloutContent", RolloutContent), ("Task", Task))}
+    models = {
+        name: (apps.get_model("grading", name) if apps else model)
+        for name, model in (("Group", Group), ("Rollout", Rollout), ("RolloutContent", RolloutContent), ("Task", Task))
+    }
     by_id = {g.pk: g for g in groups}
-    tasks = {t.pk: t for t in models["Task"].objects.filter(pk__in={g.task_id for g in groups}).only("fail_to_pass", "pass_to_pass")}
+    tasks = {
+        t.pk: t for t in models["Task"].objects.filter(pk__in={g.task_id for g in groups}).only("fail_to_pass", "pass_to_pass")
+    }
     patches = dict(models["RolloutContent"].objects.filter(rollout__group_id__in=by_id).values_list("rollout_id", "patch"))
     members: dict[int, list] = {}
     for rollout in models["Rollout"].objects.filter(group_id__in=by_id).only("id", "group_id", "index", "passed"):
@@ -71,7 +76,11 @@ def recluster(groups: Iterable[Group], *, apps=None) -> None:
             tasks[group.task_id], [(r.index, patches.get(r.pk, ""), r.passed) for r in rollouts]
         )
         for r in rollouts:
-            r.cluster, r.extra_files, r.cluster_label = stored[r.index].cluster, stored[r.index].extra_files, stored[r.index].label
+            r.cluster, r.extra_files, r.cluster_label = (
+                stored[r.index].cluster,
+                stored[r.index].extra_files,
+                stored[r.index].label,
+            )
             changed.append(r)
     models["Rollout"].objects.bulk_update(changed, ["cluster", "extra_files", "cluster_label"], batch_size=500)
     models["Group"].objects.bulk_update(groups, ["distinct_solutions"], batch_size=500)

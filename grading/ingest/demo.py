@@ -48,7 +48,12 @@ def _code_lines(rng: random.Random, n: int, indent: int = 4) -> list[str]:
 
 
 def _file_diff(rng: random.Random, path: str, hunks: int) -> str:
-    out = [f"diff --git a/{path} b/{path}", f"index {rng.getrandbits(28):07x}..{rng.getrandbits(28):07x} 100644", f"--- a/{path}", f"+++ b/{path}"]
+    out = [
+        f"diff --git a/{path} b/{path}",
+        f"index {rng.getrandbits(28):07x}..{rng.getrandbits(28):07x} 100644",
+        f"--- a/{path}",
+        f"+++ b/{path}",
+    ]
     line = rng.randint(10, 60)
     for _ in range(hunks):
         before = _code_lines(rng, 3)
@@ -78,9 +83,15 @@ SCRATCH_FILES = ("debug_issue.py", "reproduce_issue.py", "final_test.py", "FIX_S
 
 def _scratch_file(rng: random.Random) -> str:
     path = rng.choice(SCRATCH_FILES)
-    body = ["# notes on the fix", "The bug is fixed."] if path.endswith(".md") else ["import sys", "print('checking the fix')", "sys.exit(0)"]
-    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(body)} @@\n"
-            + "".join(f"+{line}\n" for line in body))
+    body = (
+        ["# notes on the fix", "The bug is fixed."]
+        if path.endswith(".md")
+        else ["import sys", "print('checking the fix')", "sys.exit(0)"]
+    )
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(body)} @@\n"
+        + "".join(f"+{line}\n" for line in body)
+    )
 
 
 def _observation(rng: random.Random, command: str, pad_chars: int) -> str:
@@ -89,7 +100,9 @@ def _observation(rng: random.Random, command: str, pad_chars: int) -> str:
         text = "\n".join(f"tests/test_{rng.choice(IDENTS)}.py::test_{rng.choice(VERBS)}_{i} PASSED" for i in range(n))
         text += f"\n\n======== {n} passed in {rng.uniform(0.5, 9):.2f}s ========"
     elif command.startswith("grep"):
-        text = "\n".join(f"{rng.choice(IDENTS)}.py:{rng.randint(1, 900)}:{line.strip()}" for line in _code_lines(rng, rng.randint(3, 15)))
+        text = "\n".join(
+            f"{rng.choice(IDENTS)}.py:{rng.randint(1, 900)}:{line.strip()}" for line in _code_lines(rng, rng.randint(3, 15))
+        )
     else:
         text = "\n".join(_code_lines(rng, rng.randint(10, 60), indent=rng.choice([0, 4, 8])))
     if pad_chars > len(text):
@@ -103,22 +116,37 @@ def _observation(rng: random.Random, command: str, pad_chars: int) -> str:
     return f"<returncode>0</returncode>\n<output>\n{text}\n</output>"
 
 
-def make_messages(rng: random.Random, problem: str, package: str, files: list[str], *, turns: int, target_chars: int = 0) -> list[dict]:
+def make_messages(
+    rng: random.Random, problem: str, package: str, files: list[str], *, turns: int, target_chars: int = 0
+) -> list[dict]:
     messages = [
-        {"role": "system", "content": "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks."},
+        {
+            "role": "system",
+            "content": "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks.",
+        },
         {"role": "user", "content": f"<pr_description>\n{problem}\n</pr_description>"},
     ]
     per_obs = max(0, target_chars // max(1, turns) - 400)
     for t in range(turns):
         path = f"{package}/{rng.choice(files)}"
         command = rng.choice(
-            [f"grep -rn '{rng.choice(IDENTS)}' {package} | head -30", f"sed -n '{rng.randint(1, 400)},+60p' {path}", f"cat {path}",
-             "python -m pytest -x -q", f"python reproduce_{rng.choice(IDENTS)}.py"]
+            [
+                f"grep -rn '{rng.choice(IDENTS)}' {package} | head -30",
+                f"sed -n '{rng.randint(1, 400)},+60p' {path}",
+                f"cat {path}",
+                "python -m pytest -x -q",
+                f"python reproduce_{rng.choice(IDENTS)}.py",
+            ]
         )
         thought = f"THOUGHT: I need to {rng.choice(VERBS)} how `{rng.choice(IDENTS)}` flows through {path} (step {t + 1})."
         messages.append({"role": "assistant", "content": f"{thought}\n\n```bash\n{command}\n```", "action": command})
         messages.append({"role": "user", "content": _observation(rng, command, per_obs)})
-    messages.append({"role": "assistant", "content": "THOUGHT: The fix is in place and tests pass.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"})
+    messages.append(
+        {
+            "role": "assistant",
+            "content": "THOUGHT: The fix is in place and tests pass.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```",
+        }
+    )
     return messages
 
 
@@ -130,7 +158,7 @@ def make_tests(rng: random.Random, passed: bool, package: str, f2p: list[str]) -
     regress = p2p[: rng.randint(0, 2)]
     return {
         "FAIL_TO_PASS": {"success": f2p[broken:], "failure": f2p[:broken]},
-        "PASS_TO_PASS": {"success": p2p[len(regress):], "failure": regress},
+        "PASS_TO_PASS": {"success": p2p[len(regress) :], "failure": regress},
     }
 
 
@@ -149,7 +177,10 @@ def make_group(
     instance_id = f"{repo.split('/')[1]}__{repo.split('/')[1]}-{10000 + task_number * 37}"
     # The task is the same at every step, so its fields come from a per-task generator.
     task_rng = random.Random(task_number * 7919 + 1)
-    f2p = [f"{package}/tests/test_{task_rng.choice(IDENTS)}.py::test_{task_rng.choice(VERBS)}_{i}" for i in range(task_rng.randint(1, 4))]
+    f2p = [
+        f"{package}/tests/test_{task_rng.choice(IDENTS)}.py::test_{task_rng.choice(VERBS)}_{i}"
+        for i in range(task_rng.randint(1, 4))
+    ]
     base_commit = f"{task_rng.getrandbits(40):010x}"
     problem = (
         f"`{task_rng.choice(VERBS)}_{task_rng.choice(IDENTS)}` returns the wrong {task_rng.choice(IDENTS)} when "
@@ -181,9 +212,15 @@ def make_group(
                 "patch": patch,
                 "messages": messages,
                 "tests": tests,
-                "test_log": "\n".join(f"{t} {'PASSED' if passed else rng.choice(['PASSED', 'FAILED'])}" for t in tests["PASS_TO_PASS"]["success"]),
+                "test_log": "\n".join(
+                    f"{t} {'PASSED' if passed else rng.choice(['PASSED', 'FAILED'])}" for t in tests["PASS_TO_PASS"]["success"]
+                ),
                 "exit_status": "Submitted" if rng.random() < 0.9 else "LimitsExceeded",
-                "stats": {"tokens": sum(len(str(m.get("content", ""))) for m in messages) // 4, "turns": n_turns, "cost_usd": round(rng.uniform(0.02, 0.6), 4)},
+                "stats": {
+                    "tokens": sum(len(str(m.get("content", ""))) for m in messages) // 4,
+                    "turns": n_turns,
+                    "cost_usd": round(rng.uniform(0.02, 0.6), 4),
+                },
                 "source": {"format": "gagar-demo", "ref": f"demo/{run}/step-{step}/{instance_id}/{index}"},
                 "metadata": {},
             }
@@ -204,10 +241,25 @@ def make_group(
     }
 
 
-def demo_groups(*, run: str = "demo-run", steps: int = 3, groups_per_step: int = 8, n_rollouts: int = 8, seed: int = 7,
-                target_rollout_bytes: int = 0, turns: tuple[int, int] = (8, 40)) -> Iterator[dict]:
+def demo_groups(
+    *,
+    run: str = "demo-run",
+    steps: int = 3,
+    groups_per_step: int = 8,
+    n_rollouts: int = 8,
+    seed: int = 7,
+    target_rollout_bytes: int = 0,
+    turns: tuple[int, int] = (8, 40),
+) -> Iterator[dict]:
     rng = random.Random(seed)
     for step in range(1, steps + 1):
         for task_number in range(groups_per_step):
-            yield make_group(rng, run=run, step=step, task_number=task_number, n_rollouts=n_rollouts,
-                             target_rollout_bytes=target_rollout_bytes, turns=turns)
+            yield make_group(
+                rng,
+                run=run,
+                step=step,
+                task_number=task_number,
+                n_rollouts=n_rollouts,
+                target_rollout_bytes=target_rollout_bytes,
+                turns=turns,
+            )

@@ -124,10 +124,21 @@ class ImportSummary:
         out = {
             "files": self.files,
             "bytes": self.bytes,
-            "groups": {"total": self.groups, "created": self.groups_created, "extended": self.groups_extended,
-                       "unchanged": self.groups_unchanged, "mixed": self.groups_mixed},
-            "rollouts": {"total": self.rollouts, "created": self.rollouts_created, "unchanged": self.rollouts_unchanged,
-                         "passed": self.rollouts_passed, "failed": self.rollouts_failed, "unknown": self.rollouts_unknown},
+            "groups": {
+                "total": self.groups,
+                "created": self.groups_created,
+                "extended": self.groups_extended,
+                "unchanged": self.groups_unchanged,
+                "mixed": self.groups_mixed,
+            },
+            "rollouts": {
+                "total": self.rollouts,
+                "created": self.rollouts_created,
+                "unchanged": self.rollouts_unchanged,
+                "passed": self.rollouts_passed,
+                "failed": self.rollouts_failed,
+                "unknown": self.rollouts_unknown,
+            },
             "refused": self.refused[:MAX_LISTED],
             "aborted": self.aborted,
         }
@@ -175,8 +186,13 @@ class _Stored:
             "instance_id", "repo", "base_commit", Length("problem_statement"), "fail_to_pass", "pass_to_pass"
         )
         for instance_id, repo, base_commit, statement_length, f2p, p2p in tasks:
-            present = {"repo": repo, "base_commit": base_commit, "problem_statement": statement_length, "FAIL_TO_PASS": f2p,
-                       "PASS_TO_PASS": p2p}
+            present = {
+                "repo": repo,
+                "base_commit": base_commit,
+                "problem_statement": statement_length,
+                "FAIL_TO_PASS": f2p,
+                "PASS_TO_PASS": p2p,
+            }
             self.task_has[instance_id] = {key for key, value in present.items() if value}
 
 
@@ -292,8 +308,9 @@ def import_runs(
     uids = list(uids_by_line.values())
     done = len(keys)
     for file in finder.group_files:
-        done = _import_group_file(file, project=project, run=run, summary=summary, uids=uids, done=done, total=total,
-                                  on_progress=on_progress)
+        done = _import_group_file(
+            file, project=project, run=run, summary=summary, uids=uids, done=done, total=total, on_progress=on_progress
+        )
     for start in range(0, len(uids), _LOOKUP_CHUNK):
         summary.groups_mixed += Group.objects.filter(
             run__project=project, run__name=run, uid__in=uids[start : start + _LOOKUP_CHUNK], is_mixed=True
@@ -302,7 +319,14 @@ def import_runs(
 
 
 def _import_group_file(
-    file: GroupFile, *, project: Project, run: str, summary: ImportSummary, uids: list[str], done: int, total: int,
+    file: GroupFile,
+    *,
+    project: Project,
+    run: str,
+    summary: ImportSummary,
+    uids: list[str],
+    done: int,
+    total: int,
     on_progress: Callable[[int, int], None] | None,
 ) -> int:
     """Stream one gagar-group/1 file into ingest as it is, into `summary`; returns the lines read so far (progress).
@@ -313,8 +337,10 @@ def _import_group_file(
 
     def check(parsed: ParsedGroup) -> str | None:
         if parsed.run != run:
-            return (f"run: {parsed.run!r}, but this import goes into run {run!r} (a group line keeps the run it names: "
-                    f"import it into run {parsed.run!r})")
+            return (
+                f"run: {parsed.run!r}, but this import goes into run {run!r} (a group line keeps the run it names: "
+                f"import it into run {parsed.run!r})"
+            )
         for rollout in parsed.rollouts:
             if rollout.reward is None:
                 summary.rollouts_unknown += 1
@@ -345,8 +371,9 @@ def _import_group_file(
     summary.groups_unchanged += report.groups_unchanged
     summary.rollouts_created += report.rollouts_created
     summary.rollouts_unchanged += report.rollouts_unchanged
-    summary.refused += [{"uid": e.uid or f"{file.ref} line {e.line}", "error": f"{file.ref} line {e.line}: {e.error}"}
-                        for e in report.errors]
+    summary.refused += [
+        {"uid": e.uid or f"{file.ref} line {e.line}", "error": f"{file.ref} line {e.line}: {e.error}"} for e in report.errors
+    ]
     if report.refused > len(report.errors):
         summary.refused.append({"uid": file.ref, "error": f"… and {report.refused - len(report.errors)} more refused lines"})
     if report.aborted:
@@ -392,7 +419,8 @@ def _check_quota(project: Project, size: int) -> None:
         raise UploadRefused(
             f"upload refused: it is {size:,} bytes and project {project.name!r} keeps {kept:,} of its {quota:,}-byte import "
             f"quota on disk (imports queued or running); wait for them to finish, upload smaller parts, or ask the server's "
-            f"operator to raise GAGAR_IMPORT_QUOTA_BYTES")
+            f"operator to raise GAGAR_IMPORT_QUOTA_BYTES"
+        )
 
 
 def store_upload(*, project: Project, files) -> tuple[str, list[dict], list[dict]]:
@@ -488,8 +516,10 @@ def unpack_upload(sources: list[dict], *, quota_left: int | None = None) -> tupl
     packed_bytes = sum((media / s["archive"]).stat().st_size for s in sources if "archive" in s)
     if quota_left is not None and quota_left - packed_bytes < budget.max_bytes:
         budget.max_bytes = max(0, quota_left - packed_bytes)
-        budget.bytes_limit_is = (f"what the project's {settings.GAGAR_IMPORT_QUOTA_BYTES:,}-byte import quota, "
-                                 "GAGAR_IMPORT_QUOTA_BYTES, leaves beside its other imports on disk")
+        budget.bytes_limit_is = (
+            f"what the project's {settings.GAGAR_IMPORT_QUOTA_BYTES:,}-byte import quota, "
+            "GAGAR_IMPORT_QUOTA_BYTES, leaves beside its other imports on disk"
+        )
     for source in sources:
         if "archive" not in source and source.get("path"):
             for path in (media / source["path"]).rglob("*"):
@@ -522,7 +552,14 @@ def unpack_upload(sources: list[dict], *, quota_left: int | None = None) -> tupl
 
 
 def create_import_job(
-    *, project: Project, user, run: str, step: int, fmt: str, sources: list[dict], uploaded: list[dict],
+    *,
+    project: Project,
+    user,
+    run: str,
+    step: int,
+    fmt: str,
+    sources: list[dict],
+    uploaded: list[dict],
     reward_threshold: float | None = None,
 ) -> ImportJob:
     """Record the job and queue it once the row is committed (the worker must be able to read it).
@@ -538,8 +575,15 @@ def create_import_job(
             _check_quota(project, size)
             run_obj, _ = Run.objects.get_or_create(project=project, name=run)
             job = ImportJob.objects.create(
-                project=project, run=run_obj, step=step, format=fmt, sources=sources, uploaded_files=uploaded, created_by=user,
-                reward_threshold=reward_threshold, disk_bytes=size,
+                project=project,
+                run=run_obj,
+                step=step,
+                format=fmt,
+                sources=sources,
+                uploaded_files=uploaded,
+                created_by=user,
+                reward_threshold=reward_threshold,
+                disk_bytes=size,
             )
             transaction.on_commit(lambda: import_job_task.delay(job_id=job.pk))
     except UploadRefused:
@@ -581,8 +625,11 @@ def run_import_job(*, job_id: int) -> ImportJob:
     job.refresh_from_db(fields=["attempts"])
     if job.attempts > MAX_ATTEMPTS:
         logger.error("import job %s: attempt %s, past the limit of %s; failed", job.pk, job.attempts, MAX_ATTEMPTS)
-        _fail(job, f"stopped after {MAX_ATTEMPTS} attempts: the worker was stopped each time while importing "
-                   "(out of memory or past the time limit?); the files are left out, upload smaller parts")
+        _fail(
+            job,
+            f"stopped after {MAX_ATTEMPTS} attempts: the worker was stopped each time while importing "
+            "(out of memory or past the time limit?); the files are left out, upload smaller parts",
+        )
         _clean_up(job)
         return job
     last_write = 0.0
@@ -606,8 +653,15 @@ def run_import_job(*, job_id: int) -> ImportJob:
                 shutil.rmtree(folder / _PACKED, ignore_errors=True)
         media = Path(settings.MEDIA_ROOT)
         sources = [Source(media / s["path"], label=s.get("label", ""), shown=_shown(s["path"])) for s in job.sources]
-        summary = import_runs(project=job.project, run=job.run.name, step=job.step, sources=sources, fmt=job.format,
-                              reward_threshold=job.reward_threshold, on_progress=progress)
+        summary = import_runs(
+            project=job.project,
+            run=job.run.name,
+            step=job.step,
+            sources=sources,
+            fmt=job.format,
+            reward_threshold=job.reward_threshold,
+            on_progress=progress,
+        )
         job.refresh_from_db(fields=["progress_done", "progress_total"])
         job.summary = _safe(summary.as_dict())
         problem = summary.aborted or summary.nothing_imported()
@@ -639,7 +693,9 @@ def remove_orphan_uploads(*, older_than: timedelta = ORPHAN_AGE) -> list[str]:
     """
     root = _uploads_root()
     active = ImportJob.objects.filter(status__in=[ImportJob.Status.QUEUED, ImportJob.Status.RUNNING])
-    owned = {folder.name for folder in (_upload_folder(sources) for sources in active.values_list("sources", flat=True)) if folder}
+    owned = {
+        folder.name for folder in (_upload_folder(sources) for sources in active.values_list("sources", flat=True)) if folder
+    }
     cutoff = time.time() - older_than.total_seconds()
     removed = []
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
@@ -648,8 +704,9 @@ def remove_orphan_uploads(*, older_than: timedelta = ORPHAN_AGE) -> list[str]:
         shutil.rmtree(folder, ignore_errors=True) if folder.is_dir() else folder.unlink(missing_ok=True)
         removed.append(folder.name)
     ended = timezone.now() - older_than
-    ImportJob.objects.filter(status__in=[ImportJob.Status.DONE, ImportJob.Status.FAILED], disk_bytes__gt=0,
-                             finished_at__lt=ended).update(disk_bytes=0)
+    ImportJob.objects.filter(
+        status__in=[ImportJob.Status.DONE, ImportJob.Status.FAILED], disk_bytes__gt=0, finished_at__lt=ended
+    ).update(disk_bytes=0)
     if removed:
         logger.info("removed %s orphaned upload folder(s): %s", len(removed), ", ".join(removed[:20]))
     return removed

@@ -201,12 +201,16 @@ class _BatchWriter:
             except (DataError, OverflowError) as exc:
                 self._forget_cache()
                 reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc.__class__.__name__
-                self.report.refuse(pending.line, f"could not be stored: the database refused a value ({reason})", pending.group.uid)
+                self.report.refuse(
+                    pending.line, f"could not be stored: the database refused a value ({reason})", pending.group.uid
+                )
                 return
             except IntegrityError:
                 self._forget_cache()
                 if attempt == attempts - 1:
-                    self.report.refuse(pending.line, "could not be stored: concurrent writers kept colliding; resend it", pending.group.uid)
+                    self.report.refuse(
+                        pending.line, "could not be stored: concurrent writers kept colliding; resend it", pending.group.uid
+                    )
                 continue
             self._apply(outcome)
             return
@@ -341,7 +345,9 @@ class _BatchWriter:
         A field present on both sides must agree; a field one side lacks is filled in.
         Lines are checked in order, so two lines of one batch are held to each other too.
         """
-        stored = {t.instance_id: t for t in Task.objects.filter(run=run, instance_id__in={p.group.task.instance_id for p in items})}
+        stored = {
+            t.instance_id: t for t in Task.objects.filter(run=run, instance_id__in={p.group.task.instance_id for p in items})
+        }
         known: dict[str, dict] = {
             instance_id: {name: value for name in _TASK_FIELDS if (value := getattr(row, name)) not in _EMPTY}
             for instance_id, row in stored.items()
@@ -352,7 +358,9 @@ class _BatchWriter:
             current = known.setdefault(task.instance_id, {})
             clashes = task.conflicts_with(current)
             if clashes:
-                conflicts[pending.line] = f"conflict: task {task.instance_id!r} is already stored with a different {', '.join(clashes)}"
+                conflicts[pending.line] = (
+                    f"conflict: task {task.instance_id!r} is already stored with a different {', '.join(clashes)}"
+                )
                 continue
             for name, value in task.fields.items():
                 if value not in _EMPTY:
@@ -423,12 +431,20 @@ _CONTENT_COLUMNS = ("rollout_id", "messages", "patch", "tests", "test_log", "met
 def _insert_contents(rows: list[Rollout], parsed: list[ParsedRollout]) -> None:
     """The rollouts' bodies: COPY on PostgreSQL (grading.models.bulk), bulk_create elsewhere."""
     if connection.vendor == "postgresql":
-        copy_rows(connection, RolloutContent._meta.db_table, _CONTENT_COLUMNS,
-                  ((row.pk, jsonb(r.messages), r.patch, jsonb(r.tests), r.test_log, jsonb(r.metadata)) for row, r in zip(rows, parsed)))
+        copy_rows(
+            connection,
+            RolloutContent._meta.db_table,
+            _CONTENT_COLUMNS,
+            ((row.pk, jsonb(r.messages), r.patch, jsonb(r.tests), r.test_log, jsonb(r.metadata)) for row, r in zip(rows, parsed)),
+        )
         return
     RolloutContent.objects.bulk_create(
-        [RolloutContent(rollout=row, messages=r.messages, patch=r.patch, tests=r.tests, test_log=r.test_log, metadata=r.metadata)
-         for row, r in zip(rows, parsed)],
+        [
+            RolloutContent(
+                rollout=row, messages=r.messages, patch=r.patch, tests=r.tests, test_log=r.test_log, metadata=r.metadata
+            )
+            for row, r in zip(rows, parsed)
+        ],
         batch_size=100,
     )
 
@@ -451,5 +467,3 @@ def _set_counts(group: Group, passed: list[bool | None]) -> None:
     group.n_unknown = sum(1 for p in passed if p is None)
     n_failed = group.n_rollouts - group.n_passed - group.n_unknown
     group.is_mixed = group.n_passed > 0 and n_failed > 0
-
-

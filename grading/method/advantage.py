@@ -148,9 +148,7 @@ def _checked_band(tier: str, band: Any) -> tuple[float, float]:
 DEFAULT_MAPPING = MappingSpec()
 
 
-def redistribute(
-    rollouts: pd.DataFrame, *, mapping: MappingSpec = DEFAULT_MAPPING, baseline: str = "mean"
-) -> pd.DataFrame:
+def redistribute(rollouts: pd.DataFrame, *, mapping: MappingSpec = DEFAULT_MAPPING, baseline: str = "mean") -> pd.DataFrame:
     """Advantages, factors and redistribution for every group in a long table.
 
     Input columns: group, reward (0/1), cheat, tier ("T1"/"T2"/"T3"/missing),
@@ -247,18 +245,20 @@ def group_summary(result: pd.DataFrame) -> pd.DataFrame:
     factor = result["factor"].to_numpy(dtype=float)
     redistributed = result["redistributed_advantage"].to_numpy(dtype=float)
     passing_advantage = np.where(passed, advantage, 0.0)
-    parts = pd.DataFrame({
-        "code": group,
-        "group": result["group"].to_numpy(),
-        "passed": passed,
-        "status": result["status"].to_numpy(),
-        "lambda": result["lambda"].to_numpy(dtype=float),
-        "s_plus": passing_advantage,
-        "sum_f_a": factor * passing_advantage,
-        "positive_credit_before": np.clip(advantage, 0.0, None),
-        "positive_credit_after": np.clip(redistributed, 0.0, None),
-        "dropped_credit": (1.0 - factor) * passing_advantage,
-    })
+    parts = pd.DataFrame(
+        {
+            "code": group,
+            "group": result["group"].to_numpy(),
+            "passed": passed,
+            "status": result["status"].to_numpy(),
+            "lambda": result["lambda"].to_numpy(dtype=float),
+            "s_plus": passing_advantage,
+            "sum_f_a": factor * passing_advantage,
+            "positive_credit_before": np.clip(advantage, 0.0, None),
+            "positive_credit_after": np.clip(redistributed, 0.0, None),
+            "dropped_credit": (1.0 - factor) * passing_advantage,
+        }
+    )
     summary = parts.groupby("code", sort=False).agg(
         group=("group", "first"),
         n=("passed", "size"),
@@ -303,14 +303,16 @@ def redistribute_group(
 ) -> GroupRedistribution:
     """`redistribute` for a single group given as plain lists."""
     n = len(rewards)
-    frame = pd.DataFrame({
-        "group": np.zeros(n, dtype=int),
-        "reward": np.asarray(rewards, dtype=float),
-        "cheat": list(cheats) if cheats is not None else [False] * n,
-        "tier": pd.Series(list(tiers) if tiers is not None else [None] * n, dtype=object),
-        "rank": pd.Series(list(ranks) if ranks is not None else [None] * n, dtype=object),
-        "graded": [graded] * n,
-    })
+    frame = pd.DataFrame(
+        {
+            "group": np.zeros(n, dtype=int),
+            "reward": np.asarray(rewards, dtype=float),
+            "cheat": list(cheats) if cheats is not None else [False] * n,
+            "tier": pd.Series(list(tiers) if tiers is not None else [None] * n, dtype=object),
+            "rank": pd.Series(list(ranks) if ranks is not None else [None] * n, dtype=object),
+            "graded": [graded] * n,
+        }
+    )
     out = redistribute(frame, mapping=mapping, baseline=baseline)
     summary = group_summary(out)
     first = summary.iloc[0] if n else None

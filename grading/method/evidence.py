@@ -82,8 +82,13 @@ class Evidence:
         return not self.shortfalls
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sufficient": self.sufficient, "n_groups": self.n_groups, "tier_pairs": dict(zip(TIERS, self.tier_pairs)),
-                "minimum": self.minimum.to_dict(), "shortfalls": list(self.shortfalls)}
+        return {
+            "sufficient": self.sufficient,
+            "n_groups": self.n_groups,
+            "tier_pairs": dict(zip(TIERS, self.tier_pairs)),
+            "minimum": self.minimum.to_dict(),
+            "shortfalls": list(self.shortfalls),
+        }
 
 
 class TooLittleEvidence(Exception):

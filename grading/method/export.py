@@ -29,9 +29,27 @@ from django.db import connection
 from grading.models import AdvantageResult, FactorMapping, Step
 
 COLUMNS = [
-    "run", "step", "uid", "index", "instance_id", "reward", "passed", "cheat", "cheat_source",
-    "baseline", "advantage", "tier", "rank", "factor", "lambda", "redistributed_advantage",
-    "discount_only_advantage", "mapping", "status", "dropped", "drop_mode",
+    "run",
+    "step",
+    "uid",
+    "index",
+    "instance_id",
+    "reward",
+    "passed",
+    "cheat",
+    "cheat_source",
+    "baseline",
+    "advantage",
+    "tier",
+    "rank",
+    "factor",
+    "lambda",
+    "redistributed_advantage",
+    "discount_only_advantage",
+    "mapping",
+    "status",
+    "dropped",
+    "drop_mode",
 ]
 TURN_WEIGHTS = "turn_weights"  # the optional last column (method §9)
 FORMATS = ("jsonl", "csv", "parquet")
@@ -39,29 +57,76 @@ CONTENT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-
 
 # Export column -> SQL expression over grading_advantageresult.
 _SQL = {
-    "run": "run_name", "step": "step_number", "uid": "uid", "index": '"index"', "instance_id": "instance_id",
-    "reward": "reward", "passed": "passed", "cheat": "cheat", "cheat_source": "NULLIF(cheat_source, '')",
-    "baseline": "baseline", "advantage": "advantage", "tier": "NULLIF(tier, '')", "rank": '"rank"', "factor": "factor",
-    "lambda": '"lambda"', "redistributed_advantage": "redistributed_advantage",
-    "discount_only_advantage": "discount_only_advantage", "mapping": "mapping_label", "status": "status",
-    "dropped": "NULLIF(dropped, '')", "drop_mode": "NULLIF(drop_mode, '')", TURN_WEIGHTS: "turn_weights",
+    "run": "run_name",
+    "step": "step_number",
+    "uid": "uid",
+    "index": '"index"',
+    "instance_id": "instance_id",
+    "reward": "reward",
+    "passed": "passed",
+    "cheat": "cheat",
+    "cheat_source": "NULLIF(cheat_source, '')",
+    "baseline": "baseline",
+    "advantage": "advantage",
+    "tier": "NULLIF(tier, '')",
+    "rank": '"rank"',
+    "factor": "factor",
+    "lambda": '"lambda"',
+    "redistributed_advantage": "redistributed_advantage",
+    "discount_only_advantage": "discount_only_advantage",
+    "mapping": "mapping_label",
+    "status": "status",
+    "dropped": "NULLIF(dropped, '')",
+    "drop_mode": "NULLIF(drop_mode, '')",
+    TURN_WEIGHTS: "turn_weights",
 }
 _ORM = {
-    "run": "run_name", "step": "step_number", "uid": "uid", "index": "index", "instance_id": "instance_id",
-    "reward": "reward", "passed": "passed", "cheat": "cheat", "cheat_source": "cheat_source", "baseline": "baseline",
-    "advantage": "advantage", "tier": "tier", "rank": "rank", "factor": "factor", "lambda": "lambda_value",
-    "redistributed_advantage": "redistributed_advantage", "discount_only_advantage": "discount_only_advantage",
-    "mapping": "mapping_label", "status": "status", "dropped": "dropped", "drop_mode": "drop_mode",
+    "run": "run_name",
+    "step": "step_number",
+    "uid": "uid",
+    "index": "index",
+    "instance_id": "instance_id",
+    "reward": "reward",
+    "passed": "passed",
+    "cheat": "cheat",
+    "cheat_source": "cheat_source",
+    "baseline": "baseline",
+    "advantage": "advantage",
+    "tier": "tier",
+    "rank": "rank",
+    "factor": "factor",
+    "lambda": "lambda_value",
+    "redistributed_advantage": "redistributed_advantage",
+    "discount_only_advantage": "discount_only_advantage",
+    "mapping": "mapping_label",
+    "status": "status",
+    "dropped": "dropped",
+    "drop_mode": "drop_mode",
     TURN_WEIGHTS: "turn_weights",
 }
 ARROW_SCHEMA = pa.schema(
     [
-        ("run", pa.string()), ("step", pa.int64()), ("uid", pa.string()), ("index", pa.int64()), ("instance_id", pa.string()),
-        ("reward", pa.float64()), ("passed", pa.bool_()), ("cheat", pa.bool_()), ("cheat_source", pa.string()),
-        ("baseline", pa.string()), ("advantage", pa.float64()), ("tier", pa.string()), ("rank", pa.int64()),
-        ("factor", pa.float64()), ("lambda", pa.float64()), ("redistributed_advantage", pa.float64()),
-        ("discount_only_advantage", pa.float64()), ("mapping", pa.string()), ("status", pa.string()),
-        ("dropped", pa.string()), ("drop_mode", pa.string()),
+        ("run", pa.string()),
+        ("step", pa.int64()),
+        ("uid", pa.string()),
+        ("index", pa.int64()),
+        ("instance_id", pa.string()),
+        ("reward", pa.float64()),
+        ("passed", pa.bool_()),
+        ("cheat", pa.bool_()),
+        ("cheat_source", pa.string()),
+        ("baseline", pa.string()),
+        ("advantage", pa.float64()),
+        ("tier", pa.string()),
+        ("rank", pa.int64()),
+        ("factor", pa.float64()),
+        ("lambda", pa.float64()),
+        ("redistributed_advantage", pa.float64()),
+        ("discount_only_advantage", pa.float64()),
+        ("mapping", pa.string()),
+        ("status", pa.string()),
+        ("dropped", pa.string()),
+        ("drop_mode", pa.string()),
     ]
 )
 WEIGHTED_SCHEMA = ARROW_SCHEMA.append(pa.field(TURN_WEIGHTS, pa.string()))
@@ -111,7 +176,7 @@ def _copy(sql: str, params: list) -> Iterator[bytes]:
 def _select(columns_sql: str, steps, mapping) -> tuple[str, list]:
     where, params = _where(steps, mapping)
     table = AdvantageResult._meta.db_table
-    return f"SELECT {columns_sql} FROM {table} WHERE {where} ORDER BY step_number, uid, \"index\"", params
+    return f'SELECT {columns_sql} FROM {table} WHERE {where} ORDER BY step_number, uid, "index"', params
 
 
 def _orm_rows(steps, mapping, *, turn_weights: bool = False, weights_as_text: bool = False) -> Iterator[tuple]:
@@ -204,8 +269,9 @@ def _neutralised_sql(expression: str) -> str:
     return f"CASE WHEN left({expression}, 1) IN ({_FORMULA_STARTS_SQL}) THEN chr(39) || {expression} ELSE {expression} END"
 
 
-def csv_stream(steps: list[Step], mapping: FactorMapping, *, neutralise: bool = True,
-               turn_weights: bool = False) -> Iterator[bytes]:
+def csv_stream(
+    steps: list[Step], mapping: FactorMapping, *, neutralise: bool = True, turn_weights: bool = False
+) -> Iterator[bytes]:
     """CSV rows. A text cell that would start a formula gets a leading quote, unless
     `neutralise` is off (only where pyarrow reads the CSV back into Parquet). Turn weights
     are JSON text starting with `{`, never a formula."""
@@ -230,8 +296,10 @@ def _copy_csv(steps: list[Step], mapping: FactorMapping, *, neutralise: bool, tu
     """The rows as PostgreSQL's COPY CSV, without a header, in blocks that end at a row's end."""
     # Booleans as true/false (COPY would print t/f), like the Python path; jsonb as its text.
     cols = ", ".join(
-        f"{_SQL[c]}::text" if c in ("passed", "cheat", TURN_WEIGHTS)
-        else _neutralised_sql(_SQL[c]) if neutralise and c in _TEXT_COLUMNS
+        f"{_SQL[c]}::text"
+        if c in ("passed", "cheat", TURN_WEIGHTS)
+        else _neutralised_sql(_SQL[c])
+        if neutralise and c in _TEXT_COLUMNS
         else _SQL[c]
         for c in _columns(turn_weights)
     )
@@ -249,10 +317,15 @@ def parquet_file(steps: list[Step], mapping: FactorMapping, *, use_snapshots: bo
     """
     from grading.models import StepComputation
 
-    snapshots = dict(
-        StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False, parquet__isnull=False)
-        .values_list("step_id", "parquet")
-    ) if use_snapshots and not turn_weights else {}
+    snapshots = (
+        dict(
+            StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False, parquet__isnull=False).values_list(
+                "step_id", "parquet"
+            )
+        )
+        if use_snapshots and not turn_weights
+        else {}
+    )
     spool = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)
     with pq.ParquetWriter(spool, _schema(turn_weights), compression="zstd") as writer:
         gathered = _Gathered(writer)
@@ -321,8 +394,9 @@ def _write_step_from_rows(writer: pq.ParquetWriter, step: Step, mapping: FactorM
         writer.write_table(_arrow_table(batch, _schema(turn_weights)))
 
 
-def _write_postgres_parquet(writer: pq.ParquetWriter, steps: list[Step], mapping: FactorMapping, *,
-                            turn_weights: bool = False) -> None:
+def _write_postgres_parquet(
+    writer: pq.ParquetWriter, steps: list[Step], mapping: FactorMapping, *, turn_weights: bool = False
+) -> None:
     """COPY's CSV (as csv_stream sends it) parsed by pyarrow block by block.
 
     Every block `_copy` yields ends at the end of a row (PostgreSQL sends one CopyData
@@ -381,6 +455,9 @@ def step_bytes(step: Step, mapping: FactorMapping, fmt: str, *, turn_weights: bo
     if fmt == "parquet":
         with parquet_file([step], mapping, turn_weights=turn_weights) as spool:
             return spool.read()
-    stream = (jsonl_stream([step], mapping, turn_weights=turn_weights) if fmt == "jsonl"
-              else csv_stream([step], mapping, turn_weights=turn_weights))
+    stream = (
+        jsonl_stream([step], mapping, turn_weights=turn_weights)
+        if fmt == "jsonl"
+        else csv_stream([step], mapping, turn_weights=turn_weights)
+    )
     return b"".join(stream)

@@ -29,24 +29,42 @@ class Dimension:
     example: str  # one concrete example
 
 
-DEFAULT_DIMENSIONS: dict[str, Dimension] = {d.name: d for d in (
-    Dimension("solution_fit", "Solution fit",
-              "Fixes the problem the task states, at its cause, for the cases the task implies, not only the tested one.",
-              "A fix in the parser that handles every malformed header scores 5; special-casing the one header the "
-              "failing test sends scores 2."),
-    Dimension("implementation_precision", "Implementation precision",
-              "The change is correct in its details: edge cases, error handling, types and off-by-one boundaries.",
-              "Checking `len(items) == 0` before indexing scores higher than catching the IndexError it would raise."),
-    Dimension("minimality", "Minimality of change",
-              "Changes only what the fix needs; no rewrites, reformatting or unrelated edits.",
-              "A three-line fix scores 5; the same fix plus a reformatted module and renamed helpers scores 2."),
-    Dimension("side_effect_avoidance", "Side-effect avoidance",
-              "Leaves behaviour the task did not ask to change intact, and never weakens or deletes tests or checks.",
-              "Loosening an assertion or skipping a failing test to get green scores 1."),
-    Dimension("codebase_consistency", "Codebase consistency",
-              "Follows the repository's conventions: its helpers, naming, error types and style.",
-              "Reusing the module's existing `_normalize()` helper scores higher than pasting a new copy of it."),
-)}
+DEFAULT_DIMENSIONS: dict[str, Dimension] = {
+    d.name: d
+    for d in (
+        Dimension(
+            "solution_fit",
+            "Solution fit",
+            "Fixes the problem the task states, at its cause, for the cases the task implies, not only the tested one.",
+            "A fix in the parser that handles every malformed header scores 5; special-casing the one header the "
+            "failing test sends scores 2.",
+        ),
+        Dimension(
+            "implementation_precision",
+            "Implementation precision",
+            "The change is correct in its details: edge cases, error handling, types and off-by-one boundaries.",
+            "Checking `len(items) == 0` before indexing scores higher than catching the IndexError it would raise.",
+        ),
+        Dimension(
+            "minimality",
+            "Minimality of change",
+            "Changes only what the fix needs; no rewrites, reformatting or unrelated edits.",
+            "A three-line fix scores 5; the same fix plus a reformatted module and renamed helpers scores 2.",
+        ),
+        Dimension(
+            "side_effect_avoidance",
+            "Side-effect avoidance",
+            "Leaves behaviour the task did not ask to change intact, and never weakens or deletes tests or checks.",
+            "Loosening an assertion or skipping a failing test to get green scores 1.",
+        ),
+        Dimension(
+            "codebase_consistency",
+            "Codebase consistency",
+            "Follows the repository's conventions: its helpers, naming, error types and style.",
+            "Reusing the module's existing `_normalize()` helper scores higher than pasting a new copy of it.",
+        ),
+    )
+}
 if tuple(DEFAULT_DIMENSIONS) != RUBRIC:  # checked at import, also under python -O
     raise RuntimeError("one default text per rubric dimension, in RUBRIC's order")
 
@@ -97,9 +115,12 @@ def guide_from_fields(data) -> Guide:
     errors: dict[str, str] = {}
     tiers = {t: _clean(data.get(f"tier-{t}"), MAX_TIER_CHARS, f"tier-{t}", errors) for t in TIERS}
     dimensions = tuple(
-        Dimension(name, DEFAULT_DIMENSIONS[name].label,
-                  _clean(data.get(f"meaning-{name}"), MAX_DIMENSION_CHARS, f"meaning-{name}", errors),
-                  _clean(data.get(f"example-{name}"), MAX_DIMENSION_CHARS, f"example-{name}", errors))
+        Dimension(
+            name,
+            DEFAULT_DIMENSIONS[name].label,
+            _clean(data.get(f"meaning-{name}"), MAX_DIMENSION_CHARS, f"meaning-{name}", errors),
+            _clean(data.get(f"example-{name}"), MAX_DIMENSION_CHARS, f"example-{name}", errors),
+        )
         for name in RUBRIC
     )
     if errors:
@@ -115,8 +136,11 @@ def guide_from_json(tiers: dict | None, dimensions: dict | None) -> Guide:
     for name in RUBRIC:
         stored = dimensions.get(name) if isinstance(dimensions.get(name), dict) else {}
         default = DEFAULT_DIMENSIONS[name]
-        out.append(Dimension(name, default.label, str(stored.get("meaning") or default.meaning),
-                             str(stored.get("example") or default.example)))
+        out.append(
+            Dimension(
+                name, default.label, str(stored.get("meaning") or default.meaning), str(stored.get("example") or default.example)
+            )
+        )
     return Guide(tiers={t: str(tiers.get(t) or TIER_DESCRIPTIONS[t]) for t in TIERS}, dimensions=tuple(out))
 
 

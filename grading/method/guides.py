@@ -29,7 +29,8 @@ def save_guide(*, project: Project, user, data) -> RubricGuide:
     guide = guide_from_fields(data)
     tiers, dimensions = guide_json(guide)
     row, _ = RubricGuide.objects.update_or_create(
-        project=project, defaults={"tiers": tiers, "dimensions": dimensions, "updated_by": user})
+        project=project, defaults={"tiers": tiers, "dimensions": dimensions, "updated_by": user}
+    )
     return row
 
 

@@ -20,8 +20,7 @@ def minimum_for(project: Project | int) -> EvidenceMinimum:
 def save_minimum(*, project: Project, user, groups: int, tier_pairs: int) -> CalibrationMinimum:
     """Store the project's minimum (ValueError, naming the field, for a value out of range)."""
     minimum = EvidenceMinimum(groups=groups, tier_pairs=tier_pairs)
-    row, _ = CalibrationMinimum.objects.update_or_create(
-        project=project, defaults={**minimum.to_dict(), "updated_by": user})
+    row, _ = CalibrationMinimum.objects.update_or_create(project=project, defaults={**minimum.to_dict(), "updated_by": user})
     return row
 
 

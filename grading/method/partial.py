@@ -50,16 +50,19 @@ MAX_REASONS = 50
 def check_reason(value: Any, field: str = "dropped") -> str:
     """A drop reason as stored: a short lower-case identifier (`timeout`, `error`, `overlong`)."""
     if not isinstance(value, str) or not REASON_PATTERN.fullmatch(value):
-        raise ValueError(f"{field} must be a drop reason: 1-40 characters of a-z, 0-9, '_', '.' or '-', "
-                         f"starting with a letter (e.g. 'timeout'), got {value!r}")
+        raise ValueError(
+            f"{field} must be a drop reason: 1-40 characters of a-z, 0-9, '_', '.' or '-', "
+            f"starting with a letter (e.g. 'timeout'), got {value!r}"
+        )
     return value
 
 
 def check_policy(value: Any, field: str = "drop_policy") -> dict[str, str]:
     """`{reason: "mask" | "recompute"}`, `"*"` for every reason not named; unnamed reasons mask."""
     if not isinstance(value, Mapping):
-        raise ValueError(f"{field} must be an object mapping drop reasons to {' or '.join(DROP_MODES)}, e.g. "
-                         f"{{\"timeout\": \"{RECOMPUTE}\"}}")
+        raise ValueError(
+            f'{field} must be an object mapping drop reasons to {" or ".join(DROP_MODES)}, e.g. {{"timeout": "{RECOMPUTE}"}}'
+        )
     if len(value) > MAX_REASONS:
         raise ValueError(f"{field} names at most {MAX_REASONS} reasons")
     out = {}
@@ -110,8 +113,9 @@ def drop_of(reason: str | None, policy: Mapping[str, str]) -> Drop | None:
     return Drop(reason, mode) if reason and mode else None
 
 
-def redistribute_kept(rollouts: pd.DataFrame, *, policy: Mapping[str, str], mapping: MappingSpec = DEFAULT_MAPPING,
-                      baseline: str = "mean") -> pd.DataFrame:
+def redistribute_kept(
+    rollouts: pd.DataFrame, *, policy: Mapping[str, str], mapping: MappingSpec = DEFAULT_MAPPING, baseline: str = "mean"
+) -> pd.DataFrame:
     """`redistribute` with the drop policy applied; rows stay in their order.
 
     Input: `redistribute`'s columns plus `dropped` (a reason, or None/"" for a kept
@@ -124,13 +128,18 @@ def redistribute_kept(rollouts: pd.DataFrame, *, policy: Mapping[str, str], mapp
     out_of_group = modes == RECOMPUTE
     if not out_of_group.any():
         return redistribute(rollouts, mapping=mapping, baseline=baseline).assign(
-            drop_mode=pd.Series(modes, index=rollouts.index, dtype=object))
+            drop_mode=pd.Series(modes, index=rollouts.index, dtype=object)
+        )
     kept = redistribute(rollouts[~out_of_group], mapping=mapping, baseline=baseline)
     left = rollouts[out_of_group]
     reward = pd.to_numeric(left["reward"]).to_numpy(dtype=float)
     gone = left.assign(
-        reward_used=np.where(left["cheat"].eq(True).to_numpy(), 0.0, reward), advantage=0.0, factor=1.0,
-        redistributed_advantage=0.0, discount_only_advantage=0.0, status=DROPPED,
+        reward_used=np.where(left["cheat"].eq(True).to_numpy(), 0.0, reward),
+        advantage=0.0,
+        factor=1.0,
+        redistributed_advantage=0.0,
+        discount_only_advantage=0.0,
+        status=DROPPED,
     )
     gone["passed"] = gone["reward_used"] == 1.0
     gone["lambda"] = 1.0

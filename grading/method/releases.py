@@ -45,6 +45,7 @@ def take_step(*, step: Step, mapping: FactorMapping, fmt: str, final: bool, turn
 
 def taken_step(*, step: Step, mapping: FactorMapping, fmt: str, inputs_version: int, turn_weights: bool = False) -> Taken | None:
     """The bytes served earlier for this inputs version, or None if that version was never served."""
-    stored = StepExport.objects.filter(step=step, mapping=mapping, inputs_version=inputs_version, format=fmt,
-                                       turn_weights=turn_weights).first()
+    stored = StepExport.objects.filter(
+        step=step, mapping=mapping, inputs_version=inputs_version, format=fmt, turn_weights=turn_weights
+    ).first()
     return Taken(bytes(stored.body), inputs_version, stored.final) if stored else None

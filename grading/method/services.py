@@ -111,7 +111,9 @@ def steps_grading(step_ids) -> set[int]:
     """Those of these steps with a grading job still queued or running and no verdict yet
     from its grader (a verdict stored in the current transaction counts as arrived)."""
     arrived = Verdict.objects.filter(group=OuterRef("group"), grader=OuterRef("grader"))
-    in_flight = GradingJob.objects.filter(status__in=[GradingJob.Status.QUEUED, GradingJob.Status.RUNNING]).exclude(Exists(arrived))
+    in_flight = GradingJob.objects.filter(status__in=[GradingJob.Status.QUEUED, GradingJob.Status.RUNNING]).exclude(
+        Exists(arrived)
+    )
     step_ids = set(step_ids)
     if len(step_ids) <= FEW_STEPS:
         # A verdict marks one step: stop at its first job in flight rather than list them
@@ -135,8 +137,16 @@ def _queue_recompute(step_ids) -> None:
     transaction.on_commit(enqueue)
 
 
-def create_mapping(*, project, name: str, bands: dict, note: str = "", user=None,
-                   source: str = FactorMapping.Source.MANUAL, fit: dict | None = None) -> FactorMapping:
+def create_mapping(
+    *,
+    project,
+    name: str,
+    bands: dict,
+    note: str = "",
+    user=None,
+    source: str = FactorMapping.Source.MANUAL,
+    fit: dict | None = None,
+) -> FactorMapping:
     """A new mapping `name@N`, N one past the newest version of that name the project can see.
 
     Versions count per project: the project's own versions of the name and the built-in
@@ -151,8 +161,16 @@ def create_mapping(*, project, name: str, bands: dict, note: str = "", user=None
         try:
             with transaction.atomic():
                 newest = FactorMapping.objects.filter(mine, name=name).aggregate(v=Max("version"))["v"] or 0
-                return FactorMapping.objects.create(project=project, name=name, version=newest + 1, bands=bands, note=note,
-                                                    source=source, fit=fit or {}, created_by=user)
+                return FactorMapping.objects.create(
+                    project=project,
+                    name=name,
+                    version=newest + 1,
+                    bands=bands,
+                    note=note,
+                    source=source,
+                    fit=fit or {},
+                    created_by=user,
+                )
         except IntegrityError:  # someone took that version meanwhile
             attempts -= 1
             if not attempts:
@@ -160,8 +178,9 @@ def create_mapping(*, project, name: str, bands: dict, note: str = "", user=None
 
 
 @transaction.atomic
-def activate_mapping(*, run: Run, mapping: FactorMapping, user=None, reason: str = "",
-                     override: bool = False) -> MappingActivation:
+def activate_mapping(
+    *, run: Run, mapping: FactorMapping, user=None, reason: str = "", override: bool = False
+) -> MappingActivation:
     """Make `mapping` the run's active one. A calibrated mapping whose recorded fit is below
     the project's minimum evidence (grading.method.evidence) raises TooLittleEvidence unless
     `override`; an activation that overrode the minimum says so."""
@@ -171,12 +190,16 @@ def activate_mapping(*, run: Run, mapping: FactorMapping, user=None, reason: str
     below = evidence is not None and not evidence.sufficient
     if below and not override:
         raise TooLittleEvidence(evidence)
-    activation = MappingActivation.objects.create(run=run, mapping=mapping, activated_by=user, reason=reason,
-                                                  overrode_minimum=below)
+    activation = MappingActivation.objects.create(
+        run=run, mapping=mapping, activated_by=user, reason=reason, overrode_minimum=below
+    )
     # Until the recomputation lands, the queue orders by what is stored under the new mapping.
     stored = (
         AdvantageResult.objects.filter(step_id=OuterRef("step_id"), uid=OuterRef("uid"), mapping=mapping)
-        .order_by().values("step_id").annotate(s=Sum(Abs(F("redistributed_advantage") - F("advantage")))).values("s")
+        .order_by()
+        .values("step_id")
+        .annotate(s=Sum(Abs(F("redistributed_advantage") - F("advantage"))))
+        .values("s")
     )
     Group.objects.filter(run=run).update(credit_moved=Coalesce(Subquery(stored, output_field=FloatField()), 0.0))
     mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
@@ -200,13 +223,17 @@ def step_inputs(step: Step) -> StepInputs:
 
     latest_verdict: dict[int, tuple[int, str]] = {}
     for verdict_id, group_id, status in (
-        Verdict.objects.filter(group__step=step).order_by("group_id", "-created_at", "-id").values_list("id", "group_id", "status")
+        Verdict.objects.filter(group__step=step)
+        .order_by("group_id", "-created_at", "-id")
+        .values_list("id", "group_id", "status")
     ):
         latest_verdict.setdefault(group_id, (verdict_id, status))
     valid_ids = [vid for vid, status in latest_verdict.values() if status == Verdict.Status.VALID]
     grades = {
         rollout_id: (tier, rank)
-        for rollout_id, tier, rank in RolloutGrade.objects.filter(verdict_id__in=valid_ids).values_list("rollout_id", "tier", "rank")
+        for rollout_id, tier, rank in RolloutGrade.objects.filter(verdict_id__in=valid_ids).values_list(
+            "rollout_id", "tier", "rank"
+        )
     }
     cheats: dict[int, str] = {}
     seen: set[int] = set()
@@ -241,11 +268,21 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
     version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
     inputs = step_inputs(step)
     now = timezone.now()
-    result = (redistribute_kept(inputs.frame, policy=run.drop_policy or {}, mapping=mapping.spec, baseline=run.baseline)
-              if not inputs.frame.empty else inputs.frame)
+    result = (
+        redistribute_kept(inputs.frame, policy=run.drop_policy or {}, mapping=mapping.spec, baseline=run.baseline)
+        if not inputs.frame.empty
+        else inputs.frame
+    )
     rows: list[AdvantageResult] = []
-    common = {"mapping": mapping, "step": step, "run_name": run.name, "step_number": step.number,
-              "baseline": run.baseline, "mapping_label": mapping.label, "computed_at": now}
+    common = {
+        "mapping": mapping,
+        "step": step,
+        "run_name": run.name,
+        "step_number": step.number,
+        "baseline": run.baseline,
+        "mapping_label": mapping.label,
+        "computed_at": now,
+    }
     weights = step_turn_weights(result) if run.turn_weights and not inputs.frame.empty else {}
     uniform = {} if run.turn_weights else None  # null: the run gives no turn weights
     # `lambda` is a keyword, so itertuples would rename the column positionally.
@@ -253,25 +290,53 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
         graded = rec.status == "graded"
         rows.append(
             AdvantageResult(
-                rollout_id=rec.rollout_id, verdict_id=_int_or_none(rec.verdict_id), uid=rec.uid, index=rec.index,
-                instance_id=rec.instance_id, reward=float(rec.reward_used), passed=bool(rec.passed), cheat=bool(rec.cheat),
-                cheat_source=rec.cheat_source if rec.cheat else "", advantage=float(rec.advantage),
+                rollout_id=rec.rollout_id,
+                verdict_id=_int_or_none(rec.verdict_id),
+                uid=rec.uid,
+                index=rec.index,
+                instance_id=rec.instance_id,
+                reward=float(rec.reward_used),
+                passed=bool(rec.passed),
+                cheat=bool(rec.cheat),
+                cheat_source=rec.cheat_source if rec.cheat else "",
+                advantage=float(rec.advantage),
                 tier=rec.tier if graded and rec.passed and isinstance(rec.tier, str) else "",
                 rank=_int_or_none(rec.rank) if graded and rec.passed else None,
-                factor=float(rec.factor), lambda_value=float(rec.lambda_value),
-                redistributed_advantage=float(rec.redistributed_advantage), discount_only_advantage=float(rec.discount_only_advantage),
-                status=rec.status, dropped=rec.dropped or "", drop_mode=rec.drop_mode or "",
-                turn_weights=weights.get(rec.rollout_id, uniform), **common,
+                factor=float(rec.factor),
+                lambda_value=float(rec.lambda_value),
+                redistributed_advantage=float(rec.redistributed_advantage),
+                discount_only_advantage=float(rec.discount_only_advantage),
+                status=rec.status,
+                dropped=rec.dropped or "",
+                drop_mode=rec.drop_mode or "",
+                turn_weights=weights.get(rec.rollout_id, uniform),
+                **common,
             )
         )
     for rec in inputs.unknown.itertuples(index=False):
         rows.append(
             AdvantageResult(
-                rollout_id=rec.rollout_id, verdict_id=None, uid=rec.uid, index=rec.index, instance_id=rec.instance_id,
-                reward=None if pd.isna(rec.reward) else float(rec.reward), passed=None if pd.isna(rec.reward) else rec.reward == 1.0,
-                cheat=False, cheat_source="", advantage=0.0, tier="", rank=None, factor=1.0, lambda_value=1.0,
-                redistributed_advantage=0.0, discount_only_advantage=0.0, status="filtered", dropped=rec.dropped or "",
-                drop_mode=mode_of(rec.dropped, run.drop_policy or {}) or "", turn_weights=uniform, **common,
+                rollout_id=rec.rollout_id,
+                verdict_id=None,
+                uid=rec.uid,
+                index=rec.index,
+                instance_id=rec.instance_id,
+                reward=None if pd.isna(rec.reward) else float(rec.reward),
+                passed=None if pd.isna(rec.reward) else rec.reward == 1.0,
+                cheat=False,
+                cheat_source="",
+                advantage=0.0,
+                tier="",
+                rank=None,
+                factor=1.0,
+                lambda_value=1.0,
+                redistributed_advantage=0.0,
+                discount_only_advantage=0.0,
+                status="filtered",
+                dropped=rec.dropped or "",
+                drop_mode=mode_of(rec.dropped, run.drop_policy or {}) or "",
+                turn_weights=uniform,
+                **common,
             )
         )
     summary = step_balance(result) if not inputs.frame.empty else step_balance(None)
@@ -294,8 +359,9 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
         computation.inputs_version = version
         computation.recompute_queued = changed_meanwhile
         computation.parquet = export.step_snapshot(step, mapping)
-        computation.save(update_fields=["stale", "computed_at", "n_rows", "summary", "parquet", "inputs_version",
-                                        "recompute_queued"])
+        computation.save(
+            update_fields=["stale", "computed_at", "n_rows", "summary", "parquet", "inputs_version", "recompute_queued"]
+        )
     return computation
 
 
@@ -308,9 +374,11 @@ def step_turn_weights(result: pd.DataFrame) -> dict[int, dict[str, float]]:
         return {}
     verdicts = {int(v) for v in eligible["verdict_id"].dropna().unique()}
     rollouts = set(eligible["rollout_id"].tolist())
-    evidence = {rollout_id: items for rollout_id, items in
-                RolloutGrade.objects.filter(verdict_id__in=verdicts).values_list("rollout_id", "evidence")
-                if rollout_id in rollouts and items}
+    evidence = {
+        rollout_id: items
+        for rollout_id, items in RolloutGrade.objects.filter(verdict_id__in=verdicts).values_list("rollout_id", "evidence")
+        if rollout_id in rollouts and items
+    }
     if not evidence:
         return {}
     sizes = dict(Rollout.objects.filter(pk__in=list(evidence)).values_list("id", "n_messages"))
@@ -362,8 +430,15 @@ def _int_or_none(value) -> int | None:
 def step_balance(result: pd.DataFrame | None) -> dict:
     """Credit balance of a step: what the dashboard plots (plain JSON-able numbers)."""
     if result is None or result.empty:
-        return {"groups": {"graded": 0, "fallback": 0, "filtered": 0}, "rollouts": 0, "positive_credit_before": 0.0,
-                "positive_credit_after": 0.0, "discount_only_positive_credit": 0.0, "dropped_credit": 0.0, "lambdas": []}
+        return {
+            "groups": {"graded": 0, "fallback": 0, "filtered": 0},
+            "rollouts": 0,
+            "positive_credit_before": 0.0,
+            "positive_credit_after": 0.0,
+            "discount_only_positive_credit": 0.0,
+            "dropped_credit": 0.0,
+            "lambdas": [],
+        }
     # Rows that left their group under the drop policy are not part of any group's numbers.
     groups = group_summary(result[result["status"].astype(str) != DROPPED])
     counts = groups["status"].value_counts().to_dict()

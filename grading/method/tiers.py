@@ -45,4 +45,3 @@ def tier_index(tier: Any) -> int:
 def tier_level(tier: Any) -> int:
     """1, 2, 3 for T1, T2, T3; accepts the codes or the levels."""
     return tier_index(tier) + 1
-

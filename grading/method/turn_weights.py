@@ -99,8 +99,9 @@ def check_weights(weights: Mapping[Any, Any]) -> dict[int, float]:
     return out
 
 
-def token_advantages(advantage: float, weights: Mapping[Any, Any], token_messages: Sequence[int | None],
-                     mask: Sequence[Any]) -> list[float]:
+def token_advantages(
+    advantage: float, weights: Mapping[Any, Any], token_messages: Sequence[int | None], mask: Sequence[Any]
+) -> list[float]:
     """Per-token advantages whose mean over the masked tokens is `advantage` (§9 step 2).
 
     `token_messages[t]`: the message index token t belongs to (None or a negative number

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,191 +14,248 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Group',
+            name="Group",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uid', models.CharField(max_length=300)),
-                ('n_rollouts', models.PositiveIntegerField(default=0)),
-                ('n_passed', models.PositiveIntegerField(default=0)),
-                ('n_unknown', models.PositiveIntegerField(default=0)),
-                ('is_mixed', models.BooleanField(db_index=True, default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("uid", models.CharField(max_length=300)),
+                ("n_rollouts", models.PositiveIntegerField(default=0)),
+                ("n_passed", models.PositiveIntegerField(default=0)),
+                ("n_unknown", models.PositiveIntegerField(default=0)),
+                ("is_mixed", models.BooleanField(db_index=True, default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['step__number', 'uid'],
+                "ordering": ["step__number", "uid"],
             },
         ),
         migrations.CreateModel(
-            name='Rollout',
+            name="Rollout",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('reward', models.FloatField(blank=True, null=True)),
-                ('passed', models.BooleanField(blank=True, null=True)),
-                ('exit_status', models.CharField(blank=True, max_length=100)),
-                ('n_messages', models.PositiveIntegerField(default=0)),
-                ('tokens', models.BigIntegerField(blank=True, null=True)),
-                ('cost_usd', models.FloatField(blank=True, null=True)),
-                ('stats', models.JSONField(blank=True, default=dict)),
-                ('patch_files', models.PositiveIntegerField(default=0)),
-                ('patch_added', models.PositiveIntegerField(default=0)),
-                ('patch_removed', models.PositiveIntegerField(default=0)),
-                ('patch_parses', models.BooleanField(default=True)),
-                ('tests_passed', models.PositiveIntegerField(default=0)),
-                ('tests_failed', models.PositiveIntegerField(default=0)),
-                ('source_format', models.CharField(blank=True, max_length=64)),
-                ('source_ref', models.CharField(blank=True, max_length=1000)),
-                ('content_hash', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rollouts', to='grading.group')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveIntegerField()),
+                ("reward", models.FloatField(blank=True, null=True)),
+                ("passed", models.BooleanField(blank=True, null=True)),
+                ("exit_status", models.CharField(blank=True, max_length=100)),
+                ("n_messages", models.PositiveIntegerField(default=0)),
+                ("tokens", models.BigIntegerField(blank=True, null=True)),
+                ("cost_usd", models.FloatField(blank=True, null=True)),
+                ("stats", models.JSONField(blank=True, default=dict)),
+                ("patch_files", models.PositiveIntegerField(default=0)),
+                ("patch_added", models.PositiveIntegerField(default=0)),
+                ("patch_removed", models.PositiveIntegerField(default=0)),
+                ("patch_parses", models.BooleanField(default=True)),
+                ("tests_passed", models.PositiveIntegerField(default=0)),
+                ("tests_failed", models.PositiveIntegerField(default=0)),
+                ("source_format", models.CharField(blank=True, max_length=64)),
+                ("source_ref", models.CharField(blank=True, max_length=1000)),
+                ("content_hash", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "group",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="rollouts", to="grading.group"),
+                ),
             ],
             options={
-                'ordering': ['group', 'index'],
+                "ordering": ["group", "index"],
             },
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('reviewer', 'Reviewer'), ('auditor', 'Auditor'), ('adjudicator', 'Adjudicator'), ('admin', 'Admin'), ('trainer', 'Trainer (read-only API)')], max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("reviewer", "Reviewer"),
+                            ("auditor", "Auditor"),
+                            ("adjudicator", "Adjudicator"),
+                            ("admin", "Admin"),
+                            ("trainer", "Trainer (read-only API)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('members', models.ManyToManyField(related_name='projects', through='grading.Membership', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "members",
+                    models.ManyToManyField(related_name="projects", through="grading.Membership", to=settings.AUTH_USER_MODEL),
+                ),
             ],
             options={
-                'ordering': ['name'],
-            },
-        ),
-        migrations.AddField(
-            model_name='membership',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='grading.project'),
-        ),
-        migrations.CreateModel(
-            name='ApiToken',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, max_length=100)),
-                ('prefix', models.CharField(db_index=True, max_length=12)),
-                ('digest', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to='grading.project')),
-            ],
-        ),
-        migrations.CreateModel(
-            name='RolloutContent',
-            fields=[
-                ('rollout', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='content', serialize=False, to='grading.rollout')),
-                ('messages', models.JSONField(blank=True, default=list)),
-                ('patch', models.TextField(blank=True)),
-                ('tests', models.JSONField(blank=True, default=dict)),
-                ('test_log', models.TextField(blank=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-            ],
-        ),
-        migrations.CreateModel(
-            name='Run',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('baseline', models.CharField(choices=[('mean', 'mean (Dr. GRPO)'), ('loo', 'leave-one-out (RLOO)'), ('grpo', 'GRPO (std-normalised)')], default='mean', max_length=8)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='grading.project')),
-            ],
-            options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='group',
-            name='run',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='groups', to='grading.run'),
+            model_name="membership",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to="grading.project"
+            ),
         ),
         migrations.CreateModel(
-            name='Step',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='grading.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(blank=True, max_length=100)),
+                ("prefix", models.CharField(db_index=True, max_length=12)),
+                ("digest", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="api_tokens", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="api_tokens", to="grading.project"
+                    ),
+                ),
+            ],
+        ),
+        migrations.CreateModel(
+            name="RolloutContent",
+            fields=[
+                (
+                    "rollout",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="content",
+                        serialize=False,
+                        to="grading.rollout",
+                    ),
+                ),
+                ("messages", models.JSONField(blank=True, default=list)),
+                ("patch", models.TextField(blank=True)),
+                ("tests", models.JSONField(blank=True, default=dict)),
+                ("test_log", models.TextField(blank=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+            ],
+        ),
+        migrations.CreateModel(
+            name="Run",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "baseline",
+                    models.CharField(
+                        choices=[("mean", "mean (Dr. GRPO)"), ("loo", "leave-one-out (RLOO)"), ("grpo", "GRPO (std-normalised)")],
+                        default="mean",
+                        max_length=8,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "project",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="runs", to="grading.project"),
+                ),
             ],
             options={
-                'ordering': ['run', 'number'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='group',
-            name='step',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='groups', to='grading.step'),
+            model_name="group",
+            name="run",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="groups", to="grading.run"),
         ),
         migrations.CreateModel(
-            name='Task',
+            name="Step",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('instance_id', models.CharField(max_length=300)),
-                ('repo', models.CharField(blank=True, max_length=300)),
-                ('base_commit', models.CharField(blank=True, max_length=100)),
-                ('problem_statement', models.TextField(blank=True)),
-                ('gold_patch', models.TextField(blank=True)),
-                ('test_patch', models.TextField(blank=True)),
-                ('fail_to_pass', models.JSONField(blank=True, default=list)),
-                ('pass_to_pass', models.JSONField(blank=True, default=list)),
-                ('extra', models.JSONField(blank=True, default=dict)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tasks', to='grading.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("run", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="steps", to="grading.run")),
             ],
             options={
-                'ordering': ['instance_id'],
+                "ordering": ["run", "number"],
             },
         ),
         migrations.AddField(
-            model_name='group',
-            name='task',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='groups', to='grading.task'),
+            model_name="group",
+            name="step",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="groups", to="grading.step"),
+        ),
+        migrations.CreateModel(
+            name="Task",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("instance_id", models.CharField(max_length=300)),
+                ("repo", models.CharField(blank=True, max_length=300)),
+                ("base_commit", models.CharField(blank=True, max_length=100)),
+                ("problem_statement", models.TextField(blank=True)),
+                ("gold_patch", models.TextField(blank=True)),
+                ("test_patch", models.TextField(blank=True)),
+                ("fail_to_pass", models.JSONField(blank=True, default=list)),
+                ("pass_to_pass", models.JSONField(blank=True, default=list)),
+                ("extra", models.JSONField(blank=True, default=dict)),
+                ("run", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="tasks", to="grading.run")),
+            ],
+            options={
+                "ordering": ["instance_id"],
+            },
+        ),
+        migrations.AddField(
+            model_name="group",
+            name="task",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="groups", to="grading.task"),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('project', 'user'), name='one_membership_per_user'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(fields=("project", "user"), name="one_membership_per_user"),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.UniqueConstraint(fields=('group', 'index'), name='rollout_index_unique_in_group'),
+            model_name="rollout",
+            constraint=models.UniqueConstraint(fields=("group", "index"), name="rollout_index_unique_in_group"),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.CheckConstraint(condition=models.Q(('reward__isnull', True), models.Q(('reward__gte', 0), ('reward__lte', 1)), _connector='OR'), name='reward_in_unit_interval'),
+            model_name="rollout",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("reward__isnull", True), models.Q(("reward__gte", 0), ("reward__lte", 1)), _connector="OR"),
+                name="reward_in_unit_interval",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='run_name_unique_in_project'),
+            model_name="run",
+            constraint=models.UniqueConstraint(fields=("project", "name"), name="run_name_unique_in_project"),
         ),
         migrations.AddConstraint(
-            model_name='step',
-            constraint=models.UniqueConstraint(fields=('run', 'number'), name='step_number_unique_in_run'),
+            model_name="step",
+            constraint=models.UniqueConstraint(fields=("run", "number"), name="step_number_unique_in_run"),
         ),
         migrations.AddConstraint(
-            model_name='task',
-            constraint=models.UniqueConstraint(fields=('run', 'instance_id'), name='task_unique_in_run'),
+            model_name="task",
+            constraint=models.UniqueConstraint(fields=("run", "instance_id"), name="task_unique_in_run"),
         ),
         migrations.AddIndex(
-            model_name='group',
-            index=models.Index(fields=['step', 'uid'], name='group_step_uid'),
+            model_name="group",
+            index=models.Index(fields=["step", "uid"], name="group_step_uid"),
         ),
         migrations.AddConstraint(
-            model_name='group',
-            constraint=models.UniqueConstraint(fields=('run', 'uid'), name='group_uid_unique_in_run'),
+            model_name="group",
+            constraint=models.UniqueConstraint(fields=("run", "uid"), name="group_uid_unique_in_run"),
         ),
     ]

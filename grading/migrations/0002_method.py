@@ -6,153 +6,279 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0001_initial'),
+        ("grading", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CheatDecision',
+            name="CheatDecision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(choices=[('grader', 'Grader flag'), ('prescreen', 'Deterministic prescreen'), ('reviewer', 'Reviewer')], max_length=10)),
-                ('confirmed', models.BooleanField(help_text='empty until audited; true = confirmed cheat; false = overturned', null=True)),
-                ('reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('rollout', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cheat_decisions', to='grading.rollout')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("grader", "Grader flag"), ("prescreen", "Deterministic prescreen"), ("reviewer", "Reviewer")],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "confirmed",
+                    models.BooleanField(help_text="empty until audited; true = confirmed cheat; false = overturned", null=True),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "rollout",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="cheat_decisions", to="grading.rollout"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='FactorMapping',
+            name="FactorMapping",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('bands', models.JSONField(help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}')),
-                ('source', models.CharField(choices=[('default', 'Default (docs/method.md §3)'), ('calibrated', 'Calibrated from human judgments'), ('manual', 'Set by hand')], default='manual', max_length=16)),
-                ('fit', models.JSONField(blank=True, default=dict, help_text='judgments, counts and intervals a calibrated mapping came from')),
-                ('note', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(blank=True, help_text='empty for the built-in default mapping, shared by every project', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='mappings', to='grading.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=100)),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("bands", models.JSONField(help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}')),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("default", "Default (docs/method.md §3)"),
+                            ("calibrated", "Calibrated from human judgments"),
+                            ("manual", "Set by hand"),
+                        ],
+                        default="manual",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "fit",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="judgments, counts and intervals a calibrated mapping came from"
+                    ),
+                ),
+                ("note", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="empty for the built-in default mapping, shared by every project",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="mappings",
+                        to="grading.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name', 'version'],
+                "ordering": ["name", "version"],
             },
         ),
         migrations.CreateModel(
-            name='MappingActivation',
+            name="MappingActivation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('activated_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('mapping', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='activations', to='grading.factormapping')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='mapping_activations', to='grading.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "activated_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "mapping",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="activations", to="grading.factormapping"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="mapping_activations", to="grading.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='StepComputation',
+            name="StepComputation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('stale', models.BooleanField(default=True)),
-                ('computed_at', models.DateTimeField(blank=True, null=True)),
-                ('n_rows', models.PositiveIntegerField(default=0)),
-                ('summary', models.JSONField(blank=True, default=dict)),
-                ('mapping', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='computations', to='grading.factormapping')),
-                ('step', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='computations', to='grading.step')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("stale", models.BooleanField(default=True)),
+                ("computed_at", models.DateTimeField(blank=True, null=True)),
+                ("n_rows", models.PositiveIntegerField(default=0)),
+                ("summary", models.JSONField(blank=True, default=dict)),
+                (
+                    "mapping",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="computations", to="grading.factormapping"
+                    ),
+                ),
+                (
+                    "step",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="computations", to="grading.step"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Verdict',
+            name="Verdict",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('grader', models.CharField(help_text='grader name and version, e.g. heuristic@1 or gpt-x@2026-11', max_length=100)),
-                ('status', models.CharField(choices=[('valid', 'Valid'), ('invalid', 'Invalid (falls back)'), ('timeout', 'Timed out (falls back)')], max_length=10)),
-                ('errors', models.JSONField(blank=True, default=list)),
-                ('raw', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verdicts', to='grading.group')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "grader",
+                    models.CharField(help_text="grader name and version, e.g. heuristic@1 or gpt-x@2026-11", max_length=100),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("valid", "Valid"), ("invalid", "Invalid (falls back)"), ("timeout", "Timed out (falls back)")],
+                        max_length=10,
+                    ),
+                ),
+                ("errors", models.JSONField(blank=True, default=list)),
+                ("raw", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "group",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="verdicts", to="grading.group"),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='RolloutGrade',
+            name="RolloutGrade",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tier', models.CharField(choices=[('T1', 'T1'), ('T2', 'T2'), ('T3', 'T3')], max_length=2)),
-                ('rank', models.PositiveIntegerField()),
-                ('scores', models.JSONField(blank=True, default=dict)),
-                ('cheat', models.BooleanField(default=False)),
-                ('evidence', models.JSONField(blank=True, default=list)),
-                ('rollout', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='grades', to='grading.rollout')),
-                ('verdict', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='grades', to='grading.verdict')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tier", models.CharField(choices=[("T1", "T1"), ("T2", "T2"), ("T3", "T3")], max_length=2)),
+                ("rank", models.PositiveIntegerField()),
+                ("scores", models.JSONField(blank=True, default=dict)),
+                ("cheat", models.BooleanField(default=False)),
+                ("evidence", models.JSONField(blank=True, default=list)),
+                (
+                    "rollout",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="grades", to="grading.rollout"),
+                ),
+                (
+                    "verdict",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="grades", to="grading.verdict"),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='AdvantageResult',
+            name="AdvantageResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('run_name', models.CharField(max_length=200)),
-                ('step_number', models.PositiveIntegerField()),
-                ('uid', models.CharField(max_length=300)),
-                ('index', models.PositiveIntegerField()),
-                ('instance_id', models.CharField(max_length=300)),
-                ('reward', models.FloatField(null=True)),
-                ('passed', models.BooleanField(null=True)),
-                ('cheat', models.BooleanField(default=False)),
-                ('cheat_source', models.CharField(blank=True, max_length=10)),
-                ('baseline', models.CharField(max_length=8)),
-                ('advantage', models.FloatField()),
-                ('tier', models.CharField(blank=True, max_length=2)),
-                ('rank', models.PositiveIntegerField(null=True)),
-                ('factor', models.FloatField()),
-                ('lambda_value', models.FloatField(db_column='lambda')),
-                ('redistributed_advantage', models.FloatField()),
-                ('discount_only_advantage', models.FloatField()),
-                ('mapping_label', models.CharField(max_length=120)),
-                ('status', models.CharField(max_length=10)),
-                ('computed_at', models.DateTimeField()),
-                ('rollout', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='advantages', to='grading.rollout')),
-                ('step', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='advantages', to='grading.step')),
-                ('mapping', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='results', to='grading.factormapping')),
-                ('verdict', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='grading.verdict')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("run_name", models.CharField(max_length=200)),
+                ("step_number", models.PositiveIntegerField()),
+                ("uid", models.CharField(max_length=300)),
+                ("index", models.PositiveIntegerField()),
+                ("instance_id", models.CharField(max_length=300)),
+                ("reward", models.FloatField(null=True)),
+                ("passed", models.BooleanField(null=True)),
+                ("cheat", models.BooleanField(default=False)),
+                ("cheat_source", models.CharField(blank=True, max_length=10)),
+                ("baseline", models.CharField(max_length=8)),
+                ("advantage", models.FloatField()),
+                ("tier", models.CharField(blank=True, max_length=2)),
+                ("rank", models.PositiveIntegerField(null=True)),
+                ("factor", models.FloatField()),
+                ("lambda_value", models.FloatField(db_column="lambda")),
+                ("redistributed_advantage", models.FloatField()),
+                ("discount_only_advantage", models.FloatField()),
+                ("mapping_label", models.CharField(max_length=120)),
+                ("status", models.CharField(max_length=10)),
+                ("computed_at", models.DateTimeField()),
+                (
+                    "rollout",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="advantages", to="grading.rollout"
+                    ),
+                ),
+                (
+                    "step",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="advantages", to="grading.step"),
+                ),
+                (
+                    "mapping",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="results", to="grading.factormapping"
+                    ),
+                ),
+                (
+                    "verdict",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="grading.verdict",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='factormapping',
-            constraint=models.UniqueConstraint(fields=('name', 'version'), name='mapping_version_unique'),
+            model_name="factormapping",
+            constraint=models.UniqueConstraint(fields=("name", "version"), name="mapping_version_unique"),
         ),
         migrations.AddConstraint(
-            model_name='stepcomputation',
-            constraint=models.UniqueConstraint(fields=('step', 'mapping'), name='one_computation_per_step_mapping'),
+            model_name="stepcomputation",
+            constraint=models.UniqueConstraint(fields=("step", "mapping"), name="one_computation_per_step_mapping"),
         ),
         migrations.AddConstraint(
-            model_name='verdict',
-            constraint=models.UniqueConstraint(fields=('group', 'grader'), name='one_verdict_per_group_per_grader'),
+            model_name="verdict",
+            constraint=models.UniqueConstraint(fields=("group", "grader"), name="one_verdict_per_group_per_grader"),
         ),
         migrations.AddConstraint(
-            model_name='rolloutgrade',
-            constraint=models.UniqueConstraint(fields=('verdict', 'rollout'), name='one_grade_per_rollout_per_verdict'),
+            model_name="rolloutgrade",
+            constraint=models.UniqueConstraint(fields=("verdict", "rollout"), name="one_grade_per_rollout_per_verdict"),
         ),
         migrations.AddIndex(
-            model_name='advantageresult',
-            index=models.Index(fields=['step', 'mapping', 'uid', 'index'], name='advantage_export_order'),
+            model_name="advantageresult",
+            index=models.Index(fields=["step", "mapping", "uid", "index"], name="advantage_export_order"),
         ),
         migrations.AddConstraint(
-            model_name='advantageresult',
-            constraint=models.UniqueConstraint(fields=('rollout', 'mapping'), name='one_result_per_rollout_per_mapping'),
+            model_name="advantageresult",
+            constraint=models.UniqueConstraint(fields=("rollout", "mapping"), name="one_result_per_rollout_per_mapping"),
         ),
     ]

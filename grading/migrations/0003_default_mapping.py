@@ -6,8 +6,13 @@ DEFAULT_BANDS = {"T1": [1.0, 1.0], "T2": [0.85, 0.70], "T3": [0.50, 0.50]}
 def create_default(apps, schema_editor):
     FactorMapping = apps.get_model("grading", "FactorMapping")
     FactorMapping.objects.get_or_create(
-        name="default", version=1,
-        defaults={"bands": DEFAULT_BANDS, "source": "default", "note": "docs/method.md §3: T1 -> 1.0; T2 -> band [0.85 .. 0.70]; T3 -> 0.50"},
+        name="default",
+        version=1,
+        defaults={
+            "bands": DEFAULT_BANDS,
+            "source": "default",
+            "note": "docs/method.md §3: T1 -> 1.0; T2 -> band [0.85 .. 0.70]; T3 -> 0.50",
+        },
     )
 
 

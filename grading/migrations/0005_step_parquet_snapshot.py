@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0004_merge_importjob'),
+        ("grading", "0004_merge_importjob"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='stepcomputation',
-            name='parquet',
+            model_name="stepcomputation",
+            name="parquet",
             field=models.BinaryField(blank=True, null=True),
         ),
     ]

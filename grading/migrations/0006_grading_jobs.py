@@ -5,31 +5,52 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0005_step_parquet_snapshot'),
+        ("grading", "0005_step_parquet_snapshot"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='GradingJob',
+            name="GradingJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('grader', models.CharField(max_length=100)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='queued', max_length=10)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('latency_s', models.FloatField(blank=True, null=True)),
-                ('usage', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('queued_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='grading_jobs', to='grading.group')),
-                ('verdict', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='grading.verdict')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("grader", models.CharField(max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        db_index=True,
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("latency_s", models.FloatField(blank=True, null=True)),
+                ("usage", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True)),
+                ("queued_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "group",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="grading_jobs", to="grading.group"
+                    ),
+                ),
+                (
+                    "verdict",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="grading.verdict",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['group_id'],
-                'constraints': [models.UniqueConstraint(fields=('group', 'grader'), name='one_grading_job_per_group_per_grader')],
+                "ordering": ["group_id"],
+                "constraints": [models.UniqueConstraint(fields=("group", "grader"), name="one_grading_job_per_group_per_grader")],
             },
         ),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0006_grading_jobs'),
+        ("grading", "0006_grading_jobs"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='step',
-            name='inputs_version',
+            model_name="step",
+            name="inputs_version",
             field=models.PositiveIntegerField(default=0),
         ),
     ]

@@ -5,46 +5,66 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0007_step_inputs_version'),
+        ("grading", "0007_step_inputs_version"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='auto_grade',
-            field=models.CharField(choices=[('none', 'none (grade by hand from the step page)'), ('heuristic', 'heuristic grader'), ('llm', 'LLM grader')], default='none', max_length=10),
+            model_name="run",
+            name="auto_grade",
+            field=models.CharField(
+                choices=[
+                    ("none", "none (grade by hand from the step page)"),
+                    ("heuristic", "heuristic grader"),
+                    ("llm", "LLM grader"),
+                ],
+                default="none",
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='grading_deadline_seconds',
-            field=models.PositiveIntegerField(default=600, help_text='a mixed group still without a verdict this long after it was stored (or queued again) falls back'),
+            model_name="run",
+            name="grading_deadline_seconds",
+            field=models.PositiveIntegerField(
+                default=600,
+                help_text="a mixed group still without a verdict this long after it was stored (or queued again) falls back",
+            ),
         ),
         migrations.AddField(
-            model_name='stepcomputation',
-            name='inputs_version',
+            model_name="stepcomputation",
+            name="inputs_version",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='stepcomputation',
-            name='recompute_queued',
+            model_name="stepcomputation",
+            name="recompute_queued",
             field=models.BooleanField(default=False),
         ),
         migrations.CreateModel(
-            name='StepExport',
+            name="StepExport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('inputs_version', models.PositiveIntegerField()),
-                ('format', models.CharField(max_length=10)),
-                ('final', models.BooleanField(help_text='whether the step was final when these bytes were first served')),
-                ('body', models.BinaryField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('mapping', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='grading.factormapping')),
-                ('step', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to='grading.step')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("inputs_version", models.PositiveIntegerField()),
+                ("format", models.CharField(max_length=10)),
+                ("final", models.BooleanField(help_text="whether the step was final when these bytes were first served")),
+                ("body", models.BinaryField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "mapping",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="grading.factormapping"),
+                ),
+                (
+                    "step",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="exports", to="grading.step"),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('step', 'mapping', 'inputs_version', 'format'), name='one_export_per_step_version_format')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("step", "mapping", "inputs_version", "format"), name="one_export_per_step_version_format"
+                    )
+                ],
             },
         ),
     ]

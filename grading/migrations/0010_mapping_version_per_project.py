@@ -5,23 +5,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0009_import_attempts'),
+        ("grading", "0009_import_attempts"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='factormapping',
-            name='mapping_version_unique',
+            model_name="factormapping",
+            name="mapping_version_unique",
         ),
         migrations.AddConstraint(
-            model_name='factormapping',
-            constraint=models.UniqueConstraint(condition=models.Q(('project__isnull', False)), fields=('project', 'name', 'version'), name='mapping_version_unique_in_project'),
+            model_name="factormapping",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("project__isnull", False)),
+                fields=("project", "name", "version"),
+                name="mapping_version_unique_in_project",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='factormapping',
-            constraint=models.UniqueConstraint(condition=models.Q(('project__isnull', True)), fields=('name', 'version'), name='mapping_version_unique_builtin'),
+            model_name="factormapping",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("project__isnull", True)), fields=("name", "version"), name="mapping_version_unique_builtin"
+            ),
         ),
     ]

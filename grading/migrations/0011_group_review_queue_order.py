@@ -27,41 +27,47 @@ def fill_queue_order(apps, schema_editor):
             continue
         moved = (
             AdvantageResult.objects.filter(step_id=OuterRef("step_id"), uid=OuterRef("uid"), mapping_id=mapping_id)
-            .order_by().values("step_id").annotate(s=Sum(Abs(F("redistributed_advantage") - F("advantage")))).values("s")
+            .order_by()
+            .values("step_id")
+            .annotate(s=Sum(Abs(F("redistributed_advantage") - F("advantage"))))
+            .values("s")
         )
         Group.objects.filter(run_id=run_id).update(credit_moved=Coalesce(Subquery(moved, output_field=FloatField()), Value(0.0)))
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0010_mapping_version_per_project'),
+        ("grading", "0010_mapping_version_per_project"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='group',
-            name='awaits_review',
+            model_name="group",
+            name="awaits_review",
             field=models.BooleanField(default=True),
         ),
         migrations.AddField(
-            model_name='group',
-            name='credit_moved',
+            model_name="group",
+            name="credit_moved",
             field=models.FloatField(default=0.0),
         ),
         migrations.AddField(
-            model_name='group',
-            name='has_valid_verdict',
+            model_name="group",
+            name="has_valid_verdict",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='group',
-            name='step_number',
+            model_name="group",
+            name="step_number",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddIndex(
-            model_name='group',
-            index=models.Index(condition=models.Q(('awaits_review', True), ('is_mixed', True)), fields=['run', '-has_valid_verdict', '-credit_moved', 'step_number', 'uid'], name='group_review_queue'),
+            model_name="group",
+            index=models.Index(
+                condition=models.Q(("awaits_review", True), ("is_mixed", True)),
+                fields=["run", "-has_valid_verdict", "-credit_moved", "step_number", "uid"],
+                name="group_review_queue",
+            ),
         ),
         migrations.RunPython(fill_queue_order, migrations.RunPython.noop),
     ]

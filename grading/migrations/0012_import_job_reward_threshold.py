@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0011_group_review_queue_order'),
+        ("grading", "0011_group_review_queue_order"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='importjob',
-            name='reward_threshold',
+            model_name="importjob",
+            name="reward_threshold",
             field=models.FloatField(blank=True, null=True),
         ),
     ]

@@ -6,22 +6,38 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0012_import_job_reward_threshold'),
+        ("grading", "0012_import_job_reward_threshold"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RubricGuide',
+            name="RubricGuide",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tiers', models.JSONField(default=dict, help_text='{"T1": meaning, "T2": ..., "T3": ...}')),
-                ('dimensions', models.JSONField(default=dict, help_text='{"<dimension>": {"meaning": ..., "example": ...}} for the five')),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('project', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='rubric_guide', to='grading.project')),
-                ('updated_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tiers", models.JSONField(default=dict, help_text='{"T1": meaning, "T2": ..., "T3": ...}')),
+                (
+                    "dimensions",
+                    models.JSONField(default=dict, help_text='{"<dimension>": {"meaning": ..., "example": ...}} for the five'),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "project",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="rubric_guide", to="grading.project"
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
     ]

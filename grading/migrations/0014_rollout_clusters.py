@@ -20,30 +20,29 @@ def cluster_stored_groups(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0013_rubric_guide'),
+        ("grading", "0013_rubric_guide"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='group',
-            name='distinct_solutions',
+            model_name="group",
+            name="distinct_solutions",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='cluster',
+            model_name="rollout",
+            name="cluster",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='cluster_label',
+            model_name="rollout",
+            name="cluster_label",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='extra_files',
+            model_name="rollout",
+            name="extra_files",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.RunPython(cluster_stored_groups, migrations.RunPython.noop),

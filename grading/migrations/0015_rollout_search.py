@@ -32,7 +32,6 @@ def drop_postgres_index(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("grading", "0014_rollout_clusters"),
     ]
@@ -41,8 +40,16 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="RolloutSearch",
             fields=[
-                ("rollout", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True,
-                                                 related_name="search", serialize=False, to="grading.rollout")),
+                (
+                    "rollout",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="search",
+                        serialize=False,
+                        to="grading.rollout",
+                    ),
+                ),
                 ("step_number", models.PositiveIntegerField()),
                 ("passed", models.BooleanField(null=True)),
                 ("text", models.TextField(blank=True)),
@@ -55,8 +62,15 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="cheatdecision",
             name="source",
-            field=models.CharField(choices=[("grader", "Grader flag"), ("prescreen", "Deterministic prescreen"),
-                                            ("reviewer", "Reviewer"), ("search", "Search (an auditor's query)")], max_length=10),
+            field=models.CharField(
+                choices=[
+                    ("grader", "Grader flag"),
+                    ("prescreen", "Deterministic prescreen"),
+                    ("reviewer", "Reviewer"),
+                    ("search", "Search (an auditor's query)"),
+                ],
+                max_length=10,
+            ),
         ),
         migrations.RunPython(postgres_index, drop_postgres_index),
     ]

@@ -34,7 +34,6 @@ def unindex(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("grading", "0015_rollout_search"),
     ]
@@ -47,8 +46,12 @@ class Migration(migrations.Migration):
                 ("id", models.BigAutoField(primary_key=True, serialize=False)),
                 ("seq", models.PositiveIntegerField()),
                 ("text", models.TextField()),
-                ("rollout", models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+",
-                                              to="grading.rollout")),
+                (
+                    "rollout",
+                    models.ForeignKey(
+                        db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="grading.rollout"
+                    ),
+                ),
             ],
             options={
                 "constraints": [models.UniqueConstraint(fields=("rollout", "seq"), name="searchchunk_rollout_seq")],
@@ -57,8 +60,16 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="SearchBacklog",
             fields=[
-                ("rollout", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name="+",
-                                                 serialize=False, to="grading.rollout")),
+                (
+                    "rollout",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="+",
+                        serialize=False,
+                        to="grading.rollout",
+                    ),
+                ),
                 ("queued_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("run", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="grading.run")),
             ],

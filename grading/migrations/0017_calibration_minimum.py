@@ -6,27 +6,43 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0016_search_chunks'),
+        ("grading", "0016_search_chunks"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='mappingactivation',
-            name='overrode_minimum',
+            model_name="mappingactivation",
+            name="overrode_minimum",
             field=models.BooleanField(default=False, help_text="activated below the project's calibration minimum"),
         ),
         migrations.CreateModel(
-            name='CalibrationMinimum',
+            name="CalibrationMinimum",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('groups', models.PositiveIntegerField(help_text='judged mixed groups a fit must rest on')),
-                ('tier_pairs', models.PositiveIntegerField(help_text="pairs (grader tier, people's tier) every grader tier must have")),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('project', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='calibration_minimum', to='grading.project')),
-                ('updated_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("groups", models.PositiveIntegerField(help_text="judged mixed groups a fit must rest on")),
+                (
+                    "tier_pairs",
+                    models.PositiveIntegerField(help_text="pairs (grader tier, people's tier) every grader tier must have"),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "project",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="calibration_minimum", to="grading.project"
+                    ),
+                ),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
     ]

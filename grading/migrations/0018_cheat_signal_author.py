@@ -14,7 +14,7 @@ def _author(source: str, reason: str) -> str:
     if source == "prescreen":
         return "prescreen"
     if source in ("grader", "reviewer") and reason.startswith(PREFIX):
-        return reason[len(PREFIX):].split(":", 1)[0].strip()[:150]
+        return reason[len(PREFIX) :].split(":", 1)[0].strip()[:150]
     return ""
 
 
@@ -25,8 +25,11 @@ def backfill(apps, schema_editor):
     for signal in CheatDecision.objects.only("id", "source", "reason", "rollout_id").iterator(chunk_size=2000):
         signal.author = _author(signal.source, signal.reason or "")
         if signal.source == "grader":
-            grade = (RolloutGrade.objects.filter(rollout_id=signal.rollout_id, cheat=True, verdict__grader=signal.author)
-                     .only("evidence").first())
+            grade = (
+                RolloutGrade.objects.filter(rollout_id=signal.rollout_id, cheat=True, verdict__grader=signal.author)
+                .only("evidence")
+                .first()
+            )
             items = grade.evidence if grade is not None and isinstance(grade.evidence, list) else []
             signal.evidence = [i for i in items if isinstance(i, dict)]
         changed.append(signal)
@@ -37,20 +40,19 @@ def backfill(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0017_calibration_minimum'),
+        ("grading", "0017_calibration_minimum"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='cheatdecision',
-            name='author',
+            model_name="cheatdecision",
+            name="author",
             field=models.CharField(blank=True, max_length=150),
         ),
         migrations.AddField(
-            model_name='cheatdecision',
-            name='evidence',
+            model_name="cheatdecision",
+            name="evidence",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.RunPython(backfill, migrations.RunPython.noop),

@@ -4,30 +4,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0018_cheat_signal_author'),
+        ("grading", "0018_cheat_signal_author"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='advantageresult',
-            name='drop_mode',
-            field=models.CharField(blank=True, default='', max_length=10),
+            model_name="advantageresult",
+            name="drop_mode",
+            field=models.CharField(blank=True, default="", max_length=10),
         ),
         migrations.AddField(
-            model_name='advantageresult',
-            name='dropped',
-            field=models.CharField(blank=True, default='', max_length=40),
+            model_name="advantageresult",
+            name="dropped",
+            field=models.CharField(blank=True, default="", max_length=40),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='dropped',
-            field=models.CharField(blank=True, default='', max_length=40),
+            model_name="rollout",
+            name="dropped",
+            field=models.CharField(blank=True, default="", max_length=40),
         ),
         migrations.AddField(
-            model_name='run',
-            name='drop_policy',
+            model_name="run",
+            name="drop_policy",
             field=models.JSONField(blank=True, default=dict),
         ),
     ]

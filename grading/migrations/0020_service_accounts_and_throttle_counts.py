@@ -6,34 +6,54 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0019_partial_groups'),
+        ("grading", "0019_partial_groups"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ThrottleCount',
+            name="ThrottleCount",
             fields=[
-                ('key', models.CharField(max_length=200, primary_key=True, serialize=False)),
-                ('count', models.PositiveIntegerField(default=0)),
-                ('expires_at', models.DateTimeField(db_index=True)),
+                ("key", models.CharField(max_length=200, primary_key=True, serialize=False)),
+                ("count", models.PositiveIntegerField(default=0)),
+                ("expires_at", models.DateTimeField(db_index=True)),
             ],
         ),
         migrations.AddField(
-            model_name='apitoken',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="apitoken",
+            name="created_by",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name="+", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.CreateModel(
-            name='ServiceAccount',
+            name="ServiceAccount",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='service_accounts', to='grading.project')),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='service_account', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="service_accounts", to="grading.project"
+                    ),
+                ),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="service_account", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
     ]

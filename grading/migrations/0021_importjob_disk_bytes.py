@@ -2,7 +2,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("grading", "0020_service_accounts_and_throttle_counts"),
     ]

@@ -5,22 +5,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0021_importjob_disk_bytes'),
+        ("grading", "0021_importjob_disk_bytes"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='StepWaiter',
+            name="StepWaiter",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('holder', models.CharField(max_length=40)),
-                ('expires_at', models.DateTimeField(db_index=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='grading.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("holder", models.CharField(max_length=40)),
+                ("expires_at", models.DateTimeField(db_index=True)),
+                (
+                    "project",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="+", to="grading.project"),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['project', 'holder'], name='stepwaiter_holder')],
+                "indexes": [models.Index(fields=["project", "holder"], name="stepwaiter_holder")],
             },
         ),
     ]

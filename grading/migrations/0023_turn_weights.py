@@ -4,33 +4,35 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('grading', '0022_step_waiters'),
+        ("grading", "0022_step_waiters"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='stepexport',
-            name='one_export_per_step_version_format',
+            model_name="stepexport",
+            name="one_export_per_step_version_format",
         ),
         migrations.AddField(
-            model_name='advantageresult',
-            name='turn_weights',
+            model_name="advantageresult",
+            name="turn_weights",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='turn_weights',
+            model_name="run",
+            name="turn_weights",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='stepexport',
-            name='turn_weights',
-            field=models.BooleanField(default=False, help_text='served with the turn_weights column (?turn_weights=1)'),
+            model_name="stepexport",
+            name="turn_weights",
+            field=models.BooleanField(default=False, help_text="served with the turn_weights column (?turn_weights=1)"),
         ),
         migrations.AddConstraint(
-            model_name='stepexport',
-            constraint=models.UniqueConstraint(fields=('step', 'mapping', 'inputs_version', 'format', 'turn_weights'), name='one_export_per_step_version_format_columns'),
+            model_name="stepexport",
+            constraint=models.UniqueConstraint(
+                fields=("step", "mapping", "inputs_version", "format", "turn_weights"),
+                name="one_export_per_step_version_format_columns",
+            ),
         ),
     ]

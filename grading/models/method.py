@@ -17,8 +17,14 @@ class FactorMapping(models.Model):
         CALIBRATED = "calibrated", "Calibrated from human judgments"
         MANUAL = "manual", "Set by hand"
 
-    project = models.ForeignKey("grading.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="mappings",
-                                help_text="empty for the built-in default mapping, shared by every project")
+    project = models.ForeignKey(
+        "grading.Project",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="mappings",
+        help_text="empty for the built-in default mapping, shared by every project",
+    )
     name = models.SlugField(max_length=100)
     version = models.PositiveIntegerField(default=1)
     bands = models.JSONField(help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}')
@@ -34,10 +40,14 @@ class FactorMapping(models.Model):
         # project uses is neither visible nor in the way. Built-in mappings have no project,
         # and NULLs are distinct in a unique index, hence the second constraint.
         constraints = [
-            models.UniqueConstraint(fields=["project", "name", "version"], condition=models.Q(project__isnull=False),
-                                    name="mapping_version_unique_in_project"),
-            models.UniqueConstraint(fields=["name", "version"], condition=models.Q(project__isnull=True),
-                                    name="mapping_version_unique_builtin"),
+            models.UniqueConstraint(
+                fields=["project", "name", "version"],
+                condition=models.Q(project__isnull=False),
+                name="mapping_version_unique_in_project",
+            ),
+            models.UniqueConstraint(
+                fields=["name", "version"], condition=models.Q(project__isnull=True), name="mapping_version_unique_builtin"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -111,8 +121,10 @@ class StepExport(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["step", "mapping", "inputs_version", "format", "turn_weights"],
-                                    name="one_export_per_step_version_format_columns")
+            models.UniqueConstraint(
+                fields=["step", "mapping", "inputs_version", "format", "turn_weights"],
+                name="one_export_per_step_version_format_columns",
+            )
         ]
 
 

@@ -65,8 +65,7 @@ class ServiceAccount(models.Model):
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="service_account")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="service_accounts")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -80,8 +79,7 @@ class ApiToken(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_tokens")
     # The project admin who made it on the Team page; empty for the server operator's
     # `create_api_token` command (and for tokens made before this was recorded).
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=12, db_index=True)
     digest = models.CharField(max_length=64, unique=True)
@@ -102,7 +100,11 @@ class ApiToken(models.Model):
     def issue(cls, *, user, project: Project, name: str = "", created_by=None) -> tuple[ApiToken, str]:
         secret = cls.PREFIX + secrets.token_urlsafe(32)
         token = cls.objects.create(
-            user=user, project=project, name=name, prefix=secret[: len(cls.PREFIX) + 6], digest=cls.digest_of(secret),
+            user=user,
+            project=project,
+            name=name,
+            prefix=secret[: len(cls.PREFIX) + 6],
+            digest=cls.digest_of(secret),
             created_by=created_by,
         )
         return token, secret

@@ -158,8 +158,11 @@ class Group(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "uid"], name="group_uid_unique_in_run")]
         indexes = [
             models.Index(fields=["step", "uid"], name="group_step_uid"),
-            models.Index(fields=["run", "-has_valid_verdict", "-credit_moved", "step_number", "uid"],
-                         condition=Q(is_mixed=True, awaits_review=True), name="group_review_queue"),
+            models.Index(
+                fields=["run", "-has_valid_verdict", "-credit_moved", "step_number", "uid"],
+                condition=Q(is_mixed=True, awaits_review=True),
+                name="group_review_queue",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -236,7 +239,6 @@ class RolloutContent(models.Model):
 
     def __str__(self) -> str:
         return f"content of rollout {self.rollout_id}"
-
 
 
 class ImportJob(models.Model):

@@ -48,8 +48,11 @@ def is_privileged(user) -> bool:
 
 def people_q(prefix: str = "") -> Q:
     """Accounts a person signs in with: active, a usable password, not a service account."""
-    return (Q(**{f"{prefix}is_active": True, f"{prefix}service_account__isnull": True})
-            & ~Q(**{f"{prefix}password__startswith": UNUSABLE_PASSWORD_PREFIX}) & ~Q(**{f"{prefix}password": ""}))
+    return (
+        Q(**{f"{prefix}is_active": True, f"{prefix}service_account__isnull": True})
+        & ~Q(**{f"{prefix}password__startswith": UNUSABLE_PASSWORD_PREFIX})
+        & ~Q(**{f"{prefix}password": ""})
+    )
 
 
 @dataclass(frozen=True)
@@ -69,14 +72,24 @@ def forged_tokens() -> list[ForgedToken]:
     member of the token's project only is the API account the Team page made before service
     accounts were marked, and counts as that project's own.
     """
-    tokens = list(ApiToken.objects.filter(revoked_at__isnull=True)
-                  .select_related("user__service_account", "project", "created_by").order_by("project__name", "pk"))
-    logged = {int(e.object_id): e.user for e in LogEntry.objects.filter(
-        content_type=ContentType.objects.get_for_model(ApiToken), action_flag=ADDITION,
-        change_message__endswith="on the team page", object_id__in=[str(t.pk) for t in tokens]).select_related("user")}
+    tokens = list(
+        ApiToken.objects.filter(revoked_at__isnull=True)
+        .select_related("user__service_account", "project", "created_by")
+        .order_by("project__name", "pk")
+    )
+    logged = {
+        int(e.object_id): e.user
+        for e in LogEntry.objects.filter(
+            content_type=ContentType.objects.get_for_model(ApiToken),
+            action_flag=ADDITION,
+            change_message__endswith="on the team page",
+            object_id__in=[str(t.pk) for t in tokens],
+        ).select_related("user")
+    }
     projects_of: dict[int, set[int]] = {}
     for user_id, project_id in Membership.objects.filter(user_id__in={t.user_id for t in tokens}).values_list(
-            "user_id", "project_id"):
+        "user_id", "project_id"
+    ):
         projects_of.setdefault(user_id, set()).add(project_id)
     found = []
     for token in tokens:

@@ -61,6 +61,11 @@ def create_project(*, name: str, description: str = "", admin=None, actor=None) 
     if admin is not None:
         Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
     if actor is not None:
-        LogEntry.objects.log_actions(user_id=actor.pk, queryset=[project], action_flag=ADDITION,
-                                     change_message="Created on the new project page", single_object=True)
+        LogEntry.objects.log_actions(
+            user_id=actor.pk,
+            queryset=[project],
+            action_flag=ADDITION,
+            change_message="Created on the new project page",
+            single_object=True,
+        )
     return project

@@ -31,8 +31,11 @@ def send_invite(*, user, project: Project, link: str, inviter) -> bool:
     days = max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)
     send_mail(
         subject=f"You are invited to {project.name} on the Gagar review desk",
-        message=(f"{inviter.get_username()} added you to the project {project.name} as {user.get_username()}.\n\n"
-                 f"Choose your password here (the link works once, for {days} day{'s' if days != 1 else ''}):\n{link}\n"),
-        from_email=None, recipient_list=[user.email],
+        message=(
+            f"{inviter.get_username()} added you to the project {project.name} as {user.get_username()}.\n\n"
+            f"Choose your password here (the link works once, for {days} day{'s' if days != 1 else ''}):\n{link}\n"
+        ),
+        from_email=None,
+        recipient_list=[user.email],
     )
     return True

@@ -33,8 +33,9 @@ class TeamError(ValueError):
 
 def _log(actor, objects, flag: int, message: str) -> None:
     if objects:
-        LogEntry.objects.log_actions(user_id=actor.pk, queryset=objects, action_flag=flag, change_message=message,
-                                     single_object=len(objects) == 1)
+        LogEntry.objects.log_actions(
+            user_id=actor.pk, queryset=objects, action_flag=flag, change_message=message, single_object=len(objects) == 1
+        )
 
 
 def _check_role(role: str) -> str:
@@ -52,10 +53,11 @@ def _check_an_admin_remains(project: Project, membership: Membership) -> None:
     if not others.exists():
         raise TeamError(f"{name} is the last admin of {project.name}; make someone else admin first")
     user_model = get_user_model()
-    if (user_model.objects.filter(people_q(), pk=membership.user_id).exists()
-            and not others.filter(people_q("user__")).exists()):
-        raise TeamError(f"{name} is the last admin of {project.name} who signs in with a password; the other admins "
-                        "are service or token accounts, which cannot open this page: make a person admin first")
+    if user_model.objects.filter(people_q(), pk=membership.user_id).exists() and not others.filter(people_q("user__")).exists():
+        raise TeamError(
+            f"{name} is the last admin of {project.name} who signs in with a password; the other admins "
+            "are service or token accounts, which cannot open this page: make a person admin first"
+        )
 
 
 def _locked_membership(project: Project, pk: int) -> Membership:
@@ -139,8 +141,12 @@ def remove_member(*, project: Project, membership_id: int, actor) -> str:
     membership = _locked_membership(project, membership_id)
     _check_an_admin_remains(project, membership)
     username = membership.user.username
-    _revoke(project=project, tokens=ApiToken.objects.filter(project=project, user_id=membership.user_id), actor=actor,
-            message=f"Revoked: {username} was removed from {project.name}")
+    _revoke(
+        project=project,
+        tokens=ApiToken.objects.filter(project=project, user_id=membership.user_id),
+        actor=actor,
+        message=f"Revoked: {username} was removed from {project.name}",
+    )
     _log(actor, [membership], DELETION, f"Removed from {project.name} on the team page")
     membership.delete()
     return username
@@ -161,8 +167,10 @@ def create_token(*, project: Project, username: str, role: str, name: str, actor
     _check_role(role)
     username, name = (username or "").strip(), (name or "").strip()
     if not username:
-        raise TeamError("give the account the token acts as: your own username, a service account of this project, "
-                        "or a new name (which makes a service account)")
+        raise TeamError(
+            "give the account the token acts as: your own username, a service account of this project, "
+            "or a new name (which makes a service account)"
+        )
     if len(name) > MAX_TOKEN_NAME:
         raise TeamError(f"the token's name is longer than {MAX_TOKEN_NAME} characters")
     user_model = get_user_model()
@@ -183,8 +191,12 @@ def create_token(*, project: Project, username: str, role: str, name: str, actor
         user.save()
         ServiceAccount.objects.create(user=user, project=project, created_by=actor)
         membership = Membership.objects.create(project=project, user=user, role=role)
-        _log(actor, [membership], ADDITION,
-             f"Added to {project.name} as {role}: a service account with a new API token, on the team page")
+        _log(
+            actor,
+            [membership],
+            ADDITION,
+            f"Added to {project.name} as {role}: a service account with a new API token, on the team page",
+        )
     else:
         membership = _token_membership(project=project, user=user, role=role, actor=actor)
     token, secret = ApiToken.issue(user=user, project=project, name=name, created_by=actor)
@@ -196,18 +208,24 @@ def _token_membership(*, project: Project, user, role: str, actor) -> Membership
     """The membership a token for the existing account `user` acts with; TeamError when it may not have one."""
     username = user.username
     if is_privileged(user):
-        raise TeamError(f"{username} is site staff or a superuser; no token made here acts as one "
-                        "(the server's operator makes those with manage.py create_api_token)")
+        raise TeamError(
+            f"{username} is site staff or a superuser; no token made here acts as one "
+            "(the server's operator makes those with manage.py create_api_token)"
+        )
     account = service_account_of(user)
     if user.pk != actor.pk and (account is None or account.project_id != project.pk):
-        raise TeamError(f"{username} is an account of its own, not a service account of {project.name}; a token acts "
-                        "as you or as a service account of this project (a new name makes one)")
+        raise TeamError(
+            f"{username} is an account of its own, not a service account of {project.name}; a token acts "
+            "as you or as a service account of this project (a new name makes one)"
+        )
     membership = Membership.objects.filter(project=project, user=user).first()
     if membership is None:
         raise TeamError(f"{username} is no longer a member of {project.name}; add it again first")
     if membership.role != role:
-        raise TeamError(f"{username} is a member as {membership.role}; a token for them acts as {membership.role} "
-                        f"(change their role in the member list first, or use another account)")
+        raise TeamError(
+            f"{username} is a member as {membership.role}; a token for them acts as {membership.role} "
+            f"(change their role in the member list first, or use another account)"
+        )
     return membership
 
 
@@ -226,7 +244,11 @@ def revoke_token(*, project: Project, token_id: int, actor) -> ApiToken:
         raise TeamError("no such token in this project")
     if token.revoked_at is not None:
         raise TeamError(f"token {token.prefix}… was already revoked")
-    _revoke(project=project, tokens=ApiToken.objects.filter(pk=token.pk), actor=actor,
-            message=f"Token {token.prefix}… revoked on the team page")
+    _revoke(
+        project=project,
+        tokens=ApiToken.objects.filter(pk=token.pk),
+        actor=actor,
+        message=f"Token {token.prefix}… revoked on the team page",
+    )
     token.refresh_from_db(fields=["revoked_at"])
     return token

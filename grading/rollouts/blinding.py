@@ -31,8 +31,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 # What a project withholds unless its admins choose otherwise.
-DEFAULT_BLIND_FIELDS = ("source", "cost", "metadata:model", "metadata:agent", "metadata:config", "metadata:run",
-                        "metadata:checkpoint")
+DEFAULT_BLIND_FIELDS = (
+    "source",
+    "cost",
+    "metadata:model",
+    "metadata:agent",
+    "metadata:config",
+    "metadata:run",
+    "metadata:checkpoint",
+)
 PLAIN_FIELDS = {"source": "the rollout's source (format and file or ref)", "cost": "its cost (USD)"}
 _WORD = re.compile(r"[a-z0-9_]{1,40}\Z")
 _LABEL = re.compile(r"[A-Z]{1,4}\Z")
@@ -58,8 +65,8 @@ class BlindFields:
                 source = True
             elif name == "cost":
                 cost = True
-            elif name.startswith("metadata:") and _WORD.match(name[len("metadata:"):]):
-                words.append(name[len("metadata:"):])
+            elif name.startswith("metadata:") and _WORD.match(name[len("metadata:") :]):
+                words.append(name[len("metadata:") :])
             else:
                 raise BlindFieldError(f"unknown blind field {str(raw)[:60]!r}: use source, cost or metadata:<word>")
         return cls(source, cost, tuple(dict.fromkeys(words)))
@@ -67,7 +74,8 @@ class BlindFields:
     @property
     def names(self) -> list[str]:
         return [n for n, on in (("source", self.source), ("cost", self.cost)) if on] + [
-            f"metadata:{w}" for w in self.metadata_words]
+            f"metadata:{w}" for w in self.metadata_words
+        ]
 
     def hides_key(self, key) -> bool:
         """A metadata or stats key withheld: it names one of the words (or is the cost)."""

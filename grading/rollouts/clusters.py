@@ -70,8 +70,19 @@ SCRATCH_STEMS = ("test_fix", "verify_fix", "apply_fix")  # the file name without
 SCRATCH_MD_SUFFIXES = ("_summary.md",)  # IMPLEMENTATION_SUMMARY.md, FIX_SUMMARY.md
 SCRATCH_MD_PREFIXES = ("fix_",)  # FIX_NOTES.md
 # At the repository root only (a file, or the first directory of its path):
-SCRATCH_ROOT_PREFIXES = ("repro", "run_", "debug", "verify_", "check_", "test_", "scratch", "inspect_", "modify_",
-                         "patch_", "apply_")
+SCRATCH_ROOT_PREFIXES = (
+    "repro",
+    "run_",
+    "debug",
+    "verify_",
+    "check_",
+    "test_",
+    "scratch",
+    "inspect_",
+    "modify_",
+    "patch_",
+    "apply_",
+)
 
 
 @dataclass(frozen=True)
@@ -148,8 +159,9 @@ def patch_changes(patch: str | None, read: PatchRead | None = None) -> PatchChan
     already read by diffs.read_patch (ingest reads each patch once for its counts and this)."""
     text = patch or ""
     if len(text) > MAX_PATCH_CHARS:
-        return PatchChanges((), _raw_digest(text),
-                            f"patch of {len(text):,} characters (over {MAX_PATCH_CHARS:,}) compared as a whole")
+        return PatchChanges(
+            (), _raw_digest(text), f"patch of {len(text):,} characters (over {MAX_PATCH_CHARS:,}) compared as a whole"
+        )
     lines = text.count("\n")
     if lines > MAX_ROWS:
         return PatchChanges((), _raw_digest(text), f"patch of {lines:,} lines (over {MAX_ROWS:,}) compared as a whole")
@@ -214,7 +226,7 @@ def test_references(tests: Iterable[str]) -> tuple[frozenset[str], frozenset[str
             paths.add(head[2:] if head.startswith("./") else head)
         open_at = name.rfind(" (")
         if name.endswith(")") and open_at >= 0:
-            dotted = name[open_at + 2:-1].strip()
+            dotted = name[open_at + 2 : -1].strip()
             if dotted and " " not in dotted:
                 parts = dotted.split(".")
                 for k in range(1, len(parts) + 1):  # app.tests.T: the module is a prefix
@@ -262,8 +274,9 @@ def cluster_label(index: int, members: tuple[int, ...], *, empty: bool, extra: i
     return text
 
 
-def cluster_patches(patches: Sequence[tuple[int, str | PatchChanges | None]] | Mapping[int, str | PatchChanges | None],
-                    tests: Iterable[str] = ()) -> GroupClusters:
+def cluster_patches(
+    patches: Sequence[tuple[int, str | PatchChanges | None]] | Mapping[int, str | PatchChanges | None], tests: Iterable[str] = ()
+) -> GroupClusters:
     """Clusters of one group's rollouts. `patches`: (rollout index, patch text or its
     patch_changes) pairs or a mapping; `tests`: the test names or files the task's tests
     touch (FAIL_TO_PASS and PASS_TO_PASS names), which make a new file matter whatever its name."""
@@ -295,8 +308,15 @@ def cluster_patches(patches: Sequence[tuple[int, str | PatchChanges | None]] | M
         members.setdefault(key, []).append(index)
     by_key = {key: tuple(sorted(m)) for key, m in members.items()}
     rollouts = tuple(
-        RolloutCluster(index=index, cluster=by_key[key][0], key=key, files=files, extra_files=extra,
-                       label=cluster_label(index, by_key[key], empty=empty, extra=len(extra)), note=ch.note)
+        RolloutCluster(
+            index=index,
+            cluster=by_key[key][0],
+            key=key,
+            files=files,
+            extra_files=extra,
+            label=cluster_label(index, by_key[key], empty=empty, extra=len(extra)),
+            note=ch.note,
+        )
         for index, key, files, extra, ch, empty in keyed
     )
     clusters = {m[0]: m for m in sorted(by_key.values())}

@@ -218,9 +218,9 @@ def highlight_lines(lines: list[str], path: str, budget: Budget | None = None) -
     out = html.split("\n")
     # The formatter ends its last line with a newline (an empty last line then reads as none):
     # trailing empty strings are trimmed or padded; any other mismatch is shown plain.
-    if len(out) > len(lines) and not any(out[len(lines):]):
+    if len(out) > len(lines) and not any(out[len(lines) :]):
         out = out[: len(lines)]
-    elif len(out) < len(lines) and not any(lexed[len(out):]):
+    elif len(out) < len(lines) and not any(lexed[len(out) :]):
         out += [""] * (len(lines) - len(out))
     if len(out) != len(lines) or any(_text_of(h) != line for h, line in zip(out, lexed)):
         # A lexer that drops or alters text (some do, on input they do not expect) must not
@@ -231,8 +231,10 @@ def highlight_lines(lines: list[str], path: str, budget: Budget | None = None) -
     if skipped:
         for i in skipped:
             out[i] = escape(lines[i])
-        note = (f"{len(skipped)} line{'s' if len(skipped) > 1 else ''} longer than {budget.line_chars:,} characters "
-                "or holding a carriage return shown without highlighting.")
+        note = (
+            f"{len(skipped)} line{'s' if len(skipped) > 1 else ''} longer than {budget.line_chars:,} characters "
+            "or holding a carriage return shown without highlighting."
+        )
     result = (tuple(out), note)
     highlight_cache.put(key, result)
     return result
@@ -240,8 +242,11 @@ def highlight_lines(lines: list[str], path: str, budget: Budget | None = None) -
 
 def _hunk_lines(hunk) -> list[tuple[str, int | None, int | None, str]]:
     """(type, old number, new number, text) of a hunk's context, added and removed lines."""
-    return [(line.line_type, line.source_line_no, line.target_line_no, line.value.rstrip("\n").rstrip("\r"))
-            for line in hunk if line.line_type in (" ", "+", "-")]
+    return [
+        (line.line_type, line.source_line_no, line.target_line_no, line.value.rstrip("\n").rstrip("\r"))
+        for line in hunk
+        if line.line_type in (" ", "+", "-")
+    ]
 
 
 def _build_hunk(hunk, lines: list, path: str, colour: bool, budget: Budget) -> Hunk:
@@ -255,8 +260,10 @@ def _build_hunk(hunk, lines: list, path: str, colour: bool, budget: Budget) -> H
     old_html = dict(zip(old_side, old_lines))
     new_html = dict(zip(new_side, new_lines))
 
-    result = Hunk(header=f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip(),
-                  note=" ".join(dict.fromkeys(n for n in (old_note, new_note) if n)))
+    result = Hunk(
+        header=f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip(),
+        note=" ".join(dict.fromkeys(n for n in (old_note, new_note) if n)),
+    )
     kinds = {" ": "context", "+": "added", "-": "removed"}
     for i, (kind, old_no, new_no, text) in enumerate(lines):
         html = new_html[i] if kind == "+" else old_html[i]
@@ -332,13 +339,16 @@ def _patch_set(text: str):
     # without a word; a patch must never read shorter to a reviewer than to `git apply`.
     placed, present = patch_set.added + patch_set.removed, changed_lines(text)
     if placed != present:
-        return None, (f"the diff parser placed {placed} of its {present} added/removed lines (lines outside "
-                      "a hunk or past a hunk's stated length); the raw patch is shown so nothing is hidden")
+        return None, (
+            f"the diff parser placed {placed} of its {present} added/removed lines (lines outside "
+            "a hunk or past a hunk's stated length); the raw patch is shown so nothing is hidden"
+        )
     return patch_set, None
 
 
-def parse_patch(text: str, *, render: bool = True, budget: Budget | None = None,
-                max_rows: int | None = None, max_chars: int | None = None) -> ParsedPatch:
+def parse_patch(
+    text: str, *, render: bool = True, budget: Budget | None = None, max_rows: int | None = None, max_chars: int | None = None
+) -> ParsedPatch:
     """Files and hunks of a patch; with render=False the rows carry line numbers but no HTML
     (what evidence resolution needs, without pygments' cost).
 
@@ -431,8 +441,15 @@ def read_patch(text: str) -> PatchRead:
                     added.append(line.value.rstrip("\n").rstrip("\r"))
                 elif line.line_type == "-":
                     removed.append(line.value.rstrip("\n").rstrip("\r"))
-        files.append(ChangedFile(path=_strip_prefix(patched_file.path), source_path=_strip_prefix(patched_file.source_file),
-                                 status=_status(patched_file), removed=tuple(removed), added=tuple(added)))
+        files.append(
+            ChangedFile(
+                path=_strip_prefix(patched_file.path),
+                source_path=_strip_prefix(patched_file.source_file),
+                status=_status(patched_file),
+                removed=tuple(removed),
+                added=tuple(added),
+            )
+        )
     return PatchRead(parses=True, files=tuple(files), added=patch_set.added, removed=patch_set.removed)
 
 

@@ -41,7 +41,11 @@ class _Worker:
         self.owner = os.getpid()
         self.proc = subprocess.Popen(  # noqa: S603  (our own interpreter and file, no shell)
             [sys.executable, "-I", os.path.abspath(__file__)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0, close_fds=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+            close_fds=True,
         )
         self.ready = False
 
@@ -80,7 +84,7 @@ class _Worker:
         data = memoryview(FRAME.pack(len(body)) + body)
         fd = self.proc.stdin.fileno()
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
         try:
             answer = self._read(time.monotonic() + timeout)
         except TimeoutError:
@@ -195,7 +199,7 @@ def _serve() -> None:  # pragma: no cover  (runs in the child process)
         body = json.dumps(obj).encode("ascii")
         data = memoryview(FRAME.pack(len(body)) + body)
         while data:
-            data = data[os.write(1, data):]
+            data = data[os.write(1, data) :]
 
     def limit_cpu() -> None:
         try:

@@ -73,12 +73,18 @@ def compare_patches(a: str, b: str, *, context: int = 3) -> list[FileComparison]
     for path in sorted(set(files_a) | set(files_b)):
         la, lb = files_a.get(path), files_b.get(path)
         if la is None:
-            result.append(FileComparison(path, "only_b", [CompareRow("only_b", t) for t in lb[:MAX_ROWS_PER_FILE]],
-                                         len(lb) > MAX_ROWS_PER_FILE))
+            result.append(
+                FileComparison(
+                    path, "only_b", [CompareRow("only_b", t) for t in lb[:MAX_ROWS_PER_FILE]], len(lb) > MAX_ROWS_PER_FILE
+                )
+            )
             continue
         if lb is None:
-            result.append(FileComparison(path, "only_a", [CompareRow("only_a", t) for t in la[:MAX_ROWS_PER_FILE]],
-                                         len(la) > MAX_ROWS_PER_FILE))
+            result.append(
+                FileComparison(
+                    path, "only_a", [CompareRow("only_a", t) for t in la[:MAX_ROWS_PER_FILE]], len(la) > MAX_ROWS_PER_FILE
+                )
+            )
             continue
         # Hunk headers carry line numbers that differ whenever anything above differs; compare bodies.
         body_a = [t for t in la if not t.startswith("@@")]

@@ -39,10 +39,24 @@ TEST_NAMES = frozenset({"tests.py", "conftest.py"})
 DOC_DIRS = frozenset({"docs", "doc"})
 DOC_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
 DOC_STEMS = frozenset({"readme", "changelog", "changes", "history", "news", "authors", "license", "contributing"})
-CONFIG_NAMES = frozenset({
-    "setup.py", "setup.cfg", "pyproject.toml", "tox.ini", "pytest.ini", "makefile", "manifest.in", ".gitignore",
-    "package.json", "package-lock.json", "requirements.txt", ".pre-commit-config.yaml", ".coveragerc", "noxfile.py",
-})
+CONFIG_NAMES = frozenset(
+    {
+        "setup.py",
+        "setup.cfg",
+        "pyproject.toml",
+        "tox.ini",
+        "pytest.ini",
+        "makefile",
+        "manifest.in",
+        ".gitignore",
+        "package.json",
+        "package-lock.json",
+        "requirements.txt",
+        ".pre-commit-config.yaml",
+        ".coveragerc",
+        "noxfile.py",
+    }
+)
 ROOT_SCRIPT_SUFFIXES = (".py", ".sh")
 KEEP_AT_ROOT = frozenset({"setup.py", "conftest.py", "noxfile.py", "manage.py"})  # root .py files a repository ships
 
@@ -60,13 +74,19 @@ def file_kind(path: str, status: str, *, extra_files: Iterable[str] = ()) -> str
     parts = lowered.split("/")
     name = parts[-1]
     new = status in ("added", "binary")  # a binary file's diff does not say; the names decide
-    if new and (path in set(extra_files) or is_scratch_name(path)
-                or (len(parts) == 1 and name.endswith(ROOT_SCRIPT_SUFFIXES) and name not in KEEP_AT_ROOT)):
+    if new and (
+        path in set(extra_files)
+        or is_scratch_name(path)
+        or (len(parts) == 1 and name.endswith(ROOT_SCRIPT_SUFFIXES) and name not in KEEP_AT_ROOT)
+    ):
         return "extra"
     if name in CONFIG_NAMES or (name.startswith("requirements") and name.endswith(".txt")):
         return "config"
-    if any(part in TEST_DIRS for part in parts[:-1]) or name in TEST_NAMES or (
-            name.endswith(".py") and (name.startswith("test_") or name[:-3].endswith(("_test", "_tests")))):
+    if (
+        any(part in TEST_DIRS for part in parts[:-1])
+        or name in TEST_NAMES
+        or (name.endswith(".py") and (name.startswith("test_") or name[:-3].endswith(("_test", "_tests"))))
+    ):
         return "test"
     stem = name.rsplit(".", 1)[0]
     if any(part in DOC_DIRS for part in parts[:-1]) or name.endswith(DOC_SUFFIXES) or stem in DOC_STEMS:
@@ -74,8 +94,13 @@ def file_kind(path: str, status: str, *, extra_files: Iterable[str] = ()) -> str
     return "core"
 
 
-def order_files(files: Sequence[T], *, path: Callable[[T], str] = lambda f: f.path,
-                status: Callable[[T], str] = lambda f: f.status, extra_files: Iterable[str] = ()) -> list[tuple[str, T]]:
+def order_files(
+    files: Sequence[T],
+    *,
+    path: Callable[[T], str] = lambda f: f.path,
+    status: Callable[[T], str] = lambda f: f.status,
+    extra_files: Iterable[str] = (),
+) -> list[tuple[str, T]]:
     """(kind, file) for every file, core first and extra last (KINDS); a stable sort, so
     files of one kind keep the patch's order. `files`: anything with a path and a status
     (grading.rollouts.diffs.FileDiff by default; `path` and `status` read others)."""

@@ -56,7 +56,12 @@ def to_turn(position: int, message: dict) -> Turn:
         for call in calls:
             if isinstance(call, dict):
                 fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-                turn.tool_calls.append({"name": str(fn.get("name") or call.get("name") or "tool"), "arguments": _text(fn.get("arguments") or call.get("arguments"))})
+                turn.tool_calls.append(
+                    {
+                        "name": str(fn.get("name") or call.get("name") or "tool"),
+                        "arguments": _text(fn.get("arguments") or call.get("arguments")),
+                    }
+                )
     if role == "assistant" and not turn.action and not turn.tool_calls:
         # mini-swe-agent-1: the command is the fenced bash block of the assistant message.
         match = _FENCED.search(turn.text)

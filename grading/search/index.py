@@ -48,8 +48,10 @@ SQLITE_SQL = [
     "INSERT INTO grading_searchchunk_fts(rowid, text) VALUES (new.id, new.text); END",
 ]
 SQLITE_REVERSE_SQL = [
-    "DROP TRIGGER IF EXISTS grading_searchchunk_fts_insert", "DROP TRIGGER IF EXISTS grading_searchchunk_fts_delete",
-    "DROP TRIGGER IF EXISTS grading_searchchunk_fts_update", "DROP TABLE IF EXISTS grading_searchchunk_fts",
+    "DROP TRIGGER IF EXISTS grading_searchchunk_fts_insert",
+    "DROP TRIGGER IF EXISTS grading_searchchunk_fts_delete",
+    "DROP TRIGGER IF EXISTS grading_searchchunk_fts_update",
+    "DROP TABLE IF EXISTS grading_searchchunk_fts",
 ]
 FTS_TABLE = "grading_searchchunk_fts"
 BATCH = 200  # rollouts a task indexes per transaction
@@ -87,10 +89,12 @@ def write_index(apps_models, items: Iterable[tuple], using=None) -> int:
         copy_rows(conn, RolloutSearch._meta.db_table, ("rollout_id", "run_id", "step_number", "passed", "vector"), search_rows)
     else:
         SearchChunk.objects.using(conn.alias).bulk_create(
-            [SearchChunk(rollout_id=r, seq=s, text=t) for r, s, t in chunk_rows], batch_size=200)
+            [SearchChunk(rollout_id=r, seq=s, text=t) for r, s, t in chunk_rows], batch_size=200
+        )
         RolloutSearch.objects.using(conn.alias).bulk_create(
             [RolloutSearch(rollout_id=r, run_id=run, step_number=step, passed=p) for r, run, step, p, _ in search_rows],
-            batch_size=500)
+            batch_size=500,
+        )
     return len(search_rows)
 
 
@@ -102,11 +106,17 @@ def index_or_queue(items: list[tuple]) -> None:
     if not items:
         return
     if indexes_inline():
-        write_index((RolloutSearch, SearchChunk), ((row.pk, group.run_id, group.step_number, row.passed, parsed.messages,
-                                                   parsed.patch, parsed.tests) for row, group, parsed in items))
+        write_index(
+            (RolloutSearch, SearchChunk),
+            (
+                (row.pk, group.run_id, group.step_number, row.passed, parsed.messages, parsed.patch, parsed.tests)
+                for row, group, parsed in items
+            ),
+        )
         return
-    SearchBacklog.objects.bulk_create([SearchBacklog(rollout_id=row.pk, run_id=group.run_id) for row, group, _ in items],
-                                      batch_size=1000)
+    SearchBacklog.objects.bulk_create(
+        [SearchBacklog(rollout_id=row.pk, run_id=group.run_id) for row, group, _ in items], batch_size=1000
+    )
     from grading.search.tasks import index_backlog_task
 
     transaction.on_commit(lambda: index_backlog_task.delay())
@@ -120,13 +130,19 @@ def index_backlog(*, batch: int = BATCH, limit: int | None = None) -> int:
     done = 0
     while limit is None or done < limit:
         with transaction.atomic():
-            waiting = list(SearchBacklog.objects.select_for_update(skip_locked=True).order_by("pk")
-                           .values_list("rollout_id", flat=True)[:batch])
+            waiting = list(
+                SearchBacklog.objects.select_for_update(skip_locked=True)
+                .order_by("pk")
+                .values_list("rollout_id", flat=True)[:batch]
+            )
             if not waiting:
                 return done
             fresh = set(waiting) - set(RolloutSearch.objects.filter(pk__in=waiting).values_list("pk", flat=True))
-            rollouts = Rollout.objects.filter(pk__in=fresh).select_related("group").only(
-                "pk", "passed", "group__run_id", "group__step_number")
+            rollouts = (
+                Rollout.objects.filter(pk__in=fresh)
+                .select_related("group")
+                .only("pk", "passed", "group__run_id", "group__step_number")
+            )
             done += write_index((RolloutSearch, SearchChunk), _items(RolloutContent, list(rollouts)))
             SearchBacklog.objects.filter(pk__in=waiting).delete()
     return done
@@ -134,13 +150,26 @@ def index_backlog(*, batch: int = BATCH, limit: int | None = None) -> int:
 
 def _items(RolloutContent, rollouts: list) -> list[tuple]:
     """`write_index`'s items for stored `rollouts` (with their group), their bodies read in one query."""
-    contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout_id__in=[r.pk for r in rollouts])
-                .only("rollout_id", "messages", "patch", "tests")}
+    contents = {
+        c.rollout_id: c
+        for c in RolloutContent.objects.filter(rollout_id__in=[r.pk for r in rollouts]).only(
+            "rollout_id", "messages", "patch", "tests"
+        )
+    }
     items = []
     for r in rollouts:
         c = contents.get(r.pk)
-        items.append((r.pk, r.group.run_id, r.group.step_number, r.passed, c.messages if c else [],
-                      c.patch if c else "", c.tests if c else {}))
+        items.append(
+            (
+                r.pk,
+                r.group.run_id,
+                r.group.step_number,
+                r.passed,
+                c.messages if c else [],
+                c.patch if c else "",
+                c.tests if c else {},
+            )
+        )
     return items
 
 

@@ -36,10 +36,12 @@ MODES = ("auto", "words", "literal")
 SEPARATOR = "\x1e"  # what the index puts between two fields (grading.search.text); no query may hold it
 
 # Commands an agent runs whose name alone starts a literal query (`git diff`, `python -c`).
-COMMANDS = frozenset("""
+COMMANDS = frozenset(
+    """
 awk bash cat cd chmod cp curl diff echo find git grep head less ls make mkdir more mv nl node npm npx patch perl
 pip pip3 pytest python python3 rm rmdir sed sh sort tail tar tee touch tox uv wc wget which xargs
-""".split())
+""".split()
+)
 # Characters a sentence rarely holds inside a word but a command, path or flag does.
 _COMMAND_MARKS = frozenset("./=:|<>$;&\\~_()[]{}`@#%^+,")
 
@@ -152,7 +154,7 @@ def parse_query(raw: str | None, *, mode: str = "words") -> Query:
     if mode not in MODES:
         raise QueryError(f"mode must be one of {', '.join(MODES)}", field="mode")
     if raw is None or not raw.strip():
-        raise QueryError("the query is empty: type a word, a \"phrase\", a prefix* or (literal mode) a command")
+        raise QueryError('the query is empty: type a word, a "phrase", a prefix* or (literal mode) a command')
     if len(raw) > MAX_QUERY_CHARS:
         raise QueryError(f"the query is longer than {MAX_QUERY_CHARS:,} characters ({len(raw):,})")
     if "\x00" in raw or SEPARATOR in raw:
@@ -174,9 +176,9 @@ def parse_query(raw: str | None, *, mode: str = "words") -> Query:
             end = raw.find('"', i + 1)
             if end < 0:
                 raise QueryError('unclosed quote: a phrase is "between two double quotes"')
-            words = tokens(raw[i + 1:end])
+            words = tokens(raw[i + 1 : end])
             if not words:
-                raise QueryError(f"the phrase {raw[i:end + 1][:60]!r} has no letters or digits to search for")
+                raise QueryError(f"the phrase {raw[i : end + 1][:60]!r} has no letters or digits to search for")
             terms.append(Term("phrase" if len(words) > 1 else "word", tuple(words)))
             i = end + 1
             continue

@@ -215,8 +215,11 @@ def _chunk_holds(query: Query) -> list:
     chunks = SearchChunk.objects.filter(rollout_id=OuterRef("pk"))
     if query.mode == "literal":
         return [Exists(chunks.annotate(_at=StrIndex("text", Value(query.literal))).filter(_at__gt=0))]
-    return [Exists(chunks.filter(RawSQL("text ~* %s", [_phrase_regex(term)], output_field=BooleanField())))
-            for term in query.terms if term.kind == "phrase"]
+    return [
+        Exists(chunks.filter(RawSQL("text ~* %s", [_phrase_regex(term)], output_field=BooleanField())))
+        for term in query.terms
+        if term.kind == "phrase"
+    ]
 
 
 def probes(query: Query) -> bool:
@@ -231,8 +234,11 @@ def _chunks_holding(literal: str) -> RawSQL:
     vendor = connection.vendor
     if vendor == "postgresql":
         return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.text LIKE %s", [_like_pattern(literal, vendor)])
-    return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.id IN (SELECT rowid FROM {FTS_TABLE} WHERE text LIKE %s) "
-                  "AND instr(c.text, %s) > 0", [_like_pattern(literal, vendor), literal])
+    return RawSQL(
+        f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.id IN (SELECT rowid FROM {FTS_TABLE} WHERE text LIKE %s) "
+        "AND instr(c.text, %s) > 0",
+        [_like_pattern(literal, vendor), literal],
+    )
 
 
 def _chunks_with_phrase(term: Term) -> RawSQL:
@@ -243,8 +249,10 @@ def _chunks_with_token(token: str) -> RawSQL:
     """SQLite's words pre-filter: rollouts with a chunk holding `token`, ignoring ASCII case;
     through the trigram table when the token has three characters or more."""
     if len(token) >= 3:
-        return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.id IN (SELECT rowid FROM {FTS_TABLE} WHERE text LIKE %s)",
-                      [_like_pattern(token, "sqlite")])
+        return RawSQL(
+            f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.id IN (SELECT rowid FROM {FTS_TABLE} WHERE text LIKE %s)",
+            [_like_pattern(token, "sqlite")],
+        )
     return RawSQL(f"SELECT c.rollout_id FROM {CHUNKS} c WHERE c.text LIKE %s", [_like_pattern(token, "sqlite")])
 
 
@@ -259,7 +267,8 @@ def _scoped(scope: SearchScope, sees_grader: bool) -> QuerySet[RolloutSearch]:
         # `run_id + 0`: an expression, not the column, so no plan reads the run index and then
         # filters word vectors row by row (_planned)
         rows = RolloutSearch.objects.alias(_run=ExpressionWrapper(F("run_id") + 0, output_field=BigIntegerField())).filter(
-            _run__in=_run_ids(scope))
+            _run__in=_run_ids(scope)
+        )
     if scope.step_min is not None:
         rows = rows.filter(step_number__gte=scope.step_min)
     if scope.step_max is not None:
@@ -271,10 +280,14 @@ def _scoped(scope: SearchScope, sees_grader: bool) -> QuerySet[RolloutSearch]:
     if scope.tier:
         if scope.tier not in TIERS:
             raise SearchRefused("tier", f"tier must be one of {', '.join(TIERS)}")
-        latest_valid = Verdict.objects.filter(group_id=OuterRef("verdict__group_id"), status=Verdict.Status.VALID).order_by(
-            "-created_at", "-id").values("id")[:1]
-        graded = RolloutGrade.objects.filter(tier=scope.tier, verdict__status=Verdict.Status.VALID,
-                                             verdict_id=Subquery(latest_valid)).values("rollout_id")
+        latest_valid = (
+            Verdict.objects.filter(group_id=OuterRef("verdict__group_id"), status=Verdict.Status.VALID)
+            .order_by("-created_at", "-id")
+            .values("id")[:1]
+        )
+        graded = RolloutGrade.objects.filter(
+            tier=scope.tier, verdict__status=Verdict.Status.VALID, verdict_id=Subquery(latest_valid)
+        ).values("rollout_id")
         rows = rows.filter(rollout_id__in=graded)
     if scope.cheat:
         if scope.cheat not in CHEAT_FILTERS:
@@ -325,8 +338,12 @@ def _words_hold(query: Query, rollout_ids: list[int]) -> tuple[list[int], bool]:
     needed = set(query.terms)
     found: dict[int, set] = {}
     cost, spent, last = scan_cost(query), 0, None
-    for rollout_id, text in (SearchChunk.objects.filter(rollout_id__in=rollout_ids).order_by("rollout_id", "seq")
-                             .values_list("rollout_id", "text").iterator()):
+    for rollout_id, text in (
+        SearchChunk.objects.filter(rollout_id__in=rollout_ids)
+        .order_by("rollout_id", "seq")
+        .values_list("rollout_id", "text")
+        .iterator()
+    ):
         have = found.setdefault(rollout_id, set())
         if have >= needed:
             continue
@@ -346,8 +363,9 @@ def _pending(scope: SearchScope) -> int:
     return SearchBacklog.objects.filter(run_id__in=_run_ids(scope)).count()
 
 
-def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, after: int | None = None,
-                    limit: int = PAGE_SIZE) -> SearchPage:
+def search_rollouts(
+    *, query: Query, scope: SearchScope, sees_grader: bool, after: int | None = None, limit: int = PAGE_SIZE
+) -> SearchPage:
     """One page of the rollouts matching `query` in `scope`, after the rollout id `after`
     (keyset paging, by rollout id), each with its hits. Queries: the project's runs, 1 for the
     backlog, 2 to find them (count and page), 2 to load the page's rollouts and their bodies;
@@ -384,8 +402,15 @@ def search_rollouts(*, query: Query, scope: SearchScope, sees_grader: bool, afte
     capped = count > COUNT_CAP
     next_cursor = ids[limit - 1] if len(ids) > limit else None
     ids = ids[:limit]
-    return SearchPage(count=min(count, COUNT_CAP), count_capped=capped, results=_results(query, ids, scope.lane_of), next_cursor=next_cursor,
-                      indexed=pending == 0, pending=pending, scan_capped=scan_capped)
+    return SearchPage(
+        count=min(count, COUNT_CAP),
+        count_capped=capped,
+        results=_results(query, ids, scope.lane_of),
+        next_cursor=next_cursor,
+        indexed=pending == 0,
+        pending=pending,
+        scan_capped=scan_capped,
+    )
 
 
 @contextmanager
@@ -422,8 +447,9 @@ def _within_index_time(read: Callable[[], list[int]]) -> list[int] | None:
         raise
 
 
-def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int,
-                 pending: int, *, walk: bool = False) -> SearchPage | None:
+def _probed_page(
+    query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int, pending: int, *, walk: bool = False
+) -> SearchPage | None:
     """The page read rollout by rollout: the next PROBE_ROLLOUTS rollouts of the scope after
     `after`, those holding the query, when they hold more than a page (a common string) or are
     the rest of the scope; None otherwise, for the index to answer. `walk` (the index could not
@@ -446,7 +472,9 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
     window, held, whole = [], [], False
     with _planned(enable_seqscan="off") if query.mode != "literal" else nullcontext():  # a phrase's words: their index
         while len(held) <= limit and not whole and len(window) < (PROBE_MAX if walk else size):
-            batch = list((window_rows.filter(pk__gt=window[-1]) if window else window_rows).values_list("pk", flat=True)[: size + 1])
+            batch = list(
+                (window_rows.filter(pk__gt=window[-1]) if window else window_rows).values_list("pk", flat=True)[: size + 1]
+            )
             whole = len(batch) <= size  # nothing of the scope past this batch
             window += batch[:size]
             held += _held(query, batch[:size])
@@ -458,13 +486,21 @@ def _probed_page(query: Query, scope: SearchScope, sees_grader: bool, after: int
     else:
         read = window[: window.index(held[limit]) + 1] if len(held) > limit else window  # the page's share of what it read
         share = min(len(held), limit + 1) / len(read) if read else 0.0
-        with _planned(enable_seqscan="off") if query.mode != "literal" else nullcontext():  # a phrase's candidates: by their index
+        with (
+            _planned(enable_seqscan="off") if query.mode != "literal" else nullcontext()
+        ):  # a phrase's candidates: by their index
             candidates = rows.order_by().count()
         count, estimated = max(len(held), round(share * candidates)), True
     capped = not estimated and count > COUNT_CAP  # an estimate costs nothing more when it is large
-    return SearchPage(count=count if estimated else min(count, COUNT_CAP), count_capped=capped,
-                      results=_results(query, held[:limit], scope.lane_of),
-                      next_cursor=next_cursor, indexed=pending == 0, pending=pending, count_estimated=estimated)
+    return SearchPage(
+        count=count if estimated else min(count, COUNT_CAP),
+        count_capped=capped,
+        results=_results(query, held[:limit], scope.lane_of),
+        next_cursor=next_cursor,
+        indexed=pending == 0,
+        pending=pending,
+        count_estimated=estimated,
+    )
 
 
 def _held(query: Query, ids: list[int]) -> list[int]:
@@ -477,13 +513,17 @@ def _held(query: Query, ids: list[int]) -> list[int]:
 
 
 def _window_matches(query: Query, window: list[int]) -> list[int]:
-    held = (SearchChunk.objects.filter(rollout_id__in=window).annotate(_at=StrIndex("text", Value(query.literal)))
-            .filter(_at__gt=0).values_list("rollout_id", flat=True).distinct())  # strpos / instr: case-sensitive
+    held = (
+        SearchChunk.objects.filter(rollout_id__in=window)
+        .annotate(_at=StrIndex("text", Value(query.literal)))
+        .filter(_at__gt=0)
+        .values_list("rollout_id", flat=True)
+        .distinct()
+    )  # strpos / instr: case-sensitive
     return sorted(set(held))
 
 
-def _scanned_page(query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int,
-                  pending: int) -> SearchPage:
+def _scanned_page(query: Query, scope: SearchScope, sees_grader: bool, after: int | None, limit: int, pending: int) -> SearchPage:
     """A literal the index cannot narrow: the next SCAN_ROLLOUTS rollouts of the scope after
     `after` are read, and those holding it are the page (the work per page is bounded; the
     page says how far the scan got, and its cursor goes on from there)."""
@@ -503,8 +543,15 @@ def _scanned_page(query: Query, scope: SearchScope, sees_grader: bool, after: in
         scanned = len(window)
     before = rows.filter(pk__lte=after).count() if after is not None else 0
     progress = ScanProgress(scanned=before + scanned, in_scope=in_scope, complete=next_cursor is None)
-    return SearchPage(count=len(ids), count_capped=False, results=_results(query, ids, scope.lane_of), next_cursor=next_cursor,
-                      indexed=pending == 0, pending=pending, scan=progress)
+    return SearchPage(
+        count=len(ids),
+        count_capped=False,
+        results=_results(query, ids, scope.lane_of),
+        next_cursor=next_cursor,
+        indexed=pending == 0,
+        pending=pending,
+        scan=progress,
+    )
 
 
 def _results(query: Query, ids: list[int], lane_of: Callable[[Rollout], str] | None = None) -> list[SearchResult]:
@@ -522,8 +569,17 @@ def _results(query: Query, ids: list[int], lane_of: Callable[[Rollout], str] | N
         found = find_hits(query, *body, limit=MAX_HITS, budget=budget, count=False) if body else Hits([], 0, True)
         lane = lane_of(rollout) if lane_of is not None else str(rollout.index)
         hits = [_hit(rollout, h, query, number, lane) for number, h in enumerate(found.hits)]
-        results.append(SearchResult(rollout, hits, hit_count=found.total, hits_complete=found.complete, hits_more=found.more,
-                                    hits_url=hits[0].url if hits else _walk_url(rollout, query, lane), lane=lane))
+        results.append(
+            SearchResult(
+                rollout,
+                hits,
+                hit_count=found.total,
+                hits_complete=found.complete,
+                hits_more=found.more,
+                hits_url=hits[0].url if hits else _walk_url(rollout, query, lane),
+                lane=lane,
+            )
+        )
     return results
 
 
@@ -532,14 +588,17 @@ def _bodies(ids: list[int]) -> dict[int, tuple]:
     orjson (a quarter of json.loads' time on a 250 kB rollout's messages). orjson reads an
     integer past 64 bits as a float: only a hit's snippet could show it so, never which
     rollouts match (the index holds the stored text)."""
-    rows = (RolloutContent.objects.filter(rollout_id__in=ids)
-            .annotate(_messages=Cast("messages", TextField()), _tests=Cast("tests", TextField()))
-            .values_list("rollout_id", "_messages", "patch", "_tests"))
+    rows = (
+        RolloutContent.objects.filter(rollout_id__in=ids)
+        .annotate(_messages=Cast("messages", TextField()), _tests=Cast("tests", TextField()))
+        .values_list("rollout_id", "_messages", "patch", "_tests")
+    )
     return {pk: (orjson.loads(messages), patch, orjson.loads(tests)) for pk, messages, patch, tests in rows}
 
 
-def rollout_hits(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = 50,
-                 lane: str | None = None) -> tuple[list[SearchHit], Hits]:
+def rollout_hits(
+    *, query: Query, rollout: Rollout, offset: int = 0, limit: int = 50, lane: str | None = None
+) -> tuple[list[SearchHit], Hits]:
     """One rollout's hits for `query`, `offset` to `offset + limit` (the group page's hit-by-hit
     navigation), with how many there are in all: the whole rollout is read, up to
     text.SCAN_BUDGET work units. `rollout` comes with group__run__project; `lane`: how the
@@ -574,8 +633,12 @@ def _query_params(query: Query) -> dict[str, str]:
 def _walk_url(rollout: Rollout, query: Query, lane: str) -> str:
     """The group page with the hit bar on `rollout`, from its first hit."""
     group = rollout.group
-    return (reverse("group", args=[group.run.project.name, group.run.name, group.uid]) + "?"
-            + urlencode({"lane": lane, **_query_params(query)}) + f"#rollout-{lane}")
+    return (
+        reverse("group", args=[group.run.project.name, group.run.name, group.uid])
+        + "?"
+        + urlencode({"lane": lane, **_query_params(query)})
+        + f"#rollout-{lane}"
+    )
 
 
 def _hit(rollout: Rollout, hit: Hit, query: Query, number: int, lane: str) -> SearchHit:
@@ -583,8 +646,7 @@ def _hit(rollout: Rollout, hit: Hit, query: Query, number: int, lane: str) -> Se
     `number` (its place among the rollout's hits, from 0), the turn, patch row or test table
     in view (static/js/hits.js)."""
     group = rollout.group
-    params = {"lane": lane, **({"start": hit.turn} if hit.where == "turn" else {}), **_query_params(query),
-              "hit": number}
+    params = {"lane": lane, **({"start": hit.turn} if hit.where == "turn" else {}), **_query_params(query), "hit": number}
     if hit.where == "turn":
         anchor = f"turn-{lane}-{hit.turn}"
     elif hit.where == "patch":
@@ -593,8 +655,18 @@ def _hit(rollout: Rollout, hit: Hit, query: Query, number: int, lane: str) -> Se
         anchor = f"tests-{lane}"
     url = reverse("group", args=[group.run.project.name, group.run.name, group.uid]) + "?" + urlencode(params) + "#" + anchor
     snippet = format_html("{}<mark>{}</mark>{}", hit.before, hit.match, hit.after)
-    return SearchHit(hit.where, hit.field, hit.turn, hit.path, hit.line, snippet, hit.snippet, url,
-                     occurrences=hit.occurrences, label=hit.label)
+    return SearchHit(
+        hit.where,
+        hit.field,
+        hit.turn,
+        hit.path,
+        hit.line,
+        snippet,
+        hit.snippet,
+        url,
+        occurrences=hit.occurrences,
+        label=hit.label,
+    )
 
 
 def search_signal_targets(*, query: Query, scope: SearchScope, cap: int) -> list[int] | None:

@@ -42,8 +42,16 @@ MAX_LEXEMES_BYTES = 900_000  # a tsvector holds at most 1 MB; past this a rollou
 SCAN_BUDGET = 64_000_000  # work units (characters x scan_cost) one request may spend listing a rollout's hits
 SNIPPET_CONTEXT = 60  # characters either side of a match
 
-FIELD_LABELS = {"content": "message", "thought": "thought", "action": "command", "tool_call": "tool call",
-                "observation": "output", "patch": "patch", "path": "patch file", "test": "test id"}
+FIELD_LABELS = {
+    "content": "message",
+    "thought": "thought",
+    "action": "command",
+    "tool_call": "tool call",
+    "observation": "output",
+    "patch": "patch",
+    "path": "patch file",
+    "test": "test id",
+}
 
 
 @dataclass(frozen=True)
@@ -126,7 +134,7 @@ def patch_parts(patch: str) -> Iterator[Part]:
         if raw.startswith("@@"):
             plus = raw.find("+")
             digits = ""
-            for ch in raw[plus + 1:] if plus >= 0 else "":
+            for ch in raw[plus + 1 :] if plus >= 0 else "":
                 if not ch.isdigit():
                     break
                 digits += ch
@@ -147,8 +155,13 @@ def turn_parts(messages) -> Iterator[Part]:
         if not isinstance(message, dict):
             continue
         turn = to_turn(position, message)
-        for name, text in (("content", turn.text), ("thought", turn.thought), ("action", turn.action),
-                           *(("tool_call", c["arguments"]) for c in turn.tool_calls), ("observation", turn.observation)):
+        for name, text in (
+            ("content", turn.text),
+            ("thought", turn.thought),
+            ("action", turn.action),
+            *(("tool_call", c["arguments"]) for c in turn.tool_calls),
+            ("observation", turn.observation),
+        ):
             if text:
                 yield Part("turn", name, text, turn=position)
 
@@ -180,7 +193,7 @@ def segments(text: str) -> Iterator[str]:
     step = CHUNK_CHARS - CHUNK_OVERLAP
     start = 0
     while True:
-        yield text[start:start + CHUNK_CHARS]
+        yield text[start : start + CHUNK_CHARS]
         if start + CHUNK_CHARS >= len(text):
             return
         start += step
@@ -242,8 +255,9 @@ def _occurrences(query: Query, text: str) -> int:
     return text.count(query.literal) if query.mode == "literal" else 1
 
 
-def find_hits(query: Query, messages, patch: str, tests, *, offset: int = 0, limit: int = 5,
-              budget: int = SCAN_BUDGET, count: bool = True) -> Hits:
+def find_hits(
+    query: Query, messages, patch: str, tests, *, offset: int = 0, limit: int = 5, budget: int = SCAN_BUDGET, count: bool = True
+) -> Hits:
     """Where `query` occurs in the rollout: one hit per field that holds it, in part order;
     the hits `offset` to `offset + limit`, and how many there are in all. At most `budget`
     work units are spent (characters times query.scan_cost): past it `complete` is False.
@@ -264,8 +278,19 @@ def find_hits(query: Query, messages, patch: str, tests, *, offset: int = 0, lim
         if start >= 0:
             if offset <= total < offset + limit:
                 before, match, after = _snippet(text, start, end)
-                hits.append(Hit(part.where, part.field, part.turn, part.path, part.line, before, match, after,
-                                occurrences=_occurrences(query, text)))
+                hits.append(
+                    Hit(
+                        part.where,
+                        part.field,
+                        part.turn,
+                        part.path,
+                        part.line,
+                        before,
+                        match,
+                        after,
+                        occurrences=_occurrences(query, text),
+                    )
+                )
             total += 1
         if len(text) < len(part.text):  # the budget ran out inside this field
             return Hits(hits, total, complete=False)

@@ -44,8 +44,13 @@ def step_grading(request: HttpRequest, project: str, run: str, step: int) -> Htt
         failed=Count("id", filter=Q(status=GradingJob.Status.FAILED)),
     )
     context = {
-        "project": project_obj, "run": run_obj, "step": step_obj, "jobs": jobs, "counts": counts,
-        "active": counts["queued"] + counts["running"] > 0, "backends": BACKENDS,
+        "project": project_obj,
+        "run": run_obj,
+        "step": step_obj,
+        "jobs": jobs,
+        "counts": counts,
+        "active": counts["queued"] + counts["running"] > 0,
+        "backends": BACKENDS,
         "can_grade": "manage" in membership.capabilities,
         "status": step_status(step_obj),  # the numbers GET /api/v1/steps/{n}/ gives a trainer
     }

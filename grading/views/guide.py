@@ -37,12 +37,37 @@ def rubric_guide(request: HttpRequest, project: str) -> HttpResponse:
             return redirect("rubric-guide", project=project_obj.name)
     guide, row = guide_with_edit(project_obj)
     posted = request.POST if errors else {}
-    tiers = [{"code": t, "value": posted.get(f"tier-{t}", guide.tier(t)), "default": DEFAULT_GUIDE.tier(t),
-              "error": errors.get(f"tier-{t}")} for t in TIERS]
-    dimensions = [{"name": d.name, "label": d.label,
-                   "meaning": posted.get(f"meaning-{d.name}", d.meaning), "example": posted.get(f"example-{d.name}", d.example),
-                   "meaning_error": errors.get(f"meaning-{d.name}"), "example_error": errors.get(f"example-{d.name}")}
-                  for d in guide.dimensions]
-    return render(request, "grading/guide.html",
-                  {"project": project_obj, "membership": membership, "can_edit": can_edit, "tiers": tiers,
-                   "dimensions": dimensions, "row": row, "errors": errors}, status=422 if errors else 200)
+    tiers = [
+        {
+            "code": t,
+            "value": posted.get(f"tier-{t}", guide.tier(t)),
+            "default": DEFAULT_GUIDE.tier(t),
+            "error": errors.get(f"tier-{t}"),
+        }
+        for t in TIERS
+    ]
+    dimensions = [
+        {
+            "name": d.name,
+            "label": d.label,
+            "meaning": posted.get(f"meaning-{d.name}", d.meaning),
+            "example": posted.get(f"example-{d.name}", d.example),
+            "meaning_error": errors.get(f"meaning-{d.name}"),
+            "example_error": errors.get(f"example-{d.name}"),
+        }
+        for d in guide.dimensions
+    ]
+    return render(
+        request,
+        "grading/guide.html",
+        {
+            "project": project_obj,
+            "membership": membership,
+            "can_edit": can_edit,
+            "tiers": tiers,
+            "dimensions": dimensions,
+            "row": row,
+            "errors": errors,
+        },
+        status=422 if errors else 200,
+    )

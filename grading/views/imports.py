@@ -34,10 +34,17 @@ FORMAT_LABELS = {
 
 def _context(project, run, **extra) -> dict:
     return {
-        "project": project, "run": run, "formats": [(f, FORMAT_LABELS.get(f, f)) for f in FORMATS],
-        "archive_suffixes": ", ".join(ARCHIVE_SUFFIXES), "max_members": MAX_MEMBERS, "max_bytes": MAX_BYTES,
-        "max_json_bytes": MAX_JSON_BYTES, "values": {"format": "auto", "step": "", "reward_threshold": ""},
-        **selectors.import_jobs(run), **selectors.import_disk(project), **extra,
+        "project": project,
+        "run": run,
+        "formats": [(f, FORMAT_LABELS.get(f, f)) for f in FORMATS],
+        "archive_suffixes": ", ".join(ARCHIVE_SUFFIXES),
+        "max_members": MAX_MEMBERS,
+        "max_bytes": MAX_BYTES,
+        "max_json_bytes": MAX_JSON_BYTES,
+        "values": {"format": "auto", "step": "", "reward_threshold": ""},
+        **selectors.import_jobs(run),
+        **selectors.import_disk(project),
+        **extra,
     }
 
 
@@ -49,8 +56,14 @@ def import_page(request: HttpRequest, project: str, run: str) -> HttpResponse:
     if request.method != "POST":
         return render(request, "grading/imports.html", _context(project_obj, run_obj))
     values = {key: request.POST.get(key, "") for key in ("format", "step", "reward_threshold")}
-    fields = ImportUploadSerializer(data={"run": run_obj.name, "step": values["step"], "format": values["format"] or "auto",
-                                          "reward_threshold": values["reward_threshold"] or None})
+    fields = ImportUploadSerializer(
+        data={
+            "run": run_obj.name,
+            "step": values["step"],
+            "format": values["format"] or "auto",
+            "reward_threshold": values["reward_threshold"] or None,
+        }
+    )
     errors: list[str] = []
     if not fields.is_valid():
         errors = [f"{name.replace('_', ' ')}: {' '.join(str(m) for m in problems)}" for name, problems in fields.errors.items()]
@@ -58,9 +71,16 @@ def import_page(request: HttpRequest, project: str, run: str) -> HttpResponse:
         data = fields.validated_data
         try:
             _, sources, uploaded = store_upload(project=project_obj, files=request.FILES.getlist("file"))
-            job = create_import_job(project=project_obj, user=request.user, run=run_obj.name, step=data["step"],
-                                    fmt=data["format"], sources=sources, uploaded=uploaded,
-                                    reward_threshold=data.get("reward_threshold"))
+            job = create_import_job(
+                project=project_obj,
+                user=request.user,
+                run=run_obj.name,
+                step=data["step"],
+                fmt=data["format"],
+                sources=sources,
+                uploaded=uploaded,
+                reward_threshold=data.get("reward_threshold"),
+            )
         except UploadRefused as exc:
             errors = [str(exc)]
     if errors:

@@ -82,11 +82,22 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     return render(
         request,
         "grading/run.html",
-        {"project": project_obj, "run": run_obj, "steps": steps, "page": page, "mapping": mapping,
-         "credit_chart": selectors.credit_chart(credit) if credit else None, **selectors.import_jobs(run_obj),
-         "can_manage": "manage" in membership.capabilities, "can_import": "ingest" in membership.capabilities,
-         "grader": grader_name(run_obj), "caps": membership.capabilities, **progress,
-         "baselines": Run.Baseline.choices, "auto_grades": Run.AutoGrade.choices},
+        {
+            "project": project_obj,
+            "run": run_obj,
+            "steps": steps,
+            "page": page,
+            "mapping": mapping,
+            "credit_chart": selectors.credit_chart(credit) if credit else None,
+            **selectors.import_jobs(run_obj),
+            "can_manage": "manage" in membership.capabilities,
+            "can_import": "ingest" in membership.capabilities,
+            "grader": grader_name(run_obj),
+            "caps": membership.capabilities,
+            **progress,
+            "baselines": Run.Baseline.choices,
+            "auto_grades": Run.AutoGrade.choices,
+        },
     )
 
 
@@ -96,10 +107,13 @@ def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
     """The run page's policy form (admin): baseline, auto-grading and its deadline."""
     project_obj, _, run_obj = page_run(request, project, run, "manage")
     deadline = request.POST.get("grading_deadline_seconds", "")
-    changes = {"baseline": request.POST.get("baseline", run_obj.baseline),
-               "auto_grade": request.POST.get("auto_grade", run_obj.auto_grade),
-               "grading_deadline_seconds": params.whole_or(deadline, "grading_deadline_seconds", default=deadline,
-                                                           maximum=params.MAX_INT)}
+    changes = {
+        "baseline": request.POST.get("baseline", run_obj.baseline),
+        "auto_grade": request.POST.get("auto_grade", run_obj.auto_grade),
+        "grading_deadline_seconds": params.whole_or(
+            deadline, "grading_deadline_seconds", default=deadline, maximum=params.MAX_INT
+        ),
+    }
     try:
         update_run_policy(run=run_obj, changes=changes)
     except PolicyError as exc:
@@ -134,9 +148,21 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
     return render(
         request,
         "grading/step.html",
-        {"project": project_obj, "run": run_obj, "step": step_obj, "page": page, "show": show,
-         "filters": list(selectors.GROUP_FILTERS), "totals": totals, "mapping": mapping, "balance": balance,
-         "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", [])), "caps": membership.capabilities,
-         "n_groups": totals["n_groups"], "n_mixed": totals["n_mixed"], "n_graded": balance.get("groups", {}).get("graded", 0),
-         "drops": selectors.step_drops(step_obj, run_obj.drop_policy or {})},
+        {
+            "project": project_obj,
+            "run": run_obj,
+            "step": step_obj,
+            "page": page,
+            "show": show,
+            "filters": list(selectors.GROUP_FILTERS),
+            "totals": totals,
+            "mapping": mapping,
+            "balance": balance,
+            "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", [])),
+            "caps": membership.capabilities,
+            "n_groups": totals["n_groups"],
+            "n_mixed": totals["n_mixed"],
+            "n_graded": balance.get("groups", {}).get("graded", 0),
+            "drops": selectors.step_drops(step_obj, run_obj.drop_policy or {}),
+        },
     )

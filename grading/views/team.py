@@ -17,12 +17,27 @@ from grading.projects import invites, team
 from grading.projects.access import page_project
 
 
-def _page(request: HttpRequest, project, membership, *, new_token=None, secret: str | None = None, status: int = 200,
-          form: dict | None = None, invite: dict | None = None) -> HttpResponse:
+def _page(
+    request: HttpRequest,
+    project,
+    membership,
+    *,
+    new_token=None,
+    secret: str | None = None,
+    status: int = 200,
+    form: dict | None = None,
+    invite: dict | None = None,
+) -> HttpResponse:
     context = {
-        "project": project, "membership": membership, "roles": Role.choices,
-        "members": list(selectors.team_members(project)), "tokens": list(selectors.team_tokens(project)),
-        "new_token": new_token, "secret": secret, "form": form or {}, "invite": invite,
+        "project": project,
+        "membership": membership,
+        "roles": Role.choices,
+        "members": list(selectors.team_members(project)),
+        "tokens": list(selectors.team_tokens(project)),
+        "new_token": new_token,
+        "secret": secret,
+        "form": form or {},
+        "invite": invite,
     }
     return render(request, "grading/team.html", context, status=status)
 
@@ -39,8 +54,9 @@ def team_page(request: HttpRequest, project: str) -> HttpResponse:
 def add_member(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, _ = page_project(request, project, "manage")
     try:
-        member = team.add_member(project=project_obj, username=request.POST.get("username", ""),
-                                 role=request.POST.get("role", ""), actor=request.user)
+        member = team.add_member(
+            project=project_obj, username=request.POST.get("username", ""), role=request.POST.get("role", ""), actor=request.user
+        )
     except team.TeamError as exc:
         messages.error(request, f"Not added: {exc}.")
     else:
@@ -61,8 +77,13 @@ def invite_member(request: HttpRequest, project: str) -> HttpResponse:
         return _page(request, project_obj, membership, status=422, form={f"invite_{k}": v for k, v in form.items()})
     link = request.build_absolute_uri(invites.invite_path(member.user))
     mailed = invites.send_invite(user=member.user, project=project_obj, link=link, inviter=request.user)
-    return _page(request, project_obj, membership, status=201,
-                 invite={"member": member, "link": link, "mailed": mailed, "email": member.user.email})
+    return _page(
+        request,
+        project_obj,
+        membership,
+        status=201,
+        invite={"member": member, "link": link, "mailed": mailed, "email": member.user.email},
+    )
 
 
 @login_required
@@ -76,8 +97,9 @@ def change_member(request: HttpRequest, project: str, pk: int) -> HttpResponse:
             username = team.remove_member(project=project_obj, membership_id=pk, actor=request.user)
             messages.success(request, f"{username} was removed from {project_obj.name}; their tokens for it are revoked.")
         elif action == "role":
-            member = team.change_role(project=project_obj, membership_id=pk, role=request.POST.get("role", ""),
-                                      actor=request.user)
+            member = team.change_role(
+                project=project_obj, membership_id=pk, role=request.POST.get("role", ""), actor=request.user
+            )
             messages.success(request, f"{member.user.username} is now {member.get_role_display().lower()}.")
         else:
             raise team.TeamError("choose to change the role or to remove the member")

@@ -51,13 +51,22 @@ class AgreementView(APIView):
         n_boot = int(n_boot)
         # Every figure leaves out the groups the caller still judges blind (docstring of
         # judgment_frames): a step or repo slice may hold little more than their own group.
-        figures = data.figures(project=project, run=run, grader=params.get("grader") or None,
-                               step=int(step) if step is not None else None, hidden_from=request.user, n_boot=n_boot,
-                               with_slices=params.get("slices") in ("1", "true", "yes"))
+        figures = data.figures(
+            project=project,
+            run=run,
+            grader=params.get("grader") or None,
+            step=int(step) if step is not None else None,
+            hidden_from=request.user,
+            n_boot=n_boot,
+            with_slices=params.get("slices") in ("1", "true", "yes"),
+        )
         body = {
             "project": project.name,
-            "scope": {"run": run.name if run else None, "grader": params.get("grader") or None,
-                      "step": int(step) if step is not None else None},
+            "scope": {
+                "run": run.name if run else None,
+                "grader": params.get("grader") or None,
+                "step": int(step) if step is not None else None,
+            },
             "n_judged_rollouts": figures.n_judgments,
             "withheld_open_blind_groups": figures.withheld,
             "graders": figures.graders,

@@ -37,24 +37,55 @@ class LabeledGroupExportView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("run", str, required=True),
-            OpenApiParameter("since", OpenApiTypes.DATETIME, description=(
-                "ISO 8601 with a timezone (Z or +00:00, the + URL-encoded as %2B): only groups whose changed_at "
-                "(latest judgment, adjudication, verdict, cheat signal, cheat decision or audit) is strictly later")),
-            OpenApiParameter("format", str, enum=list(selectors_labeled.FORMATS), description=(
-                "jsonl (default): one gagar-labeled-group/1 line per judged group; sft: one grader chat example per "
-                "group whose label fills the verdict schema")),
-            OpenApiParameter("label", str, enum=list(selectors_labeled.LABELS), description=(
-                "consensus (default): every judged group, labeled by its adjudication or else its reviews' "
-                "consensus; adjudicated: adjudicated groups only")),
+            OpenApiParameter(
+                "since",
+                OpenApiTypes.DATETIME,
+                description=(
+                    "ISO 8601 with a timezone (Z or +00:00, the + URL-encoded as %2B): only groups whose changed_at "
+                    "(latest judgment, adjudication, verdict, cheat signal, cheat decision or audit) is strictly later"
+                ),
+            ),
+            OpenApiParameter(
+                "format",
+                str,
+                enum=list(selectors_labeled.FORMATS),
+                description=(
+                    "jsonl (default): one gagar-labeled-group/1 line per judged group; sft: one grader chat example per "
+                    "group whose label fills the verdict schema"
+                ),
+            ),
+            OpenApiParameter(
+                "label",
+                str,
+                enum=list(selectors_labeled.LABELS),
+                description=(
+                    "consensus (default): every judged group, labeled by its adjudication or else its reviews' "
+                    "consensus; adjudicated: adjudicated groups only"
+                ),
+            ),
             OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
         ],
-        responses={(200, CONTENT_TYPE): OpenApiResponse(OpenApiTypes.BINARY, description=(
-            "one JSON object per line. A body without lines says why in the X-Gagar-Empty-Reason header (no judged "
-            "group, none changed since `since`, or -- for format=sft -- no label with a tier and all five rubric "
-            "scores on every passing rollout); X-Gagar-Empty is 'true' then")), 400: PROBLEM, 401: PROBLEM, 403: PROBLEM, 404: PROBLEM,
-                   409: OpenApiResponse(OpenApiTypes.OBJECT, description=(
-                       "the caller holds open blind assignments in this run; submit or skip them, or export "
-                       "with the token of an account that does not review"))},
+        responses={
+            (200, CONTENT_TYPE): OpenApiResponse(
+                OpenApiTypes.BINARY,
+                description=(
+                    "one JSON object per line. A body without lines says why in the X-Gagar-Empty-Reason header (no judged "
+                    "group, none changed since `since`, or -- for format=sft -- no label with a tier and all five rubric "
+                    "scores on every passing rollout); X-Gagar-Empty is 'true' then"
+                ),
+            ),
+            400: PROBLEM,
+            401: PROBLEM,
+            403: PROBLEM,
+            404: PROBLEM,
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description=(
+                    "the caller holds open blind assignments in this run; submit or skip them, or export "
+                    "with the token of an account that does not review"
+                ),
+            ),
+        },
         summary="Export judged groups (gagar-labeled-group/1) or grader SFT examples, ordered by (step, uid)",
     )
     def get(self, request):
@@ -97,7 +128,8 @@ class LabeledGroupExportView(APIView):
         if first is None:
             response["X-Gagar-Empty"] = "true"
             response["X-Gagar-Empty-Reason"] = selectors_labeled.empty_reason(
-                run=run, fmt=fmt, since=since, adjudicated_only=label == "adjudicated")
+                run=run, fmt=fmt, since=since, adjudicated_only=label == "adjudicated"
+            )
         suffix = "sft" if fmt == "sft" else "labeled"
         response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=f"{run.name}-{suffix}.jsonl")
         return response

@@ -65,6 +65,7 @@ ROLLOUT_TOOLS = ("read_patch", "test_outcomes")
 
 # --- the label ------------------------------------------------------------------------
 
+
 def final_label(judgments: list[dict]) -> dict | None:
     """The group's label from its judgments (oldest first), or None when there are none.
 
@@ -94,11 +95,16 @@ def final_label(judgments: list[dict]) -> dict | None:
             given = [s["scores"][name] for s in said if isinstance(s.get("scores"), dict) and name in s["scores"]]
             if given:
                 scores[name] = median_low(given)
-        items.append({
-            "index": index, "tier": tier, "rank": rank,
-            "cheat": 2 * sum(bool(s["cheat"]) for s in said) > len(said),
-            "scores": scores, "notes": [s["note"] for s in said if s.get("note")],
-        })
+        items.append(
+            {
+                "index": index,
+                "tier": tier,
+                "rank": rank,
+                "cheat": 2 * sum(bool(s["cheat"]) for s in said) > len(said),
+                "scores": scores,
+                "notes": [s["note"] for s in said if s.get("note")],
+            }
+        )
     return {"source": source, "reviewers": [j["reviewer"] for j in chosen], "items": items}
 
 
@@ -173,6 +179,7 @@ def cited_evidence(workspace: GroupWorkspace, index: int, notes: list[str]) -> l
 
 # --- the SFT example ----------------------------------------------------------------------
 
+
 def dense_ranks(ranks: dict[int, int]) -> dict[int, int]:
     """1, 2, ... in the same order, ties kept: the grader accepts ranks up to the number of passing rollouts."""
     levels = sorted(set(ranks.values()))
@@ -194,13 +201,17 @@ def verdict_arguments(workspace: GroupWorkspace, label: dict, cheats: dict[int, 
     low, high = SCORE_RANGE
     for index in passing:
         scores = items[index]["scores"]
-        if any(not isinstance(scores.get(name), int) or isinstance(scores.get(name), bool)
-               or not low <= scores[name] <= high for name in RUBRIC):
+        if any(
+            not isinstance(scores.get(name), int) or isinstance(scores.get(name), bool) or not low <= scores[name] <= high
+            for name in RUBRIC
+        ):
             return None
     ranks = dense_ranks({i: items[i]["rank"] for i in passing})
     judgments = [
         {
-            "rollout": index, "tier": items[index]["tier"], "rank": ranks[index],
+            "rollout": index,
+            "tier": items[index]["tier"],
+            "rank": ranks[index],
             "scores": {name: items[index]["scores"][name] for name in RUBRIC},
             "cheat": cheats.get(index, bool(items[index]["cheat"])),
             "evidence": cited_evidence(workspace, index, items[index]["notes"]),
@@ -253,8 +264,9 @@ def conversation(workspace: GroupWorkspace, verdict: dict) -> list[dict]:
     return messages
 
 
-def sft_example(workspace: GroupWorkspace, label: dict, *, cheats: dict[int, bool] | None = None,
-                metadata: dict | None = None) -> dict | None:
+def sft_example(
+    workspace: GroupWorkspace, label: dict, *, cheats: dict[int, bool] | None = None, metadata: dict | None = None
+) -> dict | None:
     """One chat example (OpenAI fine-tuning shape: messages, tools, plus metadata), or None
     when the label does not fill the verdict schema. Deterministic for the same group and judgments."""
     arguments = verdict_arguments(workspace, label, cheats)
@@ -263,8 +275,13 @@ def sft_example(workspace: GroupWorkspace, label: dict, *, cheats: dict[int, boo
     return {
         "messages": conversation(workspace, arguments),
         "tools": tool_specs(workspace),
-        "metadata": {"format": SFT_FORMAT, "grader_protocol": GRADER_PROTOCOL_VERSION, "label": label["source"],
-                     "reviewers": label["reviewers"], **(metadata or {})},
+        "metadata": {
+            "format": SFT_FORMAT,
+            "grader_protocol": GRADER_PROTOCOL_VERSION,
+            "label": label["source"],
+            "reviewers": label["reviewers"],
+            **(metadata or {}),
+        },
     }
 
 

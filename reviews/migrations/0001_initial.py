@@ -6,141 +6,274 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('grading', '0007_step_inputs_version'),
+        ("grading", "0007_step_inputs_version"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='GroupReview',
+            name="GroupReview",
             fields=[
-                ('group', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='review', serialize=False, to='grading.group')),
-                ('n_reviews', models.PositiveIntegerField(default=0)),
-                ('version', models.PositiveIntegerField(default=0)),
-                ('needs_adjudication', models.BooleanField(db_index=True, default=False)),
-                ('disagreement', models.JSONField(blank=True, default=list, help_text='why the group needs an adjudicator')),
-                ('adjudicated', models.BooleanField(default=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "group",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="review",
+                        serialize=False,
+                        to="grading.group",
+                    ),
+                ),
+                ("n_reviews", models.PositiveIntegerField(default=0)),
+                ("version", models.PositiveIntegerField(default=0)),
+                ("needs_adjudication", models.BooleanField(db_index=True, default=False)),
+                ("disagreement", models.JSONField(blank=True, default=list, help_text="why the group needs an adjudicator")),
+                ("adjudicated", models.BooleanField(default=False)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('open', 'Open'), ('submitted', 'Submitted'), ('skipped', 'Skipped')], db_index=True, default='open', max_length=10)),
-                ('blind', models.BooleanField(default=True)),
-                ('order', models.JSONField(blank=True, default=list)),
-                ('draft', models.JSONField(blank=True, default=dict)),
-                ('draft_saved_at', models.DateTimeField(blank=True, null=True)),
-                ('revealed_early', models.BooleanField(default=False, help_text='the reviewer asked to see the grader before submitting')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='grading.group')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("open", "Open"), ("submitted", "Submitted"), ("skipped", "Skipped")],
+                        db_index=True,
+                        default="open",
+                        max_length=10,
+                    ),
+                ),
+                ("blind", models.BooleanField(default=True)),
+                ("order", models.JSONField(blank=True, default=list)),
+                ("draft", models.JSONField(blank=True, default=dict)),
+                ("draft_saved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "revealed_early",
+                    models.BooleanField(default=False, help_text="the reviewer asked to see the grader before submitting"),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "group",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to="grading.group"
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='CheatAudit',
+            name="CheatAudit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('confirmed', models.BooleanField()),
-                ('reason', models.TextField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('auditor', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='cheat_audits', to=settings.AUTH_USER_MODEL)),
-                ('decision', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='audits', to='grading.cheatdecision')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("confirmed", models.BooleanField()),
+                ("reason", models.TextField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "auditor",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="cheat_audits", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "decision",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="audits", to="grading.cheatdecision"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Judgment',
+            name="Judgment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('review', 'Review'), ('adjudication', 'Adjudication')], default='review', max_length=12)),
-                ('blind', models.BooleanField(default=False, help_text="made without having seen the grader's verdict")),
-                ('note', models.TextField(blank=True)),
-                ('reason', models.CharField(blank=True, choices=[('reviewers_disagree', 'Reviewers disagreed; settled on the evidence'), ('grader_right', 'Grader was right; reviewer missed something'), ('grader_wrong', 'Grader was wrong'), ('guideline', 'Tier guideline clarified'), ('cheat', 'Cheat status decided the ranking'), ('tie', 'No evidence separates them (tie)')], help_text='adjudications only', max_length=24)),
-                ('seconds_spent', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('assignment', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='judgment', to='reviews.assignment')),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judgments', to='grading.group')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='judgments', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("review", "Review"), ("adjudication", "Adjudication")], default="review", max_length=12
+                    ),
+                ),
+                ("blind", models.BooleanField(default=False, help_text="made without having seen the grader's verdict")),
+                ("note", models.TextField(blank=True)),
+                (
+                    "reason",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("reviewers_disagree", "Reviewers disagreed; settled on the evidence"),
+                            ("grader_right", "Grader was right; reviewer missed something"),
+                            ("grader_wrong", "Grader was wrong"),
+                            ("guideline", "Tier guideline clarified"),
+                            ("cheat", "Cheat status decided the ranking"),
+                            ("tie", "No evidence separates them (tie)"),
+                        ],
+                        help_text="adjudications only",
+                        max_length=24,
+                    ),
+                ),
+                ("seconds_spent", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "assignment",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="judgment",
+                        to="reviews.assignment",
+                    ),
+                ),
+                (
+                    "group",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="judgments", to="grading.group"),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="judgments", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='JudgmentItem',
+            name="JudgmentItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tier', models.CharField(choices=[('T1', 'T1'), ('T2', 'T2'), ('T3', 'T3')], max_length=2)),
-                ('rank', models.PositiveIntegerField()),
-                ('cheat', models.BooleanField(default=False)),
-                ('scores', models.JSONField(blank=True, default=dict)),
-                ('note', models.TextField(blank=True)),
-                ('judgment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='reviews.judgment')),
-                ('rollout', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judgment_items', to='grading.rollout')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tier", models.CharField(choices=[("T1", "T1"), ("T2", "T2"), ("T3", "T3")], max_length=2)),
+                ("rank", models.PositiveIntegerField()),
+                ("cheat", models.BooleanField(default=False)),
+                ("scores", models.JSONField(blank=True, default=dict)),
+                ("note", models.TextField(blank=True)),
+                (
+                    "judgment",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="items", to="reviews.judgment"),
+                ),
+                (
+                    "rollout",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="judgment_items", to="grading.rollout"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['judgment', 'rank', 'rollout'],
+                "ordering": ["judgment", "rank", "rollout"],
             },
         ),
         migrations.CreateModel(
-            name='Reveal',
+            name="Reveal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reason', models.CharField(choices=[('submitted', 'After submitting'), ('early', 'Asked before submitting'), ('browse', 'Opened outside a blind assignment')], max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reveals', to='grading.group')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reveals', to=settings.AUTH_USER_MODEL)),
-                ('verdict', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='grading.verdict')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "reason",
+                    models.CharField(
+                        choices=[
+                            ("submitted", "After submitting"),
+                            ("early", "Asked before submitting"),
+                            ("browse", "Opened outside a blind assignment"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "group",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="reveals", to="grading.group"),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reveals", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "verdict",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="grading.verdict",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='ReviewPolicy',
+            name="ReviewPolicy",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('overlap', models.FloatField(default=0.2, help_text='share of groups judged by two reviewers (inter-human agreement); 0 to 1')),
-                ('blind', models.BooleanField(default=True, help_text='hide grader tiers, ranks and evidence until the reviewer submits')),
-                ('lease_minutes', models.PositiveIntegerField(default=120, help_text="an assignment left open this long stops counting toward a group's reviewers")),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('project', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='review_policy', to='grading.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "overlap",
+                    models.FloatField(
+                        default=0.2, help_text="share of groups judged by two reviewers (inter-human agreement); 0 to 1"
+                    ),
+                ),
+                (
+                    "blind",
+                    models.BooleanField(
+                        default=True, help_text="hide grader tiers, ranks and evidence until the reviewer submits"
+                    ),
+                ),
+                (
+                    "lease_minutes",
+                    models.PositiveIntegerField(
+                        default=120, help_text="an assignment left open this long stops counting toward a group's reviewers"
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "project",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="review_policy", to="grading.project"
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['reviewer', 'status'], name='assignment_reviewer_status'),
+            model_name="assignment",
+            index=models.Index(fields=["reviewer", "status"], name="assignment_reviewer_status"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(fields=('group', 'reviewer'), name='group_served_once_per_reviewer'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(fields=("group", "reviewer"), name="group_served_once_per_reviewer"),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.UniqueConstraint(fields=('group', 'reviewer', 'kind'), name='one_judgment_per_person_per_kind'),
+            model_name="judgment",
+            constraint=models.UniqueConstraint(fields=("group", "reviewer", "kind"), name="one_judgment_per_person_per_kind"),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.UniqueConstraint(condition=models.Q(('kind', 'adjudication')), fields=('group',), name='one_adjudication_per_group'),
+            model_name="judgment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("kind", "adjudication")), fields=("group",), name="one_adjudication_per_group"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='judgmentitem',
-            constraint=models.UniqueConstraint(fields=('judgment', 'rollout'), name='one_item_per_rollout_per_judgment'),
+            model_name="judgmentitem",
+            constraint=models.UniqueConstraint(fields=("judgment", "rollout"), name="one_item_per_rollout_per_judgment"),
         ),
         migrations.AddIndex(
-            model_name='reveal',
-            index=models.Index(fields=['user', 'group'], name='reveal_user_group'),
+            model_name="reveal",
+            index=models.Index(fields=["user", "group"], name="reveal_user_group"),
         ),
     ]

@@ -17,14 +17,21 @@ def fill_awaits_review(apps, schema_editor):
     overlaps = dict(ReviewPolicy.objects.values_list("project_id", "overlap"))
     submitted = (
         Assignment.objects.filter(group=OuterRef("pk"), status="submitted")
-        .order_by().values("group").annotate(n=Count("pk")).values("n")
+        .order_by()
+        .values("group")
+        .annotate(n=Count("pk"))
+        .values("n")
     )
     for project_id in Project.objects.values_list("pk", flat=True):
         threshold = round(overlaps.get(project_id, DEFAULT_OVERLAP) * 100)
-        wanted = Case(When(LessThan(Mod(F("id") * OVERLAP_STRIDE, 100), threshold), then=Value(2)), default=Value(1),
-                      output_field=IntegerField())
-        Group.objects.filter(run__project_id=project_id).update(awaits_review=LessThan(
-            Coalesce(Subquery(submitted, output_field=IntegerField()), 0), wanted))
+        wanted = Case(
+            When(LessThan(Mod(F("id") * OVERLAP_STRIDE, 100), threshold), then=Value(2)),
+            default=Value(1),
+            output_field=IntegerField(),
+        )
+        Group.objects.filter(run__project_id=project_id).update(
+            awaits_review=LessThan(Coalesce(Subquery(submitted, output_field=IntegerField()), 0), wanted)
+        )
 
 
 class Migration(migrations.Migration):

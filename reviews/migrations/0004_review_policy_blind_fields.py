@@ -6,15 +6,18 @@ import reviews.models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('reviews', '0003_adjudication_drafts'),
+        ("reviews", "0003_adjudication_drafts"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='reviewpolicy',
-            name='blind_fields',
-            field=models.JSONField(blank=True, default=reviews.models.default_blind_fields, help_text='rollout fields withheld from a blind judge: source, cost, metadata:<word>'),
+            model_name="reviewpolicy",
+            name="blind_fields",
+            field=models.JSONField(
+                blank=True,
+                default=reviews.models.default_blind_fields,
+                help_text="rollout fields withheld from a blind judge: source, cost, metadata:<word>",
+            ),
         ),
     ]

@@ -58,9 +58,12 @@ def read_scope(data) -> AuditScope:
     source = data.get("source") or ""
     rule = data.get("rule") or ""
     search = (data.get("search") or "")[:1000]
-    return AuditScope(status=status if status in STATES else "pending",
-                      source=source if source in CheatDecision.Source.values else "",
-                      rule=rule if rule in PRESCREEN_RULES else "", search=search)
+    return AuditScope(
+        status=status if status in STATES else "pending",
+        source=source if source in CheatDecision.Source.values else "",
+        rule=rule if rule in PRESCREEN_RULES else "",
+        search=search,
+    )
 
 
 def _signals(**kw) -> QuerySet[CheatDecision]:
@@ -104,16 +107,19 @@ def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> 
     if scope.search:
         rollouts = rollouts.filter(Exists(CheatDecision.objects.filter(_by_search(scope.search), rollout=OuterRef("pk"))))
     newest = _signals().order_by("-id").values("id")[:1]
-    return (rollouts.annotate(newest_signal=Subquery(newest))
-            .select_related("group__run", "group__task")
-            .only("id", "index", "group_id", "group__uid", "group__step_number", "group__run__name", "group__task__instance_id")
-            .order_by("-newest_signal", "-id"))
+    return (
+        rollouts.annotate(newest_signal=Subquery(newest))
+        .select_related("group__run", "group__task")
+        .only("id", "index", "group_id", "group__uid", "group__step_number", "group__run__name", "group__task__instance_id")
+        .order_by("-newest_signal", "-id")
+    )
 
 
 def audit_counts(project: Project, *, hidden_from=None) -> dict[str, int]:
     """Rollouts in each state, in one aggregate."""
     counts = _audited(project, hidden_from=hidden_from).aggregate(
-        **{f"n_{name}": Count("pk", filter=q) for name, q in STATE_FILTERS.items()})
+        **{f"n_{name}": Count("pk", filter=q) for name, q in STATE_FILTERS.items()}
+    )
     return {name: counts[f"n_{name}"] for name in STATE_FILTERS}
 
 
@@ -130,20 +136,33 @@ def bulk_choices(project: Project, *, hidden_from=None) -> list[BulkChoice]:
     open_signals = CheatDecision.objects.filter(rollout__group__run__project=project, confirmed__isnull=True)
     if hidden_from is not None:
         open_signals = open_signals.exclude(rollout__group_id__in=open_blind_group_ids(project=project, user=hidden_from))
-    key = Case(*(When(_by_rule(rule), then=Value(rule)) for rule in PRESCREEN_RULES),
-               When(source=CheatDecision.Source.SEARCH, then=F("reason")), default=Value(""), output_field=TextField())
-    keyed = (open_signals.filter(source__in=[CheatDecision.Source.PRESCREEN, CheatDecision.Source.SEARCH])
-             .annotate(key=key).exclude(key="").values("source", "key")
-             .annotate(n=Count("rollout_id", distinct=True)).order_by("source", "-n", "key"))
-    return [BulkChoice("rule" if k["source"] == CheatDecision.Source.PRESCREEN else "search", k["key"], k["n"])
-            for k in keyed[:40]]
+    key = Case(
+        *(When(_by_rule(rule), then=Value(rule)) for rule in PRESCREEN_RULES),
+        When(source=CheatDecision.Source.SEARCH, then=F("reason")),
+        default=Value(""),
+        output_field=TextField(),
+    )
+    keyed = (
+        open_signals.filter(source__in=[CheatDecision.Source.PRESCREEN, CheatDecision.Source.SEARCH])
+        .annotate(key=key)
+        .exclude(key="")
+        .values("source", "key")
+        .annotate(n=Count("rollout_id", distinct=True))
+        .order_by("source", "-n", "key")
+    )
+    return [
+        BulkChoice("rule" if k["source"] == CheatDecision.Source.PRESCREEN else "search", k["key"], k["n"]) for k in keyed[:40]
+    ]
 
 
 def bulk_targets(project: Project, *, scope: AuditScope, hidden_from=None) -> list[int] | None:
     """The pending rollouts of a prescreen rule or a search (their ids), or None when more
     than MAX_BULK would be settled at once."""
-    ids = list(audit_rollouts(project, scope=AuditScope(status="pending", rule=scope.rule, search=scope.search),
-                              hidden_from=hidden_from).values_list("id", flat=True)[:MAX_BULK + 1])
+    ids = list(
+        audit_rollouts(
+            project, scope=AuditScope(status="pending", rule=scope.rule, search=scope.search), hidden_from=hidden_from
+        ).values_list("id", flat=True)[: MAX_BULK + 1]
+    )
     return None if len(ids) > MAX_BULK else ids
 
 
@@ -236,27 +255,47 @@ def audit_rows(project: Project, rollouts: list[Rollout]) -> list[AuditRow]:
     """The rows for a page of `audit_rollouts` (rollouts annotated there): two queries."""
     ids = [r.pk for r in rollouts]
     signals: dict[int, list[CheatDecision]] = {}
-    for s in (CheatDecision.objects.filter(rollout_id__in=ids).select_related("decided_by")
-              .only("id", "rollout_id", "source", "author", "reason", "evidence", "confirmed", "created_at",
-                    "decided_by__username").order_by("created_at", "id")):
+    for s in (
+        CheatDecision.objects.filter(rollout_id__in=ids)
+        .select_related("decided_by")
+        .only("id", "rollout_id", "source", "author", "reason", "evidence", "confirmed", "created_at", "decided_by__username")
+        .order_by("created_at", "id")
+    ):
         signals.setdefault(s.rollout_id, []).append(s)
     audits: dict[int, list[AuditEntry]] = {}
-    for a in (CheatAudit.objects.filter(decision__rollout_id__in=ids).select_related("auditor")
-              .only("decision_id", "confirmed", "reason", "created_at", "auditor__username").order_by("created_at", "id")):
+    for a in (
+        CheatAudit.objects.filter(decision__rollout_id__in=ids)
+        .select_related("auditor")
+        .only("decision_id", "confirmed", "reason", "created_at", "auditor__username")
+        .order_by("created_at", "id")
+    ):
         audits.setdefault(a.decision_id, []).append(AuditEntry(a.auditor.username, a.confirmed, a.reason, a.created_at))
     labels = dict(CheatDecision.Source.choices)
     rows = []
     for r in rollouts:
         group = r.group
         url = reverse("group", args=[project.name, group.run.name, group.uid])
-        views = [SignalView(
-            pk=s.pk, source=s.source, source_label=labels.get(s.source, s.source), author=s.author, reason=s.reason,
-            evidence=evidence_links(url, r.index, s.evidence), confirmed=s.confirmed,
-            decided_by=s.decided_by.username if s.decided_by else "", created_at=s.created_at, audits=audits.get(s.pk, []),
-            rule=s.reason.partition(":")[0] if s.source == CheatDecision.Source.PRESCREEN else "",
-            search_url=_search_url(project, s.reason) if s.source == CheatDecision.Source.SEARCH else "",
-        ) for s in signals.get(r.pk, [])]
+        views = [
+            SignalView(
+                pk=s.pk,
+                source=s.source,
+                source_label=labels.get(s.source, s.source),
+                author=s.author,
+                reason=s.reason,
+                evidence=evidence_links(url, r.index, s.evidence),
+                confirmed=s.confirmed,
+                decided_by=s.decided_by.username if s.decided_by else "",
+                created_at=s.created_at,
+                audits=audits.get(s.pk, []),
+                rule=s.reason.partition(":")[0] if s.source == CheatDecision.Source.PRESCREEN else "",
+                search_url=_search_url(project, s.reason) if s.source == CheatDecision.Source.SEARCH else "",
+            )
+            for s in signals.get(r.pk, [])
+        ]
         state = "pending" if r.has_open else ("confirmed" if r.in_force else "overturned")
-        rows.append(AuditRow(r.pk, r.index, group.uid, group.run.name, group.step_number, group.task.instance_id, url,
-                             state, r.in_force, views))
+        rows.append(
+            AuditRow(
+                r.pk, r.index, group.uid, group.run.name, group.step_number, group.task.instance_id, url, state, r.in_force, views
+            )
+        )
     return rows

@@ -97,8 +97,15 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
 
 
-def judgment_frames(*, project: Project, run: Run | None = None, grader: str | None = None,
-                    step: int | None = None, hidden_from=None, hidden: set[int] | None = None) -> JudgmentFrames:
+def judgment_frames(
+    *,
+    project: Project,
+    run: Run | None = None,
+    grader: str | None = None,
+    step: int | None = None,
+    hidden_from=None,
+    hidden: set[int] | None = None,
+) -> JudgmentFrames:
     """Four queries whatever the number of judgments (five with `hidden_from`).
 
     `hidden_from`: the person the figures are for. Their open blind groups are left out of
@@ -117,9 +124,21 @@ def judgment_frames(*, project: Project, run: Run | None = None, grader: str | N
     if step is not None:
         items = items.filter(judgment__group__step__number=step)
     human = pd.DataFrame(
-        list(items.values_list("judgment__group_id", "judgment__group__uid", "rollout__index", "rollout_id",
-                               "judgment__reviewer__username", "judgment__kind", "tier", "rank", "cheat",
-                               "judgment__group__step__number", "judgment__group__task__repo")),
+        list(
+            items.values_list(
+                "judgment__group_id",
+                "judgment__group__uid",
+                "rollout__index",
+                "rollout_id",
+                "judgment__reviewer__username",
+                "judgment__kind",
+                "tier",
+                "rank",
+                "cheat",
+                "judgment__group__step__number",
+                "judgment__group__task__repo",
+            )
+        ),
         columns=["group", "uid", "rollout", "rollout_id", "rater", "kind", "tier", "rank", "cheat", "step", "repo"],
     )
     if human.empty:
@@ -133,8 +152,11 @@ def judgment_frames(*, project: Project, run: Run | None = None, grader: str | N
     for verdict_id, group_id, name in verdicts.order_by("group_id", "-created_at", "-id").values_list("id", "group_id", "grader"):
         latest.setdefault(group_id, (verdict_id, name))
     machine = pd.DataFrame(
-        list(RolloutGrade.objects.filter(verdict_id__in=[v for v, _ in latest.values()]).values_list(
-            "verdict__group_id", "rollout__index", "rollout_id", "tier", "rank", "cheat")),
+        list(
+            RolloutGrade.objects.filter(verdict_id__in=[v for v, _ in latest.values()]).values_list(
+                "verdict__group_id", "rollout__index", "rollout_id", "tier", "rank", "cheat"
+            )
+        ),
         columns=["group", "rollout", "rollout_id", "tier", "rank", "cheat"],
     )
     grader_of = {g: name for g, (_, name) in latest.items()}
@@ -147,7 +169,8 @@ def judgment_frames(*, project: Project, run: Run | None = None, grader: str | N
     audits: dict[int, bool] = {}
     for rollout_id, confirmed in (
         CheatDecision.objects.filter(rollout_id__in=human["rollout_id"].unique().tolist(), confirmed__isnull=False)
-        .order_by("rollout_id", "-decided_at", "-id").values_list("rollout_id", "confirmed")
+        .order_by("rollout_id", "-decided_at", "-id")
+        .values_list("rollout_id", "confirmed")
     ):
         audits.setdefault(rollout_id, confirmed)
 
@@ -227,7 +250,9 @@ def _figure(figure) -> dict:
 
 
 def ceiling(people: pd.DataFrame, *, n_boot: int, seed: int = 0) -> dict:
-    return _memo("ceiling", people[_AGREEMENT_COLUMNS], lambda: _ceiling(people, n_boot=n_boot, seed=seed), n_boot=n_boot, seed=seed)
+    return _memo(
+        "ceiling", people[_AGREEMENT_COLUMNS], lambda: _ceiling(people, n_boot=n_boot, seed=seed), n_boot=n_boot, seed=seed
+    )
 
 
 def _ceiling(people: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
@@ -236,8 +261,14 @@ def _ceiling(people: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
     if not overlap:
         return {"n_groups": 0, "figures": {}}
     figures = ceiling_report(people[_AGREEMENT_COLUMNS].drop(columns=["audit"]), n_boot=n_boot, seed=seed)
-    return {"n_groups": overlap, "figures": {name: {"label": FIGURE_LABELS[name], **_figure(figures[name])}
-                                             for name in FIGURE_LABELS if not name.startswith("cheat_")}}
+    return {
+        "n_groups": overlap,
+        "figures": {
+            name: {"label": FIGURE_LABELS[name], **_figure(figures[name])}
+            for name in FIGURE_LABELS
+            if not name.startswith("cheat_")
+        },
+    }
 
 
 def slices(frame: pd.DataFrame, *, n_boot: int, max_repos: int = 8) -> list[dict]:
@@ -269,8 +300,15 @@ def latest_step_slices(rows: list[dict], keep: int | None = STEP_SLICES_SHOWN) -
 
 def fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int = 0, q=DEFAULT_Q, k: float = DEFAULT_K) -> FittedMapping:
     """docs/method.md §5 on the (grader tier, people's consensus tier) pairs, intervals resampling groups."""
-    return _memo("fitted", frame[_AGREEMENT_COLUMNS], lambda: _fitted_mapping(frame, n_boot=n_boot, seed=seed, q=q, k=k),
-                 n_boot=n_boot, seed=seed, q=q, k=k)
+    return _memo(
+        "fitted",
+        frame[_AGREEMENT_COLUMNS],
+        lambda: _fitted_mapping(frame, n_boot=n_boot, seed=seed, q=q, k=k),
+        n_boot=n_boot,
+        seed=seed,
+        q=q,
+        k=k,
+    )
 
 
 def _fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int, q, k: float) -> FittedMapping:
@@ -281,8 +319,13 @@ def _fitted_mapping(frame: pd.DataFrame, *, n_boot: int, seed: int, q, k: float)
         counts = stats.table[:, _CONFUSION].round().astype(np.int64)
         group, cell = np.nonzero(counts)
         repeat = counts[group, cell]
-        pairs = pd.DataFrame({"group": np.repeat(group, repeat), "grader_tier": np.repeat(cell // 3 + 1, repeat),
-                              "human_tier": np.repeat(cell % 3 + 1, repeat)})
+        pairs = pd.DataFrame(
+            {
+                "group": np.repeat(group, repeat),
+                "grader_tier": np.repeat(cell // 3 + 1, repeat),
+                "human_tier": np.repeat(cell % 3 + 1, repeat),
+            }
+        )
     if not n_boot:  # asked for no intervals
         return fit_mapping(counts_from_pairs(pairs), q=q, k=k)
     return bootstrap_mapping(pairs, n_boot=n_boot, seed=seed, q=q, k=k)
@@ -296,14 +339,16 @@ def trends(frame: pd.DataFrame, *, n_boot: int) -> list[dict]:
         figures = report(part, n_boot=n_boot)["figures"]
         grader_tiers = part.loc[part["rater"] == GRADER, "tier"]
         human_tiers = part.loc[part["rater"] != GRADER, "tier"]
-        out.append({
-            "step": int(step),
-            "kappa": figures.get("kappa", {}).get("value"),
-            "kappa_lo": figures.get("kappa", {}).get("lo"),
-            "kappa_hi": figures.get("kappa", {}).get("hi"),
-            "grader_t1_share": round(float((grader_tiers == "T1").mean()), 6) if len(grader_tiers) else None,
-            "human_t1_share": round(float((human_tiers == "T1").mean()), 6) if len(human_tiers) else None,
-        })
+        out.append(
+            {
+                "step": int(step),
+                "kappa": figures.get("kappa", {}).get("value"),
+                "kappa_lo": figures.get("kappa", {}).get("lo"),
+                "kappa_hi": figures.get("kappa", {}).get("hi"),
+                "grader_t1_share": round(float((grader_tiers == "T1").mean()), 6) if len(grader_tiers) else None,
+                "human_t1_share": round(float((human_tiers == "T1").mean()), 6) if len(human_tiers) else None,
+            }
+        )
     return out
 
 
@@ -351,10 +396,16 @@ def _preview(*, step: Step, run: Run, mapping: FactorMapping, proposed: MappingS
     graded_now = group_summary(now)
     graded_then = group_summary(then)
     return Preview(
-        step=step, active=mapping, proposed=proposed, n_rollouts=int(len(now)), n_changed=int(changed.sum()),
-        n_groups_changed=int(now.loc[changed, "group"].nunique()), max_abs_change=float(delta.max()),
+        step=step,
+        active=mapping,
+        proposed=proposed,
+        n_rollouts=int(len(now)),
+        n_changed=int(changed.sum()),
+        n_groups_changed=int(now.loc[changed, "group"].nunique()),
+        max_abs_change=float(delta.max()),
         mean_abs_change=float(delta[changed].mean()) if changed.any() else 0.0,
-        balance_active=step_balance(now), balance_proposed=step_balance(then),
+        balance_active=step_balance(now),
+        balance_proposed=step_balance(then),
         lambdas_active=[float(x) for x in graded_now.loc[graded_now["status"] == "graded", "lambda"]],
         lambdas_proposed=[float(x) for x in graded_then.loc[graded_then["status"] == "graded", "lambda"]],
     )
@@ -379,8 +430,11 @@ def activation_impact(*, run: Run, proposed: MappingSpec) -> Impact:
     groups can change: a fallback or filtered group keeps A* = A under every mapping."""
     mapping = active_mapping(run)
     n_steps = run.steps.count()
-    current = list(StepComputation.objects.filter(step__run=run, mapping=mapping, stale=False)
-                   .order_by("step_id").values_list("step_id", "computed_at", "n_rows"))
+    current = list(
+        StepComputation.objects.filter(step__run=run, mapping=mapping, stale=False)
+        .order_by("step_id")
+        .values_list("step_id", "computed_at", "n_rows")
+    )
     bands = _short(sorted(proposed.to_dict().items()))
     key = f"gagar:calibration:impact:{run.pk}:{run.baseline}:{mapping.pk}:{bands}:{_short(current)}"
     found = cache.get(key)
@@ -394,9 +448,13 @@ def activation_impact(*, run: Run, proposed: MappingSpec) -> Impact:
 
 def _impact(*, run: Run, mapping: FactorMapping, proposed: MappingSpec, step_ids: list[int]) -> Impact:
     rows = pd.DataFrame(
-        list(AdvantageResult.objects.filter(step_id__in=step_ids, mapping=mapping, status="graded")
-             .values_list("step_id", "uid", "reward", "tier", "rank", "redistributed_advantage")),
-        columns=["step", "uid", "reward", "tier", "rank", "stored"])
+        list(
+            AdvantageResult.objects.filter(step_id__in=step_ids, mapping=mapping, status="graded").values_list(
+                "step_id", "uid", "reward", "tier", "rank", "redistributed_advantage"
+            )
+        ),
+        columns=["step", "uid", "reward", "tier", "rank", "stored"],
+    )
     if rows.empty:
         return Impact(0, 0, 0, 0.0, 0, 0)
     rows["group"] = rows.groupby(["step", "uid"], sort=False).ngroup()
@@ -405,8 +463,14 @@ def _impact(*, run: Run, mapping: FactorMapping, proposed: MappingSpec, step_ids
     then = redistribute(frame, mapping=proposed, baseline=run.baseline)
     delta = (then["redistributed_advantage"] - rows["stored"]).abs()
     changed = delta > 1e-12
-    return Impact(n_rows=0, n_changed=int(changed.sum()), n_groups_changed=int(rows.loc[changed, "group"].nunique()),
-                  credit_moved=float(delta.sum()), n_steps=0, n_steps_pending=0)
+    return Impact(
+        n_rows=0,
+        n_changed=int(changed.sum()),
+        n_groups_changed=int(rows.loc[changed, "group"].nunique()),
+        credit_moved=float(delta.sum()),
+        n_steps=0,
+        n_steps_pending=0,
+    )
 
 
 @dataclass
@@ -423,8 +487,7 @@ class Figures:
     slices: list[dict] | None
 
 
-def scope_fingerprint(*, project: Project, run: Run | None, grader: str | None, step: int | None,
-                      hidden: set[int]) -> str:
+def scope_fingerprint(*, project: Project, run: Run | None, grader: str | None, step: int | None, hidden: set[int]) -> str:
     """What the scope's judgment frames are made of, read in three aggregate queries: the
     judgments (immutable once submitted, with their items), the valid verdicts (immutable,
     with their grades) and the audited cheat decisions (their latest decision time). A new
@@ -437,29 +500,53 @@ def scope_fingerprint(*, project: Project, run: Run | None, grader: str | None, 
     judged = Judgment.objects.filter(group__in=groups).aggregate(n=Count("id"), last=Max("id"))
     verdicts = Verdict.objects.filter(group__in=groups, status=Verdict.Status.VALID).aggregate(n=Count("id"), last=Max("id"))
     audited = CheatDecision.objects.filter(rollout__group__in=groups, confirmed__isnull=False).aggregate(
-        n=Count("id"), last=Max("decided_at"))
-    state = (project.pk, run.pk if run else None, grader, step, sorted(hidden), judged, verdicts,
-             audited["n"], audited["last"].isoformat() if audited["last"] else None)
+        n=Count("id"), last=Max("decided_at")
+    )
+    state = (
+        project.pk,
+        run.pk if run else None,
+        grader,
+        step,
+        sorted(hidden),
+        judged,
+        verdicts,
+        audited["n"],
+        audited["last"].isoformat() if audited["last"] else None,
+    )
     return hashlib.blake2b(repr(state).encode(), digest_size=20).hexdigest()
 
 
-def figures(*, project: Project, run: Run | None = None, grader: str | None = None, step: int | None = None,
-            hidden_from=None, n_boot: int = N_BOOT, with_slices: bool = True) -> Figures:
+def figures(
+    *,
+    project: Project,
+    run: Run | None = None,
+    grader: str | None = None,
+    step: int | None = None,
+    hidden_from=None,
+    n_boot: int = N_BOOT,
+    with_slices: bool = True,
+) -> Figures:
     """The scope's figures, kept in the cache under the scope's fingerprint: a view of
     unchanged judgments reads four small queries and one cache entry, not the frames (tens of
     thousands of rows at a run's size). On a change, the frames are read again and only the
     reports whose rows changed are resampled (the per-report memo, _memo)."""
     hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
     given = (n_boot, with_slices, N_BOOT_TREND, N_BOOT_SLICES)
-    key = (f"gagar:calibration:figures:{scope_fingerprint(project=project, run=run, grader=grader, step=step, hidden=hidden)}"
-           f":{_short(given)}")
+    key = (
+        f"gagar:calibration:figures:{scope_fingerprint(project=project, run=run, grader=grader, step=step, hidden=hidden)}"
+        f":{_short(given)}"
+    )
     found = cache.get(key)
     if found is None:
         frames = judgment_frames(project=project, run=run, grader=grader, step=step, hidden=hidden)
         found = Figures(
-            graders=frames.graders, n_judgments=frames.n_judgments, withheld=frames.withheld,
-            overall=report(frames.frame, n_boot=n_boot), fitted=fitted_mapping(frames.frame, n_boot=n_boot),
-            ceiling=ceiling(frames.people, n_boot=n_boot), trend=trends(frames.frame, n_boot=min(n_boot, N_BOOT_TREND)),
+            graders=frames.graders,
+            n_judgments=frames.n_judgments,
+            withheld=frames.withheld,
+            overall=report(frames.frame, n_boot=n_boot),
+            fitted=fitted_mapping(frames.frame, n_boot=n_boot),
+            ceiling=ceiling(frames.people, n_boot=n_boot),
+            trend=trends(frames.frame, n_boot=min(n_boot, N_BOOT_TREND)),
             slices=slices(frames.frame, n_boot=min(n_boot, N_BOOT_SLICES)) if with_slices else None,
         )
         cache.set(key, found, MEMO_SECONDS)

@@ -70,23 +70,30 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
     # (services.judgments.adjudication_refusal says the same when the form is posted).
     party = judgment is not None or bool(assignment and assignment.is_open)
     context = ReviewContext(
-        assignment=assignment, judgment=judgment, review=review,
+        assignment=assignment,
+        judgment=judgment,
+        review=review,
         can_judge="review" in caps and assignment is not None and assignment.is_open and group.is_mixed,
-        can_adjudicate=adjudicator and not party and review is not None and review.needs_adjudication, blind=open_blind,
+        can_adjudicate=adjudicator and not party and review is not None and review.needs_adjudication,
+        blind=open_blind,
     )
     if judgment is not None:
         context.items = {
-            item.rollout.index: {"tier": item.tier, "rank": str(item.rank), "cheat": item.cheat, "note": item.note,
-                                 "scores": {k: str(v) for k, v in item.scores.items()}}
-            for item in JudgmentItem.objects.filter(judgment=judgment).select_related("rollout").only(
-                "tier", "rank", "cheat", "note", "scores", "rollout__index")
+            item.rollout.index: {
+                "tier": item.tier,
+                "rank": str(item.rank),
+                "cheat": item.cheat,
+                "note": item.note,
+                "scores": {k: str(v) for k, v in item.scores.items()},
+            }
+            for item in JudgmentItem.objects.filter(judgment=judgment)
+            .select_related("rollout")
+            .only("tier", "rank", "cheat", "note", "scores", "rollout__index")
         }
     elif assignment is not None and assignment.is_open:
         context.items = items_from_fields(assignment.draft)
     if adjudicator and not open_blind and review is not None and review.n_reviews:
-        context.others = list(
-            Judgment.objects.filter(group=group).select_related("reviewer").prefetch_related("items__rollout")
-        )
+        context.others = list(Judgment.objects.filter(group=group).select_related("reviewer").prefetch_related("items__rollout"))
     return context
 
 
@@ -98,7 +105,11 @@ def open_blind_group_ids(*, project: Project, user) -> QuerySet:
     if user is None or not getattr(user, "is_authenticated", False):
         return Assignment.objects.none().values_list("group_id", flat=True)
     return Assignment.objects.filter(
-        reviewer=user, group__run__project=project, status=Assignment.Status.OPEN, blind=True, revealed_early=False,
+        reviewer=user,
+        group__run__project=project,
+        status=Assignment.Status.OPEN,
+        blind=True,
+        revealed_early=False,
     ).values_list("group_id", flat=True)
 
 
@@ -116,7 +127,9 @@ def needs_browse_reveal(*, user, group: Group, verdict: Verdict | None) -> bool:
 def my_progress(*, project: Project, reviewer) -> dict:
     counts = dict(
         Assignment.objects.filter(group__run__project=project, reviewer=reviewer)
-        .values_list("status").annotate(n=Count("pk")).values_list("status", "n")
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .values_list("status", "n")
     )
     return {s: counts.get(s, 0) for s in Assignment.Status.values}
 
@@ -134,7 +147,9 @@ def team_progress(project: Project) -> list[dict]:
     members = Membership.objects.filter(project=project).select_related("user").order_by("user__username")
     per_user = {
         row["reviewer"]: row
-        for row in Assignment.objects.filter(group__run__project=project).values("reviewer").annotate(
+        for row in Assignment.objects.filter(group__run__project=project)
+        .values("reviewer")
+        .annotate(
             open=Count("pk", filter=Q(status=Assignment.Status.OPEN)),
             submitted=Count("pk", filter=Q(status=Assignment.Status.SUBMITTED)),
             skipped=Count("pk", filter=Q(status=Assignment.Status.SKIPPED)),
@@ -142,15 +157,25 @@ def team_progress(project: Project) -> list[dict]:
     }
     blind = dict(
         Judgment.objects.filter(group__run__project=project, kind=Judgment.Kind.REVIEW, blind=True)
-        .values_list("reviewer").annotate(n=Count("pk")).values_list("reviewer", "n")
+        .values_list("reviewer")
+        .annotate(n=Count("pk"))
+        .values_list("reviewer", "n")
     )
     rows = []
     for m in members:
         if "review" not in m.capabilities:
             continue
         row = per_user.get(m.user_id, {})
-        rows.append({"user": m.user, "role": m.role, "open": row.get("open", 0), "submitted": row.get("submitted", 0),
-                     "skipped": row.get("skipped", 0), "blind": blind.get(m.user_id, 0)})
+        rows.append(
+            {
+                "user": m.user,
+                "role": m.role,
+                "open": row.get("open", 0),
+                "submitted": row.get("submitted", 0),
+                "skipped": row.get("skipped", 0),
+                "blind": blind.get(m.user_id, 0),
+            }
+        )
     return rows
 
 
@@ -174,21 +199,40 @@ def adjudication_queue(project: Project, *, include_done: bool = False) -> Query
     disagreements and tasks attached was most of the page at 20,000 judgments
     (benchmarks/scale.py)."""
     reviews = GroupReview.objects.filter(group__run__project=project)
-    reviews = reviews.filter(Q(needs_adjudication=True) | Q(adjudicated=True)) if include_done else reviews.filter(needs_adjudication=True)
+    reviews = (
+        reviews.filter(Q(needs_adjudication=True) | Q(adjudicated=True))
+        if include_done
+        else reviews.filter(needs_adjudication=True)
+    )
     return reviews.order_by("group__step_number", "group__uid").values_list("group_id", flat=True)
 
 
 def adjudication_rows(group_ids: list[int]) -> list[GroupReview]:
     """The queue's rows for these groups, in the order given, with what the queue shows."""
-    rows = {r.group_id: r for r in GroupReview.objects.filter(group_id__in=group_ids).select_related("group__run", "group__task")
-            .only("group_id", "n_reviews", "needs_adjudication", "adjudicated", "disagreement", "group__uid",
-                  "group__step_number", "group__run__name", "group__task__instance_id")}
+    rows = {
+        r.group_id: r
+        for r in GroupReview.objects.filter(group_id__in=group_ids)
+        .select_related("group__run", "group__task")
+        .only(
+            "group_id",
+            "n_reviews",
+            "needs_adjudication",
+            "adjudicated",
+            "disagreement",
+            "group__uid",
+            "group__step_number",
+            "group__run__name",
+            "group__task__instance_id",
+        )
+    }
     return [rows[g] for g in group_ids if g in rows]
 
 
 def _adjudication_counts() -> dict[str, Count]:
-    return {"needs_adjudication": Count("pk", filter=Q(needs_adjudication=True)),
-            "adjudicated": Count("pk", filter=Q(adjudicated=True))}
+    return {
+        "needs_adjudication": Count("pk", filter=Q(needs_adjudication=True)),
+        "adjudicated": Count("pk", filter=Q(adjudicated=True)),
+    }
 
 
 def adjudication_counts(project: Project) -> dict[str, int]:
@@ -223,13 +267,23 @@ def group_clusters(rollouts: list, lanes: Lanes | None = None) -> PageClusters:
     clusters (`lanes`) are named by their labels, the cluster by its lowest."""
     lanes = lanes or Lanes(blind=False)
     members = grading_selectors.group_clusters(rollouts)
-    first = {number: min(indexes, key=lambda i: lane_position(lanes.key(i)) or 0) if lanes.blind else number
-             for number, indexes in members.items()}
-    return PageClusters({
-        r.index: ClusterLabel(cluster=lanes.key(first[r.cluster]), size=len(members[r.cluster]),
-                              label=cluster_text(r, members[r.cluster], lanes), extra_files=tuple(r.extra_files or ()))
-        for r in rollouts if r.cluster is not None and r.cluster in members
-    }, distinct=len(members))
+    first = {
+        number: min(indexes, key=lambda i: lane_position(lanes.key(i)) or 0) if lanes.blind else number
+        for number, indexes in members.items()
+    }
+    return PageClusters(
+        {
+            r.index: ClusterLabel(
+                cluster=lanes.key(first[r.cluster]),
+                size=len(members[r.cluster]),
+                label=cluster_text(r, members[r.cluster], lanes),
+                extra_files=tuple(r.extra_files or ()),
+            )
+            for r in rollouts
+            if r.cluster is not None and r.cluster in members
+        },
+        distinct=len(members),
+    )
 
 
 # A rollout's stored test outcome categories, as the overview's columns name them.
@@ -241,14 +295,16 @@ def rollout_test_counts(outcomes) -> dict[str, tuple[int, int]]:
     outcomes ({"FAIL_TO_PASS": {"success": [...], "failure": [...]}, ...}), as "f2p" and "p2p";
     a category the rollout does not carry is left out."""
     counts: dict[str, tuple[int, int]] = {}
-    for category, outcome in (outcomes.items() if isinstance(outcomes, dict) else ()):
+    for category, outcome in outcomes.items() if isinstance(outcomes, dict) else ():
         key = TEST_CATEGORIES.get(str(category).lower())
         if key is None or not isinstance(outcome, dict):
             continue
         passed, failed = counts.get(key, (0, 0))
         success, failure = outcome.get("success") or [], outcome.get("failure") or []
-        counts[key] = (passed + (len(success) if isinstance(success, list) else 0),
-                       failed + (len(failure) if isinstance(failure, list) else 0))
+        counts[key] = (
+            passed + (len(success) if isinstance(success, list) else 0),
+            failed + (len(failure) if isinstance(failure, list) else 0),
+        )
     return counts
 
 
@@ -288,12 +344,15 @@ def start_rankings(*, others: list[Judgment], grades: dict, lanes: Lanes) -> tup
     reviews = sorted((j for j in others if j.kind == Judgment.Kind.REVIEW), key=lambda j: j.reviewer.username)
     for n, judgment in enumerate(reviews, 1):
         key = f"reviewer-{n}"
-        rankings[key] = {lanes.key(item.rollout.index): {"tier": item.tier, "rank": item.rank, "cheat": item.cheat}
-                         for item in judgment.items.all()}
+        rankings[key] = {
+            lanes.key(item.rollout.index): {"tier": item.tier, "rank": item.rank, "cheat": item.cheat}
+            for item in judgment.items.all()
+        }
         sources.append({"key": key, "label": f"{judgment.reviewer.username}'s ranking"})
     if grades:
-        rankings["grader"] = {lanes.key(index): {"tier": g.tier, "rank": g.rank, "cheat": bool(g.cheat)}
-                              for index, g in grades.items()}
+        rankings["grader"] = {
+            lanes.key(index): {"tier": g.tier, "rank": g.rank, "cheat": bool(g.cheat)} for index, g in grades.items()
+        }
         sources.append({"key": "grader", "label": "the grader's ranking"})
     return rankings, sources
 
@@ -331,15 +390,20 @@ def queue_place(*, assignment: Assignment, group: Group, reviewer) -> QueuePlace
 
     project = group.run.project
     latest = (
-        Assignment.objects.filter(reviewer=reviewer, group__run__project=project,
-                                  status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED])
-        .exclude(pk=assignment.pk).select_related("group__run")
-        .annotate(n_done=Window(Count("pk"))).order_by("-finished_at", "-pk").first()
+        Assignment.objects.filter(
+            reviewer=reviewer, group__run__project=project, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED]
+        )
+        .exclude(pk=assignment.pk)
+        .select_related("group__run")
+        .annotate(n_done=Window(Count("pk")))
+        .order_by("-finished_at", "-pk")
+        .first()
     )
     done = latest.n_done if latest is not None else 0
     waiting = None
     if assignment.is_open:
-        waiting = queue_groups(project=project, reviewer=reviewer)[:QUEUE_COUNT_CAP + 1].count()
+        waiting = queue_groups(project=project, reviewer=reviewer)[: QUEUE_COUNT_CAP + 1].count()
     capped = waiting is not None and waiting > QUEUE_COUNT_CAP
-    return QueuePlace(done=done, waiting=min(waiting, QUEUE_COUNT_CAP) if waiting is not None else None, capped=capped,
-                      previous=latest)
+    return QueuePlace(
+        done=done, waiting=min(waiting, QUEUE_COUNT_CAP) if waiting is not None else None, capped=capped, previous=latest
+    )

@@ -37,8 +37,9 @@ def _from_turn(hit: Hit, turn: int) -> bool:
     return hit.where == "turn" and hit.turn is not None and hit.turn >= turn
 
 
-def hit_page(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = PAGE, turn: int | None = None,
-             lane: str | None = None) -> HitPage:
+def hit_page(
+    *, query: Query, rollout: Rollout, offset: int = 0, limit: int = PAGE, turn: int | None = None, lane: str | None = None
+) -> HitPage:
     """The hits `offset` to `offset + limit` of `rollout` (with group__run__project). With
     `turn`, the page holding the first hit in that turn or after it instead (`at` is its
     number; the rollout's last hit when none is that late, None when it has none). `lane`:
@@ -51,5 +52,5 @@ def hit_page(*, query: Query, rollout: Rollout, offset: int = 0, limit: int = PA
         if at is None and found.total:
             at = found.total - 1
         offset = 0 if at is None else at // limit * limit
-    page = linked_hits(query=query, rollout=rollout, hits=found.hits[offset:offset + limit], offset=offset, lane=lane)
+    page = linked_hits(query=query, rollout=rollout, hits=found.hits[offset : offset + limit], offset=offset, lane=lane)
     return HitPage(page, offset, found.total, found.complete, at)

@@ -51,10 +51,16 @@ def labeled_group_ids(*, run: Run, since: datetime | None = None, adjudicated_on
         groups = groups.filter(
             Q(pk__in=Judgment.objects.filter(group__run=run, created_at__gt=since).values("group_id"))
             | Q(pk__in=Verdict.objects.filter(group__run=run, created_at__gt=since).values("group_id"))
-            | Q(pk__in=CheatDecision.objects.filter(Q(created_at__gt=since) | Q(decided_at__gt=since), rollout__group__run=run)
-                .values("rollout__group_id"))
-            | Q(pk__in=CheatAudit.objects.filter(decision__rollout__group__run=run, created_at__gt=since)
-                .values("decision__rollout__group_id"))
+            | Q(
+                pk__in=CheatDecision.objects.filter(
+                    Q(created_at__gt=since) | Q(decided_at__gt=since), rollout__group__run=run
+                ).values("rollout__group_id")
+            )
+            | Q(
+                pk__in=CheatAudit.objects.filter(decision__rollout__group__run=run, created_at__gt=since).values(
+                    "decision__rollout__group_id"
+                )
+            )
         )
     return list(groups.order_by("step__number", "uid").values_list("pk", flat=True))
 
@@ -80,42 +86,86 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
     judgments: dict[int, list[dict]] = defaultdict(list)
     by_judgment: dict[int, dict] = {}
     for j in (
-        Judgment.objects.filter(group_id__in=ids).select_related("reviewer")
+        Judgment.objects.filter(group_id__in=ids)
+        .select_related("reviewer")
         .only("id", "group_id", "kind", "blind", "created_at", "note", "reason", "reviewer__username")
         .order_by("created_at", "id")
     ):
-        entry = {"reviewer": j.reviewer.username, "kind": j.kind, "blind": j.blind, "created_at": j.created_at,
-                 "note": j.note, "reason": j.reason or None, "items": []}
+        entry = {
+            "reviewer": j.reviewer.username,
+            "kind": j.kind,
+            "blind": j.blind,
+            "created_at": j.created_at,
+            "note": j.note,
+            "reason": j.reason or None,
+            "items": [],
+        }
         judgments[j.group_id].append(entry)
         by_judgment[j.pk] = entry
-    for item in JudgmentItem.objects.filter(judgment__group_id__in=ids).order_by("judgment_id", "rollout__index").values(
-        "judgment_id", "rollout__index", "tier", "rank", "cheat", "scores", "note"
+    for item in (
+        JudgmentItem.objects.filter(judgment__group_id__in=ids)
+        .order_by("judgment_id", "rollout__index")
+        .values("judgment_id", "rollout__index", "tier", "rank", "cheat", "scores", "note")
     ):
-        by_judgment[item["judgment_id"]]["items"].append({
-            "index": item["rollout__index"], "tier": item["tier"], "rank": item["rank"], "cheat": item["cheat"],
-            "scores": item["scores"] or {}, "note": item["note"],
-        })
+        by_judgment[item["judgment_id"]]["items"].append(
+            {
+                "index": item["rollout__index"],
+                "tier": item["tier"],
+                "rank": item["rank"],
+                "cheat": item["cheat"],
+                "scores": item["scores"] or {},
+                "note": item["note"],
+            }
+        )
 
     decisions: dict[int, list[dict]] = defaultdict(list)
     by_decision: dict[int, dict] = {}
     for d in (
-        CheatDecision.objects.filter(rollout__group_id__in=ids).select_related("decided_by", "rollout")
-        .only("id", "source", "author", "evidence", "confirmed", "reason", "created_at", "decided_at", "decided_by__username",
-              "rollout__index", "rollout__group_id")
+        CheatDecision.objects.filter(rollout__group_id__in=ids)
+        .select_related("decided_by", "rollout")
+        .only(
+            "id",
+            "source",
+            "author",
+            "evidence",
+            "confirmed",
+            "reason",
+            "created_at",
+            "decided_at",
+            "decided_by__username",
+            "rollout__index",
+            "rollout__group_id",
+        )
         .order_by("rollout__index", "created_at", "id")
     ):
-        entry = {"id": d.pk, "index": d.rollout.index, "source": d.source, "author": d.author,
-                 "evidence": d.evidence if isinstance(d.evidence, list) else [], "confirmed": d.confirmed, "reason": d.reason,
-                 "decided_by": d.decided_by.username if d.decided_by else None, "decided_at": d.decided_at,
-                 "created_at": d.created_at, "audits": []}
+        entry = {
+            "id": d.pk,
+            "index": d.rollout.index,
+            "source": d.source,
+            "author": d.author,
+            "evidence": d.evidence if isinstance(d.evidence, list) else [],
+            "confirmed": d.confirmed,
+            "reason": d.reason,
+            "decided_by": d.decided_by.username if d.decided_by else None,
+            "decided_at": d.decided_at,
+            "created_at": d.created_at,
+            "audits": [],
+        }
         decisions[d.rollout.group_id].append(entry)
         by_decision[d.pk] = entry
     for audit in (
-        CheatAudit.objects.filter(decision__rollout__group_id__in=ids).select_related("auditor")
-        .only("id", "decision_id", "confirmed", "reason", "created_at", "auditor__username").order_by("created_at", "id")
+        CheatAudit.objects.filter(decision__rollout__group_id__in=ids)
+        .select_related("auditor")
+        .only("id", "decision_id", "confirmed", "reason", "created_at", "auditor__username")
+        .order_by("created_at", "id")
     ):
         by_decision[audit.decision_id]["audits"].append(
-            {"auditor": audit.auditor.username, "confirmed": audit.confirmed, "reason": audit.reason, "created_at": audit.created_at}
+            {
+                "auditor": audit.auditor.username,
+                "confirmed": audit.confirmed,
+                "reason": audit.reason,
+                "created_at": audit.created_at,
+            }
         )
 
     verdicts: dict[int, list[dict]] = defaultdict(list)
@@ -124,18 +174,33 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
         entry = {"grader": v.grader, "status": v.status, "created_at": v.created_at, "errors": v.errors or [], "grades": []}
         verdicts[v.group_id].append(entry)
         by_verdict[v.pk] = entry
-    for grade in RolloutGrade.objects.filter(verdict__group_id__in=ids).order_by("verdict_id", "rank", "rollout__index").values(
-        "verdict_id", "rollout__index", "tier", "rank", "scores", "cheat", "evidence"
+    for grade in (
+        RolloutGrade.objects.filter(verdict__group_id__in=ids)
+        .order_by("verdict_id", "rank", "rollout__index")
+        .values("verdict_id", "rollout__index", "tier", "rank", "scores", "cheat", "evidence")
     ):
-        by_verdict[grade["verdict_id"]]["grades"].append({
-            "index": grade["rollout__index"], "tier": grade["tier"], "rank": grade["rank"], "scores": grade["scores"] or {},
-            "cheat": grade["cheat"], "evidence": grade["evidence"] or [],
-        })
+        by_verdict[grade["verdict_id"]]["grades"].append(
+            {
+                "index": grade["rollout__index"],
+                "tier": grade["tier"],
+                "rank": grade["rank"],
+                "scores": grade["scores"] or {},
+                "cheat": grade["cheat"],
+                "evidence": grade["evidence"] or [],
+            }
+        )
 
     return [
-        {"group": by_id[pk], "rollouts": rollouts[pk], "contents": contents, "judgments": judgments[pk],
-         "cheat_decisions": decisions[pk], "verdicts": verdicts[pk]}
-        for pk in ids if pk in by_id
+        {
+            "group": by_id[pk],
+            "rollouts": rollouts[pk],
+            "contents": contents,
+            "judgments": judgments[pk],
+            "cheat_decisions": decisions[pk],
+            "verdicts": verdicts[pk],
+        }
+        for pk in ids
+        if pk in by_id
     ]
 
 
@@ -151,24 +216,44 @@ def _line(loaded: dict, run_name: str) -> dict:
     rollouts = []
     for r in loaded["rollouts"]:
         patch = (loaded["contents"].get(r.pk) or ("",))[0]
-        rollouts.append({
-            "index": r.index, "reward": r.reward, "passed": r.passed, "exit_status": r.exit_status, "patch": patch,
-            "summary": {"n_messages": r.n_messages, "tokens": r.tokens, "patch_files": r.patch_files,
-                        "patch_added": r.patch_added, "patch_removed": r.patch_removed, "patch_parses": r.patch_parses,
-                        "tests_passed": r.tests_passed, "tests_failed": r.tests_failed},
-            "cluster": r.cluster, "extra_files": r.extra_files,
-        })
+        rollouts.append(
+            {
+                "index": r.index,
+                "reward": r.reward,
+                "passed": r.passed,
+                "exit_status": r.exit_status,
+                "patch": patch,
+                "summary": {
+                    "n_messages": r.n_messages,
+                    "tokens": r.tokens,
+                    "patch_files": r.patch_files,
+                    "patch_added": r.patch_added,
+                    "patch_removed": r.patch_removed,
+                    "patch_parses": r.patch_parses,
+                    "tests_passed": r.tests_passed,
+                    "tests_failed": r.tests_failed,
+                },
+                "cluster": r.cluster,
+                "extra_files": r.extra_files,
+            }
+        )
     label = labeled.final_label(loaded["judgments"])
     return {
-        "format": labeled.FORMAT, "run": run_name,
-        "step": group.step.number, "uid": group.uid, "instance_id": group.task.instance_id, "repo": group.task.repo,
+        "format": labeled.FORMAT,
+        "run": run_name,
+        "step": group.step.number,
+        "uid": group.uid,
+        "instance_id": group.task.instance_id,
+        "repo": group.task.repo,
         "problem_statement": group.task.problem_statement,
         "changed_at": _changed_at(loaded),
         "distinct_solutions": group.distinct_solutions,
         "rollouts": rollouts,
         "judgments": loaded["judgments"],
-        "consensus": label and {
-            "source": label["source"], "reviewers": label["reviewers"],
+        "consensus": label
+        and {
+            "source": label["source"],
+            "reviewers": label["reviewers"],
             "items": [{k: item[k] for k in ("index", "tier", "rank", "cheat", "scores")} for item in label["items"]],
         },
         "cheat_decisions": [{k: v for k, v in d.items() if k != "id"} for d in loaded["cheat_decisions"]],
@@ -192,13 +277,31 @@ def _workspace(loaded: dict, guide: Guide) -> GroupWorkspace:
     views = []
     for r in loaded["rollouts"]:
         patch, tests, test_log = loaded["contents"].get(r.pk) or ("", {}, "")
-        views.append(RolloutView(index=r.index, passed=r.passed, patch=patch, messages=labeled.UnreadTrajectory(r.n_messages),
-                                 tests=tests or {}, test_log=test_log, exit_status=r.exit_status, stats=r.stats))
+        views.append(
+            RolloutView(
+                index=r.index,
+                passed=r.passed,
+                patch=patch,
+                messages=labeled.UnreadTrajectory(r.n_messages),
+                tests=tests or {},
+                test_log=test_log,
+                exit_status=r.exit_status,
+                stats=r.stats,
+            )
+        )
     return GroupWorkspace(
-        uid=group.uid, instance_id=task.instance_id, repo=task.repo, base_commit=task.base_commit,
-        problem_statement=task.problem_statement, gold_patch=task.gold_patch, test_patch=task.test_patch,
-        fail_to_pass=list(task.fail_to_pass or []), pass_to_pass=list(task.pass_to_pass or []), rollouts=views,
-        checkout_path=_checkout(task.instance_id), guide=guide,
+        uid=group.uid,
+        instance_id=task.instance_id,
+        repo=task.repo,
+        base_commit=task.base_commit,
+        problem_statement=task.problem_statement,
+        gold_patch=task.gold_patch,
+        test_patch=task.test_patch,
+        fail_to_pass=list(task.fail_to_pass or []),
+        pass_to_pass=list(task.pass_to_pass or []),
+        rollouts=views,
+        checkout_path=_checkout(task.instance_id),
+        guide=guide,
     )
 
 
@@ -236,14 +339,18 @@ def sft_examples(*, run: Run, since: datetime | None = None, adjudicated_only: b
                 continue
             group = loaded["group"]
             example = labeled.sft_example(
-                _workspace(loaded, guide), label, cheats=labeled.audited_cheats(loaded["cheat_decisions"]),
+                _workspace(loaded, guide),
+                label,
+                cheats=labeled.audited_cheats(loaded["cheat_decisions"]),
                 metadata={"run": run.name, "step": group.step.number, "uid": group.uid},
             )
             if example is not None:
                 yield example
 
 
-def export_stream(*, run: Run, fmt: str = "jsonl", since: datetime | None = None, adjudicated_only: bool = False) -> Iterator[bytes]:
+def export_stream(
+    *, run: Run, fmt: str = "jsonl", since: datetime | None = None, adjudicated_only: bool = False
+) -> Iterator[bytes]:
     """The export's body: one JSON object per line (`fmt` "jsonl" or "sft"), yielded line by line."""
     rows = sft_examples if fmt == "sft" else labeled_lines
     for row in rows(run=run, since=since, adjudicated_only=adjudicated_only):
@@ -259,6 +366,8 @@ def empty_reason(*, run: Run, fmt: str = "jsonl", since: datetime | None = None,
         if adjudicated_only:
             return f"no group of run {run.name!a} is adjudicated yet"
         return f"no group of run {run.name!a} has a human judgment yet: judge its groups on the review desk first"
-    return (f"{n} judged group{'s' if n != 1 else ''} in run {run.name!a}, but no label fills the grader's verdict schema: "
-            "an SFT example needs a tier and all five rubric scores (1-5) on every passing rollout, and scores are "
-            "never invented; ask reviewers to give the rubric scores")
+    return (
+        f"{n} judged group{'s' if n != 1 else ''} in run {run.name!a}, but no label fills the grader's verdict schema: "
+        "an SFT example needs a tier and all five rubric scores (1-5) on every passing rollout, and scores are "
+        "never invented; ask reviewers to give the rubric scores"
+    )

@@ -121,8 +121,11 @@ def lanes_for(*, user, group: Group, assignment: Assignment | None | type = Elli
     rollout indexes, if already read (one query otherwise, only for someone holding a blind
     assignment). An assignment read without `with_blind_fields` costs a query for them."""
     if assignment is Ellipsis:
-        assignment = (with_blind_fields(Assignment.objects.filter(group=group, reviewer=user)).first()
-                      if getattr(user, "is_authenticated", False) else None)
+        assignment = (
+            with_blind_fields(Assignment.objects.filter(group=group, reviewer=user)).first()
+            if getattr(user, "is_authenticated", False)
+            else None
+        )
     if assignment is None or not assignment.blind or not assignment.order:
         return Lanes(blind=False)
     if indexes is None:
@@ -174,15 +177,24 @@ def search_lanes(*, project, user):
         if orders is None:
             orders = {}
             if getattr(user, "is_authenticated", False):
-                orders = {g: list(order) for g, order in Assignment.objects.filter(
-                    reviewer=user, group__run__project=project, blind=True, status=Assignment.Status.OPEN,
-                ).values_list("group_id", "order") if order}
+                orders = {
+                    g: list(order)
+                    for g, order in Assignment.objects.filter(
+                        reviewer=user,
+                        group__run__project=project,
+                        blind=True,
+                        status=Assignment.Status.OPEN,
+                    ).values_list("group_id", "order")
+                    if order
+                }
         order = orders.get(rollout.group_id)
         if order is None:
             return str(rollout.index)
         group_labels = labels.get(rollout.group_id) or labels_from_order(order, order)
         if rollout.index not in group_labels:
-            group_labels = labels_from_order(order, Rollout.objects.filter(group_id=rollout.group_id).values_list("index", flat=True))
+            group_labels = labels_from_order(
+                order, Rollout.objects.filter(group_id=rollout.group_id).values_list("index", flat=True)
+            )
         labels[rollout.group_id] = group_labels
         return group_labels.get(rollout.index, "?")
 

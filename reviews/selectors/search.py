@@ -36,9 +36,14 @@ class SearchRequest:
         if not self.query.auto:
             out["mode"] = self.query.mode
         scope = self.scope
-        for name, value in (("run", scope.run.name if scope.run else None), ("step_min", scope.step_min),
-                            ("step_max", scope.step_max), ("tier", scope.tier), ("cheat", scope.cheat),
-                            ("passed", None if scope.passed is None else str(scope.passed).lower())):
+        for name, value in (
+            ("run", scope.run.name if scope.run else None),
+            ("step_min", scope.step_min),
+            ("step_max", scope.step_max),
+            ("tier", scope.tier),
+            ("cheat", scope.cheat),
+            ("passed", None if scope.passed is None else str(scope.passed).lower()),
+        ):
             if value is not None and value != "":
                 out[name] = str(value)
         return out

@@ -42,13 +42,17 @@ def audit_rollouts(*, project: Project, rollout_ids: list[int], auditor, confirm
     if len(reason) < MIN_REASON_CHARS:
         raise AuditError("say why: a reason is required to confirm or overturn a cheat signal")
     with transaction.atomic():
-        signals = list(CheatDecision.objects.filter(rollout_id__in=rollout_ids, rollout__group__run__project=project)
-                       .values_list("pk", "rollout_id", "confirmed"))
+        signals = list(
+            CheatDecision.objects.filter(rollout_id__in=rollout_ids, rollout__group__run__project=project).values_list(
+                "pk", "rollout_id", "confirmed"
+            )
+        )
         has_open = {rollout for _, rollout, state in signals if state is None}
         chosen = [pk for pk, rollout, state in signals if state is None or rollout not in has_open]
         decided = decide_cheats(decision_ids=chosen, confirmed=confirmed, user=auditor)
         CheatAudit.objects.bulk_create(
-            CheatAudit(decision_id=pk, auditor=auditor, confirmed=confirmed, reason=reason[:5000]) for pk in decided)
+            CheatAudit(decision_id=pk, auditor=auditor, confirmed=confirmed, reason=reason[:5000]) for pk in decided
+        )
         settled = {rollout for pk, rollout, _ in signals if pk in set(decided)}
     if decided and warming_enabled():  # the frame's audit column changed
         for run_id in set(CheatDecision.objects.filter(pk__in=decided).values_list("rollout__group__run_id", flat=True)):
@@ -59,5 +63,4 @@ def audit_rollouts(*, project: Project, rollout_ids: list[int], auditor, confirm
 def audit_cheat(*, decision: CheatDecision, auditor, confirmed: bool, reason: str) -> AuditReport:
     """Settle the rollout this signal is on (as `audit_rollouts` does)."""
     project = Project.objects.get(runs__groups__rollouts__cheat_decisions=decision)
-    return audit_rollouts(project=project, rollout_ids=[decision.rollout_id], auditor=auditor, confirmed=confirmed,
-                          reason=reason)
+    return audit_rollouts(project=project, rollout_ids=[decision.rollout_id], auditor=auditor, confirmed=confirmed, reason=reason)

@@ -42,20 +42,24 @@ def hides_verdict_when_browsing(membership: Membership) -> bool:
     return "review" in caps and not (caps & SEES_VERDICT)
 
 
-def _refusal(*, group: Group, reviewer, assignment: Assignment | None, judged: bool, revealed: bool,
-             policy: ReviewPolicy) -> str:
+def _refusal(*, group: Group, reviewer, assignment: Assignment | None, judged: bool, revealed: bool, policy: ReviewPolicy) -> str:
     if not group.is_mixed:
         return "only mixed groups are judged"
     if assignment is not None:
-        return {Assignment.Status.OPEN: "", Assignment.Status.SUBMITTED: "you already judged this group",
-                Assignment.Status.SKIPPED: "you skipped this group; it is not served to you again"}[assignment.status]
+        return {
+            Assignment.Status.OPEN: "",
+            Assignment.Status.SUBMITTED: "you already judged this group",
+            Assignment.Status.SKIPPED: "you skipped this group; it is not served to you again",
+        }[assignment.status]
     if judged:
         return "you already judged this group"
     if revealed:
         return "you have seen the grader's verdict on this group, so your judgment could not be blind"
     if not queue_groups(project=group.run.project, reviewer=reviewer, run=group.run, policy=policy).filter(pk=group.pk).exists():
-        return ("it already has the reviewers it wants (the queue gives a second reviewer only to the policy's "
-                "overlap share of groups)")
+        return (
+            "it already has the reviewers it wants (the queue gives a second reviewer only to the policy's "
+            "overlap share of groups)"
+        )
     return ""
 
 
@@ -63,14 +67,18 @@ def claim_refusal(*, group: Group, reviewer, policy: ReviewPolicy | None = None)
     """Why `reviewer` may not take `group` from the queue now, or "" when they may: the queue's
     own rules (queue_groups: mixed, never served or skipped, never revealed, still wanting a reviewer)."""
     return _refusal(
-        group=group, reviewer=reviewer, assignment=Assignment.objects.filter(group=group, reviewer=reviewer).first(),
+        group=group,
+        reviewer=reviewer,
+        assignment=Assignment.objects.filter(group=group, reviewer=reviewer).first(),
         judged=Judgment.objects.filter(group=group, reviewer=reviewer).exists(),
-        revealed=Reveal.objects.filter(group=group, user=reviewer).exists(), policy=policy or policy_for(group.run.project),
+        revealed=Reveal.objects.filter(group=group, user=reviewer).exists(),
+        policy=policy or policy_for(group.run.project),
     )
 
 
-def browse_choice(*, group: Group, user, membership: Membership, assignment: Assignment | None,
-                  judged: bool) -> BrowseChoice | None:
+def browse_choice(
+    *, group: Group, user, membership: Membership, assignment: Assignment | None, judged: bool
+) -> BrowseChoice | None:
     """The choice the page offers, or None when the page shows what it always did (the
     person's role sees verdicts, their own assignment decides, or they judged or revealed it).
     A reviewer's page pays a few queries for it (policy; reveal and verdict in one; the queue check)."""
@@ -81,14 +89,21 @@ def browse_choice(*, group: Group, user, membership: Membership, assignment: Ass
     policy = ReviewPolicy.objects.filter(project_id=group.run.project_id).first() or ReviewPolicy(project_id=group.run.project_id)
     if not policy.blind:  # a project that does not judge blind has nothing to hide
         return None
-    seen = Group.objects.filter(pk=group.pk).annotate(
-        revealed=Exists(Reveal.objects.filter(group=OuterRef("pk"), user=user)),
-        graded=Exists(Verdict.objects.filter(group=OuterRef("pk"))),
-    ).values("revealed", "graded").first()
+    seen = (
+        Group.objects.filter(pk=group.pk)
+        .annotate(
+            revealed=Exists(Reveal.objects.filter(group=OuterRef("pk"), user=user)),
+            graded=Exists(Verdict.objects.filter(group=OuterRef("pk"))),
+        )
+        .values("revealed", "graded")
+        .first()
+    )
     if seen is None or seen["revealed"]:
         return None
-    return BrowseChoice(has_verdict=seen["graded"], refusal=_refusal(
-        group=group, reviewer=user, assignment=assignment, judged=judged, revealed=False, policy=policy))
+    return BrowseChoice(
+        has_verdict=seen["graded"],
+        refusal=_refusal(group=group, reviewer=user, assignment=assignment, judged=judged, revealed=False, policy=policy),
+    )
 
 
 def claim_blind(*, group: Group, reviewer) -> Assignment:
@@ -107,13 +122,13 @@ def claim_blind(*, group: Group, reviewer) -> Assignment:
             return existing
         try:
             with transaction.atomic():
-                return Assignment.objects.create(group=group, reviewer=reviewer, blind=policy.blind,
-                                                 order=shuffled_order(group) if policy.blind else [])
+                return Assignment.objects.create(
+                    group=group, reviewer=reviewer, blind=policy.blind, order=shuffled_order(group) if policy.blind else []
+                )
         except IntegrityError:
             raise ClaimRefused("this group was already handed to you") from None
 
 
 def show_verdict(*, group: Group, user) -> Reveal:
     """The reviewer chose to see the grader's verdict: logged, and the group leaves their queue."""
-    return log_reveal(group=group, user=user, verdict=Verdict.objects.filter(group=group).first(),
-                      reason=Reveal.Reason.BROWSE)
+    return log_reveal(group=group, user=user, verdict=Verdict.objects.filter(group=group).first(), reason=Reveal.Reason.BROWSE)

@@ -21,8 +21,9 @@ MIN_REASON_CHARS = 3
 
 
 @transaction.atomic
-def activate_fitted_mapping(*, run: Run, fitted: FittedMapping, user, reason: str, scope: dict,
-                            n_judgments: int, override: bool = False) -> tuple[FactorMapping, MappingActivation]:
+def activate_fitted_mapping(
+    *, run: Run, fitted: FittedMapping, user, reason: str, scope: dict, n_judgments: int, override: bool = False
+) -> tuple[FactorMapping, MappingActivation]:
     """Store the fit as a new calibrated version and make it the run's active mapping.
 
     Below the project's minimum evidence it raises TooLittleEvidence (and stores nothing)
@@ -33,8 +34,15 @@ def activate_fitted_mapping(*, run: Run, fitted: FittedMapping, user, reason: st
     if fitted.n_judgments == 0:
         raise ValueError("no judgments pair a grader tier with a person's: nothing to fit")
     fit = {**fitted.to_dict(), "n_judgments": n_judgments, "n_pairs": fitted.n_judgments, "scope": scope}
-    mapping = create_mapping(project=run.project, name=f"{run.project.name}-calibrated", bands=fitted.bands(),
-                             note=reason, user=user, source=FactorMapping.Source.CALIBRATED, fit=fit)
+    mapping = create_mapping(
+        project=run.project,
+        name=f"{run.project.name}-calibrated",
+        bands=fitted.bands(),
+        note=reason,
+        user=user,
+        source=FactorMapping.Source.CALIBRATED,
+        fit=fit,
+    )
     return mapping, activate_mapping(run=run, mapping=mapping, user=user, reason=reason, override=override)
 
 

@@ -47,7 +47,9 @@ class JudgmentConflict(Exception):
     """This person (or, for adjudications, anyone) already stored this judgment."""
 
     def __init__(self, existing: Judgment):
-        super().__init__(f"{existing.reviewer} already submitted a {existing.kind} of this group at {existing.created_at:%Y-%m-%d %H:%M} UTC")
+        super().__init__(
+            f"{existing.reviewer} already submitted a {existing.kind} of this group at {existing.created_at:%Y-%m-%d %H:%M} UTC"
+        )
         self.existing = existing
 
 
@@ -68,11 +70,15 @@ class SubmitResult:
     concurrent: list[Judgment]
 
 
-def _checked_items(group: Group, items: list[ItemInput], names: Mapping[int, str] | None = None,
-                   ) -> tuple[dict[int, Rollout], list[ItemInput]]:
+def _checked_items(
+    group: Group,
+    items: list[ItemInput],
+    names: Mapping[int, str] | None = None,
+) -> tuple[dict[int, Rollout], list[ItemInput]]:
     """Every passing rollout judged exactly once with a valid tier; ranks consistent with
     tiers, blank ones derived from them. Messages name a rollout as `names` does (a blind
     judge's lane labels), else "#<index>"; never by a form field's name."""
+
     def name(index: int) -> str:
         return names.get(index, "?") if names is not None else f"#{index}"
 
@@ -94,7 +100,8 @@ def _checked_items(group: Group, items: list[ItemInput], names: Mapping[int, str
         for dimension, score in item.scores.items():
             if dimension not in RUBRIC or not (isinstance(score, int) and SCORE_RANGE[0] <= score <= SCORE_RANGE[1]):
                 errors[f"score-{item.index}-{dimension}"] = (
-                    f"rollout {name(item.index)}: rubric scores are whole numbers {SCORE_RANGE[0]} to {SCORE_RANGE[1]}")
+                    f"rollout {name(item.index)}: rubric scores are whole numbers {SCORE_RANGE[0]} to {SCORE_RANGE[1]}"
+                )
         seen.add(item.index)
     for index in sorted(passing - seen):
         errors[f"tier-{index}"] = f"rollout {name(index)} passed and needs a tier"
@@ -169,9 +176,15 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> list[GroupReview]:
     judgment they make on it is not stored as blind. Four queries whatever the page size.
     """
     ids = [r.group_id for r in reviews]
-    blind_here = set(Assignment.objects.filter(
-        reviewer=user, group_id__in=ids, status=Assignment.Status.OPEN, blind=True, revealed_early=False,
-    ).values_list("group_id", flat=True))
+    blind_here = set(
+        Assignment.objects.filter(
+            reviewer=user,
+            group_id__in=ids,
+            status=Assignment.Status.OPEN,
+            blind=True,
+            revealed_early=False,
+        ).values_list("group_id", flat=True)
+    )
     for r in reviews:
         r.hidden_reason = ""
         if r.group_id in blind_here:
@@ -180,21 +193,25 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> list[GroupReview]:
     if not shown:
         return reviews
     latest: dict[int, int] = {}
-    for group_id, verdict_id in Verdict.objects.filter(group_id__in=shown).order_by(
-            "group_id", "-created_at", "-id").values_list("group_id", "id"):
+    for group_id, verdict_id in (
+        Verdict.objects.filter(group_id__in=shown).order_by("group_id", "-created_at", "-id").values_list("group_id", "id")
+    ):
         latest.setdefault(group_id, verdict_id)
     seen = set(Reveal.objects.filter(user=user, group_id__in=shown).values_list("group_id", "verdict_id"))
     Reveal.objects.bulk_create(
         Reveal(group_id=g, user=user, verdict_id=latest.get(g), reason=Reveal.Reason.BROWSE)
-        for g in shown if (g, latest.get(g)) not in seen
+        for g in shown
+        if (g, latest.get(g)) not in seen
     )
     return reviews
 
 
 def is_party(*, group: Group, user) -> bool:
     """Whether `user` reviewed this group, or holds an open assignment to review it."""
-    return (Judgment.objects.filter(group=group, reviewer=user, kind=Judgment.Kind.REVIEW).exists()
-            or Assignment.objects.filter(group=group, reviewer=user, status=Assignment.Status.OPEN).exists())
+    return (
+        Judgment.objects.filter(group=group, reviewer=user, kind=Judgment.Kind.REVIEW).exists()
+        or Assignment.objects.filter(group=group, reviewer=user, status=Assignment.Status.OPEN).exists()
+    )
 
 
 def adjudication_refusal(*, group: Group, user, review: GroupReview | None) -> AdjudicationRefused | None:
@@ -203,20 +220,36 @@ def adjudication_refusal(*, group: Group, user, review: GroupReview | None) -> A
     adjudication becomes the exported label, so a reviewer settling their own dispute would
     simply win it."""
     if is_party(group=group, user=user):
-        return AdjudicationRefused(403, "You reviewed this group (or hold an open assignment on it): a party to the "
-                                        "dispute cannot settle it. Another adjudicator has to.")
+        return AdjudicationRefused(
+            403,
+            "You reviewed this group (or hold an open assignment on it): a party to the "
+            "dispute cannot settle it. Another adjudicator has to.",
+        )
     if review is None or not review.needs_adjudication:
-        why = ("it is already adjudicated" if review is not None and review.adjudicated
-               else "no two of its raters disagree" if review is not None and review.n_reviews else "nobody has reviewed it yet")
-        return AdjudicationRefused(409, f"This group does not wait for an adjudicator: {why}. "
-                                        "Only groups in the adjudication queue are adjudicated.")
+        why = (
+            "it is already adjudicated"
+            if review is not None and review.adjudicated
+            else "no two of its raters disagree"
+            if review is not None and review.n_reviews
+            else "nobody has reviewed it yet"
+        )
+        return AdjudicationRefused(
+            409, f"This group does not wait for an adjudicator: {why}. Only groups in the adjudication queue are adjudicated."
+        )
     return None
 
 
 @transaction.atomic
 def submit_judgment(
-    *, reviewer, group: Group, items: list[ItemInput], note: str = "", seen_version: int | None = None,
-    kind: str = Judgment.Kind.REVIEW, reason: str = "", seconds_spent: int | None = None,
+    *,
+    reviewer,
+    group: Group,
+    items: list[ItemInput],
+    note: str = "",
+    seen_version: int | None = None,
+    kind: str = Judgment.Kind.REVIEW,
+    reason: str = "",
+    seconds_spent: int | None = None,
     names: Mapping[int, str] | None = None,
 ) -> SubmitResult:
     """Store one person's judgment of a group, all items or none. `names`: how refusals name
@@ -246,15 +279,20 @@ def submit_judgment(
 
     assignment = (
         Assignment.objects.select_for_update().filter(group=group, reviewer=reviewer).first()
-        if kind == Judgment.Kind.REVIEW else None
+        if kind == Judgment.Kind.REVIEW
+        else None
     )
     if assignment is not None and assignment.status == Assignment.Status.SKIPPED:
         raise JudgmentError({"assignment": "you skipped this group; it is no longer yours to judge"})
     # Blind only if no grader field ever reached this person on this group: an early reveal,
     # or a Reveal logged anywhere else (a page outside the assignment, the adjudication queue's
     # reasons) before this submit.
-    blind = bool(assignment and assignment.blind and not assignment.revealed_early
-                 and not Reveal.objects.filter(group=group, user=reviewer).exists())
+    blind = bool(
+        assignment
+        and assignment.blind
+        and not assignment.revealed_early
+        and not Reveal.objects.filter(group=group, user=reviewer).exists()
+    )
     concurrent = []
     if seen_version is not None and review.version != seen_version:
         concurrent = list(
@@ -263,14 +301,27 @@ def submit_judgment(
     try:
         with transaction.atomic():
             judgment = Judgment.objects.create(
-                group=group, reviewer=reviewer, kind=kind, assignment=assignment, blind=blind, note=note[:20_000],
-                reason=reason, seconds_spent=seconds_spent,
+                group=group,
+                reviewer=reviewer,
+                kind=kind,
+                assignment=assignment,
+                blind=blind,
+                note=note[:20_000],
+                reason=reason,
+                seconds_spent=seconds_spent,
             )
     except IntegrityError:  # the constraints are the last word if a writer got past the lock
         raise JudgmentConflict(Judgment.objects.filter(group=group, kind=kind).select_related("reviewer").first()) from None
     JudgmentItem.objects.bulk_create(
-        JudgmentItem(judgment=judgment, rollout=rollouts[i.index], tier=i.tier, rank=i.rank, cheat=i.cheat,
-                     scores=i.scores, note=i.note[:5000])
+        JudgmentItem(
+            judgment=judgment,
+            rollout=rollouts[i.index],
+            tier=i.tier,
+            rank=i.rank,
+            cheat=i.cheat,
+            scores=i.scores,
+            note=i.note[:5000],
+        )
         for i in items
     )
     if kind == Judgment.Kind.ADJUDICATION:  # settled: nobody's draft of this adjudication is needed any more
@@ -301,15 +352,21 @@ def _flag_cheats(*, judgment: Judgment, rollouts: dict[int, Rollout], items: lis
     author = judgment.reviewer.username
     # One open signal per rollout and person: a second reviewer's call is theirs, with their note.
     pending = set(
-        CheatDecision.objects.filter(rollout__in=flagged, source=CheatDecision.Source.REVIEWER, confirmed__isnull=True,
-                                     author=author).values_list("rollout_id", flat=True)
+        CheatDecision.objects.filter(
+            rollout__in=flagged, source=CheatDecision.Source.REVIEWER, confirmed__isnull=True, author=author
+        ).values_list("rollout_id", flat=True)
     )
     notes = {rollouts[i.index].pk: i.note for i in items if i.cheat}
     CheatDecision.objects.bulk_create(
-        CheatDecision(rollout=r, source=CheatDecision.Source.REVIEWER, author=author,
-                      reason=f"flagged by {author}" + (f": {notes[r.pk]}" if notes[r.pk] else ""),
-                      evidence=[{**c, "note": notes[r.pk]} for c in citations(notes[r.pk], r.index)])
-        for r in flagged if r.pk not in pending
+        CheatDecision(
+            rollout=r,
+            source=CheatDecision.Source.REVIEWER,
+            author=author,
+            reason=f"flagged by {author}" + (f": {notes[r.pk]}" if notes[r.pk] else ""),
+            evidence=[{**c, "note": notes[r.pk]} for c in citations(notes[r.pk], r.index)],
+        )
+        for r in flagged
+        if r.pk not in pending
     )
 
 
@@ -331,8 +388,7 @@ def save_draft(*, assignment: Assignment, data: dict) -> Assignment:
     if len(json.dumps(data)) > MAX_DRAFT_BYTES:
         raise ValueError(f"draft larger than {MAX_DRAFT_BYTES // 1024} KB")
     saved_at = timezone.now()
-    if not Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.OPEN).update(
-            draft=data, draft_saved_at=saved_at):
+    if not Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.OPEN).update(draft=data, draft_saved_at=saved_at):
         raise AssignmentFinished("this assignment is already finished")
     assignment.draft, assignment.draft_saved_at = data, saved_at
     return assignment
@@ -355,6 +411,10 @@ def reveal_early(*, assignment: Assignment) -> Assignment:
     if not assignment.revealed_early:
         assignment.revealed_early = True
         assignment.save(update_fields=["revealed_early"])
-    log_reveal(group=assignment.group, user=assignment.reviewer, verdict=Verdict.objects.filter(group=assignment.group).first(),
-               reason=Reveal.Reason.EARLY)
+    log_reveal(
+        group=assignment.group,
+        user=assignment.reviewer,
+        verdict=Verdict.objects.filter(group=assignment.group).first(),
+        reason=Reveal.Reason.EARLY,
+    )
     return assignment

@@ -51,8 +51,9 @@ def policy_for(project: Project) -> ReviewPolicy:
 
 
 @transaction.atomic
-def update_policy(*, project: Project, overlap: float, blind: bool, lease_minutes: int,
-                  blind_fields: list[str] | None = None) -> ReviewPolicy:
+def update_policy(
+    *, project: Project, overlap: float, blind: bool, lease_minutes: int, blind_fields: list[str] | None = None
+) -> ReviewPolicy:
     """`blind_fields`: what a blind judge is not shown of a rollout (grading.rollouts.blinding;
     BlindFieldError for a name it does not know); None keeps the project's."""
     if not 0.0 <= overlap <= 1.0:
@@ -87,8 +88,12 @@ def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: 
     policy = policy or policy_for(project)
     run_ids = [run.pk] if run is not None else list(project.runs.values_list("pk", flat=True))
     taken = (
-        Assignment.objects.filter(group=OuterRef("pk")).filter(_counts_toward(policy))
-        .order_by().values("group").annotate(n=Count("pk")).values("n")
+        Assignment.objects.filter(group=OuterRef("pk"))
+        .filter(_counts_toward(policy))
+        .order_by()
+        .values("group")
+        .annotate(n=Count("pk"))
+        .values("n")
     )
     return (
         Group.objects.filter(run_id__in=run_ids, is_mixed=True, awaits_review=True)
@@ -114,16 +119,22 @@ def refresh_awaits_review(*, project: Project, policy: ReviewPolicy | None = Non
     policy = policy or policy_for(project)
     submitted = (
         Assignment.objects.filter(group=OuterRef("pk"), status=Assignment.Status.SUBMITTED)
-        .order_by().values("group").annotate(n=Count("pk")).values("n")
+        .order_by()
+        .values("group")
+        .annotate(n=Count("pk"))
+        .values("n")
     )
     wanted = wanted_reviewers(policy)
     groups = Group.objects.filter(run__project=project)
     if group_ids is not None:
         groups = groups.filter(pk__in=group_ids)
-    return groups.update(awaits_review=Case(
-        When(LessThan(Coalesce(Subquery(submitted, output_field=IntegerField()), 0), wanted), then=Value(True)),
-        default=Value(False), output_field=BooleanField(),
-    ))
+    return groups.update(
+        awaits_review=Case(
+            When(LessThan(Coalesce(Subquery(submitted, output_field=IntegerField()), 0), wanted), then=Value(True)),
+            default=Value(False),
+            output_field=BooleanField(),
+        )
+    )
 
 
 def _counts_toward(policy: ReviewPolicy) -> Q:
@@ -158,7 +169,9 @@ def next_assignment(*, project: Project, reviewer, run: Run | None = None) -> As
     """
     open_ = (
         Assignment.objects.filter(reviewer=reviewer, status=Assignment.Status.OPEN, group__run__project=project)
-        .select_related("group__run").order_by("created_at").first()
+        .select_related("group__run")
+        .order_by("created_at")
+        .first()
     )
     if open_ is not None and (run is None or open_.group.run_id == run.pk):
         return open_
@@ -178,7 +191,9 @@ def next_assignment(*, project: Project, reviewer, run: Run | None = None) -> As
             try:
                 with transaction.atomic():
                     return Assignment.objects.create(
-                        group=group, reviewer=reviewer, blind=policy.blind,
+                        group=group,
+                        reviewer=reviewer,
+                        blind=policy.blind,
                         order=shuffled_order(group) if policy.blind else [],
                     )
             except IntegrityError:

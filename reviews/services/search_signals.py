@@ -37,14 +37,22 @@ def signal_search(*, search: SearchRequest, auditor) -> SignalReport:
     with transaction.atomic():
         ids = search_signal_targets(query=search.query, scope=search.scope, cap=MAX_SIGNALS)
         if ids is None:
-            raise SignalRefused(f"more than {MAX_SIGNALS} rollouts match: narrow the search (run, steps, pass/fail) "
-                                "before turning it into cheat signals")
+            raise SignalRefused(
+                f"more than {MAX_SIGNALS} rollouts match: narrow the search (run, steps, pass/fail) "
+                "before turning it into cheat signals"
+            )
         if not ids:
             raise SignalRefused("no rollout matches this search")
         list(Rollout.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
-        open_already = set(CheatDecision.objects.filter(rollout_id__in=ids, source=CheatDecision.Source.SEARCH,
-                                                        confirmed__isnull=True).values_list("rollout_id", flat=True))
-        new = [CheatDecision(rollout_id=pk, source=CheatDecision.Source.SEARCH, reason=reason, author=auditor.username)
-               for pk in ids if pk not in open_already]
+        open_already = set(
+            CheatDecision.objects.filter(
+                rollout_id__in=ids, source=CheatDecision.Source.SEARCH, confirmed__isnull=True
+            ).values_list("rollout_id", flat=True)
+        )
+        new = [
+            CheatDecision(rollout_id=pk, source=CheatDecision.Source.SEARCH, reason=reason, author=auditor.username)
+            for pk in ids
+            if pk not in open_already
+        ]
         CheatDecision.objects.bulk_create(new)
     return SignalReport(created=len(new), skipped=len(open_already))

@@ -179,8 +179,14 @@ def bootstrap_mapping(
 
 def _with_intervals(fitted: FittedMapping, intervals, n_boot: int, n_groups: int) -> FittedMapping:
     return FittedMapping(
-        f=fitted.f, m=fitted.m, counts=fitted.counts, k=fitted.k, q=fitted.q,
-        intervals=intervals, n_boot=n_boot, n_groups=n_groups,
+        f=fitted.f,
+        m=fitted.m,
+        counts=fitted.counts,
+        k=fitted.k,
+        q=fitted.q,
+        intervals=intervals,
+        n_boot=n_boot,
+        n_groups=n_groups,
     )
 
 

@@ -22,10 +22,16 @@ VERDICTS = {"confirm": True, "overturn": False}
 
 def _context(request: HttpRequest, project, scope: selectors.AuditScope) -> dict:
     """The filter bar (with its counts) and the bulk bar: the page, and out of band after a decision."""
-    return {"project": project, "scope": scope, "status": scope.status, "source": scope.source,
-            "counts": selectors.audit_counts(project, hidden_from=request.user),
-            "bulk": selectors.bulk_choices(project, hidden_from=request.user),
-            "statuses": list(selectors.STATES), "sources": CheatDecision.Source.choices}
+    return {
+        "project": project,
+        "scope": scope,
+        "status": scope.status,
+        "source": scope.source,
+        "counts": selectors.audit_counts(project, hidden_from=request.user),
+        "bulk": selectors.bulk_choices(project, hidden_from=request.user),
+        "statuses": list(selectors.STATES),
+        "sources": CheatDecision.Source.choices,
+    }
 
 
 def _rows(request: HttpRequest, project, scope: selectors.AuditScope):
@@ -42,9 +48,16 @@ def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "audit")
     scope = selectors.read_scope(request.GET)
     page, rows = _rows(request, project_obj, scope)
-    return render(request, "reviews/audit.html", {
-        "membership": membership, "page": page, "rows": rows, **_context(request, project_obj, scope),
-    })
+    return render(
+        request,
+        "reviews/audit.html",
+        {
+            "membership": membership,
+            "page": page,
+            "rows": rows,
+            **_context(request, project_obj, scope),
+        },
+    )
 
 
 def _verdict(request: HttpRequest) -> bool:
@@ -70,8 +83,13 @@ def decide(request: HttpRequest, project: str, rollout_id: int) -> HttpResponse:
     error, confirmed = None, None
     try:
         confirmed = _verdict(request)
-        audit_rollouts(project=project_obj, rollout_ids=[rollout_id], auditor=request.user, confirmed=confirmed,
-                       reason=request.POST.get("reason", ""))
+        audit_rollouts(
+            project=project_obj,
+            rollout_ids=[rollout_id],
+            auditor=request.user,
+            confirmed=confirmed,
+            reason=request.POST.get("reason", ""),
+        )
     except AuditError as exc:
         error = str(exc)
     if request.htmx:
@@ -79,14 +97,21 @@ def decide(request: HttpRequest, project: str, rollout_id: int) -> HttpResponse:
         row = selectors.audit_rows(project_obj, [rollout])[0]
         # Decided, the row leaves a "pending" list at once (a short line in its place); the
         # filter bar and bulk bar follow out of band.
-        context = {"membership": membership, "row": row, "error": error, "left": error is None and scope.status != "all" and row.state != scope.status,
-                   **_context(request, project_obj, scope)}
+        context = {
+            "membership": membership,
+            "row": row,
+            "error": error,
+            "left": error is None and scope.status != "all" and row.state != scope.status,
+            **_context(request, project_obj, scope),
+        }
         return render(request, "reviews/audit.html#audit-decided", context, status=422 if error else 200)
     if error:
         messages.error(request, f"Not recorded: {error}")
     else:
-        messages.success(request, f"Rollout {'confirmed as a cheat' if confirmed else 'overturned'}; its step's "
-                                  "advantages are being recomputed.")
+        messages.success(
+            request,
+            f"Rollout {'confirmed as a cheat' if confirmed else 'overturned'}; its step's advantages are being recomputed.",
+        )
     return _back(project, scope)
 
 
@@ -108,16 +133,29 @@ def decide_bulk(request: HttpRequest, project: str) -> HttpResponse:
             raise AuditError(f"more than {selectors.MAX_BULK} rollouts: decide them in smaller sets")
         if not ids:
             raise AuditError("no pending rollout has this signal any more")
-        report = audit_rollouts(project=project_obj, rollout_ids=ids, auditor=request.user, confirmed=confirmed,
-                                reason=request.POST.get("reason", ""))
+        report = audit_rollouts(
+            project=project_obj, rollout_ids=ids, auditor=request.user, confirmed=confirmed, reason=request.POST.get("reason", "")
+        )
     except AuditError as exc:
         error = str(exc)
-    done = "" if report is None else (f"{report.rollouts} rollout{'s' * (report.rollouts != 1)} "
-                                      f"{'confirmed' if confirmed else 'overturned'} ({report.signals} signals)")
+    done = (
+        ""
+        if report is None
+        else (
+            f"{report.rollouts} rollout{'s' * (report.rollouts != 1)} "
+            f"{'confirmed' if confirmed else 'overturned'} ({report.signals} signals)"
+        )
+    )
     if request.htmx:
         page, rows = _rows(request, project_obj, scope)
-        context = {"membership": membership, "page": page, "rows": rows, "bulk_error": error, "bulk_done": done,
-                   **_context(request, project_obj, scope)}
+        context = {
+            "membership": membership,
+            "page": page,
+            "rows": rows,
+            "bulk_error": error,
+            "bulk_done": done,
+            **_context(request, project_obj, scope),
+        }
         return render(request, "reviews/audit.html#audit-table", context, status=422 if error else 200)
     if error:
         messages.error(request, f"Not recorded: {error}")

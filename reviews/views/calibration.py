@@ -39,13 +39,16 @@ def _scope(request: HttpRequest, project) -> dict:
     elif len(runs) == 1:
         run = runs[0]
     step = source.get("step", "")
-    return {"run": run, "runs": runs, "grader": source.get("grader", "") or None,
-            "step": params.whole_or(step, "step", default=None)}
+    return {
+        "run": run,
+        "runs": runs,
+        "grader": source.get("grader", "") or None,
+        "step": params.whole_or(step, "step", default=None),
+    }
 
 
 def _figures(project, scope, hidden_from=None) -> data.Figures:
-    return data.figures(project=project, run=scope["run"], grader=scope["grader"], step=scope["step"],
-                        hidden_from=hidden_from)
+    return data.figures(project=project, run=scope["run"], grader=scope["grader"], step=scope["step"], hidden_from=hidden_from)
 
 
 @login_required
@@ -70,20 +73,40 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         if can_activate:  # what the confirmation dialog says activating changes
             impact = data.activation_impact(run=run, proposed=proposed)
     trend = frames.trend
-    rows, hidden_steps = data.latest_step_slices(frames.slices, None if request.GET.get("steps") == "all" else
-                                                 data.STEP_SLICES_SHOWN)
+    rows, hidden_steps = data.latest_step_slices(
+        frames.slices, None if request.GET.get("steps") == "all" else data.STEP_SLICES_SHOWN
+    )
     all_steps = request.GET.copy()
     all_steps["steps"] = "all"
     context = {
-        "project": project_obj, "membership": membership, "scope": scope, "frames": frames, "overall": overall,
-        "rows": rows, "hidden_steps": hidden_steps, "all_steps_query": all_steps.urlencode(),
-        "ceiling": frames.ceiling, "fitted": fitted, "active": active, "steps": steps,
-        "preview": preview, "trend": trend, "can_activate": can_activate, "impact": impact,
-        "evidence": evidence, "minimum": minimum, "max_minimum": MAX_MINIMUM,
+        "project": project_obj,
+        "membership": membership,
+        "scope": scope,
+        "frames": frames,
+        "overall": overall,
+        "rows": rows,
+        "hidden_steps": hidden_steps,
+        "all_steps_query": all_steps.urlencode(),
+        "ceiling": frames.ceiling,
+        "fitted": fitted,
+        "active": active,
+        "steps": steps,
+        "preview": preview,
+        "trend": trend,
+        "can_activate": can_activate,
+        "impact": impact,
+        "evidence": evidence,
+        "minimum": minimum,
+        "max_minimum": MAX_MINIMUM,
         "can_set_minimum": "manage" in membership.capabilities,
         "fitted_rows": _mapping_rows(fitted, active),
-        "heatmap": {"type": "heatmap", "labels": list(TIERS), "matrix": overall["confusion"],
-                    "xlabel": "people (consensus)", "ylabel": "grader"},
+        "heatmap": {
+            "type": "heatmap",
+            "labels": list(TIERS),
+            "matrix": overall["confusion"],
+            "xlabel": "people (consensus)",
+            "ylabel": "grader",
+        },
         "confusion_rows": list(zip(TIERS, overall["confusion"])),
         "trend_chart": _trend_chart(trend),
         "mapping_chart": _mapping_chart(fitted, active),
@@ -105,15 +128,27 @@ def _mapping_rows(fitted, active) -> list[dict]:
             why = f"no pairs: the grader gave {tier} to none of the judged rollouts, so f is the prior, not a measurement"
         elif interval is None:
             why = "no interval asked for"
-        rows.append({"tier": tier, "f": fitted.f[n], "lo": interval[0] if interval else None,
-                     "hi": interval[1] if interval else None, "why": why, "pairs": pairs, "m": fitted.m[n],
-                     "counts": fitted.counts[n], "active": bands.get(tier)})
+        rows.append(
+            {
+                "tier": tier,
+                "f": fitted.f[n],
+                "lo": interval[0] if interval else None,
+                "hi": interval[1] if interval else None,
+                "why": why,
+                "pairs": pairs,
+                "m": fitted.m[n],
+                "counts": fitted.counts[n],
+                "active": bands.get(tier),
+            }
+        )
     return rows
 
 
 def _trend_chart(trend: list[dict]) -> dict:
     return {
-        "type": "line", "labels": [f"step {t['step']}" for t in trend], "ylabel": "value",
+        "type": "line",
+        "labels": [f"step {t['step']}" for t in trend],
+        "ylabel": "value",
         "datasets": [
             {"label": "κ grader vs people", "data": [t["kappa"] for t in trend]},
             {"label": "T1 share, grader", "data": [t["grader_t1_share"] for t in trend]},
@@ -128,20 +163,32 @@ def _mapping_chart(fitted, active) -> dict:
     static/js/charts.js ("mapping")."""
     tiers = list(TIERS)
     return {
-        "type": "mapping", "labels": tiers, "ylabel": "discount factor f",
+        "type": "mapping",
+        "labels": tiers,
+        "ylabel": "discount factor f",
         "fitted": {"label": "fitted f", "data": [round(v, 4) for v in fitted.f]},
-        "intervals": {"label": "95% interval",
-                      "data": [None if iv is None else [round(iv[0], 4), round(iv[1], 4)] for iv in fitted.intervals]}
-        if fitted.intervals else None,
+        "intervals": {
+            "label": "95% interval",
+            "data": [None if iv is None else [round(iv[0], 4), round(iv[1], 4)] for iv in fitted.intervals],
+        }
+        if fitted.intervals
+        else None,
         "bands": {"label": f"active {active.label} (band)", "data": [sorted(active.bands[t]) for t in tiers]} if active else None,
     }
 
 
 def _lambda_chart(preview) -> dict:
     now, then = lambda_histogram(preview.lambdas_active), lambda_histogram(preview.lambdas_proposed)
-    return {"type": "bar", "labels": now["labels"], "xlabel": "λ", "ylabel": "graded groups",
-            "datasets": [{"label": f"active {preview.active.label}", "data": now["datasets"][0]["data"]},
-                         {"label": "fitted (preview)", "data": then["datasets"][0]["data"]}]}
+    return {
+        "type": "bar",
+        "labels": now["labels"],
+        "xlabel": "λ",
+        "ylabel": "graded groups",
+        "datasets": [
+            {"label": f"active {preview.active.label}", "data": now["datasets"][0]["data"]},
+            {"label": "fitted (preview)", "data": then["datasets"][0]["data"]},
+        ],
+    }
 
 
 @login_required
@@ -157,20 +204,28 @@ def activate(request: HttpRequest, project: str) -> HttpResponse:
     fitted = frames.fitted
     try:
         mapping, activation = activate_fitted_mapping(
-            run=scope["run"], fitted=fitted, user=request.user, reason=request.POST.get("reason", ""),
-            scope={"run": scope["run"].name, "grader": scope["grader"], "step": scope["step"]}, n_judgments=frames.n_judgments,
+            run=scope["run"],
+            fitted=fitted,
+            user=request.user,
+            reason=request.POST.get("reason", ""),
+            scope={"run": scope["run"].name, "grader": scope["grader"], "step": scope["step"]},
+            n_judgments=frames.n_judgments,
             override=request.POST.get("override") == "1",
         )
     except TooLittleEvidence as refused:
-        messages.error(request, f"Not activated: the fit rests on too little evidence ({'; '.join(refused.evidence.shortfalls)}). "
-                                "Activating it anyway needs the override in the confirmation dialog.")
+        messages.error(
+            request,
+            f"Not activated: the fit rests on too little evidence ({'; '.join(refused.evidence.shortfalls)}). "
+            "Activating it anyway needs the override in the confirmation dialog.",
+        )
         return redirect(back)
     except ValueError as error:
         messages.error(request, f"Not activated: {error}")
         return redirect(back)
     below = " below the project's minimum evidence, by override" if activation.overrode_minimum else ""
-    messages.success(request, f"{mapping.label} is now active for {scope['run'].name}{below}; "
-                              "every step's advantages are being recomputed.")
+    messages.success(
+        request, f"{mapping.label} is now active for {scope['run'].name}{below}; every step's advantages are being recomputed."
+    )
     return redirect(back)
 
 
@@ -186,11 +241,15 @@ def minimum(request: HttpRequest, project: str) -> HttpResponse:
     bad = [name for name, value in values.items() if not params.is_whole(value) or len(value) > 7 or int(value) > MAX_MINIMUM]
     if bad:
         labels = {"groups": "judged mixed groups", "tier_pairs": "pairs a tier"}
-        messages.error(request, f"Minimum not changed: {' and '.join(labels[b] for b in bad)} must be a whole number "
-                                f"from 0 to {MAX_MINIMUM:,}.")
+        messages.error(
+            request,
+            f"Minimum not changed: {' and '.join(labels[b] for b in bad)} must be a whole number from 0 to {MAX_MINIMUM:,}.",
+        )
         return redirect(back)
-    row = save_minimum(project=project_obj, user=request.user, groups=int(values["groups"]),
-                       tier_pairs=int(values["tier_pairs"]))
-    messages.success(request, f"Minimum evidence for {project_obj.name}: {row.groups} judged mixed groups and every tier "
-                              f"seen in at least {row.tier_pairs} pairs.")
+    row = save_minimum(project=project_obj, user=request.user, groups=int(values["groups"]), tier_pairs=int(values["tier_pairs"]))
+    messages.success(
+        request,
+        f"Minimum evidence for {project_obj.name}: {row.groups} judged mixed groups and every tier "
+        f"seen in at least {row.tier_pairs} pairs.",
+    )
     return redirect(back)

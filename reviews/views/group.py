@@ -156,8 +156,15 @@ def _turn_weight_links(group: Group, lane: str, weights: list | None) -> list[di
     if weights is None:
         return None
     base = reverse("rollout-turns", args=[group.run.project.name, group.run.name, group.uid, lane])
-    return [{"turn": turn, "weight": weight, "why": CATEGORY_WORDS.get(category, "cited"),
-             "href": f"{base}?start={turn}#turn-{lane}-{turn}"} for turn, weight, category in weights]
+    return [
+        {
+            "turn": turn,
+            "weight": weight,
+            "why": CATEGORY_WORDS.get(category, "cited"),
+            "href": f"{base}?start={turn}#turn-{lane}-{turn}",
+        }
+        for turn, weight, category in weights
+    ]
 
 
 def _lane_asked(request: HttpRequest, lanes: Lanes) -> int | None:
@@ -179,8 +186,11 @@ def _open_turns(request: HttpRequest, shown: list, lanes: Lanes) -> None:
     content = RolloutContent.objects.only("rollout_id", "messages").filter(rollout_id=rollout.pk).first()
     messages = content.messages if content is not None and isinstance(content.messages, list) else []
     start = min(start, max(0, len(messages) - 1))
-    rollout.open_turns = {"turns": to_turns(messages, start, start + TURNS_PER_PAGE), "n_messages": len(messages),
-                          "next_start": start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None}
+    rollout.open_turns = {
+        "turns": to_turns(messages, start, start + TURNS_PER_PAGE),
+        "n_messages": len(messages),
+        "next_start": start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None,
+    }
 
 
 def _hit_bar(request: HttpRequest, group: Group, shown: list, lanes: Lanes) -> int | None:
@@ -203,13 +213,18 @@ def _hit_bar(request: HttpRequest, group: Group, shown: list, lanes: Lanes) -> i
     start = params.whole_or(request.GET.get("start"), "start", default=0)
     args = [group.run.project.name, group.run.name, group.uid]
     rollout.hit_bar = {
-        "q": raw, "mode": mode, "error": error, "start": start,
+        "q": raw,
+        "mode": mode,
+        "error": error,
+        "start": start,
         "hit": params.whole_or(request.GET.get("hit"), "hit", default=None),
         "hits_url": reverse("rollout-hits", args=[*args, rollout.lane]),
         "turns_url": reverse("rollout-turns", args=[*args, rollout.lane]),
         "search_url": reverse("search", args=[group.run.project.name]) + "?" + urlencode({"q": raw, "mode": mode}),
-        "close_url": reverse("group", args=args) + "?" + urlencode({"lane": rollout.lane, "start": start})
-                     + f"#turn-{rollout.lane}-{start}",
+        "close_url": reverse("group", args=args)
+        + "?"
+        + urlencode({"lane": rollout.lane, "start": start})
+        + f"#turn-{rollout.lane}-{start}",
     }
     return rollout.index
 
@@ -221,8 +236,16 @@ def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> Http
     return render_group_page(request, group, membership)
 
 
-def render_group_page(request: HttpRequest, group: Group, membership, *, status: int = 200, errors: dict | None = None,
-                      form_data: dict | None = None, conflict=None) -> HttpResponse:
+def render_group_page(
+    request: HttpRequest,
+    group: Group,
+    membership,
+    *,
+    status: int = 200,
+    errors: dict | None = None,
+    form_data: dict | None = None,
+    conflict=None,
+) -> HttpResponse:
     """The side-by-side group page, with the review desk's panel for this person.
 
     In blind mode (an open blind assignment) no grader field is loaded, so none can reach
@@ -230,13 +253,21 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
     """
     review = review_selectors.review_context(user=request.user, membership=membership, group=group)
     guide = guide_for(group.run.project_id)
-    browse = browse_choice(group=group, user=request.user, membership=membership, assignment=review.assignment,
-                           judged=review.judgment is not None)
-    fields = draft_fields(form_data) if form_data is not None else (
-        review.assignment.draft if review.assignment and review.assignment.is_open else {})
+    browse = browse_choice(
+        group=group, user=request.user, membership=membership, assignment=review.assignment, judged=review.judgment is not None
+    )
+    fields = (
+        draft_fields(form_data)
+        if form_data is not None
+        else (review.assignment.draft if review.assignment and review.assignment.is_open else {})
+    )
     state = review.review
     adjudicating = bool(
-        review.can_adjudicate and not review.judging and not review.blind and state is not None and state.n_reviews
+        review.can_adjudicate
+        and not review.judging
+        and not review.blind
+        and state is not None
+        and state.n_reviews
         and (state.needs_adjudication or request.GET.get("mode") == "adjudicate")
         and not any(j.kind == Judgment.Kind.ADJUDICATION for j in review.others)
     )
@@ -263,10 +294,19 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
     others: dict[int, list] = {}
     for judgment in review.others:
         for item in judgment.items.all():
-            others.setdefault(item.rollout.index, []).append({"who": judgment.reviewer.username, "kind": judgment.kind,
-                                                              "tier": item.tier, "rank": item.rank, "cheat": item.cheat})
+            others.setdefault(item.rollout.index, []).append(
+                {
+                    "who": judgment.reviewer.username,
+                    "kind": judgment.kind,
+                    "tier": item.tier,
+                    "rank": item.rank,
+                    "cheat": item.cheat,
+                }
+            )
     only = request.GET.get("only", "all")
-    shown = [r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)]
+    shown = [
+        r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)
+    ]
     budget = DIFF_PAGE_CHARS
     highlight_budget = Budget()  # one for the page: a lane that stalls the lexer cannot multiply it
     deferred: set[int] = set()
@@ -298,29 +338,58 @@ def render_group_page(request: HttpRequest, group: Group, membership, *, status:
         rollout.turn_weights = _turn_weight_links(group, rollout.lane, turn_weights.get(rollout.index))
         rollout.test_counts = review_selectors.rollout_test_counts(rollout.test_outcomes)
     adjudication = next((j for j in review.others if j.kind == Judgment.Kind.ADJUDICATION), None)
-    rankings, sources = (review_selectors.start_rankings(others=review.others, grades=grades, lanes=lanes)
-                         if adjudicating else ({}, []))
+    rankings, sources = (
+        review_selectors.start_rankings(others=review.others, grades=grades, lanes=lanes) if adjudicating else ({}, [])
+    )
     return render(
         request,
         "reviews/group.html",
-        {"project": group.run.project, "run": group.run, "group": group, "task": group.task,
-         "rollouts": shown, "all_rollouts": rollouts, "has_clusters": bool(clusters), "n_clusters": page_clusters.distinct,
-         "n_failing": sum(1 for r in shown if r.passed is False), "n_all": len(rollouts), "only": only, "diff_view": "unified",
-         "hit_lane": hit_lane, "turns_per_page": TURNS_PER_PAGE, "lanes": lanes,
-         "drops": [r for r in rollouts if r.drop],
-         "shown_errors": lanes.errors_from_storage(errors or {}),
-         "verdict": verdict, "review": review, "membership": membership,
-         "guide": guide, "tier_guide": [(t, guide.tier(t)) for t in TIERS], "browse": browse, "errors": errors or {},
-         "reasons": Judgment.Reason.choices, "adjudication": adjudication, "conflict": conflict,
-         "n_passing": sum(1 for r in rollouts if r.passed), "tiers": list(TIERS),
-         "n_tiered": sum(1 for r in rollouts if r.passed and r.mine.get("tier")),
-         "show_mine": bool(review.judging or adjudicating or review.judgment is not None),
-         "form_mode_adjudicate": adjudicating, "start_rankings": rankings, "start_sources": sources,
-         # Passing rollouts a filter (?only=failing) leaves off the page: their judging fields
-         # ride along hidden, so a draft saved or a judgment sent from here keeps them.
-         "off_page": [r for r in rollouts if r.passed and r not in shown],
-         "queue_place": (review_selectors.queue_place(assignment=review.assignment, group=group, reviewer=request.user)
-                         if review.assignment else None), "group_note": fields.get("note", ""), "draft_reason": fields.get("reason", "")},
+        {
+            "project": group.run.project,
+            "run": group.run,
+            "group": group,
+            "task": group.task,
+            "rollouts": shown,
+            "all_rollouts": rollouts,
+            "has_clusters": bool(clusters),
+            "n_clusters": page_clusters.distinct,
+            "n_failing": sum(1 for r in shown if r.passed is False),
+            "n_all": len(rollouts),
+            "only": only,
+            "diff_view": "unified",
+            "hit_lane": hit_lane,
+            "turns_per_page": TURNS_PER_PAGE,
+            "lanes": lanes,
+            "drops": [r for r in rollouts if r.drop],
+            "shown_errors": lanes.errors_from_storage(errors or {}),
+            "verdict": verdict,
+            "review": review,
+            "membership": membership,
+            "guide": guide,
+            "tier_guide": [(t, guide.tier(t)) for t in TIERS],
+            "browse": browse,
+            "errors": errors or {},
+            "reasons": Judgment.Reason.choices,
+            "adjudication": adjudication,
+            "conflict": conflict,
+            "n_passing": sum(1 for r in rollouts if r.passed),
+            "tiers": list(TIERS),
+            "n_tiered": sum(1 for r in rollouts if r.passed and r.mine.get("tier")),
+            "show_mine": bool(review.judging or adjudicating or review.judgment is not None),
+            "form_mode_adjudicate": adjudicating,
+            "start_rankings": rankings,
+            "start_sources": sources,
+            # Passing rollouts a filter (?only=failing) leaves off the page: their judging fields
+            # ride along hidden, so a draft saved or a judgment sent from here keeps them.
+            "off_page": [r for r in rollouts if r.passed and r not in shown],
+            "queue_place": (
+                review_selectors.queue_place(assignment=review.assignment, group=group, reviewer=request.user)
+                if review.assignment
+                else None
+            ),
+            "group_note": fields.get("note", ""),
+            "draft_reason": fields.get("reason", ""),
+        },
         status=status,
     )
 
@@ -356,11 +425,15 @@ def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, lane: s
         rollout.diff = replace(rollout.diff, raw=patch[:DIFF_PARTIAL_CHARS])
         rollout.diff_note = f"Showing the first {DIFF_PARTIAL_CHARS:,} of its {len(patch):,} characters."
     elif rollout.diff.cut:
-        rollout.diff_note = (f"Showing the first {rollout.diff.shown_lines:,} of its {rollout.diff.total_lines:,} lines "
-                             f"({len(rollout.diff.files)} of {rollout.patch_files} files); one view shows at most "
-                             f"{DIFF_PARTIAL_ROWS:,} lines or {DIFF_PARTIAL_CHARS:,} characters.")
+        rollout.diff_note = (
+            f"Showing the first {rollout.diff.shown_lines:,} of its {rollout.diff.total_lines:,} lines "
+            f"({len(rollout.diff.files)} of {rollout.patch_files} files); one view shows at most "
+            f"{DIFF_PARTIAL_ROWS:,} lines or {DIFF_PARTIAL_CHARS:,} characters."
+        )
     if getattr(rollout, "diff_note", ""):
-        rollout.diff_raw_url = reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, lane]) + "?format=raw"
+        rollout.diff_raw_url = (
+            reverse("rollout-diff", args=[group.run.project.name, group.run.name, group.uid, lane]) + "?format=raw"
+        )
     _show_tables(rollout, _diff_tables(rollout.diff, rollout.lane, view, rollout.extra_files))
     context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout, "diff_view": view}
     template = "reviews/group.html#rollout-diff" if request.htmx else "reviews/rollout_part.html"
@@ -379,8 +452,11 @@ def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, lane: 
     messages = content.messages if isinstance(content.messages, list) else []
     query = request.GET.get("q", "").strip()
     if len(query) > TURN_QUERY_CHARS:
-        return HttpResponse(f"q: a search within a rollout is at most {TURN_QUERY_CHARS} characters (got {len(query):,}).",
-                            status=400, content_type="text/plain; charset=utf-8")
+        return HttpResponse(
+            f"q: a search within a rollout is at most {TURN_QUERY_CHARS} characters (got {len(query):,}).",
+            status=400,
+            content_type="text/plain; charset=utf-8",
+        )
     if query:
         turns, next_start = find_turns(messages, query, start, TURNS_PER_PAGE)
     else:
@@ -388,8 +464,17 @@ def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, lane: 
         next_start = start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None
     for turn in turns:
         turn.fold = fold_head(turn.observation)
-    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout, "query": query,
-               "start": start, "turns": turns, "next_start": next_start, "n_messages": len(messages)}
+    context = {
+        "project": group.run.project,
+        "run": group.run,
+        "group": group,
+        "rollout": rollout,
+        "query": query,
+        "start": start,
+        "turns": turns,
+        "next_start": next_start,
+        "n_messages": len(messages),
+    }
     template = "reviews/group.html#rollout-turns" if request.htmx else "reviews/rollout_part.html"
     return render(request, template, {**context, "part": "turns"})
 
@@ -401,7 +486,14 @@ def rollout_log(request: HttpRequest, project: str, run: str, uid: str, lane: st
     group, rollout, content = _rollout_part(request, project, run, uid, lane, "test_log")
     log = content.test_log or ""
     truncated = len(log) > LOG_PREVIEW_CHARS
-    context = {"project": group.run.project, "run": group.run, "group": group, "rollout": rollout,
-               "log": log[-LOG_PREVIEW_CHARS:] if truncated else log, "log_truncated": truncated, "log_size": len(log)}
+    context = {
+        "project": group.run.project,
+        "run": group.run,
+        "group": group,
+        "rollout": rollout,
+        "log": log[-LOG_PREVIEW_CHARS:] if truncated else log,
+        "log_truncated": truncated,
+        "log_size": len(log),
+    }
     template = "reviews/group.html#rollout-log" if request.htmx else "reviews/rollout_part.html"
     return render(request, template, {**context, "part": "log"})

@@ -29,15 +29,32 @@ def _query(query) -> dict:
     """What the page marks: the exact text (literal), or the words and prefixes (any case)."""
     words = [t for term in query.terms if term.kind != "prefix" for t in term.tokens]
     prefixes = [term.tokens[0] for term in query.terms if term.kind == "prefix"]
-    return {"raw": query.raw, "mode": query.mode, "auto": query.auto, "literal": query.literal,
-            "words": list(dict.fromkeys(words)), "prefixes": list(dict.fromkeys(prefixes))}
+    return {
+        "raw": query.raw,
+        "mode": query.mode,
+        "auto": query.auto,
+        "literal": query.literal,
+        "words": list(dict.fromkeys(words)),
+        "prefixes": list(dict.fromkeys(prefixes)),
+    }
 
 
 def _hit(number: int, hit, lane: str) -> dict:
     anchor = patch_anchor(lane, hit.path, hit.line) if hit.where == "patch" and hit.line else None
-    return {"number": number, "where": hit.where, "field": hit.field, "label": hit.label, "turn": hit.turn,
-            "path": hit.path, "line": hit.line, "anchor": anchor, "occurrences": hit.occurrences, "text": hit.text,
-            "snippet": str(hit.snippet), "url": hit.url}
+    return {
+        "number": number,
+        "where": hit.where,
+        "field": hit.field,
+        "label": hit.label,
+        "turn": hit.turn,
+        "path": hit.path,
+        "line": hit.line,
+        "anchor": anchor,
+        "occurrences": hit.occurrences,
+        "text": hit.text,
+        "snippet": str(hit.snippet),
+        "url": hit.url,
+    }
 
 
 @login_required
@@ -61,6 +78,14 @@ def rollout_hits(request: HttpRequest, project: str, run: str, uid: str, lane: s
     except params.ParamError as exc:
         return JsonResponse({"detail": str(exc), "field": exc.name}, status=400)
     page = hit_page(query=query, rollout=rollout, offset=offset, limit=limit, turn=turn, lane=lanes.key(index))
-    return JsonResponse({"total": page.total, "complete": page.complete, "offset": page.offset, "limit": limit,
-                         "at": page.at, "query": _query(query),
-                         "hits": [_hit(page.offset + n, hit, lanes.key(index)) for n, hit in enumerate(page.hits)]})
+    return JsonResponse(
+        {
+            "total": page.total,
+            "complete": page.complete,
+            "offset": page.offset,
+            "limit": limit,
+            "at": page.at,
+            "query": _query(query),
+            "hits": [_hit(page.offset + n, hit, lanes.key(index)) for n, hit in enumerate(page.hits)],
+        }
+    )

@@ -61,8 +61,10 @@ def _concurrent_message(result) -> str | None:
         return None
     who = ", ".join(sorted({j.reviewer.username for j in result.concurrent}))
     when = date_format(result.concurrent[-1].created_at, "H:i")
-    return (f"Conflict: {who} submitted a judgment on this group while you were judging (last at {when} UTC). "
-            "Both judgments are kept; if they disagree, the group goes to an adjudicator.")
+    return (
+        f"Conflict: {who} submitted a judgment on this group while you were judging (last at {when} UTC). "
+        "Both judgments are kept; if they disagree, the group goes to an adjudicator."
+    )
 
 
 def _to(request: HttpRequest, url: str) -> HttpResponse:
@@ -88,8 +90,15 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
     data = lanes.form_to_storage(request.POST)  # a blind judge's `tier-C` is stored as `tier-<index>`
     try:
         items, note = parse_judgment(data, _passing(group), lanes.names)
-        result = submit_judgment(reviewer=request.user, group=group, items=items, note=note,
-                                 seen_version=_seen_version(request), seconds_spent=_seconds(request), names=lanes.names)
+        result = submit_judgment(
+            reviewer=request.user,
+            group=group,
+            items=items,
+            note=note,
+            seen_version=_seen_version(request),
+            seconds_spent=_seconds(request),
+            names=lanes.names,
+        )
     except JudgmentError as error:
         if not request.htmx:
             return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=data)
@@ -123,7 +132,7 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
 @login_required
 @require_POST
 def claim(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
-    """"Judge this group blind", from a group opened outside an assignment."""
+    """ "Judge this group blind", from a group opened outside an assignment."""
     group, _ = page_group(request, project, run, uid, "review")
     try:
         assignment = claim_blind(group=group, reviewer=request.user)
@@ -137,7 +146,7 @@ def claim(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
 @login_required
 @require_POST
 def show(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
-    """"Show the grader's verdict", from a group opened outside an assignment: logged as a
+    """ "Show the grader's verdict", from a group opened outside an assignment: logged as a
     Reveal, and the group leaves the person's queue. Someone judging it blind reveals early instead."""
     group, membership = page_group(request, project, run, uid, "view")
     open_ = Assignment.objects.filter(group=group, reviewer=request.user, status=Assignment.Status.OPEN).first()
@@ -224,8 +233,7 @@ def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespo
         patches["gold"], labels["gold"] = group.task.gold_patch, "gold patch"
     a, b = request.GET.get("a", ""), request.GET.get("b", "")
     if a not in patches or b not in patches:
-        return render(request, "reviews/group.html#compare", {"compare_error": "Choose two patches of this group."},
-                      status=400)
+        return render(request, "reviews/group.html#compare", {"compare_error": "Choose two patches of this group."}, status=400)
     context = {"files": compare_patches(patches[a], patches[b]), "label_a": labels[a], "label_b": labels[b]}
     return render(request, "reviews/group.html#compare", context)
 
@@ -240,17 +248,24 @@ def adjudicate(request: HttpRequest, project: str, run: str, uid: str) -> HttpRe
     # only where the queue says the group waits for an adjudicator, never by a party to it.
     # A settled group is left to submit_judgment's 409, which names who settled it.
     state = GroupReview.objects.filter(group=group).first()
-    refusal = None if state is not None and state.adjudicated else adjudication_refusal(group=group, user=request.user,
-                                                                                          review=state)
+    refusal = (
+        None if state is not None and state.adjudicated else adjudication_refusal(group=group, user=request.user, review=state)
+    )
     try:
         if refusal is not None:
             raise refusal
         items, note = parse_judgment(request.POST, _passing(group))
-        submit_judgment(reviewer=request.user, group=group, items=items, note=note, kind=Judgment.Kind.ADJUDICATION,
-                        reason=request.POST.get("reason", ""), seconds_spent=_seconds(request))
+        submit_judgment(
+            reviewer=request.user,
+            group=group,
+            items=items,
+            note=note,
+            kind=Judgment.Kind.ADJUDICATION,
+            reason=request.POST.get("reason", ""),
+            seconds_spent=_seconds(request),
+        )
     except AdjudicationRefused as refused:
-        return render_group_page(request, group, membership, status=refused.status,
-                                 errors={"adjudication": refused.message})
+        return render_group_page(request, group, membership, status=refused.status, errors={"adjudication": refused.message})
     except JudgmentError as error:
         return render_group_page(request, group, membership, status=422, errors=error.errors, form_data=request.POST)
     except JudgmentConflict as conflict:

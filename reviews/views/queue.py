@@ -36,10 +36,15 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
     runs = list(project_obj.runs.all())
     upcoming = list(queue_groups(project=project_obj, reviewer=request.user, run=run, policy=policy)[:UPCOMING])
     context = {
-        "project": project_obj, "membership": membership, "run": run, "runs": runs, "policy": policy,
+        "project": project_obj,
+        "membership": membership,
+        "run": run,
+        "runs": runs,
+        "policy": policy,
         "progress": selectors.my_progress(project=project_obj, reviewer=request.user),
         "assignments": selectors.my_assignments(project=project_obj, reviewer=request.user),
-        "upcoming": upcoming, "totals": selectors.project_review_totals(project_obj),
+        "upcoming": upcoming,
+        "totals": selectors.project_review_totals(project_obj),
         "team": selectors.team_progress(project_obj) if "manage" in membership.capabilities else None,
     }
     return render(request, "reviews/queue.html", context)
@@ -68,8 +73,13 @@ def policy(request: HttpRequest, project: str) -> HttpResponse:
         # What a blind judge is not shown of a rollout: the two checkboxes and the metadata words.
         words = [w for w in re.split(r"[\s,]+", request.POST.get("blind_metadata", "").strip().lower()) if w]
         fields = [name for name in ("source", "cost") if request.POST.get(f"blind_{name}") == "on"]
-        update_policy(project=project_obj, overlap=overlap, blind=request.POST.get("blind") == "on", lease_minutes=lease,
-                      blind_fields=fields + [f"metadata:{w}" for w in words])
+        update_policy(
+            project=project_obj,
+            overlap=overlap,
+            blind=request.POST.get("blind") == "on",
+            lease_minutes=lease,
+            blind_fields=fields + [f"metadata:{w}" for w in words],
+        )
     except ValueError as error:
         messages.error(request, f"Policy not changed: {error}")
     else:
@@ -90,6 +100,8 @@ def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
     page = paginator.get_page(request.GET.get("page"))
     # Withheld where this person judges blind; logged as a reveal where the grader is named.
     page.object_list = disagreements_for(user=request.user, reviews=selectors.adjudication_rows(list(page.object_list)))
-    return render(request, "reviews/adjudication.html",
-                  {"project": project_obj, "membership": membership, "page": page, "include_done": include_done,
-                   "totals": totals})
+    return render(
+        request,
+        "reviews/adjudication.html",
+        {"project": project_obj, "membership": membership, "page": page, "include_done": include_done, "totals": totals},
+    )

@@ -29,10 +29,20 @@ from reviews.services.search_signals import MAX_SIGNALS, SignalRefused, signal_s
 @require_GET
 def search(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "view")
-    context = {"project": project_obj, "membership": membership, "form": {f: request.GET.get(f, "") for f in FIELDS},
-               "runs": project_obj.runs.order_by("name").values_list("name", flat=True), "tiers": TIERS,
-               "cheat_filters": CHEAT_FILTERS, "sees_grader": sees_grader(membership), "indexed": has_index(),
-               "count_cap": COUNT_CAP, "scan_rows": SQLITE_SCAN_ROWS, "max_signals": MAX_SIGNALS, "can_signal": "audit" in membership.capabilities}
+    context = {
+        "project": project_obj,
+        "membership": membership,
+        "form": {f: request.GET.get(f, "") for f in FIELDS},
+        "runs": project_obj.runs.order_by("name").values_list("name", flat=True),
+        "tiers": TIERS,
+        "cheat_filters": CHEAT_FILTERS,
+        "sees_grader": sees_grader(membership),
+        "indexed": has_index(),
+        "count_cap": COUNT_CAP,
+        "scan_rows": SQLITE_SCAN_ROWS,
+        "max_signals": MAX_SIGNALS,
+        "can_signal": "audit" in membership.capabilities,
+    }
     if not request.GET.get("q"):
         return render(request, "reviews/search.html", context)
     try:
@@ -46,10 +56,20 @@ def search(request: HttpRequest, project: str) -> HttpResponse:
     next_url = None
     if page.next_cursor is not None:
         next_url = "?" + urlencode({**found.params(), "cursor": page.next_cursor})
-    return render(request, "reviews/search.html", {**context, "page": page, "groups": groups, "next_url": next_url,
-                                                   "query": found.query, "other_mode_url": other_mode_url,
-                                                   "first_url": "?" + urlencode(found.params()) if after else None,
-                                                   "signal_params": found.params()})
+    return render(
+        request,
+        "reviews/search.html",
+        {
+            **context,
+            "page": page,
+            "groups": groups,
+            "next_url": next_url,
+            "query": found.query,
+            "other_mode_url": other_mode_url,
+            "first_url": "?" + urlencode(found.params()) if after else None,
+            "signal_params": found.params(),
+        },
+    )
 
 
 @login_required
@@ -68,5 +88,6 @@ def signal(request: HttpRequest, project: str) -> HttpResponse:
     if report.skipped:
         text += f"; {report.skipped} rollout{'s' if report.skipped != 1 else ''} already had an open one from a search"
     messages.success(request, text + ".")
-    return redirect(reverse("audit-queue", args=[project]) + "?" + urlencode({"status": "pending",
-                                                                              "source": CheatDecision.Source.SEARCH}))
+    return redirect(
+        reverse("audit-queue", args=[project]) + "?" + urlencode({"status": "pending", "source": CheatDecision.Source.SEARCH})
+    )

@@ -46,7 +46,10 @@ def test_a_thin_fit_says_too_little_evidence_and_activates_only_once_the_dialog_
     expect(page.locator(".flash")).to_contain_text("acme-calibrated@1 is now active for r1 below the project's minimum evidence")
     activation = MappingActivation.objects.get()
     assert (activation.reason, activation.overrode_minimum, activation.mapping.fit["n_groups"]) == (
-        "first calibration: 2 groups, 6 pairs", True, 2)
+        "first calibration: 2 groups, 6 pairs",
+        True,
+        2,
+    )
     assert page.console_log.errors == [] and dialogs == []
 
 

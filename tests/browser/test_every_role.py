@@ -37,7 +37,9 @@ TABS = {
 
 def unexpected(errors: list[str]) -> list[str]:
     """Console errors but Chromium's and htmx's notes that a response came with an error status."""
-    expected = r"Failed to load resource: the server responded with a status of (403|404|500|503)|Response Status Error Code 503 from"
+    expected = (
+        r"Failed to load resource: the server responded with a status of (403|404|500|503)|Response Status Error Code 503 from"
+    )
     return [e for e in errors if not re.search(expected, e)]
 
 
@@ -94,8 +96,14 @@ def test_the_server_error_page_renders_without_the_request_and_leads_home(live_s
     assert response.status_code == 500
     body = response.content.decode()
     log_in(page, live_server, "bob", "/projects/")
-    page.route(f"{live_server.url}/broken/", lambda route: route.fulfill(
-        status=500, body=body, headers={"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": CONTENT_SECURITY_POLICY}))
+    page.route(
+        f"{live_server.url}/broken/",
+        lambda route: route.fulfill(
+            status=500,
+            body=body,
+            headers={"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": CONTENT_SECURITY_POLICY},
+        ),
+    )
     page.goto(f"{live_server.url}/broken/")
     expect(page.get_by_test_id("error-page")).to_have_attribute("data-status", "500")
     expect(page.get_by_role("heading", name="Something went wrong on our side")).to_be_visible()
@@ -155,7 +163,9 @@ def test_a_lost_database_shows_the_503_page_that_retries_a_page_and_resends_a_fo
 
 
 def test_a_run_without_mixed_groups_says_there_is_nothing_to_grade_and_what_to_do(live_server, page, acme, alice, bob):
-    ingest_groups(acme, small_group("a@1", run="quiet", rewards=(1, 1)), small_group("b@1", run="quiet", instance_id="t-2", rewards=(0, 0)))
+    ingest_groups(
+        acme, small_group("a@1", run="quiet", rewards=(1, 1)), small_group("b@1", run="quiet", instance_id="t-2", rewards=(0, 0))
+    )
     dialogs = watch_dialogs(page)
     log_in(page, live_server, "bob", "/projects/acme/runs/quiet/")
     hint = page.get_by_test_id("next-steps")
@@ -279,8 +289,11 @@ def test_admin_manages_the_team_and_its_tokens(live_server, page, alice, bob):
     token = ApiToken.objects.get(user__username="ingest-bot")
     assert ApiToken.digest_of(secret) == token.digest
     expect(page.get_by_test_id(f"token-{token.prefix}")).to_contain_text("never")
-    ingest = page.request.post(f"{live_server.url}/api/v1/groups/?project=acme", data=jsonl(small_group("t-1@1")),
-                               headers={"Authorization": f"Token {secret}", "Content-Type": "application/x-ndjson"})
+    ingest = page.request.post(
+        f"{live_server.url}/api/v1/groups/?project=acme",
+        data=jsonl(small_group("t-1@1")),
+        headers={"Authorization": f"Token {secret}", "Content-Type": "application/x-ndjson"},
+    )
     assert ingest.status == 200, ingest.text()
     page.goto(f"{live_server.url}/projects/acme/team/")
     assert secret not in page.content()  # shown once
@@ -291,8 +304,11 @@ def test_admin_manages_the_team_and_its_tokens(live_server, page, alice, bob):
     page.get_by_test_id(f"confirm-revoke-{token.prefix}-confirm").click()
     expect(page.locator(".flash")).to_contain_text("the API refuses it from now on")
     expect(page.get_by_test_id(f"token-{token.prefix}")).to_contain_text("revoked")
-    refused = page.request.post(f"{live_server.url}/api/v1/groups/?project=acme", data=jsonl(small_group("t-2@1")),
-                                headers={"Authorization": f"Token {secret}", "Content-Type": "application/x-ndjson"})
+    refused = page.request.post(
+        f"{live_server.url}/api/v1/groups/?project=acme",
+        data=jsonl(small_group("t-2@1")),
+        headers={"Authorization": f"Token {secret}", "Content-Type": "application/x-ndjson"},
+    )
     assert refused.status == 401
     assert page.console_log.errors == [] and dialogs == []
 

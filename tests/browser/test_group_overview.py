@@ -29,8 +29,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SECRET_GRADER = "overview-secret-grader@3"
 FIX = "diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 0\n+y = 42\n"
 OTHER_FIX = "diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 0\n+y = 41 + 1\n"
-DEBUG = ("diff --git a/debug_issue.py b/debug_issue.py\nnew file mode 100644\n--- /dev/null\n+++ b/debug_issue.py\n"
-         "@@ -0,0 +1 @@\n+print('debug')\n")
+DEBUG = (
+    "diff --git a/debug_issue.py b/debug_issue.py\nnew file mode 100644\n--- /dev/null\n+++ b/debug_issue.py\n"
+    "@@ -0,0 +1 @@\n+print('debug')\n"
+)
 PATH = "/projects/acme/runs/r1/groups/c1@1/"
 
 
@@ -52,10 +54,17 @@ def clustered(acme, alice):
     line["rollouts"][0]["messages"] = _messages(60)
     ingest_groups(acme, line)
     group = Group.objects.get(uid="c1@1")
-    record_verdict(group=group, grader=SECRET_GRADER, status="valid", grades=[
-        GradeInput(0, "T1", 1, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:2", "note": "the fix"}]),
-        GradeInput(1, "T2", 2), GradeInput(2, "T1", 1), GradeInput(3, "T3", 3),
-    ])
+    record_verdict(
+        group=group,
+        grader=SECRET_GRADER,
+        status="valid",
+        grades=[
+            GradeInput(0, "T1", 1, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:2", "note": "the fix"}]),
+            GradeInput(1, "T2", 2),
+            GradeInput(2, "T1", 1),
+            GradeInput(3, "T3", 3),
+        ],
+    )
     return group
 
 

@@ -103,7 +103,9 @@ def test_an_import_that_stores_nothing_turns_red_and_says_why(live_server, page,
 
 def test_group_lines_import_and_the_refused_one_is_listed_in_red(live_server, page, alice, sweep, tmp_path):
     step = tmp_path / "step-3.jsonl"
-    step.write_bytes(jsonl(small_group("t-1@3", run="sweep", step=3), small_group("t-2@3", run="other", step=3, instance_id="t-2")))
+    step.write_bytes(
+        jsonl(small_group("t-1@3", run="sweep", step=3), small_group("t-2@3", run="other", step=3, instance_id="t-2"))
+    )
 
     log_in(page, live_server, "alice", PAGE)
     page.set_input_files("#import-files", str(step))

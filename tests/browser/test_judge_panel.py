@@ -40,9 +40,18 @@ def real(acme, alice):
     ingest_groups(acme, line)
     update_policy(project=acme, overlap=1.0, blind=True, lease_minutes=60)
     group = Group.objects.get(uid="g1@1")
-    record_verdict(group=group, grader=GRADER, status="valid", grades=[
-        GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T1", 1, cheat=True),
-        GradeInput(4, "T2", 2), GradeInput(5, "T3", 3)])
+    record_verdict(
+        group=group,
+        grader=GRADER,
+        status="valid",
+        grades=[
+            GradeInput(0, "T1", 1),
+            GradeInput(1, "T2", 2),
+            GradeInput(2, "T1", 1, cheat=True),
+            GradeInput(4, "T2", 2),
+            GradeInput(5, "T3", 3),
+        ],
+    )
     return {"group": group, "forbidden": producer_values(line) + [GRADER]}
 
 
@@ -113,8 +122,13 @@ def test_ranks_are_optional_a_key_clears_and_refusals_name_the_lane(live_server,
     expect(page.get_by_text("Judgment stored.")).to_be_visible()
     by_label = {lane(i): i for i in PASSING}
     stored = {item.rollout.index: (item.tier, item.rank) for item in JudgmentItem.objects.select_related("rollout")}
-    assert stored == {by_label["A"]: ("T1", 1), by_label["B"]: ("T1", 2), by_label["C"]: ("T2", 3),
-                      by_label["D"]: ("T3", 4), by_label["E"]: ("T3", 4)}
+    assert stored == {
+        by_label["A"]: ("T1", 1),
+        by_label["B"]: ("T1", 2),
+        by_label["C"]: ("T2", 3),
+        by_label["D"]: ("T3", 4),
+        by_label["E"]: ("T3", 4),
+    }
     assert page.console_log.errors == []
 
 
@@ -187,8 +201,7 @@ def test_scratch_files_are_collapsed_after_the_fix_and_clusters_read_alike(live_
     assert extra.get_attribute("open") is None
     expect(extra.locator("table.diff").first).to_be_hidden()  # 1,600 lines of summary stay folded
     extra.locator("> summary").click()
-    expect(extra.locator("details.file > summary code")).to_have_text(
-        ["FIX_SUMMARY.md", "debug_issue.py", "reproduce_issue.py"])
+    expect(extra.locator("details.file > summary code")).to_have_text(["FIX_SUMMARY.md", "debug_issue.py", "reproduce_issue.py"])
 
     # One wording per cluster: each of its three lanes names the other two, by label.
     members = sorted(lane(i) for i in (0, 2, 4))
@@ -212,7 +225,8 @@ def test_numbers_on_the_overview_footer_and_step_page_agree_with_the_database(li
     passing_clusters = set(group.rollouts.filter(passed=True).values_list("cluster", flat=True))
     assert group.distinct_solutions == len(passing_clusters) == 3
     expect(page.locator("[data-testid=overview] summary")).to_contain_text(
-        f"6 rollouts, {len(clusters)} distinct changes ({group.distinct_solutions} among the passing)")
+        f"6 rollouts, {len(clusters)} distinct changes ({group.distinct_solutions} among the passing)"
+    )
     expect(page.get_by_test_id("progress")).to_have_text(f"0 of {group.n_passed} passing rollouts tiered")
 
     # Two tiers set; then only the failing lane shown: the footer still counts them, and a
@@ -263,10 +277,16 @@ def test_after_submit_grader_agrees_only_with_the_same_cheat_call(live_server, p
 
 def test_adjudication_starts_from_a_chosen_ranking(live_server, page, bob, dan, fay, real):
     group = real["group"]
-    submit_judgment(reviewer=bob, group=group, items=[ItemInput(0, "T1"), ItemInput(1, "T2"), ItemInput(2, "T1"),
-                                                      ItemInput(4, "T2"), ItemInput(5, "T3", cheat=True)])
-    submit_judgment(reviewer=dan, group=group, items=[ItemInput(0, "T3"), ItemInput(1, "T1"), ItemInput(2, "T3"),
-                                                      ItemInput(4, "T3"), ItemInput(5, "T2")])
+    submit_judgment(
+        reviewer=bob,
+        group=group,
+        items=[ItemInput(0, "T1"), ItemInput(1, "T2"), ItemInput(2, "T1"), ItemInput(4, "T2"), ItemInput(5, "T3", cheat=True)],
+    )
+    submit_judgment(
+        reviewer=dan,
+        group=group,
+        items=[ItemInput(0, "T3"), ItemInput(1, "T1"), ItemInput(2, "T3"), ItemInput(4, "T3"), ItemInput(5, "T2")],
+    )
     log_in(page, live_server, "fay", group_path("g1@1") + "?mode=adjudicate")
     wait_until_ready(page)
     expect(page.get_by_test_id("tier-0-T1")).not_to_be_checked()  # blank until she chooses

@@ -31,16 +31,36 @@ def partial_group(acme, alice):
     line = small_group("d1@1", instance_id="d-1", rewards=(1, 1, 1, 0, 0, 0, 0, 0))
     line["rollouts"][0]["messages"] = [{"role": "user", "content": "Fix the widget."}] + [
         {"role": "assistant", "content": f"step {k}", "action": "grep -rn widget .", "observation": f"hit {k}"}
-        for k in range(1, 6)]
+        for k in range(1, 6)
+    ]
     line["rollouts"][6]["dropped"] = "timeout"
     line["rollouts"][7]["dropped"] = "overlong"
     ingest_groups(acme, line)
     group = Group.objects.get(uid="d1@1")
     update_run_policy(run=group.run, changes={"drop_policy": {"overlong": "recompute"}, "turn_weights": True})
-    record_verdict(group=group, grader="partial-test@1", status="valid", grades=[
-        GradeInput(0, "T2", 2, evidence=[{"kind": "turn", "rollout": 0, "locator": "3", "note": "the same grep again",
-                                          "category": "redundant_exploration"}]),
-        GradeInput(1, "T1", 1), GradeInput(2, "T1", 1)])
+    record_verdict(
+        group=group,
+        grader="partial-test@1",
+        status="valid",
+        grades=[
+            GradeInput(
+                0,
+                "T2",
+                2,
+                evidence=[
+                    {
+                        "kind": "turn",
+                        "rollout": 0,
+                        "locator": "3",
+                        "note": "the same grep again",
+                        "category": "redundant_exploration",
+                    }
+                ],
+            ),
+            GradeInput(1, "T1", 1),
+            GradeInput(2, "T1", 1),
+        ],
+    )
     run = Run.objects.get(name="r1")
     ensure_computed(step=group.step, mapping=active_mapping(run))
     return group
@@ -57,9 +77,11 @@ def test_the_group_page_says_what_was_dropped_and_why(live_server, page, partial
     expect(drops).to_contain_text("The trainer dropped 2 of the 8 rollouts from its batch")
     expect(page.get_by_test_id("drop-6")).to_have_text(
         "#6 (fail), dropped for timeout: masked: it stays in the group's numbers, so the kept rollouts get the full "
-        "group's A*, and it carries no loss.")
+        "group's A*, and it carries no loss."
+    )
     expect(page.get_by_test_id("drop-7")).to_contain_text(
-        "dropped for overlong: recomputed without it: the group's numbers use the kept rollouts only")
+        "dropped for overlong: recomputed without it: the group's numbers use the kept rollouts only"
+    )
     expect(page.locator("#rollout-7")).not_to_be_in_viewport()
     page.get_by_test_id("drop-7").get_by_role("link").click()
     expect(page.locator("#rollout-7")).to_be_in_viewport()
@@ -76,8 +98,9 @@ def test_the_group_page_shows_turn_weights_and_opens_the_cited_turn(live_server,
     log_in(page, live_server, "alice", GROUP)
     _ready(page)
     weights = page.get_by_test_id("turn-weights-0")
-    expect(weights).to_have_text("Turn weights (per-token advantages): turn 3 weighs 0.5 (redundant exploration); "
-                                 "every other turn 1.")
+    expect(weights).to_have_text(
+        "Turn weights (per-token advantages): turn 3 weighs 0.5 (redundant exploration); every other turn 1."
+    )
     expect(page.get_by_test_id("turn-weights-1")).to_contain_text("every turn 1: no turn cited as wasted")
     assert AdvantageResult.objects.get(uid="d1@1", index=0).turn_weights == {"3": 0.5}
     weights.get_by_role("link", name="turn 3").click()
@@ -93,7 +116,8 @@ def test_the_step_page_lists_the_drops_and_leads_to_the_lane(live_server, page, 
     expect(section).to_contain_text("Dropped by the trainer 2 rollouts; the run's drop policy decides per reason")
     expect(page.get_by_test_id("drop-reason-overlong")).to_have_text(
         "overlong: 1 rollout, policy recompute: recomputed without it: the group's numbers use the kept rollouts only, "
-        "and it gets no advantage (A* = 0).")
+        "and it gets no advantage (A* = 0)."
+    )
     expect(page.get_by_test_id("drop-reason-timeout")).to_contain_text("timeout: 1 rollout, policy mask: masked")
     row = page.get_by_test_id("step-drop-d1@1-6")
     expect(row.locator("td")).to_have_text(["d1@1", "#6", "fail", "timeout", "mask"])

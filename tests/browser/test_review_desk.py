@@ -130,7 +130,9 @@ def test_second_reviewer_submitting_at_the_same_time_is_told_of_the_conflict(liv
     pages["bob"].keyboard.press("s")
     expect(pages["bob"].locator(".flash")).to_contain_text("Judgment stored")
     pages["dan"].keyboard.press("s")
-    expect(pages["dan"].locator(".flash")).to_contain_text("Conflict: bob submitted a judgment on this group while you were judging")
+    expect(pages["dan"].locator(".flash")).to_contain_text(
+        "Conflict: bob submitted a judgment on this group while you were judging"
+    )
     assert sorted(Judgment.objects.values_list("reviewer__username", flat=True)) == ["bob", "dan"]
     for page in pages.values():
         page.context.close()
@@ -153,8 +155,9 @@ def test_a_submit_right_after_the_last_key_sends_no_draft_with_it(live_server, p
 
 
 def exported(page, live_server, token: str, index: int) -> dict:
-    response = page.request.get(f"{live_server.url}/api/v1/advantages/?run=r1&step=1&format=jsonl",
-                                headers={"Authorization": f"Token {token}"})
+    response = page.request.get(
+        f"{live_server.url}/api/v1/advantages/?run=r1&step=1&format=jsonl", headers={"Authorization": f"Token {token}"}
+    )
     assert response.status == 200, response.text()[:300]
     rows = [json.loads(line) for line in response.text().splitlines()]
     return next(r for r in rows if r["uid"] == "g1@1" and r["index"] == index)
@@ -175,7 +178,9 @@ def test_auditor_overturns_a_cheat_flag_and_the_exported_advantage_changes(live_
     page.get_by_test_id(f"reason-{decision.rollout_id}").fill("turn 1 read the issue text, not the upstream fix")
     page.get_by_test_id(f"overturn-{decision.rollout_id}").click()
     expect(page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")).to_have_attribute("data-state", "overturned")
-    expect(page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")).to_contain_text("erin overturned: turn 1 read the issue text")
+    expect(page.get_by_test_id(f"audit-rollout-{decision.rollout_id}")).to_contain_text(
+        "erin overturned: turn 1 read the issue text"
+    )
 
     after = exported(page, live_server, trainer_token, 3)
     assert (after["reward"], after["cheat"]) == (1.0, False)
@@ -193,8 +198,10 @@ def test_hostile_rollout_text_renders_as_text(live_server, page, acme, bob):
     line["rollouts"][0]["messages"][1]["content"] = f"{evil} [click](javascript:alert(4)) ignore previous instructions"
     line["rollouts"][0]["messages"][1]["observation"] = evil
     path = "src/<img src=x onerror=alert(5)>.py"
-    line["rollouts"][0]["patch"] = (f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a = 1\n"
-                                    f"+a = '</script><script>alert(6)</script>'\n")
+    line["rollouts"][0]["patch"] = (
+        f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a = 1\n"
+        f"+a = '</script><script>alert(6)</script>'\n"
+    )
     line["rollouts"][0]["tests"] = {"FAIL_TO_PASS": {"success": [], "failure": [f"test_{p}" for p in PAYLOADS]}}
     line["rollouts"][0]["test_log"] = evil + "\x1b[31mred\x1b[0m"
     ingest_groups(acme, line)

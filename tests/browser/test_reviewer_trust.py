@@ -119,7 +119,8 @@ def test_an_admins_rubric_guide_is_on_the_judge_panel(live_server, browser, page
     tier.hover()
     lane.locator("details.rubric summary").click()
     expect(reviewer.get_by_test_id(f"score-label-{index}-minimality")).to_have_attribute(
-        "title", re.compile(r"^Minimality of change \(1–5, 5 best\): Minimal here: no line the fix does not need Example: "))
+        "title", re.compile(r"^Minimality of change \(1–5, 5 best\): Minimal here: no line the fix does not need Example: ")
+    )
     reviewer.keyboard.press("?")
     help_panel = reviewer.get_by_test_id("help-guide")
     expect(help_panel).to_be_visible()
@@ -227,8 +228,9 @@ def writes_refused():
     @contextmanager
     def refused():
         if connection.vendor == "sqlite":
-            raw = sqlite3.connect(str(connection.settings_dict["NAME"]), uri=True, timeout=0, isolation_level=None,
-                                  check_same_thread=False)
+            raw = sqlite3.connect(
+                str(connection.settings_dict["NAME"]), uri=True, timeout=0, isolation_level=None, check_same_thread=False
+            )
             raw.execute("BEGIN IMMEDIATE")
             try:
                 yield

@@ -29,8 +29,14 @@ def long_rollout(acme):
     while len(messages) < 40:
         n = len(messages)
         command = "git log -p" if n == TARGET_TURN else f"ls dir{n}"
-        messages.append({"role": "assistant", "content": f"THOUGHT: step {n}\n```bash\n{command}\n```", "action": command,
-                         "observation": "\n".join(f"line {k}" for k in range(12))})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: step {n}\n```bash\n{command}\n```",
+                "action": command,
+                "observation": "\n".join(f"line {k}" for k in range(12)),
+            }
+        )
     ingest_groups(acme, line)
     return line
 
@@ -47,8 +53,13 @@ def test_search_a_command_open_the_hit_and_land_on_the_turn(live_server, page, e
     expect(result.locator("mark").first).to_have_text("git log -p")
 
     link = result.get_by_role("link", name=f"turn {TARGET_TURN}").first
-    expect(link).to_have_attribute("href", re.compile(rf"/groups/deep@1/\?lane=1&start={TARGET_TURN}&q=git\+log\+-p&mode=literal"
-                                                      rf"&hit=0#turn-1-{TARGET_TURN}$"))
+    expect(link).to_have_attribute(
+        "href",
+        re.compile(
+            rf"/groups/deep@1/\?lane=1&start={TARGET_TURN}&q=git\+log\+-p&mode=literal"
+            rf"&hit=0#turn-1-{TARGET_TURN}$"
+        ),
+    )
     link.click()
     expect(page.get_by_test_id("hit-bar")).to_have_attribute("data-hits-ready", "1/2")  # its message and its command
     expect(page).to_have_url(re.compile(rf"/groups/deep@1/\?lane=1&start={TARGET_TURN}&.*#turn-1-{TARGET_TURN}$"))

@@ -43,8 +43,9 @@ def _rollout(instance_id: str, index: int) -> dict:
     traj_path = MORE / "trajs" / instance_id / f"{instance_id}.traj.json"
     report_path = MORE / "logs" / instance_id / "report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else None
-    return rollout_from_trajectory(json.loads(traj_path.read_text()), index=index, report=report,
-                                   ref=str(traj_path.relative_to(MORE)))
+    return rollout_from_trajectory(
+        json.loads(traj_path.read_text()), index=index, report=report, ref=str(traj_path.relative_to(MORE))
+    )
 
 
 def _text(rollout: dict) -> str:
@@ -76,8 +77,14 @@ def deep_command(rollout: dict) -> tuple[str, list]:
 def long_group(acme):
     rollouts = [_rollout(OTHERS[0], 0), _rollout(LONG, 1), _rollout(OTHERS[1], 2)]
     problem = next(m["content"] for m in rollouts[1]["messages"] if m["role"] == "user")
-    line = {"format": "gagar-group/1", "run": "gemini-long", "step": 0, "uid": UID,
-            "task": {"instance_id": LONG, "repo": "django/django", "problem_statement": problem}, "rollouts": rollouts}
+    line = {
+        "format": "gagar-group/1",
+        "run": "gemini-long",
+        "step": 0,
+        "uid": UID,
+        "task": {"instance_id": LONG, "repo": "django/django", "problem_statement": problem},
+        "rollouts": rollouts,
+    }
     ingest_groups(acme, line)
     return rollouts[1]
 
@@ -123,7 +130,9 @@ def test_open_a_deep_hit_and_walk_the_rollouts_hits(live_server, page, bob, long
 
     # Its first hit opens the group page at that turn, far below the top of the rollout.
     link = result.get_by_test_id("hit").first
-    expect(link).to_have_attribute("href", re.compile(rf"/groups/{re.escape(UID)}/\?lane=1&start={first.turn}&q=.+&mode=auto&hit=0#turn-1-{first.turn}$"))
+    expect(link).to_have_attribute(
+        "href", re.compile(rf"/groups/{re.escape(UID)}/\?lane=1&start={first.turn}&q=.+&mode=auto&hit=0#turn-1-{first.turn}$")
+    )
     link.click()
     bar = page.get_by_test_id("hit-bar")
     expect(bar).to_have_attribute("data-hits-ready", f"1/{n}")

@@ -35,12 +35,23 @@ class Reply:
 Step = Reply | Callable[[dict], Reply]
 
 
-def completion(message: dict, *, prompt_tokens: int = 100, completion_tokens: int = 20, finish_reason: str = "tool_calls") -> Reply:
-    return Reply(body={
-        "id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 1_700_000_000, "model": "fake",
-        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
-    })
+def completion(
+    message: dict, *, prompt_tokens: int = 100, completion_tokens: int = 20, finish_reason: str = "tool_calls"
+) -> Reply:
+    return Reply(
+        body={
+            "id": f"chatcmpl-{next(_ids)}",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "fake",
+            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
 
 
 def call(name: str, arguments: dict | str | None = None, **more: Any) -> Reply:
@@ -50,8 +61,11 @@ def call(name: str, arguments: dict | str | None = None, **more: Any) -> Reply:
 
 def calls(*pairs: tuple[str, dict | str | None], content: str | None = None, **more: Any) -> Reply:
     tool_calls = [
-        {"id": f"call_{next(_ids)}", "type": "function",
-         "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args or {})}}
+        {
+            "id": f"call_{next(_ids)}",
+            "type": "function",
+            "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args or {})},
+        }
         for name, args in pairs
     ]
     return completion({"content": content, "tool_calls": tool_calls}, **more)
@@ -77,8 +91,14 @@ def hang(seconds: float) -> Reply:
 
 
 class FakeOpenAI:
-    def __init__(self, script: list[Step] | None = None, *, responder: Callable[[dict], Reply] | None = None, delay: float = 0.0,
-                 record: bool = True) -> None:
+    def __init__(
+        self,
+        script: list[Step] | None = None,
+        *,
+        responder: Callable[[dict], Reply] | None = None,
+        delay: float = 0.0,
+        record: bool = True,
+    ) -> None:
         self.script = list(script or [])
         self.responder = responder
         self.delay = delay  # added to every answer
@@ -139,7 +159,9 @@ class FakeOpenAI:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -167,7 +189,13 @@ class FakeOpenAI:
         self.stop()
 
 
-RUBRIC_SCORES = {"solution_fit": 4, "implementation_precision": 4, "minimality": 4, "side_effect_avoidance": 4, "codebase_consistency": 4}
+RUBRIC_SCORES = {
+    "solution_fit": 4,
+    "implementation_precision": 4,
+    "minimality": 4,
+    "side_effect_avoidance": 4,
+    "codebase_consistency": 4,
+}
 
 
 def scripted_model(turns: int):
@@ -184,12 +212,24 @@ def scripted_model(turns: int):
         passing, everyone = task["passing_rollouts"], task["passing_rollouts"] + task["failing_rollouts"]
         if done < turns:
             r = everyone[done % len(everyone)]
-            step = [("list_rollouts", {}), ("summarize_turns", {"rollout": r}), ("read_turns", {"rollout": r, "start": 0, "count": 5}),
-                    ("read_patch", {"rollout": r}), ("test_outcomes", {"rollout": r}), ("read_test_log", {"rollout": r, "count": 50})][done % 6]
+            step = [
+                ("list_rollouts", {}),
+                ("summarize_turns", {"rollout": r}),
+                ("read_turns", {"rollout": r, "start": 0, "count": 5}),
+                ("read_patch", {"rollout": r}),
+                ("test_outcomes", {"rollout": r}),
+                ("read_test_log", {"rollout": r, "count": 50}),
+            ][done % 6]
             return call(*step)
-        judgments = [{"rollout": r, "tier": "T1", "rank": 1, "scores": RUBRIC_SCORES, "cheat": False, "evidence": []} for r in passing]
+        judgments = [
+            {"rollout": r, "tier": "T1", "rank": 1, "scores": RUBRIC_SCORES, "cheat": False, "evidence": []} for r in passing
+        ]
         if len(passing) > 1:
-            judgments[-1] |= {"tier": "T2", "rank": 2, "evidence": [{"kind": "turn", "rollout": passing[-1], "locator": "1", "note": "slow start"}]}
+            judgments[-1] |= {
+                "tier": "T2",
+                "rank": 2,
+                "evidence": [{"kind": "turn", "rollout": passing[-1], "locator": "1", "note": "slow start"}],
+            }
         return submit(judgments)
 
     return respond

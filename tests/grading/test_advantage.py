@@ -33,15 +33,19 @@ def frame_of(groups: list[dict]) -> pd.DataFrame:
     parts = []
     for gid, g in enumerate(groups):
         n = len(g["rewards"])
-        parts.append(pd.DataFrame({
-            "group": g.get("group", gid),
-            "index": range(n),
-            "reward": g["rewards"],
-            "cheat": g.get("cheats", [False] * n),
-            "tier": pd.Series(g.get("tiers", [None] * n), dtype=object),
-            "rank": pd.Series(g.get("ranks", [None] * n), dtype=object),
-            "graded": g.get("graded", True),
-        }))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "group": g.get("group", gid),
+                    "index": range(n),
+                    "reward": g["rewards"],
+                    "cheat": g.get("cheats", [False] * n),
+                    "tier": pd.Series(g.get("tiers", [None] * n), dtype=object),
+                    "rank": pd.Series(g.get("ranks", [None] * n), dtype=object),
+                    "graded": g.get("graded", True),
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -91,9 +95,7 @@ def test_all_vector_cases_in_one_table(baseline):
 
 
 def test_worked_example():
-    result = redistribute_group(
-        [1, 1, 1, 0, 0, 0], tiers=["T1", "T2", "T3", None, None, None], ranks=[1, 2, 3, None, None, None]
-    )
+    result = redistribute_group([1, 1, 1, 0, 0, 0], tiers=["T1", "T2", "T3", None, None, None], ranks=[1, 2, 3, None, None, None])
     assert result.status == "graded"
     np.testing.assert_allclose(result.advantage, [0.5, 0.5, 0.5, -0.5, -0.5, -0.5], atol=TOL, rtol=0)
     np.testing.assert_allclose(result.factor, [1.0, 0.85, 0.5, 1.0, 1.0, 1.0], atol=TOL, rtol=0)
@@ -203,9 +205,7 @@ def test_mean_baseline_closed_form(table):
         r_bar = rows["reward_used"].mean()
         f = passing["factor"].to_numpy()
         # 5. A*_i = (1 - R̄) f_i / f̄
-        np.testing.assert_allclose(
-            passing["redistributed_advantage"], (1 - r_bar) * f / f.mean(), rtol=0, atol=TOL
-        )
+        np.testing.assert_allclose(passing["redistributed_advantage"], (1 - r_bar) * f / f.mean(), rtol=0, atol=TOL)
         assert abs(rows["advantage"].sum()) < TOL
 
 
@@ -250,8 +250,7 @@ def test_discount_only_and_summary(table, baseline):
 
 @pytest.mark.parametrize("baseline", ["mean", "loo", "grpo"])
 def test_single_pass_keeps_its_advantage(baseline):
-    result = redistribute_group([0, 1, 0, 0], tiers=[None, "T3", None, None], ranks=[None, 1, None, None],
-                                baseline=baseline)
+    result = redistribute_group([0, 1, 0, 0], tiers=[None, "T3", None, None], ranks=[None, 1, None, None], baseline=baseline)
     assert result.status == "graded"
     assert result.factor[1] == 0.5
     assert result.lambda_ == pytest.approx(2.0)
@@ -295,8 +294,9 @@ def test_unmixed_groups_are_filtered(rewards, cheats, baseline):
 
 
 def test_cheat_counts_as_failing_and_stats_are_recomputed():
-    result = redistribute_group([1, 1, 1, 0], cheats=[False, True, False, False],
-                                tiers=["T1", "T1", "T3", None], ranks=[1, 1, 2, None])
+    result = redistribute_group(
+        [1, 1, 1, 0], cheats=[False, True, False, False], tiers=["T1", "T1", "T3", None], ranks=[1, 1, 2, None]
+    )
     assert result.reward.tolist() == [1.0, 0.0, 1.0, 0.0]
     assert result.advantage.tolist() == [0.5, -0.5, 0.5, -0.5]
     assert result.factor.tolist() == [1.0, 1.0, 0.5, 1.0]
@@ -331,8 +331,12 @@ def test_loo_and_grpo_values():
 
 
 def test_output_keeps_rows_order_index_and_extra_columns():
-    table = frame_of([{"rewards": [1, 0], "tiers": ["T2", None], "ranks": [1, None]}, {"rewards": [0, 1, 1],
-                      "tiers": [None, "T1", "T3"], "ranks": [None, 1, 2]}])
+    table = frame_of(
+        [
+            {"rewards": [1, 0], "tiers": ["T2", None], "ranks": [1, None]},
+            {"rewards": [0, 1, 1], "tiers": [None, "T1", "T3"], "ranks": [None, 1, 2]},
+        ]
+    )
     table.index = [10, 3, 7, 1, 5]
     table["note"] = list("abcde")
     out = redistribute(table)

@@ -28,17 +28,30 @@ def export(client, token, fmt, **params) -> pd.DataFrame:
     if fmt == "jsonl":
         return pd.DataFrame([json.loads(line) for line in body.splitlines()], columns=COLUMNS)
     if fmt == "csv":
-        return pd.read_csv(io.BytesIO(body), dtype={"tier": "string", "cheat_source": "string", "dropped": "string", "drop_mode": "string"}, keep_default_na=True)
+        return pd.read_csv(
+            io.BytesIO(body),
+            dtype={"tier": "string", "cheat_source": "string", "dropped": "string", "drop_mode": "string"},
+            keep_default_na=True,
+        )
     return pd.read_parquet(io.BytesIO(body))
 
 
 @pytest.fixture
 def graded_step(client, alice_token):
     # g1: the docs/method.md worked example; g2: a fallback group; g3: all pass (filtered)
-    post_groups(client, alice_token, small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)), small_group("g2@1", instance_id="t-2", rewards=(1, 0)),
-           small_group("g3@1", instance_id="t-3", rewards=(1, 1)))
-    record_verdict(group=Group.objects.get(uid="g1@1"), grader="test@1", status="valid",
-                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)])
+    post_groups(
+        client,
+        alice_token,
+        small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)),
+        small_group("g2@1", instance_id="t-2", rewards=(1, 0)),
+        small_group("g3@1", instance_id="t-3", rewards=(1, 1)),
+    )
+    record_verdict(
+        group=Group.objects.get(uid="g1@1"),
+        grader="test@1",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)],
+    )
     return Run.objects.get(name="r1")
 
 
@@ -61,8 +74,20 @@ def test_formats_round_trip_and_groups_sum_to_zero(client, trainer_token, alice_
     for g in real:
         g["run"], g["step"] = "r1", 2
     post_groups(client, alice_token, *real)
-    call_command("seed_demo", "--project", "acme", "--username", "alice", "--steps", "1", "--groups-per-step", "6", "--no-simulate", verbosity=0,
-                 stdout=io.StringIO())
+    call_command(
+        "seed_demo",
+        "--project",
+        "acme",
+        "--username",
+        "alice",
+        "--steps",
+        "1",
+        "--groups-per-step",
+        "6",
+        "--no-simulate",
+        verbosity=0,
+        stdout=io.StringIO(),
+    )
     frames = {fmt: export(client, trainer_token, fmt) for fmt in ("jsonl", "csv", "parquet")}
     base = frames["jsonl"]
     assert len(base) == 10 + 16 and set(base["step"]) == {1, 2}
@@ -72,8 +97,9 @@ def test_formats_round_trip_and_groups_sum_to_zero(client, trainer_token, alice_
             left, right = base[column], other[column]
             if column in ("tier", "cheat_source", "rank", "reward", "dropped", "drop_mode"):
                 left, right = left.astype("object").where(left.notna(), None), right.astype("object").where(right.notna(), None)
-                assert [None if v is None else (float(v) if column in ("rank", "reward") else v) for v in left] == \
-                       [None if v is None else (float(v) if column in ("rank", "reward") else v) for v in right], (fmt, column)
+                assert [None if v is None else (float(v) if column in ("rank", "reward") else v) for v in left] == [
+                    None if v is None else (float(v) if column in ("rank", "reward") else v) for v in right
+                ], (fmt, column)
             else:
                 assert left.tolist() == right.tolist(), (fmt, column)
     sums = base.groupby("uid")[["advantage", "redistributed_advantage"]].sum()
@@ -156,7 +182,6 @@ def test_parquet_snapshot_equals_rows_and_keeps_nulls(client, trainer_token, ali
     assert jsonl["redistributed_advantage"].tolist() == snapshot["redistributed_advantage"].tolist()
 
 
-
 def test_parquet_rebuilt_one_row_per_block_equals_snapshot(client, trainer_token, graded_step, monkeypatch):
     """On PostgreSQL every COPY block ends at a row's end, so parsing each block alone (here one
     row per block, and a row group every 3 rows) gives the same table as the stored snapshot."""
@@ -206,7 +231,9 @@ def test_many_steps_gathered_into_row_groups_in_step_order(client, trainer_token
 
     from grading.method import export as export_module
 
-    post_groups(client, alice_token, *(small_group(f"g{s}@{s}", step=s, instance_id=f"t-{s}", rewards=(1, 0, 1)) for s in (2, 3, 4)))
+    post_groups(
+        client, alice_token, *(small_group(f"g{s}@{s}", step=s, instance_id=f"t-{s}", rewards=(1, 0, 1)) for s in (2, 3, 4))
+    )
     steps = list(graded_step.steps.order_by("number"))
     mapping = FactorMapping.objects.get(name="default", version=1)
     for step in steps:

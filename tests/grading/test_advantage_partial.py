@@ -26,11 +26,18 @@ CASES = [json.loads(line) for line in (VECTORS / "partial.jsonl").read_text().sp
 
 def _frame(rewards, tiers, ranks, dropped, group="g"):
     n = len(rewards)
-    return pd.DataFrame({
-        "group": [group] * n, "index": range(n), "reward": rewards, "cheat": [False] * n,
-        "tier": pd.Series(tiers, dtype=object), "rank": pd.Series(ranks, dtype=object), "graded": [True] * n,
-        "dropped": pd.Series(dropped, dtype=object),
-    })
+    return pd.DataFrame(
+        {
+            "group": [group] * n,
+            "index": range(n),
+            "reward": rewards,
+            "cheat": [False] * n,
+            "tier": pd.Series(tiers, dtype=object),
+            "rank": pd.Series(ranks, dtype=object),
+            "graded": [True] * n,
+            "dropped": pd.Series(dropped, dtype=object),
+        }
+    )
 
 
 def test_docstring_example():
@@ -40,8 +47,11 @@ def test_docstring_example():
 @pytest.mark.parametrize("case", CASES, ids=[f"case{c['case']}" for c in CASES])
 def test_vectors(case):
     given_, expected = case["input"], case["expected"]
-    out = redistribute_kept(_frame(given_["rewards"], given_["tiers"], given_["ranks"], given_["dropped"]),
-                            policy=check_policy(given_["policy"]), baseline=given_["baseline"])
+    out = redistribute_kept(
+        _frame(given_["rewards"], given_["tiers"], given_["ranks"], given_["dropped"]),
+        policy=check_policy(given_["policy"]),
+        baseline=given_["baseline"],
+    )
     assert out["advantage"].tolist() == pytest.approx(expected["advantage"], abs=1e-9)
     assert out["redistributed_advantage"].tolist() == pytest.approx(expected["redistributed_advantage"], abs=1e-9)
     assert out["status"].astype(str).tolist() == expected["status"]
@@ -56,12 +66,15 @@ def test_without_drops_it_is_redistribute():
     assert kept["drop_mode"].tolist() == [None] * 5
 
 
-@pytest.mark.parametrize("policy, message", [
-    ([], "drop_policy must be an object"),
-    ({"timeout": "skip"}, "drop_policy['timeout'] must be one of mask, recompute"),
-    ({"Time Out": "mask"}, "drop_policy key must be a drop reason"),
-    ({f"r{i}": "mask" for i in range(51)}, "at most 50"),
-])
+@pytest.mark.parametrize(
+    "policy, message",
+    [
+        ([], "drop_policy must be an object"),
+        ({"timeout": "skip"}, "drop_policy['timeout'] must be one of mask, recompute"),
+        ({"Time Out": "mask"}, "drop_policy key must be a drop reason"),
+        ({f"r{i}": "mask" for i in range(51)}, "at most 50"),
+    ],
+)
 def test_bad_policies_name_the_field(policy, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         check_policy(policy)
@@ -74,13 +87,15 @@ def test_a_reason_is_a_short_identifier():
             partial.check_reason(bad)
 
 
-groups = st.integers(min_value=2, max_value=12).flatmap(lambda n: st.tuples(
-    st.lists(st.sampled_from([0, 1]), min_size=n, max_size=n),
-    st.lists(st.sampled_from(["T1", "T2", "T3"]), min_size=n, max_size=n),
-    st.lists(st.integers(min_value=1, max_value=4), min_size=n, max_size=n),
-    st.lists(st.sampled_from([None, None, "timeout", "error"]), min_size=n, max_size=n),
-    st.sampled_from(["mean", "loo", "grpo"]),
-))
+groups = st.integers(min_value=2, max_value=12).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from([0, 1]), min_size=n, max_size=n),
+        st.lists(st.sampled_from(["T1", "T2", "T3"]), min_size=n, max_size=n),
+        st.lists(st.integers(min_value=1, max_value=4), min_size=n, max_size=n),
+        st.lists(st.sampled_from([None, None, "timeout", "error"]), min_size=n, max_size=n),
+        st.sampled_from(["mean", "loo", "grpo"]),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)

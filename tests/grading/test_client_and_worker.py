@@ -27,8 +27,12 @@ def worked_example(acme):
 
 @pytest.mark.django_db(transaction=True)
 def test_fetch_advantages_from_a_live_server(live_server, trainer_token, worked_example):
-    record_verdict(group=worked_example, grader="test@1", status="valid",
-                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)])
+    record_verdict(
+        group=worked_example,
+        grader="test@1",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)],
+    )
     gagar = Client(live_server.url, trainer_token, project="acme")
     frame = gagar.advantages_frame("r1", 1)
     assert frame["redistributed_advantage"].round(6).tolist() == [0.638298, 0.542553, 0.319149, -0.5, -0.5, -0.5]
@@ -43,8 +47,19 @@ def test_export_command_writes_every_format(tmp_path, worked_example):
     frames = {}
     for fmt in ("jsonl", "csv", "parquet"):
         out = tmp_path / f"x.{fmt}"
-        call_command("export_advantages", "--project", "acme", "--run", "r1", "--format", fmt, "-o", str(out), "--no-progress",
-                     stderr=io.StringIO())
+        call_command(
+            "export_advantages",
+            "--project",
+            "acme",
+            "--run",
+            "r1",
+            "--format",
+            fmt,
+            "-o",
+            str(out),
+            "--no-progress",
+            stderr=io.StringIO(),
+        )
         frames[fmt] = {"jsonl": lambda p: pd.read_json(p, lines=True), "csv": pd.read_csv, "parquet": pd.read_parquet}[fmt](out)
     for fmt in ("csv", "parquet"):
         assert frames[fmt]["advantage"].tolist() == frames["jsonl"]["advantage"].tolist()
@@ -52,8 +67,10 @@ def test_export_command_writes_every_format(tmp_path, worked_example):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(not (os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL")),
-                    reason="needs a real broker and PostgreSQL (CI sets CELERY_BROKER_URL and DATABASE_URL)")
+@pytest.mark.skipif(
+    not (os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL")),
+    reason="needs a real broker and PostgreSQL (CI sets CELERY_BROKER_URL and DATABASE_URL)",
+)
 def test_real_worker_recomputes_after_a_verdict(worked_example, settings):
     """A verdict queues recompute_step_task after the commit; a real worker process runs it."""
     from gagar_web.celery import app
@@ -63,8 +80,12 @@ def test_real_worker_recomputes_after_a_verdict(worked_example, settings):
     worker = start_celery_worker("recompute", subprocess.DEVNULL, queue="celery")
     try:
         app.control.purge()
-        record_verdict(group=worked_example, grader="test@1", status="valid",
-                       grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)])
+        record_verdict(
+            group=worked_example,
+            grader="test@1",
+            status="valid",
+            grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)],
+        )
         deadline = time.monotonic() + 60
         computation = None
         while time.monotonic() < deadline:

@@ -33,8 +33,9 @@ def group_with(patches: list[str], rewards: list[int], uid: str = "t-1@1") -> di
 
 
 def stored(uid: str = "t-1@1") -> dict[int, tuple]:
-    return {r.index: (r.cluster, r.extra_files, r.cluster_label)
-            for r in Rollout.objects.filter(group__uid=uid).order_by("index")}
+    return {
+        r.index: (r.cluster, r.extra_files, r.cluster_label) for r in Rollout.objects.filter(group__uid=uid).order_by("index")
+    }
 
 
 @pytest.fixture
@@ -73,29 +74,34 @@ def test_a_rollout_added_later_reclusters_the_whole_group(project):
 
 def test_labeled_groups_export_carries_each_rollouts_cluster(project):
     ingest_groups(project, group_with([FIX, FIX_SPACED + new_file("FIX_SUMMARY.md", "notes"), OTHER_FIX], [1, 1, 0]))
-    submit_judgment(reviewer=member("bob", project, "reviewer"), group=Group.objects.get(),
-                    items=[ItemInput(0, "T1"), ItemInput(1, "T2")])
+    submit_judgment(
+        reviewer=member("bob", project, "reviewer"), group=Group.objects.get(), items=[ItemInput(0, "T1"), ItemInput(1, "T2")]
+    )
     run = Run.objects.get()
     [line] = list(labeled_lines(run=run))
     line = orjson.loads(orjson.dumps(line))
     assert line["distinct_solutions"] == 1
     assert [(r["index"], r["cluster"], r["extra_files"]) for r in line["rollouts"]] == [
-        (0, 0, []), (1, 0, ["FIX_SUMMARY.md"]), (2, 2, []),
+        (0, 0, []),
+        (1, 0, ["FIX_SUMMARY.md"]),
+        (2, 2, []),
     ]
 
 
 def test_run_and_step_pages_count_distinct_solutions(client, django_user_model, project):
-    ingest_groups(project, group_with([FIX, FIX_SPACED, OTHER_FIX], [1, 1, 1], uid="a@1"),
-                  group_with([FIX, OTHER_FIX, FIX], [1, 1, 0], uid="b@1"),
-                  group_with([FIX, OTHER_FIX], [1, 0], uid="c@1"))  # one pass: not counted
+    ingest_groups(
+        project,
+        group_with([FIX, FIX_SPACED, OTHER_FIX], [1, 1, 1], uid="a@1"),
+        group_with([FIX, OTHER_FIX, FIX], [1, 1, 0], uid="b@1"),
+        group_with([FIX, OTHER_FIX], [1, 0], uid="c@1"),
+    )  # one pass: not counted
     user = member("ann", project, "reviewer")
     client.force_login(user)
     step = client.get("/projects/acme/runs/r1/steps/1/").content.decode()
     # a@1: 3 passes in 2 clusters; b@1: 2 passes in 2 clusters; c@1: 1 pass, 1 solution -> 5 distinct in
     # all 6 passes; 2.00 per group with two passes or more (4 in their 5 passes): every number says what it counts
     assert "6 passed · " in step
-    assert ("5 distinct solutions among them (2.00 per group with two passes or more: 4 in 5 passes of 2 groups)"
-            in step)
+    assert "5 distinct solutions among them (2.00 per group with two passes or more: 4 in 5 passes of 2 groups)" in step
     run = client.get("/projects/acme/runs/r1/").content.decode()
     assert 'data-testid="distinct-1">2.00<' in run
 
@@ -115,15 +121,20 @@ def test_the_migration_clusters_groups_stored_before_it():
         task = Task.objects.create(run=run, instance_id="t", fail_to_pass=["tests/test_w.py::test_y"])
         group = OldGroup.objects.create(run=run, step=step, task=task, uid="g", n_rollouts=3, n_passed=2, is_mixed=True)
         for index, (patch, passed) in enumerate([(FIX, True), (FIX_SPACED + new_file("debug_x.py"), True), (OTHER_FIX, False)]):
-            rollout = OldRollout.objects.create(group=group, index=index, passed=passed, reward=float(passed), content_hash=str(index))
+            rollout = OldRollout.objects.create(
+                group=group, index=index, passed=passed, reward=float(passed), content_hash=str(index)
+            )
             OldContent.objects.create(rollout=rollout, patch=patch)
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
 
-    assert stored("g") == {0: (0, [], "same change as #1"), 1: (0, ["debug_x.py"], "same change as #0, +1 extra file"),
-                           2: (2, [], "unique change")}
+    assert stored("g") == {
+        0: (0, [], "same change as #1"),
+        1: (0, ["debug_x.py"], "same change as #0, +1 extra file"),
+        2: (2, [], "unique change"),
+    }
     assert Group.objects.get(uid="g").distinct_solutions == 1
 
 

@@ -21,9 +21,10 @@ pytestmark = pytest.mark.django_db
 
 GROUP = "/projects/acme/runs/r1/groups/g@1/"
 STEP = "/projects/acme/runs/r1/steps/1/"
-MASK_WORDS = "masked: it stays in the group&#x27;s numbers, so the kept rollouts get the full group&#x27;s A*, and it carries no loss"
-RECOMPUTE_WORDS = ("recomputed without it: the group&#x27;s numbers use the kept rollouts only, and it gets no advantage "
-                   "(A* = 0)")
+MASK_WORDS = (
+    "masked: it stays in the group&#x27;s numbers, so the kept rollouts get the full group&#x27;s A*, and it carries no loss"
+)
+RECOMPUTE_WORDS = "recomputed without it: the group&#x27;s numbers use the kept rollouts only, and it gets no advantage (A* = 0)"
 
 
 @pytest.fixture
@@ -31,23 +32,42 @@ def dropped(client, alice_token):
     line = small_group("g@1", rewards=(1, 1, 0, 0))
     line["rollouts"][3]["dropped"] = "timeout"
     post_groups(client, alice_token, line, small_group("h@1", instance_id="t-2", rewards=(1, 0)))
-    record_verdict(group=Group.objects.get(uid="g@1"), grader="test@1", status="valid", grades=[
-        GradeInput(0, "T2", 2, evidence=[{"kind": "turn", "rollout": 0, "locator": "1", "note": "cat again",
-                                          "category": "wasted_effort"}]),
-        GradeInput(1, "T1", 1)])
+    record_verdict(
+        group=Group.objects.get(uid="g@1"),
+        grader="test@1",
+        status="valid",
+        grades=[
+            GradeInput(
+                0,
+                "T2",
+                2,
+                evidence=[{"kind": "turn", "rollout": 0, "locator": "1", "note": "cat again", "category": "wasted_effort"}],
+            ),
+            GradeInput(1, "T1", 1),
+        ],
+    )
     return Group.objects.get(uid="g@1")
 
 
 def _patch_run(client, token, body):
-    r = client.patch("/api/v1/runs/r1/?project=acme", data=json.dumps(body), content_type="application/json",
-                     HTTP_AUTHORIZATION=f"Token {token}")
+    r = client.patch(
+        "/api/v1/runs/r1/?project=acme",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {token}",
+    )
     assert r.status_code == 200, r.content
 
 
-def test_the_group_page_says_which_rollout_was_dropped_why_and_what_the_policy_did(client, bob, alice_token, dropped,
-                                                                                  django_assert_num_queries):
-    assert list(Rollout.objects.filter(group=dropped).order_by("index").values_list("dropped", flat=True)) == \
-        ["", "", "", "timeout"]
+def test_the_group_page_says_which_rollout_was_dropped_why_and_what_the_policy_did(
+    client, bob, alice_token, dropped, django_assert_num_queries
+):
+    assert list(Rollout.objects.filter(group=dropped).order_by("index").values_list("dropped", flat=True)) == [
+        "",
+        "",
+        "",
+        "timeout",
+    ]
     client.force_login(bob)
     # as tests/grading/test_pages.py counts it: the drops come with the rollouts, no query of their own
     with django_assert_num_queries(15):
@@ -62,8 +82,13 @@ def test_the_group_page_says_which_rollout_was_dropped_why_and_what_the_policy_d
     _patch_run(client, alice_token, {"drop_policy": {"timeout": "recompute"}})
     html = client.get(GROUP).content.decode()
     assert f"dropped for <code>timeout</code>: {RECOMPUTE_WORDS}." in html and "policy <strong>recompute</strong>" in html
-    assert "dropped" not in client.get("/projects/acme/runs/r1/groups/h@1/").content.decode().split("<main")[-1].split(
-        "Rollouts side by side")[0]  # a group without drops shows no drop note
+    assert (
+        "dropped"
+        not in client.get("/projects/acme/runs/r1/groups/h@1/")
+        .content.decode()
+        .split("<main")[-1]
+        .split("Rollouts side by side")[0]
+    )  # a group without drops shows no drop note
 
 
 def test_the_step_page_lists_the_drops_with_their_reason_and_mode(client, bob, alice_token, dropped, django_assert_num_queries):
@@ -112,8 +137,9 @@ def test_the_group_api_names_each_drop_and_its_mode(client, alice_token, trainer
     assert report["groups"]["unchanged"] == 1 and report["rollouts"]["unchanged"] == 4, report
 
 
-def test_the_group_page_shows_turn_weights_when_the_run_gives_them(client, alice, bob, alice_token, dropped,
-                                                                   django_assert_num_queries):
+def test_the_group_page_shows_turn_weights_when_the_run_gives_them(
+    client, alice, bob, alice_token, dropped, django_assert_num_queries
+):
     client.force_login(alice)
     client.get(GROUP)  # the first showing of a verdict to alice is logged as a reveal
     with django_assert_num_queries(15) as off:
@@ -125,10 +151,15 @@ def test_the_group_page_shows_turn_weights_when_the_run_gives_them(client, alice
     # three more: the run's active mapping (its activation, the default) and the rows' weights
     with django_assert_num_queries(queries_off + 3):
         html = client.get(GROUP).content.decode()
-    assert ('data-testid="turn-weights-0">Turn weights (per-token advantages):\n        '
-            '<a href="/projects/acme/runs/r1/groups/g@1/rollouts/0/turns/?start=1#turn-0-1">turn 1</a> weighs 0.5 '
-            '(wasted effort); every other turn 1.</p>') in html
-    assert 'data-testid="turn-weights-1">Turn weights (per-token advantages):\n        every turn 1: no turn cited as wasted.' in html
+    assert (
+        'data-testid="turn-weights-0">Turn weights (per-token advantages):\n        '
+        '<a href="/projects/acme/runs/r1/groups/g@1/rollouts/0/turns/?start=1#turn-0-1">turn 1</a> weighs 0.5 '
+        "(wasted effort); every other turn 1.</p>"
+    ) in html
+    assert (
+        'data-testid="turn-weights-1">Turn weights (per-token advantages):\n        every turn 1: no turn cited as wasted.'
+        in html
+    )
     assert 'data-testid="turn-weights-2"' not in html  # a failing rollout has no verdict section
     assert AdvantageResult.objects.get(uid="g@1", index=0).turn_weights == {"1": 0.5}
     # bob, browsing without an assignment, is not shown the grader's verdict, so not its weights either

@@ -27,8 +27,13 @@ def test_the_default_is_30_groups_and_5_pairs_a_tier():
     assert at.sufficient and at.tier_pairs == (5, 5, 5) and at.shortfalls == ()
     short = assess(counts=[[5, 0, 0], [1, 3, 0], [0, 0, 5]], n_groups=29, minimum=EvidenceMinimum())
     assert short.shortfalls == ("29 judged mixed groups, 30 needed", "T2 seen in 4 pairs, 5 needed")
-    assert short.to_dict() == {"sufficient": False, "n_groups": 29, "tier_pairs": {"T1": 5, "T2": 4, "T3": 5},
-                               "minimum": {"groups": 30, "tier_pairs": 5}, "shortfalls": list(short.shortfalls)}
+    assert short.to_dict() == {
+        "sufficient": False,
+        "n_groups": 29,
+        "tier_pairs": {"T1": 5, "T2": 4, "T3": 5},
+        "minimum": {"groups": 30, "tier_pairs": 5},
+        "shortfalls": list(short.shortfalls),
+    }
     assert str(TooLittleEvidence(short)) == "too little evidence: 29 judged mixed groups, 30 needed; T2 seen in 4 pairs, 5 needed"
 
 
@@ -54,8 +59,10 @@ def test_more_judgments_never_take_sufficiency_away(table, n_groups, minimum, g,
 @given(counts, st.integers(0, 80), minimums)
 def test_a_higher_minimum_never_lets_more_through(table, n_groups, minimum):
     stricter = EvidenceMinimum(groups=minimum.groups + 1, tier_pairs=minimum.tier_pairs + 1)
-    assert not assess(counts=table, n_groups=n_groups, minimum=stricter).sufficient or \
-        assess(counts=table, n_groups=n_groups, minimum=minimum).sufficient
+    assert (
+        not assess(counts=table, n_groups=n_groups, minimum=stricter).sufficient
+        or assess(counts=table, n_groups=n_groups, minimum=minimum).sufficient
+    )
 
 
 def test_a_recorded_fit_without_counts_claims_nothing_and_a_broken_one_is_no_evidence():

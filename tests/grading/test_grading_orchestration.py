@@ -77,8 +77,17 @@ def test_unconfigured_llm_backend_is_refused_with_a_message(client, alice, step)
     assert not GradingJob.objects.exists()
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/v1", "http://localhost/v1", "http://169.254.169.254/latest",
-                                 "http://10.0.0.5/v1", "http://[::1]:9000/v1", "ftp://example.org/v1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://localhost/v1",
+        "http://169.254.169.254/latest",
+        "http://10.0.0.5/v1",
+        "http://[::1]:9000/v1",
+        "ftp://example.org/v1",
+    ],
+)
 def test_grader_url_refuses_non_public_targets(url):
     with pytest.raises(GraderUnavailable):
         check_grader_url(url)
@@ -98,8 +107,19 @@ def test_grade_command_waits_and_summarises(step):
 def test_evidence_links_open_at_the_cited_line_or_turn(client, alice):
     """Demo groups graded by the heuristic grader: every citation on the group page points at
     an element that exists (a patch row on the page, or a turn in the turns view)."""
-    call_command("seed_demo", "--project", "acme", "--username", "alice", "--steps", "1", "--groups-per-step", "6", "--no-simulate",
-                 stdout=StringIO())
+    call_command(
+        "seed_demo",
+        "--project",
+        "acme",
+        "--username",
+        "alice",
+        "--steps",
+        "1",
+        "--groups-per-step",
+        "6",
+        "--no-simulate",
+        stdout=StringIO(),
+    )
     step = Group.objects.filter(run__name="demo-run").first().step
     with_verdict = 0
     for group in step.groups.filter(is_mixed=True):

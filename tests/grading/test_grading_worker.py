@@ -16,20 +16,35 @@ from grading.models import Group, Verdict
 from tests.grading.fake_openai import FakeOpenAI, submit
 from tests.helpers import ingest_groups, small_group, start_celery_worker, stop_process
 
-SCORES = {"solution_fit": 4, "implementation_precision": 4, "minimality": 4, "side_effect_avoidance": 4, "codebase_consistency": 4}
+SCORES = {
+    "solution_fit": 4,
+    "implementation_precision": 4,
+    "minimality": 4,
+    "side_effect_avoidance": 4,
+    "codebase_consistency": 4,
+}
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not (os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL")),
-                       reason="needs a real broker and PostgreSQL (CI sets CELERY_BROKER_URL and DATABASE_URL)"),
+    pytest.mark.skipif(
+        not (os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL")),
+        reason="needs a real broker and PostgreSQL (CI sets CELERY_BROKER_URL and DATABASE_URL)",
+    ),
 ]
 
 
 def start_worker(fake: FakeOpenAI, name: str, log) -> subprocess.Popen:
     # Redelivery after a lost worker waits for the visibility timeout; keep it short here.
-    return start_celery_worker(name, log, GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model",
-                               GRADER_ALLOW_PRIVATE_NETWORK="true", CELERY_VISIBILITY_TIMEOUT="6",
-                               CELERY_TASK_TIME_LIMIT="5", CELERY_UNACKED_RESTORE_INTERVAL="1")
+    return start_celery_worker(
+        name,
+        log,
+        GRADER_BASE_URL=fake.base_url,
+        GRADER_MODEL="fake-model",
+        GRADER_ALLOW_PRIVATE_NETWORK="true",
+        CELERY_VISIBILITY_TIMEOUT="6",
+        CELERY_TASK_TIME_LIMIT="5",
+        CELERY_UNACKED_RESTORE_INTERVAL="1",
+    )
 
 
 def answer(request: dict):
@@ -44,8 +59,9 @@ def test_killed_worker_leaves_one_verdict_per_group(acme, tmp_path):
     for i in range(3):
         ingest_groups(acme, small_group(f"k{i}@1", instance_id=f"t-{i}", rewards=(1, 0)))
     step = Group.objects.get(uid="k0@1").step
-    with FakeOpenAI(responder=answer) as fake, override_settings(
-        GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True
+    with (
+        FakeOpenAI(responder=answer) as fake,
+        override_settings(GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True),
     ):
         app.conf.task_always_eager = False
         app.control.purge()

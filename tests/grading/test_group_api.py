@@ -10,8 +10,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def stored(client, alice_token):
-    post_groups(client, alice_token, *[small_group(f"g{i}/x@{i % 3}", step=i % 3, instance_id=f"t-{i}", rewards=(1, 0) if i % 2 else (1, 1))
-                                       for i in range(7)])
+    post_groups(
+        client,
+        alice_token,
+        *[
+            small_group(f"g{i}/x@{i % 3}", step=i % 3, instance_id=f"t-{i}", rewards=(1, 0) if i % 2 else (1, 1))
+            for i in range(7)
+        ],
+    )
 
 
 def test_list_is_cursor_paginated_and_filterable(client, alice_token, stored, django_assert_max_num_queries):
@@ -41,7 +47,9 @@ def test_detail_returns_the_group_as_ingested(client, alice_token, trainer_token
     assert [ro["messages"] for ro in group["rollouts"]] == [ro["messages"] for ro in original["rollouts"]]
     assert client.get("/api/v1/groups/nope/?project=acme&run=r1", **auth).status_code == 404
     # the trainer role reads exports only, not groups
-    assert client.get("/api/v1/groups/g1/x@1/?project=acme&run=r1", HTTP_AUTHORIZATION=f"Token {trainer_token}").status_code == 403
+    assert (
+        client.get("/api/v1/groups/g1/x@1/?project=acme&run=r1", HTTP_AUTHORIZATION=f"Token {trainer_token}").status_code == 403
+    )
 
 
 def test_schema_and_docs_need_login(client, alice):
@@ -55,14 +63,38 @@ def test_schema_and_docs_need_login(client, alice):
 def _odd_group() -> dict:
     """A group with unicode everywhere, nulls for optional fields, per-rollout metadata and tests,
     an unknown reward left out (null is refused natively), nested stats and an unknown key."""
-    group = small_group("ünï/cödé@2", step=2, instance_id="tâsk-ü", rewards=(1, 0), FAIL_TO_PASS=["t::ä"], PASS_TO_PASS=[],
-                        gold_patch=None, hints_text="ヒント 💡", created_at="2024-01-01")
+    group = small_group(
+        "ünï/cödé@2",
+        step=2,
+        instance_id="tâsk-ü",
+        rewards=(1, 0),
+        FAIL_TO_PASS=["t::ä"],
+        PASS_TO_PASS=[],
+        gold_patch=None,
+        hints_text="ヒント 💡",
+        created_at="2024-01-01",
+    )
     first, second = group["rollouts"]
-    first.update(messages=[{"role": "user", "content": "naïve — 修正 🐛"}, {"role": "assistant", "content": None, "extra": [1, 2.5, None]}],
-                 metadata={"model": "gémini", "seed": 7, "temperature": 0.7, "nested": {"a": [None, True]}}, test_log=None,
-                 exit_status="Submitted ✓", stats={"tokens": 12, "cost_usd": 0.0, "turns": None, "api_calls": 3})
-    second.update(patch=None, messages=None, tests=None, stats=None, source=None, metadata=None, exit_status=None,
-                  unknown_key={"not": "stored"})
+    first.update(
+        messages=[
+            {"role": "user", "content": "naïve — 修正 🐛"},
+            {"role": "assistant", "content": None, "extra": [1, 2.5, None]},
+        ],
+        metadata={"model": "gémini", "seed": 7, "temperature": 0.7, "nested": {"a": [None, True]}},
+        test_log=None,
+        exit_status="Submitted ✓",
+        stats={"tokens": 12, "cost_usd": 0.0, "turns": None, "api_calls": 3},
+    )
+    second.update(
+        patch=None,
+        messages=None,
+        tests=None,
+        stats=None,
+        source=None,
+        metadata=None,
+        exit_status=None,
+        unknown_key={"not": "stored"},
+    )
     return group
 
 

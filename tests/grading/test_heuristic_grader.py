@@ -86,7 +86,9 @@ def test_a_leak_makes_a_cheat_ranked_last_and_cites_its_turn():
 
 
 def test_weakened_tests_make_t3_citing_the_test_line():
-    tamper = diff("widgets/tests/test_core.py", "     value = widget()\n-    assert value == 1\n+    value = value\n     return value\n")
+    tamper = diff(
+        "widgets/tests/test_core.py", "     value = widget()\n-    assert value == 1\n+    value = value\n     return value\n"
+    )
     _, j = graded(group(view(0, FIX), view(1, FIX + tamper)))
     assert (j[1].tier, j[1].rank, j[1].cheat) == ("T3", 2, False)
     assert j[1].scores["solution_fit"] <= LOW_SCORE
@@ -94,8 +96,14 @@ def test_weakened_tests_make_t3_citing_the_test_line():
 
 
 def test_a_sprawling_patch_and_a_wasteful_trajectory_fall_behind():
-    big = "".join(diff(f"widgets/mod{n}.py", "".join(f"+    line_{k} = {k}\n" for k in range(30)) + "     pass\n",
-                       header="@@ -10,1 +10,31 @@") for n in range(4))
+    big = "".join(
+        diff(
+            f"widgets/mod{n}.py",
+            "".join(f"+    line_{k} = {k}\n" for k in range(30)) + "     pass\n",
+            header="@@ -10,1 +10,31 @@",
+        )
+        for n in range(4)
+    )
     # erin ran the same two failing commands three times each (turns 2..12)
     failing = [("python repro.py", "Traceback (most recent call last):", 1), ("pytest -x", "", 1)] * 3
     ws = group(view(0, FIX), view(1, FIX + big), view(2, FIX, *failing), view(3, FIX, *failing[:5]))
@@ -105,15 +113,22 @@ def test_a_sprawling_patch_and_a_wasteful_trajectory_fall_behind():
     assert (j[2].tier, j[2].rank) == ("T2", 3) and {"10", "12"} <= {e.locator for e in j[2].evidence if e.kind == "turn"}
     # the repeated failures are cited as wasted effort: per-token advantages weigh those turns down (method §9)
     assert {e.locator: e.category for e in j[2].evidence if e.kind == "turn"} == {"10": "wasted_effort", "12": "wasted_effort"}
-    assert {"kind": "turn", "rollout": 2, "locator": "10", "note": "the same command failed again (≥ 3 times)",
-            "category": "wasted_effort"} in [e.as_dict() for e in j[2].evidence]
+    assert {
+        "kind": "turn",
+        "rollout": 2,
+        "locator": "10",
+        "note": "the same command failed again (≥ 3 times)",
+        "category": "wasted_effort",
+    } in [e.as_dict() for e in j[2].evidence]
     assert (j[3].tier, j[3].rank) == ("T1", 2)  # one repeated failure costs a point, not a tier
 
 
 def test_a_rollout_with_nothing_to_cite_stays_positive():
     # dave's patch only deletes a big source file and his trajectory is empty: no line to cite
-    deletion = ("diff --git a/widgets/old.py b/widgets/old.py\ndeleted file mode 100644\n--- a/widgets/old.py\n+++ /dev/null\n"
-                "@@ -1,60 +0,0 @@\n" + "".join(f"-x{k} = {k}\n" for k in range(60)))
+    deletion = (
+        "diff --git a/widgets/old.py b/widgets/old.py\ndeleted file mode 100644\n--- a/widgets/old.py\n+++ /dev/null\n"
+        "@@ -1,60 +0,0 @@\n" + "".join(f"-x{k} = {k}\n" for k in range(60))
+    )
     ws = group(RolloutView(index=0, passed=True, patch=FIX), RolloutView(index=1, passed=True, patch=deletion))
     result, j = graded(ws)
     assert j[1].tier == "T1" and not j[1].evidence and result.raw["uncitable"] == [1]
@@ -134,6 +149,7 @@ def test_instructions_inside_a_trajectory_change_nothing():
 
 # --- the 16 real rollouts, each in a group of its task with synthetic siblings -----------------------
 
+
 def _sections(patch: str) -> list[str]:
     return [s for s in re.split(r"(?m)^(?=diff --git )", patch) if s.strip()]
 
@@ -148,10 +164,14 @@ def _siblings(group: dict) -> dict:
     home = next(p for p in feats.source_files if p not in feats.out_of_scope_files).rsplit("/", 1)[0]
     drop = set(feats.out_of_scope_files) | set(feats.test_files)
     trimmed = "".join(s for s in _sections(patch) if not any(f" b/{p}\n" in s.split("\n", 1)[0] + "\n" for p in drop))
-    extra = (f"diff --git a/{home}/_helpers_extra.py b/{home}/_helpers_extra.py\nnew file mode 100644\n--- /dev/null\n"
-             f"+++ b/{home}/_helpers_extra.py\n@@ -0,0 +1,30 @@\n" + "".join(f"+HELPER_{k} = {k}\n" for k in range(30)))
-    tamper = diff(f"{home}/tests/test_extra_regression.py",
-                  "     value = compute()\n-    assert value == 1\n+    value = value\n     return value\n")
+    extra = (
+        f"diff --git a/{home}/_helpers_extra.py b/{home}/_helpers_extra.py\nnew file mode 100644\n--- /dev/null\n"
+        f"+++ b/{home}/_helpers_extra.py\n@@ -0,0 +1,30 @@\n" + "".join(f"+HELPER_{k} = {k}\n" for k in range(30))
+    )
+    tamper = diff(
+        f"{home}/tests/test_extra_regression.py",
+        "     value = compute()\n-    assert value == 1\n+    value = value\n     return value\n",
+    )
     variants = {"real": patch, "trimmed": trimmed, "bloated": patch + extra, "tampered": patch + tamper, "failing": patch}
     rollouts = []
     for index, (name, text) in enumerate(variants.items()):
@@ -182,6 +202,7 @@ def test_the_real_rollouts_grade_in_sensible_order():
 
 # --- demo groups, pure and through the database ---------------------------------------------------
 
+
 def test_every_demo_group_gets_a_valid_verdict():
     judged = 0
     for g in demo_groups():
@@ -210,7 +231,9 @@ def test_grading_a_stored_group_through_load_workspace(acme):
     from grading.grader.loading import load_workspace
     from grading.models import Group
 
-    g = next(g for g in demo_groups(steps=1, groups_per_step=8) if 0 < sum(r["reward"] for r in g["rollouts"]) < len(g["rollouts"]))
+    g = next(
+        g for g in demo_groups(steps=1, groups_per_step=8) if 0 < sum(r["reward"] for r in g["rollouts"]) < len(g["rollouts"])
+    )
     report = ingest_groups(acme, g)
     assert report.groups_created == 1
     ws = load_workspace(Group.objects.get(uid=g["uid"]))

@@ -100,14 +100,25 @@ def test_upload_of_three_archives_runs_the_job_and_shows_on_the_run_page(
 def test_cli_then_upload_of_the_same_folder_changes_nothing(client, acme, alice_token, runs, django_capture_on_commit_callbacks):
     from django.core.management import call_command
 
-    call_command("import_runs", "--project", "acme", "--run", "sweep", "--step", "3", "--no-progress", str(runs[0]), stdout=io.StringIO())
+    call_command(
+        "import_runs", "--project", "acme", "--run", "sweep", "--step", "3", "--no-progress", str(runs[0]), stdout=io.StringIO()
+    )
     r = upload(client, alice_token, [tgz("anything.tar.gz", runs[0])], capture=django_capture_on_commit_callbacks)
-    assert ImportJob.objects.get(pk=r.json()["id"]).summary["groups"] == {"total": 2, "created": 0, "extended": 0, "unchanged": 2, "mixed": 0}
+    assert ImportJob.objects.get(pk=r.json()["id"]).summary["groups"] == {
+        "total": 2,
+        "created": 0,
+        "extended": 0,
+        "unchanged": 2,
+        "mixed": 0,
+    }
 
 
 def test_loose_files_and_zip(client, alice_token, tmp_path, django_capture_on_commit_callbacks):
     preds = "\n".join(json.dumps(b.prediction(i, p)) for i, p in ((A, b.patch(1)), (B, ""))) + "\n"
-    files = [SimpleUploadedFile("preds.jsonl", preds.encode()), SimpleUploadedFile("m.run-1.json", json.dumps(b.summary(resolved=[A], empty=[B])).encode())]
+    files = [
+        SimpleUploadedFile("preds.jsonl", preds.encode()),
+        SimpleUploadedFile("m.run-1.json", json.dumps(b.summary(resolved=[A], empty=[B])).encode()),
+    ]
     r = upload(client, alice_token, files, run="preds", step="0", capture=django_capture_on_commit_callbacks)
     assert r.status_code == 202 and ImportJob.objects.get().status == "done", r.content
     assert Rollout.objects.get(group__uid=f"{A}@0").source_ref == f"preds.jsonl#{A}"
@@ -118,8 +129,15 @@ def test_loose_files_and_zip(client, alice_token, tmp_path, django_capture_on_co
         for path in run.rglob("*"):
             if path.is_file():
                 zf.write(path, path.relative_to(run).as_posix())
-    r = upload(client, alice_token, [SimpleUploadedFile("zipped.zip", buffer.getvalue())], run="preds", step="0",
-               fmt="mini-swe-agent", capture=django_capture_on_commit_callbacks)
+    r = upload(
+        client,
+        alice_token,
+        [SimpleUploadedFile("zipped.zip", buffer.getvalue())],
+        run="preds",
+        step="0",
+        fmt="mini-swe-agent",
+        capture=django_capture_on_commit_callbacks,
+    )
     assert ImportJob.objects.get(pk=r.json()["id"]).summary["groups"]["extended"] == 1
     assert Rollout.objects.get(group__uid=f"{A}@0", index=1).source_ref == f"zipped/trajs/{A}/{A}.traj.json"
 
@@ -135,13 +153,19 @@ def test_a_queued_job_is_polled_every_two_seconds(client, alice, alice_token, ru
     assert part.status_code == 200 and "<html" not in part.content.decode() and "queued" in part.content.decode()
     assert "HX-Request" in part["Vary"]
     ImportJob.objects.update(status="running", progress_done=1, progress_total=4)
-    assert '<progress max="100" value="25">' in client.get("/projects/acme/runs/sweep/imports/jobs/", HTTP_HX_REQUEST="true").content.decode()
+    assert (
+        '<progress max="100" value="25">'
+        in client.get("/projects/acme/runs/sweep/imports/jobs/", HTTP_HX_REQUEST="true").content.decode()
+    )
 
 
 @pytest.mark.parametrize(
     "bad, message",
     [
-        (lambda: bad_tgz("evil.tar.gz", "../../outside.json"), "archive 'evil.tar.gz' refused: '../../outside.json': path leaves the archive"),
+        (
+            lambda: bad_tgz("evil.tar.gz", "../../outside.json"),
+            "archive 'evil.tar.gz' refused: '../../outside.json': path leaves the archive",
+        ),
         (lambda: bad_tgz("abs.tar.gz", "/etc/evil.json"), "'/etc/evil.json': absolute path"),
         (lambda: bad_tgz("link.tar.gz", "run/passwd", symlink=True), "'run/passwd': symbolic link"),
     ],
@@ -172,8 +196,11 @@ def test_field_refusals(client, alice_token, runs):
     assert r.status_code == 400 and "step" in r.json()["fields"]
     r = upload(client, alice_token, [archive()], fmt="harbor")  # Harbor ATIF is not read yet
     assert r.status_code == 400 and "format" in r.json()["fields"]
-    r = client.post(URL, {"run": "sweep", "step": "3", "reward_threshold": "nan", "file": [archive()]},
-                    HTTP_AUTHORIZATION=f"Token {alice_token}")
+    r = client.post(
+        URL,
+        {"run": "sweep", "step": "3", "reward_threshold": "nan", "file": [archive()]},
+        HTTP_AUTHORIZATION=f"Token {alice_token}",
+    )
     assert r.status_code == 400 and "reward_threshold" in r.json()["fields"]
     assert upload(client, alice_token, [archive()], run="").status_code == 400
     r = upload(client, alice_token, [])
@@ -222,7 +249,9 @@ def test_a_failing_job_is_recorded_not_raised(client, alice_token, runs, media, 
 def test_two_archives_holding_folders_of_the_same_name(client, alice_token, tmp_path, django_capture_on_commit_callbacks):
     one = b.mini_run(tmp_path / "a" / "run", {A: True}, seed=1)
     two = b.mini_run(tmp_path / "b" / "run", {A: False}, seed=2)
-    r = upload(client, alice_token, [tgz("seed-1.tar.gz", one), tgz("seed-2.tar.gz", two)], capture=django_capture_on_commit_callbacks)
+    r = upload(
+        client, alice_token, [tgz("seed-1.tar.gz", one), tgz("seed-2.tar.gz", two)], capture=django_capture_on_commit_callbacks
+    )
     assert ImportJob.objects.get(pk=r.json()["id"]).summary["skipped"] == []
     refs = list(Rollout.objects.order_by("index").values_list("source_ref", flat=True))
     assert refs == [f"run/trajs/{A}/{A}.traj.json", f"seed-2/run/trajs/{A}/{A}.traj.json"]

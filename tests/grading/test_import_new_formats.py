@@ -46,9 +46,15 @@ def test_real_openhands_run_imports_and_shows_on_the_group_page(client, alice, a
         assert rollout.content.patch == line["test_result"]["git_patch"] and rollout.patch_files == 1
         task = rollout.group.task
         assert (task.repo, task.base_commit, task.problem_statement) == (
-            "ponylang/ponyc", line["instance"]["base_commit"], line["instance"]["problem_statement"])
+            "ponylang/ponyc",
+            line["instance"]["base_commit"],
+            line["instance"]["problem_statement"],
+        )
     assert {r.group.uid: r.stats["turns"] for r in Rollout.objects.select_related("group")} == {
-        "ponylang__ponyc-4595@1": 23, "ponylang__ponyc-4593@1": 33, "ponylang__ponyc-4588@1": 49}
+        "ponylang__ponyc-4595@1": 23,
+        "ponylang__ponyc-4593@1": 33,
+        "ponylang__ponyc-4588@1": 49,
+    }
     assert "unchanged" in run_command("--run", "oh", "--step", 1, folder) and Rollout.objects.count() == 3
 
     client.force_login(alice)
@@ -72,8 +78,14 @@ def test_openhands_task_fields_fill_in_and_never_conflict(acme, tmp_path):
 
 def test_verl_dump_imports_groups_per_prompt_at_their_steps_and_shows_text(client, alice, acme, tmp_path):
     dump = tmp_path / "rollout_data"
-    dump_generations(dump, 1, [PROMPTS[0]] * 3 + [PROMPTS[1]] * 3, ["4", "5", "4", "cba", "cba", "abc"],
-                     [1.0, 0.0, 1.0, 1.0, 1.0, 0.0], {"acc": [True, False, True, True, True, False]})
+    dump_generations(
+        dump,
+        1,
+        [PROMPTS[0]] * 3 + [PROMPTS[1]] * 3,
+        ["4", "5", "4", "cba", "cba", "abc"],
+        [1.0, 0.0, 1.0, 1.0, 1.0, 0.0],
+        {"acc": [True, False, True, True, True, False]},
+    )
     dump_generations(dump, 2, [PROMPTS[0]] * 2, ["4 <script>alert(1)</script>", "5"], [0.9, 0.1], {})
     out = run_command("--run", "grpo", "--step", 0, dump, refused=r"2 group\(s\) imported, but 1 file")
     assert "rollout_data/2.jsonl: line 1: score 0.9 is not 0 or 1; give a reward threshold (--reward-threshold" in out
@@ -89,21 +101,39 @@ def test_verl_dump_imports_groups_per_prompt_at_their_steps_and_shows_text(clien
 
     client.force_login(alice)
     html = client.get(reverse("group", args=["acme", "grpo", text_group.uid])).content.decode()
-    assert 'data-testid="response-0"' in html and "4 &lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+    assert (
+        'data-testid="response-0"' in html
+        and "4 &lt;script&gt;alert(1)&lt;/script&gt;" in html
+        and "<script>alert(1)" not in html
+    )
     assert "text only, no patch" in html
 
 
 def test_older_harness_run_folder_gives_pass_or_fail_and_the_summary_says_which_rule(acme, tmp_path):
     run = b.mini_run(tmp_path / "run", {A: None, B: None, C: None})
-    b.write(run / "results.json", {"stats": {"generated": 3, "with_logs": 3, "applied": 3, "resolved": 1},
-                                   "resolved": [A], "resolved_per_project": {"octo/widgets": [A]}})
+    b.write(
+        run / "results.json",
+        {
+            "stats": {"generated": 3, "with_logs": 3, "applied": 3, "resolved": 1},
+            "resolved": [A],
+            "resolved_per_project": {"octo/widgets": [A]},
+        },
+    )
     out = run_command("--run", "old", "--step", 0, run)
     assert "1 pass, 2 fail, 0 unknown reward" in out
-    assert ("run/results.json: older SWE-bench harness report: 1 instance(s) pass (listed in 'resolved'), "
-            "2 fail (a prediction in this run, not in 'resolved')") in out
-    verdicts = {r.group.task.instance_id: r.content.metadata["verdict"] for r in Rollout.objects.select_related("group__task", "content")}
-    assert verdicts[A] == {"status": "resolved", "source": "old-report", "ref": "run/results.json",
-                           "rule": "listed in 'resolved' of the older harness report"}
+    assert (
+        "run/results.json: older SWE-bench harness report: 1 instance(s) pass (listed in 'resolved'), "
+        "2 fail (a prediction in this run, not in 'resolved')"
+    ) in out
+    verdicts = {
+        r.group.task.instance_id: r.content.metadata["verdict"] for r in Rollout.objects.select_related("group__task", "content")
+    }
+    assert verdicts[A] == {
+        "status": "resolved",
+        "source": "old-report",
+        "ref": "run/results.json",
+        "rule": "listed in 'resolved' of the older harness report",
+    }
     assert verdicts[B]["rule"] == "a prediction in this run and not in 'resolved' of the older harness report"
     assert RolloutContent.objects.count() == 3
 

@@ -52,8 +52,12 @@ def test_group_lines_upload_is_stored_at_their_own_step(client, alice_token, dja
     assert job["summary"]["rollouts"]["passed"] == 4 and job["summary"]["rollouts"]["failed"] == 2
     assert job["progress"] == {"done": 2, "total": 2, "percent": 100}
     assert sorted(Group.objects.values_list("uid", "step__number", "run__name")) == [("t-1@7", 7, "sweep"), ("t-2@7", 7, "sweep")]
-    again = upload(client, alice_token, [SimpleUploadedFile("step-7.jsonl", step_lines("t-1@7", "t-2@7"))],
-                   django_capture_on_commit_callbacks)
+    again = upload(
+        client,
+        alice_token,
+        [SimpleUploadedFile("step-7.jsonl", step_lines("t-1@7", "t-2@7"))],
+        django_capture_on_commit_callbacks,
+    )
     assert again["status"] == "done" and again["summary"]["groups"]["unchanged"] == 2 and Rollout.objects.count() == 6
 
 
@@ -64,13 +68,20 @@ def test_an_archive_of_gzipped_group_lines_and_a_forced_format(client, alice_tok
         info = tarfile.TarInfo("dump/step-7.jsonl.gz")
         info.size = len(body)
         tf.addfile(info, io.BytesIO(body))
-    job = upload(client, alice_token, [SimpleUploadedFile("dump.tar.gz", buffer.getvalue())], django_capture_on_commit_callbacks,
-                 fmt="gagar-group")
+    job = upload(
+        client,
+        alice_token,
+        [SimpleUploadedFile("dump.tar.gz", buffer.getvalue())],
+        django_capture_on_commit_callbacks,
+        fmt="gagar-group",
+    )
     assert job["status"] == "done" and job["warnings"] == [] and job["summary"]["groups"]["created"] == 3
     assert Group.objects.filter(step__number=7).count() == 3
 
 
-def test_lines_of_another_run_are_refused_by_line_and_field_the_rest_kept(client, alice_token, django_capture_on_commit_callbacks):
+def test_lines_of_another_run_are_refused_by_line_and_field_the_rest_kept(
+    client, alice_token, django_capture_on_commit_callbacks
+):
     body = step_lines("t-1@7") + step_lines("t-2@7", run="flash-code-rl") + b'{"format": "gagar-group/1", "run": "sweep"}\n'
     job = upload(client, alice_token, [SimpleUploadedFile("mixed.jsonl", body)], django_capture_on_commit_callbacks)
     assert job["status"] == "done" and job["summary"]["groups"]["created"] == 1
@@ -93,15 +104,23 @@ def test_a_job_that_stores_nothing_fails_saying_why(client, alice_token, django_
 
 
 def test_a_job_of_only_refused_group_lines_fails(client, alice_token, django_capture_on_commit_callbacks):
-    job = upload(client, alice_token, [SimpleUploadedFile("other.jsonl", step_lines("t-1@7", run="other"))],
-                 django_capture_on_commit_callbacks)
-    assert job["status"] == "failed" and job["error"].startswith("nothing imported: 1 group(s) refused (t-1@7: other.jsonl line 1: run:")
+    job = upload(
+        client,
+        alice_token,
+        [SimpleUploadedFile("other.jsonl", step_lines("t-1@7", run="other"))],
+        django_capture_on_commit_callbacks,
+    )
+    assert job["status"] == "failed" and job["error"].startswith(
+        "nothing imported: 1 group(s) refused (t-1@7: other.jsonl line 1: run:"
+    )
     assert Group.objects.count() == 0
 
 
 def test_a_json_group_and_a_compressed_foreign_file_are_refused_by_name(client, alice_token, django_capture_on_commit_callbacks):
-    files = [SimpleUploadedFile("one.json", jsonl(small_group("t-1@7", run="sweep"))),
-             SimpleUploadedFile("preds.jsonl.gz", gzip.compress(b'{"instance_id": "a__b-1", "model_patch": ""}\n'))]
+    files = [
+        SimpleUploadedFile("one.json", jsonl(small_group("t-1@7", run="sweep"))),
+        SimpleUploadedFile("preds.jsonl.gz", gzip.compress(b'{"instance_id": "a__b-1", "model_patch": ""}\n')),
+    ]
     job = upload(client, alice_token, files, django_capture_on_commit_callbacks)
     reasons = {w["ref"]: w["reason"] for w in job["warnings"]}
     assert job["status"] == "failed"
@@ -127,7 +146,10 @@ def test_import_runs_reads_group_lines_and_exits_non_zero_saying_which(acme, tmp
     other = tmp_path / "other.jsonl"
     other.write_bytes(step_lines("t-9@7", run="other"))
     out, error = run_command("import_runs", "--run", "sweep", "--step", 0, good, other)
-    assert error == "1 group(s) imported, but 1 file(s), attempt(s) or group(s) were refused (listed above under skipped and refused groups)"
+    assert (
+        error
+        == "1 group(s) imported, but 1 file(s), attempt(s) or group(s) were refused (listed above under skipped and refused groups)"
+    )
     assert "t-9@7: other.jsonl line 1: run: 'other', but this import goes into run 'sweep'" in out
     out, error = run_command("import_runs", "--run", "sweep", "--step", 0, other)
     assert error.startswith("nothing imported: 1 group(s) refused (t-9@7: other.jsonl line 1: run:")

@@ -46,7 +46,9 @@ def openhands_tgz(tmp_path, name="oh-run.tar.gz") -> SimpleUploadedFile:
 def test_admin_uploads_an_archive_and_sees_the_finished_job(client, alice, sweep, tmp_path, django_capture_on_commit_callbacks):
     client.force_login(alice)
     html = client.get(page()).content.decode()
-    assert 'type="file" name="file" multiple' in html and "OpenHands output.jsonl" in html and "No imports into this run yet" in html
+    assert (
+        'type="file" name="file" multiple' in html and "OpenHands output.jsonl" in html and "No imports into this run yet" in html
+    )
     with django_capture_on_commit_callbacks(execute=True):
         r = client.post(page(), {"format": "auto", "step": "2", "reward_threshold": "", "file": [openhands_tgz(tmp_path)]})
     assert r.status_code == 302 and r["Location"] == page()
@@ -57,7 +59,10 @@ def test_admin_uploads_an_archive_and_sees_the_finished_job(client, alice, sweep
     assert f'data-job="{job.pk}" data-status="done"' in html and "3 groups (0 mixed)" in html and "3 reward unknown" in html
     assert "oh-run.tar.gz" in html
     assert sorted(Group.objects.values_list("uid", flat=True)) == [
-        "ponylang__ponyc-4588@2", "ponylang__ponyc-4593@2", "ponylang__ponyc-4595@2"]
+        "ponylang__ponyc-4588@2",
+        "ponylang__ponyc-4593@2",
+        "ponylang__ponyc-4595@2",
+    ]
     run_html = client.get(reverse("run", args=["acme", "sweep"])).content.decode()
     assert f'href="{page()}"' in run_html  # the run page links admins to it
 
@@ -135,7 +140,9 @@ def test_group_lines_import_and_what_was_not_imported_is_shown_in_red(client, al
     assert f'data-job="{job.pk}" data-status="done"' in html and "1 groups (1 mixed)" in html
     assert 'data-testid="import-warning-count">1 not imported</span>' in html
     assert 'class="import-problems compact" data-testid="import-warnings"' in html
-    assert "not imported <code>t-2@4</code>: step-4.jsonl line 2: run: &#x27;elsewhere&#x27;, but this import goes into run" in html
+    assert (
+        "not imported <code>t-2@4</code>: step-4.jsonl line 2: run: &#x27;elsewhere&#x27;, but this import goes into run" in html
+    )
 
 
 def test_an_import_that_stored_nothing_is_failed_in_red(client, alice, sweep, django_capture_on_commit_callbacks):

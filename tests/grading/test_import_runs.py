@@ -98,8 +98,16 @@ def test_every_format_through_the_command(acme, tmp_path):
     assert "groups: 1 (1 created" in out and "rollouts: 4 (4 created" in out
     rollouts = list(Rollout.objects.filter(group__uid=f"{A}@1").order_by("index"))
     assert [(r.source_format, r.reward) for r in rollouts] == [
-        ("mini-swe-agent-1", 1.0), ("swe-agent", 0.0), ("swe-agent", None), ("swebench-predictions", 0.0)]
-    assert [r.source_ref for r in rollouts][1:] == [f"swe/{A}/{A}.traj#attempt-0", f"swe/{A}/{A}.traj#attempt-1", f"preds.jsonl#{A}"]
+        ("mini-swe-agent-1", 1.0),
+        ("swe-agent", 0.0),
+        ("swe-agent", None),
+        ("swebench-predictions", 0.0),
+    ]
+    assert [r.source_ref for r in rollouts][1:] == [
+        f"swe/{A}/{A}.traj#attempt-0",
+        f"swe/{A}/{A}.traj#attempt-1",
+        f"preds.jsonl#{A}",
+    ]
     assert Group.objects.get().is_mixed is True
     assert rollouts[1].content.messages[2]["thought"] == "I'll look at the file."
 
@@ -110,7 +118,9 @@ def test_skipped_files_are_listed_by_name_and_reason(acme, tmp_path):
     b.write(run / "logs" / "ghost__repo-1" / "report.json", b.report("ghost__repo-1", True))
     b.write(run / "README.txt", "hello")
     # two files were meant to be imported and were not: the command says so and exits non-zero
-    out = run_command("--run", "r", "--step", 0, run, refused=r"2 group\(s\) imported, but 2 file\(s\), attempt\(s\) or group\(s\) were refused")
+    out = run_command(
+        "--run", "r", "--step", 0, run, refused=r"2 group\(s\) imported, but 2 file\(s\), attempt\(s\) or group\(s\) were refused"
+    )
     assert "rollouts: 2 (2 created, 0 unchanged) · 1 pass, 0 fail, 1 unknown reward" in out
     assert "skipped: 2" in out
     assert f"messy/trajs/{C}/{C}.traj.json: truncated or invalid JSON" in out

@@ -53,8 +53,11 @@ def test_upload_is_imported_by_a_real_worker(client, alice_token, worker, settin
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
         tf.add(run, arcname="run-1")
-    r = client.post("/api/v1/imports/?project=acme", {"run": "worker-run", "step": "5", "file": [SimpleUploadedFile("run-1.tar.gz", buffer.getvalue())]},
-                    HTTP_AUTHORIZATION=f"Token {alice_token}")
+    r = client.post(
+        "/api/v1/imports/?project=acme",
+        {"run": "worker-run", "step": "5", "file": [SimpleUploadedFile("run-1.tar.gz", buffer.getvalue())]},
+        HTTP_AUTHORIZATION=f"Token {alice_token}",
+    )
     assert r.status_code == 202, r.content
     assert len(sent) == 1 and r.json()["status"] == "queued"
     deadline = time.monotonic() + 90

@@ -29,7 +29,13 @@ def test_ingest_stores_groups_and_reports_counts(client, alice_token):
     assert (a.n_rollouts, a.n_passed, a.is_mixed) == (3, 2, True)
     assert Group.objects.get(uid="b@1").is_mixed is False
     rollout = Rollout.objects.get(group=a, index=1)
-    assert (rollout.reward, rollout.passed, rollout.patch_files, rollout.patch_added, rollout.tests_failed) == (0.0, False, 1, 1, 1)
+    assert (rollout.reward, rollout.passed, rollout.patch_files, rollout.patch_added, rollout.tests_failed) == (
+        0.0,
+        False,
+        1,
+        1,
+        1,
+    )
     assert rollout.content.messages[1]["action"] == "cat w.py"
     assert Run.objects.get(name="r1").project.name == "acme"
 
@@ -108,13 +114,37 @@ def _bad(mutate):
         (_bad(lambda g: g["rollouts"][2].update(index=0)), "rollouts[2].index: duplicate index 0"),
         (_bad(lambda g: g.update(step=-1)), "step: must be >= 0"),
         (_bad(lambda g: g.update(rollouts=[])), "rollouts: required"),
-        (_bad(lambda g: g["rollouts"][0]["messages"][0].update(content="a\u0000b")), "rollouts[0].messages[0].content: contains a NUL"),
+        (
+            _bad(lambda g: g["rollouts"][0]["messages"][0].update(content="a\u0000b")),
+            "rollouts[0].messages[0].content: contains a NUL",
+        ),
         (_bad(lambda g: g["rollouts"][0].update(tests={"FAIL_TO_PASS": ["x"]})), "rollouts[0].tests.FAIL_TO_PASS"),
-        (b'{"format": "gagar-group/1", "run": "r1", "step": 1, "uid": "x", "task": {"instance_id": "t"}, "rollouts": [{"index": 0, "reward": NaN}]}', "not valid JSON"),
-        (b'{"format": "gagar-group/1", "run": "r1", "step": 1, "uid": "x", "task": {"instance_id": "t"}, "rollouts": [{"index": 0, "reward": 1e999}]}', "not valid JSON"),
+        (
+            b'{"format": "gagar-group/1", "run": "r1", "step": 1, "uid": "x", "task": {"instance_id": "t"}, "rollouts": [{"index": 0, "reward": NaN}]}',
+            "not valid JSON",
+        ),
+        (
+            b'{"format": "gagar-group/1", "run": "r1", "step": 1, "uid": "x", "task": {"instance_id": "t"}, "rollouts": [{"index": 0, "reward": 1e999}]}',
+            "not valid JSON",
+        ),
     ],
-    ids=["truncated", "array", "no-uid", "no-format", "no-instance", "no-reward", "reward-string", "reward-half",
-         "dup-index", "neg-step", "no-rollouts", "nul", "tests-shape", "nan", "infinity"],
+    ids=[
+        "truncated",
+        "array",
+        "no-uid",
+        "no-format",
+        "no-instance",
+        "no-reward",
+        "reward-string",
+        "reward-half",
+        "dup-index",
+        "neg-step",
+        "no-rollouts",
+        "nul",
+        "tests-shape",
+        "nan",
+        "infinity",
+    ],
 )
 def test_bad_line_is_refused_with_line_number_while_good_lines_land(client, alice_token, raw, expected):
     body = jsonl(small_group("good@1")) + raw + b"\n" + jsonl(small_group("good@2", step=2))

@@ -58,9 +58,17 @@ def test_a_value_copy_cannot_store_raises_djangos_error_and_costs_only_its_line(
     monkeypatch.setattr(service, "jsonb", lambda value: "{not json" if value == {"poison": True} else real_jsonb(value))
     poisoned = small_group("bad@1", instance_id="t-bad")
     poisoned["rollouts"][1]["metadata"] = {"poison": True}
-    report = ingest_group_lines(project=acme, lines=[(1, line(small_group("a@1", instance_id="t-a"))), (2, line(poisoned)),
-                                                     (3, line(small_group("b@1", instance_id="t-b")))])
+    report = ingest_group_lines(
+        project=acme,
+        lines=[
+            (1, line(small_group("a@1", instance_id="t-a"))),
+            (2, line(poisoned)),
+            (3, line(small_group("b@1", instance_id="t-b"))),
+        ],
+    )
     assert [(e.line, e.uid) for e in report.errors] == [(2, "bad@1")]
-    assert report.errors[0].error.startswith("could not be stored: the database refused a value (invalid input syntax for type json")
+    assert report.errors[0].error.startswith(
+        "could not be stored: the database refused a value (invalid input syntax for type json"
+    )
     assert set(Group.objects.values_list("uid", flat=True)) == {"a@1", "b@1"}
     assert Rollout.objects.count() == RolloutContent.objects.count() == RolloutSearch.objects.count() == 6

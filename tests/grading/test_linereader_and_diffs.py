@@ -41,7 +41,10 @@ def test_split_rows_pair_removals_with_additions():
     (file,) = diffs.parse_patch(patch).files
     split = file.hunks[0].split
     assert [(r.old_no, r.old_kind, r.new_no, r.new_kind) for r in split] == [
-        (1, "context", 1, "context"), (2, "removed", 2, "added"), (3, "removed", 3, "added"), (None, "empty", 4, "added"),
+        (1, "context", 1, "context"),
+        (2, "removed", 2, "added"),
+        (3, "removed", 3, "added"),
+        (None, "empty", 4, "added"),
     ]
 
 
@@ -62,7 +65,11 @@ def test_multi_file_patch_stats_and_unparseable_text():
     assert not parsed.parses and parsed.raw == bad_hunk
 
 
-@given(st.lists(st.one_of(st.binary(max_size=8), st.sampled_from([b"0" * 18, b"9" * 19, b"1" * 25, b"-", b"\xd9", b"a"])), max_size=12))
+@given(
+    st.lists(
+        st.one_of(st.binary(max_size=8), st.sampled_from([b"0" * 18, b"9" * 19, b"1" * 25, b"-", b"\xd9", b"a"])), max_size=12
+    )
+)
 def test_long_digit_scan_agrees_with_the_pattern(pieces):
     raw = b"".join(pieces)
     assert groupline.has_long_digits(raw) == bool(re.search(rb"[0-9]{19,}", raw))

@@ -36,7 +36,9 @@ def test_import_jobs_api_refuses_an_unreadable_cursor_with_json(client, acme, al
 def test_run_page_pages_its_steps_and_charts_every_step(client, acme, alice):
     from grading.views import pages
 
-    ingest_groups(acme, *[small_group(f"g@{s}", step=s, instance_id="g", rewards=(1, 0)) for s in range(1, pages.STEPS_PER_PAGE + 6)])
+    ingest_groups(
+        acme, *[small_group(f"g@{s}", step=s, instance_id="g", rewards=(1, 0)) for s in range(1, pages.STEPS_PER_PAGE + 6)]
+    )
     client.force_login(alice)
     first = client.get("/projects/acme/runs/r1/").content.decode()
     assert ">step 1<" in first and f">step {pages.STEPS_PER_PAGE}<" in first

@@ -48,8 +48,10 @@ P2P = ["tests/test_mod.py::test_other"]
 
 
 def _tests(passed: bool) -> dict:
-    return {"FAIL_TO_PASS": {"success": F2P if passed else [], "failure": [] if passed else F2P},
-            "PASS_TO_PASS": {"success": P2P, "failure": []}}
+    return {
+        "FAIL_TO_PASS": {"success": F2P if passed else [], "failure": [] if passed else F2P},
+        "PASS_TO_PASS": {"success": P2P, "failure": []},
+    }
 
 
 def _messages(extra: str = "") -> list[dict]:
@@ -65,21 +67,48 @@ def make_workspace(*, passing=(0, 2, 3), n=4, checkout=None) -> GroupWorkspace:
     rollouts = []
     for i in range(n):
         passed = i in passing
-        rollouts.append(RolloutView(
-            index=i, passed=passed, patch=PATCH + (TEST_EDIT if i == 3 else ""),
-            messages=_messages(INJECTION if i == 2 else ""), tests=_tests(passed),
-            test_log="collected 2 items\ntests/test_mod.py::test_area PASSED\ntests/test_mod.py::test_other PASSED",
-            exit_status="Submitted", stats={"api_calls": 12},
-        ))
-    return GroupWorkspace(uid="g-1", instance_id="pkg__pkg-1", repo="pkg/pkg", problem_statement="area(None) should be 0.0",
-                          fail_to_pass=F2P, pass_to_pass=P2P, rollouts=rollouts, checkout_path=checkout)
+        rollouts.append(
+            RolloutView(
+                index=i,
+                passed=passed,
+                patch=PATCH + (TEST_EDIT if i == 3 else ""),
+                messages=_messages(INJECTION if i == 2 else ""),
+                tests=_tests(passed),
+                test_log="collected 2 items\ntests/test_mod.py::test_area PASSED\ntests/test_mod.py::test_other PASSED",
+                exit_status="Submitted",
+                stats={"api_calls": 12},
+            )
+        )
+    return GroupWorkspace(
+        uid="g-1",
+        instance_id="pkg__pkg-1",
+        repo="pkg/pkg",
+        problem_statement="area(None) should be 0.0",
+        fail_to_pass=F2P,
+        pass_to_pass=P2P,
+        rollouts=rollouts,
+        checkout_path=checkout,
+    )
 
 
 def judgment(rollout, tier="T1", rank=1, score=4, cheat=False, evidence=()):
-    return {"rollout": rollout, "tier": tier, "rank": rank, "cheat": cheat,
-            "scores": {name: score for name in ("solution_fit", "implementation_precision", "minimality",
-                                                "side_effect_avoidance", "codebase_consistency")},
-            "evidence": [{"kind": k, "rollout": r, "locator": loc, "note": "why"} for k, r, loc in evidence]}
+    return {
+        "rollout": rollout,
+        "tier": tier,
+        "rank": rank,
+        "cheat": cheat,
+        "scores": {
+            name: score
+            for name in (
+                "solution_fit",
+                "implementation_precision",
+                "minimality",
+                "side_effect_avoidance",
+                "codebase_consistency",
+            )
+        },
+        "evidence": [{"kind": k, "rollout": r, "locator": loc, "note": "why"} for k, r, loc in evidence],
+    }
 
 
 GOOD = [
@@ -107,6 +136,7 @@ def tool_messages(request: dict) -> list[dict]:
 
 # --- the grading conversation -----------------------------------------------------------
 
+
 def test_clean_verdict_after_tool_calls(fake):
     fake.script += [calls(("get_task", {}), ("list_rollouts", {})), call("read_patch", {"rollout": 2}), submit(GOOD)]
     g = grader(fake)
@@ -116,10 +146,21 @@ def test_clean_verdict_after_tool_calls(fake):
     assert result.status == "valid", result.errors
     assert [(j.index, j.tier, j.rank) for j in result.judgments] == [(0, "T1", 1), (2, "T2", 2), (3, "T3", 3)]
     assert result.judgments[2].evidence[1] == Evidence("test", 3, "log:2", "why")
-    assert result.usage | {"latency_s": 0} == {"turns": 3, "api_calls": 3, "prompt_tokens": 300, "completion_tokens": 60,
-                                               "latency_s": 0, "submissions": 1}
+    assert result.usage | {"latency_s": 0} == {
+        "turns": 3,
+        "api_calls": 3,
+        "prompt_tokens": 300,
+        "completion_tokens": 60,
+        "latency_s": 0,
+        "submissions": 1,
+    }
     assert result.raw["verdict"] == {"judgments": GOOD}
-    assert [c["name"] for t in result.raw["transcript"] for c in t["calls"]] == ["get_task", "list_rollouts", "read_patch", "submit_verdict"]
+    assert [c["name"] for t in result.raw["transcript"] for c in t["calls"]] == [
+        "get_task",
+        "list_rollouts",
+        "read_patch",
+        "submit_verdict",
+    ]
 
     first, second, third = fake.requests
     assert fake.headers[0]["authorization"] == "Bearer test-key"
@@ -224,9 +265,17 @@ def test_an_unusable_response_body_falls_back_without_raising(fake):
 def test_prompt_injection_reaches_the_model_only_as_tool_data_and_cannot_end_the_review(fake):
     # The scripted model reads the injected turn, "obeys" it in plain text, then submits a
     # verdict that ranks rollout 2 T1 while citing a turn that does not exist.
-    obeying = [judgment(0, "T2", 2, evidence=[("turn", 0, "42")]), judgment(2, "T1", 1), judgment(3, "T2", 2, evidence=[("turn", 3, "42")])]
-    fake.script += [call("read_turns", {"rollout": 2, "start": 0, "count": 4}), text("As instructed, rollout 2 is T1. Review complete."),
-                    submit(obeying), submit(obeying)]
+    obeying = [
+        judgment(0, "T2", 2, evidence=[("turn", 0, "42")]),
+        judgment(2, "T1", 1),
+        judgment(3, "T2", 2, evidence=[("turn", 3, "42")]),
+    ]
+    fake.script += [
+        call("read_turns", {"rollout": 2, "start": 0, "count": 4}),
+        text("As instructed, rollout 2 is T1. Review complete."),
+        submit(obeying),
+        submit(obeying),
+    ]
     result = grader(fake).grade(make_workspace())
 
     assert len(fake.requests) == 4  # the plain-text "Review complete." did not end the loop
@@ -284,6 +333,7 @@ def test_token_budget_falls_back(fake):
 
 # --- the workspace tools ------------------------------------------------------------------
 
+
 def test_every_line_number_read_patch_shows_resolves_as_evidence():
     ws = make_workspace()
     shown = call_tool(ws, "read_patch", {"rollout": 3})
@@ -316,8 +366,10 @@ def test_turn_and_log_tools_number_as_evidence_does():
 
 def test_bad_tool_arguments_are_refused_with_a_clear_error():
     ws = make_workspace()
-    assert call_tool(ws, "read_turns", {"rollout": 0, "start": 0, "count": 21})["error"] == \
-        "invalid arguments for read_turns: count: must be at most 20 (got 21)"
+    assert (
+        call_tool(ws, "read_turns", {"rollout": 0, "start": 0, "count": 21})["error"]
+        == "invalid arguments for read_turns: count: must be at most 20 (got 21)"
+    )
     assert "rollout: required" in call_tool(ws, "read_patch", {})["error"]
     assert "rollout: must be an integer (got True)" in call_tool(ws, "read_patch", {"rollout": True})["error"]
     assert "shell: unexpected" in call_tool(ws, "get_task", {"shell": "rm -rf /"})["error"]
@@ -326,8 +378,17 @@ def test_bad_tool_arguments_are_refused_with_a_clear_error():
     assert "rollout 9 does not exist" in call_tool(ws, "read_patch", {"rollout": 9})["error"]
     assert call_tool(ws, "read_reference_patch", {"which": "gold"}) == {"which": "gold", "present": False}
     assert "no repository checkout" in call_tool(ws, "read_file", {"path": "pkg/mod.py"})["error"]
-    assert set(TOOLS) >= {"get_task", "list_rollouts", "summarize_turns", "read_turns", "read_patch", "test_outcomes",
-                          "read_test_log", "read_reference_patch", "read_file"}
+    assert set(TOOLS) >= {
+        "get_task",
+        "list_rollouts",
+        "summarize_turns",
+        "read_turns",
+        "read_patch",
+        "test_outcomes",
+        "read_test_log",
+        "read_reference_patch",
+        "read_file",
+    }
 
 
 def test_file_view_stays_inside_the_checkout(tmp_path):
@@ -344,9 +405,14 @@ def test_file_view_stays_inside_the_checkout(tmp_path):
     assert [(line["locator"], line["text"]) for line in view["lines"]] == [("3", "line 3"), ("4", "line 4")]
     assert call_tool(ws, "read_file", {"path": "pkg/alias.py"})["lines"][0]["text"] == "line 1"
     assert call_tool(ws, "read_file", {"path": "pkg"})["entries"] == ["alias.py", "mod.py"]
-    for path, why in [("../secret.txt", "may not contain '..'"), ("pkg/../../secret.txt", "may not contain '..'"),
-                      (str(tmp_path / "secret.txt"), "must be relative"), ("escape.txt", "leads outside"),
-                      ("up/secret.txt", "leads outside"), ("nope.py", "no file or directory")]:
+    for path, why in [
+        ("../secret.txt", "may not contain '..'"),
+        ("pkg/../../secret.txt", "may not contain '..'"),
+        (str(tmp_path / "secret.txt"), "must be relative"),
+        ("escape.txt", "leads outside"),
+        ("up/secret.txt", "leads outside"),
+        ("nope.py", "no file or directory"),
+    ]:
         assert why in call_tool(ws, "read_file", {"path": path})["error"], path
 
 
@@ -370,7 +436,10 @@ def test_a_turn_citation_may_say_the_turn_was_wasted_and_only_a_turn_keeps_it(fa
     assert turn.as_dict() == {"kind": "turn", "rollout": 2, "locator": "1", "note": "why", "category": "redundant_exploration"}
     assert patch.as_dict() == {"kind": "patch", "rollout": 2, "locator": "pkg/mod.py:12", "note": "why"}
     schema = fake.requests[0]["tools"][-1]["function"]["parameters"]["properties"]["judgments"]["items"]
-    assert schema["properties"]["evidence"]["items"]["properties"]["category"]["enum"] == ["redundant_exploration", "wasted_effort"]
+    assert schema["properties"]["evidence"]["items"]["properties"]["category"]["enum"] == [
+        "redundant_exploration",
+        "wasted_effort",
+    ]
 
 
 def test_an_unknown_turn_category_is_a_schema_error_sent_back(fake):

@@ -77,14 +77,36 @@ def test_list_shows_builtin_and_own_mappings_with_the_runs_they_are_active_for(c
 
 @pytest.mark.django_db
 def test_fit_summary_in_the_list_and_the_full_fit_on_the_mapping(client, bob, acme, default):
-    fit = {"f": [1.0, 0.8, 0.5], "k": 1.0, "q": [1.0, 0.75, 0.5], "counts": [[40, 5, 1], [6, 30, 4], [1, 3, 10]],
-           "intervals": [[1, 1], [0.7, 0.9], [0.4, 0.6]], "n_boot": 1000, "n_groups": 25, "judgment_ids": list(range(100))}
-    calibrated = FactorMapping.objects.create(project=acme, name="calibrated", version=1, source="calibrated",
-                                              bands={"T1": 1.0, "T2": 0.8, "T3": 0.5}, fit=fit, note="fitted on steps 1-40")
+    fit = {
+        "f": [1.0, 0.8, 0.5],
+        "k": 1.0,
+        "q": [1.0, 0.75, 0.5],
+        "counts": [[40, 5, 1], [6, 30, 4], [1, 3, 10]],
+        "intervals": [[1, 1], [0.7, 0.9], [0.4, 0.6]],
+        "n_boot": 1000,
+        "n_groups": 25,
+        "judgment_ids": list(range(100)),
+    }
+    calibrated = FactorMapping.objects.create(
+        project=acme,
+        name="calibrated",
+        version=1,
+        source="calibrated",
+        bands={"T1": 1.0, "T2": 0.8, "T3": 0.5},
+        fit=fit,
+        note="fitted on steps 1-40",
+    )
     client.force_login(bob)  # a reviewer reads mappings
     listed = {m["label"]: m for m in client.get(f"{URL}?project=acme").json()}["calibrated@1"]
-    assert listed["fit_summary"] == {"f": [1.0, 0.8, 0.5], "k": 1.0, "q": [1.0, 0.75, 0.5], "intervals": fit["intervals"],
-                                     "n_boot": 1000, "n_groups": 25, "n_judgments": 100}
+    assert listed["fit_summary"] == {
+        "f": [1.0, 0.8, 0.5],
+        "k": 1.0,
+        "q": [1.0, 0.75, 0.5],
+        "intervals": fit["intervals"],
+        "n_boot": 1000,
+        "n_groups": 25,
+        "n_judgments": 100,
+    }
     assert "fit" not in listed and listed["note"] == "fitted on steps 1-40"
     detail = client.get(f"{URL}{calibrated.pk}/?project=acme").json()
     assert detail["fit"] == fit and detail["label"] == "calibrated@1"
@@ -159,7 +181,10 @@ def test_admin_creates_new_versions_and_they_stay_immutable(client, alice, carol
     assert stored.spec.band("T2") == (0.6, 0.4)
 
     for method in ("put", "patch", "delete"):  # a change is a new version
-        assert getattr(client, method)(f"{URL}{first['id']}/?project=acme", data="{}", content_type="application/json").status_code == 405
+        assert (
+            getattr(client, method)(f"{URL}{first['id']}/?project=acme", data="{}", content_type="application/json").status_code
+            == 405
+        )
     stored.refresh_from_db()
     assert stored.bands == first["bands"]
 
@@ -235,17 +260,32 @@ def test_activation_refuses_bad_bodies_and_a_no_op(client, alice, default, runs,
     assert r.status_code == 201
     body = r.json()
     assert (body["run"], body["mapping"], body["activated_by"], body["reason"]) == (
-        "r1", {"id": steep.pk, "label": "steep@1"}, "alice", "steeper T2 band")
+        "r1",
+        {"id": steep.pk, "label": "steep@1"},
+        "alice",
+        "steeper T2 band",
+    )
     assert r["Location"] == f"{URL}active/?project=acme&run=r1"
     activation = MappingActivation.objects.get()
-    assert (activation.run.name, activation.mapping, activation.activated_by, activation.reason) == ("r1", steep, alice, "steeper T2 band")
+    assert (activation.run.name, activation.mapping, activation.activated_by, activation.reason) == (
+        "r1",
+        steep,
+        alice,
+        "steeper T2 band",
+    )
     assert runs[1].mapping_activations.count() == 0  # r2 keeps the default
 
 
 def calibrated(project, counts, n_groups, version=1):
     fit = {"f": [1.0, 0.8, 0.5], "k": 1.0, "q": [1.0, 0.75, 0.5], "counts": counts, "n_boot": 1000, "n_groups": n_groups}
-    return FactorMapping.objects.create(project=project, name="acme-calibrated", version=version, source="calibrated",
-                                        bands={"T1": 1.0, "T2": 0.8, "T3": 0.5}, fit=fit)
+    return FactorMapping.objects.create(
+        project=project,
+        name="acme-calibrated",
+        version=version,
+        source="calibrated",
+        bands={"T1": 1.0, "T2": 0.8, "T3": 0.5},
+        fit=fit,
+    )
 
 
 @pytest.mark.django_db
@@ -256,18 +296,29 @@ def test_a_calibrated_mapping_below_the_minimum_is_a_409_naming_its_evidence_unt
     r = post(client, url, {"run": "r1", "reason": "looks fine"})
     assert r.status_code == 409 and r["Content-Type"] == "application/json"
     body = r.json()
-    assert body["detail"] == ("acme-calibrated@1 rests on too little evidence: 2 judged mixed groups, 30 needed; T1 seen in "
-                              "2 pairs, 5 needed; T2 seen in 3 pairs, 5 needed; T3 seen in 1 pair, 5 needed. "
-                              'Send "force": true to activate it anyway.')
-    assert body["evidence"] == {"sufficient": False, "n_groups": 2, "tier_pairs": {"T1": 2, "T2": 3, "T3": 1},
-                                "minimum": {"groups": 30, "tier_pairs": 5}, "shortfalls": body["evidence"]["shortfalls"]}
+    assert body["detail"] == (
+        "acme-calibrated@1 rests on too little evidence: 2 judged mixed groups, 30 needed; T1 seen in "
+        "2 pairs, 5 needed; T2 seen in 3 pairs, 5 needed; T3 seen in 1 pair, 5 needed. "
+        'Send "force": true to activate it anyway.'
+    )
+    assert body["evidence"] == {
+        "sufficient": False,
+        "n_groups": 2,
+        "tier_pairs": {"T1": 2, "T2": 3, "T3": 1},
+        "minimum": {"groups": 30, "tier_pairs": 5},
+        "shortfalls": body["evidence"]["shortfalls"],
+    }
     assert post(client, url, {"run": "r1", "reason": "x", "force": "maybe"}).status_code == 400
     assert not MappingActivation.objects.exists()
 
     r = post(client, url, {"run": "r1", "reason": "few groups, but the run needs it now", "force": True})
     assert r.status_code == 201 and r.json()["overrode_minimum"] is True
     activation = MappingActivation.objects.get()
-    assert (activation.mapping, activation.overrode_minimum, activation.reason) == (thin, True, "few groups, but the run needs it now")
+    assert (activation.mapping, activation.overrode_minimum, activation.reason) == (
+        thin,
+        True,
+        "few groups, but the run needs it now",
+    )
     history = client.get(f"{URL}active/?project=acme&run=r1").json()["history"]
     assert [(h["mapping"]["label"], h["overrode_minimum"]) for h in history] == [("acme-calibrated@1", True)]
 
@@ -296,8 +347,13 @@ def test_refusals(client, alice, alice_token, bob, carol, trainer_token, default
     new = {"name": "sneaky", "bands": STEEP}
 
     # anonymous: 401 everywhere, with a challenge for the token scheme
-    for r in (client.get(f"{URL}?project=acme"), client.get(f"{URL}active/?project=acme&run=r1"),
-              client.get(f"{URL}{steep.pk}/?project=acme"), post(client, f"{URL}?project=acme", new), post(client, activate, body)):
+    for r in (
+        client.get(f"{URL}?project=acme"),
+        client.get(f"{URL}active/?project=acme&run=r1"),
+        client.get(f"{URL}{steep.pk}/?project=acme"),
+        post(client, f"{URL}?project=acme", new),
+        post(client, activate, body),
+    ):
         assert r.status_code == 401 and r["WWW-Authenticate"].startswith("Token")
 
     # tess's trainer token reads but cannot write
@@ -359,15 +415,22 @@ def assert_method_invariants(frame: pd.DataFrame) -> None:
         assert abs(passing.redistributed_advantage.sum() - passing.advantage.sum()) < 1e-9  # invariant 1
         assert failing.redistributed_advantage.tolist() == failing.advantage.tolist()  # invariant 2
         if group.status.iloc[0] == "graded" and len(passing) > 1:  # invariant 3
-            np.testing.assert_allclose(passing.redistributed_advantage / passing.redistributed_advantage.iloc[0],
-                                       passing.factor / passing.factor.iloc[0], rtol=0, atol=1e-9)
+            np.testing.assert_allclose(
+                passing.redistributed_advantage / passing.redistributed_advantage.iloc[0],
+                passing.factor / passing.factor.iloc[0],
+                rtol=0,
+                atol=1e-9,
+            )
 
 
 @pytest.mark.django_db(transaction=True)
-def test_activating_through_the_api_changes_graded_groups_only_and_the_old_export_stays(client, alice, alice_token, trainer_token):
+def test_activating_through_the_api_changes_graded_groups_only_and_the_old_export_stays(
+    client, alice, alice_token, trainer_token
+):
     default = default_mapping()
     post_groups(
-        client, alice_token,
+        client,
+        alice_token,
         small_group("g1@1", rewards=(1, 1, 1, 0, 0, 0)),  # the docs/method.md worked example
         small_group("g2@1", instance_id="t-2", rewards=(1, 0, 1, 1, 0)),  # graded, two T2s share the band
         small_group("g3@1", instance_id="t-3", rewards=(1, 0)),  # no verdict yet: fallback
@@ -377,27 +440,50 @@ def test_activating_through_the_api_changes_graded_groups_only_and_the_old_expor
         small_group("g7@2", step=2, instance_id="t-7", rewards=(0, 1, 1, 0)),  # graded, another step
     )
     groups = {g.uid: g for g in Group.objects.all()}
-    record_verdict(group=groups["g1@1"], grader="test@1", status="valid",
-                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)])
-    record_verdict(group=groups["g2@1"], grader="test@1", status="valid",
-                   grades=[GradeInput(0, "T2", 1), GradeInput(2, "T2", 2), GradeInput(3, "T3", 3)])
+    record_verdict(
+        group=groups["g1@1"],
+        grader="test@1",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(2, "T3", 3)],
+    )
+    record_verdict(
+        group=groups["g2@1"],
+        grader="test@1",
+        status="valid",
+        grades=[GradeInput(0, "T2", 1), GradeInput(2, "T2", 2), GradeInput(3, "T3", 3)],
+    )
     record_verdict(group=groups["g4@1"], grader="test@1", status="invalid", errors=["rank 4 of 2"])
     record_verdict(group=groups["g7@2"], grader="test@1", status="valid", grades=[GradeInput(1, "T1", 1), GradeInput(2, "T3", 2)])
 
     before, label = export(client, trainer_token)
     assert label == "default@1" and len(before) == 6 + 5 + 2 + 3 + 2 + 3 + 4
-    assert before[before.uid == "g1@1"].redistributed_advantage.round(6).tolist() == [0.638298, 0.542553, 0.319149, -0.5, -0.5, -0.5]
+    assert before[before.uid == "g1@1"].redistributed_advantage.round(6).tolist() == [
+        0.638298,
+        0.542553,
+        0.319149,
+        -0.5,
+        -0.5,
+        -0.5,
+    ]
     assert_method_invariants(before)
 
-    created = post(client, "/api/v1/mappings/", {"name": "steep", "bands": STEEP, "note": "T2 and T3 count for less"},
-                   **token(alice_token))
+    created = post(
+        client, "/api/v1/mappings/", {"name": "steep", "bands": STEEP, "note": "T2 and T3 count for less"}, **token(alice_token)
+    )
     assert created.status_code == 201, created.content
     steep = created.json()
-    r = post(client, f"/api/v1/mappings/{steep['id']}/activate/", {"run": "r1", "reason": "calibration says T3 is worth little"},
-             **token(alice_token))
+    r = post(
+        client,
+        f"/api/v1/mappings/{steep['id']}/activate/",
+        {"run": "r1", "reason": "calibration says T3 is worth little"},
+        **token(alice_token),
+    )
     assert r.status_code == 201, r.content
     # eager Celery recomputed both steps under the new mapping after the commit
-    assert set(StepComputation.objects.filter(mapping_id=steep["id"]).values_list("step__number", "stale")) == {(1, False), (2, False)}
+    assert set(StepComputation.objects.filter(mapping_id=steep["id"]).values_list("step__number", "stale")) == {
+        (1, False),
+        (2, False),
+    }
 
     after, label = export(client, trainer_token)
     assert label == "steep@1" and set(after["mapping"]) == {"steep@1"}

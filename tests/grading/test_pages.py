@@ -19,8 +19,14 @@ def group_uid(client, alice_token):
 
 
 def test_anonymous_pages_redirect_to_login(client, group_uid):
-    for url in ["/projects/", "/projects/acme/", "/projects/acme/runs/r1/", "/projects/acme/runs/r1/steps/1/",
-                f"/projects/acme/runs/r1/groups/{group_uid}/", f"/projects/acme/runs/r1/groups/{group_uid}/rollouts/0/turns/"]:
+    for url in [
+        "/projects/",
+        "/projects/acme/",
+        "/projects/acme/runs/r1/",
+        "/projects/acme/runs/r1/steps/1/",
+        f"/projects/acme/runs/r1/groups/{group_uid}/",
+        f"/projects/acme/runs/r1/groups/{group_uid}/rollouts/0/turns/",
+    ]:
         r = client.get(url)
         assert r.status_code == 302 and r["Location"].startswith("/accounts/login/"), url
 
@@ -85,8 +91,12 @@ def test_split_view_and_turns_partials(client, bob, group_uid):
 
 def test_other_projects_member_gets_404_everywhere(client, carol, group_uid):
     client.force_login(carol)  # carol belongs to "other" only
-    for url in ["/projects/acme/", "/projects/acme/runs/r1/", f"/projects/acme/runs/r1/groups/{group_uid}/",
-                f"/projects/acme/runs/r1/groups/{group_uid}/rollouts/0/diff/"]:
+    for url in [
+        "/projects/acme/",
+        "/projects/acme/runs/r1/",
+        f"/projects/acme/runs/r1/groups/{group_uid}/",
+        f"/projects/acme/runs/r1/groups/{group_uid}/rollouts/0/diff/",
+    ]:
         assert client.get(url).status_code == 404, url
 
 
@@ -150,9 +160,15 @@ def test_a_huge_patch_loads_on_demand_and_evidence_still_opens_it(client, alice,
     body = "".join(f"+line_{n} = {n}\n" for n in range(8000))
     big["rollouts"][0]["patch"] = f"--- a/w.py\n+++ b/w.py\n@@ -0,0 +1,8000 @@\n{body}"
     post_groups(client, alice_token, big)
-    record_verdict(group=Group.objects.get(uid="big@1"), grader="g@1", status="valid", grades=[
-        GradeInput(0, "T2", 2, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:7", "note": "dead code"}]),
-        GradeInput(2, "T1", 1)])
+    record_verdict(
+        group=Group.objects.get(uid="big@1"),
+        grader="g@1",
+        status="valid",
+        grades=[
+            GradeInput(0, "T2", 2, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:7", "note": "dead code"}]),
+            GradeInput(2, "T1", 1),
+        ],
+    )
     client.force_login(alice)
     html = client.get("/projects/acme/runs/r1/groups/big@1/").content.decode()
     assert 'data-testid="load-diff-0"' in html and "line_7999" not in html  # deferred

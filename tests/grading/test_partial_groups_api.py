@@ -25,8 +25,12 @@ def _export(client, token, **params) -> tuple[dict, dict]:
 
 
 def _patch(client, token, body):
-    return client.patch("/api/v1/runs/r1/?project=acme", data=json.dumps(body), content_type="application/json",
-                        HTTP_AUTHORIZATION=f"Token {token}")
+    return client.patch(
+        "/api/v1/runs/r1/?project=acme",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {token}",
+    )
 
 
 @pytest.fixture
@@ -34,8 +38,12 @@ def dropped_step(client, alice_token):
     group = small_group("g@1", rewards=(1, 1, 0, 0))
     group["rollouts"][3]["dropped"] = "timeout"
     post_groups(client, alice_token, group)
-    record_verdict(group=Group.objects.get(uid="g@1"), grader="test@1", status="valid",
-                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T3", 2)])
+    record_verdict(
+        group=Group.objects.get(uid="g@1"),
+        grader="test@1",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(1, "T3", 2)],
+    )
     return Step.objects.get(number=1)
 
 
@@ -61,10 +69,13 @@ def test_mask_by_default_then_recompute_when_the_policy_says_so(client, alice_to
     assert old[3]["drop_mode"] == "mask"
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"drop_policy": {"timeout": "skip"}}, "drop_policy"),
-    ({"drop_policy": ["timeout"]}, "drop_policy"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"drop_policy": {"timeout": "skip"}}, "drop_policy"),
+        ({"drop_policy": ["timeout"]}, "drop_policy"),
+    ],
+)
 def test_a_bad_policy_is_a_400_naming_the_field(client, alice_token, dropped_step, body, field):
     r = _patch(client, alice_token, body)
     assert r.status_code == 400 and r.json()["field"] == field, r.content

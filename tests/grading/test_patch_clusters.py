@@ -23,9 +23,20 @@ def file_diff(path: str, hunks: list[tuple[int, list[str], list[str]]], *, conte
 
 
 def new_file(path: str, lines: list[str]) -> str:
-    return "\n".join([f"diff --git a/{path} b/{path}", "new file mode 100644", "index 0000000..3333333",
-                      "--- /dev/null", f"+++ b/{path}", f"@@ -0,0 +1,{len(lines)} @@"]
-                     + [f"+{line}" for line in lines]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"diff --git a/{path} b/{path}",
+                "new file mode 100644",
+                "index 0000000..3333333",
+                "--- /dev/null",
+                f"+++ b/{path}",
+                f"@@ -0,0 +1,{len(lines)} @@",
+            ]
+            + [f"+{line}" for line in lines]
+        )
+        + "\n"
+    )
 
 
 FIX = file_diff("pkg/core.py", [(10, ["    return a+b"], ["    return a + b"]), (40, [], ["    x = 1"])])
@@ -53,15 +64,20 @@ def test_every_member_of_a_cluster_names_all_the_others():
     # One wording per cluster (issue 25): never "#1: same change as #2, #7" but "#7: same change as #1".
     g = cluster_patches([(i, FIX) for i in (1, 2, 7)] + [(9, OTHER)])
     assert {r.index: r.label for r in g.rollouts} == {
-        1: "same change as #2, #7", 2: "same change as #1, #7", 7: "same change as #1, #2", 9: "unique change"}
+        1: "same change as #2, #7",
+        2: "same change as #1, #7",
+        7: "same change as #1, #2",
+        9: "unique change",
+    }
     big = cluster_patches([(i, FIX) for i in range(8)])
     assert big.of(0).label == "same change as #1, #2, #3, #4, #5 and 2 more"
     assert big.of(7).label == "same change as #0, #1, #2, #3, #4 and 2 more"
 
 
 def test_whitespace_only_differences_vanish():
-    reindented = file_diff("pkg/core.py", [(10, ["\treturn a+b  "], ["        return   a + b\t"]),
-                                           (40, [], ["", "    x = 1   ", "   "])])
+    reindented = file_diff(
+        "pkg/core.py", [(10, ["\treturn a+b  "], ["        return   a + b\t"]), (40, [], ["", "    x = 1   ", "   "])]
+    )
     # A file whose only change is whitespace (re-indent, trailing spaces, blank lines) does not count.
     whitespace_only = file_diff("pkg/style.py", [(3, ["if x:", "    y()  "], ["if x:  ", "\ty()", ""])])
     g = cluster_patches([(3, FIX), (5, reindented + whitespace_only)])
@@ -69,8 +85,9 @@ def test_whitespace_only_differences_vanish():
     assert g.of(5).files == ("pkg/core.py",)
     assert g.of(5).label == "same change as #3"
     # Whitespace inside a line is a change only when it is there or not, not in how much of it.
-    assert key(cluster_patches([(0, file_diff("m.py", [(1, [], ["a = 1"])]))]), 0) != \
-        key(cluster_patches([(0, file_diff("m.py", [(1, [], ["a=1"])]))]), 0)
+    assert key(cluster_patches([(0, file_diff("m.py", [(1, [], ["a = 1"])]))]), 0) != key(
+        cluster_patches([(0, file_diff("m.py", [(1, [], ["a=1"])]))]), 0
+    )
 
 
 def test_a_one_character_difference_is_another_cluster():
@@ -83,8 +100,12 @@ def test_a_one_character_difference_is_another_cluster():
 
 def test_renamed_scratch_file_same_cluster_different_extra_counts():
     a = FIX + new_file("debug_issue.py", ["import pkg", "print(pkg.core.add(1, 2))"])
-    b = FIX + new_file("debug_issue2.py", ["print('other')"]) + new_file("FIX_SUMMARY.md", ["# Fix", "done"]) \
+    b = (
+        FIX
+        + new_file("debug_issue2.py", ["print('other')"])
+        + new_file("FIX_SUMMARY.md", ["# Fix", "done"])
         + new_file("final_test.py", ["assert True"])
+    )
     c = FIX
     g = cluster_patches([(1, a), (2, b), (3, c)])
     assert g.clusters == {1: (1, 2, 3)}
@@ -129,11 +150,25 @@ def test_empty_patch_and_scratch_only_patch_are_no_change():
 
 
 def test_deleted_file():
-    deleted = "\n".join(["diff --git a/pkg/old.py b/pkg/old.py", "deleted file mode 100644", "index 4444444..0000000",
-                         "--- a/pkg/old.py", "+++ /dev/null", "@@ -1,2 +0,0 @@", "-def old():", "-    pass"]) + "\n"
+    deleted = (
+        "\n".join(
+            [
+                "diff --git a/pkg/old.py b/pkg/old.py",
+                "deleted file mode 100644",
+                "index 4444444..0000000",
+                "--- a/pkg/old.py",
+                "+++ /dev/null",
+                "@@ -1,2 +0,0 @@",
+                "-def old():",
+                "-    pass",
+            ]
+        )
+        + "\n"
+    )
     # The same lines removed, the file kept (its first line stays): not the same change as deleting it.
-    emptied = "\n".join(["--- a/pkg/old.py", "+++ b/pkg/old.py", "@@ -1,3 +1,1 @@", " import os", "-def old():",
-                         "-    pass"]) + "\n"
+    emptied = (
+        "\n".join(["--- a/pkg/old.py", "+++ b/pkg/old.py", "@@ -1,3 +1,1 @@", " import os", "-def old():", "-    pass"]) + "\n"
+    )
     g = cluster_patches([(0, FIX + deleted), (1, deleted + FIX), (2, FIX + emptied), (3, FIX)])
     assert g.clusters == {0: (0, 1), 2: (2,), 3: (3,)}
     assert g.of(0).files == ("pkg/core.py", "pkg/old.py") and g.of(0).extra == 0
@@ -161,16 +196,44 @@ def test_unparseable_patches_compare_as_a_whole():
 
 
 def test_scratch_names_from_the_real_trajectories():
-    for path in ("reproduce_issue.py", "reproduction_script.py", "verify_fix.py", "apply_fix.py", "test_fix.py",
-                 "run_repro.py", "check_fail_behavior.py", "test_floatformat.py", "reproduction/settings.py",
-                 "reproduce_app/__init__.py", "debug_issue.py", "pkg/debug_x.py", "final_test.py",
-                 "IMPLEMENTATION_SUMMARY.md", "docs/FIX_NOTES.md", "scratch/a.py", "pkg/scratch/b.txt",
-                 "test_fix_2.py", "inspect_issue.py", "modify_latex.py", "patch_models.py", "test_fk_app/models.py",
-                 "run_fk_test.py"):
+    for path in (
+        "reproduce_issue.py",
+        "reproduction_script.py",
+        "verify_fix.py",
+        "apply_fix.py",
+        "test_fix.py",
+        "run_repro.py",
+        "check_fail_behavior.py",
+        "test_floatformat.py",
+        "reproduction/settings.py",
+        "reproduce_app/__init__.py",
+        "debug_issue.py",
+        "pkg/debug_x.py",
+        "final_test.py",
+        "IMPLEMENTATION_SUMMARY.md",
+        "docs/FIX_NOTES.md",
+        "scratch/a.py",
+        "pkg/scratch/b.txt",
+        "test_fix_2.py",
+        "inspect_issue.py",
+        "modify_latex.py",
+        "patch_models.py",
+        "test_fk_app/models.py",
+        "run_fk_test.py",
+    ):
         assert is_scratch_name(path), path
-    for path in ("pkg/core.py", "pkg/tests/test_core.py", "tests/test_fixtures.py", "README.md",
-                 "pkg/views/debug.py", "docs/summary.md", "setup.py", "pkg/checks.py",
-                 "pkg/run_tests.py", "pkg/patch_utils.py"):
+    for path in (
+        "pkg/core.py",
+        "pkg/tests/test_core.py",
+        "tests/test_fixtures.py",
+        "README.md",
+        "pkg/views/debug.py",
+        "docs/summary.md",
+        "setup.py",
+        "pkg/checks.py",
+        "pkg/run_tests.py",
+        "pkg/patch_utils.py",
+    ):
         assert not is_scratch_name(path), path
 
 
@@ -181,10 +244,19 @@ def test_real_patches_each_their_own_cluster_whatever_the_whitespace():
     for n, group in enumerate(load_real_groups()):
         patch = group["rollouts"][0]["patch"]
         files = ["diff --git " + part for part in patch.split("diff --git ") if part]
-        copy = "".join(reversed([
-            "\n".join(line[:1] + line[1:].replace("    ", "\t") + "  " if line[:1] in ("+", "-") and not line.startswith(("+++", "---"))
-                      else line for line in part.split("\n"))
-            for part in files]))
+        copy = "".join(
+            reversed(
+                [
+                    "\n".join(
+                        line[:1] + line[1:].replace("    ", "\t") + "  "
+                        if line[:1] in ("+", "-") and not line.startswith(("+++", "---"))
+                        else line
+                        for line in part.split("\n")
+                    )
+                    for part in files
+                ]
+            )
+        )
         patches += [(2 * n, patch), (2 * n + 1, copy)]
     g = cluster_patches(patches)
     assert g.distinct == 16
@@ -201,8 +273,9 @@ def test_hostile_and_huge_patches_finish_quickly():
     many = file_diff("pkg/big.py", [(1, [], ["x"] * (clusters.MAX_ROWS + 10))])
     # Long lines of whitespace and backslashes, a file name of 50,000 characters.
     nasty = file_diff("pkg/" + "d/" * 25_000 + "x.py", [(1, ["\\" * 100_000 + " " * 100_000], ["\t" * 200_000 + "y"])])
-    g = cluster_patches([(0, huge), (1, huge), (2, many), (3, nasty), (4, FIX)],
-                        tests=["(" * 10_000 + " (" + "a." * 5_000 + ")"] * 100)
+    g = cluster_patches(
+        [(0, huge), (1, huge), (2, many), (3, nasty), (4, FIX)], tests=["(" * 10_000 + " (" + "a." * 5_000 + ")"] * 100
+    )
     elapsed = time.monotonic() - started
     assert g.clusters == {0: (0, 1), 2: (2,), 3: (3,), 4: (4,)}
     assert "compared as a whole" in g.of(0).note and "compared as a whole" in g.of(2).note
@@ -230,17 +303,30 @@ def test_permuting_files_and_hunks_never_changes_the_key(files, data):
     order = list(files)
     hunk_orders = {p: list(range(len(h))) for p, h in files.items()}
     base = patch_of(files, order, hunk_orders)
-    shuffled = patch_of(files, data.draw(st.permutations(order)),
-                        {p: data.draw(st.permutations(o)) for p, o in hunk_orders.items()})
+    shuffled = patch_of(
+        files, data.draw(st.permutations(order)), {p: data.draw(st.permutations(o)) for p, o in hunk_orders.items()}
+    )
     g = cluster_patches([(0, base), (1, shuffled)])
     assert g.of(0).key == g.of(1).key
 
 
 @settings(max_examples=150, deadline=None)
-@given(files=FILES,
-       scratch=st.sampled_from(["debug_issue.py", "reproduce_bug.py", "FIX_SUMMARY.md", "final_test.py",
-                                "scratch/notes.txt", "verify_fix.py", "reproduction/settings.py"]),
-       content=st.lists(LINES, min_size=1, max_size=3), first=st.booleans())
+@given(
+    files=FILES,
+    scratch=st.sampled_from(
+        [
+            "debug_issue.py",
+            "reproduce_bug.py",
+            "FIX_SUMMARY.md",
+            "final_test.py",
+            "scratch/notes.txt",
+            "verify_fix.py",
+            "reproduction/settings.py",
+        ]
+    ),
+    content=st.lists(LINES, min_size=1, max_size=3),
+    first=st.booleans(),
+)
 def test_adding_a_scratch_file_never_changes_the_key(files, scratch, content, first):
     base = patch_of(files, list(files), {p: list(range(len(h))) for p, h in files.items()})
     extra = new_file(scratch, content)

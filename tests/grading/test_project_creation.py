@@ -34,8 +34,9 @@ def command(*args) -> str:
 def test_create_api_token_refuses_a_typo_naming_the_projects_there_are(acme, other_project):
     with pytest.raises(CommandError) as refused:
         command("create_api_token", "probe", "--project", "acmee", "--role", "admin")
-    assert str(refused.value) == ("no project 'acmee'; existing projects: acme, other "
-                                  "(create it with create_project, or pass --create-project)")
+    assert str(refused.value) == (
+        "no project 'acmee'; existing projects: acme, other (create it with create_project, or pass --create-project)"
+    )
     assert not Project.objects.filter(name="acmee").exists() and not get_user_model().objects.filter(username="probe").exists()
     secret = command("create_api_token", "probe", "--project", "acmee", "--role", "admin", "--create-project").strip()
     token = ApiToken.objects.get(user__username="probe")
@@ -50,13 +51,17 @@ def test_create_api_token_says_when_there_is_no_project_at_all(db):
 
 def test_create_project_command(alice, acme):
     assert command("create_project", "flash-code-rl", "--admin", "alice", "--description", "GRPO on SWE-Gym") == (
-        "project flash-code-rl created, alice is its admin\n")
+        "project flash-code-rl created, alice is its admin\n"
+    )
     project = Project.objects.get(name="flash-code-rl")
     assert project.description == "GRPO on SWE-Gym" and Membership.objects.get(project=project).user == alice
     assert "give it an admin" in command("create_project", "bare")
-    for name, says in (("flash-code-rl", "a project named 'flash-code-rl' already exists"),
-                       ("ACME", "a project named 'acme' already exists"),
-                       ("no spaces", "must be a slug"), ("new", "reserved name")):
+    for name, says in (
+        ("flash-code-rl", "a project named 'flash-code-rl' already exists"),
+        ("ACME", "a project named 'acme' already exists"),
+        ("no spaces", "must be a slug"),
+        ("new", "reserved name"),
+    ):
         with pytest.raises(CommandError, match=says):
             command("create_project", name)
     with pytest.raises(CommandError, match="no account is called 'ghost'"):

@@ -43,8 +43,9 @@ def test_existing_groups_get_step_number_verdict_flag_credit_and_review_state():
     run = Run.objects.create(project=project, name="r1")
     other_run = Run.objects.create(project=project, name="r2")
     # Made by a data migration; a transactional test before this one may have flushed it.
-    default = (FactorMapping.objects.filter(name="default", version=1, project__isnull=True).first()
-               or FactorMapping.objects.create(name="default", version=1, source="default", bands={}))
+    default = FactorMapping.objects.filter(
+        name="default", version=1, project__isnull=True
+    ).first() or FactorMapping.objects.create(name="default", version=1, source="default", bands={})
     steep = FactorMapping.objects.create(project=project, name="steep", version=1, bands={})
     MappingActivation.objects.create(run=other_run, mapping=steep)
     groups = {}
@@ -58,9 +59,24 @@ def test_existing_groups_get_step_number_verdict_flag_credit_and_review_state():
     def result(group, mapping, index, a, a_star):
         rollout = Rollout.objects.create(group=group, index=index, reward=1.0, passed=True, content_hash=str(index))
         AdvantageResult.objects.create(
-            rollout=rollout, mapping=mapping, step=group.step, run_name=group.run.name, step_number=group.step.number,
-            uid=group.uid, index=index, instance_id="t", baseline="mean", advantage=a, factor=1, lambda_value=1,
-            redistributed_advantage=a_star, discount_only_advantage=a, mapping_label="m", status="graded", computed_at=now)
+            rollout=rollout,
+            mapping=mapping,
+            step=group.step,
+            run_name=group.run.name,
+            step_number=group.step.number,
+            uid=group.uid,
+            index=index,
+            instance_id="t",
+            baseline="mean",
+            advantage=a,
+            factor=1,
+            lambda_value=1,
+            redistributed_advantage=a_star,
+            discount_only_advantage=a,
+            mapping_label="m",
+            status="graded",
+            computed_at=now,
+        )
 
     a1 = groups[("r1", "a")]
     result(a1, default, 0, 0.5, 0.8)

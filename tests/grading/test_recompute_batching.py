@@ -36,8 +36,9 @@ def test_changes_to_a_step_queue_one_recomputation_until_it_runs(step_with_verdi
     assert step.inputs_version >= 3 and StepComputation.objects.get(step=step).stale
 
 
-def test_inputs_changing_during_a_computation_leave_it_stale_and_queue_another(step_with_verdict, django_capture_on_commit_callbacks,
-                                                                               monkeypatch):
+def test_inputs_changing_during_a_computation_leave_it_stale_and_queue_another(
+    step_with_verdict, django_capture_on_commit_callbacks, monkeypatch
+):
     from grading.method import services as advantages
     from grading.models import Step
 

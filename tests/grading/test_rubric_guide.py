@@ -91,8 +91,10 @@ def test_the_llm_graders_prompt_carries_the_projects_edited_guide(client, acme, 
     ingest_groups(acme, small_group("g@1", rewards=(1, 0, 1)))
     edit(client, alice)
     group = Group.objects.get(uid="g@1")
-    with FakeOpenAI(responder=scripted_model(2)) as fake, override_settings(
-            GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True):
+    with (
+        FakeOpenAI(responder=scripted_model(2)) as fake,
+        override_settings(GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True),
+    ):
         verdict = grade_group(group_id=group.pk, backend="llm")
     assert verdict.status == Verdict.Status.VALID
     assert fake.requests, "the grader made no request"

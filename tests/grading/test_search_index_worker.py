@@ -53,8 +53,12 @@ def test_a_post_is_searchable_once_a_real_worker_has_indexed_it(client, alice_to
     command = [m["action"] for m in groups[0]["rollouts"][2]["messages"] if 20 <= len(m.get("action") or "") <= 300][-1]
     # held back until the first search has seen the backlog: the worker may not race it
     monkeypatch.setattr(task, "delay", lambda: sent.append(None))
-    r = client.post("/api/v1/groups/?project=acme", jsonl(*groups), content_type="application/x-ndjson",
-                    HTTP_AUTHORIZATION=f"Token {alice_token}")
+    r = client.post(
+        "/api/v1/groups/?project=acme",
+        jsonl(*groups),
+        content_type="application/x-ndjson",
+        HTTP_AUTHORIZATION=f"Token {alice_token}",
+    )
     assert r.status_code in (200, 201), r.content
     n = Rollout.objects.count()
     assert n == len(groups[0]["rollouts"]) and SearchBacklog.objects.count() == n and RolloutSearch.objects.count() == 0
@@ -72,7 +76,10 @@ def test_a_post_is_searchable_once_a_real_worker_has_indexed_it(client, alice_to
     assert RolloutSearch.objects.count() == n
 
     after = search(client, alice_token, command)
-    holding = sorted(r.index for r in Rollout.objects.select_related("content")
-                     if any(command in text for text in fields(r.content.messages, r.content.patch, r.content.tests)))
+    holding = sorted(
+        r.index
+        for r in Rollout.objects.select_related("content")
+        if any(command in text for text in fields(r.content.messages, r.content.patch, r.content.tests))
+    )
     assert (after["indexed"], after["pending"]) == (True, 0)
     assert sorted(r["index"] for r in after["results"]) == holding and 2 in holding

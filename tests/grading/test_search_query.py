@@ -22,15 +22,23 @@ def test_words_phrases_and_prefixes():
     assert kinds("a a") == [("word", ("a",))]  # the same term once
 
 
-@pytest.mark.parametrize("raw, message", [
-    ("", "empty"), ("   ", "empty"), (None, "empty"),
-    ("x" * (MAX_QUERY_CHARS + 1), "longer than 1,000"),
-    ('"git log', "unclosed quote"),
-    ("==", "no letters or digits"), ('""', "no letters or digits"),
-    ("*", "a prefix is"), ("foo-b*", "a prefix is"),
-    ("a\x00b", "NUL"), ("a\x1eb", "record separator"),
-    (" ".join(f"w{i}" for i in range(17)), "at most 16"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        (None, "empty"),
+        ("x" * (MAX_QUERY_CHARS + 1), "longer than 1,000"),
+        ('"git log', "unclosed quote"),
+        ("==", "no letters or digits"),
+        ('""', "no letters or digits"),
+        ("*", "a prefix is"),
+        ("foo-b*", "a prefix is"),
+        ("a\x00b", "NUL"),
+        ("a\x1eb", "record separator"),
+        (" ".join(f"w{i}" for i in range(17)), "at most 16"),
+    ],
+)
 def test_bad_queries_say_why(raw, message):
     with pytest.raises(QueryError, match=message):
         parse_query(raw)
@@ -78,8 +86,11 @@ def test_parser_never_fails_otherwise(raw):
     assert q.terms and all(t.tokens and all(tok.isalnum() for tok in t.tokens) for t in q.terms)
 
 
-@given(st.lists(st.text(alphabet=st.characters(categories=("L", "Nd")), min_size=1, max_size=8), min_size=1, max_size=4),
-       st.text(max_size=30), st.text(max_size=30))
+@given(
+    st.lists(st.text(alphabet=st.characters(categories=("L", "Nd")), min_size=1, max_size=8), min_size=1, max_size=4),
+    st.text(max_size=30),
+    st.text(max_size=30),
+)
 def test_a_phrase_of_the_texts_own_tokens_is_found(words, before, after):
     words = [w for w in words if len(w.lower()) == len(w) and tokens(w) == [w.lower()]]
     if not words:
@@ -95,14 +106,19 @@ def test_patch_parts_carry_path_and_new_line():
 
 
 def test_hits_say_where_and_snippet_is_plain_text():
-    messages = [{"role": "user", "content": "Fix it"},
-                {"role": "assistant", "content": "THOUGHT\n```bash\ngit log -p <script>\n```", "observation": "commit abc"}]
+    messages = [
+        {"role": "user", "content": "Fix it"},
+        {"role": "assistant", "content": "THOUGHT\n```bash\ngit log -p <script>\n```", "observation": "commit abc"},
+    ]
     patch = "--- a/w.py\n+++ b/w.py\n@@ -1 +1 @@\n-x = 1\n+x = 2  # git\n"
     found = find_hits(parse_query("git"), messages, patch, {"FAIL_TO_PASS": {"success": ["tests/test_git.py::t"]}})
     hits = found.hits
     assert [(h.where, h.field, h.turn, h.path, h.line) for h in hits] == [
-        ("patch", "patch", None, "w.py", 1), ("test", "test", None, "", None), ("turn", "content", 1, "", None),
-        ("turn", "action", 1, "", None)]
+        ("patch", "patch", None, "w.py", 1),
+        ("test", "test", None, "", None),
+        ("turn", "content", 1, "", None),
+        ("turn", "action", 1, "", None),
+    ]
     assert found.total == 4 and found.complete
     assert hits[2].match == "git" and "<script>" in hits[2].snippet  # escaping is the page's job
 
@@ -116,8 +132,20 @@ def test_every_hit_of_a_long_rollout_is_counted_and_paged():
     assert not cut.complete and cut.total == 3  # the budget says it stopped short
 
 
-@pytest.mark.parametrize("raw", ["sed -i", "git log -p", "git diff", "python -c", "find . -name", "rm -rf",
-                                 "pip install x==1.2", "pytest tests/test_x.py::test_y", "cat setup.py"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "sed -i",
+        "git log -p",
+        "git diff",
+        "python -c",
+        "find . -name",
+        "rm -rf",
+        "pip install x==1.2",
+        "pytest tests/test_x.py::test_y",
+        "cat setup.py",
+    ],
+)
 def test_the_default_box_searches_a_command_as_that_command(raw):
     query = parse_query(raw, mode="auto")
     assert query.mode == "literal" and query.auto and query.literal == raw
@@ -135,15 +163,18 @@ def test_nothing_of_a_long_rollout_is_left_out_of_its_chunks():
     assert all(f"end {i}" in "".join(got) for i in range(30))  # 1.5 MB, all of it
 
 
-@given(st.lists(st.text(st.characters(blacklist_characters=SEPARATOR), max_size=20_000), max_size=6),
-       st.integers(0, 10 ** 6), st.integers(1, MAX_QUERY_CHARS))
+@given(
+    st.lists(st.text(st.characters(blacklist_characters=SEPARATOR), max_size=20_000), max_size=6),
+    st.integers(0, 10**6),
+    st.integers(1, MAX_QUERY_CHARS),
+)
 def test_every_query_sized_substring_of_a_field_lies_whole_in_one_chunk(texts, seed, length):
     got = chunks(texts)
     assert all(len(c) <= CHUNK_CHARS for c in got)
     for text in texts:
         if len(text) >= length:
             start = seed % (len(text) - length + 1)
-            needle = text[start:start + length]
+            needle = text[start : start + length]
             assert any(needle in piece for c in got for piece in c.split(SEPARATOR))
 
 

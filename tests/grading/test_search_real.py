@@ -104,7 +104,9 @@ def mismatches(project, fields: dict[int, list[str]], literals) -> dict[str, tup
 
 
 def shown(found: dict[str, tuple[set[int], set[int]]], total: int, n: int = 8) -> str:
-    sample = "\n".join(f"  {lit[:80]!r}: {len(missed)} missed, {len(extra)} extra" for lit, (missed, extra) in list(found.items())[:n])
+    sample = "\n".join(
+        f"  {lit[:80]!r}: {len(missed)} missed, {len(extra)} extra" for lit, (missed, extra) in list(found.items())[:n]
+    )
     return f"{len(found)} of {total} literals differ from the brute force, e.g.\n{sample}"
 
 
@@ -186,7 +188,9 @@ def test_every_command_a_real_rollout_ran_finds_that_rollout(real):
         lost = pks - literal_search(real.project, command)
         if lost:
             missed[command] = lost
-    sample = "\n".join(f"  {c[:80]!r} (not found in {len(pks)} of the rollouts that ran it)" for c, pks in list(missed.items())[:8])
+    sample = "\n".join(
+        f"  {c[:80]!r} (not found in {len(pks)} of the rollouts that ran it)" for c, pks in list(missed.items())[:8]
+    )
     if missed:
         pytest.fail(f"{len(missed)} of {len(ran)} commands do not find every rollout that ran them, e.g.\n{sample}")
 
@@ -199,23 +203,58 @@ def test_a_command_first_run_past_the_100000th_character_finds_its_rollout(real)
     assert max(deep.values()) > 150_000
     missed = sorted((at, command) for (pk, command), at in deep.items() if pk not in literal_search(real.project, command))
     if missed:
-        pytest.fail(f"{len(missed)} of {len(deep)} commands first run past character {DEEP:,} do not find their rollout, "
-                    f"e.g. {[(at, c[:60]) for at, c in missed[:5]]}")
+        pytest.fail(
+            f"{len(missed)} of {len(deep)} commands first run past character {DEEP:,} do not find their rollout, "
+            f"e.g. {[(at, c[:60]) for at, c in missed[:5]]}"
+        )
 
 
 # Probes anyone might type; their brute-force sets range from every rollout to none.
 TYPED_PROBES = [
-    "git diff", "sed -i", "python -c", "find . -name", "rm -rf", "git log", "cat setup.py", "grep -rn", "ls -la",
-    "python3 reproduce_issue.py", "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "Traceback (most recent call last)",
-    "def __init__(self", "__init__.py", "    return ", "self._", "'%s'", "%(", "100%", "_meta", "\\n", "\\\\", "'''", '"""',
-    "\"'", "print('", 'print("', "r'\\", "== '", ": \"", "GIT DIFF", "Git diff", "TRACEBACK", "tests/", "\n\n```bash\n",
-    "<returncode>0</returncode>", "<returncode>1</returncode>", "no such probe anywhere, surely",
+    "git diff",
+    "sed -i",
+    "python -c",
+    "find . -name",
+    "rm -rf",
+    "git log",
+    "cat setup.py",
+    "grep -rn",
+    "ls -la",
+    "python3 reproduce_issue.py",
+    "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+    "Traceback (most recent call last)",
+    "def __init__(self",
+    "__init__.py",
+    "    return ",
+    "self._",
+    "'%s'",
+    "%(",
+    "100%",
+    "_meta",
+    "\\n",
+    "\\\\",
+    "'''",
+    '"""',
+    "\"'",
+    "print('",
+    'print("',
+    "r'\\",
+    "== '",
+    ': "',
+    "GIT DIFF",
+    "Git diff",
+    "TRACEBACK",
+    "tests/",
+    "\n\n```bash\n",
+    "<returncode>0</returncode>",
+    "<returncode>1</returncode>",
+    "no such probe anywhere, surely",
 ]
 
 
 def _window(text: str, at: int, size: int) -> str:
     start = max(0, min(at, len(text) - size))
-    return text[start:start + size]
+    return text[start : start + size]
 
 
 def data_probes(corpus: Corpus, seed: int = 20251118) -> list[str]:
@@ -228,7 +267,7 @@ def data_probes(corpus: Corpus, seed: int = 20251118) -> list[str]:
         at = 0
         for text in fields:
             if at + len(text) > DEEP and len(text) >= 200:
-                deep_fields.append(text[max(0, DEEP - at):])
+                deep_fields.append(text[max(0, DEEP - at) :])
             at += len(text) + 1
     assert len(deep_fields) > 20
     probes: list[str] = []
@@ -238,19 +277,20 @@ def data_probes(corpus: Corpus, seed: int = 20251118) -> list[str]:
         newlines = [i for i, ch in enumerate(text) if ch == "\n" and 0 < i < len(text) - 1]
         if newlines:
             at = rng.choice(newlines)
-            probes.append(text[max(0, at - rng.randint(3, 25)):at + rng.randint(3, 25)])
+            probes.append(text[max(0, at - rng.randint(3, 25)) : at + rng.randint(3, 25)])
     for ch in "%_'\"\\":
         holders = [t for t in deep_fields if ch in t]
         for text in rng.sample(holders, min(4, len(holders))):
             at = rng.choice([i for i, c in enumerate(text) if c == ch])
-            probes.append(text[max(0, at - rng.randint(2, 15)):at + rng.randint(2, 15)])
+            probes.append(text[max(0, at - rng.randint(2, 15)) : at + rng.randint(2, 15)])
     probes += [p.swapcase() for p in probes[:24]]
     return probes
 
 
 def test_literal_probes_from_the_real_data_return_exactly_the_rollouts_that_hold_them(real):
-    probes = list(dict.fromkeys(p for p in TYPED_PROBES + data_probes(real)
-                                if p.strip() and MIN_COMMAND_CHARS <= len(p) <= MAX_QUERY_CHARS))
+    probes = list(
+        dict.fromkeys(p for p in TYPED_PROBES + data_probes(real) if p.strip() and MIN_COMMAND_CHARS <= len(p) <= MAX_QUERY_CHARS)
+    )
     # Thoughts are not among the fields (rollout_fields): a probe whose answer changes with them says
     # nothing about the fields and is left out (in this data, none or nearly none is).
     with_thoughts = {pk: real.fields[pk] + real.thoughts[pk] for pk in real.fields}
@@ -259,8 +299,11 @@ def test_literal_probes_from_the_real_data_return_exactly_the_rollouts_that_hold
     # Not a trivial set: probes in no rollout, in exactly one, in some and in every one of them, and
     # probes every one of whose occurrences lies past DEEP (where only a whole-rollout search finds them).
     assert len(probes) > 100 and 0 in sizes and 1 in sizes and 64 in sizes and sum(1 < n < 64 for n in sizes) > 10
-    only_deep = [p for p in probes if brute_force(real.fields, p) and all(
-        real.text[pk].find(p) >= DEEP for pk in brute_force(real.fields, p))]
+    only_deep = [
+        p
+        for p in probes
+        if brute_force(real.fields, p) and all(real.text[pk].find(p) >= DEEP for pk in brute_force(real.fields, p))
+    ]
     assert len(only_deep) > 10, only_deep
     found = mismatches(real.project, real.fields, probes)
     if found:
@@ -289,8 +332,12 @@ def random_rollout(index: int, texts: list[str]) -> dict:
         "patch": f"diff --git a/p.py b/p.py\n--- a/p.py\n+++ b/{one_line[4]}\n@@ -1,1 +1,1 @@\n-{one_line[5]}\n+{one_line[6]}\n",
         "messages": [
             {"role": "user", "content": t[0]},
-            {"role": "assistant", "content": t[1], "action": t[2],
-             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": t[3]}}]},
+            {
+                "role": "assistant",
+                "content": t[1],
+                "action": t[2],
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": t[3]}}],
+            },
             {"role": "tool", "content": "", "observation": t[7]},
         ],
         "tests": {"FAIL_TO_PASS": {"success": [t[5]], "failure": []}},
@@ -312,7 +359,7 @@ def texts_and_literals(draw):
     literals.append(literals[0].swapcase())  # the same letters in the other case: usually in no field
     if len(everything) > 1:  # across two fields (one's end, a newline, the next one's start): usually in no field
         i = draw(st.integers(0, len(everything) - 2))
-        literals.append(everything[i][-draw(st.integers(1, 5)):] + "\n" + everything[i + 1][:draw(st.integers(1, 5))])
+        literals.append(everything[i][-draw(st.integers(1, 5)) :] + "\n" + everything[i + 1][: draw(st.integers(1, 5))])
     literals += draw(st.lists(TEXT, min_size=1, max_size=3))  # random strings: usually in no field
     # A literal may not be blank (the query would be empty) or longer than the query limit.
     return rollouts, [lit for lit in dict.fromkeys(literals) if lit.strip() and len(lit) <= MAX_QUERY_CHARS]
@@ -325,11 +372,18 @@ def test_random_texts_literal_search_equals_the_brute_force(db, case):
     # A fresh project per example: a search's scope is its project, so earlier examples' rows (kept
     # until the test's transaction is rolled back) are never among the results.
     project = Project.objects.create(name=f"random-{uuid.uuid4().hex[:12]}")
-    group = {"format": "gagar-group/1", "run": "random", "step": 1, "uid": "random@1", "task": {"instance_id": "random"},
-             "rollouts": [random_rollout(i, texts) for i, texts in enumerate(rollouts)]}
+    group = {
+        "format": "gagar-group/1",
+        "run": "random",
+        "step": 1,
+        "uid": "random@1",
+        "task": {"instance_id": "random"},
+        "rollouts": [random_rollout(i, texts) for i, texts in enumerate(rollouts)],
+    }
     ingest_groups(project, group)
     corpus = stored_corpus(project)
     assert sorted(map(sorted, corpus.fields.values())) == sorted(
-        sorted(rollout_fields(r["messages"], r["patch"], r["tests"])) for r in group["rollouts"])  # stored as sent
+        sorted(rollout_fields(r["messages"], r["patch"], r["tests"])) for r in group["rollouts"]
+    )  # stored as sent
     found = mismatches(project, corpus.fields, literals)
     assert not found, shown(found, len(literals))  # an assert, not pytest.fail: hypothesis shrinks it

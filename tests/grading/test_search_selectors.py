@@ -23,24 +23,33 @@ pytestmark = pytest.mark.django_db
 def with_commands(group: dict, *commands: str) -> dict:
     """`group` whose rollout i ran commands[i] (and printed it back)."""
     for rollout, command in zip(group["rollouts"], commands):
-        rollout["messages"].append({"role": "assistant", "content": f"THOUGHT: try\n```bash\n{command}\n```", "action": command,
-                                    "observation": f"ran: {command}\nok"})
+        rollout["messages"].append(
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: try\n```bash\n{command}\n```",
+                "action": command,
+                "observation": f"ran: {command}\nok",
+            }
+        )
     return group
 
 
 @pytest.fixture
 def corpus(acme, other_project):
-    ingest_groups(acme,
-                  with_commands(small_group("a@1", rewards=(1, 0, 1)), "git log -p", "pip install astropy==4.2", "Git Log --oneline"),
-                  with_commands(small_group("b@2", step=2, instance_id="t-2", rewards=(1, 0)), "log git", "pip install astropy"),
-                  with_commands(small_group("c@1", run="r2", instance_id="t-3", rewards=(0, 1)), "git log -p", "astroid check"))
+    ingest_groups(
+        acme,
+        with_commands(small_group("a@1", rewards=(1, 0, 1)), "git log -p", "pip install astropy==4.2", "Git Log --oneline"),
+        with_commands(small_group("b@2", step=2, instance_id="t-2", rewards=(1, 0)), "log git", "pip install astropy"),
+        with_commands(small_group("c@1", run="r2", instance_id="t-3", rewards=(0, 1)), "git log -p", "astroid check"),
+    )
     ingest_groups(other_project, with_commands(small_group("secret@1", rewards=(1,)), "git log -p"))
     return {g.uid: g for g in Group.objects.all()}
 
 
 def found(project, raw: str, mode: str = "words", **scope) -> set[str]:
-    page = search_rollouts(query=parse_query(raw, mode=mode), scope=SearchScope(project=project, **scope), sees_grader=True,
-                           limit=100)
+    page = search_rollouts(
+        query=parse_query(raw, mode=mode), scope=SearchScope(project=project, **scope), sees_grader=True, limit=100
+    )
     return {f"{r.rollout.group.uid}#{r.rollout.index}" for r in page.results}
 
 
@@ -56,8 +65,9 @@ def test_a_resent_line_indexes_nothing_twice_and_an_extension_indexes_its_new_ro
     line = with_commands(small_group("a@1", rewards=(1, 0, 1)), "git log -p", "pip install astropy==4.2", "Git Log --oneline")
     ingest_groups(acme, line)  # unchanged
     assert RolloutSearch.objects.count() == 8
-    extended = with_commands(small_group("a@1", rewards=(1, 0, 1, 0)), "git log -p", "pip install astropy==4.2",
-                             "Git Log --oneline", "svn blame")
+    extended = with_commands(
+        small_group("a@1", rewards=(1, 0, 1, 0)), "git log -p", "pip install astropy==4.2", "Git Log --oneline", "svn blame"
+    )
     report = ingest_groups(acme, extended)
     assert report.groups_extended == 1 and RolloutSearch.objects.count() == 9
     assert found(acme, "svn blame") == {"a@1#3"}
@@ -120,7 +130,9 @@ def test_tier_and_cheat_scopes_and_who_may_use_them(acme, corpus):
             search_rollouts(query=parse_query("git"), scope=SearchScope(project=acme, **scope), sees_grader=False)
     # groups whose grader fields this person may not see yet drop out of a grader-scoped search
     hidden = Group.objects.filter(pk=a1.pk).values_list("pk", flat=True)
-    page = search_rollouts(query=parse_query("git"), scope=SearchScope(project=acme, tier="T1", grader_hidden=hidden), sees_grader=True)
+    page = search_rollouts(
+        query=parse_query("git"), scope=SearchScope(project=acme, tier="T1", grader_hidden=hidden), sees_grader=True
+    )
     assert page.results == []
 
 
@@ -133,8 +145,11 @@ def test_hits_name_the_turn_the_patch_line_and_link_there(acme, corpus):
     # hit highlighted and walks on from it
     assert turn_hits[0].url == "/projects/acme/runs/r1/groups/a@1/?lane=0&start=2&q=git+log+-p&mode=literal&hit=0#turn-0-2"
     assert str(turn_hits[0].snippet).count("<mark>git log -p</mark>") == 1
-    patch_hit = search_rollouts(query=parse_query("y = 1", mode="literal"), scope=SearchScope(project=acme),
-                                sees_grader=False).results[0].hits[0]
+    patch_hit = (
+        search_rollouts(query=parse_query("y = 1", mode="literal"), scope=SearchScope(project=acme), sees_grader=False)
+        .results[0]
+        .hits[0]
+    )
     assert (patch_hit.where, patch_hit.path, patch_hit.line) == ("patch", "w.py", 2)
     # a patch line too opens the group page's hit bar, at the diff row
     assert patch_hit.url.startswith("/projects/acme/runs/r1/groups/a@1/?lane=0&q=y+%3D+1&mode=literal&hit=0#p0-")
@@ -190,8 +205,9 @@ def _many(acme, n_groups: int, size: int, command_of) -> None:
 def _every_page(acme, raw: str, mode: str = "literal", limit: int = 20) -> tuple[list, list[str]]:
     pages, seen, after = [], [], None
     while True:
-        page = search_rollouts(query=parse_query(raw, mode=mode), scope=SearchScope(project=acme), sees_grader=True,
-                               after=after, limit=limit)
+        page = search_rollouts(
+            query=parse_query(raw, mode=mode), scope=SearchScope(project=acme), sees_grader=True, after=after, limit=limit
+        )
         pages.append(page)
         seen += [f"{r.rollout.group.uid}#{r.rollout.index}" for r in page.results]
         if page.next_cursor is None:
@@ -200,8 +216,11 @@ def _every_page(acme, raw: str, mode: str = "literal", limit: int = 20) -> tuple
 
 
 def _brute(raw: str) -> list[str]:
-    return [f"{r.group.uid}#{r.index}" for r in Rollout.objects.select_related("group", "content").order_by("pk")
-            if any(raw in (m.get("action") or "") for m in r.content.messages)]
+    return [
+        f"{r.group.uid}#{r.index}"
+        for r in Rollout.objects.select_related("group", "content").order_by("pk")
+        if any(raw in (m.get("action") or "") for m in r.content.messages)
+    ]
 
 
 def test_a_common_literal_is_paged_from_the_rollouts_read_and_its_count_estimated(acme):
@@ -257,9 +276,13 @@ def test_a_literal_the_index_cannot_answer_in_time_is_read_in_turn(acme, monkeyp
         pytest.skip("the index's time limit is PostgreSQL's statement_timeout")
     _many(acme, 50, 8, lambda k: "make check" if k >= 300 else "ls")
     monkeypatch.setattr(selectors, "INDEX_SECONDS", 0.001)
-    monkeypatch.setattr(selectors, "_chunks_holding", lambda literal: RawSQL("SELECT c.rollout_id FROM grading_searchchunk c, "
-                                                                             "pg_sleep(0.05) WHERE c.text LIKE %s",
-                                                                             [f"%{literal}%"]))
+    monkeypatch.setattr(
+        selectors,
+        "_chunks_holding",
+        lambda literal: RawSQL(
+            "SELECT c.rollout_id FROM grading_searchchunk c, pg_sleep(0.05) WHERE c.text LIKE %s", [f"%{literal}%"]
+        ),
+    )
     pages, seen = _every_page(acme, "make check")
     assert pages[0].count_estimated and pages[0].next_cursor is not None  # (it read PROBE_MAX: the first 320)
     assert [r.rollout.group.uid for r in pages[0].results][:1] == ["m37@1"]  # rollout 300 is the 5th of group 37

@@ -38,6 +38,7 @@ async def asgi_get(path: str, token: str):
 def run(scenario):
     """asyncio.run(scenario()), then the connection its ORM calls opened (on asgiref's one
     thread for sync code outside any request) is closed."""
+
     async def main():
         try:
             return await scenario()
@@ -65,6 +66,7 @@ def two_pending_steps(transactional_db, client, alice_token):
 def test_waiters_on_a_step_are_answered_when_it_turns_final_and_others_at_their_time(two_pending_steps, trainer_token):
     if connection.vendor != "postgresql":  # four requests' threads and the watcher's at once
         pytest.skip("SQLite's in-memory test database locks tables across threads; PostgreSQL (DATABASE_URL) runs it, as CI")
+
     async def scenario():
         waiting = [asyncio.create_task(asgi_get(WAIT.format(step=1, wait=60), trainer_token)) for _ in range(3)]
         waiting.append(asyncio.create_task(asgi_get(WAIT.format(step=2, wait=1), trainer_token)))
@@ -119,8 +121,9 @@ def test_one_round_asks_once_per_watched_step_however_many_wait(two_pending_step
 def test_after_a_wait_an_unknown_inputs_version_is_a_json_404(client, alice_token, trainer_token):
     """Served after the wait (here under WSGI, Django's test client): the same JSON error as without one."""
     post_groups(client, alice_token, small_group("t-1@1", run="rl", step=1))
-    r = client.get("/api/v1/advantages/?project=acme&run=rl&step=1&wait=1&inputs_version=999",
-                   HTTP_AUTHORIZATION=f"Bearer {trainer_token}")
+    r = client.get(
+        "/api/v1/advantages/?project=acme&run=rl&step=1&wait=1&inputs_version=999", HTTP_AUTHORIZATION=f"Bearer {trainer_token}"
+    )
     assert r.status_code == 404 and r["Content-Type"] == "application/json"
     assert "never served at inputs_version 999" in r.json()["detail"] and r.json()["field"] == "inputs_version"
     assert StepWaiter.objects.count() == 0

@@ -48,9 +48,11 @@ def test_add_change_and_remove_are_in_the_admin_history(acme, alice):
     assert team.remove_member(project=acme, membership_id=added.pk, actor=alice) == "newbie"
     assert not Membership.objects.filter(user__username="newbie").exists()
     log = list(LogEntry.objects.order_by("pk").values_list("user__username", "action_flag", "change_message"))
-    assert log == [("alice", 1, "Added to acme as auditor on the team page"),
-                   ("alice", 2, "Role in acme changed from auditor to adjudicator on the team page"),
-                   ("alice", 3, "Removed from acme on the team page")]
+    assert log == [
+        ("alice", 1, "Added to acme as auditor on the team page"),
+        ("alice", 2, "Role in acme changed from auditor to adjudicator on the team page"),
+        ("alice", 3, "Removed from acme on the team page"),
+    ]
 
 
 def test_a_revoked_token_is_refused_by_the_api(client, acme, alice):

@@ -37,7 +37,10 @@ def test_alice_invites_nina_who_sets_a_password_once_and_is_in(client, alice, se
     assert r.status_code == 201
     link = link_of(r)
     assert link.startswith("http://testserver/accounts/invite/")
-    assert "Sign-up link for nina (auditor)" in r.content.decode() and 'data-testid="invite-mailed">nina@example.org<' in r.content.decode()
+    assert (
+        "Sign-up link for nina (auditor)" in r.content.decode()
+        and 'data-testid="invite-mailed">nina@example.org<' in r.content.decode()
+    )
     nina = get_user_model().objects.get(username="nina")
     assert not nina.has_usable_password() and nina.email == "nina@example.org"
     assert Membership.objects.get(user=nina).role == Role.AUDITOR

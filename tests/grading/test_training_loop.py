@@ -31,13 +31,17 @@ def api(client, method: str, path: str, token: str, body=None, **params):
 
 def step_groups(run: str, step: int, n: int = 3) -> list[dict]:
     """n groups of a step: every one mixed except the last, which passes everywhere."""
-    return [small_group(f"t-{i}@{step}", run=run, step=step, instance_id=f"t-{i}", rewards=(1, 0, 1) if i < n - 1 else (1, 1, 1))
-            for i in range(n)]
+    return [
+        small_group(f"t-{i}@{step}", run=run, step=step, instance_id=f"t-{i}", rewards=(1, 0, 1) if i < n - 1 else (1, 1, 1))
+        for i in range(n)
+    ]
 
 
 @pytest.fixture
 def heuristic_run(client, alice_token):
-    r = api(client, "post", "/api/v1/runs/", alice_token, {"name": "rl", "auto_grade": "heuristic", "grading_deadline_seconds": 600})
+    r = api(
+        client, "post", "/api/v1/runs/", alice_token, {"name": "rl", "auto_grade": "heuristic", "grading_deadline_seconds": 600}
+    )
     assert r.status_code == 201, r.content
     return Run.objects.get(name="rl")
 
@@ -49,14 +53,23 @@ def test_admin_creates_a_run_with_its_policy_before_any_group(client, alice_toke
     r = api(client, "get", "/api/v1/runs/rl/", trainer_token)
     assert r.status_code == 200
     assert r.json() | {"created_at": None} == {
-        "name": "rl", "baseline": "mean", "auto_grade": "heuristic", "grading_deadline_seconds": 600, "grader": "heuristic@1", "drop_policy": {},
-        "turn_weights": False, "description": "", "created_at": None, "steps": 0,
+        "name": "rl",
+        "baseline": "mean",
+        "auto_grade": "heuristic",
+        "grading_deadline_seconds": 600,
+        "grader": "heuristic@1",
+        "drop_policy": {},
+        "turn_weights": False,
+        "description": "",
+        "created_at": None,
+        "steps": 0,
     }
     assert [run["name"] for run in api(client, "get", "/api/v1/runs/", trainer_token).json()] == ["rl"]
 
 
-def test_the_runs_list_costs_the_same_queries_for_one_run_or_many(client, alice_token, trainer_token, heuristic_run,
-                                                                  django_assert_max_num_queries):
+def test_the_runs_list_costs_the_same_queries_for_one_run_or_many(
+    client, alice_token, trainer_token, heuristic_run, django_assert_max_num_queries
+):
     def listed():
         r = api(client, "get", "/api/v1/runs/", trainer_token)
         assert r.status_code == 200
@@ -78,26 +91,35 @@ def test_patch_changes_the_policy_and_a_new_baseline_recomputes(client, alice_to
     assert r.status_code == 200, r.content
     heuristic_run.refresh_from_db()
     assert (heuristic_run.baseline, heuristic_run.grading_deadline_seconds) == ("loo", 30)
-    rows = [orjson.loads(x) for x in api(client, "get", "/api/v1/advantages/", alice_token, run="rl", step=1).content.splitlines()]
+    rows = [
+        orjson.loads(x) for x in api(client, "get", "/api/v1/advantages/", alice_token, run="rl", step=1).content.splitlines()
+    ]
     assert {row["baseline"] for row in rows} == {"loo"} and StepExport.objects.count() == before + 1
 
 
-@pytest.mark.parametrize(("body", "field", "words"), [
-    ({"grading_deadline_seconds": 0}, "grading_deadline_seconds", "from 1 to"),
-    ({"grading_deadline_seconds": -5}, "grading_deadline_seconds", "from 1 to"),
-    ({"grading_deadline_seconds": "soon"}, "grading_deadline_seconds", "whole number"),
-    ({"auto_grade": "llm"}, "auto_grade", "needs GRADER_BASE_URL and GRADER_MODEL"),
-    ({"auto_grade": "sometimes"}, "auto_grade", "must be one of none, heuristic, llm"),
-    ({"baseline": "median"}, "baseline", "must be one of mean, loo, grpo"),
-    ({"colour": "blue"}, "colour", "unknown field"),
-    ({"run": "other"}, "run", "unknown field"),  # a field named like the service's own argument: 500 once
-])
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ({"grading_deadline_seconds": 0}, "grading_deadline_seconds", "from 1 to"),
+        ({"grading_deadline_seconds": -5}, "grading_deadline_seconds", "from 1 to"),
+        ({"grading_deadline_seconds": "soon"}, "grading_deadline_seconds", "whole number"),
+        ({"auto_grade": "llm"}, "auto_grade", "needs GRADER_BASE_URL and GRADER_MODEL"),
+        ({"auto_grade": "sometimes"}, "auto_grade", "must be one of none, heuristic, llm"),
+        ({"baseline": "median"}, "baseline", "must be one of mean, loo, grpo"),
+        ({"colour": "blue"}, "colour", "unknown field"),
+        ({"run": "other"}, "run", "unknown field"),  # a field named like the service's own argument: 500 once
+    ],
+)
 def test_refused_policy_values_name_the_field_and_change_nothing(client, alice_token, heuristic_run, body, field, words):
     r = api(client, "patch", "/api/v1/runs/rl/", alice_token, body)
     assert r.status_code == 400
     assert r.json()["field"] == field and words in r.json()["detail"]
     heuristic_run.refresh_from_db()
-    assert (heuristic_run.auto_grade, heuristic_run.grading_deadline_seconds, heuristic_run.baseline) == ("heuristic", 600, "mean")
+    assert (heuristic_run.auto_grade, heuristic_run.grading_deadline_seconds, heuristic_run.baseline) == (
+        "heuristic",
+        600,
+        "mean",
+    )
 
 
 def test_a_new_run_with_a_field_named_project_is_refused_not_a_500(client, alice_token):
@@ -130,13 +152,17 @@ def test_admin_sets_the_policy_on_the_run_page(client, alice, heuristic_run):
     client.force_login(alice)
     page = client.get("/projects/acme/runs/rl/")
     assert b"Grading policy" in page.content and b"heuristic@1" in page.content
-    r = client.post("/projects/acme/runs/rl/policy/", {"baseline": "grpo", "auto_grade": "none", "grading_deadline_seconds": "120"},
-                    follow=True)
+    r = client.post(
+        "/projects/acme/runs/rl/policy/",
+        {"baseline": "grpo", "auto_grade": "none", "grading_deadline_seconds": "120"},
+        follow=True,
+    )
     assert b"Grading policy saved." in r.content
     heuristic_run.refresh_from_db()
     assert (heuristic_run.baseline, heuristic_run.auto_grade, heuristic_run.grading_deadline_seconds) == ("grpo", "none", 120)
-    r = client.post("/projects/acme/runs/rl/policy/", {"baseline": "grpo", "auto_grade": "none", "grading_deadline_seconds": "0"},
-                    follow=True)
+    r = client.post(
+        "/projects/acme/runs/rl/policy/", {"baseline": "grpo", "auto_grade": "none", "grading_deadline_seconds": "0"}, follow=True
+    )
     assert b"Policy not changed" in r.content
 
 
@@ -162,7 +188,15 @@ def test_posting_a_step_grades_its_mixed_groups_once(client, alice_token, traine
     assert r.status_code == 200
     status = r.json()
     assert {k: status[k] for k in ("groups", "mixed", "graded", "invalid", "timeout", "pending", "fallback", "final")} == {
-        "groups": 3, "mixed": 2, "graded": 2, "invalid": 0, "timeout": 0, "pending": 0, "fallback": 0, "final": True}
+        "groups": 3,
+        "mixed": 2,
+        "graded": 2,
+        "invalid": 0,
+        "timeout": 0,
+        "pending": 0,
+        "fallback": 0,
+        "final": True,
+    }
     assert status["inputs_version"] == Step.objects.get().inputs_version
 
 
@@ -173,7 +207,10 @@ def test_without_auto_grading_a_step_waits_for_its_deadline_then_falls_back(clie
     Group.objects.update(created_at=timezone.now() - timedelta(seconds=601))  # the default 600 s passed
     status = api(client, "get", "/api/v1/steps/1/", trainer_token, run="manual").json()
     assert (status["pending"], status["fallback"], status["final"], status["deadline"]) == (0, 2, True, None)
-    rows = [orjson.loads(x) for x in api(client, "get", "/api/v1/advantages/", trainer_token, run="manual", step=1).content.splitlines()]
+    rows = [
+        orjson.loads(x)
+        for x in api(client, "get", "/api/v1/advantages/", trainer_token, run="manual", step=1).content.splitlines()
+    ]
     assert {r["status"] for r in rows if r["uid"] != "t-2@1"} == {"fallback"}
 
 
@@ -185,20 +222,23 @@ def test_grading_a_step_again_restarts_its_deadline(client, alice_token, acme):
     assert r.json()["queued"] == 2 and r.json()["graded"] == 2 and r.json()["final"]
 
 
-@pytest.mark.parametrize(("path", "params", "code", "words"), [
-    ("/api/v1/steps/9/", {"run": "rl"}, 404, "has no step 9"),
-    ("/api/v1/steps/1/", {"run": "nope"}, 404, "no run 'nope'"),
-    ("/api/v1/steps/1/", {"run": "%00"}, 400, "NUL"),  # PostgreSQL refuses NUL in text: refused before any view
-    ("/api/v1/steps/99999999999/", {"run": "rl"}, 404, "has no step 99999999999"),  # past the 32-bit column
-    ("/api/v1/runs/%00/", {}, 404, "NUL"),
-    ("/api/v1/advantages/", {"run": "rl", "step": 99999999999}, 400, "non-negative integer"),
-    ("/api/v1/steps/1/", {}, 400, "'run' is required"),
-    ("/api/v1/advantages/", {"run": "rl", "step": 1, "wait": 301}, 400, "from 0 to 300"),
-    ("/api/v1/advantages/", {"run": "rl", "step": 1, "wait": -1}, 400, "whole number"),
-    ("/api/v1/advantages/", {"run": "rl", "wait": 5}, 400, "needs 'step'"),
-    ("/api/v1/advantages/", {"run": "rl", "step": 1, "inputs_version": "x"}, 400, "whole number"),
-    ("/api/v1/advantages/", {"run": "rl", "step": 1, "inputs_version": 999}, 404, "never served at inputs_version 999"),
-])
+@pytest.mark.parametrize(
+    ("path", "params", "code", "words"),
+    [
+        ("/api/v1/steps/9/", {"run": "rl"}, 404, "has no step 9"),
+        ("/api/v1/steps/1/", {"run": "nope"}, 404, "no run 'nope'"),
+        ("/api/v1/steps/1/", {"run": "%00"}, 400, "NUL"),  # PostgreSQL refuses NUL in text: refused before any view
+        ("/api/v1/steps/99999999999/", {"run": "rl"}, 404, "has no step 99999999999"),  # past the 32-bit column
+        ("/api/v1/runs/%00/", {}, 404, "NUL"),
+        ("/api/v1/advantages/", {"run": "rl", "step": 99999999999}, 400, "non-negative integer"),
+        ("/api/v1/steps/1/", {}, 400, "'run' is required"),
+        ("/api/v1/advantages/", {"run": "rl", "step": 1, "wait": 301}, 400, "from 0 to 300"),
+        ("/api/v1/advantages/", {"run": "rl", "step": 1, "wait": -1}, 400, "whole number"),
+        ("/api/v1/advantages/", {"run": "rl", "wait": 5}, 400, "needs 'step'"),
+        ("/api/v1/advantages/", {"run": "rl", "step": 1, "inputs_version": "x"}, 400, "whole number"),
+        ("/api/v1/advantages/", {"run": "rl", "step": 1, "inputs_version": 999}, 404, "never served at inputs_version 999"),
+    ],
+)
 def test_bad_requests_get_clear_errors(client, alice_token, trainer_token, heuristic_run, path, params, code, words):
     post_groups(client, alice_token, *step_groups("rl", 1))
     r = api(client, "get", path, trainer_token, **params)

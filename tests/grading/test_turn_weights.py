@@ -37,16 +37,21 @@ def _turn(locator, category="wasted_effort", rollout=0, **extra):
 
 def test_only_turns_of_this_rollout_cited_as_waste_are_weighted_down():
     evidence = [
-        _turn("2"), _turn("5", "redundant_exploration"),
-        _turn("3", category=None),                       # a turn cited for something else (a leak, a long trajectory)
-        _turn("4", category="style"),                    # a category the rule does not know
-        _turn("6", rollout=1),                           # another rollout's turn
+        _turn("2"),
+        _turn("5", "redundant_exploration"),
+        _turn("3", category=None),  # a turn cited for something else (a leak, a long trajectory)
+        _turn("4", category="style"),  # a category the rule does not know
+        _turn("6", rollout=1),  # another rollout's turn
         {"kind": "patch", "rollout": 0, "locator": "a.py:6", "category": "wasted_effort"},
-        _turn("9"), _turn("²"), _turn("1" * 40), _turn("-1"), _turn(" 7 "),  # no such message, not ASCII digits, padded
-        "not a citation", {"kind": "turn"},
+        _turn("9"),
+        _turn("²"),
+        _turn("1" * 40),
+        _turn("-1"),
+        _turn(" 7 "),  # no such message, not ASCII digits, padded
+        "not a citation",
+        {"kind": "turn"},
     ]
-    assert cited_turns(evidence, rollout=0, n_messages=9) == {2: "wasted_effort", 5: "redundant_exploration",
-                                                              7: "wasted_effort"}
+    assert cited_turns(evidence, rollout=0, n_messages=9) == {2: "wasted_effort", 5: "redundant_exploration", 7: "wasted_effort"}
     assert turn_weights(evidence, rollout=0, n_messages=9, eligible=True) == {2: DOWN_WEIGHT, 5: DOWN_WEIGHT, 7: DOWN_WEIGHT}
     assert turn_weights(evidence, rollout=0, n_messages=9, eligible=False) == {}
     assert turn_weights("garbage", rollout=0, n_messages=9, eligible=True) == {}
@@ -69,11 +74,17 @@ def test_bad_weights_and_masks_are_refused_with_what_is_wrong():
 
 # --- properties --------------------------------------------------------------------------------------
 
-citations = st.lists(st.fixed_dictionaries({
-    "kind": st.sampled_from(["turn", "turn", "patch", "test"]), "rollout": st.integers(0, 2),
-    "locator": st.one_of(st.integers(0, 40).map(str), st.text(max_size=4)),
-    "category": st.sampled_from([*tw.CITED_CATEGORIES, "other", None]),
-}), max_size=12)
+citations = st.lists(
+    st.fixed_dictionaries(
+        {
+            "kind": st.sampled_from(["turn", "turn", "patch", "test"]),
+            "rollout": st.integers(0, 2),
+            "locator": st.one_of(st.integers(0, 40).map(str), st.text(max_size=4)),
+            "category": st.sampled_from([*tw.CITED_CATEGORIES, "other", None]),
+        }
+    ),
+    max_size=12,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -92,8 +103,10 @@ def rollouts(draw):
     n_tokens = draw(st.integers(1, 60))
     token_messages = draw(st.lists(st.one_of(st.none(), st.integers(0, n_messages - 1)), min_size=n_tokens, max_size=n_tokens))
     mask = draw(st.lists(st.sampled_from([0, 1]), min_size=n_tokens, max_size=n_tokens))
-    evidence = [_turn(str(i), draw(st.sampled_from(tw.CITED_CATEGORIES)))
-                for i in draw(st.lists(st.integers(0, n_messages - 1), max_size=n_messages))]
+    evidence = [
+        _turn(str(i), draw(st.sampled_from(tw.CITED_CATEGORIES)))
+        for i in draw(st.lists(st.integers(0, n_messages - 1), max_size=n_messages))
+    ]
     advantage = draw(st.floats(-4, 4, allow_nan=False, allow_infinity=False))
     passed = draw(st.booleans())
     return advantage, turn_weights(evidence, rollout=0, n_messages=n_messages, eligible=passed), token_messages, mask, passed

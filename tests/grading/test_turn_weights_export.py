@@ -42,11 +42,25 @@ def _group(uid):
 
 
 def _grade(uid):
-    record_verdict(group=Group.objects.get(uid=uid), grader="test@1", status="valid", grades=[
-        GradeInput(0, "T2", 2, evidence=[_cite(0, 2, "wasted_effort"), _cite(0, 4, "redundant_exploration"), _cite(0, 1),
-                                         _cite(2, 3, "wasted_effort")]),
-        GradeInput(1, "T1", 1),
-    ])
+    record_verdict(
+        group=Group.objects.get(uid=uid),
+        grader="test@1",
+        status="valid",
+        grades=[
+            GradeInput(
+                0,
+                "T2",
+                2,
+                evidence=[
+                    _cite(0, 2, "wasted_effort"),
+                    _cite(0, 4, "redundant_exploration"),
+                    _cite(0, 1),
+                    _cite(2, 3, "wasted_effort"),
+                ],
+            ),
+            GradeInput(1, "T1", 1),
+        ],
+    )
 
 
 @pytest.fixture
@@ -66,8 +80,12 @@ def _rows(response) -> dict[int, dict]:
 
 
 def _turn_on(client, alice_token, on=True):
-    r = client.patch("/api/v1/runs/r1/?project=acme", data=json.dumps({"turn_weights": on}), content_type="application/json",
-                     HTTP_AUTHORIZATION=f"Token {alice_token}")
+    r = client.patch(
+        "/api/v1/runs/r1/?project=acme",
+        data=json.dumps({"turn_weights": on}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {alice_token}",
+    )
     assert r.status_code == 200, r.content
     return r.json()
 
@@ -122,8 +140,12 @@ def test_rows_taken_with_the_column_are_kept_byte_for_byte_apart_from_those_with
     version = first["Gagar-Inputs-Version"]
     assert set(StepExport.objects.values_list("turn_weights", flat=True)) == {True, False}
     # a late verdict on a second grader moves the step on; the rows taken at `version` come back as they were
-    record_verdict(group=Group.objects.get(uid="g@1"), grader="test@2", status="valid",
-                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T1", 1)])
+    record_verdict(
+        group=Group.objects.get(uid="g@1"),
+        grader="test@2",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(1, "T1", 1)],
+    )
     now = _rows(_get(client, trainer_token, step=1, turn_weights=1))
     assert now[0]["turn_weights"] == {}  # the newest verdict cites nothing
     again = _get(client, trainer_token, step=1, turn_weights=1, inputs_version=version)
@@ -137,12 +159,14 @@ def test_a_confirmed_cheat_and_a_fallback_group_weigh_one_throughout(client, ali
 
     _turn_on(client, alice_token)
     post_groups(client, alice_token, _group("h@1"))  # no verdict: falls back once the step has no grading in flight
-    decision = CheatDecision.objects.create(rollout=Rollout.objects.get(group__uid="g@1", index=0),
-                                            source=CheatDecision.Source.REVIEWER)
+    decision = CheatDecision.objects.create(
+        rollout=Rollout.objects.get(group__uid="g@1", index=0), source=CheatDecision.Source.REVIEWER
+    )
     decide_cheat(decision=decision, confirmed=True)
     rows = [json.loads(line) for line in _get(client, trainer_token, step=1, turn_weights=1).content.splitlines()]
     assert {(row["uid"], row["index"]): row["turn_weights"] for row in rows} == {
-        (uid, i): {} for uid in ("g@1", "h@1") for i in range(4)}
+        (uid, i): {} for uid in ("g@1", "h@1") for i in range(4)
+    }
 
 
 def test_the_export_reads_the_weights_in_the_queries_it_always_ran(client, alice_token, trainer_token, graded):

@@ -25,18 +25,39 @@ CODE = ["gagar_web", "grading", "reviews"]
 
 # (file, bandit test id) -> why it is safe. Reviewed by hand; keep the list short.
 ACCEPTED = {
-    ("reviews/views/group.py", "B308"): "mark_safe on diff tables built from pygments' HtmlFormatter output (escapes every source character), escape()d hunk headers, line numbers and fixed class names; tests/hostile renders XSS in diffs inert",
+    (
+        "reviews/views/group.py",
+        "B308",
+    ): "mark_safe on diff tables built from pygments' HtmlFormatter output (escapes every source character), escape()d hunk headers, line numbers and fixed class names; tests/hostile renders XSS in diffs inert",
     ("reviews/views/group.py", "B703"): "same as B308: the one mark_safe wraps a table whose every piece is escaped",
-    ("grading/templatetags/gagar.py", "B308"): "the `visible` filter escapes the text first, then inserts markers holding only a code point and its Unicode name; tests/hostile checks bidi text renders as markers",
+    (
+        "grading/templatetags/gagar.py",
+        "B308",
+    ): "the `visible` filter escapes the text first, then inserts markers holding only a code point and its Unicode name; tests/hostile checks bidi text renders as markers",
     ("grading/templatetags/gagar.py", "B703"): "same as B308 for the `visible` filter",
-    ("grading/method/export.py", "B608"): "SQL built from code-defined column lists and %s placeholders; every value is a bound parameter",
-    ("grading/search/selectors.py", "B608"): "the f-strings put only module-level table names (CHUNKS, FTS_TABLE) into the SQL; the query text is always a bound %s parameter",
-    ("grading/search/selectors.py", "B611"): "RawSQL holds fixed SQL with the search text as a bound parameter; tests/grading/test_search_real.py searches quotes, percent signs and backslashes",
+    (
+        "grading/method/export.py",
+        "B608",
+    ): "SQL built from code-defined column lists and %s placeholders; every value is a bound parameter",
+    (
+        "grading/search/selectors.py",
+        "B608",
+    ): "the f-strings put only module-level table names (CHUNKS, FTS_TABLE) into the SQL; the query text is always a bound %s parameter",
+    (
+        "grading/search/selectors.py",
+        "B611",
+    ): "RawSQL holds fixed SQL with the search text as a bound parameter; tests/grading/test_search_real.py searches quotes, percent signs and backslashes",
     ("grading/templatetags/gagar.py", "B324"): "SHA-1 makes a short HTML id fragment from a file path, not a security digest",
     ("grading/ingest/demo.py", "B311"): "seeded random for generated demo data",
     ("reviews/demo.py", "B311"): "seeded random for generated demo data",
-    ("grading/rollouts/highlighter.py", "B404"): "subprocess starts the highlighting workers: our own interpreter running our own module, so a runaway lexer can be killed",
-    ("grading/rollouts/highlighter.py", "B603"): "argv is [sys.executable, '-I', this module's path], no shell and nothing from a request; patch text goes over the pipe as data",
+    (
+        "grading/rollouts/highlighter.py",
+        "B404",
+    ): "subprocess starts the highlighting workers: our own interpreter running our own module, so a runaway lexer can be killed",
+    (
+        "grading/rollouts/highlighter.py",
+        "B603",
+    ): "argv is [sys.executable, '-I', this module's path], no shell and nothing from a request; patch text goes over the pipe as data",
     ("grading/management/commands/simulate_training.py", "B311"): "seeded random for the simulated trainer's generated steps",
 }
 
@@ -68,7 +89,11 @@ def run_bandit() -> bool:
 def run_pip_audit() -> bool:
     result = subprocess.run(
         [str(VENV_BIN / "pip-audit"), "--skip-editable", "--progress-spinner", "off", "-f", "json"],
-        cwd=ROOT, capture_output=True, text=True, check=False, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
     try:
         report = json.loads(result.stdout)
@@ -92,7 +117,10 @@ def run_pip_audit() -> bool:
             "(offline, or a package mirror without PyPI's JSON API). Run `make audit` where pypi.org is reachable."
         )
         return os.environ.get("GAGAR_AUDIT_REQUIRE_NETWORK") != "1"
-    print(f"pip-audit: no known vulnerabilities in {len(audited)} packages" + (f" ({unreached} could not be audited)" if unreached else ""))
+    print(
+        f"pip-audit: no known vulnerabilities in {len(audited)} packages"
+        + (f" ({unreached} could not be audited)" if unreached else "")
+    )
     return True
 
 

@@ -24,7 +24,16 @@ def pytest_collection_modifyitems(config, items):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not RESULTS:
         return
-    header = ("channel", "cases tried", "refused cleanly", "stored, shown inert", "known gaps", "failed", "lost rows", "partial rows")
+    header = (
+        "channel",
+        "cases tried",
+        "refused cleanly",
+        "stored, shown inert",
+        "known gaps",
+        "failed",
+        "lost rows",
+        "partial rows",
+    )
     rows = summary_rows()
     total = ("total", *(sum(r[i] for r in rows) for i in range(1, len(header))))
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, total)]

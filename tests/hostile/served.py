@@ -75,17 +75,32 @@ class App:
     def __init__(self, folder: Path, role: str = "site", **env: str):
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.role, self.port, self.db = folder, role, free_port(), folder / "db.sqlite3"
-        keep = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "GUNICORN_", "GAGAR_"))}
-        self.env = {**keep, "PYTHON": sys.executable, "GUNICORN_BIND": f"127.0.0.1:{self.port}",
-                    "DATABASE_URL": f"sqlite:///{self.db}", "DJANGO_DEBUG": "false",
-                    "DJANGO_SECRET_KEY": secrets.token_urlsafe(64), "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-                    "DJANGO_SECURE_SSL_REDIRECT": "false", "GAGAR_MEDIA_ROOT": str(folder / "media"), **env}
+        keep = {
+            k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "GUNICORN_", "GAGAR_"))
+        }
+        self.env = {
+            **keep,
+            "PYTHON": sys.executable,
+            "GUNICORN_BIND": f"127.0.0.1:{self.port}",
+            "DATABASE_URL": f"sqlite:///{self.db}",
+            "DJANGO_DEBUG": "false",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+            "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+            "DJANGO_SECURE_SSL_REDIRECT": "false",
+            "GAGAR_MEDIA_ROOT": str(folder / "media"),
+            **env,
+        }
         self.log = folder / "server.log"
 
     def __enter__(self) -> App:
         self.out = self.log.open("w")
-        self.process = subprocess.Popen(["sh", str(ROOT / "docker" / "start.sh"), self.role], cwd=ROOT, env=self.env,
-                                        stdout=self.out, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            ["sh", str(ROOT / "docker" / "start.sh"), self.role],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.out,
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_for_healthz(self.port, self.process, self.log, f"docker/start.sh {self.role}")
         except BaseException:
@@ -99,17 +114,25 @@ class App:
 
     def django(self, code: str) -> str:
         """Run Python with Django set up against this app's database (`manage.py shell -c`); its stdout."""
-        done = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", code],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if done.returncode:
             pytest.fail(f"manage.py shell failed: {done.stderr[-3000:]}")
         return done.stdout
 
     def tokens(self, **roles: str) -> dict[str, str]:
         """Project acme with one token per `username=role`; {username: secret}."""
-        code = ("import json; from grading.models import Project; from grading.projects.tokens import issue_api_token\n"
-                "Project.objects.get_or_create(name='acme')\n"
-                f"print(json.dumps({{u: issue_api_token(username=u, project_name='acme', role=r)[1] for u, r in {roles!r}.items()}}))")
+        code = (
+            "import json; from grading.models import Project; from grading.projects.tokens import issue_api_token\n"
+            "Project.objects.get_or_create(name='acme')\n"
+            f"print(json.dumps({{u: issue_api_token(username=u, project_name='acme', role=r)[1] for u, r in {roles!r}.items()}}))"
+        )
         return json.loads(self.django(code).strip().splitlines()[-1])
 
 
@@ -149,9 +172,14 @@ class Nginx:
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (folder / sub).mkdir(exist_ok=True)
             (folder / sub).chmod(0o777)  # the worker runs as nobody when the master is root
-        site = render_template(TEMPLATE.read_text(), {"GAGAR_UPSTREAM": f"127.0.0.1:{upstream_port}",
-                                                      "GAGAR_WAIT_UPSTREAM": f"127.0.0.1:{waits_port or upstream_port}",
-                                                      "GAGAR_LISTEN": f"127.0.0.1:{self.port}"})
+        site = render_template(
+            TEMPLATE.read_text(),
+            {
+                "GAGAR_UPSTREAM": f"127.0.0.1:{upstream_port}",
+                "GAGAR_WAIT_UPSTREAM": f"127.0.0.1:{waits_port or upstream_port}",
+                "GAGAR_LISTEN": f"127.0.0.1:{self.port}",
+            },
+        )
         (folder / "gagar.conf").write_text(site)
         main = f"""
 worker_processes 2;
@@ -174,13 +202,17 @@ http {{
         self.log = folder / "error.log"
 
     def __enter__(self) -> Nginx:
-        check = subprocess.run([self.binary, "-t", "-p", str(self.folder), "-c", str(self.folder / "nginx.conf")],
-                               capture_output=True, text=True)
+        check = subprocess.run(
+            [self.binary, "-t", "-p", str(self.folder), "-c", str(self.folder / "nginx.conf")], capture_output=True, text=True
+        )
         if check.returncode:
             pytest.fail(f"nginx -t refused the configuration: {check.stderr}")
         self.log.touch()
-        self.process = subprocess.Popen([self.binary, "-p", str(self.folder), "-c", str(self.folder / "nginx.conf"),
-                                         "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [self.binary, "-p", str(self.folder), "-c", str(self.folder / "nginx.conf"), "-g", "daemon off;"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         wait_for_healthz(self.port, self.process, self.log, "nginx")
         return self
 

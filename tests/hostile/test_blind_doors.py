@@ -36,9 +36,17 @@ BLIND_GRADER = "blind-grader@7"
 OPEN_GRADER = "open-grader@1"
 SECRET = "BLIND-DOOR-SECRET"
 # Text that only a grader field on g1 can put into a response.
-FORBIDDEN = (BLIND_GRADER, SECRET, "vs grader", "grader says", "grader agrees", "tiers differ on",
-             'data-sort="tier"', "data-tier=")  # the last two: the group overview's grader columns (issue 16)
-TIER_BADGE = re.compile(r'badge tier-T\d')
+FORBIDDEN = (
+    BLIND_GRADER,
+    SECRET,
+    "vs grader",
+    "grader says",
+    "grader agrees",
+    "tiers differ on",
+    'data-sort="tier"',
+    "data-tier=",
+)  # the last two: the group overview's grader columns (issue 16)
+TIER_BADGE = re.compile(r"badge tier-T\d")
 QUERY = "?project=acme&run=r1&step=1&slices=true&n_boot=0&show=all&status=all&mode=adjudicate&a=0&b=1"
 # Search (and a rollout's hits) need a query, and take `mode` as their own (the last value of a repeated parameter wins):
 # a search that finds g1's rollouts, so the door is opened onto them.
@@ -56,23 +64,41 @@ def post(tiers: dict[int, str], **extra) -> dict:
 
 @pytest.fixture
 def people(acme, alice, bob):
-    return {"alice": alice, "bob": bob, "dan": member("dan", acme, Role.REVIEWER),
-            "erin": member("erin", acme, Role.AUDITOR), "fay": member("fay", acme, Role.ADJUDICATOR),
-            "gus": member("gus", acme, Role.ADJUDICATOR)}
+    return {
+        "alice": alice,
+        "bob": bob,
+        "dan": member("dan", acme, Role.REVIEWER),
+        "erin": member("erin", acme, Role.AUDITOR),
+        "fay": member("fay", acme, Role.ADJUDICATOR),
+        "gus": member("gus", acme, Role.ADJUDICATOR),
+    }
 
 
 @pytest.fixture
 def world(acme, people):
-    ingest_groups(acme, small_group("g1@1", rewards=(1, 1, 0, 1)), small_group("g2@1", instance_id="t-2", rewards=(1, 1, 0, 1)),
-                  small_group("g3@1", instance_id="t-3", rewards=(1, 1, 0, 1)))
+    ingest_groups(
+        acme,
+        small_group("g1@1", rewards=(1, 1, 0, 1)),
+        small_group("g2@1", instance_id="t-2", rewards=(1, 1, 0, 1)),
+        small_group("g3@1", instance_id="t-3", rewards=(1, 1, 0, 1)),
+    )
     g = {x.uid: x for x in Group.objects.all()}
-    record_verdict(group=g["g1@1"], grader=BLIND_GRADER, status="valid", grades=[
-        GradeInput(0, "T1", 1, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:2", "note": SECRET}]),
-        GradeInput(1, "T2", 2, evidence=[{"kind": "turn", "rollout": 1, "locator": "1", "note": SECRET}]),
-        GradeInput(3, "T3", 3, cheat=True, evidence=[{"kind": "turn", "rollout": 3, "locator": "1", "note": SECRET}]),
-    ])
-    record_verdict(group=g["g2@1"], grader=OPEN_GRADER, status="valid",
-                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T1", 1), GradeInput(3, "T2", 2)])
+    record_verdict(
+        group=g["g1@1"],
+        grader=BLIND_GRADER,
+        status="valid",
+        grades=[
+            GradeInput(0, "T1", 1, evidence=[{"kind": "patch", "rollout": 0, "locator": "w.py:2", "note": SECRET}]),
+            GradeInput(1, "T2", 2, evidence=[{"kind": "turn", "rollout": 1, "locator": "1", "note": SECRET}]),
+            GradeInput(3, "T3", 3, cheat=True, evidence=[{"kind": "turn", "rollout": 3, "locator": "1", "note": SECRET}]),
+        ],
+    )
+    record_verdict(
+        group=g["g2@1"],
+        grader=OPEN_GRADER,
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(1, "T1", 1), GradeInput(3, "T2", 2)],
+    )
     update_policy(project=acme, overlap=1.0, blind=True, lease_minutes=60)
     for group, tiers in ((g["g1@1"], {0: "T1", 1: "T3", 3: "T3"}), (g["g2@1"], {0: "T1", 1: "T1", 3: "T2"})):
         assign(group=group, reviewer=people["dan"])
@@ -86,12 +112,28 @@ def world(acme, people):
 def doors(lane: str = "1") -> list[tuple[str, str]]:
     """(name, URL) of every GET-able project route, filled in for g1, rollout `lane` (#1, or
     how a blind judge names a rollout: its label), step 1."""
-    values = {"project": "acme", "run": "r1", "uid": "g1@1", "lane": lane, "step": "1", "name": "r1", "number": "1",
-              "rollout_id": "1"}
+    values = {
+        "project": "acme",
+        "run": "r1",
+        "uid": "g1@1",
+        "lane": lane,
+        "step": "1",
+        "name": "r1",
+        "number": "1",
+        "rollout_id": "1",
+    }
     out = []
     for route, name in routes():
-        if route in ("", "accounts/login/", "accounts/logout/", "healthz", "api/schema/", "api/docs/",
-                     "accounts/invite/<uidb64>/<token>/", "projects/new/"):
+        if route in (
+            "",
+            "accounts/login/",
+            "accounts/logout/",
+            "healthz",
+            "api/schema/",
+            "api/docs/",
+            "accounts/invite/<uidb64>/<token>/",
+            "projects/new/",
+        ):
             continue
 
         def value(match: re.Match, name=name) -> str:
@@ -106,9 +148,28 @@ def doors(lane: str = "1") -> list[tuple[str, str]]:
 
 def test_the_matrix_covers_the_doors_that_show_grader_data(world):
     names = {name for name, _ in doors()}
-    for expected in ("group", "rollout-diff", "rollout-turns", "rollout-log", "patch-compare", "step", "step-grading", "run",
-                     "review-queue", "adjudication-queue", "audit-queue", "calibration", "api-agreement", "api-group",
-                     "api-groups", "api-labeled-groups", "api-advantages", "api-step", "search", "api-search"):
+    for expected in (
+        "group",
+        "rollout-diff",
+        "rollout-turns",
+        "rollout-log",
+        "patch-compare",
+        "step",
+        "step-grading",
+        "run",
+        "review-queue",
+        "adjudication-queue",
+        "audit-queue",
+        "calibration",
+        "api-agreement",
+        "api-group",
+        "api-groups",
+        "api-labeled-groups",
+        "api-advantages",
+        "api-step",
+        "search",
+        "api-search",
+    ):
         assert expected in names, expected
 
 
@@ -228,14 +289,18 @@ def test_the_audit_queue_keeps_a_blind_groups_signals_from_its_judge(client, peo
     client.force_login(people["erin"])
     page = client.get("/projects/acme/audit/?status=all").content.decode()
     assert "g1@1" not in page and SECRET not in page
-    r = client.post(f"/projects/acme/audit/rollouts/{flag.rollout_id}/", {"verdict": "confirm", "reason": "saw it"},
-                    HTTP_HX_REQUEST="true")
+    r = client.post(
+        f"/projects/acme/audit/rollouts/{flag.rollout_id}/", {"verdict": "confirm", "reason": "saw it"}, HTTP_HX_REQUEST="true"
+    )
     assert r.status_code == 404 and SECRET not in r.content.decode()
-    client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", as_lanes(post(G1_TIERS), client, "g1@1"))  # judged: the signal is theirs to audit
+    client.post(
+        "/projects/acme/runs/r1/groups/g1@1/judgment/", as_lanes(post(G1_TIERS), client, "g1@1")
+    )  # judged: the signal is theirs to audit
     assert SECRET in client.get("/projects/acme/audit/?status=all").content.decode()
 
 
 # --- adjudication integrity (item 8) -------------------------------------------------------------
+
 
 def adjudicate(client, uid: str, reason: str = "grader_wrong"):
     return client.post(f"/projects/acme/runs/r1/groups/{uid}/adjudication/", post(G1_TIERS, reason=reason))
@@ -255,8 +320,9 @@ def test_adjudication_only_where_the_queue_says_it_is_needed(client, people, wor
     r = adjudicate(client, "g1@1", reason="tie")  # settled: the conflict names who settled it
     assert r.status_code == 409 and "gus" in r.content.decode()
     with pytest.raises(AdjudicationRefused) as refused:  # the service refuses as well, under the group's lock
-        submit_judgment(reviewer=people["fay"], group=world["g3@1"], items=items(G1_TIERS),
-                        kind=Judgment.Kind.ADJUDICATION, reason="tie")
+        submit_judgment(
+            reviewer=people["fay"], group=world["g3@1"], items=items(G1_TIERS), kind=Judgment.Kind.ADJUDICATION, reason="tie"
+        )
     assert refused.value.status == 409
 
 
@@ -276,8 +342,7 @@ def test_a_party_to_the_dispute_cannot_settle_it(client, people, world):
     r = adjudicate(client, "g1@1")
     assert r.status_code == 403 and "a party to the dispute cannot settle it" in r.content.decode()
     with pytest.raises(AdjudicationRefused) as refused:
-        submit_judgment(reviewer=fay, group=world["g1@1"], items=items(G1_TIERS), kind=Judgment.Kind.ADJUDICATION,
-                        reason="tie")
+        submit_judgment(reviewer=fay, group=world["g1@1"], items=items(G1_TIERS), kind=Judgment.Kind.ADJUDICATION, reason="tie")
     assert refused.value.status == 403
     assert not Judgment.objects.filter(kind=Judgment.Kind.ADJUDICATION).exists()
     client.force_login(people["gus"])  # someone outside the dispute can
@@ -285,6 +350,7 @@ def test_a_party_to_the_dispute_cannot_settle_it(client, people, world):
 
 
 # --- the labeled export (exporters who also judge) -------------------------------------------------
+
 
 def test_an_exporter_with_open_blind_assignments_gets_409_and_a_trainer_token_does_not(client, people, world, trainer_token):
     alice = people["alice"]  # admin: may export, and may be handed groups to judge
@@ -314,7 +380,7 @@ def test_an_exporter_with_open_blind_assignments_gets_409_and_a_trainer_token_do
 
 def _overview(body: str) -> str:
     start = body.index('data-testid="overview"')
-    return body[start:body.index("</details>", start)]
+    return body[start : body.index("</details>", start)]
 
 
 @pytest.mark.parametrize("who", ["bob", "erin", "fay"])  # reviewer, auditor, adjudicator

@@ -34,7 +34,12 @@ def expected_delta(case: Case, hostile: bytes) -> dict[str, int]:
         new_run = obj["run"] != "r1"
         delta["Run"] += new_run
         delta["Step"] += new_run or obj["step"] != 1
-        delta.update(Task=delta["Task"] + 1, Group=delta["Group"] + 1, Rollout=delta["Rollout"] + n, RolloutContent=delta["RolloutContent"] + n)
+        delta.update(
+            Task=delta["Task"] + 1,
+            Group=delta["Group"] + 1,
+            Rollout=delta["Rollout"] + n,
+            RolloutContent=delta["RolloutContent"] + n,
+        )
     return delta
 
 
@@ -67,13 +72,19 @@ def test_rest_ingest(client, alice_token, case):
         ok = ok and len(errors) == 1 and errors[0]["line"] == 2 and case.error in errors[0]["error"]
     else:
         ok = ok and r.status_code == 200 and report["refused"] == 0 and report["groups"]["created"] == 3
-    record("REST ingest", case.name, ("refused" if case.expect == "refused" else "stored") if ok else "FAILED",
-           lost_rows=lost, partial_rows=partial)
+    record(
+        "REST ingest",
+        case.name,
+        ("refused" if case.expect == "refused" else "stored") if ok else "FAILED",
+        lost_rows=lost,
+        partial_rows=partial,
+    )
     assert ok, (r.status_code, report, got, want)
     if case.expect == "stored":  # stored exactly: the API gives back what was sent
         sent = orjson.loads(hostile)
-        back = client.get(f"/api/v1/groups/{sent['uid']}/", {"project": "acme", "run": sent["run"]},
-                          HTTP_AUTHORIZATION=f"Token {alice_token}")
+        back = client.get(
+            f"/api/v1/groups/{sent['uid']}/", {"project": "acme", "run": sent["run"]}, HTTP_AUTHORIZATION=f"Token {alice_token}"
+        )
         assert back.status_code == 200
         stored = back.json()
         assert [r["messages"] for r in stored["rollouts"]] == [r["messages"] for r in sent["rollouts"]]
@@ -101,8 +112,13 @@ def test_file_import(tmp_path, acme, case):
         ok = ok and refused_error is not None and "line 2: " in text and case.error in text and "1 refused" in text
     else:
         ok = ok and refused_error is None and "0 refused" in text
-    record("file import", case.name, ("refused" if case.expect == "refused" else "stored") if ok else "FAILED",
-           lost_rows=lost, partial_rows=partial)
+    record(
+        "file import",
+        case.name,
+        ("refused" if case.expect == "refused" else "stored") if ok else "FAILED",
+        lost_rows=lost,
+        partial_rows=partial,
+    )
     assert ok, (text, refused_error, got, want)
 
 

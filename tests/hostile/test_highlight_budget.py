@@ -53,7 +53,7 @@ PATHOLOGICAL = [
 
 def _sample_name(pattern: str) -> str:
     """A file name matching a pygments filename pattern ('*.scala', '*.[ch]', 'Makefile.*')."""
-    name = re.sub(r"\[!?([^\]]*)\]", lambda m: (m.group(1)[:1] or "x"), pattern)
+    name = re.sub(r"\[!?([^\]]*)\]", lambda m: m.group(1)[:1] or "x", pattern)
     return name.replace("*", "sample").replace("?", "x")
 
 
@@ -137,8 +137,10 @@ def test_every_lexer_a_file_name_can_pick_comes_back_on_pathological_lines():
     # their time depends on how loaded the machine is, not on the code (on a shared 2-core
     # machine at load 15 more than a tenth did), and the bounds above already hold each one.
     assert len(refused) < len(jobs) / 10, refused
-    print(f"\nhighlight scan: {len(names)} lexers x {len(PATHOLOGICAL)} lines, {len(stopped)} stopped: "
-          + ", ".join(sorted({n for n, _ in stopped})))
+    print(
+        f"\nhighlight scan: {len(names)} lexers x {len(PATHOLOGICAL)} lines, {len(stopped)} stopped: "
+        + ", ".join(sorted({n for n, _ in stopped}))
+    )
 
 
 def test_a_patch_spends_one_budget_then_the_rest_is_plain_with_a_note():

@@ -87,9 +87,16 @@ def post(client, token, files, capture=None):
     ("case", "text", "expected"),
     [
         ("<pr_description> + 1,000,000 spaces, no closing tag", "<pr_description>" + " " * 1_000_000, ""),
-        ("<pr_description> + 1,000,000 spaces, then closed", "<pr_description>" + " " * 1_000_000 + "fix\n</pr_description>", "fix"),
-        ("preamble + 1,000,000 newlines, no closing tag",
-         "<pr_description>Consider the following PR description:" + "\n" * 1_000_000, ""),
+        (
+            "<pr_description> + 1,000,000 spaces, then closed",
+            "<pr_description>" + " " * 1_000_000 + "fix\n</pr_description>",
+            "fix",
+        ),
+        (
+            "preamble + 1,000,000 newlines, no closing tag",
+            "<pr_description>Consider the following PR description:" + "\n" * 1_000_000,
+            "",
+        ),
     ],
 )
 def test_pr_description_on_pathological_text(case, text, expected):
@@ -112,7 +119,9 @@ def test_fenced_action_and_repo_on_pathological_text():
         repo = repo_of("_" * 1_000_000)
     ok = "action" not in action and closed["action"] == "ls -la" and repo == ""
     assert repo_of("scikit-learn__scikit-learn-14141") == "scikit-learn/scikit-learn" and repo_of("a___b-1") == "a/_b"
-    record("agent-run import", "fenced bash + 1,000,000 newlines; 1,000,000-underscore instance id", "refused" if ok else "FAILED")
+    record(
+        "agent-run import", "fenced bash + 1,000,000 newlines; 1,000,000-underscore instance id", "refused" if ok else "FAILED"
+    )
     assert ok
 
 
@@ -169,8 +178,13 @@ def test_a_job_killed_every_time_fails_after_its_attempts(acme, alice, media, tm
     ImportJob.objects.filter(pk=job.pk).update(status="running", attempts=MAX_ATTEMPTS)  # three deliveries, each killed
     assert import_job_task.delay(job_id=job.pk).get() == "failed"
     job.refresh_from_db()
-    ok = (job.status == "failed" and f"after {MAX_ATTEMPTS} attempts" in job.error and job.finished_at is not None
-          and Rollout.objects.count() == 0 and not (media / folder).exists())
+    ok = (
+        job.status == "failed"
+        and f"after {MAX_ATTEMPTS} attempts" in job.error
+        and job.finished_at is not None
+        and Rollout.objects.count() == 0
+        and not (media / folder).exists()
+    )
     record("agent-run import", "message redelivered after the worker was killed", "refused" if ok else "FAILED")
     assert ok, job.error
     assert import_job_task.delay(job_id=job.pk).get() == "failed"  # a failed job is not run again
@@ -223,12 +237,17 @@ def non_utf8_archive(tmp_path) -> SimpleUploadedFile:
 
 
 @pytest.mark.django_db
-def test_a_non_utf8_member_name_costs_only_its_file(client, acme, alice_token, media, tmp_path, django_capture_on_commit_callbacks):
+def test_a_non_utf8_member_name_costs_only_its_file(
+    client, acme, alice_token, media, tmp_path, django_capture_on_commit_callbacks
+):
     r = post(client, alice_token, [non_utf8_archive(tmp_path)], capture=django_capture_on_commit_callbacks)
     job = ImportJob.objects.get(pk=r.json()["id"])
     skipped = {s["ref"]: s["reason"] for s in job.summary.get("skipped", [])}
-    ok = (job.status == "done" and Group.objects.filter(uid__in=[f"{A}@3", f"{B}@3"]).count() == 2
-          and "not valid UTF-8" in skipped.get("run-1/trajs/bad\\xff-1/bad\\xff-1.traj.json", ""))
+    ok = (
+        job.status == "done"
+        and Group.objects.filter(uid__in=[f"{A}@3", f"{B}@3"]).count() == 2
+        and "not valid UTF-8" in skipped.get("run-1/trajs/bad\\xff-1/bad\\xff-1.traj.json", "")
+    )
     json.dumps(job.summary, ensure_ascii=False).encode("utf-8")  # no lone surrogate anywhere (PostgreSQL would refuse it)
     record("agent-run import", "archive member with a non-UTF-8 name", "refused" if ok else "FAILED")
     assert ok, (job.status, job.error, skipped)
@@ -253,8 +272,9 @@ def test_the_web_request_stores_the_upload_and_the_worker_unpacks_it(client, acm
 
 @pytest.mark.parametrize("limit", ["members", "bytes"])
 @pytest.mark.django_db
-def test_budgets_hold_for_the_whole_upload(client, acme, alice_token, media, tmp_path, monkeypatch, limit,
-                                           django_capture_on_commit_callbacks):
+def test_budgets_hold_for_the_whole_upload(
+    client, acme, alice_token, media, tmp_path, monkeypatch, limit, django_capture_on_commit_callbacks
+):
     one = tgz("seed-1.tar.gz", b.mini_run(tmp_path / "a" / "run", {A: True, B: False}, seed=1))
     two = tgz("seed-2.tar.gz", b.mini_run(tmp_path / "b" / "run", {A: False, B: True}, seed=2))
     if limit == "members":
@@ -264,23 +284,33 @@ def test_budgets_hold_for_the_whole_upload(client, acme, alice_token, media, tmp
         monkeypatch.setattr(archives, "MAX_BYTES", max(sizes) + 1)
     r = post(client, alice_token, [one, two], capture=django_capture_on_commit_callbacks)
     job = ImportJob.objects.get(pk=r.json()["id"])
-    ok = (job.status == "failed" and "archive 'seed-2.tar.gz' refused" in job.error and "upload together" in job.error
-          and Rollout.objects.count() == 0 and not list(media.glob("imports/*")))
+    ok = (
+        job.status == "failed"
+        and "archive 'seed-2.tar.gz' refused" in job.error
+        and "upload together" in job.error
+        and Rollout.objects.count() == 0
+        and not list(media.glob("imports/*"))
+    )
     record("agent-run import", f"two archives, each within the {limit} limit, together over it", "refused" if ok else "FAILED")
     assert ok, (job.status, job.error)
 
 
 @pytest.mark.django_db
-def test_no_files_are_left_when_the_import_raises(client, acme, alice_token, media, tmp_path, monkeypatch,
-                                                  django_capture_on_commit_callbacks):
+def test_no_files_are_left_when_the_import_raises(
+    client, acme, alice_token, media, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+):
     import grading.ingest.imports as imports
 
     def crash(**kwargs):
         raise RuntimeError("database went away")
 
     monkeypatch.setattr(imports, "import_runs", crash)
-    r = post(client, alice_token, [tgz("run-1.tar.gz", b.mini_run(tmp_path / "run-1", {A: True}))],
-             capture=django_capture_on_commit_callbacks)
+    r = post(
+        client,
+        alice_token,
+        [tgz("run-1.tar.gz", b.mini_run(tmp_path / "run-1", {A: True}))],
+        capture=django_capture_on_commit_callbacks,
+    )
     job = ImportJob.objects.get(pk=r.json()["id"])
     ok = job.status == "failed" and "database went away" in job.error and not list(media.glob("imports/*"))
     record("agent-run import", "import raises after unpacking", "refused" if ok else "FAILED")
@@ -312,13 +342,18 @@ def test_an_archive_that_cannot_be_written_names_no_absolute_path(tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_failed_unpack_shows_the_archives_name_and_the_error_only(client, acme, alice_token, media, tmp_path,
-                                                                     django_capture_on_commit_callbacks):
+def test_a_failed_unpack_shows_the_archives_name_and_the_error_only(
+    client, acme, alice_token, media, tmp_path, django_capture_on_commit_callbacks
+):
     r = post(client, alice_token, [member_under_a_file("run-1.tar.gz")], capture=django_capture_on_commit_callbacks)
     assert r.status_code == 202
     job = ImportJob.objects.get(pk=r.json()["id"])
-    ok = (job.status == "failed" and job.error == "archive 'run-1.tar.gz' refused: could not be read: Not a directory"
-          and str(media) not in job.error and str(tmp_path) not in job.error)
+    ok = (
+        job.status == "failed"
+        and job.error == "archive 'run-1.tar.gz' refused: could not be read: Not a directory"
+        and str(media) not in job.error
+        and str(tmp_path) not in job.error
+    )
     record("agent-run import", "archive refusal from an OSError (absolute media path)", "refused" if ok else "FAILED")
     assert ok, job.error
 
@@ -327,8 +362,11 @@ def test_a_failed_unpack_shows_the_archives_name_and_the_error_only(client, acme
 def test_a_missing_path_is_named_relative_to_the_upload(acme, alice, media, tmp_path):
     from grading.ingest.tasks import import_job_task
 
-    files = [SimpleUploadedFile(f"{A}.traj.json", (b.mini_run(tmp_path / "run-1", {A: True}) / "trajs" / A / f"{A}.traj.json")
-                                .read_bytes())]
+    files = [
+        SimpleUploadedFile(
+            f"{A}.traj.json", (b.mini_run(tmp_path / "run-1", {A: True}) / "trajs" / A / f"{A}.traj.json").read_bytes()
+        )
+    ]
     folder, sources, uploaded = store_upload(project=acme, files=files)
     job = create_import_job(project=acme, user=alice, run="sweep", step=3, fmt="auto", sources=sources, uploaded=uploaded)
     for path in (media / folder / "files").iterdir():  # the upload's files went away before the worker ran
@@ -337,8 +375,11 @@ def test_a_missing_path_is_named_relative_to_the_upload(acme, alice, media, tmp_
     assert import_job_task.delay(job_id=job.pk).get() == "failed"  # it stored nothing, so it is not "done"
     job.refresh_from_db()
     skipped = job.summary.get("skipped", [])
-    ok = ({"ref": "files", "reason": "no such file or folder"} in skipped and str(media) not in json.dumps(job.summary)
-          and job.error == "nothing imported: 1 file(s) refused (files: no such file or folder)")
+    ok = (
+        {"ref": "files", "reason": "no such file or folder"} in skipped
+        and str(media) not in json.dumps(job.summary)
+        and job.error == "nothing imported: 1 file(s) refused (files: no such file or folder)"
+    )
     record("agent-run import", "a PATH gone before the worker ran (absolute media path)", "refused" if ok else "FAILED")
     assert ok, skipped
 

@@ -65,22 +65,27 @@ def kept(media) -> list[str]:
 
 
 @pytest.mark.django_db
-def test_an_unpacked_bomb_is_removed_when_its_job_is_done(client, acme, alice_token, media, tmp_path,
-                                                          django_capture_on_commit_callbacks):
+def test_an_unpacked_bomb_is_removed_when_its_job_is_done(
+    client, acme, alice_token, media, tmp_path, django_capture_on_commit_callbacks
+):
     bomb = zipped("run-1.zip", b.mini_run(tmp_path / "run-1", {A: True}), zeros=MAX_JSON_BYTES + 2 * MB)
     assert bomb.size < MB
     r = post(client, alice_token, [bomb], capture=django_capture_on_commit_callbacks)
     job = ImportJob.objects.get(pk=r.json()["id"])
     skipped = {s["ref"] for s in job.summary.get("skipped", [])}
-    ok = (job.status == "done" and Group.objects.filter(uid=f"{A}@3").exists() and "run-1/trajs/bomb/bomb.traj.json" in skipped
-          and kept(media) == [] and job.disk_bytes == 0)
+    ok = (
+        job.status == "done"
+        and Group.objects.filter(uid=f"{A}@3").exists()
+        and "run-1/trajs/bomb/bomb.traj.json" in skipped
+        and kept(media) == []
+        and job.disk_bytes == 0
+    )
     record("agent-run import", "130 MB member of a 130 kB zip left on disk by a done job", "refused" if ok else "FAILED")
     assert ok, (job.status, skipped, kept(media)[:5], job.disk_bytes)
 
 
 @pytest.mark.django_db
-def test_an_upload_past_the_projects_quota_is_refused_before_it_is_written(client, acme, alice_token, media, tmp_path,
-                                                                           settings):
+def test_an_upload_past_the_projects_quota_is_refused_before_it_is_written(client, acme, alice_token, media, tmp_path, settings):
     first = zipped("run-1.zip", b.mini_run(tmp_path / "run-1", {A: True}))
     settings.GAGAR_IMPORT_QUOTA_BYTES = first.size + 1000  # room for the first, not for two
     assert post(client, alice_token, [first]).status_code == 202  # queued: its upload is kept until it runs
@@ -88,21 +93,34 @@ def test_an_upload_past_the_projects_quota_is_refused_before_it_is_written(clien
     second = zipped("run-2.zip", b.mini_run(tmp_path / "run-2", {A: True}, seed=2))
     r = post(client, alice_token, [second])
     body = r.json()
-    ok = (r.status_code == 400 and "quota" in body["detail"] and "GAGAR_IMPORT_QUOTA_BYTES" in body["detail"]
-          and f"{first.size:,}" in body["detail"] and kept(media) == held and ImportJob.objects.count() == 1)
+    ok = (
+        r.status_code == 400
+        and "quota" in body["detail"]
+        and "GAGAR_IMPORT_QUOTA_BYTES" in body["detail"]
+        and f"{first.size:,}" in body["detail"]
+        and kept(media) == held
+        and ImportJob.objects.count() == 1
+    )
     record("agent-run import", "upload past the project's disk quota", "refused" if ok else "FAILED")
     assert ok, (r.status_code, body, kept(media))
 
 
 @pytest.mark.django_db
-def test_unpacking_stops_at_the_projects_quota(client, acme, alice_token, media, tmp_path, settings,
-                                               django_capture_on_commit_callbacks):
+def test_unpacking_stops_at_the_projects_quota(
+    client, acme, alice_token, media, tmp_path, settings, django_capture_on_commit_callbacks
+):
     bomb = zipped("run-1.zip", b.mini_run(tmp_path / "run-1", {A: True}), zeros=8 * MB)
     settings.GAGAR_IMPORT_QUOTA_BYTES = 4 * MB  # holds the upload, not what it unpacks to
     r = post(client, alice_token, [bomb], capture=django_capture_on_commit_callbacks)
     job = ImportJob.objects.get(pk=r.json()["id"])
-    ok = (r.status_code == 202 and job.status == "failed" and "archive 'run-1.zip' refused: unpacks to more than" in job.error
-          and "GAGAR_IMPORT_QUOTA_BYTES" in job.error and kept(media) == [] and job.disk_bytes == 0)
+    ok = (
+        r.status_code == 202
+        and job.status == "failed"
+        and "archive 'run-1.zip' refused: unpacks to more than" in job.error
+        and "GAGAR_IMPORT_QUOTA_BYTES" in job.error
+        and kept(media) == []
+        and job.disk_bytes == 0
+    )
     record("agent-run import", "archive unpacking past the project's disk quota", "refused" if ok else "FAILED")
     assert ok, (job.status, job.error, kept(media)[:5])
 
@@ -131,12 +149,17 @@ def test_orphaned_upload_folders_a_day_old_are_removed(client, acme, alice_token
 
 
 @pytest.mark.django_db
-def test_the_import_page_shows_what_is_kept_on_disk(client, acme, alice, alice_token, media, tmp_path,
-                                                    django_capture_on_commit_callbacks):
+def test_the_import_page_shows_what_is_kept_on_disk(
+    client, acme, alice, alice_token, media, tmp_path, django_capture_on_commit_callbacks
+):
     upload = zipped("run-1.zip", b.mini_run(tmp_path / "run-1", {A: True}))
     post(client, alice_token, [upload])  # queued: its upload is on disk
-    post(client, alice_token, [zipped("run-2.zip", b.mini_run(tmp_path / "run-2", {A: True}))],
-         capture=django_capture_on_commit_callbacks)  # done: nothing
+    post(
+        client,
+        alice_token,
+        [zipped("run-2.zip", b.mini_run(tmp_path / "run-2", {A: True}))],
+        capture=django_capture_on_commit_callbacks,
+    )  # done: nothing
     client.force_login(alice)
     r = client.get("/projects/acme/runs/sweep/imports/")
     assert r.status_code == 200

@@ -48,8 +48,11 @@ def test_bad_trajectory_costs_only_its_instance(tmp_path, name, mutate, says):
     root = run_folder(tmp_path, mutate)
     summary = import_runs(project=project, run="r1", step=1, sources=[Source(root)])
     reasons = [f.reason for f in summary.findings] + [r["error"] for r in summary.refused]
-    ok = (Group.objects.filter(uid=f"{GOOD}@1").exists() and not Group.objects.filter(uid=f"{BAD}@1").exists()
-          and any(says in reason for reason in reasons))
+    ok = (
+        Group.objects.filter(uid=f"{GOOD}@1").exists()
+        and not Group.objects.filter(uid=f"{BAD}@1").exists()
+        and any(says in reason for reason in reasons)
+    )
     record("agent-run import", name, "refused" if ok else "FAILED")
     assert ok, reasons
 
@@ -89,8 +92,11 @@ def test_upload_refuses_run_names_that_break_urls(client, alice_token, settings,
     from grading.models import ImportJob
 
     settings.MEDIA_ROOT = tmp_path / "media"
-    r = client.post("/api/v1/imports/?project=acme", {"run": run, "step": "1", "file": [SimpleUploadedFile("a.json", b"{}")]},
-                    HTTP_AUTHORIZATION=f"Token {alice_token}")
+    r = client.post(
+        "/api/v1/imports/?project=acme",
+        {"run": run, "step": "1", "file": [SimpleUploadedFile("a.json", b"{}")]},
+        HTTP_AUTHORIZATION=f"Token {alice_token}",
+    )
     ok = r.status_code == 400 and "run" in r.json()["fields"] and ImportJob.objects.count() == 0
     record("agent-run import", f"upload with run name {run!r}", "refused" if ok else "FAILED")
     assert ok, r.content

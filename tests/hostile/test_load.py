@@ -99,8 +99,10 @@ def test_same_step_three_times_at_once_stores_each_group_once(live_server, alice
     assert all(r["refused"] == 0 for r in reports)
     assert Group.objects.count() == N_GROUPS
     assert Rollout.objects.count() == RolloutContent.objects.count() == 4 * N_GROUPS
-    print(f"\n3 concurrent ingests of {N_GROUPS} groups x 4 rollouts: {elapsed:.2f} s, "
-          f"created per request {[r['groups']['created'] for r in reports]}")
+    print(
+        f"\n3 concurrent ingests of {N_GROUPS} groups x 4 rollouts: {elapsed:.2f} s, "
+        f"created per request {[r['groups']['created'] for r in reports]}"
+    )
 
 
 def _terminate_app_connections() -> int:
@@ -108,8 +110,14 @@ def _terminate_app_connections() -> int:
     import psycopg
 
     settings = connection.settings_dict
-    with psycopg.connect(dbname=settings["NAME"], user=settings["USER"], password=settings["PASSWORD"],
-                         host=settings["HOST"], port=settings["PORT"] or 5432, autocommit=True) as admin:
+    with psycopg.connect(
+        dbname=settings["NAME"],
+        user=settings["USER"],
+        password=settings["PASSWORD"],
+        host=settings["HOST"],
+        port=settings["PORT"] or 5432,
+        autocommit=True,
+    ) as admin:
         rows = admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchall()
@@ -124,8 +132,9 @@ def test_database_restart_mid_ingest_is_a_503_and_a_resend_succeeds(live_server,
     released = threading.Event()
     outcome: dict = {}
     sender = threading.Thread(
-        target=lambda: outcome.update(result=post(live_server.url, alice_token, [b"".join(first), b"".join(rest)],
-                                                  pause_after=0, pause=released))
+        target=lambda: outcome.update(
+            result=post(live_server.url, alice_token, [b"".join(first), b"".join(rest)], pause_after=0, pause=released)
+        )
     )
     sender.start()
     deadline = time.monotonic() + 60

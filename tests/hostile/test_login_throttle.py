@@ -42,8 +42,13 @@ def store(request, settings):
     settings.GAGAR_LOGIN_MAX_FAILURES_PER_ADDRESS = 20
     if request.param == "redis":
         _redis_or_skip()
-        settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                                       "KEY_PREFIX": f"throttle-test-{uuid.uuid4().hex}"}}
+        settings.CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": REDIS_URL,
+                "KEY_PREFIX": f"throttle-test-{uuid.uuid4().hex}",
+            }
+        }
     return request.param
 
 
@@ -57,8 +62,7 @@ def test_the_admin_login_is_throttled_like_the_login_page(store, root):
     # Before: 30 wrong passwords for a superuser on /admin/login/ all answered 200, and the
     # right one then signed in. Now the 6th is refused unchecked, and so is the right one.
     client = Client()
-    answers = [client.post("/admin/login/", {"username": "root", "password": f"wrong-{n}"}).status_code
-               for n in range(30)]
+    answers = [client.post("/admin/login/", {"username": "root", "password": f"wrong-{n}"}).status_code for n in range(30)]
     assert answers[:5] == [200] * 5 and set(answers[5:]) == {429}
     r = client.post("/admin/login/", {"username": "root", "password": "root-pass-123"})
     assert r.status_code == 429 and int(r["Retry-After"]) > 0
@@ -95,8 +99,9 @@ def test_forty_wrong_passwords_at_once_check_at_most_five(store, root):
     def attempt(i):
         client = Client()
         ready.wait()
-        status = client.post("/admin/login/" if i % 2 else "/accounts/login/",
-                             {"username": "root", "password": f"wrong-{i}"}).status_code
+        status = client.post(
+            "/admin/login/" if i % 2 else "/accounts/login/", {"username": "root", "password": f"wrong-{i}"}
+        ).status_code
         with lock:
             answers.append(status)
         connection.close()
@@ -133,10 +138,16 @@ def test_processes_share_one_count_and_never_repeat_a_number(store):
         env["GAGAR_CACHE_KEY_PREFIX"] = f"throttle-test-{uuid.uuid4().hex}"
     else:
         db = connection.settings_dict
-        env["DATABASE_URL"] = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+        env["DATABASE_URL"] = (
+            f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+        )
     key = f"test:{uuid.uuid4().hex}"
-    children = [subprocess.Popen([sys.executable, "-c", _CHILD, key, "25"], cwd=ROOT, env=env, text=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(4)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, key, "25"], cwd=ROOT, env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        for _ in range(4)
+    ]
     assert [child.stdout.readline().strip() for child in children] == ["ready"] * 4
     for child in children:
         child.stdin.write("go\n")
@@ -166,6 +177,10 @@ def test_behind_the_shipped_proxy_one_clients_failures_do_not_pause_anyone_elses
     assert r.status_code == 302 and someone.session.get("_auth_user_id")
     # an untrusted peer cannot choose its address by the header
     settings.GAGAR_TRUSTED_PROXIES = ()
-    spoofing = [Client(REMOTE_ADDR="192.0.2.1", HTTP_X_REAL_IP=f"10.0.0.{n}").post(
-        "/accounts/login/", {"username": f"other{n}", "password": "x"}).status_code for n in range(21)]
+    spoofing = [
+        Client(REMOTE_ADDR="192.0.2.1", HTTP_X_REAL_IP=f"10.0.0.{n}")
+        .post("/accounts/login/", {"username": f"other{n}", "password": "x"})
+        .status_code
+        for n in range(21)
+    ]
     assert spoofing[-1] == 429

@@ -72,8 +72,7 @@ def test_served_schema_is_the_one_fuzzed(client, alice_token):
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @schema.parametrize()
-@settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
+@settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_no_server_errors(case):
     if any(p.name == "project" for p in case.operation.query):
         case.query = {**(case.query or {}), "project": "acme"}

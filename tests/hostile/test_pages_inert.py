@@ -142,7 +142,9 @@ def test_api_detail_returns_hostile_text_as_json_not_html(client, alice_token):
     case = next(c for c in CASES if c.name == "XSS in every text field")
     obj = orjson.loads(case.build())
     post_groups(client, alice_token, case.build())
-    r = client.get(f"/api/v1/groups/{obj['uid']}/", {"project": "acme", "run": obj["run"]}, HTTP_AUTHORIZATION=f"Token {alice_token}")
+    r = client.get(
+        f"/api/v1/groups/{obj['uid']}/", {"project": "acme", "run": obj["run"]}, HTTP_AUTHORIZATION=f"Token {alice_token}"
+    )
     assert r.status_code == 200 and r["Content-Type"] == "application/json"
     assert r["X-Content-Type-Options"] == "nosniff"
     assert r.json()["task"]["problem_statement"] == obj["task"]["problem_statement"]

@@ -77,6 +77,7 @@ def stored(client, alice_token):
 
 # --- item 9: one parameter parser ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("raw", ODD_NUMBERS)
 def test_the_helper_reads_only_ascii_digits_within_bounds(raw):
     assert raw == "" or "²".isdigit()  # why the helper exists
@@ -95,13 +96,20 @@ def test_grader_evidence_locators_go_through_the_helper(raw):
     from grading.grader.workspace import GroupWorkspace, RolloutView
 
     patch = "diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,1 +1,2 @@\n x = 1\n+y = 2\n"
-    view = RolloutView(index=0, passed=True, patch=patch, test_log="FAILED a\nPASSED a\n",
-                       messages=[{"role": "user", "content": "fix"}, {"role": "assistant", "content": "done"}])
+    view = RolloutView(
+        index=0,
+        passed=True,
+        patch=patch,
+        test_log="FAILED a\nPASSED a\n",
+        messages=[{"role": "user", "content": "fix"}, {"role": "assistant", "content": "done"}],
+    )
     ws = GroupWorkspace(uid="g@1", instance_id="g", rollouts=[view])
     resolves = raw == " 1"  # a locator is stripped first: " 1" is turn 1 (and no line of "w.py: 1")
     citations = [Evidence("turn", 0, raw), Evidence("patch", 0, f"w.py:{raw}"), Evidence("test", 0, f"log:{raw}")]
     assert [resolve(ws, item) is None for item in citations] == [resolves, False, False]
-    assert all(resolve(ws, Evidence(kind, 0, loc)) is None for kind, loc in (("turn", "1"), ("patch", "w.py:2"), ("test", "log:2")))
+    assert all(
+        resolve(ws, Evidence(kind, 0, loc)) is None for kind, loc in (("turn", "1"), ("patch", "w.py:2"), ("test", "log:2"))
+    )
     found = problems(ws, [RolloutJudgment(index=0, tier="T2", rank=1, evidence=citations)])
     ok = any("needs at least one citation that resolves" in p for p in found) != resolves
     if not resolves:
@@ -154,24 +162,34 @@ def test_agreement_numbers(quiet, stored, alice_token, query):
     check(f"agreement {query}", r, (400,))
 
 
-@pytest.mark.parametrize(("url", "query"), [
-    ("/api/v1/groups/", {"project": "acme\x00"}),
-    ("/api/v1/groups/", {"project": "acme", "run": "r1\x00"}),
-    ("/api/v1/groups/", {"project": "acme", "cursor": "\x00"}),
-    ("/api/v1/groups/g%00@1/", {"project": "acme", "run": "r1"}),
-    ("/api/v1/groups/g@1/", {"project": "acme", "run": "r\x00"}),
-    ("/api/v1/advantages/", {"project": "acme", "run": "r1\x00"}),
-    ("/api/v1/runs/r1%00/", {"project": "acme"}),
-    ("/api/v1/labeled-groups/", {"project": "acme", "run": "r1", "since": "2026-01-01T00:00:00Z\x00"}),
-])
+@pytest.mark.parametrize(
+    ("url", "query"),
+    [
+        ("/api/v1/groups/", {"project": "acme\x00"}),
+        ("/api/v1/groups/", {"project": "acme", "run": "r1\x00"}),
+        ("/api/v1/groups/", {"project": "acme", "cursor": "\x00"}),
+        ("/api/v1/groups/g%00@1/", {"project": "acme", "run": "r1"}),
+        ("/api/v1/groups/g@1/", {"project": "acme", "run": "r\x00"}),
+        ("/api/v1/advantages/", {"project": "acme", "run": "r1\x00"}),
+        ("/api/v1/runs/r1%00/", {"project": "acme"}),
+        ("/api/v1/labeled-groups/", {"project": "acme", "run": "r1", "since": "2026-01-01T00:00:00Z\x00"}),
+    ],
+)
 def test_nul_in_api_parameters_is_a_json_4xx_before_any_query(quiet, stored, alice_token, url, query, django_assert_num_queries):
     with django_assert_num_queries(0):  # refused before the token is even looked up: no NUL reaches PostgreSQL
         r = quiet.get(url, query, **auth(alice_token))
     check(f"NUL in {url} {list(query)[-1]}", r)
 
 
-@pytest.mark.parametrize("url", ["/projects/acme/runs/r1%00/", "/projects/acme/runs/r1/groups/g%00@1/",
-                                 "/projects/acme/runs/r1/steps/1/?page=%00", "/projects/acme/calibration/?run=r%001"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/projects/acme/runs/r1%00/",
+        "/projects/acme/runs/r1/groups/g%00@1/",
+        "/projects/acme/runs/r1/steps/1/?page=%00",
+        "/projects/acme/calibration/?run=r%001",
+    ],
+)
 def test_nul_in_page_urls_is_a_4xx(quiet, stored, alice, url, django_assert_num_queries):
     quiet.force_login(alice)
     with django_assert_num_queries(0):  # not even the session: no NUL reaches PostgreSQL
@@ -207,9 +225,15 @@ def test_odd_judging_fields_are_ignored_and_the_group_page_stays_up(quiet, bob, 
     assign(group=groups["g1@1"], reviewer=bob)
     quiet.force_login(bob)
     # An incomplete judgment comes back with the form as sent; an odd field must not break it.
-    r = quiet.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1"}, **{"tier-²": "T1", "rank-١": "1", "score-²-x": "3"}), quiet, "g1@1"))
+    r = quiet.post(
+        group_url("g1@1", "judgment/"),
+        as_lanes(judgment_post({0: "T1"}, **{"tier-²": "T1", "rank-١": "1", "score-²-x": "3"}), quiet, "g1@1"),
+    )
     check("judgment with tier-² (422, not 500)", r, (422,))
-    r = quiet.post(group_url("g1@1", "draft/"), as_lanes({"tier-0": "T1", "tier-²": "T2", "rank-١": "1", "note-1": "a\x00b", "tier-1-x": "T1"}, quiet, "g1@1"))
+    r = quiet.post(
+        group_url("g1@1", "draft/"),
+        as_lanes({"tier-0": "T1", "tier-²": "T2", "rank-١": "1", "note-1": "a\x00b", "tier-1-x": "T1"}, quiet, "g1@1"),
+    )
     assert r.status_code == 200
     assert Assignment.objects.get(reviewer=bob).draft == {"tier-0": "T1"}
     check("group page after that draft", quiet.get(group_url("g1@1")), (200,))
@@ -222,12 +246,16 @@ def test_odd_judging_fields_are_ignored_and_the_group_page_stays_up(quiet, bob, 
 def test_odd_rank_is_a_named_422(quiet, bob, groups, rank):
     assign(group=groups["g1@1"], reviewer=bob)
     quiet.force_login(bob)
-    r = quiet.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: 1, 1: 2}, **{"rank-3": rank}), quiet, "g1@1"))
+    r = quiet.post(
+        group_url("g1@1", "judgment/"),
+        as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: 1, 1: 2}, **{"rank-3": rank}), quiet, "g1@1"),
+    )
     check(f"rank-3={rank[:10]}", r, (422,))
     assert f"rank-{lanes_for(user=bob, group=groups['g1@1']).key(3)}" in r.content.decode()  # named as bob's form names it
 
 
 # --- item 10: the low items ------------------------------------------------------------------
+
 
 def test_login_is_throttled_per_username_with_a_clear_message(client, alice, settings):
     settings.GAGAR_LOGIN_MAX_FAILURES = 5
@@ -253,7 +281,7 @@ def test_login_is_throttled_per_address_and_counts_clear_on_success(client, alic
 
 
 def test_csv_export_neutralises_formula_cells(client, alice_token):
-    evil = small_group("=HYPERLINK(\"http://x\")@1", instance_id="@SUM(A1)", rewards=(1, 0))
+    evil = small_group('=HYPERLINK("http://x")@1', instance_id="@SUM(A1)", rewards=(1, 0))
     tabbed = small_group("+cmd@1", instance_id="\tx", rewards=(1, 0))
     r = post_lines(client, alice_token, jsonl(evil, tabbed, small_group("-1@1", instance_id="-2+3", rewards=(1, 0))))
     assert r.status_code in (200, 207), r.content
@@ -263,8 +291,10 @@ def test_csv_export_neutralises_formula_cells(client, alice_token):
     import io
 
     rows = list(csv.DictReader(io.StringIO(b"".join(body.streaming_content).decode())))
-    assert rows and all(not row[c].startswith(("=", "+", "-", "@", "\t", "\r")) for row in rows for c in ("uid", "instance_id", "run"))
-    assert {row["uid"] for row in rows} >= {"'=HYPERLINK(\"http://x\")@1", "'-1@1"}
+    assert rows and all(
+        not row[c].startswith(("=", "+", "-", "@", "\t", "\r")) for row in rows for c in ("uid", "instance_id", "run")
+    )
+    assert {row["uid"] for row in rows} >= {'\'=HYPERLINK("http://x")@1', "'-1@1"}
     assert any(row["advantage"].startswith("-") for row in rows)  # numbers stay numbers
     record(CHANNEL, "CSV cells starting = + - @ tab", "inert")
 
@@ -276,7 +306,9 @@ def test_content_disposition_is_built_by_djangos_helper(client, alice_token):
     r = client.get("/api/v1/advantages/", {"project": "acme", "run": run, "step": "1"}, **auth(alice_token))
     assert r.status_code == 200
     assert r["Content-Disposition"] == content_disposition_header(True, f"{run}-step1-default_v1.jsonl")
-    assert r["Content-Disposition"].count("filename") == 2 and "filename*=UTF-8''evil" not in r["Content-Disposition"].split('"')[0]
+    assert (
+        r["Content-Disposition"].count("filename") == 2 and "filename*=UTF-8''evil" not in r["Content-Disposition"].split('"')[0]
+    )
     r = client.get("/api/v1/labeled-groups/", {"project": "acme", "run": run}, **auth(alice_token))
     assert r["Content-Disposition"] == content_disposition_header(True, f"{run}-labeled.jsonl")
     record(CHANNEL, "run name injected into Content-Disposition", "inert")
@@ -289,7 +321,10 @@ def test_negative_zero_reward_is_zero(client, alice_token):
     assert post_lines(client, alice_token, raw).status_code == 200
     r = post_lines(client, alice_token, jsonl(group))  # the same line with 0
     assert r.status_code == 200 and r.json()["groups"]["unchanged"] == 1 and not r.json()["errors"], r.json()
-    assert Rollout.objects.get(group__uid="z@1", index=1).reward == 0 and str(Rollout.objects.get(group__uid="z@1", index=1).reward) == "0.0"
+    assert (
+        Rollout.objects.get(group__uid="z@1", index=1).reward == 0
+        and str(Rollout.objects.get(group__uid="z@1", index=1).reward) == "0.0"
+    )
     record(CHANNEL, "reward -0.0 then 0", "stored")
 
 

@@ -28,16 +28,19 @@ from tests.hostile.test_blind_doors import DOOR_QUERY, QUERY, doors
 pytestmark = pytest.mark.django_db
 
 # Where a rollout's name sits in the HTML: ids, partial URLs, ?lane=, data attributes, form fields.
-NAMED = [re.compile(p) for p in (
-    r'id="(?:rollout|turns|diff|log|tests|more)-([^"-]+)',
-    r'id="turn-([^"-]+)-\d+"',
-    r'/rollouts/([^/"]+)/',
-    r'[?&](?:amp;)?lane=([^&"#]+)',
-    r'#(?:rollout|turn|tests|diff)-([^"-]+)',
-    r'data-(?:index|lane|lane-link|judge|jump|cluster)="([^"]*)"',
-    r'name="(?:tier|rank|cheat|note|score)-([^"-]+)',
-    r'data-testid="(?:overview-row|tier|rank|cheat|pin|turns|cluster|split|load-diff|turn-search|turn-jump)-([^"-]+)',
-)]
+NAMED = [
+    re.compile(p)
+    for p in (
+        r'id="(?:rollout|turns|diff|log|tests|more)-([^"-]+)',
+        r'id="turn-([^"-]+)-\d+"',
+        r'/rollouts/([^/"]+)/',
+        r'[?&](?:amp;)?lane=([^&"#]+)',
+        r'#(?:rollout|turn|tests|diff)-([^"-]+)',
+        r'data-(?:index|lane|lane-link|judge|jump|cluster)="([^"]*)"',
+        r'name="(?:tier|rank|cheat|note|score)-([^"-]+)',
+        r'data-testid="(?:overview-row|tier|rank|cheat|pin|turns|cluster|split|load-diff|turn-search|turn-jump)-([^"-]+)',
+    )
+]
 
 
 @pytest.fixture
@@ -132,8 +135,10 @@ def test_a_blind_judges_form_and_draft_use_labels_and_storage_keeps_indexes(clie
     text = r.content.decode()
     assert r.status_code == 422 and f"rollout {passing[0]} passed and needs a tier" in text and "rollout #" not in text
     tiers = {i: "T2" for i in range(6) if group.rollouts.get(index=i).passed}
-    r = client.post("/projects/acme/runs/r1/groups/g1@1/judgment/", as_lanes(
-        {**{f"tier-{i}": t for i, t in tiers.items()}, "seen_version": "0"}, bob, group))
+    r = client.post(
+        "/projects/acme/runs/r1/groups/g1@1/judgment/",
+        as_lanes({**{f"tier-{i}": t for i, t in tiers.items()}, "seen_version": "0"}, bob, group),
+    )
     assert r.status_code == 302
     judgment = bob.judgments.get()
     assert sorted(judgment.items.values_list("rollout__index", flat=True)) == sorted(tiers)
@@ -150,8 +155,11 @@ def test_a_blind_judges_search_names_lanes_and_never_matches_a_blind_field(clien
     assert body["results"] and all("index" not in r and r["lane"].isalpha() for r in body["results"])
     assert {r["lane"] for r in body["results"]} <= set(lanes.labels.values())
     for hit in (h for r in body["results"] for h in r["hits"]):
-        assert re.search(r"[?&]lane=[A-F](&|$)", hit["url"]) and "#turn-" + hit["url"].split("lane=")[1][0] in hit["url"] or \
-            hit["where"] != "turn"
+        assert (
+            re.search(r"[?&]lane=[A-F](&|$)", hit["url"])
+            and "#turn-" + hit["url"].split("lane=")[1][0] in hit["url"]
+            or hit["where"] != "turn"
+        )
     for value in ("results_claude_10", "claude-sonnet-4-5-20250929", "ckpt-gpt5-step-450"):
         assert client.get("/api/v1/search/", {"project": "acme", "q": value}).json()["count"] == 0, value
     hits = client.get(f"/projects/acme/runs/r1/groups/g1@1/rollouts/{lanes.key(0)}/hits/", {"q": "django"}).json()

@@ -31,8 +31,10 @@ def slow_clients(port: int, n: int) -> list[socket.socket]:
         if i % 2:
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # and never the rest
         else:
-            s.sendall(b"POST /accounts/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                      b"Content-Length: 100000\r\n\r\nusername=al")  # and never the rest of the body
+            s.sendall(
+                b"POST /accounts/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                b"Content-Length: 100000\r\n\r\nusername=al"
+            )  # and never the rest of the body
         opened.append(s)
     return opened
 

@@ -16,7 +16,6 @@ from tests.hostile.corpus import record
 pytestmark = pytest.mark.django_db
 
 
-
 @pytest.mark.parametrize(
     ("name", "body", "headers", "status", "says"),
     [
@@ -60,8 +59,12 @@ def test_oversize_form_body_is_refused_before_it_is_read(client, alice):
 
 
 def test_odd_authorization_headers_are_401(client, alice_token):
-    for name, header in {"non-ASCII token": "Token gagar_\u00e9\u00e9", "three words": "Token a b",
-                         "empty token": "Token ", "basic auth": "Basic YWxpY2U6eA=="}.items():
+    for name, header in {
+        "non-ASCII token": "Token gagar_\u00e9\u00e9",
+        "three words": "Token a b",
+        "empty token": "Token ",
+        "basic auth": "Basic YWxpY2U6eA==",
+    }.items():
         r = client.get("/api/v1/groups/", {"project": "acme"}, HTTP_AUTHORIZATION=header)
         ok = r.status_code in (401, 403)
         record("HTTP requests", f"auth header: {name}", "refused" if ok else "FAILED")
@@ -71,8 +74,11 @@ def test_odd_authorization_headers_are_401(client, alice_token):
 def test_encoded_traversal_in_page_urls_is_404(client, alice, alice_token):
     post_lines(client, alice_token, jsonl(small_group("a@1")))
     client.force_login(alice)
-    for url in ("/projects/acme/runs/r1/groups/..%2F..%2F..%2Fetc%2Fpasswd/", "/projects/acme/runs/%2E%2E/groups/a@1/",
-                "/projects/acme/runs/r1/groups/a@1/rollouts/99999999999999999999/log/"):
+    for url in (
+        "/projects/acme/runs/r1/groups/..%2F..%2F..%2Fetc%2Fpasswd/",
+        "/projects/acme/runs/%2E%2E/groups/a@1/",
+        "/projects/acme/runs/r1/groups/a@1/rollouts/99999999999999999999/log/",
+    ):
         r = client.get(url)
         ok = r.status_code == 404
         record("HTTP requests", f"URL {url[:40]}…", "refused" if ok else "FAILED")
@@ -87,7 +93,7 @@ def test_a_value_the_database_refuses_costs_only_its_own_line(client, alice_toke
 
     def store(self, batch):
         if any(p.group.uid == "poison@1" for p in batch):
-            raise DataError('invalid input syntax for type json DETAIL: Unicode escape value could not be translated')
+            raise DataError("invalid input syntax for type json DETAIL: Unicode escape value could not be translated")
         return real_store(self, batch)
 
     monkeypatch.setattr(ingest._BatchWriter, "_store", store)
@@ -95,8 +101,13 @@ def test_a_value_the_database_refuses_costs_only_its_own_line(client, alice_toke
     r = post_lines(client, alice_token, body)
     report = r.json()
     assert r.status_code == 207, report
-    assert report["errors"] == [{"line": 2, "uid": "poison@1",
-                                 "error": "could not be stored: the database refused a value (invalid input syntax for type json DETAIL: Unicode escape value could not be translated)"}]
+    assert report["errors"] == [
+        {
+            "line": 2,
+            "uid": "poison@1",
+            "error": "could not be stored: the database refused a value (invalid input syntax for type json DETAIL: Unicode escape value could not be translated)",
+        }
+    ]
     assert set(Group.objects.values_list("uid", flat=True)) == {"a@1", "b@1"}
     assert Rollout.objects.count() == 6
     record("HTTP requests", "DataError mid-batch (fault injection)", "refused")

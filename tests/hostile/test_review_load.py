@@ -29,8 +29,9 @@ from tests.helpers import as_lanes, ingest_groups, small_group
 pytestmark = [
     pytest.mark.load,
     pytest.mark.postgres,
-    pytest.mark.skipif(not os.environ.get("DATABASE_URL", "").startswith("postgres"),
-                       reason="needs DATABASE_URL (PostgreSQL), as in CI"),
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "").startswith("postgres"), reason="needs DATABASE_URL (PostgreSQL), as in CI"
+    ),
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -97,5 +98,7 @@ def test_twenty_reviewers_on_fifty_groups_lose_nothing_and_duplicate_nothing(acm
     assert outcomes[409] == outcomes["double submits"] > 0
     assert Assignment.objects.filter(status="submitted").count() == stored
     assert outcomes["conflict reported"] == N_GROUPS  # the second judgment of each group was told
-    print(f"\n20 reviewers x 50 groups: {stored} judgments stored, 0 lost, 0 duplicated, "
-          f"{outcomes[409]} double submits refused with 409, {outcomes['conflict reported']} conflicts reported")
+    print(
+        f"\n20 reviewers x 50 groups: {stored} judgments stored, 0 lost, 0 duplicated, "
+        f"{outcomes[409]} double submits refused with 409, {outcomes['conflict reported']} conflicts reported"
+    )

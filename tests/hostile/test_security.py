@@ -24,8 +24,17 @@ pytestmark = pytest.mark.django_db
 # Routes that are not about a project's data: public, or the framework's own.
 # The sign-up link is public like the login page (its token is the credential: tests/grading/test_team_invites.py);
 # the new-project page is the site staff's, not a project's (tests/grading/test_project_creation.py).
-NOT_PROJECT_DATA = {"", "accounts/login/", "accounts/logout/", "healthz", "api/schema/", "api/docs/", "projects/",
-                    "accounts/invite/<uidb64>/<token>/", "projects/new/"}
+NOT_PROJECT_DATA = {
+    "",
+    "accounts/login/",
+    "accounts/logout/",
+    "healthz",
+    "api/schema/",
+    "api/docs/",
+    "projects/",
+    "accounts/invite/<uidb64>/<token>/",
+    "projects/new/",
+}
 PARAM = re.compile(r"<(?:(?P<conv>\w+):)?(?P<name>\w+)>")
 
 
@@ -52,9 +61,17 @@ def world(client, alice, alice_token, acme):
     from grading.method.services import default_mapping
 
     rollout = Rollout.objects.get(group__uid="t-1@1", index=0)
-    return {"project": "acme", "run": "r1", "uid": "t-1@1", "lane": "0", "step": "1", "name": "r1", "number": "1",
-            "rollout_id": str(rollout.pk),
-            "pk": {"api-import": job.pk, "api-mapping": default_mapping().pk, "api-mapping-activate": default_mapping().pk}}
+    return {
+        "project": "acme",
+        "run": "r1",
+        "uid": "t-1@1",
+        "lane": "0",
+        "step": "1",
+        "name": "r1",
+        "number": "1",
+        "rollout_id": str(rollout.pk),
+        "pk": {"api-import": job.pk, "api-mapping": default_mapping().pk, "api-mapping-activate": default_mapping().pk},
+    }
 
 
 def fill(route: str, name: str | None, world: dict) -> str:
@@ -77,8 +94,24 @@ QUERY = {"project": "acme", "run": "r1"}
 
 def test_the_matrix_covers_the_known_views(world):
     names = {name for _, name, _ in project_routes(world)}
-    for expected in ("group", "rollout-turns", "rollout-diff", "rollout-log", "step", "run", "run-imports", "step-grading",
-                     "api-groups", "api-group", "api-imports", "api-import", "api-advantages", "search", "search-signals", "api-search"):
+    for expected in (
+        "group",
+        "rollout-turns",
+        "rollout-diff",
+        "rollout-log",
+        "step",
+        "run",
+        "run-imports",
+        "step-grading",
+        "api-groups",
+        "api-group",
+        "api-imports",
+        "api-import",
+        "api-advantages",
+        "search",
+        "search-signals",
+        "api-search",
+    ):
         assert expected in names
 
 
@@ -140,9 +173,11 @@ def test_every_post_needs_a_csrf_token_with_a_session(alice, world):
     csrf_client = Client(enforce_csrf_checks=True)
     csrf_client.force_login(alice)
     posted = 0
-    for route, name, url in project_routes(world) + [("accounts/logout/", "logout", "/accounts/logout/"),
-                                                     ("projects/new/", "new-project", "/projects/new/"),
-                                                     ("accounts/invite/<uidb64>/<token>/", "invite", "/accounts/invite/MQ/set-password/")]:
+    for route, name, url in project_routes(world) + [
+        ("accounts/logout/", "logout", "/accounts/logout/"),
+        ("projects/new/", "new-project", "/projects/new/"),
+        ("accounts/invite/<uidb64>/<token>/", "invite", "/accounts/invite/MQ/set-password/"),
+    ]:
         r = csrf_client.post(url + "?project=acme&run=r1", {"run": "r1", "step": "1"})
         assert r.status_code == 403, (url, r.status_code)
         assert b"CSRF" in r.content, url
@@ -159,7 +194,12 @@ def test_htmx_sends_the_csrf_token_from_the_page(client, alice, world):
 
 def test_csp_is_enforced_on_every_html_response(client, alice, world):
     client.force_login(alice)
-    urls = [url for _, _, url in project_routes(world)] + ["/projects/", "/api/docs/", "/projects/nope/", "/projects/acme/runs/nope/"]
+    urls = [url for _, _, url in project_routes(world)] + [
+        "/projects/",
+        "/api/docs/",
+        "/projects/nope/",
+        "/projects/acme/runs/nope/",
+    ]
     seen = 0
     for url in urls:
         for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
@@ -188,9 +228,16 @@ def test_list_apis_ignore_unknown_ordering_and_filters(client, alice_token, caro
         post_lines(client, alice_token, jsonl(small_group(uid, instance_id=f"t-{uid}")))
     plain = client.get("/api/v1/groups/", {"project": "acme"}, **auth).json()
     hostile_params = [
-        {"ordering": "-uid"}, {"ordering": "run__project__api_tokens__digest"}, {"order_by": "task__problem_statement"},
-        {"sort": "-id"}, {"o": "?"}, {"run__project__name": "other"}, {"uid__regex": ".*"}, {"filter": "1=1"},
-        {"project__in": "acme,other"}, {"format": "api"},
+        {"ordering": "-uid"},
+        {"ordering": "run__project__api_tokens__digest"},
+        {"order_by": "task__problem_statement"},
+        {"sort": "-id"},
+        {"o": "?"},
+        {"run__project__name": "other"},
+        {"uid__regex": ".*"},
+        {"filter": "1=1"},
+        {"project__in": "acme,other"},
+        {"format": "api"},
     ]
     for extra in hostile_params:
         r = client.get("/api/v1/groups/", {"project": "acme", **extra}, **auth)
@@ -210,12 +257,27 @@ def test_list_apis_ignore_unknown_ordering_and_filters(client, alice_token, caro
 @pytest.mark.parametrize(
     "url",
     [
-        "http://127.0.0.1/v1", "http://localhost:8000/v1", "http://[::1]/v1", "http://0.0.0.0/v1", "http://[::]/v1",
-        "http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/v1", "http://10.0.0.5/v1", "http://172.16.3.4/v1",
-        "http://192.168.1.1/v1", "http://[fd00::1]/v1", "http://[::ffff:127.0.0.1]/v1", "http://[::ffff:169.254.169.254]/v1",
-        "http://2130706433/v1", "http://0x7f000001/v1", "http://0177.0.0.1/v1", "http://127.1/v1",
+        "http://127.0.0.1/v1",
+        "http://localhost:8000/v1",
+        "http://[::1]/v1",
+        "http://0.0.0.0/v1",
+        "http://[::]/v1",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]/v1",
+        "http://10.0.0.5/v1",
+        "http://172.16.3.4/v1",
+        "http://192.168.1.1/v1",
+        "http://[fd00::1]/v1",
+        "http://[::ffff:127.0.0.1]/v1",
+        "http://[::ffff:169.254.169.254]/v1",
+        "http://2130706433/v1",
+        "http://0x7f000001/v1",
+        "http://0177.0.0.1/v1",
+        "http://127.1/v1",
         "http://100.64.0.1/v1",
-        "http://224.0.0.1/v1", "http://240.0.0.1/v1", "http://198.18.0.1/v1",
+        "http://224.0.0.1/v1",
+        "http://240.0.0.1/v1",
+        "http://198.18.0.1/v1",
     ],
     ids=lambda u: u.split("//")[1].split("/")[0],
 )
@@ -225,7 +287,9 @@ def test_grader_url_refuses_non_public_targets(settings, url):
         check_grader_url(url)
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "gopher://127.0.0.1:6379/_FLUSHALL", "ftp://example.org/", "http:///v1", "//evil/v1"])
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "gopher://127.0.0.1:6379/_FLUSHALL", "ftp://example.org/", "http:///v1", "//evil/v1"]
+)
 def test_grader_url_refuses_other_schemes(settings, url):
     settings.GRADER_ALLOW_PRIVATE_NETWORK = True  # even when private targets are allowed
     with pytest.raises(GraderUnavailable, match="not an http"):

@@ -71,8 +71,14 @@ def make_run_server(tmp_path):
     subprocess.run([*manage, "migrate", "--no-input", "-v0"], cwd=ROOT, env=env, check=True)
     subprocess.run([*manage, "shell", "-c", SEED], cwd=ROOT, env=env, check=True)
     port = _free_port()
-    server = subprocess.Popen([*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     log: list[str] = []
     for line in server.stdout:  # ready once it says how to quit
         log.append(line)
@@ -184,10 +190,12 @@ def test_ten_reviewers_judging_at_once_on_sqlite_lose_no_submit(make_run_server)
         people = db.execute("SELECT COUNT(DISTINCT reviewer_id) FROM reviews_judgment").fetchone()[0]
     latency = sorted(stats["latency"]) or [0.0]
     p50, p95 = statistics.median(latency), latency[max(0, int(round(0.95 * len(latency))) - 1)]
-    print(f"\n{N_REVIEWERS} browser contexts on SQLite (runserver, WAL, immediate transactions): "
-          f"{stats['submits']} submits, {stored} judgments stored, {stats['conflicts']} told of a concurrent judgment, "
-          f"5xx responses {len(stats['statuses'])}, retries {stats['retries']}, submit latency p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
-          f"max {latency[-1] * 1000:.0f} ms; {len(stats['errors'])} reviewers stuck; {stats['seconds']:.1f} s in all")
+    print(
+        f"\n{N_REVIEWERS} browser contexts on SQLite (runserver, WAL, immediate transactions): "
+        f"{stats['submits']} submits, {stored} judgments stored, {stats['conflicts']} told of a concurrent judgment, "
+        f"5xx responses {len(stats['statuses'])}, retries {stats['retries']}, submit latency p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
+        f"max {latency[-1] * 1000:.0f} ms; {len(stats['errors'])} reviewers stuck; {stats['seconds']:.1f} s in all"
+    )
     assert stats["errors"] == [] and stats["failed"] == [] and stats["statuses"] == [], (stats, "".join(log[-40:]))
     assert stats["retries"] == 0
     assert stats["submits"] == N_REVIEWERS * GROUPS_EACH == stats["stored"] == stored

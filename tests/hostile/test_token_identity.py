@@ -50,9 +50,11 @@ def test_a_token_acts_as_no_other_person_staff_or_superuser(client, acme, alice,
     # alice may not mint a token acting as bea (her own account, another project), as root
     # (a superuser, even one who is admin here) or as stan (staff): each refused, nothing added.
     client.force_login(alice)
-    for who, why in (("bea", "bea is an account of its own, not a service account of acme"),
-                     ("root", "root is site staff or a superuser"),
-                     ("stan", "stan is site staff or a superuser")):
+    for who, why in (
+        ("bea", "bea is an account of its own, not a service account of acme"),
+        ("root", "root is site staff or a superuser"),
+        ("stan", "stan is site staff or a superuser"),
+    ):
         role = {"bea": "admin", "root": "admin", "stan": "reviewer"}[who]
         r = client.post(f"{TEAM}tokens/", {"username": who, "role": role, "name": "forged"})
         assert r.status_code == 422, who
@@ -74,8 +76,12 @@ def test_a_service_account_is_marked_and_acts_as_itself_with_its_maker(client, a
     assert ServiceAccount.objects.get(user=bot).project == acme and ServiceAccount.objects.get(user=bot).created_by == alice
     assert "service account" in client.get(TEAM).content.decode()
     # What it does names the service account and the admin who made it.
-    r = client.post("/api/v1/mappings/", data=json.dumps({"name": "steep", "bands": STEEP}),
-                    content_type="application/json", HTTP_AUTHORIZATION=f"Token {r.context['secret']}")
+    r = client.post(
+        "/api/v1/mappings/",
+        data=json.dumps({"name": "steep", "bands": STEEP}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {r.context['secret']}",
+    )
     assert r.status_code == 201, r.content
     assert r.json()["created_by"] == "ci-bot (service account made by alice)"
     listed = client.get("/api/v1/mappings/?project=acme").json()
@@ -106,8 +112,12 @@ def test_the_check_lists_tokens_made_before_for_someone_else(acme, alice, bea, r
     Membership.objects.create(project=acme, user=old_bot, role=Role.TRAINER)
     bots, _ = ApiToken.issue(user=old_bot, project=acme)
     for t in (forged, as_root, own, bots):
-        LogEntry.objects.log_actions(user_id=alice.pk, queryset=[t], action_flag=ADDITION,
-                                     change_message=f"Token {t.prefix}… created for {t.user.username} on the team page")
+        LogEntry.objects.log_actions(
+            user_id=alice.pk,
+            queryset=[t],
+            action_flag=ADDITION,
+            change_message=f"Token {t.prefix}… created for {t.user.username} on the team page",
+        )
     operators, _ = ApiToken.issue(user=bea, project=acme)  # create_api_token: no entry, the operator's tool
     with pytest.raises(CommandError, match="2 tokens act as someone other than their maker") as raised:
         call_command("check_api_tokens", stdout=(out := _Out()))

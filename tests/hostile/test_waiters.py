@@ -76,9 +76,15 @@ def test_waiters_past_the_caps_get_429_with_retry_after(shipped_app):
     threads.append(waiting(port, tokens["tom"], results))
     until(lambda: waiters() == 3, "tom's waiter is waiting")
     status_project, headers_project, answer_project = call(port, tokens["tom"], WAIT)  # tom's second: over the project's
-    ok = (status == 429 and headers.get("Retry-After") == "10" and "this token already has 2" in json.loads(answer)["detail"]
-          and turned_away < 5 and status_project == 429 and headers_project.get("Retry-After") == "10"
-          and "project 'acme' already has 3" in json.loads(answer_project)["detail"])
+    ok = (
+        status == 429
+        and headers.get("Retry-After") == "10"
+        and "this token already has 2" in json.loads(answer)["detail"]
+        and turned_away < 5
+        and status_project == 429
+        and headers_project.get("Retry-After") == "10"
+        and "project 'acme' already has 3" in json.loads(answer_project)["detail"]
+    )
     record("HTTP requests", "waiters past the per-token and per-project caps", "refused" if ok else "FAILED")
     with db:  # the deadline passed: the step is final and the waiters are answered
         db.execute("UPDATE grading_group SET created_at = '2000-01-01 00:00:00'")

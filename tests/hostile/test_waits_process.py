@@ -41,8 +41,11 @@ PROBES = 4  # of each page
 
 
 def call(port: int, token: str, path: str, *, data: bytes | None = None, timeout: float = 90) -> tuple[int, dict, bytes]:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=data,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             return answer.status, dict(answer.headers.items()), answer.read()
@@ -80,10 +83,14 @@ def until(condition, what: str, *, seconds: float = 60) -> None:
 def test_waiters_past_the_sites_threads_leave_pages_answering(postgres_database, tmp_path):
     require_nginx()
     caps = {f"GAGAR_WAITERS_{cap}": str(WAITERS) for cap in ("PER_TOKEN", "PER_PROJECT", "TOTAL")}
-    deployment = Deployment(tmp_path, env={"DATABASE_URL": postgres_database, **caps},
-                            site_env={"GUNICORN_WORKERS": "1", "GUNICORN_THREADS": str(SITE_THREADS)},
-                            waits_env={"GUNICORN_WORKERS": "1", "DATABASE_POOL_SIZE": str(WAITS_POOL)})
+    deployment = Deployment(
+        tmp_path,
+        env={"DATABASE_URL": postgres_database, **caps},
+        site_env={"GUNICORN_WORKERS": "1", "GUNICORN_THREADS": str(SITE_THREADS)},
+        waits_env={"GUNICORN_WORKERS": "1", "DATABASE_POOL_SIZE": str(WAITS_POOL)},
+    )
     with deployment, psycopg.connect(postgres_database, autocommit=True) as db:
+
         def count(sql: str) -> int:
             return db.execute(sql).fetchone()[0]
 
@@ -96,8 +103,9 @@ def test_waiters_past_the_sites_threads_leave_pages_answering(postgres_database,
         assert call(port, tokens["alice"], "/api/v1/groups/?project=acme", data=body)[0] == 200
         results: list = []
         wait = "/api/v1/advantages/?project=acme&run=waiting&step=1&wait=120"
-        threads = [threading.Thread(target=lambda: results.append(call(port, tokens["tess"], wait)), daemon=True)
-                   for _ in range(WAITERS)]
+        threads = [
+            threading.Thread(target=lambda: results.append(call(port, tokens["tess"], wait)), daemon=True) for _ in range(WAITERS)
+        ]
         for thread in threads:
             thread.start()
         until(lambda: count("SELECT count(*) FROM grading_stepwaiter") == WAITERS, f"all {WAITERS} trainers are waiting")
@@ -108,7 +116,9 @@ def test_waiters_past_the_sites_threads_leave_pages_answering(postgres_database,
             answered.append(("/healthz", status == 200 and b'"ok"' in page))
             status, _ = get(port, "/projects/", timeout=10)  # anonymous: to the login page (no collected static files here)
             answered.append(("a page", status == 302))
-            status, page = get(port, "/api/v1/runs/?project=acme", timeout=10, headers={"Authorization": f"Bearer {tokens['alice']}"})
+            status, page = get(
+                port, "/api/v1/runs/?project=acme", timeout=10, headers={"Authorization": f"Bearer {tokens['alice']}"}
+            )
             answered.append(("runs API", status == 200 and "waiting" in {r["name"] for r in json.loads(page)}))
             most_connections = max(most_connections, connections())
         still_waiting = count("SELECT count(*) FROM grading_stepwaiter")
@@ -122,6 +132,7 @@ def test_waiters_past_the_sites_threads_leave_pages_answering(postgres_database,
     assert still_waiting == WAITERS  # nobody was answered early: they were waiting all along
     # The site's threads (one connection each at most) and the waits' pool; never one per waiter.
     assert most_connections <= SITE_THREADS + WAITS_POOL, most_connections
-    assert len(results) == WAITERS and all(code == 200 and headers.get("Gagar-Step-Final") == "true"
-                                           for code, headers, _ in results), [(c, h.get("Gagar-Step-Final")) for c, h, _ in results]
+    assert len(results) == WAITERS and all(
+        code == 200 and headers.get("Gagar-Step-Final") == "true" for code, headers, _ in results
+    ), [(c, h.get("Gagar-Step-Final")) for c, h, _ in results]
     assert left == 0

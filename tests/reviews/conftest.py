@@ -37,22 +37,35 @@ def fay(acme):
 @pytest.fixture
 def groups(acme, alice):
     g1 = small_group("g1@1", rewards=(1, 1, 0, 1), gold_patch="--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 0\n+y = 9\n")
-    ingest_groups(acme, g1, small_group("g2@1", instance_id="t-2", rewards=(1, 1, 0, 1)),
-                  small_group("g3@1", instance_id="t-3", rewards=(1, 1)))
+    ingest_groups(
+        acme,
+        g1,
+        small_group("g2@1", instance_id="t-2", rewards=(1, 1, 0, 1)),
+        small_group("g3@1", instance_id="t-3", rewards=(1, 1)),
+    )
     graded = Group.objects.get(uid="g1@1")
-    record_verdict(group=graded, grader=GRADER, status="valid", grades=[
-        GradeInput(0, "T1", 1, evidence=[]),
-        GradeInput(1, "T2", 2, evidence=[{"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": SECRET_NOTE}]),
-        GradeInput(3, "T3", 3, cheat=True, evidence=[{"kind": "turn", "rollout": 3, "locator": "1", "note": "read the fix"}]),
-    ])
+    record_verdict(
+        group=graded,
+        grader=GRADER,
+        status="valid",
+        grades=[
+            GradeInput(0, "T1", 1, evidence=[]),
+            GradeInput(1, "T2", 2, evidence=[{"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": SECRET_NOTE}]),
+            GradeInput(3, "T3", 3, cheat=True, evidence=[{"kind": "turn", "rollout": 3, "locator": "1", "note": "read the fix"}]),
+        ],
+    )
     return {g.uid: g for g in Group.objects.all()}
 
 
 @pytest.fixture
 def judged(groups, bob, dan):
     """g2@1 graded too; bob and dan judged g1@1 (a tier apart on #1), bob judged g2@1."""
-    record_verdict(group=groups["g2@1"], grader=GRADER, status="valid",
-                   grades=[GradeInput(0, "T2", 2), GradeInput(1, "T1", 1), GradeInput(3, "T2", 2)])
+    record_verdict(
+        group=groups["g2@1"],
+        grader=GRADER,
+        status="valid",
+        grades=[GradeInput(0, "T2", 2), GradeInput(1, "T1", 1), GradeInput(3, "T2", 2)],
+    )
     for person, tiers in ((bob, {0: "T1", 1: "T2", 3: "T3"}), (dan, {0: "T1", 1: "T3", 3: "T3"})):
         submit_judgment(reviewer=person, group=groups["g1@1"], items=[ItemInput(i, t) for i, t in tiers.items()])
     submit_judgment(reviewer=bob, group=groups["g2@1"], items=[ItemInput(0, "T2"), ItemInput(1, "T1"), ItemInput(3, "T3")])

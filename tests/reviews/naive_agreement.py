@@ -27,9 +27,7 @@ def _per_group(table: pd.DataFrame, fn) -> np.ndarray:
 
 def group_taus(frame: pd.DataFrame, *, grader: str = GRADER) -> dict:
     table = consensus_table(frame, grader=grader).dropna(subset=["grader_rank", "human_rank"])
-    return {
-        name: kendall_tau_b(g["grader_rank"], g["human_rank"]) for name, g in table.groupby("group", sort=False)
-    }
+    return {name: kendall_tau_b(g["grader_rank"], g["human_rank"]) for name, g in table.groupby("group", sort=False)}
 
 
 def mean_group_tau(frame: pd.DataFrame, *, grader: str = GRADER) -> float:

@@ -77,7 +77,9 @@ def test_hand_cases():
     assert krippendorff_alpha([[1, 1], [2, 2], [3, 3], [1, np.nan]]) == 1.0
     assert confusion_matrix(["T1", "T2"], ["T3", "T2"]).tolist() == [[0, 0, 1], [0, 1, 0], [0, 0, 0]]
     assert cheat_scores([True, False, True, False], [True, True, False, False]) == {
-        "precision": 0.5, "recall": 0.5, "f1": 0.5,
+        "precision": 0.5,
+        "recall": 0.5,
+        "f1": 0.5,
     }
     assert np.isnan(cheat_scores([False], [False])["precision"])
 
@@ -89,13 +91,23 @@ def _frame(rows):
 def test_frame_figures_by_hand():
     # group a: grader 1<2<3, bob 1<2<3, dan 2<1<3 -> only (0,2) and (1,2) are strict for both people
     # group b: grader ties both rollouts at rank 1, bob orders them -> a miss, top-1 still hits
-    frame = _frame([
-        ("a", 0, "grader", "T1", 1), ("a", 1, "grader", "T2", 2), ("a", 2, "grader", "T3", 3),
-        ("a", 0, "bob", "T1", 1), ("a", 1, "bob", "T2", 2), ("a", 2, "bob", "T3", 3),
-        ("a", 0, "dan", "T2", 2), ("a", 1, "dan", "T1", 1), ("a", 2, "dan", "T3", 3),
-        ("b", 0, "grader", "T1", 1), ("b", 1, "grader", "T1", 1),
-        ("b", 0, "bob", "T1", 1), ("b", 1, "bob", "T2", 2),
-    ])
+    frame = _frame(
+        [
+            ("a", 0, "grader", "T1", 1),
+            ("a", 1, "grader", "T2", 2),
+            ("a", 2, "grader", "T3", 3),
+            ("a", 0, "bob", "T1", 1),
+            ("a", 1, "bob", "T2", 2),
+            ("a", 2, "bob", "T3", 3),
+            ("a", 0, "dan", "T2", 2),
+            ("a", 1, "dan", "T1", 1),
+            ("a", 2, "dan", "T3", 3),
+            ("b", 0, "grader", "T1", 1),
+            ("b", 1, "grader", "T1", 1),
+            ("b", 0, "bob", "T1", 1),
+            ("b", 1, "bob", "T2", 2),
+        ]
+    )
     table = consensus_table(frame)
     # rollout a/0: median of T1, T2 is 1.5 -> the worse tier, T2
     assert table["human_tier"].tolist() == [2, 2, 3, 1, 2]
@@ -170,12 +182,16 @@ def random_frame(seed: int, *, n_groups: int | None = None) -> pd.DataFrame:
                 tier = truth_tier[r] if rng.random() < 0.6 else rng.integers(1, 4)
                 rank = truth_rank[r] if rng.random() < 0.6 else rng.integers(1, size + 1)
                 cheat = None if rng.random() < 0.1 else bool(rng.random() < 0.25)
-                rows.append((
-                    f"g{g}", int(ids[r]), rater,
-                    None if rng.random() < 0.08 else f"T{tier}",
-                    np.nan if rng.random() < 0.08 else float(rank),
-                    cheat,
-                ))
+                rows.append(
+                    (
+                        f"g{g}",
+                        int(ids[r]),
+                        rater,
+                        None if rng.random() < 0.08 else f"T{tier}",
+                        np.nan if rng.random() < 0.08 else float(rank),
+                        cheat,
+                    )
+                )
     frame = pd.DataFrame(rows, columns=["group", "rollout", "rater", "tier", "rank", "cheat"])
     if seed % 2:
         frame["audit"] = [None if rng.random() < 0.4 else bool(rng.random() < 0.3) for _ in range(len(frame))]
@@ -260,15 +276,25 @@ def test_tier_codes_fast_paths_agree_with_the_rules():
 
 
 def test_figure_counts_say_what_each_figure_rests_on():
-    frame = _frame([
-        ("a", 0, "grader", "T1", 1), ("a", 1, "grader", "T2", 2), ("a", 2, "grader", "T3", 3),
-        ("a", 0, "bob", "T1", 1), ("a", 1, "bob", "T2", 3), ("a", 2, "bob", "T3", 2),
-        ("b", 0, "grader", "T1", 1), ("b", 1, "grader", "T1", 2),
-        ("b", 0, "bob", "T1", 2), ("b", 1, "bob", "T2", 1),
-    ]).assign(cheat=[False, True, False, False, True, True, False, False, False, False])
+    frame = _frame(
+        [
+            ("a", 0, "grader", "T1", 1),
+            ("a", 1, "grader", "T2", 2),
+            ("a", 2, "grader", "T3", 3),
+            ("a", 0, "bob", "T1", 1),
+            ("a", 1, "bob", "T2", 3),
+            ("a", 2, "bob", "T3", 2),
+            ("b", 0, "grader", "T1", 1),
+            ("b", 1, "grader", "T1", 2),
+            ("b", 0, "bob", "T1", 2),
+            ("b", 1, "bob", "T2", 1),
+        ]
+    ).assign(cheat=[False, True, False, False, True, True, False, False, False, False])
     report = agreement_report(frame, n_boot=50, seed=1)
     assert isinstance(report["kappa"], Figure)
-    assert report["exact_agreement"] == pytest.approx(Figure(4 / 5, report["exact_agreement"].lo, report["exact_agreement"].hi, 5))
+    assert report["exact_agreement"] == pytest.approx(
+        Figure(4 / 5, report["exact_agreement"].lo, report["exact_agreement"].hi, 5)
+    )
     assert report["tau"].n == 2 and report["top1"].n == 2 and report["pairwise_accuracy"].n == 4
     assert report["pairwise_accuracy"].value == 2 / 4  # a: (0,1),(0,2) hit, (1,2) miss; b: miss
     assert report["top1"].value == 0.5
@@ -309,7 +335,9 @@ def test_ceiling_recovers_a_planted_confusion_between_people():
     second = np.array([rng.choice([1, 2, 3], p=planted[t - 1]) for t in first.ravel()]).reshape(first.shape)
     rows = [
         (f"g{g}", r, rater, f"T{tiers[g, r]}", r + 1)
-        for g in range(n_groups) for r in range(size) for rater, tiers in (("ann", first), ("bob", second))
+        for g in range(n_groups)
+        for r in range(size)
+        for rater, tiers in (("ann", first), ("bob", second))
     ]
     ceiling = ceiling_report(_frame(rows), n_boot=200, seed=0)
     joint = np.diag([0.3, 0.4, 0.3]) @ planted  # P(first, second)
@@ -353,11 +381,15 @@ def test_report_intervals_cover_a_planted_agreement_rate_near_nominally():
         human = rng.integers(1, 4, n_groups * size)
         match = rng.random(n_groups * size) < np.repeat(rates, size)
         grader = np.where(match, human, (human + rng.integers(0, 2, human.size)) % 3 + 1)
-        frame = pd.DataFrame({
-            "group": np.concatenate([group, group]), "rollout": np.concatenate([rollout, rollout]),
-            "rater": ["grader"] * human.size + ["bob"] * human.size,
-            "tier": np.concatenate([grader, human]), "rank": 1,
-        })
+        frame = pd.DataFrame(
+            {
+                "group": np.concatenate([group, group]),
+                "rollout": np.concatenate([rollout, rollout]),
+                "rater": ["grader"] * human.size + ["bob"] * human.size,
+                "tier": np.concatenate([grader, human]),
+                "rank": 1,
+            }
+        )
         figure = agreement_report(frame, n_boot=200, seed=rng)["exact_agreement"]
         covered += figure.lo <= 0.7 <= figure.hi
     assert 0.88 <= covered / 200 <= 0.99

@@ -36,14 +36,24 @@ def audit_world(project: Project, *, reviewer, auditor) -> dict[str, Rollout]:
     write them (the real trajectories trip no leak rule, and SQLite has no search index)."""
     ingest_groups(project, *load_real_long_groups()[:2])
     a, b = (Group.objects.get(run__project=project, uid=f"real-long-0{n}@0") for n in (0, 1))
-    record_verdict(group=a, grader=GRADER, status="valid", grades=[
-        GradeInput(2, "T3", 1, cheat=True, evidence=[{"kind": "turn", "rollout": 2, "locator": "5", "note": GRADER_NOTE}]),
-    ])
+    record_verdict(
+        group=a,
+        grader=GRADER,
+        status="valid",
+        grades=[
+            GradeInput(2, "T3", 1, cheat=True, evidence=[{"kind": "turn", "rollout": 2, "locator": "5", "note": GRADER_NOTE}]),
+        ],
+    )
     x = Rollout.objects.get(group=a, index=2)
     y, z = Rollout.objects.get(group=b, index=3), Rollout.objects.get(group=b, index=2)
     for rollout, turn in ((x, "3"), (y, "4")):
-        CheatDecision.objects.create(rollout=rollout, source="prescreen", author="prescreen", reason=PRESCREEN_REASON,
-                                     evidence=[{"kind": "turn", "rollout": rollout.index, "locator": turn, "note": "git log --all"}])
+        CheatDecision.objects.create(
+            rollout=rollout,
+            source="prescreen",
+            author="prescreen",
+            reason=PRESCREEN_REASON,
+            evidence=[{"kind": "turn", "rollout": rollout.index, "locator": turn, "note": "git log --all"}],
+        )
     submit_judgment(reviewer=reviewer, group=a, items=[ItemInput(2, "T3", cheat=True, note=BOB_NOTE)])
     for rollout in (y, z):
         CheatDecision.objects.create(rollout=rollout, source="search", author=auditor.username, reason=SEARCH)
@@ -70,13 +80,13 @@ def test_one_row_per_rollout_with_each_signal_under_its_author_and_its_own_evide
     signals = {s.source: s for s in CheatDecision.objects.filter(rollout=x)}
     assert set(signals) == {"grader", "prescreen", "reviewer"}
     assert [signals[s].author for s in ("grader", "prescreen", "reviewer")] == [GRADER, "prescreen", "bob"]
-    row = page[page.index(f'data-testid="audit-rollout-{x.pk}"'):]
-    row = row[:row.index("</tr>")]
+    row = page[page.index(f'data-testid="audit-rollout-{x.pk}"') :]
+    row = row[: row.index("</tr>")]
     group = f"/projects/acme/runs/{RUN}/groups/real-long-00@0/"
 
     def item(source: str) -> str:
         start = row.index(f'data-testid="signal-{signals[source].pk}"')
-        return row[start:row.index("</li>\n", start) if "</li>\n" in row[start:] else len(row)]
+        return row[start : row.index("</li>\n", start) if "</li>\n" in row[start:] else len(row)]
 
     grader, bob = item("grader"), item("reviewer")
     assert GRADER in grader and GRADER_NOTE in grader
@@ -84,7 +94,7 @@ def test_one_row_per_rollout_with_each_signal_under_its_author_and_its_own_evide
     assert ">bob<" in bob and "turn 7" in bob and GRADER_NOTE not in bob  # bob's flag shows bob's evidence only
     assert f'href="{group}?lane=2&amp;start=7#turn-2-7"' in bob
     assert f'href="{group}?lane=2&amp;start=3#turn-2-3"' in item("prescreen")
-    search = page[page.index(f'data-testid="signal-{CheatDecision.objects.get(rollout=world["z"]).pk}"'):]
+    search = page[page.index(f'data-testid="signal-{CheatDecision.objects.get(rollout=world["z"]).pk}"') :]
     assert "?q=git+log+--all&amp;mode=words" in search[:2000] and ">erin<" in search[:2000]
 
 
@@ -92,11 +102,14 @@ def test_one_decision_settles_the_rollout_and_every_open_signal_with_one_reason(
     x = world["x"]
     assert reward(x) == 1.0
     client.force_login(erin)
-    r = client.post(f"/projects/acme/audit/rollouts/{x.pk}/", {"verdict": "confirm", "reason": "turn 3 reads the fix",
-                                                                "status": "pending"}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        f"/projects/acme/audit/rollouts/{x.pk}/",
+        {"verdict": "confirm", "reason": "turn 3 reads the fix", "status": "pending"},
+        HTTP_HX_REQUEST="true",
+    )
     body = r.content.decode()
     assert r.status_code == 200 and 'data-state="confirmed"' in body and "no longer pending" in body
-    assert 'data-testid="filter-pending"' in body and "pending <span class=\"muted\">(2)" in body  # the counts, out of band
+    assert 'data-testid="filter-pending"' in body and 'pending <span class="muted">(2)' in body  # the counts, out of band
     assert set(CheatDecision.objects.filter(rollout=x).values_list("confirmed", "decided_by__username")) == {(True, "erin")}
     assert set(CheatAudit.objects.values_list("reason", flat=True)) == {"turn 3 reads the fix"}
     assert CheatAudit.objects.count() == 3
@@ -105,8 +118,11 @@ def test_one_decision_settles_the_rollout_and_every_open_signal_with_one_reason(
     page = client.get("/projects/acme/audit/").content.decode()
     assert f'audit-rollout-{x.pk}"' not in page
     # Overturned as a whole later: every signal with it, and the reward is back.
-    r = client.post(f"/projects/acme/audit/rollouts/{x.pk}/", {"verdict": "overturn", "reason": "the log was the issue's",
-                                                                "status": "all"}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        f"/projects/acme/audit/rollouts/{x.pk}/",
+        {"verdict": "overturn", "reason": "the log was the issue's", "status": "all"},
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 200 and 'data-state="overturned"' in r.content.decode()
     assert set(CheatDecision.objects.filter(rollout=x).values_list("confirmed", flat=True)) == {False}
     assert reward(x) == 1.0 and CheatAudit.objects.count() == 6
@@ -130,8 +146,11 @@ def test_bulk_decisions_for_a_prescreen_rule_and_for_a_search(client, erin, worl
     client.force_login(erin)
     page = client.get("/projects/acme/audit/").content.decode()
     assert "Confirm all 2" in page  # the rule's two rollouts, and the search's two
-    r = client.post("/projects/acme/audit/bulk/", {"rule": "upstream_history", "verdict": "overturn", "reason": "issue text",
-                                                    "back_status": "pending"}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        "/projects/acme/audit/bulk/",
+        {"rule": "upstream_history", "verdict": "overturn", "reason": "issue text", "back_status": "pending"},
+        HTTP_HX_REQUEST="true",
+    )
     body = r.content.decode()
     assert r.status_code == 200 and "2 rollouts overturned (5 signals)" in body
     assert f'audit-rollout-{z.pk}"' in body and f'audit-rollout-{x.pk}"' not in body  # decided ones left pending
@@ -141,8 +160,9 @@ def test_bulk_decisions_for_a_prescreen_rule_and_for_a_search(client, erin, worl
     assert r.status_code == 302 and r["Location"] == "/projects/acme/audit/?status=pending"
     assert CheatDecision.objects.get(rollout=z).confirmed is True
     assert CheatDecision.objects.get(rollout=y, source="search").confirmed is False  # y was no longer pending
-    r = client.post("/projects/acme/audit/bulk/", {"search": SEARCH, "verdict": "confirm", "reason": "again"},
-                    HTTP_HX_REQUEST="true")
+    r = client.post(
+        "/projects/acme/audit/bulk/", {"search": SEARCH, "verdict": "confirm", "reason": "again"}, HTTP_HX_REQUEST="true"
+    )
     assert r.status_code == 422 and "no pending rollout" in r.content.decode()
 
 
@@ -159,7 +179,10 @@ def test_refusals(client, bob, carol, erin, world):
     assert r.status_code == 200
     assert "<script>alert(1)" not in client.get("/projects/acme/audit/?status=all").content.decode()  # escaped
     unflagged = Rollout.objects.get(group=x.group, index=0)
-    assert client.post(f"/projects/acme/audit/rollouts/{unflagged.pk}/", {"verdict": "confirm", "reason": "x y z"}).status_code == 404
+    assert (
+        client.post(f"/projects/acme/audit/rollouts/{unflagged.pk}/", {"verdict": "confirm", "reason": "x y z"}).status_code
+        == 404
+    )
     r = client.post("/projects/acme/audit/bulk/", {"verdict": "confirm", "reason": "all of it"}, HTTP_HX_REQUEST="true")
     assert r.status_code == 422 and "choose a prescreen rule or a search" in r.content.decode()
     # bob reviews but does not audit; carol is another project's admin.
@@ -179,8 +202,7 @@ def test_a_rollout_on_a_group_the_auditor_judges_blind_stays_out(client, acme, e
     assert client.post(f"/projects/acme/audit/rollouts/{x.pk}/", {"verdict": "confirm", "reason": "saw it"}).status_code == 404
 
 
-def test_the_audit_page_takes_the_same_queries_however_many_rollouts(client, acme, erin, dan, world,
-                                                                     django_assert_num_queries):
+def test_the_audit_page_takes_the_same_queries_however_many_rollouts(client, acme, erin, dan, world, django_assert_num_queries):
     client.force_login(erin)
     member("gina", acme, Role.AUDITOR)
     # 10: session, user, project, membership, the counts, the bulk choices, the pager's count,
@@ -189,8 +211,13 @@ def test_the_audit_page_takes_the_same_queries_however_many_rollouts(client, acm
         assert client.get("/projects/acme/audit/?status=all").status_code == 200
     ingest_groups(acme, *load_real_long_groups()[2:4])
     for rollout in Rollout.objects.filter(group__uid__in=["real-long-02@0", "real-long-03@0"]):
-        CheatDecision.objects.create(rollout=rollout, source="prescreen", author="prescreen", reason=PRESCREEN_REASON,
-                                     evidence=[{"kind": "patch", "rollout": rollout.index, "locator": "a.py:1", "note": ""}])
+        CheatDecision.objects.create(
+            rollout=rollout,
+            source="prescreen",
+            author="prescreen",
+            reason=PRESCREEN_REASON,
+            evidence=[{"kind": "patch", "rollout": rollout.index, "locator": "a.py:1", "note": ""}],
+        )
         CheatDecision.objects.create(rollout=rollout, source="search", author="gina", reason="curl github.com")
     client.post(f"/projects/acme/audit/rollouts/{world['y'].pk}/", {"verdict": "confirm", "reason": "reads the fix"})
     with django_assert_num_queries(10):

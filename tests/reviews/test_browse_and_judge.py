@@ -45,6 +45,7 @@ def no_grader_field(html: str) -> None:
 
 # --- blindness survives browsing -------------------------------------------------------------------
 
+
 def test_a_reviewer_browsing_sees_no_grader_field_until_they_choose(client, bob, groups):
     client.force_login(bob)
     html = page(client)
@@ -128,6 +129,7 @@ def test_a_project_that_does_not_judge_blind_shows_the_verdict(client, bob, grou
 
 # --- the rubric guide on the judge panel ---------------------------------------------------------------
 
+
 def test_the_judge_panel_explains_tiers_and_scores_with_the_projects_guide(client, bob, alice, groups, acme):
     fields = {f"tier-{t}": DEFAULT_GUIDE.tier(t) for t in TIERS}
     for d in DEFAULT_GUIDE.dimensions:
@@ -140,11 +142,12 @@ def test_the_judge_panel_explains_tiers_and_scores_with_the_projects_guide(clien
     html = page(client, "g2@1")
     assert 'title="T2: T2-EDITED: fine, but a reviewer would ask for one change"' in html  # the tier buttons' tooltips
     assert re.search(r'<label class="score" title="Codebase consistency \(1–5, 5 best\): CONSISTENCY-EDITED', html)
-    help_panel = html[html.index('id="keys-help"'):]
+    help_panel = html[html.index('id="keys-help"') :]
     assert "T2-EDITED" in help_panel and "CONSISTENCY-EDITED" in help_panel and "Shift</kbd>+<kbd>S" in help_panel
 
 
 # --- submit and next; htmx submits ---------------------------------------------------------------
+
 
 def test_submit_and_next_stores_the_judgment_and_opens_the_next_group(client, bob, groups, acme):
     update_policy(project=acme, overlap=1.0, blind=True, lease_minutes=60)
@@ -156,7 +159,11 @@ def test_submit_and_next_stores_the_judgment_and_opens_the_next_group(client, bo
     second = Assignment.objects.get(reviewer=bob, status=Assignment.Status.OPEN)
     assert second.group != first.group and r.status_code == 302 and r["Location"] == group_url(second.group.uid)
     # through htmx, as the page sends it: 204 and HX-Redirect; the last one goes back to the queue
-    r = client.post(group_url(second.group.uid, "judgment/"), as_lanes(judgment_post(GOOD, then="next"), client, second.group.uid), HTTP_HX_REQUEST="true")
+    r = client.post(
+        group_url(second.group.uid, "judgment/"),
+        as_lanes(judgment_post(GOOD, then="next"), client, second.group.uid),
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 204 and r["HX-Redirect"] == "/projects/acme/review/"
     assert Judgment.objects.filter(reviewer=bob).count() == 2
     assert not Assignment.objects.filter(reviewer=bob, status=Assignment.Status.OPEN).exists()
@@ -165,8 +172,11 @@ def test_submit_and_next_stores_the_judgment_and_opens_the_next_group(client, bo
 def test_an_htmx_submit_that_is_refused_keeps_what_was_typed(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2"}, **{"note-0": "keep me"}), client, "g1@1"),
-                    HTTP_HX_REQUEST="true")
+    r = client.post(
+        group_url("g1@1", "judgment/"),
+        as_lanes(judgment_post({0: "T1", 1: "T2"}, **{"note-0": "keep me"}), client, "g1@1"),
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 204 and r["HX-Redirect"] == group_url("g1@1")
     assert not Judgment.objects.exists()
     draft = Assignment.objects.get(reviewer=bob).draft
@@ -187,6 +197,7 @@ def test_reveal_early_keeps_the_draft_it_was_sent_and_an_empty_one_does_not_wipe
 
 
 # --- adjudication drafts ----------------------------------------------------------------------------
+
 
 def test_adjudication_drafts_survive_reopening_and_are_cleared_on_submit(client, fay, judged):
     client.force_login(fay)

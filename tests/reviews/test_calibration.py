@@ -150,8 +150,10 @@ def test_bootstrap_interval_covers_planted_truth():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("abcdefg"), st.sampled_from(TIERS), st.sampled_from(TIERS)), max_size=30),
-       st.floats(min_value=0, max_value=3))
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefg"), st.sampled_from(TIERS), st.sampled_from(TIERS)), max_size=30),
+    st.floats(min_value=0, max_value=3),
+)
 def test_a_tier_has_an_interval_exactly_when_the_grader_gave_it(pairs, k):
     boot = bootstrap_mapping(pairs, n_boot=20, seed=0, k=k)
     given_tiers = {grader for _, grader, _ in pairs}

@@ -22,14 +22,25 @@ def test_page_shows_agreement_ceiling_heatmap_fit_and_preview(client, alice, jud
     r = client.get("/projects/acme/calibration/?run=r1")
     assert r.status_code == 200
     html = r.content.decode()
-    for marker in ('data-testid="agreement"', 'data-testid="ceiling"', 'data-testid="confusion"', 'data-testid="fitted"',
-                   'data-testid="preview"', 'id="heatmap"', 'id="trend-chart"', 'id="mapping-chart"', 'id="lambda-chart"',
-                   "Cohen&#x27;s κ (quadratic)", "grader</span> secret-grader@1", 'data-testid="activate"'):
+    for marker in (
+        'data-testid="agreement"',
+        'data-testid="ceiling"',
+        'data-testid="confusion"',
+        'data-testid="fitted"',
+        'data-testid="preview"',
+        'id="heatmap"',
+        'id="trend-chart"',
+        'id="mapping-chart"',
+        'id="lambda-chart"',
+        "Cohen&#x27;s κ (quadratic)",
+        "grader</span> secret-grader@1",
+        'data-testid="activate"',
+    ):
         assert marker in html, marker
     # g1: people's consensus T1, T3 (bob T2 / dan T3 -> median rounds to the worse), T3; g2: T2, T1, T3.
     # Grader: g1 T1, T2, T3; g2 T2, T1, T2 -> rows T1: (2, 0, 0); T2: (0, 1, 2); T3: (0, 0, 1)
-    assert "<tr><th>T1</th><td class=\"num\">2</td><td class=\"num\">0</td><td class=\"num\">0</td></tr>" in html
-    assert "<tr><th>T2</th><td class=\"num\">0</td><td class=\"num\">1</td><td class=\"num\">2</td></tr>" in html
+    assert '<tr><th>T1</th><td class="num">2</td><td class="num">0</td><td class="num">0</td></tr>' in html
+    assert '<tr><th>T2</th><td class="num">0</td><td class="num">1</td><td class="num">2</td></tr>' in html
     assert 'data-testid="n-changed">6 of 10 (2 groups)' in html  # every passing rollout of the two graded groups
 
 
@@ -45,8 +56,9 @@ def test_activating_the_fitted_mapping_versions_it_and_changes_graded_advantages
     r = client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": "two reviewers, 6 pairs"}, follow=True)
     assert "Not activated: the fit rests on too little evidence (2 judged mixed groups, 30 needed;" in r.content.decode()
     assert not MappingActivation.objects.exists() and not FactorMapping.objects.filter(source="calibrated").exists()
-    r = client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": "two reviewers, 6 pairs", "override": "1"},
-                    follow=True)
+    r = client.post(
+        "/projects/acme/calibration/activate/", {"run": "r1", "reason": "two reviewers, 6 pairs", "override": "1"}, follow=True
+    )
     assert "acme-calibrated@1 is now active for r1 below the project&#x27;s minimum evidence, by override" in r.content.decode()
     mapping = FactorMapping.objects.get(source="calibrated")
     activation = MappingActivation.objects.get()
@@ -66,18 +78,21 @@ def test_activating_the_fitted_mapping_versions_it_and_changes_graded_advantages
     assert changed and all(after[k].status == "graded" for k in changed)
     for uid in {k[0] for k in after}:  # sum-preserving per group
         assert sum(r.redistributed_advantage for k, r in after.items() if k[0] == uid) == pytest.approx(
-            sum(r.advantage for k, r in after.items() if k[0] == uid), abs=1e-9)
+            sum(r.advantage for k, r in after.items() if k[0] == uid), abs=1e-9
+        )
     # the old numbers stay reproducible under the old mapping version
     assert {k: r.redistributed_advantage for k, r in before.items()} == {
-        (r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping__name="default")}
+        (r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping__name="default")
+    }
 
 
 def test_uninformative_grader_gives_equal_factors_and_baseline_advantages(alice, judged):
     run = Run.objects.get(name="r1")
     fitted = fit_mapping([[3, 3, 3], [3, 3, 3], [3, 3, 3]], k=0)
     assert fitted.f == (1.0, 1.0, 1.0)
-    mapping, _ = activate_fitted_mapping(run=run, fitted=fitted, user=alice, reason="uninformative", scope={}, n_judgments=27,
-                                         override=True)  # a table with no groups recorded is below any minimum but 0
+    mapping, _ = activate_fitted_mapping(
+        run=run, fitted=fitted, user=alice, reason="uninformative", scope={}, n_judgments=27, override=True
+    )  # a table with no groups recorded is below any minimum but 0
     ensure_computed_many(steps=list(run.steps.all()), mapping=mapping)
     rows = list(AdvantageResult.objects.filter(mapping=mapping))
     assert rows and all(r.redistributed_advantage == pytest.approx(r.advantage, abs=1e-12) for r in rows)
@@ -144,8 +159,11 @@ def test_figures_are_computed_once_per_frame_contents_and_again_when_a_judgment_
 def test_the_agreement_table_keeps_the_latest_steps_unless_asked_for_all(client, alice, judged):
     from reviews.selectors.calibration import latest_step_slices
 
-    rows = ([{"slice": "all", "value": "all judgments"}, {"slice": "grader", "value": GRADER}]
-            + [{"slice": "step", "value": n} for n in range(1, 31)] + [{"slice": "repo", "value": "octo/widgets"}])
+    rows = (
+        [{"slice": "all", "value": "all judgments"}, {"slice": "grader", "value": GRADER}]
+        + [{"slice": "step", "value": n} for n in range(1, 31)]
+        + [{"slice": "repo", "value": "octo/widgets"}]
+    )
     shown, hidden = latest_step_slices(rows, 20)
     assert hidden == 10 and [r["value"] for r in shown if r["slice"] == "step"] == list(range(11, 31))
     assert [r["slice"] for r in shown if r["slice"] != "step"] == ["all", "grader", "repo"]
@@ -186,8 +204,12 @@ def test_a_tier_without_pairs_shows_no_interval_and_says_why(client, alice, judg
     from grading.grader.verdicts import GradeInput, record_verdict
 
     # a newer verdict on g1@1 (another grader's) gives no T3: the grader's T3 row is now 0 / 0 / 0
-    record_verdict(group=judged["g1@1"], grader="second-grader@1", status="valid",
-                   grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(3, "T2", 2)])
+    record_verdict(
+        group=judged["g1@1"],
+        grader="second-grader@1",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(3, "T2", 2)],
+    )
     client.force_login(alice)
     r = client.get("/projects/acme/calibration/?run=r1")
     html = r.content.decode()
@@ -223,7 +245,9 @@ def test_a_bad_minimum_is_refused_in_words_and_nothing_changes(client, alice, ju
 
     client.force_login(alice)
     r = client.post("/projects/acme/calibration/minimum/", {"groups": min_groups, "tier_pairs": min_pairs}, follow=True)
-    assert r.status_code == 200 and "Minimum not changed:" in r.content.decode() and "must be a whole number" in r.content.decode()
+    assert (
+        r.status_code == 200 and "Minimum not changed:" in r.content.decode() and "must be a whole number" in r.content.decode()
+    )
     assert not CalibrationMinimum.objects.exists()
 
 

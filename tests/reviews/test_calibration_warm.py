@@ -54,17 +54,28 @@ def test_warming_computes_everything_the_page_and_the_api_show(client, alice, ju
 def test_a_real_worker_warms_the_figures_a_judgment_changed(client, alice, judged, erin, monkeypatch, tmp_path):
     from gagar_web.celery import app
 
-    redis_cache = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                               "LOCATION": os.environ["CELERY_BROKER_URL"], "KEY_PREFIX": f"gagar-test-{os.getpid()}"}}
+    redis_cache = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ["CELERY_BROKER_URL"],
+            "KEY_PREFIX": f"gagar-test-{os.getpid()}",
+        }
+    }
     run_id = judged["g1@1"].run_id
     with override_settings(CACHES=redis_cache, CELERY_TASK_ALWAYS_EAGER=False):
         app.conf.task_always_eager = False
         app.control.purge()
         log = (tmp_path / "worker.log").open("w+")
-        worker = start_celery_worker("warm", log, GAGAR_CACHE_URL=os.environ["CELERY_BROKER_URL"],
-                                     GAGAR_CACHE_KEY_PREFIX=redis_cache["default"]["KEY_PREFIX"])
+        worker = start_celery_worker(
+            "warm",
+            log,
+            GAGAR_CACHE_URL=os.environ["CELERY_BROKER_URL"],
+            GAGAR_CACHE_KEY_PREFIX=redis_cache["default"]["KEY_PREFIX"],
+        )
         try:
-            submit_judgment(reviewer=erin, group=judged["g1@1"], items=[ItemInput(0, "T2"), ItemInput(1, "T1"), ItemInput(3, "T3")])
+            submit_judgment(
+                reviewer=erin, group=judged["g1@1"], items=[ItemInput(0, "T2"), ItemInput(1, "T1"), ItemInput(3, "T3")]
+            )
             assert cache.get(WARM_FLAG.format(run_id=run_id)) == 1  # queued once for the burst
             # a second change in the same burst finds it queued
             assert schedule_warm(run_id=run_id) is False

@@ -23,8 +23,10 @@ from tests.helpers import ingest_groups, small_group
 pytestmark = pytest.mark.django_db
 
 FIX = "diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 0\n+y = 42\n"
-DEBUG = ("diff --git a/debug_issue.py b/debug_issue.py\nnew file mode 100644\n--- /dev/null\n+++ b/debug_issue.py\n"
-         "@@ -0,0 +1 @@\n+print('debug')\n")
+DEBUG = (
+    "diff --git a/debug_issue.py b/debug_issue.py\nnew file mode 100644\n--- /dev/null\n+++ b/debug_issue.py\n"
+    "@@ -0,0 +1 @@\n+print('debug')\n"
+)
 PAGE = "/projects/acme/runs/r1/groups/c1@1/"
 TURNS = PAGE + "rollouts/0/turns/"
 
@@ -53,8 +55,8 @@ def test_overview_has_a_row_per_rollout_passing_first_with_clusters(client, bob,
     assert _rows(html) == ["0", "2", "3", "1"]  # passing lanes first, failing after
     assert re.findall(r'<article class="lane \w+" id="rollout-(\d+)"', html) == ["0", "2", "3", "1"]
     assert "4 rollouts, 2 distinct changes (1 among the passing)" in html
-    row3 = html[html.index('data-testid="overview-row-3"'):]
-    row3 = row3[:row3.index("</tr>")]
+    row3 = html[html.index('data-testid="overview-row-3"') :]
+    row3 = row3[: row3.index("</tr>")]
     assert "same change as #0, #2, +1 extra file" in row3
     assert 'data-files="2"' in row3 and 'data-lines="3"' in row3 and 'data-f2p="1"' in row3 and 'data-tokens="1003"' in row3
     assert '<span class="add">1</span>/<span class="del">0</span>' in row3  # F2P passed/failed
@@ -64,8 +66,12 @@ def test_overview_has_a_row_per_rollout_passing_first_with_clusters(client, bob,
 
 
 def test_overview_shows_the_grader_tier_only_with_the_verdict(client, alice, bob, clustered):
-    record_verdict(group=clustered, grader="g@1", status="valid",
-                   grades=[GradeInput(0, "T1", 1), GradeInput(2, "T2", 2), GradeInput(3, "T2", 2)])
+    record_verdict(
+        group=clustered,
+        grader="g@1",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(2, "T2", 2), GradeInput(3, "T2", 2)],
+    )
     client.force_login(alice)
     html = client.get(PAGE).content.decode()
     assert "grader tier" in html and 'data-tier="T2" data-rank="2"' in html
@@ -82,8 +88,11 @@ def test_lane_order_keeps_the_blind_shuffle_within_passing_and_failing():
 
 
 def test_test_counts_read_fail_to_pass_and_pass_to_pass():
-    outcomes = {"FAIL_TO_PASS": {"success": ["a", "b"], "failure": ["c"]}, "PASS_TO_PASS": {"success": ["d"], "failure": []},
-                "other": {"success": ["x"]}}
+    outcomes = {
+        "FAIL_TO_PASS": {"success": ["a", "b"], "failure": ["c"]},
+        "PASS_TO_PASS": {"success": ["d"], "failure": []},
+        "other": {"success": ["x"]},
+    }
     assert rollout_test_counts(outcomes) == {"f2p": (2, 1), "p2p": (1, 0)}
     assert rollout_test_counts({"FAIL_TO_PASS": "garbage"}) == {} and rollout_test_counts(None) == {}
 
@@ -130,10 +139,10 @@ def test_jump_to_a_turn_and_past_the_end(client, bob, clustered):
 def test_long_observations_are_folded_with_show_all(client, bob, clustered):
     client.force_login(bob)
     html = client.get(TURNS, HTTP_HX_REQUEST="true").content.decode()
-    turn10 = html[html.index('id="turn-0-10"'):html.index('id="turn-0-11"')]
+    turn10 = html[html.index('id="turn-0-10"') : html.index('id="turn-0-11"')]
     assert 'data-testid="fold-0-10"' in turn10 and "show all 3,129 characters" in turn10
-    head = turn10[turn10.index("fold-head"):]
-    head = head[:head.index("</pre>")]
+    head = turn10[turn10.index("fold-head") :]
+    head = head[: head.index("</pre>")]
     assert "line 23 of" in head and "line 24 of" not in head
     assert 'data-testid="fold-0-9"' not in html  # short ones are shown whole
 

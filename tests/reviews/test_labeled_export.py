@@ -41,7 +41,7 @@ HOSTILE_PATCH = (
     "diff --git a/w.py b/w.py\n--- a/w.py\n+++ b/w.py\n@@ -1,2 +1,2 @@\n x = 1\n"
     "-y = 0\n+y = '</script><script>alert(\"x\")</script> \\u2028 \u2028 \u2029 \x85 &amp; \U0001f600'\n"
 )
-HOSTILE_NOTE = "<img src=x onerror=\"alert(1)\"> “quoted” \\ back\nslash & {{ template }} </textarea>"
+HOSTILE_NOTE = '<img src=x onerror="alert(1)"> “quoted” \\ back\nslash & {{ template }} </textarea>'
 FAY_NOTE_1 = "keeps the old default: w.py:2 (see turn 1)"
 FAY_NOTE_3 = "reads the upstream fix at turn 1; w.py:99 is not in the patch"
 ERIN_REASON = "turn 1 downloads the fixed release"
@@ -60,31 +60,77 @@ def review(person, group, items, *, kind=Judgment.Kind.REVIEW, reason="", note="
 @pytest.fixture
 def labeled_run(groups, bob, dan, erin, fay):
     acme = groups["g1@1"].run.project
-    ingest_groups(acme, small_group("g4@2", step=2, instance_id="t-4", rewards=(1, 1, 0, 1)),
-           small_group("g5@1", instance_id="t-5", rewards=(1, 0)))
+    ingest_groups(
+        acme,
+        small_group("g4@2", step=2, instance_id="t-4", rewards=(1, 1, 0, 1)),
+        small_group("g5@1", instance_id="t-5", rewards=(1, 0)),
+    )
     hostile = small_group("g6@1", instance_id="t-6", rewards=(1, 0), problem_statement=HOSTILE_NOTE)
     hostile["rollouts"][0]["patch"] = HOSTILE_PATCH
     ingest_groups(acme, hostile)
     g = {x.uid: x for x in Group.objects.all()}
 
-    review(bob, g["g1@1"], [ItemInput(0, "T1", 1, scores=scores(5)), ItemInput(1, "T2", 2, scores=scores(3)),
-                            ItemInput(3, "T3", 3, scores=scores(2))])
-    review(dan, g["g1@1"], [ItemInput(0, "T2", 2, scores=scores(3)), ItemInput(1, "T1", 1, scores=scores(5)),
-                            ItemInput(3, "T3", 3, scores=scores(2))])
-    review(fay, g["g1@1"], [ItemInput(0, "T1", 1, scores=scores(5)),
-                            ItemInput(1, "T2", 2, scores=scores(3), note=FAY_NOTE_1),
-                            ItemInput(3, "T3", 3, cheat=True, scores=scores(1), note=FAY_NOTE_3)],
-           kind=Judgment.Kind.ADJUDICATION, reason=Judgment.Reason.REVIEWERS_DISAGREE, note="settled on the diff")
+    review(
+        bob,
+        g["g1@1"],
+        [
+            ItemInput(0, "T1", 1, scores=scores(5)),
+            ItemInput(1, "T2", 2, scores=scores(3)),
+            ItemInput(3, "T3", 3, scores=scores(2)),
+        ],
+    )
+    review(
+        dan,
+        g["g1@1"],
+        [
+            ItemInput(0, "T2", 2, scores=scores(3)),
+            ItemInput(1, "T1", 1, scores=scores(5)),
+            ItemInput(3, "T3", 3, scores=scores(2)),
+        ],
+    )
+    review(
+        fay,
+        g["g1@1"],
+        [
+            ItemInput(0, "T1", 1, scores=scores(5)),
+            ItemInput(1, "T2", 2, scores=scores(3), note=FAY_NOTE_1),
+            ItemInput(3, "T3", 3, cheat=True, scores=scores(1), note=FAY_NOTE_3),
+        ],
+        kind=Judgment.Kind.ADJUDICATION,
+        reason=Judgment.Reason.REVIEWERS_DISAGREE,
+        note="settled on the diff",
+    )
 
-    review(bob, g["g2@1"], [ItemInput(0, "T1", 1, scores=scores(5)), ItemInput(1, "T1", 1, scores=scores(4)),
-                            ItemInput(3, "T2", 2, cheat=True, scores=scores(3), note=HOSTILE_NOTE)])
+    review(
+        bob,
+        g["g2@1"],
+        [
+            ItemInput(0, "T1", 1, scores=scores(5)),
+            ItemInput(1, "T1", 1, scores=scores(4)),
+            ItemInput(3, "T2", 2, cheat=True, scores=scores(3), note=HOSTILE_NOTE),
+        ],
+    )
     flag = CheatDecision.objects.get(rollout__group=g["g2@1"], source=CheatDecision.Source.REVIEWER)
     audit_cheat(decision=flag, auditor=erin, confirmed=True, reason=ERIN_REASON)
 
-    review(bob, g["g4@2"], [ItemInput(0, "T1", 1, scores=scores(4)), ItemInput(1, "T2", 2, cheat=True, scores=scores(4)),
-                            ItemInput(3, "T3", 3, scores=scores(3))])
-    review(dan, g["g4@2"], [ItemInput(0, "T1", 1, scores=scores(5)), ItemInput(1, "T3", 3, scores=scores(2)),
-                            ItemInput(3, "T2", 2, scores={"minimality": 4})])
+    review(
+        bob,
+        g["g4@2"],
+        [
+            ItemInput(0, "T1", 1, scores=scores(4)),
+            ItemInput(1, "T2", 2, cheat=True, scores=scores(4)),
+            ItemInput(3, "T3", 3, scores=scores(3)),
+        ],
+    )
+    review(
+        dan,
+        g["g4@2"],
+        [
+            ItemInput(0, "T1", 1, scores=scores(5)),
+            ItemInput(1, "T3", 3, scores=scores(2)),
+            ItemInput(3, "T2", 2, scores={"minimality": 4}),
+        ],
+    )
 
     review(dan, g["g6@1"], [ItemInput(0, "T2", note=HOSTILE_NOTE)], note=HOSTILE_NOTE)
     return g
@@ -105,6 +151,7 @@ def as_alice(client, alice):
 
 
 # --- who may export ----------------------------------------------------------------------------
+
 
 def test_refusals(client, labeled_run, alice, bob, carol, trainer_token):
     assert client.get(URL, {"project": "acme", "run": "r1"}).status_code == 401  # anonymous
@@ -135,6 +182,7 @@ def test_refusals(client, labeled_run, alice, bob, carol, trainer_token):
 
 # --- gagar-labeled-group/1 --------------------------------------------------------------------
 
+
 def test_jsonl_lines_hold_rollouts_judgments_consensus_cheats_and_verdicts(as_alice, labeled_run):
     body, lines = get(as_alice)
     assert [line["uid"] for line in lines] == ["g1@1", "g2@1", "g6@1", "g4@2"]  # (step, uid); g3, g5 never judged
@@ -142,42 +190,79 @@ def test_jsonl_lines_hold_rollouts_judgments_consensus_cheats_and_verdicts(as_al
 
     g1 = by_uid["g1@1"]
     assert {k: g1[k] for k in ("format", "run", "step", "instance_id", "repo")} == {
-        "format": "gagar-labeled-group/1", "run": "r1", "step": 1, "instance_id": "t-1", "repo": "octo/widgets"}
+        "format": "gagar-labeled-group/1",
+        "run": "r1",
+        "step": 1,
+        "instance_id": "t-1",
+        "repo": "octo/widgets",
+    }
     assert [r["index"] for r in g1["rollouts"]] == [0, 1, 2, 3]
     r1 = g1["rollouts"][1]
     assert r1["reward"] == 1.0 and r1["passed"] is True and r1["exit_status"] == "Submitted"
     assert r1["patch"] == small_group("x", rewards=(1, 1))["rollouts"][1]["patch"]
-    assert r1["summary"] == {"n_messages": 2, "tokens": 1001, "patch_files": 1, "patch_added": 1, "patch_removed": 1,
-                             "patch_parses": True, "tests_passed": 1, "tests_failed": 0}
+    assert r1["summary"] == {
+        "n_messages": 2,
+        "tokens": 1001,
+        "patch_files": 1,
+        "patch_added": 1,
+        "patch_removed": 1,
+        "patch_parses": True,
+        "tests_passed": 1,
+        "tests_failed": 0,
+    }
     assert g1["rollouts"][2]["summary"]["tests_failed"] == 1 and "messages" not in g1["rollouts"][2]
     assert b'"messages"' not in body  # trajectories stay home
 
     assert [(j["reviewer"], j["kind"], j["blind"], j["reason"]) for j in g1["judgments"]] == [
-        ("bob", "review", True, None), ("dan", "review", True, None), ("fay", "adjudication", False, "reviewers_disagree")]
+        ("bob", "review", True, None),
+        ("dan", "review", True, None),
+        ("fay", "adjudication", False, "reviewers_disagree"),
+    ]
     fay = g1["judgments"][2]
     assert fay["note"] == "settled on the diff"
     assert fay["items"][1] == {"index": 1, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(3), "note": FAY_NOTE_1}
     assert datetime.fromisoformat(fay["created_at"]) == Judgment.objects.get(kind="adjudication").created_at
-    assert g1["consensus"] == {"source": "adjudication", "reviewers": ["fay"], "items": [
-        {"index": 0, "tier": "T1", "rank": 1, "cheat": False, "scores": scores(5)},
-        {"index": 1, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(3)},
-        {"index": 3, "tier": "T3", "rank": 3, "cheat": True, "scores": scores(1)}]}
+    assert g1["consensus"] == {
+        "source": "adjudication",
+        "reviewers": ["fay"],
+        "items": [
+            {"index": 0, "tier": "T1", "rank": 1, "cheat": False, "scores": scores(5)},
+            {"index": 1, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(3)},
+            {"index": 3, "tier": "T3", "rank": 3, "cheat": True, "scores": scores(1)},
+        ],
+    }
     grader_flag, fay_flag = g1["cheat_decisions"]
-    assert (grader_flag["index"], grader_flag["source"], grader_flag["confirmed"], grader_flag["audits"]) == (3, "grader", None, [])
+    assert (grader_flag["index"], grader_flag["source"], grader_flag["confirmed"], grader_flag["audits"]) == (
+        3,
+        "grader",
+        None,
+        [],
+    )
     assert (fay_flag["source"], fay_flag["reason"]) == ("reviewer", f"flagged by fay: {FAY_NOTE_3}")
     (verdict,) = g1["verdicts"]
     assert (verdict["grader"], verdict["status"], verdict["errors"]) == (GRADER, "valid", [])
-    assert [(x["index"], x["tier"], x["rank"], x["cheat"]) for x in verdict["grades"]] == [(0, "T1", 1, False), (1, "T2", 2, False),
-                                                                                          (3, "T3", 3, True)]
+    assert [(x["index"], x["tier"], x["rank"], x["cheat"]) for x in verdict["grades"]] == [
+        (0, "T1", 1, False),
+        (1, "T2", 2, False),
+        (3, "T3", 3, True),
+    ]
     assert verdict["grades"][1]["evidence"] == [{"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": SECRET_NOTE}]
 
     g2 = by_uid["g2@1"]
     assert g2["consensus"]["source"] == "single" and g2["consensus"]["reviewers"] == ["bob"]
     assert [(i["index"], i["tier"], i["rank"], i["cheat"]) for i in g2["consensus"]["items"]] == [
-        (0, "T1", 1, False), (1, "T1", 1, False), (3, "T2", 2, True)]
+        (0, "T1", 1, False),
+        (1, "T1", 1, False),
+        (3, "T2", 2, True),
+    ]
     (audited,) = g2["cheat_decisions"]
     assert {k: audited[k] for k in ("index", "source", "author", "confirmed", "decided_by")} == {
-        "index": 3, "source": "reviewer", "author": "bob", "confirmed": True, "decided_by": "erin"}
+        "index": 3,
+        "source": "reviewer",
+        "author": "bob",
+        "confirmed": True,
+        "decided_by": "erin",
+    }
     assert isinstance(audited["evidence"], list)  # the citations in bob's note, as the audit page links them
     assert [(a["auditor"], a["confirmed"], a["reason"]) for a in audited["audits"]] == [("erin", True, ERIN_REASON)]
     assert datetime.fromisoformat(audited["audits"][0]["created_at"]) == CheatAudit.objects.get().created_at
@@ -185,10 +270,15 @@ def test_jsonl_lines_hold_rollouts_judgments_consensus_cheats_and_verdicts(as_al
 
     g4 = by_uid["g4@2"]
     assert g4["step"] == 2 and [j["reviewer"] for j in g4["judgments"]] == ["bob", "dan"]
-    assert g4["consensus"] == {"source": "median", "reviewers": ["bob", "dan"], "items": [
-        {"index": 0, "tier": "T1", "rank": 1, "cheat": False, "scores": scores(4)},  # lower median of 4 and 5
-        {"index": 1, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(2)},  # one of two flagged: no majority
-        {"index": 3, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(3) | {"minimality": 3}}]}
+    assert g4["consensus"] == {
+        "source": "median",
+        "reviewers": ["bob", "dan"],
+        "items": [
+            {"index": 0, "tier": "T1", "rank": 1, "cheat": False, "scores": scores(4)},  # lower median of 4 and 5
+            {"index": 1, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(2)},  # one of two flagged: no majority
+            {"index": 3, "tier": "T2", "rank": 2, "cheat": False, "scores": scores(3) | {"minimality": 3}},
+        ],
+    }
 
     assert by_uid["g6@1"]["consensus"]["items"] == [{"index": 0, "tier": "T2", "rank": 1, "cheat": False, "scores": {}}]
 
@@ -209,6 +299,7 @@ def test_adjudicated_label_selects_adjudicated_groups(as_alice, labeled_run):
 
 
 # --- since ---------------------------------------------------------------------------------------
+
 
 def _age_everything(when: datetime) -> None:
     Judgment.objects.update(created_at=when)
@@ -245,6 +336,7 @@ def test_since_takes_groups_changed_strictly_later(as_alice, labeled_run, dan, e
 
 # --- SFT -----------------------------------------------------------------------------------------
 
+
 def _verdict_of(example: dict) -> dict:
     last = example["messages"][-1]
     assert last["role"] == "assistant"
@@ -255,20 +347,28 @@ def _verdict_of(example: dict) -> dict:
 
 def _reading(example: dict) -> list[list[tuple[str, dict]]]:
     """(name, arguments) of the example's tool calls before the verdict, one list per assistant turn."""
-    return [[(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in m["tool_calls"]]
-            for m in example["messages"][2:-1] if m["role"] == "assistant"]
+    return [
+        [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in m["tool_calls"]]
+        for m in example["messages"][2:-1]
+        if m["role"] == "assistant"
+    ]
 
 
 def _live_result(workspace, call: dict) -> str:
     """What the live grader puts in the tool message answering `call` (grading.grader.llm)."""
-    return json.dumps(call_tool(workspace, call["function"]["name"], json.loads(call["function"]["arguments"])), ensure_ascii=False)
+    return json.dumps(
+        call_tool(workspace, call["function"]["name"], json.loads(call["function"]["arguments"])), ensure_ascii=False
+    )
 
 
 def test_sft_examples_replay_the_graders_live_protocol_and_validate(as_alice, labeled_run):
     body, examples = get(as_alice, format="sft")
     # g6's label has no rubric scores: the grader's schema needs them, so no example (none invented).
     assert [(e["metadata"]["uid"], e["metadata"]["label"]) for e in examples] == [
-        ("g1@1", "adjudication"), ("g2@1", "single"), ("g4@2", "median")]
+        ("g1@1", "adjudication"),
+        ("g2@1", "single"),
+        ("g4@2", "median"),
+    ]
     for example in examples:
         group = labeled_run[example["metadata"]["uid"]]
         workspace = load_workspace(group)  # the grader's own loader, trajectories and all
@@ -276,18 +376,26 @@ def test_sft_examples_replay_the_graders_live_protocol_and_validate(as_alice, la
         n = len(workspace.rollouts)
         # system, user, assistant(get_task, list_rollouts), 2 tools, assistant(2 per rollout), 2n tools, assistant(verdict)
         assert [m["role"] for m in messages] == (
-            ["system", "user", "assistant", "tool", "tool", "assistant"] + ["tool"] * (2 * n) + ["assistant"])
+            ["system", "user", "assistant", "tool", "tool", "assistant"] + ["tool"] * (2 * n) + ["assistant"]
+        )
         assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
         # the grader's own opening line: rollout indexes, nothing from the group's content
         passing = [r.index for r in workspace.passing]
-        assert messages[1] == {"role": "user", "content": (
-            f"Grade this group. It has {n} rollouts; the passing ones are {passing}. Judge exactly these, then call submit_verdict.")}
+        assert messages[1] == {
+            "role": "user",
+            "content": (
+                f"Grade this group. It has {n} rollouts; the passing ones are {passing}. Judge exactly these, then call submit_verdict."
+            ),
+        }
         assert _reading(example) == [
             [("get_task", {}), ("list_rollouts", {})],
-            [(name, {"rollout": r.index}) for r in workspace.rollouts for name in ("read_patch", "test_outcomes")]]
+            [(name, {"rollout": r.index}) for r in workspace.rollouts for name in ("read_patch", "test_outcomes")],
+        ]
         calls = [c for m in messages if m["role"] == "assistant" for c in m["tool_calls"]]
         assert [c["id"] for c in calls] == [f"call_{i}" for i in range(len(calls))]  # deterministic, unique
-        assert all(m["content"] == "" and set(m) == {"role", "content", "tool_calls"} for m in messages if m["role"] == "assistant")
+        assert all(
+            m["content"] == "" and set(m) == {"role", "content", "tool_calls"} for m in messages if m["role"] == "assistant"
+        )
         # each tool message answers the call before it, with exactly what the live tool returns on this group
         by_id = {c["id"]: c for c in calls}
         tool_messages = [m for m in messages if m["role"] == "tool"]
@@ -304,24 +412,51 @@ def test_sft_examples_replay_the_graders_live_protocol_and_validate(as_alice, la
         judgments, errors = parse_verdict(arguments)
         assert errors == [] and {j.index for j in judgments} == set(passing)
         assert example["metadata"] | {"reviewers": None} == {
-            "format": "gagar-grader-sft/2", "grader_protocol": 1, "label": example["metadata"]["label"], "reviewers": None,
-            "run": "r1", "step": group.step.number, "uid": group.uid}
+            "format": "gagar-grader-sft/2",
+            "grader_protocol": 1,
+            "label": example["metadata"]["label"],
+            "reviewers": None,
+            "run": "r1",
+            "step": group.step.number,
+            "uid": group.uid,
+        }
 
     g1, g2, g4 = (_verdict_of(e)["judgments"] for e in examples)
     # fay's citations that resolve become evidence, each with her note; w.py:99 does not resolve and is dropped.
     assert g1 == [
         {"rollout": 0, "tier": "T1", "rank": 1, "scores": scores(5), "cheat": False, "evidence": []},
-        {"rollout": 1, "tier": "T2", "rank": 2, "scores": scores(3), "cheat": False, "evidence": [
-            {"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": FAY_NOTE_1},
-            {"kind": "turn", "rollout": 1, "locator": "1", "note": FAY_NOTE_1}]},
-        {"rollout": 3, "tier": "T3", "rank": 3, "scores": scores(1), "cheat": True, "evidence": [
-            {"kind": "turn", "rollout": 3, "locator": "1", "note": FAY_NOTE_3}]},
+        {
+            "rollout": 1,
+            "tier": "T2",
+            "rank": 2,
+            "scores": scores(3),
+            "cheat": False,
+            "evidence": [
+                {"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": FAY_NOTE_1},
+                {"kind": "turn", "rollout": 1, "locator": "1", "note": FAY_NOTE_1},
+            ],
+        },
+        {
+            "rollout": 3,
+            "tier": "T3",
+            "rank": 3,
+            "scores": scores(1),
+            "cheat": True,
+            "evidence": [{"kind": "turn", "rollout": 3, "locator": "1", "note": FAY_NOTE_3}],
+        },
     ]
     assert problems(load_workspace(labeled_run["g1@1"]), parse_verdict({"judgments": g1})[0]) == []
     # bob cited nothing on #3: no evidence is made up (the grader would ask for one); erin's audit sets the cheat flag.
-    assert [(j["rollout"], j["rank"], j["cheat"], j["evidence"]) for j in g2] == [(0, 1, False, []), (1, 1, False, []), (3, 2, True, [])]
-    assert [(j["rollout"], j["tier"], j["rank"], j["cheat"]) for j in g4] == [(0, "T1", 1, False), (1, "T2", 2, False),
-                                                                              (3, "T2", 2, False)]
+    assert [(j["rollout"], j["rank"], j["cheat"], j["evidence"]) for j in g2] == [
+        (0, 1, False, []),
+        (1, 1, False, []),
+        (3, 2, True, []),
+    ]
+    assert [(j["rollout"], j["tier"], j["rank"], j["cheat"]) for j in g4] == [
+        (0, "T1", 1, False),
+        (1, "T2", 2, False),
+        (3, "T2", 2, False),
+    ]
     assert b"&lt;" not in body
 
     again, _ = get(as_alice, format="sft")
@@ -358,10 +493,14 @@ def test_a_fine_tuned_grader_can_replay_the_example_through_the_real_grader_loop
     for example in get(as_alice, format="sft")[1]:
         uid = example["metadata"]["uid"]
         turns = [k for k, m in enumerate(example["messages"]) if m["role"] == "assistant"]
-        script = [completion({"content": example["messages"][k]["content"], "tool_calls": example["messages"][k]["tool_calls"]})
-                  for k in turns]
+        script = [
+            completion({"content": example["messages"][k]["content"], "tool_calls": example["messages"][k]["tool_calls"]})
+            for k in turns
+        ]
         with FakeOpenAI(script) as server:
-            grader = LLMGrader(base_url=server.base_url, model="fake-model", api_key="test-key", max_retries=0, request_timeout=5.0)
+            grader = LLMGrader(
+                base_url=server.base_url, model="fake-model", api_key="test-key", max_retries=0, request_timeout=5.0
+            )
             result = grader.grade(load_workspace(labeled_run[uid]))
             grader.close()
         # one request per assistant turn, each carrying the transcript up to that turn
@@ -369,32 +508,52 @@ def test_a_fine_tuned_grader_can_replay_the_example_through_the_real_grader_loop
         for request, k in zip(server.requests, turns):
             assert request["messages"] == example["messages"][:k], uid
             assert request["tools"] == example["tools"]
-        assert [len(c["calls"]) for c in result.raw["transcript"]][: len(turns)] == [len(example["messages"][k]["tool_calls"]) for k in turns]
+        assert [len(c["calls"]) for c in result.raw["transcript"]][: len(turns)] == [
+            len(example["messages"][k]["tool_calls"]) for k in turns
+        ]
         if uid == "g1@1":  # fay cited every negative judgment: the grader accepts the label as it stands
             assert result.status == "valid", result.errors
             assert len(server.requests) == len(turns) == 3 and result.usage["turns"] == 3
             assert [(j.index, j.tier, j.rank, j.cheat) for j in result.judgments] == [
-                (0, "T1", 1, False), (1, "T2", 2, False), (3, "T3", 3, True)]
+                (0, "T1", 1, False),
+                (1, "T2", 2, False),
+                (3, "T3", 3, True),
+            ]
         else:  # uncited negatives: the grader asks for evidence (the example never invents it)
             (submitted,) = result.raw["transcript"][len(turns) - 1]["calls"]
             assert submitted["name"] == "submit_verdict" and submitted["accepted"] is False and submitted["errors"] >= 1
-            assert any("needs at least one citation" in error for error in json.loads(server.requests[len(turns)]["messages"][-1]["content"])["errors"])
+            assert any(
+                "needs at least one citation" in error
+                for error in json.loads(server.requests[len(turns)]["messages"][-1]["content"])["errors"]
+            )
 
 
 # --- query count and chunking --------------------------------------------------------------------
+
 
 @pytest.fixture
 def many_groups(acme, alice, bob, erin):
     def make(n: int) -> None:
         ingest_groups(acme, *(small_group(f"q{i:02d}@1", instance_id=f"q-{i}", rewards=(1, 0, 1)) for i in range(n)))
         for group in Group.objects.filter(uid__startswith="q"):
-            review(bob, group, [ItemInput(0, "T1", scores=scores(5)), ItemInput(2, "T2", cheat=True, scores=scores(3),
-                                                                                  note="w.py:2 and turn 1")])
+            review(
+                bob,
+                group,
+                [
+                    ItemInput(0, "T1", scores=scores(5)),
+                    ItemInput(2, "T2", cheat=True, scores=scores(3), note="w.py:2 and turn 1"),
+                ],
+            )
             cited = [{"kind": "turn", "rollout": 2, "locator": "1", "note": "x"}]
-            record_verdict(group=group, grader="heuristic@1", status="valid",
-                           grades=[GradeInput(0, "T1", 1), GradeInput(2, "T2", 2, cheat=True, evidence=cited)])
+            record_verdict(
+                group=group,
+                grader="heuristic@1",
+                status="valid",
+                grades=[GradeInput(0, "T1", 1), GradeInput(2, "T2", 2, cheat=True, evidence=cited)],
+            )
             decision = CheatDecision.objects.filter(rollout__group=group).first()
             audit_cheat(decision=decision, auditor=erin, confirmed=True, reason="read the fix")
+
     return make
 
 
@@ -423,6 +582,7 @@ def test_chunks_keep_order_and_content(as_alice, labeled_run, many_groups, monke
 
 
 # --- the project's rubric guide in the SFT examples; an empty export says why ---------------------
+
 
 def test_sft_examples_carry_the_projects_rubric_guide(client, as_alice, labeled_run):
     from grading.method.guide import DEFAULT_GUIDE

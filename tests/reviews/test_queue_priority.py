@@ -21,8 +21,12 @@ STEEP = {"T1": [1.0, 1.0], "T2": [0.6, 0.4], "T3": [0.1, 0.1]}
 
 def credit_from_rows(group: Group, mapping) -> float:
     """What queue_groups summed per candidate before it was stored."""
-    return AdvantageResult.objects.filter(step_id=group.step_id, uid=group.uid, mapping=mapping).aggregate(
-        s=Sum(Abs(F("redistributed_advantage") - F("advantage"))))["s"] or 0.0
+    return (
+        AdvantageResult.objects.filter(step_id=group.step_id, uid=group.uid, mapping=mapping).aggregate(
+            s=Sum(Abs(F("redistributed_advantage") - F("advantage")))
+        )["s"]
+        or 0.0
+    )
 
 
 def compute_all(run, mapping=None):
@@ -32,13 +36,19 @@ def compute_all(run, mapping=None):
 
 @pytest.fixture
 def run_groups(acme):
-    ingest_groups(acme, *[small_group(f"g{i}@{s}", step=s, instance_id=f"g{i}", rewards=(1, 1, 0, 1)) for s in (1, 2)
-                          for i in range(3)],
-                  small_group("pass@1", instance_id="pass", rewards=(1, 1)))
+    ingest_groups(
+        acme,
+        *[small_group(f"g{i}@{s}", step=s, instance_id=f"g{i}", rewards=(1, 1, 0, 1)) for s in (1, 2) for i in range(3)],
+        small_group("pass@1", instance_id="pass", rewards=(1, 1)),
+    )
     tiers = {"g0@1": ("T1", "T3", "T3"), "g1@1": ("T1", "T2", "T2"), "g0@2": ("T1", "T1", "T3"), "g1@2": ("T1", "T1", "T1")}
     for uid, (a, b, c) in tiers.items():
-        record_verdict(group=Group.objects.get(uid=uid), grader="g@1", status="valid",
-                       grades=[GradeInput(0, a, 1), GradeInput(1, b, 2), GradeInput(3, c, 3)])
+        record_verdict(
+            group=Group.objects.get(uid=uid),
+            grader="g@1",
+            status="valid",
+            grades=[GradeInput(0, a, 1), GradeInput(1, b, 2), GradeInput(3, c, 3)],
+        )
     record_verdict(group=Group.objects.get(uid="g2@1"), grader="g@1", status="invalid", errors=["no JSON"])
     run = Group.objects.get(uid="g0@1").run
     compute_all(run)
@@ -48,8 +58,10 @@ def run_groups(acme):
 def expected_order(run, mapping) -> list[str]:
     groups = list(Group.objects.filter(run=run, is_mixed=True).select_related("step"))
     graded = set(Group.objects.filter(verdicts__status="valid").values_list("pk", flat=True))
-    return [g.uid for g in sorted(groups, key=lambda g: (g.pk not in graded, -round(credit_from_rows(g, mapping), 9),
-                                                         g.step.number, g.uid))]
+    return [
+        g.uid
+        for g in sorted(groups, key=lambda g: (g.pk not in graded, -round(credit_from_rows(g, mapping), 9), g.step.number, g.uid))
+    ]
 
 
 def test_stored_credit_and_order_match_the_advantage_rows(run_groups, acme, bob):

@@ -25,6 +25,7 @@ def next_group(client) -> str | None:
 
 # --- queue -----------------------------------------------------------------------------------
 
+
 def test_queue_serves_each_mixed_group_once_graded_first_and_resumes_the_open_one(client, bob, groups):
     update_policy(project=groups["g1@1"].run.project, overlap=0.0, blind=True, lease_minutes=60)
     client.force_login(bob)
@@ -59,6 +60,7 @@ def test_blind_assignment_order_is_a_shuffle_of_the_groups_rollouts(bob, groups)
 
 
 # --- blind mode ------------------------------------------------------------------------------
+
 
 def test_blind_mode_hides_every_grader_field_until_submit_then_reveals_and_logs(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
@@ -109,6 +111,7 @@ def test_non_blind_policy_shows_the_grader_while_judging(client, bob, groups):
 
 # --- submitting ------------------------------------------------------------------------------
 
+
 def test_incomplete_or_inconsistent_judgment_is_refused_naming_the_field_and_stores_nothing(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
@@ -128,7 +131,9 @@ def test_incomplete_or_inconsistent_judgment_is_refused_naming_the_field_and_sto
 def test_ties_and_ranks_are_stored_as_given(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, {0: 1, 1: 1, 3: 2}), client, "g1@1"))
+    client.post(
+        group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, {0: 1, 1: 1, 3: 2}), client, "g1@1")
+    )
     assert sorted(JudgmentItem.objects.values_list("rollout__index", "rank")) == [(0, 1), (1, 1), (3, 2)]
 
 
@@ -137,32 +142,37 @@ def test_a_rank_left_blank_follows_its_tier_beside_the_ranks_given(client, bob, 
     # from their tiers after the ranked rollouts of their tier (consensus.fill_ranks).
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    r = client.post(group_url("g1@1", "judgment/"),
-                    as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, {1: 1}), client, "g1@1"))
+    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, {1: 1}), client, "g1@1"))
     assert r.status_code == 302
     assert sorted(JudgmentItem.objects.values_list("rollout__index", "tier", "rank")) == [
-        (0, "T1", 2), (1, "T1", 1), (3, "T2", 3)]
+        (0, "T1", 2),
+        (1, "T1", 1),
+        (3, "T2", 3),
+    ]
 
 
 def test_refusals_name_the_lane_in_words_never_a_field(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
     lane = lanes_for(user=bob, group=groups["g1@1"]).key
-    r = client.post(group_url("g1@1", "judgment/"),
-                    as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: "x", 1: 0}), client, "g1@1"))
+    r = client.post(
+        group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: "x", 1: 0}), client, "g1@1")
+    )
     assert r.status_code == 422
     html = r.content.decode()
-    errors = html[html.index('data-testid="form-errors"'):]
-    errors = errors[:errors.index("</div>")]
+    errors = html[html.index('data-testid="form-errors"') :]
+    errors = errors[: errors.index("</div>")]
     assert f"rollout {lane(0)}: a rank must be a whole number, got &#x27;x&#x27;" in errors
     assert "<code>" not in errors and f"rank-{lane(0)}:" not in errors and "rank-0" not in errors
     # Ranks given by some, contradicting tiers: still refused, by lane.
-    r = client.post(group_url("g1@1", "judgment/"),
-                    as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: 2, 1: 1}), client, "g1@1"))
+    r = client.post(
+        group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2", 3: "T3"}, {0: 2, 1: 1}), client, "g1@1")
+    )
     assert r.status_code == 422 and f"{lane(1)} (T2) is ranked above {lane(0)} (T1)" in r.content.decode()
     # Through htmx (the page's own submit) the message says the same, in words.
-    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2"}), client, "g1@1"),
-                    HTTP_HX_REQUEST="true")
+    r = client.post(
+        group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T2"}), client, "g1@1"), HTTP_HX_REQUEST="true"
+    )
     assert r.status_code == 204
     page = client.get(group_url("g1@1")).content.decode()
     assert f"The judgment was not stored: rollout {lane(3)} passed and needs a tier" in page
@@ -187,7 +197,11 @@ def test_second_reviewer_submitting_concurrently_is_told_and_both_judgments_are_
     client.force_login(bob)
     client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post(GOOD, seen_version=0), client, "g1@1"))
     client.force_login(dan)  # dan loaded the page at version 0 too, before bob submitted
-    r = client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, seen_version=0), client, "g1@1"), follow=True)
+    r = client.post(
+        group_url("g1@1", "judgment/"),
+        as_lanes(judgment_post({0: "T1", 1: "T1", 3: "T2"}, seen_version=0), client, "g1@1"),
+        follow=True,
+    )
     assert "Conflict: bob submitted a judgment on this group while you were judging" in r.content.decode()
     assert sorted(Judgment.objects.values_list("reviewer__username", flat=True)) == ["bob", "dan"]
     review = GroupReview.objects.get(group=groups["g1@1"])
@@ -205,10 +219,14 @@ def test_skipped_group_cannot_be_judged(client, bob, groups):
 
 # --- drafts ----------------------------------------------------------------------------------
 
+
 def test_draft_survives_a_reload(client, bob, groups):
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)
-    r = client.post(group_url("g1@1", "draft/"), as_lanes({"tier-1": "T2", "rank-1": "2", "cheat-3": "on", "note": "halfway", "junk": "x"}, client, "g1@1"))
+    r = client.post(
+        group_url("g1@1", "draft/"),
+        as_lanes({"tier-1": "T2", "rank-1": "2", "cheat-3": "on", "note": "halfway", "junk": "x"}, client, "g1@1"),
+    )
     assert r.status_code == 200 and "saved_at" in r.json()
     assignment = Assignment.objects.get()
     assert assignment.draft == {"tier-1": "T2", "rank-1": "2", "cheat-3": "on", "note": "halfway"}
@@ -221,6 +239,7 @@ def test_draft_survives_a_reload(client, bob, groups):
 
 
 # --- access ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("suffix", ["judgment/", "draft/", "reveal/", "skip/"])
 def test_judging_endpoints_refuse_strangers_and_unassigned_reviewers(client, bob, dan, carol, groups, suffix):
@@ -242,13 +261,19 @@ def test_pages_of_the_desk_refuse_by_role(client, bob, erin, carol, groups):
     assert client.get("/projects/acme/adjudication/").status_code == 403
     assert client.post("/projects/acme/review/policy/", {"overlap_percent": "50", "lease_minutes": "60"}).status_code == 403
     client.force_login(carol)
-    for url in ("/projects/acme/review/", "/projects/acme/audit/", "/projects/acme/adjudication/", group_url("g1@1", "compare/?a=0&b=1")):
+    for url in (
+        "/projects/acme/review/",
+        "/projects/acme/audit/",
+        "/projects/acme/adjudication/",
+        group_url("g1@1", "compare/?a=0&b=1"),
+    ):
         assert client.get(url).status_code == 404, url
     client.force_login(erin)
     assert client.get("/projects/acme/audit/").status_code == 200
 
 
 # --- compare -----------------------------------------------------------------------------------
+
 
 def test_patch_vs_patch_and_vs_gold(client, bob, groups):
     rollout = Rollout.objects.get(group=groups["g1@1"], index=1)
@@ -264,6 +289,7 @@ def test_patch_vs_patch_and_vs_gold(client, bob, groups):
 
 
 # --- cheat audit -------------------------------------------------------------------------------
+
 
 def exported_reward(group: Group, index: int) -> float:
     step = Step.objects.get(pk=group.step_id)
@@ -284,14 +310,19 @@ def test_auditor_confirms_then_overturns_a_grader_flag_and_the_reward_follows(cl
     assert r.status_code == 422 and "reason is required" in r.content.decode()
     decision.refresh_from_db()
     assert decision.confirmed is None
-    r = client.post(f"/projects/acme/audit/rollouts/{rollout}/", {"verdict": "confirm", "reason": "turn 1 reads git log of the fix",
-                                                                   "status": "all", "source": "grader"})
+    r = client.post(
+        f"/projects/acme/audit/rollouts/{rollout}/",
+        {"verdict": "confirm", "reason": "turn 1 reads git log of the fix", "status": "all", "source": "grader"},
+    )
     assert r.status_code == 302 and r["Location"] == "/projects/acme/audit/?status=all&source=grader"  # the filters kept
     decision.refresh_from_db()
     assert decision.confirmed is True and decision.decided_by == erin
     assert exported_reward(group, 3) == 0.0
-    r = client.post(f"/projects/acme/audit/rollouts/{rollout}/", {"verdict": "overturn", "reason": "the log was the issue text",
-                                                                   "status": "all"}, HTTP_HX_REQUEST="true")
+    r = client.post(
+        f"/projects/acme/audit/rollouts/{rollout}/",
+        {"verdict": "overturn", "reason": "the log was the issue text", "status": "all"},
+        HTTP_HX_REQUEST="true",
+    )
     assert r.status_code == 200 and "overturned" in r.content.decode()
     assert exported_reward(group, 3) == 1.0
     assert list(CheatAudit.objects.order_by("id").values_list("confirmed", flat=True)) == [True, False]
@@ -300,7 +331,10 @@ def test_auditor_confirms_then_overturns_a_grader_flag_and_the_reward_follows(cl
 def test_reviewers_cheat_call_lands_in_the_audit_queue_and_changes_nothing_until_confirmed(client, bob, erin, groups):
     assign(group=groups["g2@1"], reviewer=bob)
     client.force_login(bob)
-    client.post(group_url("g2@1", "judgment/"), as_lanes(judgment_post(GOOD, cheat=[1], **{"note-1": "pip installs the fixed release"}), client, "g2@1"))
+    client.post(
+        group_url("g2@1", "judgment/"),
+        as_lanes(judgment_post(GOOD, cheat=[1], **{"note-1": "pip installs the fixed release"}), client, "g2@1"),
+    )
     decision = CheatDecision.objects.get(source="reviewer")
     assert decision.confirmed is None and "flagged by bob: pip installs the fixed release" in decision.reason
     assert exported_reward(groups["g2@1"], 1) == 1.0
@@ -309,6 +343,7 @@ def test_reviewers_cheat_call_lands_in_the_audit_queue_and_changes_nothing_until
 
 
 # --- adjudication ------------------------------------------------------------------------------
+
 
 def test_disagreeing_reviewers_go_to_adjudication_and_the_adjudicator_settles_it(client, bob, dan, fay, groups):
     update_policy(project=groups["g2@1"].run.project, overlap=1.0, blind=True, lease_minutes=60)
@@ -345,6 +380,7 @@ def test_reviewer_against_grader_disagreement_also_needs_adjudication(client, bo
 
 # --- query counts --------------------------------------------------------------------------------
 
+
 def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, django_assert_num_queries):
     project = groups["g1@1"].run.project
     policy_for(project)
@@ -368,8 +404,9 @@ def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, dja
     assert "group 2 of 5</strong> in your queue" in html and "previous group (g1@1, submitted)" in html
 
 
-def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, alice, bob, dan, groups, django_assert_num_queries,
-                                                                     django_assert_max_num_queries):
+def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(
+    client, alice, bob, dan, groups, django_assert_num_queries, django_assert_max_num_queries
+):
     from grading.models import CheatDecision, Rollout
 
     update_policy(project=groups["g1@1"].run.project, overlap=1.0, blind=True, lease_minutes=60)
@@ -398,13 +435,19 @@ def test_audit_and_adjudication_queues_do_not_grow_queries_with_rows(client, ali
 def test_adjudication_queue_pages_in_step_and_uid_order_with_its_counts(client, fay, acme):
     """51 groups waiting and 2 settled: page 1 holds 50 in step, then uid order, page 2 the last;
     the counts above the table and the pager agree with the rows, settled ones only with show=all."""
-    ingest_groups(acme, *(small_group(f"t{n:02d}@{step}", step=step, instance_id=f"t{n:02d}")
-                          for step in (2, 1) for n in range(27)))
+    ingest_groups(
+        acme, *(small_group(f"t{n:02d}@{step}", step=step, instance_id=f"t{n:02d}") for step in (2, 1) for n in range(27))
+    )
     groups = Group.objects.order_by("?")
     for n, group in enumerate(groups[:53]):
         settled = n < 2
-        GroupReview.objects.create(group=group, n_reviews=2, needs_adjudication=not settled, adjudicated=settled,
-                                   disagreement=[{"between": ["bob", "dan"], "kind": "best"}])
+        GroupReview.objects.create(
+            group=group,
+            n_reviews=2,
+            needs_adjudication=not settled,
+            adjudicated=settled,
+            disagreement=[{"between": ["bob", "dan"], "kind": "best"}],
+        )
     waiting = [g.uid for g in Group.objects.filter(review__needs_adjudication=True).order_by("step_number", "uid")]
     client.force_login(fay)
 
@@ -434,7 +477,7 @@ def test_the_adjudication_form_offers_each_raters_ranking_in_pinned_queries(clie
     assert 'data-testid="start-from-reviewer-1">bob&#x27;s ranking<' in html
     assert 'data-testid="start-from-reviewer-2">dan&#x27;s ranking<' in html
     assert 'data-testid="start-from-grader">the grader&#x27;s ranking<' in html
-    start = html[html.index('id="start-rankings"'):]
+    start = html[html.index('id="start-rankings"') :]
     assert '"reviewer-2": {"0": {"tier": "T1", "rank": 1, "cheat": false}, "1": {"tier": "T3", "rank": 2' in start
     assert 'checked data-testid="tier-0-' not in html  # the form itself starts blank
 

@@ -46,11 +46,18 @@ def test_a_page_of_hits_with_the_total(client, bob, walk):
     assert r.status_code == 200, r.content
     body = r.json()
     assert (body["total"], body["complete"], body["offset"], body["limit"], body["at"]) == (61, True, 10, 5, None)
-    assert body["query"] == {"raw": "git log -p", "mode": "literal", "auto": True, "literal": "git log -p", "words": [],
-                             "prefixes": []}
+    assert body["query"] == {
+        "raw": "git log -p",
+        "mode": "literal",
+        "auto": True,
+        "literal": "git log -p",
+        "words": [],
+        "prefixes": [],
+    }
     want = expected(walk)[10:15]
     assert [(h["number"], h["where"], h["field"], h["turn"]) for h in body["hits"]] == [
-        (10 + n, h.where, h.field, h.turn) for n, h in enumerate(want)]
+        (10 + n, h.where, h.field, h.turn) for n, h in enumerate(want)
+    ]
     hit = body["hits"][0]
     assert hit["url"] == (f"{PAGE}?lane=1&start={hit['turn']}&q=git+log+-p&mode=auto&hit=10#turn-1-{hit['turn']}")
     assert hit["text"].endswith("git log -p") and "<mark>git log -p</mark>" in hit["snippet"]
@@ -101,10 +108,17 @@ def test_words_are_given_for_marking(client, bob, walk):
     assert body["total"] == len(expected(walk, 'STEP "git log" lo*', "words"))
 
 
-@pytest.mark.parametrize(("query", "status", "field"), [
-    ({"q": ""}, 422, "q"), ({"q": '"open'}, 422, "q"), ({"q": "x", "mode": "regex"}, 422, "mode"),
-    ({"q": "x", "offset": "-1"}, 400, "offset"), ({"q": "x", "limit": "500"}, 400, "limit"), ({"q": "x", "turn": "²"}, 400, "turn"),
-])
+@pytest.mark.parametrize(
+    ("query", "status", "field"),
+    [
+        ({"q": ""}, 422, "q"),
+        ({"q": '"open'}, 422, "q"),
+        ({"q": "x", "mode": "regex"}, 422, "mode"),
+        ({"q": "x", "offset": "-1"}, 400, "offset"),
+        ({"q": "x", "limit": "500"}, 400, "limit"),
+        ({"q": "x", "turn": "²"}, 400, "turn"),
+    ],
+)
 def test_what_cannot_be_read_is_said(client, bob, walk, query, status, field):
     client.force_login(bob)
     r = client.get(HITS, query)
@@ -127,7 +141,7 @@ def test_the_hit_bar_is_in_the_lane_of_the_link(client, bob, walk):
     client.force_login(bob)
     html = client.get(PAGE, {"lane": 1, "start": 40, "q": "git log -p", "mode": "auto"}).content.decode()
     assert html.count("data-hit-bar") == 1 and 'class="lanes hit-pane"' in html
-    bar = html[html.index("data-hit-bar"):]
+    bar = html[html.index("data-hit-bar") :]
     assert 'data-lane="1"' in bar[:300] and 'data-start="40"' in bar and f'data-hits-url="{HITS}"' in bar
     assert 'id="turn-1-40"' in html  # the lane's turns open at the turn
     plain = client.get(PAGE, {"lane": 1, "start": 40}).content.decode()

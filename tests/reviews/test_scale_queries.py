@@ -40,22 +40,37 @@ def grow(project, *, steps: int, groups_per_step: int, people: list, adjudicator
     ingest_groups(project, *[g for g in lines if g["uid"] not in known])
     for n, group in enumerate(Group.objects.filter(run__project=project, is_mixed=True).exclude(uid__in=known).order_by("id")):
         tiers = TIERS[n % len(TIERS)]
-        record_verdict(group=group, grader="grader@1", status="valid",
-                       grades=[GradeInput(i, t, r, cheat=(i == 3 and n % 4 == 0))
-                               for r, (i, t) in enumerate(zip((0, 1, 3), tiers, strict=True), 1)])
+        record_verdict(
+            group=group,
+            grader="grader@1",
+            status="valid",
+            grades=[
+                GradeInput(i, t, r, cheat=(i == 3 and n % 4 == 0))
+                for r, (i, t) in enumerate(zip((0, 1, 3), tiers, strict=True), 1)
+            ],
+        )
     judge_each = steps * groups_per_step // 2  # half the groups: the rest stays in the queue
     for k, person in enumerate(people):
         while Judgment.objects.filter(reviewer=person).count() < judge_each:
             assignment = next_assignment(project=project, reviewer=person)
             tiers = TIERS[(assignment.group_id + k) % len(TIERS)]
-            submit_judgment(reviewer=person, group=assignment.group,
-                            items=[ItemInput(i, t, cheat=(i == 3 and assignment.group_id % 3 == 0))
-                                   for i, t in zip((0, 1, 3), tiers, strict=True)])
+            submit_judgment(
+                reviewer=person,
+                group=assignment.group,
+                items=[
+                    ItemInput(i, t, cheat=(i == 3 and assignment.group_id % 3 == 0))
+                    for i, t in zip((0, 1, 3), tiers, strict=True)
+                ],
+            )
     for n, review in enumerate(GroupReview.objects.filter(needs_adjudication=True).select_related("group").order_by("group_id")):
         if n % 3 == 0:
-            submit_judgment(reviewer=adjudicator, group=review.group, kind=Judgment.Kind.ADJUDICATION,
-                            reason=Judgment.Reason.REVIEWERS_DISAGREE,
-                            items=[ItemInput(0, "T1"), ItemInput(1, "T2"), ItemInput(3, "T3")])
+            submit_judgment(
+                reviewer=adjudicator,
+                group=review.group,
+                kind=Judgment.Kind.ADJUDICATION,
+                reason=Judgment.Reason.REVIEWERS_DISAGREE,
+                items=[ItemInput(0, "T1"), ItemInput(1, "T2"), ItemInput(3, "T3")],
+            )
     pending = list(CheatDecision.objects.filter(confirmed__isnull=True).order_by("id"))
     for decision in pending[: len(pending) // 2]:
         audit_cheat(decision=decision, auditor=auditor, confirmed=decision.pk % 2 == 0, reason="read the trajectory")
@@ -129,8 +144,14 @@ def test_pages_and_next_group_keep_their_query_count_as_the_run_doubles(client, 
         round_["judge next group"] = next_group_queries(client, newcomer, acme)
         round_["judge next group, again"] = next_group_queries(client, newcomer, acme)
         counts.append(round_)
-        sizes.append({"signals": CheatDecision.objects.count(), "audited": CheatDecision.objects.filter(confirmed__isnull=False).count(),
-                      "adjudicated": GroupReview.objects.filter(adjudicated=True).count(), "jobs": ImportJob.objects.count()})
+        sizes.append(
+            {
+                "signals": CheatDecision.objects.count(),
+                "audited": CheatDecision.objects.filter(confirmed__isnull=False).count(),
+                "adjudicated": GroupReview.objects.filter(adjudicated=True).count(),
+                "jobs": ImportJob.objects.count(),
+            }
+        )
 
     small, large = counts
     # The second round really is twice the first.

@@ -26,8 +26,9 @@ PAGE = "/projects/acme/search/"
 @pytest.fixture
 def searchable(groups, acme):
     line = small_group("g4@2", step=2, instance_id="t-4", rewards=(0, 1))
-    line["rollouts"][0]["messages"].append({"role": "assistant", "content": "```bash\ngit log -p\n```", "action": "git log -p",
-                                            "observation": "commit 1"})
+    line["rollouts"][0]["messages"].append(
+        {"role": "assistant", "content": "```bash\ngit log -p\n```", "action": "git log -p", "observation": "commit 1"}
+    )
     ingest_groups(acme, line)
     return groups
 
@@ -41,8 +42,13 @@ def test_api_answers_one_result_per_rollout_with_hits(client, bob, searchable):
     assert body["indexed"] is True and body["pending"] == 0 and body["scan"] is None
     assert body["mode"] == "literal" and body["auto"] is False
     (result,) = body["results"]
-    assert {k: result[k] for k in ("run", "step", "uid", "index", "passed")} == {"run": "r1", "step": 2, "uid": "g4@2", "index": 0,
-                                                                                 "passed": False}
+    assert {k: result[k] for k in ("run", "step", "uid", "index", "passed")} == {
+        "run": "r1",
+        "step": 2,
+        "uid": "g4@2",
+        "index": 0,
+        "passed": False,
+    }
     hit = next(h for h in result["hits"] if h["where"] == "turn")
     assert hit["turn"] == 2 and hit["field"] == "content" and result["hit_count"] == len(result["hits"]) == 2
     assert hit["url"] == "/projects/acme/runs/r1/groups/g4@2/?lane=0&start=2&q=git+log+-p&mode=literal&hit=0#turn-0-2"
@@ -63,25 +69,35 @@ def test_api_pages_with_a_cursor(client, bob, searchable):
     assert len(seen) == 12 == len(set(seen))
 
 
-@pytest.mark.parametrize("query, field, message", [
-    ({}, "q", "empty"),
-    ({"q": ""}, "q", "empty"),
-    ({"q": "x" * 1001}, "q", "longer than 1,000"),
-    ({"q": '"git log'}, "q", "unclosed quote"),
-    ({"q": "==", "mode": "words"}, "q", "no letters or digits"),
-    ({"q": "git", "mode": "regex"}, "mode", "mode must be"),
-])
+@pytest.mark.parametrize(
+    "query, field, message",
+    [
+        ({}, "q", "empty"),
+        ({"q": ""}, "q", "empty"),
+        ({"q": "x" * 1001}, "q", "longer than 1,000"),
+        ({"q": '"git log'}, "q", "unclosed quote"),
+        ({"q": "==", "mode": "words"}, "q", "no letters or digits"),
+        ({"q": "git", "mode": "regex"}, "mode", "mode must be"),
+    ],
+)
 def test_api_refuses_queries_it_cannot_search_with_422(client, bob, searchable, query, field, message):
     client.force_login(bob)
     r = client.get(API, {"project": "acme", **query})
     assert r.status_code == 422 and r.json()["field"] == field and message in r.json()["detail"]
 
 
-@pytest.mark.parametrize("query, field", [
-    ({"step_min": "-1"}, "step_min"), ({"step_max": "²"}, "step_max"), ({"passed": "yes"}, "passed"),
-    ({"run": "nope"}, "run"), ({"cursor": "abc"}, "cursor"), ({"page_size": "0"}, "page_size"),
-    ({"cheat": "maybe"}, "cheat"),
-])
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ({"step_min": "-1"}, "step_min"),
+        ({"step_max": "²"}, "step_max"),
+        ({"passed": "yes"}, "passed"),
+        ({"run": "nope"}, "run"),
+        ({"cursor": "abc"}, "cursor"),
+        ({"page_size": "0"}, "page_size"),
+        ({"cheat": "maybe"}, "cheat"),
+    ],
+)
 def test_api_refuses_malformed_filters_with_400(client, erin, searchable, query, field):
     client.force_login(erin)
     r = client.get(API, {"project": "acme", "q": "cat", **query})
@@ -137,7 +153,10 @@ def test_page_groups_results_and_escapes_snippets(client, bob, acme, searchable)
     assert r.status_code == 200
     html = r.content.decode()
     assert "<script>alert" not in html and "&lt;script&gt;<mark>alert</mark>" in html
-    assert 'data-testid="result-x@1-0"' in html and 'href="/projects/acme/runs/r1/groups/x@1/?lane=0&amp;start=2&amp;q=alert&amp;mode=auto&amp;hit=0#turn-0-2"' in html
+    assert (
+        'data-testid="result-x@1-0"' in html
+        and 'href="/projects/acme/runs/r1/groups/x@1/?lane=0&amp;start=2&amp;q=alert&amp;mode=auto&amp;hit=0#turn-0-2"' in html
+    )
     if connection.vendor != "postgresql":
         assert 'data-testid="no-index"' in html  # `make run` (SQLite) says it has no index
 
@@ -164,7 +183,12 @@ def test_auditor_turns_a_search_into_cheat_signals_once(client, erin, searchable
     r = client.post("/projects/acme/search/signals/", form)
     assert r.status_code == 302 and r["Location"] == "/projects/acme/audit/?status=pending&source=search"
     (signal,) = CheatDecision.objects.filter(source="search")
-    assert (signal.rollout.group.uid, signal.rollout.index, signal.reason, signal.confirmed) == ("g4@2", 0, "git log -p (literal)", None)
+    assert (signal.rollout.group.uid, signal.rollout.index, signal.reason, signal.confirmed) == (
+        "g4@2",
+        0,
+        "git log -p (literal)",
+        None,
+    )
     # the same search again adds nothing; the audit queue lists it under its source
     client.post("/projects/acme/search/signals/", form)
     assert CheatDecision.objects.filter(source="search").count() == 1

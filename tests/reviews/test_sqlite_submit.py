@@ -77,10 +77,12 @@ def test_a_draft_autosave_racing_the_submit_never_loses_the_judgment(sqlite_only
             failures.append((person.username, uid, statuses))
     assert failures == [], f"{len(failures)} of {len(rounds)} rounds failed: {failures[:5]}"
 
-    stored = db.run(lambda: {
-        (j.reviewer.username, j.group.uid): {i.rollout.index: i.tier for i in j.items.select_related("rollout")}
-        for j in Judgment.objects.select_related("reviewer", "group").prefetch_related("items")
-    })
+    stored = db.run(
+        lambda: {
+            (j.reviewer.username, j.group.uid): {i.rollout.index: i.tier for i in j.items.select_related("rollout")}
+            for j in Judgment.objects.select_related("reviewer", "group").prefetch_related("items")
+        }
+    )
     assert len(stored) == len(rounds)  # every submit stored its judgment …
     for n, (person, uid) in enumerate(rounds):  # … with what was submitted
         assert stored[(person.username, uid)] == {i: ("T1", "T2", "T3")[(i + n) % 3] for i in PASSING}

@@ -40,7 +40,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # ART imports lit
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "trainers: runs real trainer libraries (verl, TRL, SkyRL, AReaL, ART) on CPU; needs make install-trainers")
+    config.addinivalue_line(
+        "markers", "trainers: runs real trainer libraries (verl, TRL, SkyRL, AReaL, ART) on CPU; needs make install-trainers"
+    )
 
 
 def require(module: str):
@@ -80,12 +82,19 @@ MORE_GROUPS = [
     # METHOD.md section 4, the worked example.
     SyntheticGroup("worked-example@1", [1, 1, 1, 0, 0, 0], ["T1", "T2", "T3", None, None, None], [1, 2, 3, None, None, None]),
     SyntheticGroup(  # 16 rollouts, a T2 band of three distinct ranks with a tie
-        "ties-16@1", [1, 0] * 8,
+        "ties-16@1",
+        [1, 0] * 8,
         ["T2", None, "T2", None, "T1", None, "T3", None, "T2", None, "T2", None, "T1", None, "T3", None],
         [3, None, 4, None, 1, None, 7, None, 4, None, 5, None, 1, None, 7, None],
     ),
     SyntheticGroup("loo@1", [1, 1, 0, 0, 0], ["T1", "T3", None, None, None], [1, 2, None, None, None], baseline="loo"),
-    SyntheticGroup("grpo@1", [0, 1, 1, 1, 0, 0, 1], [None, "T2", "T2", "T1", None, None, "T3"], [None, 2, 3, 1, None, None, 4], baseline="grpo"),
+    SyntheticGroup(
+        "grpo@1",
+        [0, 1, 1, 1, 0, 0, 1],
+        [None, "T2", "T2", "T1", None, None, "T3"],
+        [None, 2, 3, 1, None, None, 4],
+        baseline="grpo",
+    ),
     SyntheticGroup("single@1", [1], ["T1"], [1]),
 ]
 
@@ -96,8 +105,9 @@ def a_star_of(groups) -> dict[tuple[str, int], float]:
 
     out = {}
     for group in groups:
-        result = redistribute_group(group.rewards, cheats=group.cheats, tiers=group.tiers, ranks=group.ranks,
-                                    graded=group.graded, baseline=group.baseline)
+        result = redistribute_group(
+            group.rewards, cheats=group.cheats, tiers=group.tiers, ranks=group.ranks, graded=group.graded, baseline=group.baseline
+        )
         for index, value in enumerate(result.redistributed_advantage.tolist()):
             out[(group.uid, index)] = value
     return out
@@ -153,8 +163,12 @@ def grade_step(step: int) -> None:
 
     for group in Group.objects.filter(step__number=step, is_mixed=True):
         p = int(uuid.UUID(group.uid).int % 100)
-        record_verdict(group=group, grader="test@1", status="valid",
-                       grades=[GradeInput(i, tier, rank) for i, (tier, rank) in STEP_PROMPTS[p][1].items()])
+        record_verdict(
+            group=group,
+            grader="test@1",
+            status="valid",
+            grades=[GradeInput(i, tier, rank) for i, (tier, rank) in STEP_PROMPTS[p][1].items()],
+        )
 
 
 def post_grade_pull(gagar, run: str, step: int, groups: list) -> dict[tuple[str, int], float]:
@@ -167,8 +181,10 @@ def post_grade_pull(gagar, run: str, step: int, groups: list) -> dict[tuple[str,
 
 WORDS = "fix the bug in parser add test for edge case refactor module return value when input empty".split()
 # A chat template for the frameworks that render messages (ART): role and content, one turn a line.
-CHAT_TEMPLATE = ("{% for message in messages %}{{ message['role'] }} {{ message['content'] }}\n{% endfor %}"
-                 "{% if add_generation_prompt %}assistant {% endif %}")
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] }} {{ message['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant {% endif %}"
+)
 
 
 def word_tokenizer():
@@ -182,7 +198,11 @@ def word_tokenizer():
     backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
     backend.decoder = tokenizers.decoders.WordPiece(prefix="##")  # joins words with spaces
     tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>", bos_token="<bos>",
+        tokenizer_object=backend,
+        pad_token="<pad>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        bos_token="<bos>",
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer

@@ -75,9 +75,12 @@ def agl_server():
 def _config(url: str, **overrides):
     """Agent Lightning's own trainer config (its config.yaml on verl's ppo_trainer), for this step."""
     settings = {
-        "algorithm.adv_estimator": "gagar", "actor_rollout_ref.rollout.n": N,
-        "actor_rollout_ref.actor.ppo_mini_batch_size": 1, "agentlightning.agl_base_url": url,
-        "data.max_prompt_length": MAX_PROMPT, "data.max_response_length": 16,
+        "algorithm.adv_estimator": "gagar",
+        "actor_rollout_ref.rollout.n": N,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": 1,
+        "agentlightning.agl_base_url": url,
+        "data.max_prompt_length": MAX_PROMPT,
+        "data.max_response_length": 16,
         "agentlightning.trace_aggregator.trajectory_max_prompt_length": MAX_PROMPT,
         "agentlightning.trace_aggregator.trajectory_max_response_length": 16,
         **overrides,
@@ -113,8 +116,9 @@ class GagarTrainer(agl_trainer.AgentLightningRayPPOTrainer):
     def _rollout(self, gen_batch, is_train):
         batch, metrics = super()._rollout(gen_batch, is_train)
         if is_train:
-            a_star = self.post_grade_pull(gagar_agl.groups(batch, self.gagar_ids,
-                                                           fillna=self.config.agentlightning.reward_fillna_value))
+            a_star = self.post_grade_pull(
+                gagar_agl.groups(batch, self.gagar_ids, fillna=self.config.agentlightning.reward_fillna_value)
+            )
             gagar_agl.apply_to_batch(batch, a_star, self.gagar_ids, config=self.config)
         return batch, metrics
 
@@ -140,8 +144,12 @@ def _trainer(config, gagar, run: str):
         prompt_of = {g.uid: trainer.prompt_of[g.uid] for g in Group.objects.filter(step__number=1, is_mixed=True)}
         for group in Group.objects.filter(step__number=1, is_mixed=True):
             grades = STEP_PROMPTS[prompt_of[group.uid]][1]
-            record_verdict(group=group, grader="test@1", status="valid",
-                           grades=[GradeInput(i, tier, rank) for i, (tier, rank) in grades.items()])
+            record_verdict(
+                group=group,
+                grader="test@1",
+                status="valid",
+                grades=[GradeInput(i, tier, rank) for i, (tier, rank) in grades.items()],
+            )
         rows = gagar.wait_for_step(run, 1, timeout=60)
         trainer.rows = rows
         return gagar.advantages(run, 1, inputs_version=rows.inputs_version)
@@ -183,11 +191,16 @@ def _agent(url: str, trainer, level: str, stop: threading.Event):
         client.patch(f"/api/rollouts/{rid}", json={"status": {"state": "succeeded"}}).raise_for_status()
 
 
-@pytest.mark.parametrize("level, overrides", [
-    ("trajectory", {}),  # Agent Lightning's defaults: rollout-level advantage, per_rollout_mean loss
-    ("transition", {"algorithm.enable_rollout_level_advantage": False,
-                    "actor_rollout_ref.actor.policy_loss.loss_mode": "vanilla"}),
-])
+@pytest.mark.parametrize(
+    "level, overrides",
+    [
+        ("trajectory", {}),  # Agent Lightning's defaults: rollout-level advantage, per_rollout_mean loss
+        (
+            "transition",
+            {"algorithm.enable_rollout_level_advantage": False, "actor_rollout_ref.actor.policy_loss.loss_mode": "vanilla"},
+        ),
+    ],
+)
 def test_its_train_step_trains_every_row_on_the_services_a_star(agl_server, gagar, level, overrides):
     run = f"agl-{level}"
     gagar.create_run(run, auto_grade="none", drop_policy={gagar_agl.PROMPT_TOO_LONG: "recompute"})
@@ -242,24 +255,29 @@ def test_its_train_step_trains_every_row_on_the_services_a_star(agl_server, gaga
 
 
 def test_settings_that_change_a_star_are_refused_by_name(agl_server):
-    for overrides, named in [({"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": False},
-                              "algorithm.adv_estimator=grpo"),
-                             ({"algorithm.use_kl_in_reward": True}, "algorithm.use_kl_in_reward")]:
+    for overrides, named in [
+        ({"algorithm.adv_estimator": "grpo", "algorithm.norm_adv_by_std_in_grpo": False}, "algorithm.adv_estimator=grpo"),
+        ({"algorithm.use_kl_in_reward": True}, "algorithm.use_kl_in_reward"),
+    ]:
         config = _config(agl_server, **overrides)
         with pytest.raises(ValueError, match=named):
             gagar_agl.check_config(config)
     # The estimator verl's compute_advantage reaches checks the algorithm config it is handed too.
     config = _config(agl_server, **{"algorithm.use_kl_in_reward": True})
-    rows = verl.DataProto.from_dict(tensors={"token_level_rewards": torch.ones(2, 3), "response_mask": torch.ones(2, 3)},
-                                    non_tensors={"uid": np.array(["a", "a"], dtype=object)})
+    rows = verl.DataProto.from_dict(
+        tensors={"token_level_rewards": torch.ones(2, 3), "response_mask": torch.ones(2, 3)},
+        non_tensors={"uid": np.array(["a", "a"], dtype=object)},
+    )
     with pytest.raises(ValueError, match="algorithm.use_kl_in_reward"):
         agl_trainer.compute_advantage(rows, adv_estimator="gagar", config=config.algorithm)
 
 
 def test_a_group_is_stamped_once():
     ids = gagar_agl.SampleIds()
-    made = [agl_manager.EnqueuedRollout(data_id="d", rollout_id=f"r{j}", step=1, sample_idx_in_step=0,
-                                        enqueue_time=0.0) for j in range(3)]
+    made = [
+        agl_manager.EnqueuedRollout(data_id="d", rollout_id=f"r{j}", step=1, sample_idx_in_step=0, enqueue_time=0.0)
+        for j in range(3)
+    ]
     ids.stamp(made)
     assert [ids.of(f"r{j}") for j in range(3)] == [("d", 0), ("d", 1), ("d", 2)]
     with pytest.raises(SampleIdentityError, match="stamped already"):

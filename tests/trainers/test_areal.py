@@ -75,8 +75,9 @@ def _step(ids):
     async def make():
         for p, (rewards, _) in enumerate(STEP_PROMPTS):
             data = {"gagar_uid": prompt_uid(p), "test_rewards": rewards}
-            group, lost = await gagar_areal.run_group(episodes, None, data, group_size=N, uid=prompt_uid(p), ids=ids,
-                                                      concat=areal_data.concat_padded_tensors)
+            group, lost = await gagar_areal.run_group(
+                episodes, None, data, group_size=N, uid=prompt_uid(p), ids=ids, concat=areal_data.concat_padded_tensors
+            )
             dropped.update(lost)
             trajectories.extend(_split(group))
 
@@ -90,8 +91,9 @@ def _split(group):
     out = []
     for row in range(rows):
         length = int(group["attention_mask"][row].sum())
-        out.append({key: (value[row:row + 1, :length] if value.dim() == 2 else value[row:row + 1])
-                    for key, value in group.items()})
+        out.append(
+            {key: (value[row : row + 1, :length] if value.dim() == 2 else value[row : row + 1]) for key, value in group.items()}
+        )
     return out
 
 
@@ -111,8 +113,9 @@ def test_areal_trains_on_the_services_a_star_by_stamp(gagar):
 
     gagar.create_run("areal-gagar", auto_grade="none", drop_policy=DROP_POLICY)
     errored = (prompt_uid(0), 3)  # generated, but no trajectory came back: a failure, posted as dropped
-    a_star = post_grade_pull(gagar, "areal-gagar", 1,
-                             groups_from_ids(ids.of(trajectories) + [errored], test_rewards + [0.0], dropped=dropped))
+    a_star = post_grade_pull(
+        gagar, "areal-gagar", 1, groups_from_ids(ids.of(trajectories) + [errored], test_rewards + [0.0], dropped=dropped)
+    )
     keys = ids.of(kept)
     expected = [a_star[key] for key in keys]
 
@@ -138,16 +141,19 @@ def test_areal_trains_on_the_services_a_star_by_stamp(gagar):
     assert not torch.allclose(got, want, atol=1e-3)
 
 
-@pytest.mark.parametrize("settings, named", [
-    ({"kl_ctl": 0.1}, "actor.kl_ctl"),
-    ({"adv_norm": {"mean_level": "batch", "std_level": "batch"}}, "actor.adv_norm"),
-    ({"reward_scaling": 2.0}, "actor.reward_scaling"),
-    ({"reward_bias": -0.5}, "actor.reward_bias"),
-    ({"discount": 0.99}, "actor.discount"),
-    ({"gae_lambda": 0.95}, "actor.gae_lambda"),
-    ({"overlong_reward_penalty": True}, "actor.overlong_reward_penalty"),
-    ({"mask_no_eos_with_zero": True}, "actor.mask_no_eos_with_zero"),
-])
+@pytest.mark.parametrize(
+    "settings, named",
+    [
+        ({"kl_ctl": 0.1}, "actor.kl_ctl"),
+        ({"adv_norm": {"mean_level": "batch", "std_level": "batch"}}, "actor.adv_norm"),
+        ({"reward_scaling": 2.0}, "actor.reward_scaling"),
+        ({"reward_bias": -0.5}, "actor.reward_bias"),
+        ({"discount": 0.99}, "actor.discount"),
+        ({"gae_lambda": 0.95}, "actor.gae_lambda"),
+        ({"overlong_reward_penalty": True}, "actor.overlong_reward_penalty"),
+        ({"mask_no_eos_with_zero": True}, "actor.mask_no_eos_with_zero"),
+    ],
+)
 def test_settings_that_change_a_star_are_refused_by_name(settings, named):
     if "adv_norm" in settings:
         settings = {"adv_norm": areal_args.NormConfig(**settings["adv_norm"])}

@@ -24,7 +24,6 @@ from tests.trainers.conftest import STEP_PROMPTS, N, post_grade_pull, prompt_uid
 pytestmark = [pytest.mark.trainers, pytest.mark.django_db(transaction=True)]
 
 
-
 def _import_art():
     """ART patches transformers' `masking_utils._preprocess_mask_arguments` when it is imported
     (for its own model code, with another transformers); TRL's generation in the same process
@@ -52,9 +51,10 @@ async def _rollout(p: int, j: int, rng: random.Random):
     if (p, j) == (0, 3):
         raise TimeoutError("the agent's sandbox timed out")
     answer = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5)))
-    return art.Trajectory(messages_and_choices=[{"role": "user", "content": "fix the bug"},
-                                                {"role": "assistant", "content": answer}],
-                          reward=float(STEP_PROMPTS[p][0][j]))
+    return art.Trajectory(
+        messages_and_choices=[{"role": "user", "content": "fix the bug"}, {"role": "assistant", "content": answer}],
+        reward=float(STEP_PROMPTS[p][0][j]),
+    )
 
 
 def _groups():
@@ -62,13 +62,19 @@ def _groups():
 
     async def gather():
         return await art.gather_trajectory_groups(
-            [art.TrajectoryGroup(gagar_art.stamped(_rollout(p, j, rng), uid=prompt_uid(p), index=j) for j in range(N))
-             for p in range(len(STEP_PROMPTS))], pbar_desc=None, max_exceptions=1)
+            [
+                art.TrajectoryGroup(gagar_art.stamped(_rollout(p, j, rng), uid=prompt_uid(p), index=j) for j in range(N))
+                for p in range(len(STEP_PROMPTS))
+            ],
+            pbar_desc=None,
+            max_exceptions=1,
+        )
 
     groups = asyncio.run(gather())
     overlong = (prompt_uid(1), 2)
-    groups[1] = art.TrajectoryGroup([t for t in groups[1].trajectories if gagar_art.sample_id(t) != overlong],
-                                    exceptions=groups[1].exceptions)
+    groups[1] = art.TrajectoryGroup(
+        [t for t in groups[1].trajectories if gagar_art.sample_id(t) != overlong], exceptions=groups[1].exceptions
+    )
     return groups
 
 
@@ -87,8 +93,13 @@ def _post(gagar, run, step, groups, policy):
 
 
 def _advantages(groups, *, scale_rewards=False):
-    results = tokenize.tokenize_trajectory_groups(word_tokenizer(), groups, allow_training_without_logprobs=True,
-                                                  scale_rewards=scale_rewards, drop_zero_advantage_trajectories=False)
+    results = tokenize.tokenize_trajectory_groups(
+        word_tokenizer(),
+        groups,
+        allow_training_without_logprobs=True,
+        scale_rewards=scale_rewards,
+        drop_zero_advantage_trajectories=False,
+    )
     return [(gagar_art.sample_id(result.trajectory), result.advantage, sum(result.assistant_mask)) for result in results]
 
 
@@ -115,13 +126,16 @@ def test_art_trains_on_the_services_a_star_for_groups_that_sum_to_zero(gagar):
     assert any(abs(scaled[key] - a_star[key]) > 1e-3 for key in scaled)
 
 
-@pytest.mark.parametrize("config, named", [
-    ({}, "scale_rewards=True"),
-    ({"scale_rewards": False, "kl_penalty_coef": 0.1}, "kl_penalty_coef"),
-    ({"scale_rewards": False, "advantage_balance": 0.5}, "advantage_balance"),
-    ({"scale_rewards": False, "kimi_k2_tau": 0.1}, "kimi_k2_tau"),
-    ({"scale_rewards": False, "scale_learning_rate_by_reward_std_dev": True}, "scale_learning_rate_by_reward_std_dev"),
-])
+@pytest.mark.parametrize(
+    "config, named",
+    [
+        ({}, "scale_rewards=True"),
+        ({"scale_rewards": False, "kl_penalty_coef": 0.1}, "kl_penalty_coef"),
+        ({"scale_rewards": False, "advantage_balance": 0.5}, "advantage_balance"),
+        ({"scale_rewards": False, "kimi_k2_tau": 0.1}, "kimi_k2_tau"),
+        ({"scale_rewards": False, "scale_learning_rate_by_reward_std_dev": True}, "scale_learning_rate_by_reward_std_dev"),
+    ],
+)
 def test_settings_that_change_a_star_are_refused_by_name(config, named):
     with pytest.raises(ValueError, match=named):
         gagar_art.check_config(config)

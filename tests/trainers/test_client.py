@@ -47,8 +47,18 @@ class FakeGagar:
             for r in group["rollouts"]:
                 a = r["reward"] - mean
                 # stand-in grading: once final, a pass at an odd index gets half the credit of the others
-                out.append({"run": run, "step": step, "uid": group["uid"], "index": r["index"], "reward": r["reward"],
-                            "advantage": a, "redistributed_advantage": a, "status": "graded" if final else "fallback"})
+                out.append(
+                    {
+                        "run": run,
+                        "step": step,
+                        "uid": group["uid"],
+                        "index": r["index"],
+                        "reward": r["reward"],
+                        "advantage": a,
+                        "redistributed_advantage": a,
+                        "status": "graded" if final else "fallback",
+                    }
+                )
         if self.final.get((run, step)):
             for uid in {row["uid"] for row in out}:
                 mine = [row for row in out if row["uid"] == uid]
@@ -110,8 +120,13 @@ class Handler(BaseHTTPRequestHandler):
             if method == "POST" and not rest:
                 data = json.loads(body)
                 if data.get("grading_deadline_seconds", 1) <= 0:
-                    return self._send(400, {"detail": "grading_deadline_seconds must be a positive number of seconds",
-                                            "field": "grading_deadline_seconds"})
+                    return self._send(
+                        400,
+                        {
+                            "detail": "grading_deadline_seconds must be a positive number of seconds",
+                            "field": "grading_deadline_seconds",
+                        },
+                    )
                 if data["name"] in state.runs:
                     return self._send(409, {"detail": f"run {data['name']!r} exists"})
                 state.runs[data["name"]] = data
@@ -127,8 +142,11 @@ class Handler(BaseHTTPRequestHandler):
             if self.headers.get("Content-Type") != "application/x-ndjson":
                 return self._send(415, {"detail": "send application/x-ndjson"})
             lines = [json.loads(line) for line in body.decode().splitlines() if line]
-            errors = [{"line": n, "error": "rollouts[0].reward: must be 0 or 1"} for n, line in enumerate(lines, 1)
-                      if any(r["reward"] not in (0, 1) for r in line["rollouts"])]
+            errors = [
+                {"line": n, "error": "rollouts[0].reward: must be 0 or 1"}
+                for n, line in enumerate(lines, 1)
+                if any(r["reward"] not in (0, 1) for r in line["rollouts"])
+            ]
             good = [line for n, line in enumerate(lines, 1) if n not in {e["line"] for e in errors}]
             with state.lock:
                 for line in good:
@@ -142,9 +160,22 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(404, {"detail": f"No step {rest[0]} in run {query['run']!r}"})
             final = state.final.get(key, False)
             n = len(state.groups[key])
-            return self._send(200, {"run": key[0], "step": key[1], "groups": n, "mixed": n, "graded": n if final else 0,
-                                    "invalid": 0, "timeout": 0, "pending": 0 if final else n, "fallback": 0,
-                                    "final": final, "inputs_version": "v2" if final else "v1"})
+            return self._send(
+                200,
+                {
+                    "run": key[0],
+                    "step": key[1],
+                    "groups": n,
+                    "mixed": n,
+                    "graded": n if final else 0,
+                    "invalid": 0,
+                    "timeout": 0,
+                    "pending": 0 if final else n,
+                    "fallback": 0,
+                    "final": final,
+                    "inputs_version": "v2" if final else "v1",
+                },
+            )
 
         if resource == "advantages" and method == "GET":
             key = (query["run"], int(query["step"]))
@@ -172,8 +203,12 @@ class Handler(BaseHTTPRequestHandler):
                 sink = io.BytesIO()
                 pq.write_table(pa.Table.from_pylist([json.loads(line) for line in data.splitlines()]), sink)
                 data = sink.getvalue()
-            return self._send(200, raw=data, content_type="application/x-ndjson",
-                              headers={"Gagar-Step-Final": "true" if final else "false", "Gagar-Inputs-Version": version})
+            return self._send(
+                200,
+                raw=data,
+                content_type="application/x-ndjson",
+                headers={"Gagar-Step-Final": "true" if final else "false", "Gagar-Inputs-Version": version},
+            )
         return self._send(405, {"detail": f"{method} not allowed"})
 
     def do_GET(self):
@@ -319,8 +354,18 @@ def test_wait_for_step_returns_when_the_step_becomes_final(client, server):
     waits = [r[2] for r in server.state.requests if r[1] == "/api/v1/advantages/"]
     assert waits == [{"project": "acme", "run": "rl-1", "step": "3", "format": "jsonl", "wait": "20"}]
     assert client.step_status("rl-1", 3) == {
-        "run": "rl-1", "step": 3, "groups": 2, "mixed": 2, "graded": 2, "invalid": 0, "timeout": 0, "pending": 0,
-        "fallback": 0, "final": True, "inputs_version": "v2"}
+        "run": "rl-1",
+        "step": 3,
+        "groups": 2,
+        "mixed": 2,
+        "graded": 2,
+        "invalid": 0,
+        "timeout": 0,
+        "pending": 0,
+        "fallback": 0,
+        "final": True,
+        "inputs_version": "v2",
+    }
 
     a_star = client.advantages("rl-1", 3, inputs_version=rows.inputs_version)
     assert set(a_star) == {("t1@3", i) for i in range(4)} | {("t2@3", i) for i in range(4)}

@@ -23,10 +23,20 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_trainer_script_runs_three_final_steps_with_tiers(live_server):
     Project.objects.create(name="acme")
     _, token = issue_api_token(username="trainer", project_name="acme", role=Role.ADMIN)
-    env = {**os.environ, "GAGAR_URL": live_server.url, "GAGAR_TOKEN": token, "GAGAR_PROJECT": "acme",
-           "PYTHONPATH": str(ROOT / "client")}
-    result = subprocess.run([sys.executable, str(ROOT / "client" / "examples" / "train_loop.py"), "--run", "loop", "--steps", "3"],
-                            env=env, capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "GAGAR_URL": live_server.url,
+        "GAGAR_TOKEN": token,
+        "GAGAR_PROJECT": "acme",
+        "PYTHONPATH": str(ROOT / "client"),
+    }
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "client" / "examples" / "train_loop.py"), "--run", "loop", "--steps", "3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["step 1", "step 2", "step 3"]

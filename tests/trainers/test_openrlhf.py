@@ -36,10 +36,18 @@ from grading.method.advantage import redistribute_group  # noqa: E402
 N = 4
 # Per group: each sample's text (what the reward function sees) -> (test reward, tier, rank).
 SAMPLES = {
-    "g0@7": {"fix parser": (1, "T1", 1), "add test": (1, "T3", 2), "refactor module": (0, None, None),
-             "return value": (0, None, None)},
-    "g1@7": {"edge case": (0, None, None), "fix the bug": (1, "T2", 1), "when input empty": (0, None, None),
-             "for parser": (0, None, None)},
+    "g0@7": {
+        "fix parser": (1, "T1", 1),
+        "add test": (1, "T3", 2),
+        "refactor module": (0, None, None),
+        "return value": (0, None, None),
+    },
+    "g1@7": {
+        "edge case": (0, None, None),
+        "fix the bug": (1, "T2", 1),
+        "when input empty": (0, None, None),
+        "for parser": (0, None, None),
+    },
     "g2@7": {"fix": (1, "T1", 1), "the": (1, "T1", 1), "bug": (1, "T2", 2), "in": (0, None, None)},
 }
 
@@ -47,10 +55,17 @@ SAMPLES = {
 def _args(**flags):
     """OpenRLHF's parsed args as its CLI makes them: dotted flags into nested namespaces, with its
     defaults for the flags that matter here."""
-    values = {"algo.advantage.estimator": "gae", "algo.kl.use_loss": False, "algo.kl.init_coef": 0.01,
-              "reward.clip_range": (-10, 10), "reward.overlong_buffer_len": None,
-              "reward.stop_properly_penalty_coef": None, "algo.dynamic_filtering_enable": False,
-              "rollout.n_samples_per_prompt": 1, **flags}
+    values = {
+        "algo.advantage.estimator": "gae",
+        "algo.kl.use_loss": False,
+        "algo.kl.init_coef": 0.01,
+        "reward.clip_range": (-10, 10),
+        "reward.overlong_buffer_len": None,
+        "reward.stop_properly_penalty_coef": None,
+        "algo.dynamic_filtering_enable": False,
+        "rollout.n_samples_per_prompt": 1,
+        **flags,
+    }
     root: dict = {}
     for name, value in values.items():
         *parents, leaf = name.split(".")
@@ -75,8 +90,8 @@ def graded_a_star(uid, rollouts):
 def sample_text(query, prompt):
     """The response words of a query (OpenRLHF passes the decoded prompt + response)."""
     words, prompt_words = query.split(), prompt.split()
-    assert words[:len(prompt_words)] == prompt_words, (query, prompt)
-    return " ".join(words[len(prompt_words):])
+    assert words[: len(prompt_words)] == prompt_words, (query, prompt)
+    return " ".join(words[len(prompt_words) :])
 
 
 def _resolve(calls):
@@ -129,8 +144,7 @@ def test_openrlhf_executor_gets_each_samples_own_a_star_and_dr_grpo_gives_it_bac
 
     async def rollout():
         params = SimpleNamespace(max_tokens=8, logprobs=None)
-        return await asyncio.gather(*[executor.execute(PROMPTS[uid], uid, params, 32, tokenizer, engine)
-                                      for uid, _ in order])
+        return await asyncio.gather(*[executor.execute(PROMPTS[uid], uid, params, 32, tokenizer, engine) for uid, _ in order])
 
     outputs = asyncio.run(rollout())
     assert [sample_text(tokenizer.decode(o["observation_tokens"]), o["prompt"]) for o in outputs] == [t for _, t in order]
@@ -160,8 +174,9 @@ def test_bad_requests_answer_400_with_a_detail(reward_server):
     import urllib.request
 
     _, url = reward_server
-    request = urllib.request.Request(url, data=b'{"query": ["q"], "prompts": []}', method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=b'{"query": ["q"], "prompts": []}', method="POST", headers={"Content-Type": "application/json"}
+    )
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=10)
     assert caught.value.code == 400
@@ -228,26 +243,36 @@ def test_errors_reach_every_sample_of_the_group():
     assert all(v is None for v in _both(collector, "k").values())  # the uid may come back once answered
 
 
-@pytest.mark.parametrize("flags, named", [
-    ({}, "--algo.advantage.estimator gae adds a critic"),
-    ({"algo.advantage.estimator": "group_norm"}, "group_norm divides A\\* by its group's std"),
-    ({"algo.advantage.estimator": "rloo"}, "leave-one-out"),
-    ({"algo.advantage.estimator": "reinforce_baseline"}, "whitens advantages over the whole batch, weighted by tokens"),
-    ({"algo.advantage.estimator": "dr_grpo"}, "--algo.kl.init_coef 0.01 without --algo.kl.use_loss"),
-    ({"algo.advantage.estimator": "dr_grpo", "algo.kl.use_loss": True, "reward.overlong_buffer_len": 512},
-     "--reward.overlong_buffer_len"),
-    ({"algo.advantage.estimator": "dr_grpo", "algo.kl.init_coef": 0.0, "reward.stop_properly_penalty_coef": 0.5},
-     "--reward.stop_properly_penalty_coef"),
-    ({"algo.advantage.estimator": "dr_grpo", "algo.kl.use_loss": True, "algo.dynamic_filtering_enable": True},
-     "--algo.dynamic_filtering_enable"),
-    ({"algo.advantage.estimator": "dr_grpo", "algo.kl.use_loss": True, "rollout.n_samples_per_prompt": 8},
-     "--rollout.n_samples_per_prompt 8"),
-])
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        ({}, "--algo.advantage.estimator gae adds a critic"),
+        ({"algo.advantage.estimator": "group_norm"}, "group_norm divides A\\* by its group's std"),
+        ({"algo.advantage.estimator": "rloo"}, "leave-one-out"),
+        ({"algo.advantage.estimator": "reinforce_baseline"}, "whitens advantages over the whole batch, weighted by tokens"),
+        ({"algo.advantage.estimator": "dr_grpo"}, "--algo.kl.init_coef 0.01 without --algo.kl.use_loss"),
+        (
+            {"algo.advantage.estimator": "dr_grpo", "algo.kl.use_loss": True, "reward.overlong_buffer_len": 512},
+            "--reward.overlong_buffer_len",
+        ),
+        (
+            {"algo.advantage.estimator": "dr_grpo", "algo.kl.init_coef": 0.0, "reward.stop_properly_penalty_coef": 0.5},
+            "--reward.stop_properly_penalty_coef",
+        ),
+        (
+            {"algo.advantage.estimator": "dr_grpo", "algo.kl.use_loss": True, "algo.dynamic_filtering_enable": True},
+            "--algo.dynamic_filtering_enable",
+        ),
+        (
+            {"algo.advantage.estimator": "dr_grpo", "algo.kl.use_loss": True, "rollout.n_samples_per_prompt": 8},
+            "--rollout.n_samples_per_prompt 8",
+        ),
+    ],
+)
 def test_settings_that_change_a_star_are_refused_by_name(flags, named):
     with pytest.raises(ValueError, match=named):
         check_args(_args(**flags), n=N)
 
 
 def test_the_recipe_passes():
-    check_args(_args(**{"algo.advantage.estimator": "dr_grpo", "algo.kl.use_loss": True,
-                        "rollout.n_samples_per_prompt": N}), n=N)
+    check_args(_args(**{"algo.advantage.estimator": "dr_grpo", "algo.kl.use_loss": True, "rollout.n_samples_per_prompt": N}), n=N)

@@ -37,10 +37,13 @@ def _cohort(group, *, errored=None, seed=0):
     rng = random.Random(seed)
     episodes = []
     for j, reward in enumerate(group.rewards):
-        trace = SimpleNamespace(id=f"trace-{j}", reward=float(reward), has_error=(j == errored),
-                                agent=SimpleNamespace(trainable=True),
-                                nodes=[SimpleNamespace(mask=[0, 0], advantages=None),
-                                       SimpleNamespace(mask=[1] * rng.randint(1, 5), advantages=None)])
+        trace = SimpleNamespace(
+            id=f"trace-{j}",
+            reward=float(reward),
+            has_error=(j == errored),
+            agent=SimpleNamespace(trainable=True),
+            nodes=[SimpleNamespace(mask=[0, 0], advantages=None), SimpleNamespace(mask=[1] * rng.randint(1, 5), advantages=None)],
+        )
         episodes.append(SimpleNamespace(id=f"ep-{j:02d}", group=SimpleNamespace(id=group.uid), traces=[trace]))
     finished = episodes[:]
     rng.shuffle(finished)  # the order episodes finish in
@@ -65,8 +68,15 @@ def test_every_trainable_trace_gets_its_own_a_star(a_star_four):
             assert nodes[1].advantages is None  # errored: posted as dropped, no credit
         else:
             assert nodes[1].advantages == [a_star_four[(group.uid, j)]] * sum(nodes[1].mask)
-    assert posted == [{"uid": group.uid, "task": {"instance_id": group.uid}, "rollouts": [
-        {"index": j, "reward": float(r), **({"dropped": "error"} if j == 2 else {})} for j, r in enumerate(group.rewards)]}]
+    assert posted == [
+        {
+            "uid": group.uid,
+            "task": {"instance_id": group.uid},
+            "rollouts": [
+                {"index": j, "reward": float(r), **({"dropped": "error"} if j == 2 else {})} for j, r in enumerate(group.rewards)
+            ],
+        }
+    ]
 
 
 def test_indexes_do_not_depend_on_the_order_episodes_finish():

@@ -36,8 +36,13 @@ def _episodes(seed=0):
         task_id = group.uid.split("@")[0]
         for j, reward in enumerate(group.rewards):
             steps = [SimpleNamespace(response_ids=[1] * rng.randint(1, 4), advantage=None) for _ in range(rng.randint(1, 3))]
-            episodes.append(SimpleNamespace(id=f"{task_id}:{j}", termination_reason=TerminationReason.ENV_DONE,
-                                            trajectories=[SimpleNamespace(name="solver", steps=steps, reward=float(reward))]))
+            episodes.append(
+                SimpleNamespace(
+                    id=f"{task_id}:{j}",
+                    termination_reason=TerminationReason.ENV_DONE,
+                    trajectories=[SimpleNamespace(name="solver", steps=steps, reward=float(reward))],
+                )
+            )
     rng.shuffle(episodes)  # episodes finish in any order
     return episodes
 
@@ -51,8 +56,9 @@ def _groups(episodes, masked=(TerminationReason.TIMEOUT,)):
         task_id, rollout_idx = episode.id.split(":")
         for trajectory in episode.trajectories:
             trajectories[f"{task_id}:{trajectory.name}"].append(trajectory)
-            metadata[f"{task_id}:{trajectory.name}"].append({"task_id": task_id, "rollout_idx": rollout_idx,
-                                                             "termination_reason": episode.termination_reason})
+            metadata[f"{task_id}:{trajectory.name}"].append(
+                {"task_id": task_id, "rollout_idx": rollout_idx, "termination_reason": episode.termination_reason}
+            )
     return [SimpleNamespace(group_id=name, trajectories=trajs, metadata=metadata[name]) for name, trajs in trajectories.items()]
 
 

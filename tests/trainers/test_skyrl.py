@@ -37,8 +37,12 @@ def _import_skyrl():
     saved = typing.TypedDict
     typing.TypedDict = typing_extensions.TypedDict  # pydantic on Python < 3.12; restored at once
     try:
-        return (require("skyrl.backends.skyrl_train.utils.ppo_utils"), require("skyrl.train.config"),
-                require("skyrl.train.generators.utils"), require("skyrl.train.trainer"))
+        return (
+            require("skyrl.backends.skyrl_train.utils.ppo_utils"),
+            require("skyrl.train.config"),
+            require("skyrl.train.generators.utils"),
+            require("skyrl.train.trainer"),
+        )
     finally:
         typing.TypedDict = saved
 
@@ -69,8 +73,10 @@ def _trainer(**algorithm):
 
 def _generated(seed: int = 0):
     """SkyRL's generator input for the step's prompts, and its output in completion order."""
-    prompts = [{"prompt": [{"role": "user", "content": "fix the bug"}], "env_class": None, "env_extras": {},
-                "uid": prompt_uid(p)} for p in range(len(STEP_PROMPTS))]
+    prompts = [
+        {"prompt": [{"role": "user", "content": "fix the bug"}], "env_class": None, "env_extras": {}, "uid": prompt_uid(p)}
+        for p in range(len(STEP_PROMPTS))
+    ]
     generator_input, _ = generator_utils.prepare_generator_input(prompts, N, {}, "gsm8k", "train", 1)
     prompt_of = {prompt["uid"]: p for p, prompt in enumerate(prompts)}
     rng = random.Random(seed)
@@ -78,12 +84,18 @@ def _generated(seed: int = 0):
     for tid in generator_input["trajectory_ids"]:
         p = prompt_of[tid.instance_id]
         length = rng.randint(1, 6)
-        rows.append({"prompt_token_ids": [4, 5, 6], "response_ids": [rng.randint(4, 15) for _ in range(length)],
-                     "rewards": float(STEP_PROMPTS[p][0][tid.repetition_id]), "loss_masks": [1] * length,
-                     "trajectory_ids": tid})
+        rows.append(
+            {
+                "prompt_token_ids": [4, 5, 6],
+                "response_ids": [rng.randint(4, 15) for _ in range(length)],
+                "rewards": float(STEP_PROMPTS[p][0][tid.repetition_id]),
+                "loss_masks": [1] * length,
+                "trajectory_ids": tid,
+            }
+        )
     # SkyRL keeps a prompt's trajectories next to each other (convert_to_training_input asserts
     # it), not in any order: the prompts and the trajectories within each come back permuted.
-    groups = [rows[at:at + N] for at in range(0, len(rows), N)]
+    groups = [rows[at : at + N] for at in range(0, len(rows), N)]
     rng.shuffle(groups)
     for group in groups:
         rng.shuffle(group)
@@ -92,8 +104,12 @@ def _generated(seed: int = 0):
 
 def _output(rows):
     keys = ("prompt_token_ids", "response_ids", "rewards", "loss_masks", "trajectory_ids")
-    return {**{key: [row[key] for row in rows] for key in keys}, "stop_reasons": None, "rollout_metrics": None,
-            "rollout_logprobs": None}
+    return {
+        **{key: [row[key] for row in rows] for key in keys},
+        "stop_reasons": None,
+        "rollout_metrics": None,
+        "rollout_logprobs": None,
+    }
 
 
 def _advantages(trainer, output):
@@ -151,12 +167,15 @@ def test_skyrl_trains_on_the_services_a_star_by_trajectory_id(gagar):
     assert not torch.allclose(raw, expected[:, None] * mask, atol=1e-3)
 
 
-@pytest.mark.parametrize("settings, named", [
-    ({"use_kl_in_reward": True}, "use_kl_in_reward"),
-    ({"advantage_batch_normalize": True}, "advantage_batch_normalize"),
-    ({"advantage_estimator": "grpo"}, "grpo_norm_by_std"),
-    ({"advantage_estimator": "rloo"}, "advantage_estimator=rloo"),
-])
+@pytest.mark.parametrize(
+    "settings, named",
+    [
+        ({"use_kl_in_reward": True}, "use_kl_in_reward"),
+        ({"advantage_batch_normalize": True}, "advantage_batch_normalize"),
+        ({"advantage_estimator": "grpo"}, "grpo_norm_by_std"),
+        ({"advantage_estimator": "rloo"}, "advantage_estimator=rloo"),
+    ],
+)
 def test_settings_that_change_a_star_are_refused_by_name(settings, named):
     gagar_skyrl.register()
     config = skyrl_config.AlgorithmConfig(**{"advantage_estimator": "gagar", **settings})
@@ -165,8 +184,9 @@ def test_settings_that_change_a_star_are_refused_by_name(settings, named):
     if config.advantage_estimator == "gagar":  # the estimator checks the config SkyRL hands it
         ones = torch.ones(2, 3)
         with pytest.raises(ValueError, match=named):
-            ppo_utils.compute_advantages_and_returns(token_level_rewards=ones, response_mask=ones, index=["a", "a"],
-                                                     adv_estimator="gagar", config=config)
+            ppo_utils.compute_advantages_and_returns(
+                token_level_rewards=ones, response_mask=ones, index=["a", "a"], adv_estimator="gagar", config=config
+            )
 
 
 def test_a_trajectory_the_export_lacks_is_named():

@@ -43,9 +43,16 @@ class Sample:  # the fields of slime.utils.types.Sample the hooks read
 
 
 def _args(**overrides):
-    return SimpleNamespace(**{"n_samples_per_prompt": N, "normalize_advantages": False, "use_opd": False,
-                              "custom_reward_post_process_path": "gagar_hooks.reward_post_process",
-                              "custom_advantage_function_path": "gagar_hooks.advantages", **overrides})
+    return SimpleNamespace(
+        **{
+            "n_samples_per_prompt": N,
+            "normalize_advantages": False,
+            "use_opd": False,
+            "custom_reward_post_process_path": "gagar_hooks.reward_post_process",
+            "custom_advantage_function_path": "gagar_hooks.advantages",
+            **overrides,
+        }
+    )
 
 
 def _samples(seed=0):
@@ -72,8 +79,9 @@ def test_rewards_and_advantages_are_each_samples_a_star(a_star_four):
         posted.extend(groups)
         return a_star_four
 
-    post_process = gagar_slime.reward_post_process(resolve, uid_of=uid_of,
-                                                   dropped_reason=lambda s: "removed" if s.remove_sample else None)
+    post_process = gagar_slime.reward_post_process(
+        resolve, uid_of=uid_of, dropped_reason=lambda s: "removed" if s.remove_sample else None
+    )
     args = _args()
     raw, rewards = post_process(args, samples)
     ids = [(uid_of(s), s.index - s.group_index * N) for s in samples]
@@ -85,8 +93,10 @@ def test_rewards_and_advantages_are_each_samples_a_star(a_star_four):
 
     # A training rank's share: slime partitions the step's samples; rewards travel with them.
     partition = [5, 0, 17, 9, 2]
-    rollout_data = {"rewards": [rewards[j] for j in partition],
-                    "kl": [torch.zeros(samples[j].response_length) for j in partition]}
+    rollout_data = {
+        "rewards": [rewards[j] for j in partition],
+        "kl": [torch.zeros(samples[j].response_length) for j in partition],
+    }
     gagar_slime.advantages(args, rollout_data)
     for j, adv, ret, kl in zip(partition, rollout_data["advantages"], rollout_data["returns"], rollout_data["kl"]):
         assert adv.shape == kl.shape and torch.equal(adv, ret)
@@ -103,11 +113,14 @@ def test_stamps_that_do_not_follow_the_data_source_are_refused(a_star_four):
         post_process(_args(), _samples())
 
 
-@pytest.mark.parametrize("overrides, named", [
-    ({"normalize_advantages": True}, "--normalize-advantages"),
-    ({"use_opd": True}, "--use-opd"),
-    ({"custom_reward_post_process_path": None}, "--custom-reward-post-process-path"),
-])
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"normalize_advantages": True}, "--normalize-advantages"),
+        ({"use_opd": True}, "--use-opd"),
+        ({"custom_reward_post_process_path": None}, "--custom-reward-post-process-path"),
+    ],
+)
 def test_settings_that_change_a_star_are_refused_by_name(overrides, named):
     with pytest.raises(ValueError, match=named):
         gagar_slime.advantages(_args(**overrides), {"rewards": [0.5], "kl": [torch.zeros(3)]})

@@ -52,8 +52,12 @@ def test_the_client_and_the_method_agree_and_keep_the_masked_mean(advantage, dat
 def test_cells_as_the_export_writes_them():
     assert check_weights('{"2": 0.5, "10": 0.5}') == {2: 0.5, 10: 0.5}  # CSV and Parquet: JSON text
     assert check_weights(None) == check_weights("") == check_weights({}) == {}
-    for bad, says in (({"2": 0}, "weighs 0"), ({"a": 0.5}, "not a message index"), ({"2": True}, "weighs True"),
-                      ("[1]", "must be an object")):
+    for bad, says in (
+        ({"2": 0}, "weighs 0"),
+        ({"a": 0.5}, "not a message index"),
+        ({"2": True}, "weighs True"),
+        ("[1]", "must be an object"),
+    ):
         with pytest.raises(ValueError, match=says):
             check_weights(bad)
     with pytest.raises(ValueError, match="no turn_weights column"):
@@ -73,12 +77,25 @@ def test_from_the_live_api_to_tokens(live_server, alice_token, trainer_token):
     line = small_group("g@1", rewards=(1, 1, 0, 0))
     for rollout in line["rollouts"]:
         rollout["messages"] = [{"role": "user", "content": "Fix it."}] + [
-            {"role": "assistant", "content": f"step {k}", "action": "ls", "observation": "w.py"} for k in range(1, 4)]
+            {"role": "assistant", "content": f"step {k}", "action": "ls", "observation": "w.py"} for k in range(1, 4)
+        ]
     admin.post_step("r1", 1, [line])
-    record_verdict(group=Group.objects.get(uid="g@1"), grader="test@1", status="valid", grades=[
-        GradeInput(0, "T2", 2, evidence=[{"kind": "turn", "rollout": 0, "locator": "2", "note": "ls again",
-                                          "category": "redundant_exploration"}]),
-        GradeInput(1, "T1", 1)])
+    record_verdict(
+        group=Group.objects.get(uid="g@1"),
+        grader="test@1",
+        status="valid",
+        grades=[
+            GradeInput(
+                0,
+                "T2",
+                2,
+                evidence=[
+                    {"kind": "turn", "rollout": 0, "locator": "2", "note": "ls again", "category": "redundant_exploration"}
+                ],
+            ),
+            GradeInput(1, "T1", 1),
+        ],
+    )
 
     rows = Client(live_server.url, trainer_token, project="acme").advantage_rows("r1", 1, turn_weights=True)
     weights = turn_weight_map(rows)

@@ -25,12 +25,21 @@ from gagar_client.adapters import MissingAdvantage  # noqa: E402
 from gagar_client.adapters.trl import reward_function  # noqa: E402
 
 N = 4  # completions per prompt = rollouts per Gagar group
+
+
 def _model(tokenizer):
     torch.manual_seed(0)
     config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
     )
     return transformers.LlamaForCausalLM(config)
 
@@ -49,19 +58,36 @@ class RecordingGRPOTrainer(trl.GRPOTrainer):
 def _trainer(tmp_path, lookup, *, max_steps=2, **config):
     tokenizer = word_tokenizer()
     # One prompt per group; a step's batch holds all six prompts × N completions.
-    dataset = datasets.Dataset.from_dict({
-        "prompt": [f"fix the bug in {word}" for word in ("parser", "module", "test", "value", "input", "case")],
-        "gagar_uid": [g.uid for g in GROUPS_OF_FOUR],
-    })
+    dataset = datasets.Dataset.from_dict(
+        {
+            "prompt": [f"fix the bug in {word}" for word in ("parser", "module", "test", "value", "input", "case")],
+            "gagar_uid": [g.uid for g in GROUPS_OF_FOUR],
+        }
+    )
     settings = dict(
-        output_dir=str(tmp_path), use_cpu=True, report_to="none", save_strategy="no", logging_steps=1,
-        per_device_train_batch_size=N * len(GROUPS_OF_FOUR), num_generations=N, max_completion_length=4,
-        max_steps=max_steps, learning_rate=1e-3, beta=0.0, scale_rewards="none", seed=0,
-        shuffle_dataset=False, bf16=False, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        per_device_train_batch_size=N * len(GROUPS_OF_FOUR),
+        num_generations=N,
+        max_completion_length=4,
+        max_steps=max_steps,
+        learning_rate=1e-3,
+        beta=0.0,
+        scale_rewards="none",
+        seed=0,
+        shuffle_dataset=False,
+        bf16=False,
+        disable_tqdm=True,
     )
     args = trl.GRPOConfig(**{**settings, **config})
     trainer = RecordingGRPOTrainer(
-        model=_model(tokenizer), reward_funcs=[reward_function(lookup, by_batch_order=True)], args=args, train_dataset=dataset,
+        model=_model(tokenizer),
+        reward_funcs=[reward_function(lookup, by_batch_order=True)],
+        args=args,
+        train_dataset=dataset,
         processing_class=tokenizer,
     )
     trainer.recorded = []
@@ -127,4 +153,6 @@ def test_reward_function_names_missing_rollouts(a_star_four):
     with pytest.raises(KeyError, match="gagar_uid"):
         reward(prompts=["p"], completions=["c"], other=["x"])
     assert reward(prompts=["p"] * 2, completions=["c"] * 2, gagar_uid=["one-pass@1"] * 2) == [
-        a_star_four[("one-pass@1", 0)], a_star_four[("one-pass@1", 1)]]
+        a_star_four[("one-pass@1", 0)],
+        a_star_four[("one-pass@1", 1)],
+    ]

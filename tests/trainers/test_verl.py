@@ -66,7 +66,9 @@ def test_grpo_without_std_returns_a_star(estimator, a_star_all):
     assert values == [a_star_all[(u, i)] for u, i in zip(uids, indexes)]
     rewards = gagar_verl.token_level_rewards(values, mask)
     advantages, returns = ESTIMATORS[estimator](
-        token_level_rewards=rewards, response_mask=mask, index=np.array(uids, dtype=object),
+        token_level_rewards=rewards,
+        response_mask=mask,
+        index=np.array(uids, dtype=object),
         norm_adv_by_std_in_grpo=False,
     )
     _check(advantages, returns, mask, values)
@@ -78,7 +80,9 @@ def test_shuffled_batch_with_explicit_indexes(estimator, a_star_all):
     values = gagar_verl.advantages_for_batch(uids, a_star_all, indexes=indexes)
     rewards = gagar_verl.token_level_rewards(values, mask)
     advantages, returns = ESTIMATORS[estimator](
-        token_level_rewards=rewards, response_mask=mask, index=np.array(uids, dtype=object),
+        token_level_rewards=rewards,
+        response_mask=mask,
+        index=np.array(uids, dtype=object),
         norm_adv_by_std_in_grpo=False,
     )
     _check(advantages, returns, mask, [a_star_all[(u, i)] for u, i in zip(uids, indexes)])
@@ -109,8 +113,10 @@ def test_on_a_verl_dataproto(a_star_four):
 
     for estimator in ESTIMATORS.values():
         advantages, returns = estimator(
-            token_level_rewards=data.batch["token_level_rewards"], response_mask=response_mask.float(),
-            index=data.non_tensor_batch["uid"], norm_adv_by_std_in_grpo=False,
+            token_level_rewards=data.batch["token_level_rewards"],
+            response_mask=response_mask.float(),
+            index=data.non_tensor_batch["uid"],
+            norm_adv_by_std_in_grpo=False,
         )
         _check(advantages, returns, response_mask.float(), expected)
 
@@ -118,10 +124,14 @@ def test_on_a_verl_dataproto(a_star_four):
 def test_with_std_normalisation_a_star_is_not_preserved(a_star_four):
     """The reason for norm_adv_by_std_in_grpo=False: with it on, verl rescales A*."""
     uids, _, mask = _batch(GROUPS_OF_FOUR, shuffle=False)
-    values = gagar_verl.advantages_for_batch(uids, a_star_four, indexes=[i for g in GROUPS_OF_FOUR for i in range(len(g.rewards))])
+    values = gagar_verl.advantages_for_batch(
+        uids, a_star_four, indexes=[i for g in GROUPS_OF_FOUR for i in range(len(g.rewards))]
+    )
     advantages, _ = core_algos.compute_grpo_outcome_advantage(
-        token_level_rewards=gagar_verl.token_level_rewards(values, mask), response_mask=mask,
-        index=np.array(uids, dtype=object), norm_adv_by_std_in_grpo=True,
+        token_level_rewards=gagar_verl.token_level_rewards(values, mask),
+        response_mask=mask,
+        index=np.array(uids, dtype=object),
+        norm_adv_by_std_in_grpo=True,
     )
     per_sample = (advantages * mask).sum(-1) / mask.sum(-1)
     assert not torch.allclose(per_sample, torch.tensor(values, dtype=torch.float32), atol=1e-3)
@@ -137,8 +147,9 @@ def test_missing_rollout_is_named(a_star_four):
 
 
 def test_group_steps_builds_ingest_lines():
-    groups = gagar_verl.group_steps(["b", "a", "b", "a"], [1, 0, 0, 1], indexes=[0, 0, 1, 1],
-                                    extra={"a": {"task": {"instance_id": "t-a"}}})
+    groups = gagar_verl.group_steps(
+        ["b", "a", "b", "a"], [1, 0, 0, 1], indexes=[0, 0, 1, 1], extra={"a": {"task": {"instance_id": "t-a"}}}
+    )
     assert groups == [
         {"uid": "b", "task": {"instance_id": "b"}, "rollouts": [{"index": 0, "reward": 1.0}, {"index": 1, "reward": 0.0}]},
         {"uid": "a", "task": {"instance_id": "t-a"}, "rollouts": [{"index": 0, "reward": 0.0}, {"index": 1, "reward": 1.0}]},

@@ -82,14 +82,17 @@ def test_a_balanced_filtered_batch_trains_on_the_services_a_star(gagar):
     prompt_uid = {p: str(uuid.UUID(int=p)) for p in range(len(STEP_PROMPTS))}
     timeout_row, overlong_row = by_id[(prompt_uid[0], 3)], by_id[(prompt_uid[1], 2)]
     kept = batch.select_idxs([row not in (timeout_row, overlong_row) for row in range(len(batch))])
-    dropped = {**gagar_verl.dropped_between(batch.select_idxs([timeout_row]), kept, "timeout"),
-               **gagar_verl.dropped_between(batch.select_idxs([overlong_row]), kept, "overlong")}
+    dropped = {
+        **gagar_verl.dropped_between(batch.select_idxs([timeout_row]), kept, "timeout"),
+        **gagar_verl.dropped_between(batch.select_idxs([overlong_row]), kept, "overlong"),
+    }
     assert dropped == {(prompt_uid[0], 3): "timeout", (prompt_uid[1], 2): "overlong"}
 
     # Post what was generated, with the drops named; grade; pull A* back.
     ids = gagar_verl.sample_ids(batch)
-    groups = gagar_verl.group_steps([u for u, _ in ids], batch.non_tensor_batch["test_reward"].tolist(),
-                                    indexes=[i for _, i in ids], dropped=dropped)
+    groups = gagar_verl.group_steps(
+        [u for u, _ in ids], batch.non_tensor_batch["test_reward"].tolist(), indexes=[i for _, i in ids], dropped=dropped
+    )
     gagar.post_step("verl-gagar", 1, groups)
     grade_step(1)
     rows = gagar.wait_for_step("verl-gagar", 1, timeout=60)
@@ -109,9 +112,12 @@ def test_a_balanced_filtered_batch_trains_on_the_services_a_star(gagar):
     gagar_verl.apply_to_batch(kept, a_star, algorithm=config)
     estimator = core_algos.get_adv_estimator_fn(config.adv_estimator)
     assert estimator is gagar_client.adapters.verl_estimator.compute_gagar_advantage
-    advantages, returns = estimator(token_level_rewards=kept.batch["token_level_rewards"],
-                                    response_mask=kept.batch["response_mask"], config=config,
-                                    index=kept.non_tensor_batch["uid"])
+    advantages, returns = estimator(
+        token_level_rewards=kept.batch["token_level_rewards"],
+        response_mask=kept.batch["response_mask"],
+        config=config,
+        index=kept.non_tensor_batch["uid"],
+    )
     mask = kept.batch["response_mask"].float()
     expected = torch.tensor([a_star[key] for key in gagar_verl.sample_ids(kept)])
     assert torch.allclose(advantages, expected[:, None] * mask, atol=TOL, rtol=0)
@@ -131,8 +137,7 @@ def test_a_balanced_filtered_batch_trains_on_the_services_a_star(gagar):
 
     # Had the lookup counted indexes in batch order, it would be wrong here, and it says so.
     with pytest.warns(BatchOrderWarning):
-        by_order = gagar_verl.advantages_for_batch(kept.non_tensor_batch["uid"], a_star, indexes=BATCH_ORDER,
-                                                   missing="zero")
+        by_order = gagar_verl.advantages_for_batch(kept.non_tensor_batch["uid"], a_star, indexes=BATCH_ORDER, missing="zero")
     assert by_order != pytest.approx(expected.tolist(), abs=1e-3)
 
 
@@ -148,11 +153,14 @@ def test_stamp_once_and_only_in_repeat_order():
         gagar_verl.apply_to_batch(batch, {})
 
 
-@pytest.mark.parametrize("settings, named", [
-    ({"adv_estimator": "gagar", "use_kl_in_reward": True}, "algorithm.use_kl_in_reward"),
-    ({"adv_estimator": "grpo", "norm_adv_by_std_in_grpo": True}, "algorithm.norm_adv_by_std_in_grpo"),
-    ({"adv_estimator": "rloo"}, "algorithm.adv_estimator=rloo"),
-])
+@pytest.mark.parametrize(
+    "settings, named",
+    [
+        ({"adv_estimator": "gagar", "use_kl_in_reward": True}, "algorithm.use_kl_in_reward"),
+        ({"adv_estimator": "grpo", "norm_adv_by_std_in_grpo": True}, "algorithm.norm_adv_by_std_in_grpo"),
+        ({"adv_estimator": "rloo"}, "algorithm.adv_estimator=rloo"),
+    ],
+)
 def test_settings_that_change_a_star_are_refused_by_name(settings, named):
     config = verl_config.AlgoConfig(**settings)
     with pytest.raises(ValueError, match=named):

@@ -46,14 +46,17 @@ def _batch():
     n = len(SAMPLES)
     messages = torch.tensor([s[2] for s in SAMPLES])
     attention = torch.cat([torch.ones(n, PROMPT, dtype=torch.int64), (messages >= 0).to(torch.int64)], dim=1)
-    data = verl.DataProto.from_dict(tensors={
-        "input_ids": torch.randint(0, 50, (n, PROMPT + RESPONSE), generator=generator),
-        "responses": torch.randint(0, 50, (n, RESPONSE), generator=generator),
-        "attention_mask": attention,
-        "gagar_token_messages": messages,
-    }, non_tensors={"uid": np.array([f"g{i}" for i in range(n)], dtype=object)})
+    data = verl.DataProto.from_dict(
+        tensors={
+            "input_ids": torch.randint(0, 50, (n, PROMPT + RESPONSE), generator=generator),
+            "responses": torch.randint(0, 50, (n, RESPONSE), generator=generator),
+            "attention_mask": attention,
+            "gagar_token_messages": messages,
+        },
+        non_tensors={"uid": np.array([f"g{i}" for i in range(n)], dtype=object)},
+    )
     # compute_response_mask (verl.trainer.ppo.ray_trainer, whose imports need ray): the response's attention
-    mask = data.batch["attention_mask"][:, -data.batch["responses"].size(1):].clone()
+    mask = data.batch["attention_mask"][:, -data.batch["responses"].size(1) :].clone()
     for row, (_, _, _, tool) in enumerate(SAMPLES):
         mask[row, sorted(tool)] = 0
     data.batch["response_mask"] = mask
@@ -65,8 +68,12 @@ def _a_star_broadcast(data):
     rewards = torch.zeros(len(SAMPLES), RESPONSE)
     rewards[:, -1] = torch.tensor([s[0] for s in SAMPLES])
     estimator = core_algos.get_adv_estimator_fn("gagar")
-    advantages, _ = estimator(token_level_rewards=rewards, response_mask=data.batch["response_mask"].float(),
-                              config=verl_config.AlgoConfig(adv_estimator="gagar"), index=data.non_tensor_batch["uid"])
+    advantages, _ = estimator(
+        token_level_rewards=rewards,
+        response_mask=data.batch["response_mask"].float(),
+        config=verl_config.AlgoConfig(adv_estimator="gagar"),
+        index=data.non_tensor_batch["uid"],
+    )
     return advantages
 
 
@@ -78,8 +85,9 @@ def test_verl_sees_a_star_as_each_rows_token_mean():
     per_token = token_advantages_batch(a_star, [s[1] for s in SAMPLES], data.batch["gagar_token_messages"], mask)
     data.batch["advantages"] = per_token
     for row, (value, weights, messages, _) in enumerate(SAMPLES):
-        one = core_algos.agg_loss(loss_mat=data.batch["advantages"][row:row + 1], loss_mask=mask[row:row + 1],
-                                  loss_agg_mode="token-mean")
+        one = core_algos.agg_loss(
+            loss_mat=data.batch["advantages"][row : row + 1], loss_mask=mask[row : row + 1], loss_agg_mode="token-mean"
+        )
         assert float(one) == pytest.approx(value, abs=TOL)
         # the batch form agrees with the one-rollout form on verl's mask
         assert per_token[row].tolist() == pytest.approx(token_advantages(value, weights, messages, mask[row].tolist()), abs=TOL)
@@ -89,7 +97,9 @@ def test_verl_sees_a_star_as_each_rows_token_mean():
     # cited tokens carry half of what the rest of their rollout carries
     assert float(per_token[0, 5]) == pytest.approx(float(per_token[0, 0]) / 2, abs=TOL)
     # a rollout without cited turns trains exactly as before
-    assert torch.equal(per_token[2], broadcast[2].to(per_token.dtype)) and torch.equal(per_token[3], broadcast[3].to(per_token.dtype))
+    assert torch.equal(per_token[2], broadcast[2].to(per_token.dtype)) and torch.equal(
+        per_token[3], broadcast[3].to(per_token.dtype)
+    )
     assert torch.allclose(per_token[4], broadcast[4], atol=TOL)  # all masked tokens in one cited turn: A* again
 
 
@@ -99,18 +109,34 @@ def test_verl_policy_loss_equals_the_broadcast_loss():
     data = _batch()
     mask = data.batch["response_mask"]
     broadcast = _a_star_broadcast(data)
-    per_token = token_advantages_batch(torch.tensor([s[0] for s in SAMPLES]), [s[1] for s in SAMPLES],
-                                       data.batch["gagar_token_messages"], mask)
+    per_token = token_advantages_batch(
+        torch.tensor([s[0] for s in SAMPLES]), [s[1] for s in SAMPLES], data.batch["gagar_token_messages"], mask
+    )
     log_prob = torch.randn(len(SAMPLES), RESPONSE, generator=torch.Generator().manual_seed(3))
     config = actor_config.ActorConfig(strategy="fsdp", rollout_n=1, ppo_micro_batch_size_per_gpu=1)
     losses = {}
     for name, advantages in (("broadcast", broadcast), ("per_token", per_token)):
-        loss, _ = core_algos.compute_policy_loss_vanilla(old_log_prob=log_prob, log_prob=log_prob, advantages=advantages,
-                                                         response_mask=mask, loss_agg_mode="token-mean", config=config)
+        loss, _ = core_algos.compute_policy_loss_vanilla(
+            old_log_prob=log_prob,
+            log_prob=log_prob,
+            advantages=advantages,
+            response_mask=mask,
+            loss_agg_mode="token-mean",
+            config=config,
+        )
         losses[name] = float(loss)
-        rows = [float(core_algos.compute_policy_loss_vanilla(old_log_prob=log_prob[r:r + 1], log_prob=log_prob[r:r + 1],
-                                                             advantages=advantages[r:r + 1], response_mask=mask[r:r + 1],
-                                                             loss_agg_mode="token-mean", config=config)[0])
-                for r in range(len(SAMPLES))]
+        rows = [
+            float(
+                core_algos.compute_policy_loss_vanilla(
+                    old_log_prob=log_prob[r : r + 1],
+                    log_prob=log_prob[r : r + 1],
+                    advantages=advantages[r : r + 1],
+                    response_mask=mask[r : r + 1],
+                    loss_agg_mode="token-mean",
+                    config=config,
+                )[0]
+            )
+            for r in range(len(SAMPLES))
+        ]
         assert rows == pytest.approx([-s[0] for s in SAMPLES], abs=TOL)
     assert losses["per_token"] == pytest.approx(losses["broadcast"], abs=TOL)

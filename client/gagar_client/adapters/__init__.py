@@ -67,14 +67,20 @@ def sample_indexes(uids: Sequence[Any], indexes: Sequence[int] | str | None, *, 
     """The rollout index of each sample: `indexes` as given, or counted in batch order when
     `indexes=BATCH_ORDER` (with a `BatchOrderWarning`). None is refused: say which."""
     if indexes is None:
-        raise ValueError(f"no sample indexes{where}: stamp them where the group is made (verl: "
-                         f"adapters.verl.stamp_sample_ids right after repeat(interleave=True)) or pass them; "
-                         f"indexes={BATCH_ORDER!r} counts them in batch order, which reordering and filtering break")
+        raise ValueError(
+            f"no sample indexes{where}: stamp them where the group is made (verl: "
+            f"adapters.verl.stamp_sample_ids right after repeat(interleave=True)) or pass them; "
+            f"indexes={BATCH_ORDER!r} counts them in batch order, which reordering and filtering break"
+        )
     if isinstance(indexes, str):
         if indexes != BATCH_ORDER:
             raise ValueError(f"indexes must be a sequence of ints or {BATCH_ORDER!r}, got {indexes!r}")
-        warnings.warn("rollout indexes counted from batch order: right only if the batch was neither reordered nor "
-                      "filtered since its groups were made", BatchOrderWarning, stacklevel=3)
+        warnings.warn(
+            "rollout indexes counted from batch order: right only if the batch was neither reordered nor "
+            "filtered since its groups were made",
+            BatchOrderWarning,
+            stacklevel=3,
+        )
         return rollout_indexes(uids)
     out = [int(i) for i in indexes]
     if len(out) != len(uids):
@@ -82,8 +88,9 @@ def sample_indexes(uids: Sequence[Any], indexes: Sequence[int] | str | None, *, 
     return out
 
 
-def lookup_advantages(advantages: Mapping[tuple, float], uids: Sequence[Any], indexes: Sequence[int] | str | None,
-                      *, missing: str = "raise") -> list[float]:
+def lookup_advantages(
+    advantages: Mapping[tuple, float], uids: Sequence[Any], indexes: Sequence[int] | str | None, *, missing: str = "raise"
+) -> list[float]:
     """A* per sample: `advantages[(uid, index)]`; `indexes` per sample, or `BATCH_ORDER`.
 
     `missing="raise"` (default) raises `MissingAdvantage` naming the first missing keys;
@@ -103,8 +110,10 @@ def lookup_advantages(advantages: Mapping[tuple, float], uids: Sequence[Any], in
     if absent and missing == "raise":
         shown = ", ".join(f"({u!r}, {i})" for u, i in absent[:5])
         more = f" and {len(absent) - 5} more" if len(absent) > 5 else ""
-        raise MissingAdvantage(f"no advantage for {len(absent)} of {len(uids)} samples: {shown}{more}"
-                               " (was the step posted with these uids and indexes, and is it final?)")
+        raise MissingAdvantage(
+            f"no advantage for {len(absent)} of {len(uids)} samples: {shown}{more}"
+            " (was the step posted with these uids and indexes, and is it final?)"
+        )
     return values
 
 
@@ -131,9 +140,11 @@ def check_zero_sum(advantages: Mapping[tuple, float], keys: Iterable[tuple], *, 
     off = [(uid, total) for uid, total in sums.items() if abs(total) > tol]
     if off:
         shown = ", ".join(f"{uid!r} sums to {total:+.6f}" for uid, total in off[:5])
-        raise ValueError(f"{setting} subtracts each group's mean, which gives A* back only for a group whose A* sum to "
-                         f"zero: {shown}. A group that lost rollouts sums to zero under the run's drop_policy "
-                         f"'recompute' for that reason, not under 'mask'")
+        raise ValueError(
+            f"{setting} subtracts each group's mean, which gives A* back only for a group whose A* sum to "
+            f"zero: {shown}. A group that lost rollouts sums to zero under the run's drop_policy "
+            f"'recompute' for that reason, not under 'mask'"
+        )
 
 
 def setting(config: Any, name: str, default: Any = None) -> Any:
@@ -154,9 +165,14 @@ def setting(config: Any, name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def group_steps(uids: Sequence[Any], rewards: Sequence[float], *, indexes: Sequence[int] | str | None,
-                dropped: Mapping[tuple[str, int], str] | None = None,
-                extra: Mapping[Any, Mapping[str, Any]] | None = None) -> list[dict]:
+def group_steps(
+    uids: Sequence[Any],
+    rewards: Sequence[float],
+    *,
+    indexes: Sequence[int] | str | None,
+    dropped: Mapping[tuple[str, int], str] | None = None,
+    extra: Mapping[Any, Mapping[str, Any]] | None = None,
+) -> list[dict]:
     """`gagar-group/1` group dicts (without run/step: `Client.post_step` adds them) from a
     batch's uids, rollout indexes (verl: `non_tensor_batch["gagar_index"]`; or `BATCH_ORDER`) and
     binary test rewards. `dropped[(uid, index)]` is the reason a rollout was taken out of the
@@ -182,12 +198,28 @@ def group_steps(uids: Sequence[Any], rewards: Sequence[float], *, indexes: Seque
     return list(groups.values())
 
 
-def groups_from_ids(ids: Sequence[tuple[str, int]], rewards: Sequence[float], *,
-                    dropped: Mapping[tuple[str, int], str] | None = None,
-                    extra: Mapping[Any, Mapping[str, Any]] | None = None) -> list[dict]:
+def groups_from_ids(
+    ids: Sequence[tuple[str, int]],
+    rewards: Sequence[float],
+    *,
+    dropped: Mapping[tuple[str, int], str] | None = None,
+    extra: Mapping[Any, Mapping[str, Any]] | None = None,
+) -> list[dict]:
     """`group_steps` from `(uid, index)` sample ids, as the adapters' `sample_ids` give them."""
     return group_steps([u for u, _ in ids], rewards, indexes=[i for _, i in ids], dropped=dropped, extra=extra)
 
 
-__all__ = ["BATCH_ORDER", "AdvantageLookup", "BatchOrderWarning", "MissingAdvantage", "check_zero_sum", "dropped_ids",
-           "group_steps", "groups_from_ids", "lookup_advantages", "rollout_indexes", "sample_indexes", "setting"]
+__all__ = [
+    "BATCH_ORDER",
+    "AdvantageLookup",
+    "BatchOrderWarning",
+    "MissingAdvantage",
+    "check_zero_sum",
+    "dropped_ids",
+    "group_steps",
+    "groups_from_ids",
+    "lookup_advantages",
+    "rollout_indexes",
+    "sample_indexes",
+    "setting",
+]

@@ -59,8 +59,17 @@ from gagar_client.adapters import MissingAdvantage, groups_from_ids, setting
 from gagar_client.adapters import verl as gagar_verl
 from gagar_client.adapters.verl import INDEX_KEY, SampleIdentityError
 
-__all__ = ["INDEX_KEY", "MissingAdvantage", "SampleIdentityError", "SampleIds", "apply_to_batch", "check_config",
-           "groups", "stamp_rows", "stamping"]
+__all__ = [
+    "INDEX_KEY",
+    "MissingAdvantage",
+    "SampleIdentityError",
+    "SampleIds",
+    "apply_to_batch",
+    "check_config",
+    "groups",
+    "stamp_rows",
+    "stamping",
+]
 
 NO_TRACE, PROMPT_TOO_LONG = "no_trace", "prompt_too_long"
 
@@ -94,8 +103,9 @@ class SampleIds:
     def record(self, completed: Any) -> None:
         """Keep a finished rollout's reward (`CompletedRollout.final_reward`, None when it gave none)."""
         if str(completed.rollout_id) not in self._ids:
-            raise SampleIdentityError(f"rollout {completed.rollout_id!r} was not stamped: make the rollout manager "
-                                      "with stamping(manager_cls, ids)")
+            raise SampleIdentityError(
+                f"rollout {completed.rollout_id!r} was not stamped: make the rollout manager with stamping(manager_cls, ids)"
+            )
         self._rewards[str(completed.rollout_id)] = completed.final_reward
 
     def of(self, rollout_id: Any) -> tuple[str, int]:
@@ -103,8 +113,9 @@ class SampleIds:
         try:
             return self._ids[str(rollout_id)]
         except KeyError:
-            raise SampleIdentityError(f"rollout {rollout_id!r} was not stamped: make the rollout manager with "
-                                      "stamping(manager_cls, ids)") from None
+            raise SampleIdentityError(
+                f"rollout {rollout_id!r} was not stamped: make the rollout manager with stamping(manager_cls, ids)"
+            ) from None
 
     def group(self, data_id: str) -> list[str]:
         """The rollout ids of `data_id`'s group, index order."""
@@ -150,20 +161,24 @@ def stamp_rows(batch: Any, ids: SampleIds) -> Any:
     non_tensor = batch.non_tensor_batch
     for key in ("data_id_list", "rollout_id_list"):
         if key not in non_tensor:
-            raise SampleIdentityError(f"the batch has no non_tensor_batch[{key!r}]: Agent Lightning's RolloutAdapter "
-                                      "puts it on every training row")
+            raise SampleIdentityError(
+                f"the batch has no non_tensor_batch[{key!r}]: Agent Lightning's RolloutAdapter puts it on every training row"
+            )
     keys = [ids.of(rollout_id) for rollout_id in non_tensor["rollout_id_list"]]
     for row, ((data_id, _), row_data_id) in enumerate(zip(keys, non_tensor["data_id_list"])):
         if data_id != str(row_data_id):
-            raise SampleIdentityError(f"row {row}: rollout {non_tensor['rollout_id_list'][row]!r} was stamped for "
-                                      f"data_id {data_id!r}, the row says {row_data_id!r}")
+            raise SampleIdentityError(
+                f"row {row}: rollout {non_tensor['rollout_id_list'][row]!r} was stamped for "
+                f"data_id {data_id!r}, the row says {row_data_id!r}"
+            )
     non_tensor["uid"] = np.array([data_id for data_id, _ in keys], dtype=object)
     non_tensor[INDEX_KEY] = np.array([index for _, index in keys], dtype=np.int64)
     return batch
 
 
-def groups(batch: Any, ids: SampleIds, *, fillna: float = 0.0,
-           extra: Mapping[Any, Mapping[str, Any]] | None = None) -> list[dict]:
+def groups(
+    batch: Any, ids: SampleIds, *, fillna: float = 0.0, extra: Mapping[Any, Mapping[str, Any]] | None = None
+) -> list[dict]:
     """`gagar-group/1` groups of the prompts `batch` holds rows of: every rollout of each
     prompt's group, with its reward (`fillna`, Agent Lightning's `reward_fillna_value`, when it
     gave none), those that reach no training row marked dropped (`no_trace`, `prompt_too_long`)."""
@@ -191,14 +206,17 @@ def check_config(config: Any) -> None:
     estimator = setting(algorithm, "adv_estimator", "gagar")
     estimator = str(getattr(estimator, "value", estimator))
     if estimator != "gagar":
-        raise ValueError(f"algorithm.adv_estimator={estimator}: under Agent Lightning rows are LLM calls, so a group "
-                         "mean counts a rollout once per call, and the trainer drops rows before the advantage: use "
-                         "algorithm.adv_estimator=gagar")
+        raise ValueError(
+            f"algorithm.adv_estimator={estimator}: under Agent Lightning rows are LLM calls, so a group "
+            "mean counts a rollout once per call, and the trainer drops rows before the advantage: use "
+            "algorithm.adv_estimator=gagar"
+        )
     gagar_verl.check_config(algorithm)  # algorithm.use_kl_in_reward
 
 
-def apply_to_batch(batch: Any, advantages: Mapping[tuple, float], ids: SampleIds, *, config: Any = None,
-                   missing: str = "raise") -> Any:
+def apply_to_batch(
+    batch: Any, advantages: Mapping[tuple, float], ids: SampleIds, *, config: Any = None, missing: str = "raise"
+) -> Any:
     """Set every row's `token_level_scores` (float32) to its rollout's A*, looked up by its
     stamped `(uid, gagar_index)`, before the trainer takes the advantage. With the trainer's
     `config` given it is checked (`check_config`). Returns `batch`."""

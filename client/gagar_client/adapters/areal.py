@@ -70,15 +70,25 @@ class SampleIds:
         out = []
         for part in parts:
             if UID_KEY not in part or INDEX_KEY not in part:
-                raise ValueError(f"a trajectory has no {UID_KEY}/{INDEX_KEY}: make its group with run_group "
-                                 "(or SampleIds.stamp each episode where the group is made)")
-            out += [(self._uids[int(code)], int(index)) for code, index in zip(part[UID_KEY].tolist(),
-                                                                               part[INDEX_KEY].tolist())]
+                raise ValueError(
+                    f"a trajectory has no {UID_KEY}/{INDEX_KEY}: make its group with run_group "
+                    "(or SampleIds.stamp each episode where the group is made)"
+                )
+            out += [(self._uids[int(code)], int(index)) for code, index in zip(part[UID_KEY].tolist(), part[INDEX_KEY].tolist())]
         return out
 
 
-async def run_group(workflow: Any, engine: Any, data: Mapping[str, Any], *, group_size: int, uid: str, ids: SampleIds,
-                    concat: Callable[[list], dict], reason: str = "error") -> tuple[dict | None, dict[tuple[str, int], str]]:
+async def run_group(
+    workflow: Any,
+    engine: Any,
+    data: Mapping[str, Any],
+    *,
+    group_size: int,
+    uid: str,
+    ids: SampleIds,
+    concat: Callable[[list], dict],
+    reason: str = "error",
+) -> tuple[dict | None, dict[tuple[str, int], str]]:
     """Run `group_size` episodes of `workflow` on `data` (as AReaL's `GroupedRolloutWorkflow` does),
     stamp episode j's result with `(uid, j)` and concatenate the results with AReaL's
     `concat_padded_tensors` (`concat`). Returns the group's batch (None if no episode returned
@@ -96,29 +106,46 @@ async def run_group(workflow: Any, engine: Any, data: Mapping[str, Any], *, grou
 def check_config(actor: Any) -> None:
     """Refuse AReaL `actor` (PPOActorConfig) settings that would change A*, naming the setting."""
     refusals = [
-        (setting(actor, "kl_ctl", 0.1) != 0, "actor.kl_ctl={} puts a KL penalty into the reward: set it to 0 (a KL term "
-         "belongs in the loss)", "kl_ctl"),
-        (setting(actor, "reward_norm") is not None, "actor.reward_norm normalises the reward (group or batch mean and "
-         "std): set it to null", None),
-        (setting(actor, "adv_norm") is not None, "actor.adv_norm normalises the advantages over tokens (token-weighted "
-         "mean and std): set it to null", None),
+        (
+            setting(actor, "kl_ctl", 0.1) != 0,
+            "actor.kl_ctl={} puts a KL penalty into the reward: set it to 0 (a KL term belongs in the loss)",
+            "kl_ctl",
+        ),
+        (
+            setting(actor, "reward_norm") is not None,
+            "actor.reward_norm normalises the reward (group or batch mean and std): set it to null",
+            None,
+        ),
+        (
+            setting(actor, "adv_norm") is not None,
+            "actor.adv_norm normalises the advantages over tokens (token-weighted mean and std): set it to null",
+            None,
+        ),
         (setting(actor, "reward_bias", 0.0) != 0, "actor.reward_bias={} shifts A*: set it to 0", "reward_bias"),
         (setting(actor, "reward_scaling", 1.0) != 1, "actor.reward_scaling={} scales A*: set it to 1", "reward_scaling"),
         (setting(actor, "discount", 1.0) != 1, "actor.discount={} discounts A* along the response: set it to 1", "discount"),
-        (setting(actor, "gae_lambda", 1.0) != 1, "actor.gae_lambda={} mixes in the value baseline: set it to 1",
-         "gae_lambda"),
-        (bool(setting(actor, "overlong_reward_penalty", False)), "actor.overlong_reward_penalty=true adds a length "
-         "penalty to A*: set it to false (post an overlong rollout as dropped instead)", None),
-        (bool(setting(actor, "mask_no_eos_with_zero", False)), "actor.mask_no_eos_with_zero=true zeroes the A* of "
-         "truncated trajectories: set it to false (post them as dropped instead)", None),
+        (setting(actor, "gae_lambda", 1.0) != 1, "actor.gae_lambda={} mixes in the value baseline: set it to 1", "gae_lambda"),
+        (
+            bool(setting(actor, "overlong_reward_penalty", False)),
+            "actor.overlong_reward_penalty=true adds a length "
+            "penalty to A*: set it to false (post an overlong rollout as dropped instead)",
+            None,
+        ),
+        (
+            bool(setting(actor, "mask_no_eos_with_zero", False)),
+            "actor.mask_no_eos_with_zero=true zeroes the A* of "
+            "truncated trajectories: set it to false (post them as dropped instead)",
+            None,
+        ),
     ]
     for refused, message, name in refusals:
         if refused:
             raise ValueError(message.format(setting(actor, name)) if name else message)
 
 
-def apply_to_batch(batch: Any, advantages: Mapping[tuple, float], ids: SampleIds, *, actor: Any = None,
-                   missing: str = "raise") -> Any:
+def apply_to_batch(
+    batch: Any, advantages: Mapping[tuple, float], ids: SampleIds, *, actor: Any = None, missing: str = "raise"
+) -> Any:
     """Set each trajectory's `rewards` to its A*, looked up by its stamped `(uid, index)`, in a list
     of per-trajectory dicts or one batched dict. With `actor` (the PPOActorConfig) given, A* beyond
     its `reward_clip` is refused. Returns `batch`."""
@@ -135,6 +162,6 @@ def apply_to_batch(batch: Any, advantages: Mapping[tuple, float], ids: SampleIds
             raise ValueError("the batch carries critic values: AReaL's GAE would subtract them from A*; train without a critic")
         rows = int(part[INDEX_KEY].shape[0])
         dtype = part["rewards"].dtype if "rewards" in part else torch.float32
-        part["rewards"] = torch.tensor(values[at:at + rows], dtype=dtype)
+        part["rewards"] = torch.tensor(values[at : at + rows], dtype=dtype)
         at += rows
     return batch

@@ -27,8 +27,17 @@ from typing import Any
 
 from gagar_client.adapters import MissingAdvantage, check_zero_sum, groups_from_ids, lookup_advantages, setting
 
-__all__ = ["MissingAdvantage", "apply_to_groups", "check_config", "groups_from_ids", "lost", "sample_id", "sample_ids",
-           "stamp", "stamped"]
+__all__ = [
+    "MissingAdvantage",
+    "apply_to_groups",
+    "check_config",
+    "groups_from_ids",
+    "lost",
+    "sample_id",
+    "sample_ids",
+    "stamp",
+    "stamped",
+]
 
 UID_KEY, INDEX_KEY = "gagar_uid", "gagar_index"
 SETTING = "ART's tokenize_trajectory_groups (reward minus the group's mean)"
@@ -52,8 +61,10 @@ async def stamped(rollout: Awaitable[Any], *, uid: str, index: int) -> Any:
 def sample_id(trajectory: Any) -> tuple[str, int]:
     metadata = trajectory.metadata
     if UID_KEY not in metadata or INDEX_KEY not in metadata:
-        raise ValueError(f"a trajectory carries no {UID_KEY}/{INDEX_KEY} in its metadata: stamp it where its group is "
-                         "made (gagar_client.adapters.art.stamped)")
+        raise ValueError(
+            f"a trajectory carries no {UID_KEY}/{INDEX_KEY} in its metadata: stamp it where its group is "
+            "made (gagar_client.adapters.art.stamped)"
+        )
     return str(metadata[UID_KEY]), int(metadata[INDEX_KEY])
 
 
@@ -73,8 +84,9 @@ def check_config(dev_config: Mapping[str, Any] | None) -> None:
     """Refuse ART training settings (`model.train(..., _config=...)`, `art.dev.TrainConfig`) that
     would change A*, naming the setting. `scale_rewards` defaults to True in ART: say False."""
     if setting(dev_config, "scale_rewards", True):
-        raise ValueError("scale_rewards=True (ART's default) divides A* by its group's std: pass "
-                         "_config={'scale_rewards': False}")
+        raise ValueError(
+            "scale_rewards=True (ART's default) divides A* by its group's std: pass _config={'scale_rewards': False}"
+        )
     if setting(dev_config, "kl_penalty_coef", 0.0):
         raise ValueError("kl_penalty_coef adds a KL term to A* per token: set it to 0")
     if setting(dev_config, "kimi_k2_tau") is not None:

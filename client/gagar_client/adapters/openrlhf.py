@@ -63,17 +63,23 @@ def check_args(args: Any, *, n: int | None = None) -> None:
         why = WHY_NOT.get(estimator, "does not give A* back")
         raise ValueError(f"--algo.advantage.estimator {estimator} {why}: use {ESTIMATOR}")
     if not setting(args, "algo.kl.use_loss", False) and setting(args, "algo.kl.init_coef", 0.01) > 0:
-        raise ValueError(f"--algo.kl.init_coef {setting(args, 'algo.kl.init_coef', 0.01)} without --algo.kl.use_loss "
-                         "adds a KL penalty to A* in the reward: pass --algo.kl.use_loss (KL in the loss) or "
-                         "--algo.kl.init_coef 0")
+        raise ValueError(
+            f"--algo.kl.init_coef {setting(args, 'algo.kl.init_coef', 0.01)} without --algo.kl.use_loss "
+            "adds a KL penalty to A* in the reward: pass --algo.kl.use_loss (KL in the loss) or "
+            "--algo.kl.init_coef 0"
+        )
     if setting(args, "reward.overlong_buffer_len") is not None:
-        raise ValueError("--reward.overlong_buffer_len adds DAPO's length penalty to A*: leave it unset (post an "
-                         "overlong rollout as dropped instead)")
+        raise ValueError(
+            "--reward.overlong_buffer_len adds DAPO's length penalty to A*: leave it unset (post an "
+            "overlong rollout as dropped instead)"
+        )
     if setting(args, "reward.stop_properly_penalty_coef") is not None:
         raise ValueError("--reward.stop_properly_penalty_coef rescales the A* of truncated samples: leave it unset")
     if setting(args, "algo.dynamic_filtering_enable", False):
-        raise ValueError("--algo.dynamic_filtering_enable filters groups by their scores; a group without signal has "
-                         "A* = 0 already: leave it off")
+        raise ValueError(
+            "--algo.dynamic_filtering_enable filters groups by their scores; a group without signal has "
+            "A* = 0 already: leave it off"
+        )
     samples = setting(args, "rollout.n_samples_per_prompt", 1)
     if n is not None and samples != n:
         raise ValueError(f"--rollout.n_samples_per_prompt {samples} but the collector makes groups of {n}")
@@ -88,9 +94,15 @@ class GroupCollector:
     (default: the label itself). `clip_range` is OpenRLHF's `--reward.clip_range`: an A* beyond it
     is refused. A call waits at most `timeout` seconds for its group."""
 
-    def __init__(self, n: int, resolve: Callable[[str, list[dict]], Mapping[tuple, float]], *,
-                 uid_of: Callable[[Any], str] = str, clip_range: Sequence[float] = (-10.0, 10.0),
-                 timeout: float = 900.0) -> None:
+    def __init__(
+        self,
+        n: int,
+        resolve: Callable[[str, list[dict]], Mapping[tuple, float]],
+        *,
+        uid_of: Callable[[Any], str] = str,
+        clip_range: Sequence[float] = (-10.0, 10.0),
+        timeout: float = 900.0,
+    ) -> None:
         if n < 2:
             raise ValueError("dr_grpo needs n_samples_per_prompt > 1")
         self.n, self.resolve, self.uid_of, self.timeout = n, resolve, uid_of, timeout
@@ -121,8 +133,9 @@ class GroupCollector:
                 return answered[query]
             arrived = self._arrived.setdefault(uid, [])
             if len(arrived) >= self.n:
-                raise ValueError(f"group {uid!r} has {self.n} samples already: is n_samples_per_prompt {self.n}, and "
-                                 "is the uid new each step?")
+                raise ValueError(
+                    f"group {uid!r} has {self.n} samples already: is n_samples_per_prompt {self.n}, and is the uid new each step?"
+                )
             index = len(arrived)
             arrived.append({"index": index, "query": query, "prompt": prompt, "label": label})
             self._waiting[uid] = self._waiting.get(uid, 0) + 1
@@ -138,16 +151,18 @@ class GroupCollector:
         with self._lock:
             try:
                 if not self._lock.wait_for(lambda: uid in self._answers, timeout=self.timeout):
-                    raise TimeoutError(f"group {uid!r}: {len(self._arrived.get(uid, []))} of {self.n} samples arrived "
-                                       f"in {self.timeout:g} s")
+                    raise TimeoutError(
+                        f"group {uid!r}: {len(self._arrived.get(uid, []))} of {self.n} samples arrived in {self.timeout:g} s"
+                    )
                 answer = self._answers[uid]
             finally:
                 self._waiting[uid] -= 1
                 if not self._waiting[uid] and uid in self._answers:  # the group's last waiter clears it
                     done = self._answers.pop(uid)
                     if not isinstance(done, BaseException):
-                        self._done[uid] = {r["query"]: float(done[(uid, r["index"])]) for r in self._arrived[uid]
-                                           if (uid, r["index"]) in done}
+                        self._done[uid] = {
+                            r["query"]: float(done[(uid, r["index"])]) for r in self._arrived[uid] if (uid, r["index"]) in done
+                        }
                         while len(self._done) > self.keep:
                             self._done.pop(next(iter(self._done)))
                     del self._arrived[uid], self._waiting[uid]
@@ -158,8 +173,7 @@ class GroupCollector:
         value = float(answer[(uid, index)])
         low, high = self.clip_range
         if not low <= value <= high:
-            raise ValueError(f"A* {value:.4f} of ({uid!r}, {index}) lies outside --reward.clip_range {low:g} {high:g}: "
-                             "widen it")
+            raise ValueError(f"A* {value:.4f} of ({uid!r}, {index}) lies outside --reward.clip_range {low:g} {high:g}: widen it")
         return value
 
 
@@ -188,8 +202,12 @@ def serve(collector: GroupCollector, host: str = "127.0.0.1", port: int = 0) -> 
                     raise ValueError("send a JSON body of at most 64 MiB")
                 payload = json.loads(self.rfile.read(length))
                 queries, prompts, labels = (payload.get(key) for key in ("query", "prompts", "labels"))
-                if not (isinstance(queries, list) and isinstance(prompts, list) and isinstance(labels, list)
-                        and len(queries) == len(prompts) == len(labels)):
+                if not (
+                    isinstance(queries, list)
+                    and isinstance(prompts, list)
+                    and isinstance(labels, list)
+                    and len(queries) == len(prompts) == len(labels)
+                ):
                     raise ValueError("query, prompts and labels must be lists of one length")
             except ValueError as exc:
                 return self._answer(400, {"detail": str(exc)})
@@ -202,4 +220,3 @@ def serve(collector: GroupCollector, host: str = "127.0.0.1", port: int = 0) -> 
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
     return server
-

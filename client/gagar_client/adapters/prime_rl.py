@@ -48,8 +48,9 @@ def sample_ids(episodes: Sequence[Any]) -> tuple[str, list[tuple[Any, tuple[str,
     """The cohort's uid and `[(trace, (uid, index))]`, indexes ranked by `(episode.id, trace.id)`."""
     uids = {str(episode.group.id) for episode in episodes if episode.group is not None}
     if len(uids) != 1 or any(episode.group is None for episode in episodes):
-        raise ValueError(f"a cohort is one group: its episodes carry group ids {sorted(uids)} "
-                         "(prime-rl's dispatcher sets episode.group)")
+        raise ValueError(
+            f"a cohort is one group: its episodes carry group ids {sorted(uids)} (prime-rl's dispatcher sets episode.group)"
+        )
     uid = uids.pop()
     traces = sorted(((str(e.id), str(t.id)), t) for e in episodes for t in e.traces)
     if len({key for key, _ in traces}) != len(traces):
@@ -57,8 +58,13 @@ def sample_ids(episodes: Sequence[Any]) -> tuple[str, list[tuple[Any, tuple[str,
     return uid, [(trace, (uid, index)) for index, (_, trace) in enumerate(traces)]
 
 
-async def score_group(episodes: Sequence[Any], *, resolve: Callable[[str, list[dict]], Awaitable[Mapping[tuple, float]]],
-                      assign: Callable[[Any, float], None], missing: str = "raise") -> dict[tuple[str, int], float]:
+async def score_group(
+    episodes: Sequence[Any],
+    *,
+    resolve: Callable[[str, list[dict]], Awaitable[Mapping[tuple, float]]],
+    assign: Callable[[Any, float], None],
+    missing: str = "raise",
+) -> dict[tuple[str, int], float]:
     """Post the cohort, wait for its A* and `assign(trace, A*)` each trainable trace. Returns
     `{(uid, index): A*}` of the traces it assigned."""
     uid, traces = sample_ids(episodes)

@@ -34,19 +34,25 @@ __all__ = ["MissingAdvantage", "apply_to_groups", "check_config", "dropped_episo
 def check_config(algorithm: Any) -> None:
     """Refuse rLLM `rllm.algorithm` settings under which A* is not what trains, naming each."""
     if not setting(algorithm, "use_precomputed_advantage", False):
-        raise ValueError("rllm.algorithm.use_precomputed_advantage=false: rLLM overwrites step.advantage with its "
-                         "estimator (GRPO, RLOO): set it to true")
+        raise ValueError(
+            "rllm.algorithm.use_precomputed_advantage=false: rLLM overwrites step.advantage with its "
+            "estimator (GRPO, RLOO): set it to true"
+        )
     mode = setting(algorithm, "stepwise_advantage_mode", "broadcast")
     if mode != "broadcast":
-        raise ValueError(f"rllm.algorithm.stepwise_advantage_mode={mode}: A* is one value per trajectory, broadcast "
-                         "to its steps: use broadcast")
+        raise ValueError(
+            f"rllm.algorithm.stepwise_advantage_mode={mode}: A* is one value per trajectory, broadcast "
+            "to its steps: use broadcast"
+        )
 
 
 def sample_ids(group: Any) -> list[tuple[str, int]]:
     """`(group_id, rollout_idx)` of each trajectory of an rLLM `TrajectoryGroup`, from its metadata."""
     if len(group.metadata) != len(group.trajectories):
-        raise ValueError(f"group {group.group_id!r} has {len(group.trajectories)} trajectories but "
-                         f"{len(group.metadata)} metadata entries: rLLM's transform writes one per trajectory")
+        raise ValueError(
+            f"group {group.group_id!r} has {len(group.trajectories)} trajectories but "
+            f"{len(group.metadata)} metadata entries: rLLM's transform writes one per trajectory"
+        )
     return [(str(group.group_id), int(meta["rollout_idx"])) for meta in group.metadata]
 
 

@@ -37,8 +37,17 @@ from typing import Any
 
 from gagar_client.adapters import MissingAdvantage, groups_from_ids, lookup_advantages, setting
 
-__all__ = ["NAME", "MissingAdvantage", "apply_to_generator_output", "check_config", "compute_gagar_advantage",
-           "groups_from_ids", "mask_dropped", "register", "sample_ids"]
+__all__ = [
+    "NAME",
+    "MissingAdvantage",
+    "apply_to_generator_output",
+    "check_config",
+    "compute_gagar_advantage",
+    "groups_from_ids",
+    "mask_dropped",
+    "register",
+    "sample_ids",
+]
 
 NAME = "gagar"
 
@@ -46,28 +55,34 @@ NAME = "gagar"
 def check_config(algorithm: Any) -> None:
     """Refuse SkyRL `trainer.algorithm` settings that would change A*, naming the setting."""
     if setting(algorithm, "use_kl_in_reward", False):
-        raise ValueError("trainer.algorithm.use_kl_in_reward=true adds a KL penalty to A* before the advantage is taken: "
-                         "set it to false (use_kl_loss keeps a KL term in the loss)")
+        raise ValueError(
+            "trainer.algorithm.use_kl_in_reward=true adds a KL penalty to A* before the advantage is taken: "
+            "set it to false (use_kl_loss keeps a KL term in the loss)"
+        )
     if setting(algorithm, "advantage_batch_normalize", False):
-        raise ValueError("trainer.algorithm.advantage_batch_normalize=true whitens A* over the batch (token-weighted "
-                         "std): set it to false")
+        raise ValueError(
+            "trainer.algorithm.advantage_batch_normalize=true whitens A* over the batch (token-weighted std): set it to false"
+        )
     estimator = str(setting(algorithm, "advantage_estimator", NAME))
     if estimator == "grpo" and setting(algorithm, "grpo_norm_by_std", True):
-        raise ValueError("trainer.algorithm.grpo_norm_by_std=true divides A* by its group's std: set it to false, "
-                         "or use trainer.algorithm.advantage_estimator=gagar")
+        raise ValueError(
+            "trainer.algorithm.grpo_norm_by_std=true divides A* by its group's std: set it to false, "
+            "or use trainer.algorithm.advantage_estimator=gagar"
+        )
     if estimator not in (NAME, "grpo"):
         raise ValueError(f"trainer.algorithm.advantage_estimator={estimator} does not give A* back: use gagar")
 
 
-def compute_gagar_advantage(token_level_rewards: Any, response_mask: Any, index: Any = None, config: Any = None,
-                            **kwargs: Any):
+def compute_gagar_advantage(token_level_rewards: Any, response_mask: Any, index: Any = None, config: Any = None, **kwargs: Any):
     """SkyRL's estimator signature: `(advantages, returns)`, both A*_i on every response token of
     trajectory i (its reward, summed over its tokens) and 0 off the mask. `config` is the
     `trainer.algorithm` SkyRL hands every estimator, checked by `check_config`."""
     check_config(config)
     if tuple(token_level_rewards.shape) != tuple(response_mask.shape):
-        raise ValueError(f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
-                         f"{tuple(response_mask.shape)} differ in shape")
+        raise ValueError(
+            f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
+            f"{tuple(response_mask.shape)} differ in shape"
+        )
     advantages = token_level_rewards.sum(dim=-1, keepdim=True) * response_mask
     return advantages, advantages
 
@@ -88,8 +103,10 @@ def sample_ids(generator_output: Mapping[str, Any]) -> list[tuple[str, int]]:
     """`(uid, index)` of every row: its `TrajectoryID`'s `(instance_id, repetition_id)`."""
     ids = generator_output.get("trajectory_ids")
     if ids is None:
-        raise ValueError("generator_output has no trajectory_ids: SkyRL's generator passes back the TrajectoryID "
-                         "each trajectory got in prepare_generator_input; a custom generator must too")
+        raise ValueError(
+            "generator_output has no trajectory_ids: SkyRL's generator passes back the TrajectoryID "
+            "each trajectory got in prepare_generator_input; a custom generator must too"
+        )
     return [(str(t.instance_id), int(t.repetition_id)) for t in ids]
 
 
@@ -108,12 +125,10 @@ def mask_dropped(generator_output: dict, dropped: Mapping[tuple[str, int], str])
     return {key: dropped[key] for key in ids if key in dropped}
 
 
-def apply_to_generator_output(generator_output: dict, advantages: Mapping[tuple, float], *,
-                              missing: str = "raise") -> dict:
+def apply_to_generator_output(generator_output: dict, advantages: Mapping[tuple, float], *, missing: str = "raise") -> dict:
     """Set `generator_output["rewards"]` to each trajectory's A* (response-level, one float per
     row), looked up by its `TrajectoryID`. Call it before SkyRL's `postprocess_generator_output`
     turns rewards into per-token rewards. Returns `generator_output`."""
     ids = sample_ids(generator_output)
-    generator_output["rewards"] = lookup_advantages(advantages, [u for u, _ in ids], [i for _, i in ids],
-                                                    missing=missing)
+    generator_output["rewards"] = lookup_advantages(advantages, [u for u, _ in ids], [i for _, i in ids], missing=missing)
     return generator_output

@@ -40,12 +40,16 @@ def sample_id(sample: Any, n: int, uid_of: Callable[[Any], str]) -> tuple[str, i
     """`(uid, j)` of a slime `Sample` from its stamps: j = index - group_index * n."""
     group, index = sample.group_index, sample.index
     if group is None or index is None:
-        raise ValueError("a sample has no group_index/index: slime's data source stamps them where it makes the group; "
-                         "a custom data source must too")
+        raise ValueError(
+            "a sample has no group_index/index: slime's data source stamps them where it makes the group; "
+            "a custom data source must too"
+        )
     j = int(index) - int(group) * n
     if not 0 <= j < n:
-        raise ValueError(f"sample index {index} is not in group {group}'s range {group * n}..{group * n + n - 1} "
-                         f"(n_samples_per_prompt={n}): its stamps do not follow slime's data source")
+        raise ValueError(
+            f"sample index {index} is not in group {group}'s range {group * n}..{group * n + n - 1} "
+            f"(n_samples_per_prompt={n}): its stamps do not follow slime's data source"
+        )
     return str(uid_of(sample)), j
 
 
@@ -56,14 +60,20 @@ def check_args(args: Any) -> None:
     if setting(args, "use_opd", False):
         raise ValueError("--use-opd adds an on-policy-distillation KL term to the advantages: leave it off")
     if setting(args, "custom_reward_post_process_path") is None:
-        raise ValueError("no --custom-reward-post-process-path: rollout_data['rewards'] are slime's normalised test "
-                         "rewards, not A*; point it at gagar_slime.reward_post_process")
+        raise ValueError(
+            "no --custom-reward-post-process-path: rollout_data['rewards'] are slime's normalised test "
+            "rewards, not A*; point it at gagar_slime.reward_post_process"
+        )
 
 
-def reward_post_process(resolve: Callable[[list, list[dict]], Mapping[tuple, float]], *, n: int | None = None,
-                        uid_of: Callable[[Any], str] = lambda sample: str(sample.group_index),
-                        dropped_reason: Callable[[Any], str | None] = lambda sample: None,
-                        missing: str = "raise") -> Callable[[Any, list], tuple[list, list]]:
+def reward_post_process(
+    resolve: Callable[[list, list[dict]], Mapping[tuple, float]],
+    *,
+    n: int | None = None,
+    uid_of: Callable[[Any], str] = lambda sample: str(sample.group_index),
+    dropped_reason: Callable[[Any], str | None] = lambda sample: None,
+    missing: str = "raise",
+) -> Callable[[Any, list], tuple[list, list]]:
     """slime's reward post-process hook `(args, samples) -> (raw_rewards, rewards)` with A* as
     the rewards. `resolve(samples, groups)` posts `groups` (gagar-group/1, one per uid) as the
     step and returns its `{(uid, index): A*}`; `dropped_reason(sample)` names why a sample does not

@@ -45,18 +45,28 @@ from gagar_client.adapters import (
 __all__ = ["MissingAdvantage", "from_client", "reward_function", "rollout_indexes"]
 
 
-def reward_function(lookup: AdvantageLookup, *, uid_column: str = "gagar_uid", index_column: str | None = None,
-                    by_batch_order: bool = False, missing: str = "raise",
-                    name: str = "gagar_advantage") -> Callable[..., list[float]]:
+def reward_function(
+    lookup: AdvantageLookup,
+    *,
+    uid_column: str = "gagar_uid",
+    index_column: str | None = None,
+    by_batch_order: bool = False,
+    missing: str = "raise",
+    name: str = "gagar_advantage",
+) -> Callable[..., list[float]]:
     """A TRL reward function `f(prompts, completions, **kwargs) -> list[float]` returning A*."""
     if index_column is None and not by_batch_order:
-        raise ValueError("reward_function needs each completion's rollout index: name the column that carries it "
-                         "(index_column=...), or count it in call order with by_batch_order=True")
+        raise ValueError(
+            "reward_function needs each completion's rollout index: name the column that carries it "
+            "(index_column=...), or count it in call order with by_batch_order=True"
+        )
 
     def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         if uid_column not in kwargs:
-            raise KeyError(f"the dataset has no {uid_column!r} column (the Gagar group uid of each prompt); "
-                           f"columns passed: {sorted(k for k in kwargs if not k.startswith(('trainer_', 'log_')))}")
+            raise KeyError(
+                f"the dataset has no {uid_column!r} column (the Gagar group uid of each prompt); "
+                f"columns passed: {sorted(k for k in kwargs if not k.startswith(('trainer_', 'log_')))}"
+            )
         uids = [str(u) for u in kwargs[uid_column]]
         if len(uids) != len(completions):
             raise ValueError(f"{len(completions)} completions but {len(uids)} values in column {uid_column!r}")
@@ -75,9 +85,16 @@ def reward_function(lookup: AdvantageLookup, *, uid_column: str = "gagar_uid", i
     return reward
 
 
-def from_client(client: Any, run: str, *, score: Callable[..., Sequence[float]],
-                step_of: Callable[[Any], int] | None = None, group_fields: Callable[..., Mapping] | None = None,
-                rollout_fields: Callable[..., Mapping] | None = None, timeout: float = 600) -> Callable[..., Mapping[tuple, float]]:
+def from_client(
+    client: Any,
+    run: str,
+    *,
+    score: Callable[..., Sequence[float]],
+    step_of: Callable[[Any], int] | None = None,
+    group_fields: Callable[..., Mapping] | None = None,
+    rollout_fields: Callable[..., Mapping] | None = None,
+    timeout: float = 600,
+) -> Callable[..., Mapping[tuple, float]]:
     """A `lookup` that plays the whole Gagar loop for each batch: score the completions
     with `score(prompts=..., completions=..., **kwargs) -> [0/1, ...]` (your tests), post
     them as the step `step_of(trainer_state)` (default: `global_step`), wait until the step
@@ -86,6 +103,7 @@ def from_client(client: Any, run: str, *, score: Callable[..., Sequence[float]],
     `group_fields(uid=..., **kwargs)` may return extra group fields (e.g. `task`),
     `rollout_fields(uid=..., index=..., prompt=..., completion=...)` extra rollout fields
     (`patch`, `messages`, ...) for the grader."""
+
     def lookup(*, uids, indexes, prompts, completions, **kwargs) -> Mapping[tuple, float]:
         state = kwargs.get("trainer_state")
         step = step_of(state) if step_of else int(getattr(state, "global_step", 0))
@@ -96,8 +114,7 @@ def from_client(client: Any, run: str, *, score: Callable[..., Sequence[float]],
                 extra[uid] = dict(group_fields(uid=uid, **kwargs))
         if rollout_fields is not None:
             for i, (uid, index) in enumerate(zip(uids, indexes)):
-                extra[(uid, index)] = dict(rollout_fields(uid=uid, index=index, prompt=prompts[i],
-                                                          completion=completions[i]))
+                extra[(uid, index)] = dict(rollout_fields(uid=uid, index=index, prompt=prompts[i], completion=completions[i]))
         client.post_step(run, step, group_steps(uids, rewards, indexes=indexes, extra=extra))
         rows = client.wait_for_step(run, step, timeout=timeout)
         return client.advantages(run, step, inputs_version=rows.inputs_version)

@@ -48,8 +48,18 @@ from gagar_client.adapters import (
 )
 
 __all__ = [
-    "BATCH_ORDER", "INDEX_KEY", "MissingAdvantage", "advantages_for_batch", "apply_to_batch", "check_config",
-    "dropped_between", "group_steps", "reward_tensor", "rollout_indexes", "sample_ids", "stamp_sample_ids",
+    "BATCH_ORDER",
+    "INDEX_KEY",
+    "MissingAdvantage",
+    "advantages_for_batch",
+    "apply_to_batch",
+    "check_config",
+    "dropped_between",
+    "group_steps",
+    "reward_tensor",
+    "rollout_indexes",
+    "sample_ids",
+    "stamp_sample_ids",
     "token_level_rewards",
 ]
 
@@ -74,15 +84,18 @@ def stamp_sample_ids(data: Any, *, uid_key: str = "uid", index_key: str = INDEX_
     if uid_key not in non_tensor:
         raise SampleIdentityError(f"the batch has no non_tensor_batch[{uid_key!r}] (verl adds it before repeat)")
     if index_key in non_tensor:
-        raise SampleIdentityError(f"the batch is stamped already (non_tensor_batch[{index_key!r}]): stamp once, "
-                                  "right after repeat(interleave=True)")
+        raise SampleIdentityError(
+            f"the batch is stamped already (non_tensor_batch[{index_key!r}]): stamp once, right after repeat(interleave=True)"
+        )
     uids = [str(u) for u in non_tensor[uid_key]]
     finished: set[str] = set()
     for before, uid in zip([None, *uids], uids):
         if uid != before:
             if uid in finished:
-                raise SampleIdentityError(f"uid {uid!r} is not one run of samples: the batch was reordered since "
-                                          "repeat(interleave=True); stamp before _balance_batch or any filter")
+                raise SampleIdentityError(
+                    f"uid {uid!r} is not one run of samples: the batch was reordered since "
+                    "repeat(interleave=True); stamp before _balance_batch or any filter"
+                )
             if before is not None:
                 finished.add(before)
     non_tensor[index_key] = np.array(rollout_indexes(uids), dtype=np.int64)
@@ -93,38 +106,49 @@ def sample_ids(data: Any, *, uid_key: str = "uid", index_key: str = INDEX_KEY) -
     """`(uid, index)` of every sample of a stamped batch, in its current order."""
     non_tensor = data.non_tensor_batch
     if index_key not in non_tensor:
-        raise SampleIdentityError(f"the batch has no non_tensor_batch[{index_key!r}]: call stamp_sample_ids right after "
-                                  f"repeat(interleave=True), or pass index_key={BATCH_ORDER!r} to count in batch order")
+        raise SampleIdentityError(
+            f"the batch has no non_tensor_batch[{index_key!r}]: call stamp_sample_ids right after "
+            f"repeat(interleave=True), or pass index_key={BATCH_ORDER!r} to count in batch order"
+        )
     return [(str(u), int(i)) for u, i in zip(non_tensor[uid_key], non_tensor[index_key])]
 
 
-def dropped_between(before: Any, after: Any, reason: str, *, uid_key: str = "uid",
-                    index_key: str = INDEX_KEY) -> dict[tuple[str, int], str]:
+def dropped_between(
+    before: Any, after: Any, reason: str, *, uid_key: str = "uid", index_key: str = INDEX_KEY
+) -> dict[tuple[str, int], str]:
     """`{(uid, index): reason}` for the samples of `before` that `after` no longer holds
     (a filter's input and output), for `group_steps(dropped=...)`."""
-    return dropped_ids(sample_ids(before, uid_key=uid_key, index_key=index_key),
-                       sample_ids(after, uid_key=uid_key, index_key=index_key), reason)
+    return dropped_ids(
+        sample_ids(before, uid_key=uid_key, index_key=index_key), sample_ids(after, uid_key=uid_key, index_key=index_key), reason
+    )
 
 
 def check_config(algorithm: Any) -> None:
     """Refuse verl `algorithm` settings that would change A*, naming the setting."""
+
     def get(name, default=None):
         return setting(algorithm, name, default)
 
     if get("use_kl_in_reward", False):
-        raise ValueError("algorithm.use_kl_in_reward=True adds a KL penalty to A* before the advantage is taken: "
-                         "set it to False (use actor_rollout_ref.actor.use_kl_loss for a KL term)")
+        raise ValueError(
+            "algorithm.use_kl_in_reward=True adds a KL penalty to A* before the advantage is taken: "
+            "set it to False (use actor_rollout_ref.actor.use_kl_loss for a KL term)"
+        )
     estimator = str(getattr(get("adv_estimator", "gagar"), "value", get("adv_estimator", "gagar")))
     if estimator in ("grpo", "grpo_vectorized") and get("norm_adv_by_std_in_grpo", True):
-        raise ValueError("algorithm.norm_adv_by_std_in_grpo=True divides A* by its group's std: set it to False, "
-                         "or use algorithm.adv_estimator=gagar")
+        raise ValueError(
+            "algorithm.norm_adv_by_std_in_grpo=True divides A* by its group's std: set it to False, "
+            "or use algorithm.adv_estimator=gagar"
+        )
     if estimator not in ("gagar", "grpo", "grpo_vectorized"):
-        raise ValueError(f"algorithm.adv_estimator={estimator} does not give A* back: use gagar (or grpo with "
-                         "norm_adv_by_std_in_grpo=False)")
+        raise ValueError(
+            f"algorithm.adv_estimator={estimator} does not give A* back: use gagar (or grpo with norm_adv_by_std_in_grpo=False)"
+        )
 
 
-def advantages_for_batch(uids: Sequence[Any], advantages: Mapping[tuple, float], *,
-                         indexes: Sequence[int] | str | None, missing: str = "raise") -> list[float]:
+def advantages_for_batch(
+    uids: Sequence[Any], advantages: Mapping[tuple, float], *, indexes: Sequence[int] | str | None, missing: str = "raise"
+) -> list[float]:
     """A* per sample of a batch, from its `uid` column (verl's `non_tensor_batch["uid"]`) and
     each sample's rollout index (`non_tensor_batch["gagar_index"]`, or `BATCH_ORDER`)."""
     return lookup_advantages(advantages, list(uids), indexes, missing=missing)
@@ -154,8 +178,9 @@ def _response_mask(data: Any):
     return batch["attention_mask"][:, -response_length:]
 
 
-def reward_tensor(data: Any, advantages: Mapping[tuple, float], *, uid_key: str = "uid",
-                  index_key: str = INDEX_KEY, missing: str = "raise"):
+def reward_tensor(
+    data: Any, advantages: Mapping[tuple, float], *, uid_key: str = "uid", index_key: str = INDEX_KEY, missing: str = "raise"
+):
     """Token-level A* for a verl `DataProto`, looked up by `non_tensor_batch[uid_key]` and
     `non_tensor_batch[index_key]` (stamped by `stamp_sample_ids`); `index_key=BATCH_ORDER`
     counts indexes in batch order instead, and warns."""
@@ -177,12 +202,15 @@ def apply_to_batch(data: Any, advantages: Mapping[tuple, float], *, algorithm: A
     to zero (one that lost rollouts under the `mask` drop policy) is refused, naming it."""
     if algorithm is not None:
         check_config(algorithm)
-        estimator = str(getattr(setting(algorithm, "adv_estimator", "gagar"), "value",
-                                setting(algorithm, "adv_estimator", "gagar")))
+        estimator = str(
+            getattr(setting(algorithm, "adv_estimator", "gagar"), "value", setting(algorithm, "adv_estimator", "gagar"))
+        )
         if estimator != "gagar":
-            check_zero_sum(advantages, sample_ids(data, uid_key=kwargs.get("uid_key", "uid"),
-                                                  index_key=kwargs.get("index_key", INDEX_KEY)),
-                           setting=f"algorithm.adv_estimator={estimator}")
+            check_zero_sum(
+                advantages,
+                sample_ids(data, uid_key=kwargs.get("uid_key", "uid"), index_key=kwargs.get("index_key", INDEX_KEY)),
+                setting=f"algorithm.adv_estimator={estimator}",
+            )
     rewards = reward_tensor(data, advantages, **kwargs)
     data.batch["token_level_scores"] = rewards
     data.batch["token_level_rewards"] = rewards.clone()

@@ -28,14 +28,15 @@ __all__ = ["NAME", "compute_gagar_advantage"]
 
 
 @register_adv_est(NAME)
-def compute_gagar_advantage(token_level_rewards: Any, response_mask: Any, config: Any = None, index: Any = None,
-                            **kwargs: Any):
+def compute_gagar_advantage(token_level_rewards: Any, response_mask: Any, config: Any = None, index: Any = None, **kwargs: Any):
     """verl's estimator signature: `(advantages, returns)`, both A*_i on every response token of
     sample i and 0 on padding. `config` is verl's `algorithm` config, checked by `check_config`."""
     check_config(config)
     if token_level_rewards.shape != response_mask.shape:
-        raise ValueError(f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
-                         f"{tuple(response_mask.shape)} differ in shape")
+        raise ValueError(
+            f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
+            f"{tuple(response_mask.shape)} differ in shape"
+        )
     scores = token_level_rewards.sum(dim=-1)
     advantages = scores.unsqueeze(-1) * response_mask
     return advantages, advantages

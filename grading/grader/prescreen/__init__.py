@@ -51,7 +51,6 @@ file contents, not commands; the task statement and observations never trigger a
 [('upstream_history', 1, '1')]
 """
 
-
 from __future__ import annotations
 
 from collections import defaultdict
@@ -71,6 +70,7 @@ from grading.grader.prescreen.signals import (  # noqa: F401  re-exported
 )
 
 # --- public entry points ---------------------------------------------------------------------
+
 
 def _last_turn(rollout) -> Evidence | None:
     for i in range(len(rollout.messages) - 1, -1, -1):
@@ -93,7 +93,9 @@ def screen_rollout(rollout, *, repo: str = "", base_commit: str = "", gold_patch
     if gold_patch and (similarity := gold_similarity(rollout.patch, gold_patch)) is not None and similarity >= GOLD_JACCARD:
         loc = _any_anchor(files)
         ev = Evidence("patch", rollout.index, loc, "same lines as the gold patch") if loc else _last_turn(rollout)
-        signals.append(Signal("gold_identity", rollout.index, None, f"changed lines match the gold patch (Jaccard {similarity:.2f})", ev))
+        signals.append(
+            Signal("gold_identity", rollout.index, None, f"changed lines match the gold patch (Jaccard {similarity:.2f})", ev)
+        )
     return signals
 
 

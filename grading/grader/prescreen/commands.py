@@ -15,6 +15,7 @@ from grading.rollouts.turns import to_turn
 
 # --- commands ------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Command:
     turn: int  # message index of the assistant message that ran it
@@ -64,7 +65,7 @@ def commands(messages: list) -> list[Command]:
         observation, returncode = turn.observation, None
         if not observation:
             parts = []
-            for follow in messages[i + 1:]:
+            for follow in messages[i + 1 :]:
                 if not isinstance(follow, dict) or follow.get("role") not in ("user", "tool"):
                     break
                 parts.append(to_turn(0, follow).text)
@@ -111,7 +112,7 @@ def segments(script: str) -> list[str]:
             quote = ch
             buf.append(ch)
         elif ch == "\\" and i + 1 < len(script):
-            buf.append(script[i:i + 2])
+            buf.append(script[i : i + 2])
             i += 1
         elif ch in ";|&\n()`":
             parts.append("".join(buf))
@@ -144,9 +145,32 @@ def _argv(segment: str) -> list[str]:
 
 _HEX = re.compile(r"[0-9a-f]{7,40}")
 _GIT_VALUE_OPTS = {"-C", "-c", "--git-dir", "--work-tree", "--namespace"}
-_HISTORY_READERS = {"log", "show", "diff", "checkout", "switch", "restore", "cherry-pick", "merge", "rebase", "reset",
-                    "format-patch", "whatchanged", "rev-list", "cat-file", "ls-tree", "archive", "blame", "grep",
-                    "shortlog", "range-diff", "difftool", "rev-parse", "name-rev", "describe"}
+_HISTORY_READERS = {
+    "log",
+    "show",
+    "diff",
+    "checkout",
+    "switch",
+    "restore",
+    "cherry-pick",
+    "merge",
+    "rebase",
+    "reset",
+    "format-patch",
+    "whatchanged",
+    "rev-list",
+    "cat-file",
+    "ls-tree",
+    "archive",
+    "blame",
+    "grep",
+    "shortlog",
+    "range-diff",
+    "difftool",
+    "rev-parse",
+    "name-rev",
+    "describe",
+}
 _WIDE = {"--all", "--remotes", "--branches", "--tags", "--reflog", "--walk-reflogs", "-g"}
 _REMOTE_REF = re.compile(r"^(refs/remotes/|remotes/|origin/|upstream/)|^(FETCH_HEAD|@\{u\}|@\{upstream\}|@\{push\})$")
 
@@ -155,7 +179,7 @@ def _git(argv: list[str]) -> tuple[str, list[str]]:
     i = 1
     while i < len(argv) and argv[i].startswith("-"):
         i += 2 if argv[i] in _GIT_VALUE_OPTS else 1
-    return (argv[i], argv[i + 1:]) if i < len(argv) else ("", [])
+    return (argv[i], argv[i + 1 :]) if i < len(argv) else ("", [])
 
 
 def _is_known(sha: str, base: str, known: set[str]) -> bool:
@@ -175,7 +199,8 @@ def _git_leak(sub: str, args: list[str], base: str, known: set[str]) -> str | No
         if arg == "--":
             break
         if sub in ("log", "rev-list", "shortlog", "whatchanged", "show") and (
-                arg in _WIDE or arg.startswith(("--glob=", "--remotes=", "--branches=", "--tags="))):
+            arg in _WIDE or arg.startswith(("--glob=", "--remotes=", "--branches=", "--tags="))
+        ):
             return f"git {sub} {arg}"
         if arg.startswith("-"):
             continue
@@ -188,11 +213,43 @@ def _git_leak(sub: str, args: list[str], base: str, known: set[str]) -> str | No
     return None
 
 
-_PIP_VALUE_OPTS = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f",
-                   "--find-links", "-t", "--target", "--prefix", "--root", "--src", "--platform", "--python-version",
-                   "--implementation", "--abi", "-d", "--dest", "--progress-bar", "--no-binary", "--only-binary",
-                   "--upgrade-strategy", "--log", "--cache-dir", "--trusted-host", "--proxy", "--timeout", "--retries",
-                   "-p", "--python", "-n", "--name", "--channel"}
+_PIP_VALUE_OPTS = {
+    "-r",
+    "--requirement",
+    "-c",
+    "--constraint",
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "-t",
+    "--target",
+    "--prefix",
+    "--root",
+    "--src",
+    "--platform",
+    "--python-version",
+    "--implementation",
+    "--abi",
+    "-d",
+    "--dest",
+    "--progress-bar",
+    "--no-binary",
+    "--only-binary",
+    "--upgrade-strategy",
+    "--log",
+    "--cache-dir",
+    "--trusted-host",
+    "--proxy",
+    "--timeout",
+    "--retries",
+    "-p",
+    "--python",
+    "-n",
+    "--name",
+    "--channel",
+}
 _PIP_EAGER = {"-U", "--upgrade", "--pre", "--force-reinstall", "-I", "--ignore-installed"}
 _REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
 
@@ -203,8 +260,8 @@ def _installer(argv: list[str]) -> tuple[str, list[str]] | None:
     rest: list[str]
     if re.fullmatch(r"pip[0-9.]*", prog):
         rest = argv[1:]
-    elif re.fullmatch(r"python[0-9.]*", prog) and "-m" in argv and argv[argv.index("-m") + 1:argv.index("-m") + 2] == ["pip"]:
-        rest = argv[argv.index("-m") + 2:]
+    elif re.fullmatch(r"python[0-9.]*", prog) and "-m" in argv and argv[argv.index("-m") + 1 : argv.index("-m") + 2] == ["pip"]:
+        rest = argv[argv.index("-m") + 2 :]
     elif prog == "uv" and argv[1:2] == ["pip"]:
         rest = argv[2:]
     elif prog == "uv" and argv[1:2] == ["add"]:
@@ -225,12 +282,18 @@ def _project_url(repo: str, names: set[str]) -> re.Pattern | None:
     if owner_repo.count("/") == 1:
         o, r = (re.escape(x) for x in owner_repo.split("/"))
         end = r"(?:\.git)?(?=$|[/\s\"'#?:@]|\.(?!\w))"
-        alternatives += [rf"github\.com[/:]{o}/{r}{end}", rf"raw\.githubusercontent\.com/{o}/{r}/",
-                         rf"codeload\.github\.com/{o}/{r}{end}", rf"api\.github\.com/repos/{o}/{r}{end}"]
+        alternatives += [
+            rf"github\.com[/:]{o}/{r}{end}",
+            rf"raw\.githubusercontent\.com/{o}/{r}/",
+            rf"codeload\.github\.com/{o}/{r}{end}",
+            rf"api\.github\.com/repos/{o}/{r}{end}",
+        ]
     for name in names:
         pattern = re.sub(r"-", "[-_.]", re.escape(name).replace(r"\-", "-"))
-        alternatives += [rf"pypi\.(?:org|python\.org)/(?:pypi|project|simple)/{pattern}(?=$|[/\s\"'#?])",
-                         rf"files\.pythonhosted\.org/\S*/{pattern}-\d"]
+        alternatives += [
+            rf"pypi\.(?:org|python\.org)/(?:pypi|project|simple)/{pattern}(?=$|[/\s\"'#?])",
+            rf"files\.pythonhosted\.org/\S*/{pattern}-\d",
+        ]
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 

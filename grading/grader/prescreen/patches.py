@@ -15,6 +15,7 @@ from grading.grader.prescreen.signals import GOLD_MIN_LINES, Signal
 
 # --- patches -------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Line:
     kind: str  # "+", "-", " "
@@ -72,8 +73,11 @@ def _files(text: str) -> tuple[_File, ...] | None:
         else:
             status = "modified"
         hunks = tuple(
-            tuple(_Line(line.line_type, line.target_line_no, line.value.rstrip("\n").rstrip("\r"))
-                  for line in hunk if line.line_type in ("+", "-", " "))
+            tuple(
+                _Line(line.line_type, line.target_line_no, line.value.rstrip("\n").rstrip("\r"))
+                for line in hunk
+                if line.line_type in ("+", "-", " ")
+            )
             for hunk in pf
         )
         files.append(_File(_strip_prefix(pf.path), status, hunks))
@@ -87,11 +91,15 @@ def _any_anchor(files) -> str | None:
     return None
 
 
-_SKIP = re.compile(r"pytest\.mark\.(skip|skipif|xfail)\b|pytest\.(skip|xfail)\s*\(|unittest\.skip|@skip(If|Unless)?\b"
-                   r"|\bSkipTest\b|expectedFailure|\.skipTest\s*\(")
+_SKIP = re.compile(
+    r"pytest\.mark\.(skip|skipif|xfail)\b|pytest\.(skip|xfail)\s*\(|unittest\.skip|@skip(If|Unless)?\b"
+    r"|\bSkipTest\b|expectedFailure|\.skipTest\s*\("
+)
 _DESELECT = re.compile(r"--deselect|--ignore(-glob)?[= ]|-k\s*['\"]?not\b|collect_ignore")
 _PYTEST_CONFIG = ("tox.ini", "setup.cfg", "pytest.ini", "pyproject.toml", "conftest.py")
-_CHECK = re.compile(r"^\s*(assert\b|self\.assert\w*\s*\(|self\.fail\w*\s*\(|with\s+(pytest\.raises|self\.assertRaises)|raises\s*\()")
+_CHECK = re.compile(
+    r"^\s*(assert\b|self\.assert\w*\s*\(|self\.fail\w*\s*\(|with\s+(pytest\.raises|self\.assertRaises)|raises\s*\()"
+)
 _TEST_DEF = re.compile(r"^\s*(async\s+)?def\s+test\w*\s*\(")
 _DEBUG = re.compile(r"\bbreakpoint\s*\(|\b(i?pdb)\.set_trace\s*\(|^\s*import\s+i?pdb\b")
 
@@ -106,12 +114,27 @@ def _tamper_signals(index: int, files) -> list[Signal]:
             continue
         if not test and name not in _PYTEST_CONFIG:
             continue
-        skip = next(((h, i, r) for h, rows in enumerate(f.hunks) for i, r in enumerate(rows) if r.kind == "+" and (
-            (test and _SKIP.search(r.text)) or (name in _PYTEST_CONFIG and _DESELECT.search(r.text)))), None)
+        skip = next(
+            (
+                (h, i, r)
+                for h, rows in enumerate(f.hunks)
+                for i, r in enumerate(rows)
+                if r.kind == "+" and ((test and _SKIP.search(r.text)) or (name in _PYTEST_CONFIG and _DESELECT.search(r.text)))
+            ),
+            None,
+        )
         if skip:
             loc = f"{f.path}:{skip[2].new_no}"
-            signals.append(Signal("test_skip_added", index, None, f"adds {skip[2].text.strip()[:80]!r} to {f.path}",
-                                  Evidence("patch", index, loc, "skips or deselects tests"), "tamper"))
+            signals.append(
+                Signal(
+                    "test_skip_added",
+                    index,
+                    None,
+                    f"adds {skip[2].text.strip()[:80]!r} to {f.path}",
+                    Evidence("patch", index, loc, "skips or deselects tests"),
+                    "tamper",
+                )
+            )
         if not test:
             continue
         removed = [(h, i, r) for h, rows in enumerate(f.hunks) for i, r in enumerate(rows) if r.kind == "-"]
@@ -119,24 +142,54 @@ def _tamper_signals(index: int, files) -> list[Signal]:
             continue
         added = [r for rows in f.hunks for r in rows if r.kind == "+"]
         lost_checks = sum(bool(_CHECK.search(r.text)) for _, _, r in removed) - sum(bool(_CHECK.search(r.text)) for r in added)
-        lost_tests = sum(bool(_TEST_DEF.search(r.text)) for _, _, r in removed) - sum(bool(_TEST_DEF.search(r.text)) for r in added)
+        lost_tests = sum(bool(_TEST_DEF.search(r.text)) for _, _, r in removed) - sum(
+            bool(_TEST_DEF.search(r.text)) for r in added
+        )
         if lost_checks > 0 or lost_tests > 0:
             first = next((x for x in removed if _CHECK.search(x[2].text) or _TEST_DEF.search(x[2].text)), removed[0])
             loc = f.anchor((first[0], first[1]))
-            what = ", ".join(p for p in (f"{lost_checks} check(s)" if lost_checks > 0 else "",
-                                         f"{lost_tests} test function(s)" if lost_tests > 0 else "") if p)
-            signals.append(Signal("test_assert_removed", index, None, f"{f.path} loses {what}",
-                                  Evidence("patch", index, loc, f"removes {what} near here") if loc else None, "tamper"))
+            what = ", ".join(
+                p
+                for p in (
+                    f"{lost_checks} check(s)" if lost_checks > 0 else "",
+                    f"{lost_tests} test function(s)" if lost_tests > 0 else "",
+                )
+                if p
+            )
+            signals.append(
+                Signal(
+                    "test_assert_removed",
+                    index,
+                    None,
+                    f"{f.path} loses {what}",
+                    Evidence("patch", index, loc, f"removes {what} near here") if loc else None,
+                    "tamper",
+                )
+            )
         elif not skip:
             loc = f.anchor((removed[0][0], removed[0][1]))
-            signals.append(Signal("test_modified", index, None, f"changes {len(removed)} existing line(s) of {f.path}",
-                                  Evidence("patch", index, loc, "rewrites existing test lines") if loc else None, "tamper"))
+            signals.append(
+                Signal(
+                    "test_modified",
+                    index,
+                    None,
+                    f"changes {len(removed)} existing line(s) of {f.path}",
+                    Evidence("patch", index, loc, "rewrites existing test lines") if loc else None,
+                    "tamper",
+                )
+            )
     return signals
 
 
 def _changed_lines(files) -> set[tuple[str, str, str]]:
-    return {(f.path, r.kind, " ".join(r.text.split())) for f in files if not is_test_path(f.path)
-            for rows in f.hunks for r in rows if r.kind in "+-" and r.text.strip()}
+    return {
+        (f.path, r.kind, " ".join(r.text.split()))
+        for f in files
+        if not is_test_path(f.path)
+        for rows in f.hunks
+        for r in rows
+        if r.kind in "+-" and r.text.strip()
+    }
 
 
 def gold_similarity(patch: str, gold_patch: str) -> float | None:

@@ -50,8 +50,12 @@ def package_dirs(repo: str, fail_to_pass=()) -> set[str]:
 def is_test_path(path: str) -> bool:
     parts = path.split("/")
     name = parts[-1]
-    return (any(p in _TEST_DIRS for p in parts[:-1]) or (name.startswith("test_") and name.endswith(".py"))
-            or name.endswith("_test.py") or name in ("conftest.py", "tests.py"))
+    return (
+        any(p in _TEST_DIRS for p in parts[:-1])
+        or (name.startswith("test_") and name.endswith(".py"))
+        or name.endswith("_test.py")
+        or name in ("conftest.py", "tests.py")
+    )
 
 
 def is_doc_path(path: str) -> bool:

@@ -24,5 +24,11 @@ class Signal:
     category: str = "leak"  # leak | tamper
 
     def as_dict(self) -> dict:
-        return {"signal": self.signal, "category": self.category, "rollout": self.rollout, "turn": self.turn,
-                "detail": self.detail, "evidence": self.evidence.as_dict() if self.evidence else None}
+        return {
+            "signal": self.signal,
+            "category": self.category,
+            "rollout": self.rollout,
+            "turn": self.turn,
+            "detail": self.detail,
+            "evidence": self.evidence.as_dict() if self.evidence else None,
+        }

@@ -185,7 +185,7 @@ def repo_of(instance_id: str) -> str:
     cut = head.find("__", 1)
     if cut == -1 or cut + 2 >= len(head):
         return ""
-    return f"{head[:cut]}/{head[cut + 2:]}"
+    return f"{head[:cut]}/{head[cut + 2 :]}"
 
 
 def problem_statement_of(prompt: str) -> str:
@@ -276,7 +276,12 @@ def verdicts_from_report_file(obj: Any, *, instance_hint: str | None, ref: str) 
     raise SourceError("not a SWE-bench report (no 'resolved' verdict)")
 
 
-SUMMARY_LISTS = (("error_ids", ERROR), ("empty_patch_ids", EMPTY_PATCH), ("unresolved_ids", UNRESOLVED), ("resolved_ids", RESOLVED))
+SUMMARY_LISTS = (
+    ("error_ids", ERROR),
+    ("empty_patch_ids", EMPTY_PATCH),
+    ("unresolved_ids", UNRESOLVED),
+    ("resolved_ids", RESOLVED),
+)
 
 
 _OLD_REPORT_KEYS = ("stats", "resolved_per_project", "generated", "applied", "with_logs", "no_generation")

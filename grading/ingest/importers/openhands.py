@@ -51,23 +51,77 @@ from grading.ingest.importers.common import (
 FORMAT = "openhands"
 
 # openhands/core/schema/action.py and observation.py (ActionType, ObservationType), all versions seen.
-KNOWN_ACTIONS = frozenset({
-    "message", "system", "start", "read", "write", "edit", "run", "run_ipython", "browse", "browse_interactive",
-    "delegate", "think", "finish", "reject", "null", "summarize", "pause", "resume", "stop", "change_agent_state",
-    "push", "send_pr", "recall", "search", "condensation", "condensation_request", "mcp", "call_tool_mcp",
-    "task_tracking", "loop_recovery", "add_task", "modify_task",
-})
-KNOWN_OBSERVATIONS = frozenset({
-    "read", "write", "edit", "browse", "run", "run_ipython", "chat", "delegate", "message", "error", "success",
-    "null", "think", "agent_state_changed", "user_rejected", "condense", "microagent", "recall", "workspace_context",
-    "mcp", "download", "file_download", "task_tracking", "loop_detection",
-})
+KNOWN_ACTIONS = frozenset(
+    {
+        "message",
+        "system",
+        "start",
+        "read",
+        "write",
+        "edit",
+        "run",
+        "run_ipython",
+        "browse",
+        "browse_interactive",
+        "delegate",
+        "think",
+        "finish",
+        "reject",
+        "null",
+        "summarize",
+        "pause",
+        "resume",
+        "stop",
+        "change_agent_state",
+        "push",
+        "send_pr",
+        "recall",
+        "search",
+        "condensation",
+        "condensation_request",
+        "mcp",
+        "call_tool_mcp",
+        "task_tracking",
+        "loop_recovery",
+        "add_task",
+        "modify_task",
+    }
+)
+KNOWN_OBSERVATIONS = frozenset(
+    {
+        "read",
+        "write",
+        "edit",
+        "browse",
+        "run",
+        "run_ipython",
+        "chat",
+        "delegate",
+        "message",
+        "error",
+        "success",
+        "null",
+        "think",
+        "agent_state_changed",
+        "user_rejected",
+        "condense",
+        "microagent",
+        "recall",
+        "workspace_context",
+        "mcp",
+        "download",
+        "file_download",
+        "task_tracking",
+        "loop_detection",
+    }
+)
 
 
 def is_output_line(obj: Any) -> bool:
     """An OpenHands EvalOutput line: an instance id and a history or a test result."""
     return (
-        isinstance(obj, dict) and isinstance(obj.get("instance_id"), str)
+        isinstance(obj, dict)
+        and isinstance(obj.get("instance_id"), str)
         and (isinstance(obj.get("history"), list) or isinstance(obj.get("test_result"), dict))
     )
 
@@ -175,11 +229,28 @@ def messages_of(history: list) -> tuple[list[dict], Counter]:
         elif isinstance(observation, str) and observation in KNOWN_OBSERVATIONS:
             messages.append(_observation_message(event, observation))
         else:
-            label = f"action {action!r}" if action is not None else f"observation {observation!r}" if observation is not None else "no action or observation"
+            label = (
+                f"action {action!r}"
+                if action is not None
+                else f"observation {observation!r}"
+                if observation is not None
+                else "no action or observation"
+            )
             unseen[label] += 1
-            role = "assistant" if event.get("source") == "agent" and action is not None else "tool" if observation is not None else "user"
-            messages.append({"role": role, "content": text_of(event.get("message") or event.get("content")),
-                             "event": str(action or observation or "unknown")[:100]})
+            role = (
+                "assistant"
+                if event.get("source") == "agent" and action is not None
+                else "tool"
+                if observation is not None
+                else "user"
+            )
+            messages.append(
+                {
+                    "role": role,
+                    "content": text_of(event.get("message") or event.get("content")),
+                    "event": str(action or observation or "unknown")[:100],
+                }
+            )
     return messages, unseen
 
 
@@ -189,8 +260,12 @@ def verdict_of(line: dict, *, ref: str) -> Verdict | None:
     resolved = report.get("resolved")
     if not isinstance(resolved, bool):
         return None
-    return Verdict(status=RESOLVED if resolved else UNRESOLVED, source="report", ref=ref,
-                   rule="test_result.report.resolved in the output line")
+    return Verdict(
+        status=RESOLVED if resolved else UNRESOLVED,
+        source="report",
+        ref=ref,
+        rule="test_result.report.resolved in the output line",
+    )
 
 
 def attempt_from_line(line: dict, *, ref: str) -> Attempt:
@@ -211,8 +286,11 @@ def attempt_from_line(line: dict, *, ref: str) -> Attempt:
     model = as_dict(metadata_in.get("llm_config")).get("model")
     metadata: dict[str, Any] = {
         key: value
-        for key, value in (("agent", metadata_in.get("agent_class")), ("model", model),
-                           ("openhands_commit", metadata_in.get("git_commit")))
+        for key, value in (
+            ("agent", metadata_in.get("agent_class")),
+            ("model", model),
+            ("openhands_commit", metadata_in.get("git_commit")),
+        )
         if isinstance(value, str) and value
     }
     if unseen:

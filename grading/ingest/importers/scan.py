@@ -252,7 +252,9 @@ class RunFinder:
     """`reward_threshold`: a verl score >= it passes (None: scores must be 0 or 1). `step`: the
     import's step, for verl rows that name none (neither a `step` field nor a `<n>.jsonl` name)."""
 
-    def __init__(self, sources: list[Source], *, fmt: str = "auto", reward_threshold: float | None = None, step: int | None = None):
+    def __init__(
+        self, sources: list[Source], *, fmt: str = "auto", reward_threshold: float | None = None, step: int | None = None
+    ):
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
         self.sources = sources
@@ -339,9 +341,13 @@ class RunFinder:
                 instance_id = name[: -len(suffix)]
                 if self.fmt == "swebench":
                     raise SourceError("a trajectory, but --format swebench reads predictions only")
-                sidecar = path.with_name(f"{instance_id}.pred") if suffix == ".traj" and f"{instance_id}.pred" in present else None
+                sidecar = (
+                    path.with_name(f"{instance_id}.pred") if suffix == ".traj" and f"{instance_id}.pred" in present else None
+                )
                 root = (position, _trajectory_root(parts, instance_id))
-                self._candidates[instance_id].append(_Candidate(instance_id, "trajectory", path, ref, root, order, sidecar=sidecar))
+                self._candidates[instance_id].append(
+                    _Candidate(instance_id, "trajectory", path, ref, root, order, sidecar=sidecar)
+                )
                 return
         if name.endswith(".pred"):
             if self.fmt != "swebench" and f"{name[:-5]}.traj" in present:
@@ -379,7 +385,11 @@ class RunFinder:
             if kind == "gagar-group" or self.fmt == "gagar-group":
                 self._group_file(path, ref, sum(1 for _ in jsonl_lines(path)))
                 return
-            if kind == "openhands" and name.endswith(".swebench_eval.jsonl") and f"{name[: -len('.swebench_eval.jsonl')]}.jsonl" in present:
+            if (
+                kind == "openhands"
+                and name.endswith(".swebench_eval.jsonl")
+                and f"{name[: -len('.swebench_eval.jsonl')]}.jsonl" in present
+            ):
                 self._openhands_verdicts(position, path, ref, parts)  # the evaluated copy of output.jsonl: verdicts only
                 return
             if kind == "openhands" or self.fmt == "openhands":
@@ -400,7 +410,9 @@ class RunFinder:
         if name.endswith(".json"):
             self._classify_json(position, load_json(path), rel, ref, parts)
             return
-        raise _Ignored("unrelated file (not group lines, a trajectory, predictions, output.jsonl, rollout dump, report or run summary)")
+        raise _Ignored(
+            "unrelated file (not group lines, a trajectory, predictions, output.jsonl, rollout dump, report or run summary)"
+        )
 
     def _group_file(self, path: Path, ref: str, lines: int) -> None:
         if self.fmt not in ("auto", "gagar-group"):
@@ -410,10 +422,14 @@ class RunFinder:
     def _classify_json(self, position: int, obj, rel: str, ref: str, parts: list[str]) -> None:
         root = (position, "/".join(parts[:-1]))
         if _is_group_line(obj):
-            raise SourceError("a gagar-group/1 group as a .json file: group lines are read from .jsonl (or .jsonl.gz), one group a line")
+            raise SourceError(
+                "a gagar-group/1 group as a .json file: group lines are read from .jsonl (or .jsonl.gz), one group a line"
+            )
         if is_old_report(obj):
             self._old_reports.append(
-                _OldReport(root, ref, _id_set(obj["resolved"]) or set(), _id_set(obj.get("generated")), _id_set(obj.get("applied")))
+                _OldReport(
+                    root, ref, _id_set(obj["resolved"]) or set(), _id_set(obj.get("generated")), _id_set(obj.get("applied"))
+                )
             )
             return
         if is_run_summary(obj):
@@ -455,8 +471,17 @@ class RunFinder:
             instance_id = line["instance_id"]
             seen[instance_id] += 1
             suffix = "" if seen[instance_id] == 1 else f"~{seen[instance_id]}"
-            self._candidates[instance_id].append(_Candidate(
-                instance_id, "openhands", path, f"{ref}#{instance_id}{suffix}", root, (position, rel, number), lines=[(number, offset)]))
+            self._candidates[instance_id].append(
+                _Candidate(
+                    instance_id,
+                    "openhands",
+                    path,
+                    f"{ref}#{instance_id}{suffix}",
+                    root,
+                    (position, rel, number),
+                    lines=[(number, offset)],
+                )
+            )
             found += 1
         if not found:
             raise SourceError("no OpenHands output lines (instance_id with history or test_result)")
@@ -494,11 +519,17 @@ class RunFinder:
         for key, lines in groups.items():
             self._groups[key] = info[key]
             self._candidates[key].append(
-                _Candidate(info[key][0], "verl", path, ref, (position, rel), (position, rel, lines[0][0]), lines=lines, step=info[key][1])
+                _Candidate(
+                    info[key][0], "verl", path, ref, (position, rel), (position, rel, lines[0][0]), lines=lines, step=info[key][1]
+                )
             )
         steps = sorted({s for _, s, _ in info.values() if s is not None})
-        self._skip(ref, f"verl dump: {sum(len(v) for v in groups.values())} rows in {len(groups)} group(s)"
-                        + (f" at step {', '.join(map(str, steps))} (the dump's own step)" if steps else ""), NOTICE)
+        self._skip(
+            ref,
+            f"verl dump: {sum(len(v) for v in groups.values())} rows in {len(groups)} group(s)"
+            + (f" at step {', '.join(map(str, steps))} (the dump's own step)" if steps else ""),
+            NOTICE,
+        )
 
     def _settle(self) -> None:
         """Decide what predictions are, and which run each verdict belongs to."""
@@ -521,7 +552,15 @@ class RunFinder:
                     suffix = "" if seen[instance_id] == 1 else f"~{seen[instance_id]}"
                     ref = file.ref if file.rel.endswith(".pred") else f"{file.ref}#{instance_id}{suffix}"
                     self._candidates[instance_id].append(
-                        _Candidate(instance_id, "prediction", Path(), ref, file.root, (file.root[0], file.rel, seen[instance_id]), prediction=p)
+                        _Candidate(
+                            instance_id,
+                            "prediction",
+                            Path(),
+                            ref,
+                            file.root,
+                            (file.root[0], file.rel, seen[instance_id]),
+                            prediction=p,
+                        )
                     )
             else:
                 self._skip(file.ref, f"SWE-bench predictions, but --format {self.fmt} was asked for")
@@ -551,7 +590,11 @@ class RunFinder:
             if missing and missing == ids:
                 self._skip(ref, f"run summary whose {len(ids)} instance(s) have no trajectory or prediction in this run")
             elif missing:
-                self._skip(ref, f"{len(missing)} instance(s) in this run summary have no trajectory or prediction: {_ids(missing)}", NOTICE)
+                self._skip(
+                    ref,
+                    f"{len(missing)} instance(s) in this run summary have no trajectory or prediction: {_ids(missing)}",
+                    NOTICE,
+                )
 
     def _apply_old_report(self, report: _OldReport, root: tuple[int, str]) -> None:
         """Resolved ids pass; an instance with a prediction (trajectory or predictions entry) in the run and
@@ -567,16 +610,29 @@ class RunFinder:
                 continue
             else:
                 failed.add(instance_id)
-                why = " (not in 'applied': the patch did not apply)" if report.applied is not None and instance_id not in report.applied else ""
-                verdict = Verdict(UNRESOLVED, "old-report", report.ref,
-                                  rule=f"a prediction in this run and not in 'resolved' of the older harness report{why}")
+                why = (
+                    " (not in 'applied': the patch did not apply)"
+                    if report.applied is not None and instance_id not in report.applied
+                    else ""
+                )
+                verdict = Verdict(
+                    UNRESOLVED,
+                    "old-report",
+                    report.ref,
+                    rule=f"a prediction in this run and not in 'resolved' of the older harness report{why}",
+                )
             self._verdicts[root][instance_id].append(verdict)
         if not ids:
-            self._skip(report.ref, f"older SWE-bench harness report whose {len(report.resolved)} resolved id(s) have no "
-                                   "trajectory or prediction in this run")
+            self._skip(
+                report.ref,
+                f"older SWE-bench harness report whose {len(report.resolved)} resolved id(s) have no "
+                "trajectory or prediction in this run",
+            )
             return
-        note = (f"older SWE-bench harness report: {len(passed)} instance(s) pass (listed in 'resolved'), {len(failed)} fail "
-                "(a prediction in this run, not in 'resolved')")
+        note = (
+            f"older SWE-bench harness report: {len(passed)} instance(s) pass (listed in 'resolved'), {len(failed)} fail "
+            "(a prediction in this run, not in 'resolved')"
+        )
         if uncovered:
             note += f"; {len(uncovered)} not in its 'generated' list get no verdict from it: {_ids(uncovered)}"
         missing = report.resolved - ids
@@ -618,13 +674,21 @@ class RunFinder:
             unknown = attempt.metadata.get("unknown_events")
             if unknown:
                 kinds = ", ".join(f"{label} ×{count}" for label, count in unknown.items())
-                self._skip(candidate.ref, f"line {number}: event types OpenHands does not define, kept as plain messages: {kinds}", NOTICE)
+                self._skip(
+                    candidate.ref,
+                    f"line {number}: event types OpenHands does not define, kept as plain messages: {kinds}",
+                    NOTICE,
+                )
             return [attempt]
         if candidate.kind == "verl":
             raws = read_lines_at(candidate.path, [offset for _, offset in candidate.lines])
             return [
-                verl.attempt_from_row(_parse_line(number, raw), ref=f"{candidate.ref}#line-{number}",
-                                      threshold=self.reward_threshold, default_step=candidate.step)
+                verl.attempt_from_row(
+                    _parse_line(number, raw),
+                    ref=f"{candidate.ref}#line-{number}",
+                    threshold=self.reward_threshold,
+                    default_step=candidate.step,
+                )
                 for (number, _), raw in zip(candidate.lines, raws, strict=True)
             ]
         obj = load_json(candidate.path)
@@ -672,8 +736,12 @@ class RunFinder:
         elif verdict is None and is_empty_patch(attempt.patch):
             status = f" (exit status {attempt.exit_status})" if attempt.exit_status else ""
             if attempt.format == openhands.FORMAT:
-                self._skip(attempt.ref, f"a history without a patch (test_result.git_patch empty or missing){status}: "
-                                        "counted as failing (empty patch)", NOTICE)
+                self._skip(
+                    attempt.ref,
+                    f"a history without a patch (test_result.git_patch empty or missing){status}: "
+                    "counted as failing (empty patch)",
+                    NOTICE,
+                )
             else:
                 self._skip(attempt.ref, f"no submission{status}: counted as failing (empty patch)", NOTICE)
         return rollout

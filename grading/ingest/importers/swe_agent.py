@@ -140,7 +140,11 @@ def attempts_from_traj(traj: dict, *, ref: str, instance_id: str, pred_patch: st
     evaluated = pred_patch if pred_patch is not None else (chosen if isinstance(chosen, str) else None)
     return [
         _attempt(
-            attempt, ref=f"{ref}#attempt-{n}", instance_id=instance_id, pred_patch=None, evaluated_patch=evaluated,
+            attempt,
+            ref=f"{ref}#attempt-{n}",
+            instance_id=instance_id,
+            pred_patch=None,
+            evaluated_patch=evaluated,
             ambiguous=evaluated is None and len(raw_attempts) > 1,
         )
         for n, attempt in enumerate(raw_attempts)

@@ -41,8 +41,11 @@ def predictions_of(obj: Any) -> list[dict]:
     if isinstance(obj, list):
         return [p for p in obj if is_prediction(p)]
     if isinstance(obj, dict):
-        return [{"instance_id": str(v.get("instance_id") or k), **{k2: v2 for k2, v2 in v.items() if k2 != "instance_id"}}
-                for k, v in obj.items() if isinstance(v, dict)]
+        return [
+            {"instance_id": str(v.get("instance_id") or k), **{k2: v2 for k2, v2 in v.items() if k2 != "instance_id"}}
+            for k, v in obj.items()
+            if isinstance(v, dict)
+        ]
     return []
 
 

@@ -67,8 +67,10 @@ def check_score(row: dict, threshold: float | None) -> str:
     if score is None:
         return f"score must be a number, got {row.get('score')!r:.40}"
     if threshold is None and score not in (0, 1):
-        return (f"score {score!r} is not 0 or 1; give a reward threshold (--reward-threshold, or the field on the "
-                "import page / API) to count score >= threshold as passing")
+        return (
+            f"score {score!r} is not 0 or 1; give a reward threshold (--reward-threshold, or the field on the "
+            "import page / API) to count score >= threshold as passing"
+        )
     return ""
 
 

@@ -20,18 +20,25 @@ class Command(BaseCommand):
         found = forged_tokens()
         for f in found:
             t = f.token
-            self.stdout.write(f"{t.project.name}: token {t.prefix}…{f' ({t.name})' if t.name else ''} acts as "
-                              f"{t.user.username}, {f.why}; made by {f.maker.username} on the team page, "
-                              f"{t.created_at:%Y-%m-%d %H:%M}")
+            self.stdout.write(
+                f"{t.project.name}: token {t.prefix}…{f' ({t.name})' if t.name else ''} acts as "
+                f"{t.user.username}, {f.why}; made by {f.maker.username} on the team page, "
+                f"{t.created_at:%Y-%m-%d %H:%M}"
+            )
         if not found:
             self.stdout.write("No token acts as someone other than its maker.")
             return
         if revoke:
             with transaction.atomic():
                 n = ApiToken.objects.filter(pk__in=[f.token.pk for f in found], revoked_at__isnull=True).update(
-                    revoked_at=timezone.now())
-            self.stdout.write(f"Revoked {n} token{'s' if n != 1 else ''}. Check the memberships they were given "
-                              "on each project's Team page.")
+                    revoked_at=timezone.now()
+                )
+            self.stdout.write(
+                f"Revoked {n} token{'s' if n != 1 else ''}. Check the memberships they were given on each project's Team page."
+            )
             return
-        raise CommandError(f"{len(found)} token{'s' if len(found) != 1 else ''} act as someone other than their maker; "
-                           "revoke them on the Team page, or run again with --revoke", returncode=1)
+        raise CommandError(
+            f"{len(found)} token{'s' if len(found) != 1 else ''} act as someone other than their maker; "
+            "revoke them on the Team page, or run again with --revoke",
+            returncode=1,
+        )

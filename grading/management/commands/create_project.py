@@ -22,5 +22,11 @@ class Command(BaseCommand):
             project = create_project(name=name, description=description, admin=user)
         except ProjectError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"project {project.name} created" + (f", {user.username} is its admin" if user else
-                          "; give it an admin with create_api_token USERNAME --project NAME --role admin, or in the Django admin"))
+        self.stdout.write(
+            f"project {project.name} created"
+            + (
+                f", {user.username} is its admin"
+                if user
+                else "; give it an admin with create_api_token USERNAME --project NAME --role admin, or in the Django admin"
+            )
+        )

@@ -56,8 +56,11 @@ class Command(BaseCommand):
             failed |= self._summary(name, report)
             accepted += report.accepted
         if not accepted:
-            raise CommandError("nothing imported: no line of " + ("any file" if len(files) > 1 else "the file")
-                               + " was accepted (see above; agent runs and SWE-bench files go through import_runs)")
+            raise CommandError(
+                "nothing imported: no line of "
+                + ("any file" if len(files) > 1 else "the file")
+                + " was accepted (see above; agent runs and SWE-bench files go through import_runs)"
+            )
         if failed:
             raise CommandError(f"{accepted} group(s) imported, but some lines or files were refused (see above)")
 

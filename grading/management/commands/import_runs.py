@@ -26,8 +26,13 @@ class Command(BaseCommand):
         parser.add_argument("--run", required=True, help="run name (created if new)")
         parser.add_argument("--step", required=True, type=int, help="step number of the groups (uid <instance_id>@<step>)")
         parser.add_argument("--format", default="auto", choices=FORMATS, help="default: detected per file")
-        parser.add_argument("--reward-threshold", type=float, default=None, metavar="X",
-                            help="verl dumps: a score >= X passes (without it, a score that is not 0 or 1 refuses its file)")
+        parser.add_argument(
+            "--reward-threshold",
+            type=float,
+            default=None,
+            metavar="X",
+            help="verl dumps: a score >= X passes (without it, a score that is not 0 or 1 refuses its file)",
+        )
         parser.add_argument("--create-project", action="store_true", help="create the project if it does not exist")
         parser.add_argument("--no-progress", action="store_true")
 
@@ -49,8 +54,13 @@ class Command(BaseCommand):
 
         try:
             summary = import_runs(
-                project=project_obj, run=run, step=step, sources=[Source(Path(p)) for p in paths], fmt=format,
-                reward_threshold=reward_threshold, on_progress=progress,
+                project=project_obj,
+                run=run,
+                step=step,
+                sources=[Source(Path(p)) for p in paths],
+                fmt=format,
+                reward_threshold=reward_threshold,
+                on_progress=progress,
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -62,8 +72,10 @@ class Command(BaseCommand):
             raise CommandError(nothing)
         warnings = summary.warnings()
         if warnings:
-            raise CommandError(f"{summary.groups} group(s) imported, but {len(warnings)} file(s), attempt(s) or group(s) were refused "
-                               "(listed above under skipped and refused groups)")
+            raise CommandError(
+                f"{summary.groups} group(s) imported, but {len(warnings)} file(s), attempt(s) or group(s) were refused "
+                "(listed above under skipped and refused groups)"
+            )
 
     def _print(self, s: ImportSummary, run: str, step: int) -> None:
         w = self.stdout.write

@@ -76,15 +76,26 @@ class Command(BaseCommand):
             if not Project.objects.filter(name=project).exists():
                 raise CommandError(f"no project {project!r} (run seed_demo, or create it)")
             token = token or self._token(project)
-            server = make_server("127.0.0.1", 0, get_wsgi_application(), server_class=_ThreadingWSGIServer,
-                                 handler_class=_QuietHandler)
+            server = make_server(
+                "127.0.0.1", 0, get_wsgi_application(), server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
+            )
             threading.Thread(target=server.serve_forever, daemon=True).start()
             url = f"http://127.0.0.1:{server.server_port}"
         elif not token:
             raise CommandError("--url needs --token (an admin API token of the project)")
         try:
-            self._play(Client(url, token, project=project, timeout=120), GagarError, run=run, steps=steps, groups=groups,
-                       rollouts=rollouts, auto_grade=auto_grade, deadline=deadline, timeout=timeout, seed=seed)
+            self._play(
+                Client(url, token, project=project, timeout=120),
+                GagarError,
+                run=run,
+                steps=steps,
+                groups=groups,
+                rollouts=rollouts,
+                auto_grade=auto_grade,
+                deadline=deadline,
+                timeout=timeout,
+                seed=seed,
+            )
         finally:
             if server is not None:
                 server.shutdown()
@@ -102,8 +113,10 @@ class Command(BaseCommand):
         except GagarError as exc:
             raise CommandError(f"cannot set up run {run!r}: {exc}") from None
         first = policy.get("steps", 0) + 1  # a second simulation continues the run
-        self.stdout.write(f"run {run!r}: auto_grade={policy['auto_grade']} ({policy.get('grader')}), "
-                          f"deadline {policy['grading_deadline_seconds']} s, steps {first}..{first + steps - 1}")
+        self.stdout.write(
+            f"run {run!r}: auto_grade={policy['auto_grade']} ({policy.get('grader')}), "
+            f"deadline {policy['grading_deadline_seconds']} s, steps {first}..{first + steps - 1}"
+        )
         rng = random.Random(seed + first)
         for step in range(first, first + steps):
             batch = [make_group(rng, run=run, step=step, task_number=t, n_rollouts=rollouts) for t in range(groups)]

@@ -15,6 +15,7 @@ from reviews.demo import REVIEWERS, demo_evidence, seed_judgments
 
 SIMULATED_RUN = "simulated-rl"
 
+
 class Command(BaseCommand):
     help = "Create a demo project, a demo user (demo/demo, admin of it) and realistic demo groups. Safe to run twice."
 
@@ -28,24 +29,30 @@ class Command(BaseCommand):
         parser.add_argument("--groups-per-step", type=int, default=8)
         parser.add_argument("--rollouts", type=int, default=8)
         parser.add_argument("--no-grade", action="store_true", help="leave the mixed groups ungraded (fallback)")
-        parser.add_argument("--no-simulate", action="store_true",
-                            help="skip the simulated training run (it serves HTTP from this process, so it needs committed data)")
+        parser.add_argument(
+            "--no-simulate",
+            action="store_true",
+            help="skip the simulated training run (it serves HTTP from this process, so it needs committed data)",
+        )
 
-    def handle(self, *args, project, username, password, steps, groups_per_step, rollouts, no_grade=False, no_simulate=False, **options):
+    def handle(
+        self, *args, project, username, password, steps, groups_per_step, rollouts, no_grade=False, no_simulate=False, **options
+    ):
         with transaction.atomic():
             project_obj, _ = Project.objects.get_or_create(
-                name=project, defaults={"description": "Generated demo groups: SWE-bench-like tasks, multi-file patches, long trajectories."}
+                name=project,
+                defaults={"description": "Generated demo groups: SWE-bench-like tasks, multi-file patches, long trajectories."},
             )
-            user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_staff": True, "is_superuser": True})
+            user, created = get_user_model().objects.get_or_create(
+                username=username, defaults={"is_staff": True, "is_superuser": True}
+            )
             if created:
                 user.set_password(password)
                 user.save(update_fields=["password"])
             Membership.objects.get_or_create(project=project_obj, user=user, defaults={"role": Role.ADMIN})
         lines = (
             (n, orjson.dumps(group))
-            for n, group in enumerate(
-                demo_groups(steps=steps, groups_per_step=groups_per_step, n_rollouts=rollouts), start=1
-            )
+            for n, group in enumerate(demo_groups(steps=steps, groups_per_step=groups_per_step, n_rollouts=rollouts), start=1)
         )
         report = ingest_group_lines(project=project_obj, lines=lines)
         self.stdout.write(
@@ -57,13 +64,18 @@ class Command(BaseCommand):
         if not no_grade:
             # The heuristic grader needs no server, so a fresh machine shows verdicts, evidence
             # and redistributed credit rather than fallbacks everywhere.
-            mixed = Group.objects.filter(run__project=project_obj, run__name="demo-run", is_mixed=True).values_list("id", flat=True)
+            mixed = Group.objects.filter(run__project=project_obj, run__name="demo-run", is_mixed=True).values_list(
+                "id", flat=True
+            )
             statuses = [grade_group(group_id=group_id, backend="heuristic").status for group_id in mixed]
-            self.stdout.write(f"graded {len(statuses)} mixed groups with the heuristic grader "
-                              f"({statuses.count('valid')} valid verdicts)")
+            self.stdout.write(
+                f"graded {len(statuses)} mixed groups with the heuristic grader ({statuses.count('valid')} valid verdicts)"
+            )
             counts = seed_judgments(project=project_obj, password=password)
-            self.stdout.write(f"demo reviewers {', '.join(REVIEWERS)} (password {password!r}): "
-                              f"{counts['stored']} judgments stored, {counts['kept']} already there")
+            self.stdout.write(
+                f"demo reviewers {', '.join(REVIEWERS)} (password {password!r}): "
+                f"{counts['stored']} judgments stored, {counts['kept']} already there"
+            )
             self.stdout.write(demo_evidence(project=project_obj, run_name="demo-run"))
             if not no_simulate and not Run.objects.filter(project=project_obj, name=SIMULATED_RUN).exists():
                 # A run a trainer drove through the client: policy set first, steps posted, waited for, taken.

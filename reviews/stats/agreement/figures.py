@@ -115,8 +115,15 @@ def cheat_scores(flagged: Any, audited: Any) -> dict[str, float]:
 # --- figures from summed statistics -----------------------------------------------------
 
 FIGURES = (
-    "exact_agreement", "kappa", "alpha", "tau", "pairwise_accuracy", "top1",
-    "cheat_precision", "cheat_recall", "cheat_f1",
+    "exact_agreement",
+    "kappa",
+    "alpha",
+    "tau",
+    "pairwise_accuracy",
+    "top1",
+    "cheat_precision",
+    "cheat_recall",
+    "cheat_f1",
     *(f"confusion_{c}" for c in _CELLS),
 )
 _QUADRATIC = (np.arange(3)[:, None] - np.arange(3)[None, :]) ** 2.0

@@ -63,7 +63,6 @@ def tier_codes(tiers: Any) -> np.ndarray:
     return np.asarray(out, dtype=np.float64).reshape(values.shape)
 
 
-
 def _check_columns(frame: pd.DataFrame) -> None:
     missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
     if missing:
@@ -90,8 +89,10 @@ def consensus_table(frame: pd.DataFrame, *, grader: str = GRADER) -> pd.DataFram
     data = _checked_frame(frame)
     is_grader = data["rater"] == grader
     machine = data[is_grader].groupby(["group", "rollout"], sort=False)[["tier", "rank"]].first()
-    people = data[~is_grader].groupby(["group", "rollout"], sort=False).agg(
-        human_tier=("tier", "median"), human_rank=("rank", "mean"), n_people=("rater", "nunique")
+    people = (
+        data[~is_grader]
+        .groupby(["group", "rollout"], sort=False)
+        .agg(human_tier=("tier", "median"), human_rank=("rank", "mean"), n_people=("rater", "nunique"))
     )
     people["human_tier"] = np.ceil(people["human_tier"])  # half-way -> the worse tier
     table = machine.rename(columns={"tier": "grader_tier", "rank": "grader_rank"}).join(people, how="inner")

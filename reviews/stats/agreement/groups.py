@@ -20,10 +20,16 @@ STATISTICS = (
     *(f"confusion_{c}" for c in _CELLS),  # grader tier x human consensus tier, counts
     *(f"coincidence_{c}" for c in _CELLS),  # Krippendorff coincidences over all raters
     "pairable",  # rollouts two or more raters tiered
-    "tau_sum", "tau_groups",  # τ-b summed over the groups where it is defined; their number
-    "pair_hits", "pairs",  # pairs people ordered strictly; those the grader ordered the same way
-    "top1_hits", "top1_groups",
-    "cheat_tp", "cheat_fp", "cheat_fn", "cheat_compared",
+    "tau_sum",
+    "tau_groups",  # τ-b summed over the groups where it is defined; their number
+    "pair_hits",
+    "pairs",  # pairs people ordered strictly; those the grader ordered the same way
+    "top1_hits",
+    "top1_groups",
+    "cheat_tp",
+    "cheat_fp",
+    "cheat_fn",
+    "cheat_compared",
 )
 _COL = {name: i for i, name in enumerate(STATISTICS)}
 
@@ -159,8 +165,15 @@ def group_statistics(frame: pd.DataFrame, *, grader: str = GRADER) -> GroupStati
         table, compared & ~np.isnan(grader_rank) & ~np.isnan(human_rank), unit_group, grader_rank, human_rank
     )
     table[:, [_COL["pair_hits"], _COL["pairs"]]] = _pairwise(
-        group=group, unit=unit, unit_group=unit_group, rater=rater, rank=rank,
-        is_grader=is_grader, grader_rank=grader_rank, n_groups=n_groups, n_raters=n_raters,
+        group=group,
+        unit=unit,
+        unit_group=unit_group,
+        rater=rater,
+        rank=rank,
+        is_grader=is_grader,
+        grader_rank=grader_rank,
+        n_groups=n_groups,
+        n_raters=n_raters,
     )
 
     if "cheat" in frame.columns:

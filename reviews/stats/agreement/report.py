@@ -41,11 +41,11 @@ def resample_sums(stats: GroupStatistics, n_boot: int, seed: int | np.random.Gen
     sums = np.empty((n_boot, stats.table.shape[1]))
     chunk = max(1, 1_000_000 // max(n_groups, 1))  # a weight block that stays in cache
     for start in range(0, n_boot, chunk):
-        block = draws[start:start + chunk]
+        block = draws[start : start + chunk]
         rows = len(block)
         offsets = (np.arange(rows) * n_groups)[:, None]
         weights = np.bincount((block + offsets).ravel(), minlength=rows * n_groups).reshape(rows, n_groups)
-        sums[start:start + rows] = weights.astype(np.float64) @ stats.table
+        sums[start : start + rows] = weights.astype(np.float64) @ stats.table
     return sums
 
 
@@ -75,7 +75,11 @@ def report_from_statistics(
 
 
 def agreement_report(
-    frame: pd.DataFrame, *, grader: str = GRADER, n_boot: int = 1000, seed: int | np.random.Generator | None = 0,
+    frame: pd.DataFrame,
+    *,
+    grader: str = GRADER,
+    n_boot: int = 1000,
+    seed: int | np.random.Generator | None = 0,
     level: float = 0.95,
 ) -> dict[str, Figure]:
     """The grader against people: {name: Figure(value, lo, hi, n)} for every name in FIGURES.
@@ -119,7 +123,11 @@ def ceiling_frame(frame: pd.DataFrame, *, grader: str = GRADER) -> pd.DataFrame:
 
 
 def ceiling_report(
-    frame: pd.DataFrame, *, grader: str = GRADER, n_boot: int = 1000, seed: int | np.random.Generator | None = 0,
+    frame: pd.DataFrame,
+    *,
+    grader: str = GRADER,
+    n_boot: int = 1000,
+    seed: int | np.random.Generator | None = 0,
     level: float = 0.95,
 ) -> dict[str, Figure]:
     """People against people on the groups two people judged: the same figures as

@@ -33,9 +33,18 @@ def _instance_prompt(instance_id: str) -> str:
 
 def _response(content: str, *, reasoning: str = "", tokens: int = 1000) -> dict:
     return {
-        "id": "gen-1763510090-abc", "provider": "Google AI Studio", "model": "google/gemini-3-pro-preview",
-        "object": "chat.completion", "created": 1763510090,
-        "choices": [{"finish_reason": "stop", "index": 0, "message": {"role": "assistant", "content": content, "reasoning": reasoning or None}}],
+        "id": "gen-1763510090-abc",
+        "provider": "Google AI Studio",
+        "model": "google/gemini-3-pro-preview",
+        "object": "chat.completion",
+        "created": 1763510090,
+        "choices": [
+            {
+                "finish_reason": "stop",
+                "index": 0,
+                "message": {"role": "assistant", "content": content, "reasoning": reasoning or None},
+            }
+        ],
         "usage": {"prompt_tokens": tokens - 100, "completion_tokens": 100, "total_tokens": tokens, "cost": 0.005},
     }
 
@@ -46,7 +55,13 @@ def mini_v1(instance_id: str, *, submission: str | None = None, exit_status: str
     messages = [{"role": "system", "content": SYSTEM_V1}, {"role": "user", "content": _instance_prompt(instance_id)}]
     for i in range(steps):
         content = f"THOUGHT: step {i}, look around.\n\n```bash\ngrep -n 'def f' pkg/core.py | head -{i + 1}\n```"
-        messages.append({"role": "assistant", "content": content, "extra": {"response": _response(content, reasoning=f"**Step {i}**\n\nthinking")}})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": content,
+                "extra": {"response": _response(content, reasoning=f"**Step {i}**\n\nthinking")},
+            }
+        )
         messages.append({"role": "user", "content": "<returncode>0</returncode>\n<output>\n1:def f(x):\n</output>"})
     final = "THOUGHT: done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"
     messages.append({"role": "assistant", "content": final, "extra": {"response": _response(final)}})
@@ -56,7 +71,10 @@ def mini_v1(instance_id: str, *, submission: str | None = None, exit_status: str
         "submission": submission if exit_status else None,
         "model_stats": {"instance_cost": 0.25, "api_calls": steps + 1},
         "mini_version": "1.15.0",
-        "config": {"model": {"model_name": "google/gemini-3-pro-preview"}, "agent_type": "minisweagent.run.extra.swebench.ProgressTrackingAgent"},
+        "config": {
+            "model": {"model_name": "google/gemini-3-pro-preview"},
+            "agent_type": "minisweagent.run.extra.swebench.ProgressTrackingAgent",
+        },
     }
     return {"info": info, "messages": messages, "trajectory_format": "mini-swe-agent-1", "instance_id": instance_id}
 
@@ -64,53 +82,140 @@ def mini_v1(instance_id: str, *, submission: str | None = None, exit_status: str
 def mini_v11(instance_id: str, *, submission: str | None = None, toolcalls: bool = True) -> dict:
     """A mini-swe-agent v2 trajectory (`mini-swe-agent-1.1`), tool calling or text based."""
     submission = patch() if submission is None else submission
-    messages = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": _instance_prompt(instance_id)}]
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": _instance_prompt(instance_id)},
+    ]
     for i, command in enumerate(["ls pkg", "cat pkg/core.py"]):
         call_id = f"call_{i}"
         if toolcalls:
-            messages.append({
-                "role": "assistant", "content": f"Looking at step {i}.", "reasoning_content": f"I should run {command}",
-                "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": command})}}],
-                "extra": {"actions": [{"command": command, "tool_call_id": call_id}], "response": _response(""), "cost": 0.01, "timestamp": 1.0},
-            })
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": f"<returncode>0</returncode>\n<output>\nout {i}\n</output>",
-                             "extra": {"raw_output": f"out {i}\n", "returncode": 0, "timestamp": 2.0}})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": f"Looking at step {i}.",
+                    "reasoning_content": f"I should run {command}",
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+                        }
+                    ],
+                    "extra": {
+                        "actions": [{"command": command, "tool_call_id": call_id}],
+                        "response": _response(""),
+                        "cost": 0.01,
+                        "timestamp": 1.0,
+                    },
+                }
+            )
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": f"<returncode>0</returncode>\n<output>\nout {i}\n</output>",
+                    "extra": {"raw_output": f"out {i}\n", "returncode": 0, "timestamp": 2.0},
+                }
+            )
         else:
             content = f"Step {i}.\n\n```mswea_bash_command\n{command}\n```"
-            messages.append({"role": "assistant", "content": content,
-                             "extra": {"actions": [{"command": command}], "response": _response(content), "cost": 0.01}})
-            messages.append({"role": "user", "content": f"<returncode>0</returncode>\n<output>\nout {i}\n</output>",
-                             "extra": {"raw_output": f"out {i}\n", "returncode": 0}})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": content,
+                    "extra": {"actions": [{"command": command}], "response": _response(content), "cost": 0.01},
+                }
+            )
+            messages.append(
+                {
+                    "role": "user",
+                    "content": f"<returncode>0</returncode>\n<output>\nout {i}\n</output>",
+                    "extra": {"raw_output": f"out {i}\n", "returncode": 0},
+                }
+            )
     messages.append({"role": "exit", "content": submission, "extra": {"exit_status": "Submitted", "submission": submission}})
-    info = {"model_stats": {"instance_cost": 0.05, "api_calls": 2}, "mini_version": "2.0.0", "exit_status": "Submitted",
-            "submission": submission, "config": {"model": {"model_name": "anthropic/claude-sonnet-4-5"}}}
+    info = {
+        "model_stats": {"instance_cost": 0.05, "api_calls": 2},
+        "mini_version": "2.0.0",
+        "exit_status": "Submitted",
+        "submission": submission,
+        "config": {"model": {"model_name": "anthropic/claude-sonnet-4-5"}},
+    }
     return {"info": info, "messages": messages, "trajectory_format": "mini-swe-agent-1.1", "instance_id": instance_id}
 
 
-def swe_agent_attempt(instance_id: str, *, submission: str | None, exit_status: str | None = "submitted", history: bool = True) -> dict:
+def swe_agent_attempt(
+    instance_id: str, *, submission: str | None, exit_status: str | None = "submitted", history: bool = True
+) -> dict:
     steps = [
-        {"response": "I'll look at the file.\n\n```\nopen pkg/core.py\n```", "thought": "I'll look at the file.", "action": "open pkg/core.py\n",
-         "observation": "[File: pkg/core.py (3 lines total)]\n1:def f(x):", "state": "{\"open_file\": \"pkg/core.py\"}", "execution_time": 0.1},
-        {"response": "Fix it.\n\n```\nedit 2:2\n    return x + 1\nend_of_edit\n```", "thought": "Fix it.", "action": "edit 2:2\n    return x + 1\nend_of_edit\n",
-         "observation": "File updated.", "state": "{}", "execution_time": 0.2},
+        {
+            "response": "I'll look at the file.\n\n```\nopen pkg/core.py\n```",
+            "thought": "I'll look at the file.",
+            "action": "open pkg/core.py\n",
+            "observation": "[File: pkg/core.py (3 lines total)]\n1:def f(x):",
+            "state": '{"open_file": "pkg/core.py"}',
+            "execution_time": 0.1,
+        },
+        {
+            "response": "Fix it.\n\n```\nedit 2:2\n    return x + 1\nend_of_edit\n```",
+            "thought": "Fix it.",
+            "action": "edit 2:2\n    return x + 1\nend_of_edit\n",
+            "observation": "File updated.",
+            "state": "{}",
+            "execution_time": 0.2,
+        },
     ]
     hist = [
-        {"role": "system", "content": "SETTING: You are an autonomous programmer.", "agent": "main", "message_type": "system_prompt"},
-        {"role": "user", "content": "Here is a demonstration of how to solve a task.", "agent": "main", "is_demo": True, "message_type": "demonstration"},
-        {"role": "user", "content": f"<uploaded_files>\n/testbed\n</uploaded_files>\n<pr_description>\n{statement(instance_id)}\n</pr_description>",
-         "agent": "main", "message_type": "observation"},
+        {
+            "role": "system",
+            "content": "SETTING: You are an autonomous programmer.",
+            "agent": "main",
+            "message_type": "system_prompt",
+        },
+        {
+            "role": "user",
+            "content": "Here is a demonstration of how to solve a task.",
+            "agent": "main",
+            "is_demo": True,
+            "message_type": "demonstration",
+        },
+        {
+            "role": "user",
+            "content": f"<uploaded_files>\n/testbed\n</uploaded_files>\n<pr_description>\n{statement(instance_id)}\n</pr_description>",
+            "agent": "main",
+            "message_type": "observation",
+        },
     ]
     for step in steps:
-        hist.append({"role": "assistant", "content": step["response"], "thought": step["thought"], "action": step["action"], "agent": "main",
-                     "tool_calls": None, "message_type": "action", "thinking_blocks": []})
-        hist.append({"role": "user", "content": f"OBSERVATION:\n{step['observation']}", "agent": "main", "message_type": "observation"})
-    info = {"swe_agent_version": "1.1.0", "model_stats": {"instance_cost": 0.4, "tokens_sent": 9000, "tokens_received": 500, "api_calls": 2}}
+        hist.append(
+            {
+                "role": "assistant",
+                "content": step["response"],
+                "thought": step["thought"],
+                "action": step["action"],
+                "agent": "main",
+                "tool_calls": None,
+                "message_type": "action",
+                "thinking_blocks": [],
+            }
+        )
+        hist.append(
+            {"role": "user", "content": f"OBSERVATION:\n{step['observation']}", "agent": "main", "message_type": "observation"}
+        )
+    info = {
+        "swe_agent_version": "1.1.0",
+        "model_stats": {"instance_cost": 0.4, "tokens_sent": 9000, "tokens_received": 500, "api_calls": 2},
+    }
     if exit_status:
         info["exit_status"] = exit_status
     if submission is not None:
         info["submission"] = submission
-    data = {"trajectory": steps, "info": info, "environment": "swe_main",
-            "replay_config": json.dumps({"problem_statement": {"text": statement(instance_id), "id": instance_id}})}
+    data = {
+        "trajectory": steps,
+        "info": info,
+        "environment": "swe_main",
+        "replay_config": json.dumps({"problem_statement": {"text": statement(instance_id), "id": instance_id}}),
+    }
     if history:
         data["history"] = hist
     return data
@@ -129,11 +234,18 @@ def swe_agent_retry(instance_id: str, submissions: list[str], chosen: int) -> di
 
 def report(instance_id: str, resolved: bool, *, keyed: bool = True) -> dict:
     body = {
-        "patch_is_None": False, "patch_exists": True, "patch_successfully_applied": True, "resolved": resolved,
+        "patch_is_None": False,
+        "patch_exists": True,
+        "patch_successfully_applied": True,
+        "resolved": resolved,
         "tests_status": {
-            "FAIL_TO_PASS": {"success": ["tests/test_core.py::test_zero"] if resolved else [], "failure": [] if resolved else ["tests/test_core.py::test_zero"]},
+            "FAIL_TO_PASS": {
+                "success": ["tests/test_core.py::test_zero"] if resolved else [],
+                "failure": [] if resolved else ["tests/test_core.py::test_zero"],
+            },
             "PASS_TO_PASS": {"success": ["tests/test_core.py::test_one"], "failure": []},
-            "FAIL_TO_FAIL": {"success": [], "failure": []}, "PASS_TO_FAIL": {"success": [], "failure": []},
+            "FAIL_TO_FAIL": {"success": [], "failure": []},
+            "PASS_TO_FAIL": {"success": [], "failure": []},
         },
     }
     return {instance_id: body} if keyed else body
@@ -142,11 +254,21 @@ def report(instance_id: str, resolved: bool, *, keyed: bool = True) -> dict:
 def summary(*, resolved=(), unresolved=(), empty=(), error=()) -> dict:
     ids = [*resolved, *unresolved, *empty, *error]
     return {
-        "total_instances": 500, "submitted_instances": len(ids), "completed_instances": len(ids) - len(error),
-        "resolved_instances": len(resolved), "unresolved_instances": len(unresolved), "empty_patch_instances": len(empty),
-        "error_instances": len(error), "completed_ids": sorted([*resolved, *unresolved]), "incomplete_ids": [],
-        "empty_patch_ids": sorted(empty), "submitted_ids": sorted(ids), "resolved_ids": sorted(resolved),
-        "unresolved_ids": sorted(unresolved), "error_ids": sorted(error), "schema_version": 2,
+        "total_instances": 500,
+        "submitted_instances": len(ids),
+        "completed_instances": len(ids) - len(error),
+        "resolved_instances": len(resolved),
+        "unresolved_instances": len(unresolved),
+        "empty_patch_instances": len(empty),
+        "error_instances": len(error),
+        "completed_ids": sorted([*resolved, *unresolved]),
+        "incomplete_ids": [],
+        "empty_patch_ids": sorted(empty),
+        "submitted_ids": sorted(ids),
+        "resolved_ids": sorted(resolved),
+        "unresolved_ids": sorted(unresolved),
+        "error_ids": sorted(error),
+        "schema_version": 2,
     }
 
 
@@ -160,11 +282,16 @@ def write(path: Path, obj) -> Path:
     return path
 
 
-def mini_run(root: Path, outcomes: dict[str, bool | None], *, seed: int = 0, keyed: bool | None = None, v11: bool = False) -> Path:
+def mini_run(
+    root: Path, outcomes: dict[str, bool | None], *, seed: int = 0, keyed: bool | None = None, v11: bool = False
+) -> Path:
     """A mini-swe-agent run folder: trajs/<id>/<id>.traj.json and logs/<id>/report.json (none where the outcome is None)."""
     for n, (instance_id, resolved) in enumerate(outcomes.items()):
         traj = (mini_v11 if v11 else mini_v1)(instance_id, submission=patch(seed * 10 + n + 1))
         write(root / "trajs" / instance_id / f"{instance_id}.traj.json", traj)
         if resolved is not None:
-            write(root / "logs" / instance_id / "report.json", report(instance_id, resolved, keyed=keyed if keyed is not None else n % 2 == 0))
+            write(
+                root / "logs" / instance_id / "report.json",
+                report(instance_id, resolved, keyed=keyed if keyed is not None else n % 2 == 0),
+            )
     return root

@@ -104,7 +104,10 @@ def test_no_verdict_means_unknown_reward_and_says_so(tmp_path):
     assert found[A][0].rollout["metadata"]["verdict"]["status"] == "unknown"
     assert found[C][0].rollout["reward"] == 0.0  # empty patch: failing without any report
     unknown = reasons(finder, UNKNOWN)
-    assert list(unknown) == [f"r/trajs/{A}/{A}.traj.json"] and "no report.json or run-summary entry" in unknown[f"r/trajs/{A}/{A}.traj.json"]
+    assert (
+        list(unknown) == [f"r/trajs/{A}/{A}.traj.json"]
+        and "no report.json or run-summary entry" in unknown[f"r/trajs/{A}/{A}.traj.json"]
+    )
     assert "counted as failing" in reasons(finder, NOTICE)[f"r/trajs/{C}/{C}.traj.json"]
 
 
@@ -128,7 +131,10 @@ def test_swe_agent_traj_history_thoughts_actions_and_stats(tmp_path):
     assert attempt.stats == {"tokens": 9500, "cost_usd": 0.4, "api_calls": 2, "turns": 2}
     assert attempt.problem_statement == b.statement(A).strip() and attempt.patch == b.patch()
     no_history = swe_agent.attempts_from_traj(b.swe_agent(A, history=False), ref="x.traj", instance_id=A)[0]
-    assert [m["observation"] for m in no_history.messages] == ["[File: pkg/core.py (3 lines total)]\n1:def f(x):", "File updated."]
+    assert [m["observation"] for m in no_history.messages] == [
+        "[File: pkg/core.py (3 lines total)]\n1:def f(x):",
+        "File updated.",
+    ]
 
 
 def test_swe_agent_pred_sidecar_summary_and_no_submission(tmp_path):
@@ -165,7 +171,7 @@ def test_swe_agent_attempts_one_rollout_each_verdict_for_the_evaluated_one(tmp_p
 def test_predictions_jsonl_with_run_summary(tmp_path):
     run = tmp_path / "preds-run"
     lines = [b.prediction(A, b.patch(1)), b.prediction(B, ""), b.prediction(C, b.patch(3))]
-    b.write(run / "all_preds.jsonl", "\n".join(json.dumps(p) for p in lines) + "\n{\"instance_id\": \"tr")
+    b.write(run / "all_preds.jsonl", "\n".join(json.dumps(p) for p in lines) + '\n{"instance_id": "tr')
     b.write(run / "gpt-5-mini.run-7.json", b.summary(resolved=[A], empty=[B], error=[C]))
     finder, found = find(run)
     assert [found[i][0].rollout["reward"] for i in (A, B, C)] == [1.0, 0.0, 0.0]
@@ -207,7 +213,10 @@ def test_broken_and_unrelated_files_are_named_and_the_rest_imported(tmp_path):
     assert [len(found[i]) for i in (A, B, C)] == [1, 1, 0]
     skipped = reasons(finder, SKIPPED)
     assert "truncated or invalid JSON" in skipped[f"mixed/trajs/{C}/{C}.traj.json"]
-    assert skipped["mixed/logs/ghost__repo-9/report.json"] == "report for ghost__repo-9, which has no trajectory or prediction in this run"
+    assert (
+        skipped["mixed/logs/ghost__repo-9/report.json"]
+        == "report for ghost__repo-9, which has no trajectory or prediction in this run"
+    )
     # files no importer reads are named apart: they are not refusals of what was meant to be imported
     ignored = reasons(finder, IGNORED)
     assert "unrelated file" in ignored["mixed/notes.txt"] and "unrelated JSON" in ignored["mixed/config.json"]
@@ -228,7 +237,10 @@ def test_explicit_format_skips_the_others_and_mismatched_names(tmp_path):
     assert skipped[f"both/{B}/{B}.traj"] == "not a mini-swe-agent trajectory (--format mini-swe-agent)"
     assert "does not match its name" in skipped[f"both/{C}.traj.json"]
     finder, found = find(run, fmt="swebench")
-    assert list(found) == ["x__y-1"] and "--format swebench reads predictions only" in reasons(finder, SKIPPED)[f"both/{A}.traj.json"]
+    assert (
+        list(found) == ["x__y-1"]
+        and "--format swebench reads predictions only" in reasons(finder, SKIPPED)[f"both/{A}.traj.json"]
+    )
 
 
 def test_several_runs_in_one_folder_keep_their_own_verdicts(tmp_path):

@@ -59,7 +59,10 @@ def test_real_openhands_output_gives_every_event_patches_and_unknown_rewards():
     assert len(reasons(finder, UNKNOWN)) == 3 and "no test_result.report" in next(iter(reasons(finder, UNKNOWN).values()))
     first = found["ponylang__ponyc-4595"][0].rollout["messages"]
     assert [m["role"] for m in first[:6]] == ["system", "user", "user", "tool", "assistant", "tool"]
-    assert first[4]["action"] == "ls -l /workspace/ponylang__ponyc__0.1" and first[4]["tool_calls"][0]["function"]["name"] == "execute_bash"
+    assert (
+        first[4]["action"] == "ls -l /workspace/ponylang__ponyc__0.1"
+        and first[4]["tool_calls"][0]["function"]["name"] == "execute_bash"
+    )
     assert first[5]["returncode"] == 0 and first[5]["tool_call_id"] == first[4]["tool_calls"][0]["id"]
 
 
@@ -68,43 +71,89 @@ def event(id_, source, **fields):
 
 
 def tool(name, call_id, arguments):
-    return {"function_name": name, "tool_call_id": call_id, "total_calls_in_response": 1, "model_response": {
-        "choices": [{"message": {"role": "assistant", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}}]}}
+    return {
+        "function_name": name,
+        "tool_call_id": call_id,
+        "total_calls_in_response": 1,
+        "model_response": {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+                        ],
+                    }
+                }
+            ]
+        },
+    }
 
 
 def oh_line(instance_id, *, patch=PATCH, resolved=None, history=None, **extra):
-    history = history if history is not None else [
-        event(0, "agent", action="system", args={"content": "You are OpenHands agent."}),
-        event(1, "user", action="message", args={"content": "Fix the widget.", "image_urls": None}),
-        event(2, "agent", action="run", args={"command": "pytest -x", "thought": "Run the tests first."},
-              tool_call_metadata=tool("execute_bash", "t1", {"command": "pytest -x"}), message="Running command: pytest -x"),
-        event(3, "agent", observation="run", cause=2, content="1 failed", extras={"command": "pytest -x", "metadata": {"exit_code": 1}},
-              tool_call_metadata=tool("execute_bash", "t1", {"command": "pytest -x"})),
-        event(4, "agent", action="run_ipython", args={"code": "print(1)", "thought": ""}),
-        event(5, "agent", observation="run_ipython", cause=4, content="1", extras={}),
-        event(6, "agent", action="read", args={"path": "/w/pkg/core.py", "thought": "Look at f."}),
-        event(7, "agent", observation="read", cause=6, content="def f(x): ...", extras={"path": "/w/pkg/core.py"}),
-        event(8, "agent", action="edit", args={"path": "/w/pkg/core.py", "command": "str_replace", "thought": "Fix it."}),
-        event(9, "agent", observation="error", content="Parameter 'command' is expected to be one of ...", extras={}),
-        event(10, "agent", action="browse", args={"url": "https://docs.example/f", "thought": ""}),
-        event(11, "agent", observation="browse", cause=10, content="<html>docs</html>", extras={}),
-        event(12, "agent", action="think", args={"thought": "The fix holds."}),
-        event(13, "agent", observation="think", cause=12, content="Your thought has been logged.", extras={}),
-        event(14, "agent", action="message", args={"content": "Done, see the patch.", "wait_for_response": False}),
-        event(15, "agent", action="finish", args={"final_thought": "Fixed f for x == 0.", "task_completed": "true"}),
-    ]
+    history = (
+        history
+        if history is not None
+        else [
+            event(0, "agent", action="system", args={"content": "You are OpenHands agent."}),
+            event(1, "user", action="message", args={"content": "Fix the widget.", "image_urls": None}),
+            event(
+                2,
+                "agent",
+                action="run",
+                args={"command": "pytest -x", "thought": "Run the tests first."},
+                tool_call_metadata=tool("execute_bash", "t1", {"command": "pytest -x"}),
+                message="Running command: pytest -x",
+            ),
+            event(
+                3,
+                "agent",
+                observation="run",
+                cause=2,
+                content="1 failed",
+                extras={"command": "pytest -x", "metadata": {"exit_code": 1}},
+                tool_call_metadata=tool("execute_bash", "t1", {"command": "pytest -x"}),
+            ),
+            event(4, "agent", action="run_ipython", args={"code": "print(1)", "thought": ""}),
+            event(5, "agent", observation="run_ipython", cause=4, content="1", extras={}),
+            event(6, "agent", action="read", args={"path": "/w/pkg/core.py", "thought": "Look at f."}),
+            event(7, "agent", observation="read", cause=6, content="def f(x): ...", extras={"path": "/w/pkg/core.py"}),
+            event(8, "agent", action="edit", args={"path": "/w/pkg/core.py", "command": "str_replace", "thought": "Fix it."}),
+            event(9, "agent", observation="error", content="Parameter 'command' is expected to be one of ...", extras={}),
+            event(10, "agent", action="browse", args={"url": "https://docs.example/f", "thought": ""}),
+            event(11, "agent", observation="browse", cause=10, content="<html>docs</html>", extras={}),
+            event(12, "agent", action="think", args={"thought": "The fix holds."}),
+            event(13, "agent", observation="think", cause=12, content="Your thought has been logged.", extras={}),
+            event(14, "agent", action="message", args={"content": "Done, see the patch.", "wait_for_response": False}),
+            event(15, "agent", action="finish", args={"final_thought": "Fixed f for x == 0.", "task_completed": "true"}),
+        ]
+    )
     test_result = {"git_patch": patch} if patch is not None else {}
     if resolved is not None:
         test_result["report"] = {"empty_generation": False, "resolved": resolved, "failed_apply_patch": False}
-    return {"instance_id": instance_id, "instruction": "Fix the widget.", "history": history, "test_result": test_result,
-            "metrics": {"accumulated_cost": 0.42, "accumulated_token_usage": {"prompt_tokens": 1000, "completion_tokens": 234},
-                        "response_latencies": [{"latency": 1.0}, {"latency": 2.0}, {"latency": 1.5}]},
-            "metadata": {"agent_class": "CodeActAgent", "llm_config": {"model": "claude-x"}, "git_commit": "abc123"},
-            "error": None,
-            "instance": {"repo": "octo/widgets", "instance_id": instance_id, "base_commit": "d16bfe05a7",
-                         "problem_statement": f"Widget {instance_id} breaks.", "FAIL_TO_PASS": json.dumps(["t::a"]),
-                         "PASS_TO_PASS": ["t::b", "t::c"], "version": "0.1"}, **extra}
+    return {
+        "instance_id": instance_id,
+        "instruction": "Fix the widget.",
+        "history": history,
+        "test_result": test_result,
+        "metrics": {
+            "accumulated_cost": 0.42,
+            "accumulated_token_usage": {"prompt_tokens": 1000, "completion_tokens": 234},
+            "response_latencies": [{"latency": 1.0}, {"latency": 2.0}, {"latency": 1.5}],
+        },
+        "metadata": {"agent_class": "CodeActAgent", "llm_config": {"model": "claude-x"}, "git_commit": "abc123"},
+        "error": None,
+        "instance": {
+            "repo": "octo/widgets",
+            "instance_id": instance_id,
+            "base_commit": "d16bfe05a7",
+            "problem_statement": f"Widget {instance_id} breaks.",
+            "FAIL_TO_PASS": json.dumps(["t::a"]),
+            "PASS_TO_PASS": ["t::b", "t::c"],
+            "version": "0.1",
+        },
+        **extra,
+    }
 
 
 def write_jsonl(path: Path, rows, *, raw_lines=()) -> Path:
@@ -117,43 +166,89 @@ def write_jsonl(path: Path, rows, *, raw_lines=()) -> Path:
 def test_every_openhands_field_becomes_what_docs_say():
     attempt = openhands.attempt_from_line(oh_line(A, resolved=True), ref="run/output.jsonl#" + A)
     roles = [(m["role"], m["event"]) for m in attempt.messages]
-    assert roles == [("system", "system"), ("user", "message"), ("assistant", "run"), ("tool", "run"), ("assistant", "run_ipython"),
-                     ("tool", "run_ipython"), ("assistant", "read"), ("tool", "read"), ("assistant", "edit"), ("tool", "error"),
-                     ("assistant", "browse"), ("tool", "browse"), ("assistant", "think"), ("tool", "think"),
-                     ("assistant", "message"), ("assistant", "finish")]
+    assert roles == [
+        ("system", "system"),
+        ("user", "message"),
+        ("assistant", "run"),
+        ("tool", "run"),
+        ("assistant", "run_ipython"),
+        ("tool", "run_ipython"),
+        ("assistant", "read"),
+        ("tool", "read"),
+        ("assistant", "edit"),
+        ("tool", "error"),
+        ("assistant", "browse"),
+        ("tool", "browse"),
+        ("assistant", "think"),
+        ("tool", "think"),
+        ("assistant", "message"),
+        ("assistant", "finish"),
+    ]
     m = attempt.messages
     assert (m[2]["content"], m[2]["action"]) == ("Run the tests first.", "pytest -x")
-    assert m[2]["tool_calls"] == [{"id": "t1", "type": "function", "function": {"name": "execute_bash", "arguments": '{"command": "pytest -x"}'}}]
+    assert m[2]["tool_calls"] == [
+        {"id": "t1", "type": "function", "function": {"name": "execute_bash", "arguments": '{"command": "pytest -x"}'}}
+    ]
     assert (m[3]["content"], m[3]["returncode"], m[3]["tool_call_id"]) == ("1 failed", 1, "t1")
-    assert m[4]["action"] == "print(1)" and m[6]["action"] == "read /w/pkg/core.py" and m[8]["action"] == "str_replace /w/pkg/core.py"
+    assert (
+        m[4]["action"] == "print(1)"
+        and m[6]["action"] == "read /w/pkg/core.py"
+        and m[8]["action"] == "str_replace /w/pkg/core.py"
+    )
     assert m[9]["content"].startswith("Parameter 'command'") and m[10]["action"] == "https://docs.example/f"
-    assert m[12]["content"] == "The fix holds." and m[14]["content"] == "Done, see the patch." and m[15]["content"] == "Fixed f for x == 0."
+    assert (
+        m[12]["content"] == "The fix holds."
+        and m[14]["content"] == "Done, see the patch."
+        and m[15]["content"] == "Fixed f for x == 0."
+    )
     assert attempt.stats == {"tokens": 1234, "cost_usd": 0.42, "api_calls": 3, "turns": 8}
-    assert attempt.task == {"repo": "octo/widgets", "base_commit": "d16bfe05a7", "problem_statement": f"Widget {A} breaks.",
-                            "FAIL_TO_PASS": ["t::a"], "PASS_TO_PASS": ["t::b", "t::c"]}
+    assert attempt.task == {
+        "repo": "octo/widgets",
+        "base_commit": "d16bfe05a7",
+        "problem_statement": f"Widget {A} breaks.",
+        "FAIL_TO_PASS": ["t::a"],
+        "PASS_TO_PASS": ["t::b", "t::c"],
+    }
     assert attempt.metadata == {"agent": "CodeActAgent", "model": "claude-x", "openhands_commit": "abc123"}
     assert attempt.exit_status == "finish" and attempt.patch == b.patch()
     rollout = attempt.rollout(verdict=attempt.own_verdict)
     assert rollout["reward"] == 1.0
-    assert rollout["metadata"]["verdict"] == {"status": "resolved", "source": "report", "ref": "run/output.jsonl#" + A,
-                                              "rule": "test_result.report.resolved in the output line"}
+    assert rollout["metadata"]["verdict"] == {
+        "status": "resolved",
+        "source": "report",
+        "ref": "run/output.jsonl#" + A,
+        "rule": "test_result.report.resolved in the output line",
+    }
 
 
 def test_openhands_refusals_and_notes_name_the_file_and_line(tmp_path):
-    unseen = oh_line(B, history=[event(0, "agent", action="teleport", args={}, message="Teleporting"),
-                                 event(1, "environment", observation="hologram", content="bzzt"),
-                                 event(2, "agent", message="neither")])
-    write_jsonl(tmp_path / "run" / "output.jsonl", [oh_line(A, resolved=False), unseen, oh_line(C, patch=None)],
-                raw_lines=['{"instance_id": "octo__widgets-104", "history": [{"id": 0, "sou'])
+    unseen = oh_line(
+        B,
+        history=[
+            event(0, "agent", action="teleport", args={}, message="Teleporting"),
+            event(1, "environment", observation="hologram", content="bzzt"),
+            event(2, "agent", message="neither"),
+        ],
+    )
+    write_jsonl(
+        tmp_path / "run" / "output.jsonl",
+        [oh_line(A, resolved=False), unseen, oh_line(C, patch=None)],
+        raw_lines=['{"instance_id": "octo__widgets-104", "history": [{"id": 0, "sou'],
+    )
     finder, found = find(tmp_path / "run")
     assert sorted(found) == [A, B, C]
     assert found[A][0].rollout["reward"] == 0.0  # its own report: unresolved
     notes, skipped = reasons(finder, NOTICE), reasons(finder, SKIPPED)
     assert skipped["run/output.jsonl"].startswith("line 4: truncated or invalid JSON")
-    assert notes[f"run/output.jsonl#{B}"] == ("line 2: event types OpenHands does not define, kept as plain messages: "
-                                              "action 'teleport' ×1, no action or observation ×1, observation 'hologram' ×1")
+    assert notes[f"run/output.jsonl#{B}"] == (
+        "line 2: event types OpenHands does not define, kept as plain messages: "
+        "action 'teleport' ×1, no action or observation ×1, observation 'hologram' ×1"
+    )
     assert [(m["role"], m["content"]) for m in found[B][0].rollout["messages"]] == [
-        ("assistant", "Teleporting"), ("tool", "bzzt"), ("user", "neither")]
+        ("assistant", "Teleporting"),
+        ("tool", "bzzt"),
+        ("user", "neither"),
+    ]
     assert found[B][0].rollout["reward"] is None and f"run/output.jsonl#{B}" in reasons(finder, UNKNOWN)
     # a history without a patch: nothing to evaluate, the harness fails it; said so
     assert found[C][0].rollout["reward"] == 0.0 and found[C][0].rollout["patch"] == ""
@@ -208,9 +303,15 @@ PROMPTS = ["user\nWhat is 2+2?\nassistant\n", "user\nReverse 'abc'.\nassistant\n
 
 def test_verl_dump_groups_rows_by_prompt_with_rewards_from_score(tmp_path):
     dump = tmp_path / "rollout_data"
-    dump_generations(dump, 12, [PROMPTS[0]] * 3 + [PROMPTS[1]] * 3, ["4", "5", "4", "cba", "cba", "abc"],
-                     [1.0, 0.0, 1.0, 1.0, 1.0, 0.0], {"acc": [True, False, True, True, True, False], "too_short": [1]},
-                     gts=["4", "4", "4", "cba", "cba", "cba"])
+    dump_generations(
+        dump,
+        12,
+        [PROMPTS[0]] * 3 + [PROMPTS[1]] * 3,
+        ["4", "5", "4", "cba", "cba", "abc"],
+        [1.0, 0.0, 1.0, 1.0, 1.0, 0.0],
+        {"acc": [True, False, True, True, True, False], "too_short": [1]},
+        gts=["4", "4", "4", "cba", "cba", "cba"],
+    )
     finder, found = find(dump)
     assert len(found) == 2
     groups = {finder.group_of(key): items for key, items in found.items()}
@@ -224,10 +325,16 @@ def test_verl_dump_groups_rows_by_prompt_with_rewards_from_score(tmp_path):
     rollout = first[1].rollout
     assert rollout["messages"] == [{"role": "user", "content": PROMPTS[0]}, {"role": "assistant", "content": "5"}]
     assert rollout["patch"] == "" and rollout["stats"] == {"turns": 1} and rollout["source"]["format"] == "verl"
-    assert rollout["metadata"] == {"score": 0.0, "text_only": True, "reward_extra": {"acc": False}, "ground_truth": "4",
-                                   "verdict": {"status": "unresolved", "source": "score", "ref": "rollout_data/12.jsonl#line-2",
-                                               "rule": "score 0"}}
-    assert reasons(finder, NOTICE) == {"rollout_data/12.jsonl": "verl dump: 6 rows in 2 group(s) at step 12 (the dump's own step)"}
+    assert rollout["metadata"] == {
+        "score": 0.0,
+        "text_only": True,
+        "reward_extra": {"acc": False},
+        "ground_truth": "4",
+        "verdict": {"status": "unresolved", "source": "score", "ref": "rollout_data/12.jsonl#line-2", "rule": "score 0"},
+    }
+    assert reasons(finder, NOTICE) == {
+        "rollout_data/12.jsonl": "verl dump: 6 rows in 2 group(s) at step 12 (the dump's own step)"
+    }
 
 
 def test_verl_rows_sharing_a_uid_are_one_group_even_when_prompts_repeat(tmp_path):
@@ -252,7 +359,11 @@ def test_verl_score_that_is_not_binary_refuses_the_file_naming_the_line_unless_a
     finder, found = find(dump, threshold=0.5)
     step2 = [items for key, items in found.items() if finder.group_of(key)[1] == 2][0]
     assert [i.rollout["reward"] for i in step2] == [1.0, 0.0, 1.0]
-    assert [i.rollout["metadata"]["verdict"]["rule"] for i in step2] == ["score 1", "score 0.25 < threshold 0.5", "score 0.75 >= threshold 0.5"]
+    assert [i.rollout["metadata"]["verdict"]["rule"] for i in step2] == [
+        "score 1",
+        "score 0.25 < threshold 0.5",
+        "score 0.75 >= threshold 0.5",
+    ]
 
 
 def test_verl_broken_rows_refuse_their_file(tmp_path):
@@ -274,9 +385,16 @@ def test_verl_broken_rows_refuse_their_file(tmp_path):
 @pytest.mark.parametrize("name", ["results.json", "final_report.json", "report.json"])
 def test_older_harness_report_gives_pass_or_fail_to_every_rollout_with_a_prediction(tmp_path, name):
     run = b.mini_run(tmp_path / "run", {A: None, B: None, C: None})
-    b.write(run / name, {"stats": {"generated": 3, "with_logs": 3, "applied": 2, "resolved": 1},
-                         "resolved": [A, "other__repo-9"], "applied": [A, B], "generated": [A, B, C],
-                         "resolved_per_project": {"octo/widgets": [A]}})
+    b.write(
+        run / name,
+        {
+            "stats": {"generated": 3, "with_logs": 3, "applied": 2, "resolved": 1},
+            "resolved": [A, "other__repo-9"],
+            "applied": [A, B],
+            "generated": [A, B, C],
+            "resolved_per_project": {"octo/widgets": [A]},
+        },
+    )
     finder, found = find(run)
     rewards = {key: items[0].rollout["reward"] for key, items in found.items()}
     assert rewards == {A: 1.0, B: 0.0, C: 0.0}
@@ -286,7 +404,8 @@ def test_older_harness_report_gives_pass_or_fail_to_every_rollout_with_a_predict
     assert rules[C].endswith("(not in 'applied': the patch did not apply)")
     assert reasons(finder, NOTICE)[f"run/{name}"] == (
         "older SWE-bench harness report: 1 instance(s) pass (listed in 'resolved'), 2 fail (a prediction in this run, not in "
-        "'resolved'); 1 resolved id(s) have no trajectory or prediction here: other__repo-9")
+        "'resolved'); 1 resolved id(s) have no trajectory or prediction here: other__repo-9"
+    )
     assert not reasons(finder, UNKNOWN)
 
 
@@ -296,5 +415,10 @@ def test_older_harness_report_with_predictions_and_a_generated_list(tmp_path):
     b.write(run / "results" / "results.json", {"resolved": [B], "generated": [A, B]})
     finder, found = find(run)
     assert {k: v[0].rollout["reward"] for k, v in found.items()} == {A: 0.0, B: 1.0, C: None}
-    assert "1 not in its 'generated' list get no verdict from it: octo__widgets-103" in reasons(finder, NOTICE)["run/results/results.json"]
-    assert reasons(finder, UNKNOWN) == {f"run/preds.jsonl#{C}": "no verdict (no report.json or run-summary entry for this instance): reward unknown"}
+    assert (
+        "1 not in its 'generated' list get no verdict from it: octo__widgets-103"
+        in reasons(finder, NOTICE)["run/results/results.json"]
+    )
+    assert reasons(finder, UNKNOWN) == {
+        f"run/preds.jsonl#{C}": "no verdict (no report.json or run-summary entry for this instance): reward unknown"
+    }
