@@ -403,7 +403,7 @@ def team_tokens(project: Project) -> QuerySet:
     )
 
 
-def group_clusters(rollouts: Iterable[Rollout]) -> dict[int, list[int]]:
+def cluster_members(rollouts: Iterable[Rollout]) -> dict[int, list[int]]:
     """A group's patch clusters from its rollouts' stored fields: cluster number (its first
     member's index) -> member indices, ascending. Each rollout's label ("same change as #3,
     +2 extra files") is `rollout.cluster_label`; rollouts not yet clustered are left out."""

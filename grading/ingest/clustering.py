@@ -31,7 +31,7 @@ def task_tests(task: Task) -> list[str]:
     return [str(name) for name in (task.fail_to_pass or [])] + [str(name) for name in (task.pass_to_pass or [])]
 
 
-def group_clusters(
+def clusters_to_store(
     task: Task, rollouts: Sequence[tuple[int, str | PatchChanges | None, bool | None]]
 ) -> tuple[dict[int, StoredCluster], int]:
     """(index -> what to store, distinct passing solutions) for one group's
@@ -72,7 +72,7 @@ def recluster(groups: Iterable[Group], *, apps=None) -> None:
     changed = []
     for group_id, rollouts in members.items():
         group = by_id[group_id]
-        stored, group.distinct_solutions = group_clusters(
+        stored, group.distinct_solutions = clusters_to_store(
             tasks[group.task_id], [(r.index, patches.get(r.pk, ""), r.passed) for r in rollouts]
         )
         for r in rollouts:

@@ -23,7 +23,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, canonical_hash, parse_group_line
 from grading.formats.linereader import OversizeLine
 from grading.grader.jobs import GraderUnavailable, queue_new_groups
-from grading.ingest.clustering import group_clusters, recluster
+from grading.ingest.clustering import clusters_to_store, recluster
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 from grading.models.bulk import copy_rows, jsonb
 from grading.search.index import index_or_queue
@@ -287,7 +287,7 @@ class _BatchWriter:
             clusters = {}
             for pending, group in new_groups:
                 _set_counts(group, [(r.passed) for r in pending.group.rollouts])
-                clusters[id(group)], group.distinct_solutions = group_clusters(
+                clusters[id(group)], group.distinct_solutions = clusters_to_store(
                     group.task, [(r.index, r.changes, r.passed) for r in pending.group.rollouts]
                 )
             Group.objects.bulk_create([g for _, g in new_groups])

@@ -266,7 +266,7 @@ def group_clusters(rollouts: list, lanes: Lanes | None = None) -> PageClusters:
     patch parsed on a page view. Rollouts not clustered yet are left out. A blind judge's
     clusters (`lanes`) are named by their labels, the cluster by its lowest."""
     lanes = lanes or Lanes(blind=False)
-    members = grading_selectors.group_clusters(rollouts)
+    members = grading_selectors.cluster_members(rollouts)
     first = {
         number: min(indexes, key=lambda i: lane_position(lanes.key(i)) or 0) if lanes.blind else number
         for number, indexes in members.items()
