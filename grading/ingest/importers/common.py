@@ -218,7 +218,7 @@ def same_patch(a: str | None, b: str | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ImportedVerdict:
     """The SWE-bench harness's word on one instance of one run."""
 
     status: str  # RESOLVED, UNRESOLVED, EMPTY_PATCH or ERROR
@@ -252,7 +252,7 @@ def is_bare_report(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("resolved"), bool)
 
 
-def verdict_from_report(report: dict, *, ref: str) -> Verdict:
+def verdict_from_report(report: dict, *, ref: str) -> ImportedVerdict:
     """One instance's report.json body (`resolved`, `tests_status`, ...)."""
     if report.get("resolved") is True:
         status = RESOLVED
@@ -260,10 +260,10 @@ def verdict_from_report(report: dict, *, ref: str) -> Verdict:
         status = EMPTY_PATCH
     else:
         status = UNRESOLVED
-    return Verdict(status=status, source="report", ref=ref, tests=_tests_of(report))
+    return ImportedVerdict(status=status, source="report", ref=ref, tests=_tests_of(report))
 
 
-def verdicts_from_report_file(obj: Any, *, instance_hint: str | None, ref: str) -> dict[str, Verdict]:
+def verdicts_from_report_file(obj: Any, *, instance_hint: str | None, ref: str) -> dict[str, ImportedVerdict]:
     """report.json is keyed `{instance_id: {...}}` or the bare object (then the folder names the instance)."""
     if is_bare_report(obj):
         if not instance_hint:
@@ -297,17 +297,17 @@ def is_run_summary(obj: Any) -> bool:
     return isinstance(obj, dict) and any(isinstance(obj.get(key), list) for key in ("resolved_ids", "unresolved_ids"))
 
 
-def verdicts_from_summary(obj: dict, *, ref: str) -> dict[str, Verdict]:
+def verdicts_from_summary(obj: dict, *, ref: str) -> dict[str, ImportedVerdict]:
     """The harness's run summary `<model>.<run_id>.json`: resolved / unresolved / empty patch / error ids.
 
     Later lists win, so an id listed as resolved is resolved whatever else names it.
     Ids only in `incomplete_ids` were never evaluated: they get no verdict.
     """
-    out: dict[str, Verdict] = {}
+    out: dict[str, ImportedVerdict] = {}
     for key, status in SUMMARY_LISTS:
         for instance_id in as_list(obj.get(key)):
             if isinstance(instance_id, str):
-                out[instance_id] = Verdict(status=status, source="summary", ref=ref)
+                out[instance_id] = ImportedVerdict(status=status, source="summary", ref=ref)
     return out
 
 
@@ -327,11 +327,11 @@ class Attempt:
     evaluated_patch: str | None = None  # the patch the harness scored, when the file says which
     verdict_ambiguous: bool = False  # several attempts and no way to tell which one was scored
     unfinished: bool = False  # no exit status and no submission: the agent never finished
-    own_verdict: Verdict | None = None  # the file's own word on this attempt (OpenHands test_result.report, verl score)
+    own_verdict: ImportedVerdict | None = None  # the file's own word on this attempt (OpenHands test_result.report, verl score)
     task: dict = field(default_factory=dict)  # gagar-group/1 task fields the file states (repo, base_commit, FAIL_TO_PASS, ...)
     step: int | None = None  # the step the file places this attempt at (verl dumps); None: the import's step
 
-    def rollout(self, *, verdict: Verdict | None, reward_note: str = "") -> dict:
+    def rollout(self, *, verdict: ImportedVerdict | None, reward_note: str = "") -> dict:
         """The `gagar-group/1` rollout (no index yet). Deterministic: the same file gives the same dict."""
         metadata = dict(self.metadata)
         if verdict is not None:

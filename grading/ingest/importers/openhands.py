@@ -40,8 +40,8 @@ from grading.ingest.importers.common import (
     RESOLVED,
     UNRESOLVED,
     Attempt,
+    ImportedVerdict,
     SourceError,
-    Verdict,
     as_dict,
     as_list,
     number,
@@ -254,13 +254,13 @@ def messages_of(history: list) -> tuple[list[dict], Counter]:
     return messages, unseen
 
 
-def verdict_of(line: dict, *, ref: str) -> Verdict | None:
+def verdict_of(line: dict, *, ref: str) -> ImportedVerdict | None:
     """`test_result.report.resolved` (OpenHands' eval_infer writes it), or None when the line was not evaluated."""
     report = as_dict(as_dict(line.get("test_result")).get("report"))
     resolved = report.get("resolved")
     if not isinstance(resolved, bool):
         return None
-    return Verdict(
+    return ImportedVerdict(
         status=RESOLVED if resolved else UNRESOLVED,
         source="report",
         ref=ref,

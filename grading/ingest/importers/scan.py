@@ -42,8 +42,8 @@ from grading.ingest.importers.common import (
     RESOLVED,
     UNRESOLVED,
     Attempt,
+    ImportedVerdict,
     SourceError,
-    Verdict,
     is_bare_report,
     is_empty_patch,
     is_old_report,
@@ -268,7 +268,7 @@ class RunFinder:
         self.files_seen = 0
         self.bytes_seen = 0
         self._candidates: dict[str, list[_Candidate]] = defaultdict(list)
-        self._verdicts: dict[tuple[int, str], dict[str, list[Verdict]]] = defaultdict(lambda: defaultdict(list))
+        self._verdicts: dict[tuple[int, str], dict[str, list[ImportedVerdict]]] = defaultdict(lambda: defaultdict(list))
         self._evaluated: dict[tuple[int, str], dict[str, str]] = defaultdict(dict)
         self._prediction_files: list[_PredictionFile] = []
         self._report_refs: list[tuple[tuple[int, str], str, str]] = []  # (root, instance, ref) of report.json files
@@ -370,7 +370,7 @@ class RunFinder:
             root = (position, _report_root(parts, verdicts))
             for instance_id, verdict in verdicts.items():
                 if log:
-                    verdict = Verdict(verdict.status, verdict.source, verdict.ref, verdict.tests, log)
+                    verdict = ImportedVerdict(verdict.status, verdict.source, verdict.ref, verdict.tests, log)
                 self._verdicts[root][instance_id].append(verdict)
                 self._report_refs.append((root, instance_id, ref))
             return
@@ -604,7 +604,9 @@ class RunFinder:
         for instance_id in ids:
             if instance_id in report.resolved:
                 passed.add(instance_id)
-                verdict = Verdict(RESOLVED, "old-report", report.ref, rule="listed in 'resolved' of the older harness report")
+                verdict = ImportedVerdict(
+                    RESOLVED, "old-report", report.ref, rule="listed in 'resolved' of the older harness report"
+                )
             elif report.generated is not None and instance_id not in report.generated:
                 uncovered.add(instance_id)
                 continue
@@ -615,7 +617,7 @@ class RunFinder:
                     if report.applied is not None and instance_id not in report.applied
                     else ""
                 )
-                verdict = Verdict(
+                verdict = ImportedVerdict(
                     UNRESOLVED,
                     "old-report",
                     report.ref,
@@ -708,7 +710,7 @@ class RunFinder:
             raise SourceError("not a trajectory this importer knows (neither mini-swe-agent nor SWE-agent)")
         raise SourceError(f"not a {self.fmt} trajectory (--format {self.fmt})")
 
-    def _verdict(self, candidate: _Candidate, attempt: Attempt) -> tuple[Verdict | None, str]:
+    def _verdict(self, candidate: _Candidate, attempt: Attempt) -> tuple[ImportedVerdict | None, str]:
         verdicts = self._verdicts.get(candidate.root, {}).get(candidate.instance_id, [])
         if attempt.own_verdict is not None:
             verdicts = [attempt.own_verdict, *verdicts]

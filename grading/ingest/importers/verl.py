@@ -31,7 +31,7 @@ import hashlib
 import re
 from typing import Any
 
-from grading.ingest.importers.common import RESOLVED, UNRESOLVED, Attempt, SourceError, Verdict, number, text_of
+from grading.ingest.importers.common import RESOLVED, UNRESOLVED, Attempt, ImportedVerdict, SourceError, number, text_of
 
 FORMAT = "verl"
 _UID = re.compile(r"[A-Za-z0-9_:.-]{1,200}")  # verl's uids are uuid4 strings; anything else is hashed
@@ -116,6 +116,6 @@ def attempt_from_row(row: dict, *, ref: str, threshold: float | None, default_st
         stats={"turns": 1},
         metadata=metadata,
         problem_statement=prompt,
-        own_verdict=Verdict(status=RESOLVED if passed else UNRESOLVED, source="score", ref=ref, rule=rule),
+        own_verdict=ImportedVerdict(status=RESOLVED if passed else UNRESOLVED, source="score", ref=ref, rule=rule),
         step=step,
     )
