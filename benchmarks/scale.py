@@ -233,7 +233,7 @@ def time_requests(pages: dict, clients: dict, n: int, skip_next) -> dict[str, di
 
 
 def explain_pick(project, run, reviewer) -> str:
-    from reviews.services.queue import queue_groups
+    from reviews.selectors.queue import queue_groups
 
     return queue_groups(project=project, reviewer=reviewer, run=run)[:1].explain(analyze=True, buffers=True)
 
@@ -472,7 +472,7 @@ def main() -> int:
             f"{'–' if goal is None else f'≤ {goal:,} ms'} | {met} |"
         )
     print()
-    print("EXPLAIN ANALYZE of the queue's pick (reviews.services.queue.queue_groups(...)[:1]):")
+    print("EXPLAIN ANALYZE of the queue's pick (reviews.selectors.queue.queue_groups(...)[:1]):")
     print(plan)
     return 0
 

@@ -138,7 +138,7 @@ class Group(models.Model):
     n_unknown = models.PositiveIntegerField(default=0)
     is_mixed = models.BooleanField(default=False, db_index=True)
     # The review queue's order, stored so "next group" is one index scan whatever the number
-    # of graded groups (reviews.services.queue): the step's number (a group never changes
+    # of graded groups (reviews.selectors.queue): the step's number (a group never changes
     # step), whether a grader gave a valid verdict (grading.grader.verdicts.record_verdict),
     # the credit a verdict moves, Σ|A* − A| under the run's active mapping
     # (grading.method.services.compute_step and activate_mapping), and whether the project's

@@ -25,7 +25,7 @@ from grading.api.advantages import FileExportNegotiation
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
 from reviews.selectors import labeled as selectors_labeled
-from reviews.selectors.desk import open_blind_group_ids
+from reviews.selectors.blind import open_blind_group_ids
 
 CONTENT_TYPE = "application/x-ndjson"
 PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ...}')

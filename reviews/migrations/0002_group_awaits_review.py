@@ -3,7 +3,7 @@ from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, V
 from django.db.models.functions import Coalesce, Mod
 from django.db.models.lookups import LessThan
 
-OVERLAP_STRIDE = 19  # reviews.services.queue.OVERLAP_STRIDE
+OVERLAP_STRIDE = 19  # reviews.selectors.queue.OVERLAP_STRIDE
 DEFAULT_OVERLAP = 0.2  # ReviewPolicy.overlap's default, for projects that never had a policy
 
 

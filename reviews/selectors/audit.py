@@ -21,7 +21,7 @@ from grading.grader.prescreen import LEAK_SIGNALS
 from grading.models import CheatDecision, Project, Rollout
 from grading.templatetags.gagar import patch_anchor
 from reviews.models import CheatAudit
-from reviews.selectors.desk import open_blind_group_ids
+from reviews.selectors.blind import open_blind_group_ids
 
 STATES = ("pending", "confirmed", "overturned", "all")
 # A prescreen signal's reason is "<rule>: <detail>" (grading.grader.jobs.record_prescreen).

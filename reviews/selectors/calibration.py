@@ -33,7 +33,7 @@ from grading.models import (
     Verdict,
 )
 from reviews.models import Judgment, JudgmentItem
-from reviews.selectors.desk import open_blind_groups
+from reviews.selectors.blind import open_blind_groups
 from reviews.stats.agreement.frame import GRADER
 from reviews.stats.agreement.groups import STATISTICS, group_statistics
 from reviews.stats.agreement.report import ceiling_report, report_from_statistics

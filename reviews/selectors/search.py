@@ -11,7 +11,7 @@ from grading.method.tiers import TIERS
 from grading.models import Membership, Project, Run
 from grading.search.query import Query, QueryError, parse_query
 from grading.search.selectors import CHEAT_FILTERS, GraderFieldsHidden, SearchRefused, SearchScope
-from reviews.selectors.desk import open_blind_group_ids
+from reviews.selectors.blind import open_blind_group_ids
 from reviews.selectors.lanes import search_lanes
 from reviews.services.browse import SEES_VERDICT
 

@@ -1,53 +1,22 @@
-"""Handing out groups: a reviewer's next group, skipping, and the project's review policy.
+"""Handing out groups: a reviewer's next group, skipping, assigning, and the project's review policy.
 
-The queue holds the mixed groups of a project (only they carry signal, docs/method.md §1). A
-group wants one reviewer, or two for the overlap share that measures people against
-each other. The share is picked by group id (`id·19 mod 100 < overlap·100`), so the
-same groups stay in the overlap set however often the queue is asked, spread evenly over
-every hundred ids. Open assignments count toward a group's reviewers for the policy's
-lease, then the group goes back to the queue.
-
-Order: groups with a valid grader verdict first (only they pair a grader tier with a
-human one), by how much credit the verdict moves, Σ|A* − A| over the group under the
-run's active mapping (what a wrong verdict costs the trainer), then by step and uid.
-Both are stored on the group when they change (a verdict, a step's computation, a mapping
-activation), never recomputed per request.
+What the queue serves and in which order is read by reviews.selectors.queue.
 """
 
 from __future__ import annotations
 
 import random
-from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import (
-    BooleanField,
-    Case,
-    Count,
-    Exists,
-    F,
-    IntegerField,
-    OuterRef,
-    Q,
-    QuerySet,
-    Subquery,
-    Value,
-    When,
-)
-from django.db.models.functions import Coalesce, Mod
+from django.db.models import BooleanField, Case, Count, IntegerField, OuterRef, Subquery, Value, When
+from django.db.models.functions import Coalesce
 from django.db.models.lookups import LessThan
 from django.utils import timezone
 
 from grading.models import Group, Project, Run
 from grading.rollouts.blinding import BlindFields
-from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
-
-OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids
-
-
-def policy_for(project: Project) -> ReviewPolicy:
-    policy, _ = ReviewPolicy.objects.get_or_create(project=project)
-    return policy
+from reviews.models import Assignment, Reveal, ReviewPolicy
+from reviews.selectors.queue import counts_toward, policy_for, queue_groups, wanted_reviewers
 
 
 @transaction.atomic
@@ -67,49 +36,6 @@ def update_policy(
     policy.save(update_fields=["overlap", "blind", "lease_minutes", "blind_fields", "updated_at"])
     refresh_awaits_review(project=project, policy=policy)
     return policy
-
-
-def wanted_reviewers(policy: ReviewPolicy):
-    """How many reviewers each group wants, as a SQL expression over the group's id (the
-    overlap share of groups, spread evenly over ids, wants two)."""
-    slot = Mod(F("id") * OVERLAP_STRIDE, 100)
-    return Case(When(LessThan(slot, round(policy.overlap * 100)), then=Value(2)), default=Value(1), output_field=IntegerField())
-
-
-def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: ReviewPolicy | None = None) -> QuerySet[Group]:
-    """Mixed groups this reviewer may be served, best first.
-
-    The order and the reviews a group still wants are stored on the group (Group.
-    has_valid_verdict, credit_moved, step_number, awaits_review), so the best candidate is
-    the first row of one partial index (group_review_queue) that the reviewer has not seen:
-    what is walked past is only groups held by open assignments and this reviewer's own
-    skips, never the groups already reviewed, however many there are.
-    """
-    policy = policy or policy_for(project)
-    run_ids = [run.pk] if run is not None else list(project.runs.values_list("pk", flat=True))
-    taken = (
-        Assignment.objects.filter(group=OuterRef("pk"))
-        .filter(_counts_toward(policy))
-        .order_by()
-        .values("group")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return (
-        Group.objects.filter(run_id__in=run_ids, is_mixed=True, awaits_review=True)
-        .exclude(Exists(Assignment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
-        .exclude(Exists(Reveal.objects.filter(group=OuterRef("pk"), user=reviewer)))
-        .exclude(Exists(Judgment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
-        .annotate(
-            wanted=wanted_reviewers(policy),
-            taken=Coalesce(Subquery(taken, output_field=IntegerField()), 0),
-            graded=F("has_valid_verdict"),
-            impact=F("credit_moved"),
-        )
-        .filter(taken__lt=F("wanted"))
-        .select_related("step", "task", "run")
-        .order_by("-has_valid_verdict", "-credit_moved", "step_number", "uid")
-    )
 
 
 def refresh_awaits_review(*, project: Project, policy: ReviewPolicy | None = None, group_ids: list[int] | None = None) -> int:
@@ -137,14 +63,8 @@ def refresh_awaits_review(*, project: Project, policy: ReviewPolicy | None = Non
     )
 
 
-def _counts_toward(policy: ReviewPolicy) -> Q:
-    """Assignments that hold a group's reviewer slot: submitted ones, and open ones within the lease."""
-    lease_start = timezone.now() - timedelta(minutes=policy.lease_minutes)
-    return Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.OPEN, created_at__gte=lease_start)
-
-
 def _taken(group: Group, policy: ReviewPolicy) -> int:
-    return Assignment.objects.filter(group=group).filter(_counts_toward(policy)).count()
+    return Assignment.objects.filter(group=group).filter(counts_toward(policy)).count()
 
 
 def shuffled_order(group: Group) -> list[int]:

@@ -32,8 +32,12 @@ from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor, path_key, visible_html
 from reviews.forms import draft_fields
 from reviews.models import AdjudicationDraft, Judgment, Reveal
-from reviews.selectors import desk as review_selectors
+from reviews.selectors.blind import needs_browse_reveal
+from reviews.selectors.judge_panel import grader_says, start_rankings
 from reviews.selectors.lanes import Lanes, lanes_for, withhold_on_page
+from reviews.selectors.overview import group_clusters, lane_order, rollout_test_counts
+from reviews.selectors.queue import queue_place
+from reviews.selectors.review_context import items_from_fields, review_context
 from reviews.services.browse import browse_choice
 from reviews.services.judgments import RUBRIC, log_reveal
 
@@ -251,7 +255,7 @@ def render_group_page(
     In blind mode (an open blind assignment) no grader field is loaded, so none can reach
     the HTML; otherwise the first showing of a verdict to a person is logged as a reveal.
     """
-    review = review_selectors.review_context(user=request.user, membership=membership, group=group)
+    review = review_context(user=request.user, membership=membership, group=group)
     guide = guide_for(group.run.project_id)
     browse = browse_choice(
         group=group, user=request.user, membership=membership, assignment=review.assignment, judged=review.judgment is not None
@@ -274,22 +278,22 @@ def render_group_page(
     if adjudicating and form_data is None:  # the adjudicator's autosaved draft, if any
         draft = AdjudicationDraft.objects.filter(group=group, user=request.user).first()
         fields = draft.data if draft is not None else {}
-        review.items = review_selectors.items_from_fields(fields)
+        review.items = items_from_fields(fields)
     if form_data is not None:
-        review.items = review_selectors.items_from_fields(fields)
+        review.items = items_from_fields(fields)
     # Passing lanes first, still in the reviewer's own shuffle when blind; failing after.
-    rollouts = review_selectors.lane_order(selectors.rollouts_with_patches(group), review.order)
+    rollouts = lane_order(selectors.rollouts_with_patches(group), review.order)
     lanes = lanes_for(user=request.user, group=group, assignment=review.assignment, indexes=[r.index for r in rollouts])
     withhold_on_page(rollouts, lanes)  # a blind judge's page: no source, cost or producer metadata
     for rollout in rollouts:
         rollout.lane, rollout.lane_name = lanes.key(rollout.index), lanes.name(rollout.index)
-    page_clusters = review_selectors.group_clusters(rollouts, lanes)
+    page_clusters = group_clusters(rollouts, lanes)
     clusters = page_clusters.labels
     if review.blind or browse is not None:  # no grader field is loaded, so none can reach the HTML
         verdict, grades = None, {}
     else:
         verdict, grades = selectors.latest_verdict(group)
-        if review_selectors.needs_browse_reveal(user=request.user, group=group, verdict=verdict):
+        if needs_browse_reveal(user=request.user, group=group, verdict=verdict):
             log_reveal(group=group, user=request.user, verdict=verdict, reason=Reveal.Reason.BROWSE)
     others: dict[int, list] = {}
     for judgment in review.others:
@@ -328,7 +332,7 @@ def render_group_page(
         rollout.grade = grades.get(rollout.index)
         rollout.evidence_links = _evidence_links(group, rollout.grade.evidence, lanes, deferred) if rollout.grade else []
         rollout.mine = review.items.get(rollout.index, {})
-        rollout.grader_says = review_selectors.grader_says(rollout.mine, rollout.grade) if rollout.grade else ""
+        rollout.grader_says = grader_says(rollout.mine, rollout.grade) if rollout.grade else ""
         rollout.others = others.get(rollout.index, [])
         scores = rollout.mine.get("scores", {})
         rollout.score_rows = [(guide.dimension(name), scores.get(name, "")) for name in RUBRIC]
@@ -336,11 +340,9 @@ def render_group_page(
         rollout.cluster_info = clusters.get(rollout.index)
         rollout.drop = drop_of(rollout.dropped, drop_policy)
         rollout.turn_weights = _turn_weight_links(group, rollout.lane, turn_weights.get(rollout.index))
-        rollout.test_counts = review_selectors.rollout_test_counts(rollout.test_outcomes)
+        rollout.test_counts = rollout_test_counts(rollout.test_outcomes)
     adjudication = next((j for j in review.others if j.kind == Judgment.Kind.ADJUDICATION), None)
-    rankings, sources = (
-        review_selectors.start_rankings(others=review.others, grades=grades, lanes=lanes) if adjudicating else ({}, [])
-    )
+    rankings, sources = start_rankings(others=review.others, grades=grades, lanes=lanes) if adjudicating else ({}, [])
     return render(
         request,
         "reviews/group.html",
@@ -383,9 +385,7 @@ def render_group_page(
             # ride along hidden, so a draft saved or a judgment sent from here keeps them.
             "off_page": [r for r in rollouts if r.passed and r not in shown],
             "queue_place": (
-                review_selectors.queue_place(assignment=review.assignment, group=group, reviewer=request.user)
-                if review.assignment
-                else None
+                queue_place(assignment=review.assignment, group=group, reviewer=request.user) if review.assignment else None
             ),
             "group_note": fields.get("note", ""),
             "draft_reason": fields.get("reason", ""),

@@ -15,9 +15,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from grading.models import Run
 from grading.projects.access import page_project
-from reviews.selectors import desk as selectors
+from reviews.selectors import adjudication, progress
+from reviews.selectors.queue import policy_for, queue_groups
 from reviews.services.judgments import disagreements_for
-from reviews.services.queue import next_assignment, policy_for, queue_groups, update_policy
+from reviews.services.queue import next_assignment, update_policy
 
 UPCOMING = 10
 
@@ -41,11 +42,11 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
         "run": run,
         "runs": runs,
         "policy": policy,
-        "progress": selectors.my_progress(project=project_obj, reviewer=request.user),
-        "assignments": selectors.my_assignments(project=project_obj, reviewer=request.user),
+        "progress": progress.my_progress(project=project_obj, reviewer=request.user),
+        "assignments": progress.my_assignments(project=project_obj, reviewer=request.user),
         "upcoming": upcoming,
-        "totals": selectors.project_review_totals(project_obj),
-        "team": selectors.team_progress(project_obj) if "manage" in membership.capabilities else None,
+        "totals": progress.project_review_totals(project_obj),
+        "team": progress.team_progress(project_obj) if "manage" in membership.capabilities else None,
     }
     return render(request, "reviews/queue.html", context)
 
@@ -94,12 +95,12 @@ def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
     if "adjudicate" not in membership.capabilities:
         raise PermissionDenied("Adjudication needs the adjudicator or admin role")
     include_done = request.GET.get("show") == "all"
-    totals = selectors.adjudication_counts(project_obj)
-    paginator = Paginator(selectors.adjudication_queue(project_obj, include_done=include_done), 50)
+    totals = adjudication.adjudication_counts(project_obj)
+    paginator = Paginator(adjudication.adjudication_queue(project_obj, include_done=include_done), 50)
     paginator.count = totals["needs_adjudication"] + (totals["adjudicated"] if include_done else 0)  # known: no second count
     page = paginator.get_page(request.GET.get("page"))
     # Withheld where this person judges blind; logged as a reveal where the grader is named.
-    page.object_list = disagreements_for(user=request.user, reviews=selectors.adjudication_rows(list(page.object_list)))
+    page.object_list = disagreements_for(user=request.user, reviews=adjudication.adjudication_rows(list(page.object_list)))
     return render(
         request,
         "reviews/adjudication.html",

@@ -21,8 +21,9 @@ from grading.method.guides import save_guide
 from grading.method.tiers import TIERS
 from reviews.models import AdjudicationDraft, Assignment, Judgment, Reveal
 from reviews.selectors.lanes import lanes_for
+from reviews.selectors.queue import queue_groups
 from reviews.services.browse import ClaimRefused, claim_blind
-from reviews.services.queue import assign, queue_groups, skip_assignment, update_policy
+from reviews.services.queue import assign, skip_assignment, update_policy
 from tests.helpers import as_lanes
 from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, judgment_post
 

@@ -17,7 +17,7 @@ from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group
 from grading.rollouts import turns as turns_module
 from grading.rollouts.turns import FOLD_LINES, find_turns, fold_head
-from reviews.selectors.desk import lane_order, rollout_test_counts
+from reviews.selectors.overview import lane_order, rollout_test_counts
 from tests.helpers import ingest_groups, small_group
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.db.models.functions import Abs
 from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
 from grading.method.services import activate_mapping, active_mapping, ensure_computed
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Step
-from reviews.services.queue import queue_groups
+from reviews.selectors.queue import queue_groups
 from tests.helpers import ingest_groups, small_group
 
 pytestmark = pytest.mark.django_db

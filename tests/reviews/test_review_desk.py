@@ -8,7 +8,8 @@ from grading.method.services import active_mapping, ensure_computed
 from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal
 from reviews.selectors.lanes import lanes_for
-from reviews.services.queue import assign, policy_for, update_policy
+from reviews.selectors.queue import policy_for
+from reviews.services.queue import assign, update_policy
 from tests.helpers import as_lanes, ingest_groups, small_group
 from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, judgment_post
 
@@ -485,7 +486,7 @@ def test_the_adjudication_form_offers_each_raters_ranking_in_pinned_queries(clie
 def test_grader_agrees_only_on_the_same_tier_and_the_same_cheat_call():
     from types import SimpleNamespace
 
-    from reviews.selectors.desk import grader_says
+    from reviews.selectors.judge_panel import grader_says
 
     grade = SimpleNamespace(tier="T2", cheat=True)
     assert grader_says({"tier": "T2", "cheat": True}, grade) == ""

@@ -1,0 +1,134 @@
+"""What the queue serves: the mixed groups a reviewer may be handed, best first, and their place in it.
+
+The queue holds the mixed groups of a project (only they carry signal, docs/method.md §1). A
+group wants one reviewer, or two for the overlap share that measures people against
+each other. The share is picked by group id (`id·19 mod 100 < overlap·100`), so the
+same groups stay in the overlap set however often the queue is asked, spread evenly over
+every hundred ids. Open assignments count toward a group's reviewers for the policy's
+lease, then the group goes back to the queue.
+
+Order: groups with a valid grader verdict first (only they pair a grader tier with a
+human one), by how much credit the verdict moves, Σ|A* − A| over the group under the
+run's active mapping (what a wrong verdict costs the trainer), then by step and uid.
+Both are stored on the group when they change (a verdict, a step's computation, a mapping
+activation), never recomputed per request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When, Window
+from django.db.models.functions import Coalesce, Mod
+from django.db.models.lookups import LessThan
+from django.utils import timezone
+
+from grading.models import Group, Project, Run
+from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
+
+OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids
+
+
+def policy_for(project: Project) -> ReviewPolicy:
+    policy, _ = ReviewPolicy.objects.get_or_create(project=project)
+    return policy
+
+
+def wanted_reviewers(policy: ReviewPolicy):
+    """How many reviewers each group wants, as a SQL expression over the group's id (the
+    overlap share of groups, spread evenly over ids, wants two)."""
+    slot = Mod(F("id") * OVERLAP_STRIDE, 100)
+    return Case(When(LessThan(slot, round(policy.overlap * 100)), then=Value(2)), default=Value(1), output_field=IntegerField())
+
+
+def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: ReviewPolicy | None = None) -> QuerySet[Group]:
+    """Mixed groups this reviewer may be served, best first.
+
+    The order and the reviews a group still wants are stored on the group (Group.
+    has_valid_verdict, credit_moved, step_number, awaits_review), so the best candidate is
+    the first row of one partial index (group_review_queue) that the reviewer has not seen:
+    what is walked past is only groups held by open assignments and this reviewer's own
+    skips, never the groups already reviewed, however many there are.
+    """
+    policy = policy or policy_for(project)
+    run_ids = [run.pk] if run is not None else list(project.runs.values_list("pk", flat=True))
+    taken = (
+        Assignment.objects.filter(group=OuterRef("pk"))
+        .filter(counts_toward(policy))
+        .order_by()
+        .values("group")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return (
+        Group.objects.filter(run_id__in=run_ids, is_mixed=True, awaits_review=True)
+        .exclude(Exists(Assignment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
+        .exclude(Exists(Reveal.objects.filter(group=OuterRef("pk"), user=reviewer)))
+        .exclude(Exists(Judgment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
+        .annotate(
+            wanted=wanted_reviewers(policy),
+            taken=Coalesce(Subquery(taken, output_field=IntegerField()), 0),
+            graded=F("has_valid_verdict"),
+            impact=F("credit_moved"),
+        )
+        .filter(taken__lt=F("wanted"))
+        .select_related("step", "task", "run")
+        .order_by("-has_valid_verdict", "-credit_moved", "step_number", "uid")
+    )
+
+
+def counts_toward(policy: ReviewPolicy) -> Q:
+    """Assignments that hold a group's reviewer slot: submitted ones, and open ones within the lease."""
+    lease_start = timezone.now() - timedelta(minutes=policy.lease_minutes)
+    return Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.OPEN, created_at__gte=lease_start)
+
+
+QUEUE_COUNT_CAP = 1_000  # groups still waiting are counted up to this ("of 1,001+")
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a group stands in this person's queue: how many they finished before it (judged
+    or skipped), how many more it could still serve them, and the last one they finished."""
+
+    done: int
+    waiting: int | None  # None when this group is not theirs to judge now (nothing counted)
+    capped: bool  # more than QUEUE_COUNT_CAP wait
+    previous: Assignment | None
+
+    @property
+    def position(self) -> int:
+        return self.done + 1
+
+    @property
+    def total(self) -> int:
+        return self.done + 1 + (self.waiting or 0)
+
+
+def queue_place(*, assignment: Assignment, group: Group, reviewer) -> QueuePlace:
+    """This person's place in their queue on `assignment`'s group (the group page's "group 3
+    of 12 in your queue" and "previous group"): their finished assignments of the project
+    other than this one, counted with the latest of them in one query; while the assignment
+    is open, the groups the queue could still serve them after it (queue_groups, counted up
+    to QUEUE_COUNT_CAP: two more queries, the policy and the count).
+    `group` and `reviewer`: the assignment's, as the page already holds them."""
+    project = group.run.project
+    latest = (
+        Assignment.objects.filter(
+            reviewer=reviewer, group__run__project=project, status__in=[Assignment.Status.SUBMITTED, Assignment.Status.SKIPPED]
+        )
+        .exclude(pk=assignment.pk)
+        .select_related("group__run")
+        .annotate(n_done=Window(Count("pk")))
+        .order_by("-finished_at", "-pk")
+        .first()
+    )
+    done = latest.n_done if latest is not None else 0
+    waiting = None
+    if assignment.is_open:
+        waiting = queue_groups(project=project, reviewer=reviewer)[: QUEUE_COUNT_CAP + 1].count()
+    capped = waiting is not None and waiting > QUEUE_COUNT_CAP
+    return QueuePlace(
+        done=done, waiting=min(waiting, QUEUE_COUNT_CAP) if waiting is not None else None, capped=capped, previous=latest
+    )
