@@ -25,7 +25,7 @@ class PageClusters:
     distinct: int = 0  # clusters among the rollouts given
 
 
-def group_clusters(rollouts: list, lanes: Lanes | None = None) -> PageClusters:
+def cluster_labels(rollouts: list, lanes: Lanes | None = None) -> PageClusters:
     """Each rollout's patch cluster, from its stored fields (Rollout.cluster, extra_files,
     cluster_label, written at ingest by grading.ingest.clustering): no query and no
     patch parsed on a page view. Rollouts not clustered yet are left out. A blind judge's

@@ -35,7 +35,7 @@ from reviews.models import AdjudicationDraft, Judgment, Reveal
 from reviews.selectors.blind import needs_browse_reveal
 from reviews.selectors.judge_panel import grader_says, start_rankings
 from reviews.selectors.lanes import Lanes, lanes_for, withhold_on_page
-from reviews.selectors.overview import group_clusters, lane_order, rollout_test_counts
+from reviews.selectors.overview import cluster_labels, lane_order, rollout_test_counts
 from reviews.selectors.queue import queue_place
 from reviews.selectors.review_context import items_from_fields, review_context
 from reviews.services.browse import browse_choice
@@ -287,7 +287,7 @@ def render_group_page(
     withhold_on_page(rollouts, lanes)  # a blind judge's page: no source, cost or producer metadata
     for rollout in rollouts:
         rollout.lane, rollout.lane_name = lanes.key(rollout.index), lanes.name(rollout.index)
-    page_clusters = group_clusters(rollouts, lanes)
+    page_clusters = cluster_labels(rollouts, lanes)
     clusters = page_clusters.labels
     if review.blind or browse is not None:  # no grader field is loaded, so none can reach the HTML
         verdict, grades = None, {}
