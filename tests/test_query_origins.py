@@ -1,0 +1,504 @@
+"""No page or API view runs a query itself: every SQL query a request issues comes from a
+selector, a service, a presenter or the framework, never from a `views` or `api` module.
+
+One request (or more) to every URL pattern the resolver knows, as a person who may see it,
+on a small dataset of real trajectories; each query is traced to the innermost frame of the
+stack that is in the project's own code (grading/, reviews/, gagar_web/), and that frame's
+module must not be a `views` or `api` module. A URL pattern with no request here fails the
+test, so a new page or endpoint is checked the day it lands.
+
+KNOWN_OFFENDERS lists the (module, function) pairs that still query today; it must equal what
+is found, so moving a query out of a view without removing its entry fails, as does a new one.
+
+People: alice is admin of acme (sees and may do everything there); her API token is acme's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test import Client
+from django.urls import URLPattern, URLResolver, clear_url_caches, get_resolver, path
+
+from grading.method.services import default_mapping
+from grading.models import ApiToken, CheatDecision, FactorMapping, ImportJob, Membership, Rollout
+from grading.projects.tokens import issue_api_token
+from tests.helpers import MINI_SWE_AGENT, NDJSON, ingest_groups, jsonl, load_real_long_groups, member, small_group
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[1]
+OWN = tuple(str(ROOT / package) + "/" for package in ("grading", "reviews", "gagar_web"))
+THIN = ("views", "api")  # a module under a package of one of these names runs no query itself
+
+# Patterns outside this test's reach: Django's admin (its own views, under django.contrib).
+NOT_OURS = ("admin/",)
+
+# (module, function) that issue a query themselves today. Shrink it; never grow it.
+KNOWN_OFFENDERS = {
+    ("grading.api.advantages", "AdvantageExportView.get"),
+    ("grading.api.authentication", "ApiTokenAuthentication.authenticate"),
+    ("grading.api.groups", "GroupDetailView.get"),
+    ("grading.api.groups", "GroupListIngestView.get"),
+    ("grading.api.groups", "GroupListIngestView.initial"),
+    ("grading.api.imports", "ImportDetailView.get"),
+    ("grading.api.imports", "ImportListCreateView.get"),
+    ("grading.api.imports", "ImportListCreateView.post"),
+    ("grading.api.mappings", "ActiveMappingView.get"),
+    ("grading.api.mappings", "MappingActivateView.post"),
+    ("grading.api.mappings", "MappingDetailView.get"),
+    ("grading.api.mappings", "MappingListCreateView.get"),
+    ("grading.api.mappings", "with_active_runs"),
+    ("grading.api.runs", "RunDetailView.patch"),
+    ("grading.api.runs", "RunListCreateView.get"),
+    ("grading.api.runs", "run_json"),
+    ("grading.api.scoping", "run_named"),
+    ("grading.api.scoping", "step_of"),
+    ("grading.views.grading", "step_grading"),
+    ("grading.views.pages", "healthz"),
+    ("grading.views.pages", "new_project"),
+    ("grading.views.pages", "project_detail"),
+    ("grading.views.pages", "project_list"),
+    ("grading.views.pages", "run_detail"),
+    ("grading.views.pages", "run_policy"),
+    ("grading.views.pages", "step_detail"),
+    ("grading.views.team", "_page"),
+    ("grading.views.team", "add_member"),
+    ("grading.views.team", "change_member"),
+    ("grading.views.team", "create_token"),
+    ("grading.views.team", "invite_member"),
+    ("grading.views.team", "revoke_token"),
+    ("reviews.api.labeled", "LabeledGroupExportView.get"),
+    ("reviews.views.access", "get_assignment_for_reviewer"),
+    ("reviews.views.audit", "_rows"),
+    ("reviews.views.calibration", "_scope"),
+    ("reviews.views.calibration", "activate"),
+    ("reviews.views.calibration", "minimum"),
+    ("reviews.views.hits", "rollout_hits"),
+    ("reviews.views.judge", "_passing"),
+    ("reviews.views.judge", "adjudicate"),
+    ("reviews.views.judge", "adjudication_draft"),
+    ("reviews.views.judge", "compare"),
+    ("reviews.views.judge", "show"),
+    ("reviews.views.judge", "skip"),
+    ("reviews.views.judge", "submit"),
+    ("reviews.views.queue", "_run_filter"),
+    ("reviews.views.queue", "policy"),
+    ("reviews.views.queue", "queue"),
+    ("reviews.views.search", "search"),
+}
+
+
+@dataclass
+class Origins:
+    """Where a request's queries came from: (module, function) -> the routes that ran them."""
+
+    by_origin: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    route: str = ""
+
+    def offenders(self) -> dict[tuple[str, str], set[str]]:
+        return {origin: routes for origin, routes in self.by_origin.items() if is_thin(origin[0])}
+
+
+def is_thin(module: str) -> bool:
+    return any(part in THIN for part in module.split(".")[1:-1]) or module.split(".")[-1] in THIN
+
+
+def origin_of(frame: FrameType | None) -> tuple[str, str] | None:
+    """The innermost frame from `frame` outwards in the project's own code, as (dotted module,
+    qualified function name); None when the query came from the framework alone (a session or
+    a user loaded by middleware, the test client)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(OWN):
+            module = Path(filename).relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+            return module.removesuffix(".__init__"), frame.f_code.co_qualname
+        frame = frame.f_back
+    return None
+
+
+@contextmanager
+def recording() -> Iterator[Origins]:
+    origins = Origins()
+
+    def wrapper(execute, sql, params, many, context):
+        origin = origin_of(sys._getframe(1))
+        if origin is not None:
+            origins.by_origin.setdefault(origin, set()).add(origins.route)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        yield origins
+
+
+def patterns() -> list[str]:
+    """Every URL pattern outside NOT_OURS, includes flattened, as its full route."""
+    out = []
+
+    def walk(items, prefix: str) -> None:
+        for p in items:
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern):
+                out.append(prefix + str(p.pattern))
+
+    walk(get_resolver().url_patterns, "")
+    return [route for route in out if not route.startswith(NOT_OURS)]
+
+
+@dataclass
+class Call:
+    """One request: to `route` (its pattern) at `url`, by `method`, answered with one of `ok`."""
+
+    route: str
+    method: str
+    url: str
+    kwargs: dict = field(default_factory=dict)
+    ok: tuple[int, ...] = (200,)
+    client: str = "alice"  # alice's session; "token": her API token; "anonymous": nobody
+
+
+@pytest.fixture
+def world(acme, alice, alice_token):
+    """Two real groups of four rollouts each (long trajectories) in run "long", step 0, and a
+    small one of three in run "r1" step 1; a cheat signal on the first rollout, for the audit; an import job; a second member to change. alice is
+    also site staff here, who may create projects."""
+    alice.is_staff = True
+    alice.save(update_fields=["is_staff"])
+    groups = [{**g, "run": "long"} for g in load_real_long_groups(4)[:2]]
+    ingest_groups(acme, *groups, small_group("t-1@1"))
+    rollout = Rollout.objects.get(group__uid=groups[0]["uid"], index=0)
+    CheatDecision.objects.create(rollout=rollout, source="prescreen", author="prescreen", reason="upstream_history")
+    job = ImportJob.objects.create(project=acme, run=rollout.group.run, step=0, created_by=alice)
+    bob = member("bob", acme, "reviewer")
+    return {
+        "uid": groups[0]["uid"],
+        "other_uid": groups[1]["uid"],
+        "rollout_id": rollout.pk,
+        "job": job.pk,
+        "bob_membership": Membership.objects.get(user=bob).pk,
+    }
+
+
+def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list[Call]:
+    """The requests: a GET of every pattern, then the main writes with valid bodies."""
+    p = "/projects/acme/"
+    run = f"{p}runs/long/"
+    g = f"{run}groups/{world['uid']}/"
+    og = f"{run}groups/{world['other_uid']}/"
+    htmx = {"HTTP_HX_REQUEST": "true"}
+    api = "/api/v1/"
+    q = {"project": "acme"}
+    qr = {"project": "acme", "run": "long"}
+    judgment = {"tier-0": "T1", "tier-1": "T2", "tier-2": "T3", "tier-3": "T1", "seen_version": "0"}
+    traj = next(MINI_SWE_AGENT.glob("trajs/*/*.traj.json"))
+    R = "projects/<slug:project>/"
+    RUN = R + "runs/<str:run>/"
+    G = R + "runs/<str:run>/groups/<path:uid>/"
+    L = G + "rollouts/<lane:lane>/"
+    return [
+        # pages
+        Call("", "get", "/", ok=(302,)),
+        Call("accounts/login/", "get", "/accounts/login/", client="anonymous"),
+        Call("healthz", "get", "/healthz"),
+        Call("api/schema/", "get", "/api/schema/"),
+        Call("api/docs/", "get", "/api/docs/"),
+        Call("accounts/invite/<uidb64>/<token>/", "get", invite_path, ok=(302,), client="anonymous"),
+        Call("projects/", "get", "/projects/"),
+        Call("projects/new/", "get", "/projects/new/"),
+        Call(R, "get", p),
+        Call(R + "guide/", "get", f"{p}guide/"),
+        Call(R + "team/", "get", f"{p}team/"),
+        Call(RUN, "get", run),
+        Call(RUN + "steps/<int:step>/", "get", f"{run}steps/0/"),
+        Call(RUN + "steps/<int:step>/grading/", "get", f"{run}steps/0/grading/"),
+        Call(RUN + "imports/", "get", f"{run}imports/"),
+        Call(RUN + "imports/jobs/", "get", f"{run}imports/jobs/", kwargs=htmx),
+        Call(R + "review/", "get", f"{p}review/"),
+        Call(R + "adjudication/", "get", f"{p}adjudication/"),
+        Call(R + "calibration/", "get", f"{p}calibration/"),
+        Call(R + "audit/", "get", f"{p}audit/"),
+        Call(R + "search/", "get", f"{p}search/", kwargs={"data": {"q": "django"}}),
+        Call(G, "get", g),
+        Call(G + "compare/", "get", f"{g}compare/", kwargs={"data": {"a": "0", "b": "1"}, **htmx}),
+        Call(L + "hits/", "get", f"{g}rollouts/0/hits/", kwargs={"data": {"q": "django"}}),
+        Call(L + "turns/", "get", f"{g}rollouts/0/turns/", kwargs=htmx),
+        Call(L + "diff/", "get", f"{g}rollouts/0/diff/", kwargs={"data": {"view": "split"}, **htmx}),
+        Call(L + "log/", "get", f"{g}rollouts/0/log/", kwargs=htmx),
+        # the API, read
+        Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}, client="token"),
+        Call("api/v1/groups/<path:uid>/", "get", f"{api}groups/{world['uid']}/", kwargs={"data": qr}, client="token"),
+        Call("api/v1/imports/", "get", f"{api}imports/", kwargs={"data": q}, client="token"),
+        Call("api/v1/imports/<int:pk>/", "get", f"{api}imports/{world['job']}/", kwargs={"data": q}, client="token"),
+        Call("api/v1/advantages/", "get", f"{api}advantages/", kwargs={"data": qr}, client="token"),
+        Call("api/v1/mappings/", "get", f"{api}mappings/", kwargs={"data": q}, client="token"),
+        Call("api/v1/mappings/active/", "get", f"{api}mappings/active/", kwargs={"data": qr}, client="token"),
+        Call("api/v1/mappings/<int:pk>/", "get", f"{api}mappings/{mapping_id}/", kwargs={"data": q}, client="token"),
+        Call("api/v1/runs/", "get", f"{api}runs/", kwargs={"data": q}, client="token"),
+        Call("api/v1/runs/<str:name>/", "get", f"{api}runs/long/", kwargs={"data": q}, client="token"),
+        Call("api/v1/steps/<int:number>/", "get", f"{api}steps/0/", kwargs={"data": qr}, client="token"),
+        Call("api/v1/agreement/", "get", f"{api}agreement/", kwargs={"data": qr}, client="token"),
+        Call("api/v1/labeled-groups/", "get", f"{api}labeled-groups/", kwargs={"data": qr}, client="token"),
+        Call("api/v1/search/", "get", f"{api}search/", kwargs={"data": {**q, "q": "django"}}, client="token"),
+        Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}),  # a session, too
+        # the API, written
+        Call(
+            "api/v1/groups/",
+            "post",
+            f"{api}groups/?project=acme",
+            kwargs={"data": jsonl(small_group("t-2@1", instance_id="t-2")), "content_type": NDJSON},
+            client="token",
+        ),
+        Call(
+            "api/v1/imports/",
+            "post",
+            f"{api}imports/?project=acme",
+            kwargs={"data": {"run": "imported", "step": "1", "file": [SimpleUploadedFile(traj.name, traj.read_bytes())]}},
+            ok=(201, 202),
+            client="token",
+        ),
+        Call(
+            "api/v1/mappings/",
+            "post",
+            f"{api}mappings/?project=acme",
+            kwargs={
+                "data": json.dumps({"name": "steep", "bands": {"T1": 1.0, "T2": 0.5, "T3": 0.1}}),
+                "content_type": "application/json",
+            },
+            ok=(201,),
+            client="token",
+        ),
+        Call(
+            "api/v1/mappings/<int:pk>/activate/",
+            "post",
+            f"{api}mappings/{{steep}}/activate/?project=acme",
+            kwargs={"data": json.dumps({"run": "long", "reason": "steeper"}), "content_type": "application/json"},
+            ok=(201,),
+            client="token",
+        ),
+        Call(
+            "api/v1/runs/",
+            "post",
+            f"{api}runs/?project=acme",
+            kwargs={"data": json.dumps({"name": "fresh", "baseline": "mean"}), "content_type": "application/json"},
+            ok=(201,),
+            client="token",
+        ),
+        Call(
+            "api/v1/runs/<str:name>/",
+            "patch",
+            f"{api}runs/long/?project=acme",
+            kwargs={"data": json.dumps({"grading_deadline_seconds": 600}), "content_type": "application/json"},
+            client="token",
+        ),
+        Call(
+            "api/v1/steps/<int:number>/grade/",
+            "post",
+            f"{api}steps/0/grade/?project=acme&run=long",
+            kwargs={"data": json.dumps({"backend": "heuristic"}), "content_type": "application/json"},
+            ok=(202,),
+            client="token",
+        ),
+        # pages, written
+        Call("projects/new/", "post", "/projects/new/", kwargs={"data": {"name": "fresh-project"}}, ok=(302,)),
+        Call(
+            R + "guide/",
+            "post",
+            f"{p}guide/",
+            kwargs={"data": {"action": "reset"}},
+            ok=(302,),
+        ),
+        Call(
+            R + "team/members/",
+            "post",
+            f"{p}team/members/",
+            kwargs={"data": {"username": "alice", "role": "admin"}},
+            ok=(200, 302, 422),
+        ),
+        Call(
+            R + "team/invites/",
+            "post",
+            f"{p}team/invites/",
+            kwargs={"data": {"username": "nina", "email": "", "role": "reviewer"}},
+            ok=(201,),
+        ),
+        Call(
+            R + "team/members/<int:pk>/",
+            "post",
+            f"{p}team/members/{world['bob_membership']}/",
+            kwargs={"data": {"action": "role", "role": "auditor"}},
+            ok=(302,),
+        ),
+        Call(
+            R + "team/tokens/",
+            "post",
+            f"{p}team/tokens/",
+            kwargs={"data": {"username": "trainer-bot", "role": "trainer", "name": "verl"}},
+            ok=(200, 201),
+        ),
+        Call(R + "team/tokens/<int:pk>/revoke/", "post", f"{p}team/tokens/{token_id}/revoke/", ok=(302,)),
+        Call(RUN + "policy/", "post", f"{run}policy/", kwargs={"data": {"baseline": "mean"}}, ok=(302,)),
+        Call(
+            RUN + "steps/<int:step>/grading/",
+            "post",
+            f"{run}steps/0/grading/",
+            kwargs={"data": {"backend": "heuristic"}},
+            ok=(302,),
+        ),
+        Call(
+            RUN + "imports/",
+            "post",
+            f"{run}imports/",
+            kwargs={"data": {"step": "2", "file": [SimpleUploadedFile(traj.name, traj.read_bytes())]}},
+            ok=(200, 201, 302),
+        ),
+        Call(
+            R + "review/policy/",
+            "post",
+            f"{p}review/policy/",
+            kwargs={"data": {"run": "long", "overlap_percent": "50", "lease_minutes": "30"}},
+            ok=(302,),
+        ),
+        Call(R + "review/next/", "post", f"{p}review/next/", kwargs={"data": {"run": "long"}}, ok=(302,)),
+        Call(G + "judge-blind/", "post", f"{g}judge-blind/", ok=(302,)),
+        Call(G + "show-verdict/", "post", f"{g}show-verdict/", ok=(302,)),
+        Call(G + "draft/", "post", f"{g}draft/", kwargs={"data": judgment}, ok=(200, 204)),
+        Call(G + "judgment/", "post", f"{g}judgment/", kwargs={"data": judgment}, ok=(302,)),
+        Call(G + "reveal/", "post", f"{g}reveal/", ok=(302,)),
+        Call(G + "judge-blind/", "post", f"{og}judge-blind/", ok=(302,)),
+        Call(G + "skip/", "post", f"{og}skip/", ok=(302,)),
+        Call(
+            G + "adjudication/draft/",
+            "post",
+            f"{g}adjudication/draft/",
+            kwargs={"data": {"tier-0": "T1"}},
+            ok=(200, 204, 403, 409),
+        ),
+        Call(
+            G + "adjudication/",
+            "post",
+            f"{g}adjudication/",
+            kwargs={"data": {**judgment, "reason": "settled"}},
+            ok=(302, 403, 409, 422),
+        ),
+        Call(
+            R + "audit/rollouts/<int:rollout_id>/",
+            "post",
+            f"{p}audit/rollouts/{world['rollout_id']}/",
+            kwargs={"data": {"verdict": "confirm", "reason": "reads the fix"}},
+            ok=(200, 302),
+        ),
+        Call(
+            R + "audit/bulk/",
+            "post",
+            f"{p}audit/bulk/",
+            kwargs={"data": {"search": "django", "verdict": "confirm", "reason": "reads upstream"}},
+            ok=(200, 302),
+        ),
+        Call(R + "search/signals/", "post", f"{p}search/signals/", kwargs={"data": {"q": "django"}}, ok=(200, 302)),
+        Call(
+            R + "calibration/minimum/",
+            "post",
+            f"{p}calibration/minimum/",
+            kwargs={"data": {"groups": "2", "tier_pairs": "1", "run": "long"}},
+            ok=(302,),
+        ),
+        Call(
+            R + "calibration/activate/",
+            "post",
+            f"{p}calibration/activate/",
+            kwargs={"data": {"run": "long", "reason": "enough for this project", "override": "1"}},
+            ok=(302,),
+        ),
+        Call("accounts/logout/", "post", "/accounts/logout/", ok=(200, 302)),  # last: alice is signed out
+    ]
+
+
+def run_calls(planned: list[Call], clients: dict[str, Client], origins: Origins, fill: Callable[[str], str]) -> None:
+    for call in planned:
+        origins.route = call.route
+        response = getattr(clients[call.client], call.method)(fill(call.url), **call.kwargs)
+        assert response.status_code in call.ok, (call.method, call.url, response.status_code, response.content[:300])
+
+
+def uncovered(planned: list[Call]) -> set[str]:
+    return set(patterns()) - {call.route for call in planned}
+
+
+def invite_path(client: Client) -> str:
+    r = client.post("/projects/acme/team/invites/", {"username": "olga", "email": "", "role": "reviewer"})
+    assert r.status_code == 201
+    link = re.search(r'data-testid="invite-link">([^<]+)<', r.content.decode()).group(1)
+    return link.removeprefix("http://testserver")
+
+
+def offenders_report(found: dict[tuple[str, str], set[str]]) -> str:
+    return "\n".join(f"  {m}.{f}  (from {', '.join(sorted(routes))})" for (m, f), routes in sorted(found.items()))
+
+
+def test_no_view_or_api_module_queries_the_database(world, alice, alice_token):
+    clients = {"alice": Client(), "token": Client(HTTP_AUTHORIZATION=f"Token {alice_token}"), "anonymous": Client()}
+    clients["alice"].force_login(alice)
+    mapping_id = default_mapping().pk
+    issue_api_token(username="revocable", project_name="acme", role="trainer")
+    token_id = ApiToken.objects.get(user__username="revocable").pk
+    planned = calls(world, mapping_id, token_id, invite_path(clients["alice"]))
+    assert not uncovered(planned), f"URL patterns with no request here: add one to calls(): {sorted(uncovered(planned))}"
+
+    def fill(url: str) -> str:
+        if "{steep}" in url:
+            return url.replace("{steep}", str(FactorMapping.objects.get(name="steep", project__name="acme").pk))
+        return url
+
+    with recording() as origins:
+        run_calls(planned, clients, origins, fill)
+    found = origins.offenders()
+    new = {o: r for o, r in found.items() if o not in KNOWN_OFFENDERS}
+    fixed = KNOWN_OFFENDERS - set(found)
+    assert not new, "queries issued from a view or API module (move them to a selector, service or presenter):\n" + (
+        offenders_report(new)
+    )
+    assert not fixed, f"these no longer query: remove them from KNOWN_OFFENDERS: {sorted(fixed)}"
+    assert set(found) == KNOWN_OFFENDERS
+
+
+PLANTED_VIEW = """
+from django.http import HttpResponse
+from grading.models import Project
+
+
+def planted(request):
+    return HttpResponse(str(Project.objects.count()))
+"""
+
+
+def test_a_query_planted_in_a_view_is_found_and_its_pattern_must_be_covered(settings, acme):
+    """A view module under grading/views/ that counts projects itself: the recorder names it,
+    and its URL pattern, which no request covers, is reported as not covered."""
+    module = types.ModuleType("grading.views.planted")
+    exec(compile(PLANTED_VIEW, str(ROOT / "grading" / "views" / "planted.py"), "exec"), module.__dict__)
+    urls = types.ModuleType("planted_urls")
+    urls.urlpatterns = [path("planted/", module.planted, name="planted"), *get_resolver().url_patterns]
+    sys.modules["planted_urls"] = urls
+    settings.ROOT_URLCONF = "planted_urls"
+    clear_url_caches()
+    try:
+        assert "planted/" in uncovered([])
+        with recording() as origins:
+            origins.route = "planted/"
+            assert Client().get("/planted/").content == b"1"
+        assert origins.offenders() == {("grading.views.planted", "planted"): {"planted/"}}
+    finally:
+        del sys.modules["planted_urls"]
+        clear_url_caches()
