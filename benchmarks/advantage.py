@@ -122,7 +122,7 @@ def tier_objects(tiers: pd.Series) -> np.ndarray:
     """Tier strings (None where missing) from the categorical column, the fastest way we know,
     so the loops do not pay for pandas' slow categorical-to-list conversion."""
     if isinstance(tiers.dtype, pd.CategoricalDtype):
-        lookup = np.array(list(tiers.cat.categories) + [None], dtype=object)
+        lookup = np.array([*list(tiers.cat.categories), None], dtype=object)
         return lookup[tiers.cat.codes.to_numpy()]
     return tiers.to_numpy(dtype=object)
 

@@ -157,7 +157,7 @@ def _big_patch(rng: random.Random, package: str, files: list[str], target: int) 
 def synthetic_group(n: int, seed: int) -> dict:
     """16 rollouts of one SWE-bench-like task: ~150 kB messages, 5-40 kB patches, big test lists."""
     rng = random.Random(seed)
-    repo, package, files = demo.REPOS[0]
+    _repo, package, files = demo.REPOS[0]
     base = demo.make_group(rng, run=RUN, step=1, task_number=0, n_rollouts=1, pass_rate=1.0)
     task = base["task"]
     f2p = task["FAIL_TO_PASS"]

@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grading.ingest.importers import mini_swe_agent  # noqa: E402
-from grading.ingest.importers.common import problem_statement_of, repo_of  # noqa: E402
+from grading.ingest.importers import mini_swe_agent
+from grading.ingest.importers.common import problem_statement_of, repo_of
 
 try:
     from benchmarks._support import cpu_model, memory_gib

@@ -130,12 +130,9 @@ def people(
         if assignment is None:
             break
         group = assignment.group
-        grades = {
-            i: t
-            for i, t in RolloutGrade.objects.filter(verdict__group=group, verdict__status="valid").values_list(
-                "rollout__index", "tier"
-            )
-        }
+        grades = dict(
+            RolloutGrade.objects.filter(verdict__group=group, verdict__status="valid").values_list("rollout__index", "tier")
+        )
         passing = group.rollouts.filter(passed=True).values_list("index", flat=True)
         items = []
         for index in passing:

@@ -94,7 +94,7 @@ def vocabulary(sources: list[dict]) -> tuple[list[str], list[int], list[str]]:
 
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def main() -> None:

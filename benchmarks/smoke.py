@@ -61,7 +61,7 @@ def main() -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(RUNS)}", file=sys.stderr)
         return 2
-    missing = sorted(set(p.stem for p in (ROOT / "benchmarks").glob("*.py")) - set(RUNS) - {"_support", "smoke"})
+    missing = sorted({p.stem for p in (ROOT / "benchmarks").glob("*.py")} - set(RUNS) - {"_support", "smoke"})
     if missing:
         print(f"benchmarks with no smoke run here: {', '.join(missing)} (add them to RUNS)", file=sys.stderr)
         return 2

@@ -52,7 +52,7 @@ def seed_judgments(
     )
     counts = {"stored": 0, "kept": 0}
     flagged = False  # sam calls one cheat, so the audit queue has a signal to show
-    for n, group in enumerate(graded[: max(0, len(graded) - leave_open)]):
+    for _n, group in enumerate(graded[: max(0, len(graded) - leave_open)]):
         grades = RolloutGrade.objects.filter(verdict__group=group, verdict__status=Verdict.Status.VALID).select_related("rollout")
         people = ["rita"] + (["sam"] if rng.random() < overlap else [])
         for name in people:

@@ -315,7 +315,7 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
             try:
                 status, _, body = _get(f"{url}/healthz")
                 break
-            except (urllib.error.URLError, ConnectionError, socket.timeout):
+            except (TimeoutError, urllib.error.URLError, ConnectionError):
                 time.sleep(0.1)
         assert status == 200, f"/healthz: {status}\n{log_path.read_text()}"
         assert b'"ok"' in body
@@ -378,7 +378,7 @@ def test_start_script_runs_as_unprivileged_user_in_root_owned_app(image_root):
             try:
                 status, _, body = _get(f"http://127.0.0.1:{waits_port}/healthz")
                 break
-            except (urllib.error.URLError, ConnectionError, socket.timeout):
+            except (TimeoutError, urllib.error.URLError, ConnectionError):
                 time.sleep(0.1)
         assert status == 200 and b'"ok"' in body, (base / "waits.log").read_text()
         assert _uid_of(waits.pid) == user.pw_uid

@@ -106,7 +106,7 @@ def test_invitations_are_mailed_by_smtp_only_where_email_host_is_set():
     run = lambda **extra: subprocess.run(
         [sys.executable, "-c", show],
         cwd=ROOT,
-        env={**env, **extra},  # noqa: E731
+        env={**env, **extra},
         capture_output=True,
         text=True,
         timeout=60,

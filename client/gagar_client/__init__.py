@@ -35,8 +35,8 @@ __all__ = [
     "GagarError",
     "Rows",
     "StepNotFinal",
+    "__version__",
     "advantage_map",
     "encode_groups",
     "parse_jsonl",
-    "__version__",
 ]

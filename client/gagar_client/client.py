@@ -20,13 +20,12 @@ from __future__ import annotations
 import email.utils
 import gzip as gzip_module
 import json
-import socket
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 GROUP_FORMAT = "gagar-group/1"
 RETRY_STATUSES = frozenset({502, 503, 504})
@@ -250,7 +249,7 @@ class Client:
                             ) from None
                         self._sleep(delay)
                         continue
-            except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as exc:
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if attempt >= self.retries:
                     raise GagarConnectionError(

@@ -133,13 +133,13 @@ class MappingListItemSerializer(MappingSerializer):
     )
 
     class Meta(MappingSerializer.Meta):
-        fields = MappingSerializer.Meta.fields + ["active_runs"]
+        fields = [*MappingSerializer.Meta.fields, "active_runs"]
         read_only_fields = fields
 
 
 class MappingDetailSerializer(MappingListItemSerializer):
     class Meta(MappingListItemSerializer.Meta):
-        fields = MappingListItemSerializer.Meta.fields + ["fit"]
+        fields = [*MappingListItemSerializer.Meta.fields, "fit"]
         read_only_fields = fields
 
 

@@ -24,9 +24,10 @@ show new-side numbers ("path:line"), trajectories 0-based message positions, tes
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from grading.grader.workspace import MAX_TEXT, GroupWorkspace, RolloutView, clip
 from grading.rollouts.diffs import parse_patch

@@ -105,7 +105,7 @@ def assess(*, counts: Sequence[Sequence[float]], n_groups: int | None, minimum: 
     rows = [list(row) for row in counts]
     if len(rows) != len(TIERS) or any(len(row) != len(TIERS) for row in rows):
         raise ValueError(f"counts must be a {len(TIERS)}x{len(TIERS)} table; got {counts!r}")
-    tier_pairs = tuple(int(round(sum(float(c) for c in row))) for row in rows)
+    tier_pairs = tuple(round(sum(float(c) for c in row)) for row in rows)
     return Evidence(n_groups=int(n_groups or 0), tier_pairs=tier_pairs, minimum=minimum)  # type: ignore[arg-type]
 
 

@@ -446,7 +446,7 @@ def step_balance(result: pd.DataFrame | None) -> dict:
     discount_positive = float(result.loc[result["discount_only_advantage"] > 0, "discount_only_advantage"].sum())
     return {
         "groups": {k: int(counts.get(k, 0)) for k in ("graded", "fallback", "filtered")},
-        "rollouts": int(len(result)),
+        "rollouts": len(result),
         "positive_credit_before": float(groups["positive_credit_before"].sum()),
         "positive_credit_after": float(groups["positive_credit_after"].sum()),
         "discount_only_positive_credit": discount_positive,

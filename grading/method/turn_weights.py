@@ -83,7 +83,7 @@ def turn_weights(evidence: Iterable[Any], *, rollout: int, n_messages: int, elig
     """
     if not eligible:
         return {}
-    return {index: DOWN_WEIGHT for index in cited_turns(evidence, rollout=rollout, n_messages=n_messages)}
+    return dict.fromkeys(cited_turns(evidence, rollout=rollout, n_messages=n_messages), DOWN_WEIGHT)
 
 
 def check_weights(weights: Mapping[Any, Any]) -> dict[int, float]:

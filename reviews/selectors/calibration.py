@@ -399,7 +399,7 @@ def _preview(*, step: Step, run: Run, mapping: FactorMapping, proposed: MappingS
         step=step,
         active=mapping,
         proposed=proposed,
-        n_rollouts=int(len(now)),
+        n_rollouts=len(now),
         n_changed=int(changed.sum()),
         n_groups_changed=int(now.loc[changed, "group"].nunique()),
         max_abs_change=float(delta.max()),

@@ -115,7 +115,7 @@ def _fields(assignment: Assignment, group: Group) -> BlindFields:
         return BlindFields.parse(default())
 
 
-def lanes_for(*, user, group: Group, assignment: Assignment | None | type = Ellipsis, indexes=None) -> Lanes:
+def lanes_for(*, user, group: Group, assignment: Assignment | type | None = Ellipsis, indexes=None) -> Lanes:
     """This person's names for `group`'s rollouts. `assignment`: theirs, if already read
     (one query otherwise: it brings the project's blind fields along); `indexes`: the group's
     rollout indexes, if already read (one query otherwise, only for someone holding a blind

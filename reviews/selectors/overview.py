@@ -52,7 +52,7 @@ def cluster_labels(rollouts: list, lanes: Lanes | None = None) -> PageClusters:
 
 
 # A rollout's stored test outcome categories, as the overview's columns name them.
-TEST_CATEGORIES = dict((("fail_to_pass", "f2p"), ("pass_to_pass", "p2p")))
+TEST_CATEGORIES = {"fail_to_pass": "f2p", "pass_to_pass": "p2p"}
 
 
 def rollout_test_counts(outcomes) -> dict[str, tuple[int, int]]:

@@ -52,7 +52,7 @@ def real(acme, alice):
             GradeInput(5, "T3", 3),
         ],
     )
-    return {"group": group, "forbidden": producer_values(line) + [GRADER]}
+    return {"group": group, "forbidden": [*producer_values(line), GRADER]}
 
 
 def _open_blind(page, live_server, user, group):

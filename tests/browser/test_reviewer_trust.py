@@ -51,7 +51,7 @@ def test_browsing_reviewer_judges_blind_after_choosing_so(live_server, page, bob
     assert_no_grader_field(page.content(), "group page")
     urls = partial_urls(page)
     assert any("/diff/" in u for u in urls) and any("/turns/" in u for u in urls) and any("/log/" in u for u in urls)
-    for url in urls + [group_path("g1@1") + "compare/?a=0&b=1"]:
+    for url in [*urls, group_path("g1@1") + "compare/?a=0&b=1"]:
         for headers in ({"HX-Request": "true"}, {}):
             response = page.request.get(live_server.url + url, headers=headers)
             assert response.status == (400 if url.endswith("/compare/") else 200), url  # compare without a pair: 400

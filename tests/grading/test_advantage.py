@@ -353,7 +353,7 @@ def test_mapping_round_trip_and_custom_band():
     spec = MappingSpec.from_dict({"T1": [1, 1], "T2": [0.9, 0.6], "T3": 0.4})
     assert MappingSpec.from_dict(spec.to_dict()) == spec and spec.t3 == (0.4, 0.4)
     np.testing.assert_allclose(band_factors(["T2", "T2", "T2"], [1, 2, 3], spec), [0.9, 0.75, 0.6])
-    result = redistribute_group([1, 1, 0], tiers=["T1", "T3"] + [None], ranks=[1, 2, None], mapping=spec)
+    result = redistribute_group([1, 1, 0], tiers=["T1", "T3", None], ranks=[1, 2, None], mapping=spec)
     assert result.factor.tolist() == [1.0, 0.4, 1.0]
 
 

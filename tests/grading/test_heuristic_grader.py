@@ -107,7 +107,7 @@ def test_a_sprawling_patch_and_a_wasteful_trajectory_fall_behind():
     # erin ran the same two failing commands three times each (turns 2..12)
     failing = [("python repro.py", "Traceback (most recent call last):", 1), ("pytest -x", "", 1)] * 3
     ws = group(view(0, FIX), view(1, FIX + big), view(2, FIX, *failing), view(3, FIX, *failing[:5]))
-    result, j = graded(ws)
+    _result, j = graded(ws)
     assert j[0].rank == 1 and j[1].tier == "T3" and j[1].scores["minimality"] <= 2
     assert patch_features(ws.rollout(2)).repeated_failure_turns == [10, 12]
     assert (j[2].tier, j[2].rank) == ("T2", 3) and {"10", "12"} <= {e.locator for e in j[2].evidence if e.kind == "turn"}
@@ -136,7 +136,7 @@ def test_a_rollout_with_nothing_to_cite_stays_positive():
 
 
 def test_a_group_without_passing_rollouts_gets_an_empty_valid_verdict():
-    result, j = graded(group(view(0, FIX, passed=False)))
+    _result, j = graded(group(view(0, FIX, passed=False)))
     assert j == {}
 
 
@@ -237,5 +237,5 @@ def test_grading_a_stored_group_through_load_workspace(acme):
     report = ingest_groups(acme, g)
     assert report.groups_created == 1
     ws = load_workspace(Group.objects.get(uid=g["uid"]))
-    result, j = graded(ws)
+    result, _j = graded(ws)
     assert result.raw["penalties"] == GRADER.grade(workspace_from_group(g)).raw["penalties"]  # same as the pure path

@@ -97,16 +97,9 @@ def judgment(rollout, tier="T1", rank=1, score=4, cheat=False, evidence=()):
         "tier": tier,
         "rank": rank,
         "cheat": cheat,
-        "scores": {
-            name: score
-            for name in (
-                "solution_fit",
-                "implementation_precision",
-                "minimality",
-                "side_effect_avoidance",
-                "codebase_consistency",
-            )
-        },
+        "scores": dict.fromkeys(
+            ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency"), score
+        ),
         "evidence": [{"kind": k, "rollout": r, "locator": loc, "note": "why"} for k, r, loc in evidence],
     }
 

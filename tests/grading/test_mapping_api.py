@@ -60,7 +60,7 @@ def theirs(other_project, carol):
 
 @pytest.mark.django_db
 def test_list_shows_builtin_and_own_mappings_with_the_runs_they_are_active_for(client, alice, default, runs, steep, theirs):
-    r1, r2 = runs
+    _r1, r2 = runs
     activate_mapping(run=r2, mapping=steep, user=alice, reason="try a steeper T2 band")
     client.force_login(alice)
     r = client.get(f"{URL}?project=acme")
@@ -139,7 +139,7 @@ def test_trainer_token_reads_mappings_in_pinned_queries(client, trainer_token, d
 
 @pytest.mark.django_db
 def test_active_mapping_and_its_history(client, alice, bob, default, runs, steep):
-    r1, _ = runs
+    _r1, _ = runs
     client.force_login(alice)
     fresh = client.get(f"{URL}active/?project=acme&run=r1").json()
     assert (fresh["run"], fresh["mapping"]["label"], fresh["activation"], fresh["history"]) == ("r1", "default@1", None, [])

@@ -263,7 +263,7 @@ def data_probes(corpus: Corpus, seed: int = 20251118) -> list[str]:
     `%`, `_`, quotes and backslashes, and each deep window case-swapped (mostly in no rollout)."""
     rng = random.Random(seed)
     deep_fields: list[str] = []  # the part of each field past the rollout's DEEP-th character
-    for pk, fields in corpus.fields.items():
+    for _pk, fields in corpus.fields.items():
         at = 0
         for text in fields:
             if at + len(text) > DEEP and len(text) >= 200:

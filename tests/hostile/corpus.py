@@ -13,8 +13,8 @@ file import command, test_pages_inert.py renders the stored ones, and the result
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import orjson
 

@@ -156,10 +156,8 @@ def test_a_blind_judges_search_names_lanes_and_never_matches_a_blind_field(clien
     assert {r["lane"] for r in body["results"]} <= set(lanes.labels.values())
     for hit in (h for r in body["results"] for h in r["hits"]):
         assert (
-            re.search(r"[?&]lane=[A-F](&|$)", hit["url"])
-            and "#turn-" + hit["url"].split("lane=")[1][0] in hit["url"]
-            or hit["where"] != "turn"
-        )
+            re.search(r"[?&]lane=[A-F](&|$)", hit["url"]) and "#turn-" + hit["url"].split("lane=")[1][0] in hit["url"]
+        ) or hit["where"] != "turn"
     for value in ("results_claude_10", "claude-sonnet-4-5-20250929", "ckpt-gpt5-step-450"):
         assert client.get("/api/v1/search/", {"project": "acme", "q": value}).json()["count"] == 0, value
     hits = client.get(f"/projects/acme/runs/r1/groups/g1@1/rollouts/{lanes.key(0)}/hits/", {"q": "django"}).json()

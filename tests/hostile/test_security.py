@@ -116,7 +116,7 @@ def test_the_matrix_covers_the_known_views(world):
 
 
 def test_anonymous_gets_login_redirect_or_401(client, world):
-    for route, name, url in project_routes(world):
+    for _route, _name, url in project_routes(world):
         for method in ("get", "post"):
             r = getattr(client, method)(url, QUERY if method == "get" else {})
             if url.startswith("/api/"):
@@ -130,7 +130,7 @@ def test_anonymous_gets_login_redirect_or_401(client, world):
 def test_other_projects_member_gets_404_everywhere(client, carol, world):
     client.force_login(carol)  # carol is admin of "other"; acme does not exist for her
     checked = 0
-    for route, name, url in project_routes(world):
+    for _route, _name, url in project_routes(world):
         for method in ("get", "post"):
             r = getattr(client, method)(url + "?project=acme&run=r1")
             if r.status_code == 405:
@@ -173,7 +173,8 @@ def test_every_post_needs_a_csrf_token_with_a_session(alice, world):
     csrf_client = Client(enforce_csrf_checks=True)
     csrf_client.force_login(alice)
     posted = 0
-    for route, name, url in project_routes(world) + [
+    for _route, _name, url in [
+        *project_routes(world),
         ("accounts/logout/", "logout", "/accounts/logout/"),
         ("projects/new/", "new-project", "/projects/new/"),
         ("accounts/invite/<uidb64>/<token>/", "invite", "/accounts/invite/MQ/set-password/"),

@@ -189,7 +189,7 @@ def test_ten_reviewers_judging_at_once_on_sqlite_lose_no_submit(make_run_server)
         per_group = db.execute("SELECT group_id, COUNT(*) FROM reviews_judgment GROUP BY group_id").fetchall()
         people = db.execute("SELECT COUNT(DISTINCT reviewer_id) FROM reviews_judgment").fetchone()[0]
     latency = sorted(stats["latency"]) or [0.0]
-    p50, p95 = statistics.median(latency), latency[max(0, int(round(0.95 * len(latency))) - 1)]
+    p50, p95 = statistics.median(latency), latency[max(0, round(0.95 * len(latency)) - 1)]
     print(
         f"\n{N_REVIEWERS} browser contexts on SQLite (runserver, WAL, immediate transactions): "
         f"{stats['submits']} submits, {stored} judgments stored, {stats['conflicts']} told of a concurrent judgment, "

@@ -48,7 +48,7 @@ ERIN_REASON = "turn 1 downloads the fixed release"
 
 
 def scores(value: int) -> dict:
-    return {name: value for name in RUBRIC}
+    return dict.fromkeys(RUBRIC, value)
 
 
 def review(person, group, items, *, kind=Judgment.Kind.REVIEW, reason="", note=""):

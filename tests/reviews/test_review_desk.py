@@ -356,7 +356,7 @@ def test_disagreeing_reviewers_go_to_adjudication_and_the_adjudicator_settles_it
     queue = client.get("/projects/acme/adjudication/").content.decode()
     assert "g2@1" in queue and "bob vs dan" in queue
     page = client.get(group_url("g2@1") + "?mode=adjudicate").content.decode()
-    assert "Record final ranking" in page and "dan: " in page.replace("\n", " ") or "dan" in page
+    assert ("Record final ranking" in page and "dan: " in page.replace("\n", " ")) or "dan" in page
     r = client.post(group_url("g2@1", "adjudication/"), judgment_post(GOOD))
     assert r.status_code == 422 and "reason code" in r.content.decode()
     r = client.post(group_url("g2@1", "adjudication/"), judgment_post(GOOD, reason="reviewers_disagree"))

@@ -192,7 +192,7 @@ def word_tokenizer():
     tokenizers = require("tokenizers")
     transformers = require("transformers")
     vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, "<bos>": 3}
-    for word in WORDS + ["system", "user", "assistant"]:
+    for word in [*WORDS, "system", "user", "assistant"]:
         vocab.setdefault(word, len(vocab))
     backend = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab=vocab, unk_token="<unk>"))
     backend.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()

@@ -114,7 +114,7 @@ def test_areal_trains_on_the_services_a_star_by_stamp(gagar):
     gagar.create_run("areal-gagar", auto_grade="none", drop_policy=DROP_POLICY)
     errored = (prompt_uid(0), 3)  # generated, but no trajectory came back: a failure, posted as dropped
     a_star = post_grade_pull(
-        gagar, "areal-gagar", 1, groups_from_ids(ids.of(trajectories) + [errored], test_rewards + [0.0], dropped=dropped)
+        gagar, "areal-gagar", 1, groups_from_ids([*ids.of(trajectories), errored], [*test_rewards, 0.0], dropped=dropped)
     )
     keys = ids.of(kept)
     expected = [a_star[key] for key in keys]

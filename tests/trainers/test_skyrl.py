@@ -190,7 +190,7 @@ def test_settings_that_change_a_star_are_refused_by_name(settings, named):
 
 
 def test_a_trajectory_the_export_lacks_is_named():
-    generator_input, rows = _generated()
+    _generator_input, rows = _generated()
     output = _output(rows)
     with pytest.raises(MissingAdvantage, match="no advantage for 16 of 16"):
         gagar_skyrl.apply_to_generator_output(output, {})

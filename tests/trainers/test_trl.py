@@ -64,24 +64,24 @@ def _trainer(tmp_path, lookup, *, max_steps=2, **config):
             "gagar_uid": [g.uid for g in GROUPS_OF_FOUR],
         }
     )
-    settings = dict(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
-        per_device_train_batch_size=N * len(GROUPS_OF_FOUR),
-        num_generations=N,
-        max_completion_length=4,
-        max_steps=max_steps,
-        learning_rate=1e-3,
-        beta=0.0,
-        scale_rewards="none",
-        seed=0,
-        shuffle_dataset=False,
-        bf16=False,
-        disable_tqdm=True,
-    )
+    settings = {
+        "output_dir": str(tmp_path),
+        "use_cpu": True,
+        "report_to": "none",
+        "save_strategy": "no",
+        "logging_steps": 1,
+        "per_device_train_batch_size": N * len(GROUPS_OF_FOUR),
+        "num_generations": N,
+        "max_completion_length": 4,
+        "max_steps": max_steps,
+        "learning_rate": 1e-3,
+        "beta": 0.0,
+        "scale_rewards": "none",
+        "seed": 0,
+        "shuffle_dataset": False,
+        "bf16": False,
+        "disable_tqdm": True,
+    }
     args = trl.GRPOConfig(**{**settings, **config})
     trainer = RecordingGRPOTrainer(
         model=_model(tokenizer),

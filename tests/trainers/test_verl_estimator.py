@@ -28,7 +28,7 @@ core_algos = require("verl.trainer.ppo.core_algos")
 seqlen_balancing = require("verl.utils.seqlen_balancing")
 verl_config = require("verl.trainer.config")
 
-import gagar_client.adapters.verl_estimator  # noqa: E402,F401  (registers "gagar" with verl)
+import gagar_client.adapters.verl_estimator  # noqa: E402  (registers "gagar" with verl)
 from gagar_client.adapters import BATCH_ORDER, BatchOrderWarning  # noqa: E402
 from gagar_client.adapters import verl as gagar_verl  # noqa: E402
 from gagar_client.adapters.verl import SampleIdentityError  # noqa: E402

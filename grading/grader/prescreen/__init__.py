@@ -58,7 +58,7 @@ from dataclasses import asdict, dataclass, field
 
 from grading.grader.base import Evidence
 from grading.grader.prescreen.commands import Command, _command_signals, commands, segments  # noqa: F401  re-exported
-from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _files, _tamper_signals, gold_similarity  # noqa: F401
+from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _files, _tamper_signals, gold_similarity
 from grading.grader.prescreen.paths import is_doc_path, is_test_path, package_dirs, package_names  # noqa: F401  re-exported
 from grading.grader.prescreen.signals import (  # noqa: F401  re-exported
     GOLD_JACCARD,

@@ -63,7 +63,7 @@ def report_from_statistics(
     tail = (1.0 - level) / 2.0
     report = {}
     for name in FIGURES:
-        value, n = float(point[name][0][0]), int(round(point[name][1][0]))
+        value, n = float(point[name][0][0]), round(point[name][1][0])
         low = high = float("nan")
         if boot is not None:
             values = boot[name][0]

@@ -247,7 +247,7 @@ def test_several_runs_in_one_folder_keep_their_own_verdicts(tmp_path):
     parent = tmp_path / "sweep"
     b.mini_run(parent / "run-a", {A: True}, seed=1)
     b.mini_run(parent / "run-b", {A: False}, seed=2)
-    finder, found = find(parent)
+    _finder, found = find(parent)
     assert [(f.rollout["source"]["ref"].split("/")[1], f.rollout["reward"]) for f in found[A]] == [("run-a", 1.0), ("run-b", 0.0)]
 
 

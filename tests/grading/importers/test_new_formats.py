@@ -357,7 +357,7 @@ def test_verl_score_that_is_not_binary_refuses_the_file_naming_the_line_unless_a
     assert {finder.group_of(k)[1] for k in found} == {1}  # step 2's file refused whole
     assert reasons(finder, SKIPPED)["d/2.jsonl"].startswith("line 2: score 0.25 is not 0 or 1; give a reward threshold")
     finder, found = find(dump, threshold=0.5)
-    step2 = [items for key, items in found.items() if finder.group_of(key)[1] == 2][0]
+    step2 = next(items for key, items in found.items() if finder.group_of(key)[1] == 2)
     assert [i.rollout["reward"] for i in step2] == [1.0, 0.0, 1.0]
     assert [i.rollout["metadata"]["verdict"]["rule"] for i in step2] == [
         "score 1",
