@@ -136,7 +136,8 @@ def main() -> None:
 
     print(
         f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; "
-        f"Python {platform.python_version()}, openai {openai.__version__}; server {'in this process' if args.in_process else 'in a child process'}"
+        f"Python {platform.python_version()}, openai {openai.__version__}; server "
+        f"{'in this process' if args.in_process else 'in a child process'}"
     )
     print(
         f"Load: {args.groups} groups x ({args.turns} tool turns + verdict) = {calls} chat completions, "
@@ -150,7 +151,8 @@ def main() -> None:
     print(f"| ideal throughput ({args.jobs} / ({args.turns + 1} x {args.delay * 1000:.0f} ms)) | {ideal:.2f} groups/s |")
     print(f"| **achieved / ideal** | **{achieved / ideal:.1%}** (goal >= 80%) |")
     print(
-        f"| grade() latency median / max | {latency[len(latency) // 2]:.2f} s / {latency[-1]:.2f} s (ideal {(args.turns + 1) * args.delay:.2f} s) |"
+        f"| grade() latency median / max | {latency[len(latency) // 2]:.2f} s / {latency[-1]:.2f} s (ideal "
+        f"{(args.turns + 1) * args.delay:.2f} s) |"
     )
     print(f"| client CPU per call | {cpu / calls * 1000:.1f} ms |")
 

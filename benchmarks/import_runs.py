@@ -113,7 +113,9 @@ def trajectory(rng: random.Random, instance_id: str) -> dict:
     messages.append(
         {
             "role": "assistant",
-            "content": "THOUGHT: done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```",
+            "content": (
+                "THOUGHT: done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"
+            ),
         }
     )
     messages.append({"role": "user", "content": submission})
@@ -226,16 +228,20 @@ def main() -> None:
         mb = first.bytes / 1e6
         print(f"machine:     {machine()}, PostgreSQL {pg_version}")
         print(
-            f"data:        {n_traj} mini-swe-agent-1 trajectories in {args.runs} runs + {n_traj} report.json = {first.files} files, "
-            f"{mb:.1f} MB (trajectories {min(sizes) / 1e3:.0f}-{max(sizes) / 1e3:.0f} kB, {sum(sizes) / n_traj / 1e3:.0f} kB on average; "
+            f"data:        {n_traj} mini-swe-agent-1 trajectories in {args.runs} runs + {n_traj} report.json = "
+            f"{first.files} files, "
+            f"{mb:.1f} MB (trajectories {min(sizes) / 1e3:.0f}-{max(sizes) / 1e3:.0f} kB, "
+            f"{sum(sizes) / n_traj / 1e3:.0f} kB on average; "
             f"generated in {generated:.1f} s)"
         )
         print(f"result:      {first.groups} groups ({first.groups_mixed} mixed), {Rollout.objects.count()} rollouts")
         print(
-            f"import:      {first_s:6.1f} s  {first.files / first_s:6.1f} files/s  {n_traj / first_s:6.1f} trajectories/s  {mb / first_s:5.1f} MB/s"
+            f"import:      {first_s:6.1f} s  {first.files / first_s:6.1f} files/s  {n_traj / first_s:6.1f} "
+            f"trajectories/s  {mb / first_s:5.1f} MB/s"
         )
         print(
-            f"re-import:   {again_s:6.1f} s  {again.files / again_s:6.1f} files/s  {n_traj / again_s:6.1f} trajectories/s  {mb / again_s:5.1f} MB/s"
+            f"re-import:   {again_s:6.1f} s  {again.files / again_s:6.1f} files/s  {n_traj / again_s:6.1f} "
+            f"trajectories/s  {mb / again_s:5.1f} MB/s"
             "  (all unchanged)"
         )
         connections.close_all()

@@ -147,7 +147,8 @@ def main() -> None:
     args = parser.parse_args()
 
     print(
-        f"machine: {cpu_model()}, {os.cpu_count()} CPUs{', ' + memory_gib() if memory_gib() else ''}; Python {sys.version.split()[0]}"
+        f"machine: {cpu_model()}, {os.cpu_count()} CPUs{', ' + memory_gib() if memory_gib() else ''}; Python "
+        f"{sys.version.split()[0]}"
     )
     failures = 0
     for name, make, old, new, samples in CASES:
@@ -172,7 +173,8 @@ def main() -> None:
         (n0, t0), (n1, t1) = new_times[0], new_times[-1]
         growth = (t1 / max(t0, 1e-9)) / (n1 / n0)
         print(
-            f"new code, N {n0:,} -> {n1:,}: x{t1 / max(t0, 1e-9):,.0f} time for x{n1 / n0:,.0f} input (growth vs linear {growth:.2f})"
+            f"new code, N {n0:,} -> {n1:,}: x{t1 / max(t0, 1e-9):,.0f} time for x{n1 / n0:,.0f} input (growth vs linear "
+            f"{growth:.2f})"
         )
     if failures:
         sys.exit(f"{failures} well-formed input(s) gave a different result")

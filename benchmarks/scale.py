@@ -308,7 +308,8 @@ def main() -> int:
     # without collectstatic's manifest.
     (Path(workdir.name) / "scale_settings.py").write_text(
         "from gagar_web.settings import *  # noqa: F403\n"
-        "STORAGES = {**STORAGES, 'staticfiles': {'BACKEND': 'django.contrib.staticfiles.storage.StaticFilesStorage'}}  # noqa: F405\n"
+        "STORAGES = {**STORAGES, 'staticfiles': {'BACKEND': 'django.contrib.staticfiles.storage.StaticFilesStorage'}}  "
+        "# noqa: F405\n"
     )
     sys.path.insert(0, workdir.name)
     os.environ.update(

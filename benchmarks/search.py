@@ -513,8 +513,10 @@ def main() -> None:
         search_tasks.index_backlog_task.delay = queue
         n = report.rollouts_created
         print(
-            f"ingest:    {n} real-length rollouts ({size / 2**20:,.0f} MiB of lines): raw COPY into a jsonb column {copy_s:.1f} s; "
-            f"ingest_group_lines, index queued (GAGAR_SEARCH_INDEX=task) {took['task']:.1f} s = {copy_s / took['task']:.2f}x COPY; "
+            f"ingest:    {n} real-length rollouts ({size / 2**20:,.0f} MiB of lines): raw COPY into a jsonb column "
+            f"{copy_s:.1f} s; "
+            f"ingest_group_lines, index queued (GAGAR_SEARCH_INDEX=task) {took['task']:.1f} s = "
+            f"{copy_s / took['task']:.2f}x COPY; "
             f"index inline {took['inline']:.1f} s = {copy_s / took['inline']:.2f}x COPY"
         )
         print(

@@ -104,7 +104,8 @@ def grading_span(db_url: str, run: str) -> tuple[float, float, int, int]:
             [run],
         ).fetchone()
         valid = conn.execute(
-            "SELECT count(*) FROM grading_verdict v JOIN grading_group g ON g.id = v.group_id JOIN grading_run r ON r.id = g.run_id "
+            "SELECT count(*) FROM grading_verdict v JOIN grading_group g ON g.id = v.group_id JOIN grading_run r ON "
+            "r.id = g.run_id "
             "WHERE r.name = %s AND v.status = 'valid'",
             [run],
         ).fetchone()[0]

@@ -79,7 +79,8 @@ def log_in(browser, base: str, username: str):
 CLUSTERED_GROUP = (
     "from django.db.models import F\n"
     "from grading.models import Group\n"
-    "g = Group.objects.filter(n_passed__gte=3, distinct_solutions__lt=F('n_passed')).order_by('distinct_solutions', 'pk').first()\n"
+    "g = Group.objects.filter(n_passed__gte=3, distinct_solutions__lt=F('n_passed')).order_by('distinct_solutions', "
+    "'pk').first()\n"
     "print(f'/projects/{g.run.project.name}/runs/{g.run.name}/groups/{g.uid}/' if g else '')"
 )
 

@@ -1,10 +1,11 @@
 """The judging form's fields, read from a POST (or an autosaved draft of one).
 
-Field names, per passing rollout i: `tier-i` (T1/T2/T3), `rank-i` (whole number, blank
-to derive that rollout's rank from its tier, each rollout on its own), `cheat-i` (present = flagged), `note-i`, `score-i-<dimension>`
-(1-5, blank to skip); and `note` for the group (`reason` too, on the adjudication form). The page's inputs carry these names, the
-draft stores them as they are, and the service gets `ItemInput`s. Any other field (an odd
-name like `tier-²`, a NUL) is ignored: it is neither stored in a draft nor read back.
+Field names, per passing rollout i: `tier-i` (T1/T2/T3), `rank-i` (whole number, blank to
+derive that rollout's rank from its tier, each rollout on its own), `cheat-i` (present =
+flagged), `note-i`, `score-i-<dimension>` (1-5, blank to skip); and `note` for the group
+(`reason` too, on the adjudication form). The page's inputs carry these names, the draft stores
+them as they are, and the service gets `ItemInput`s. Any other field (an odd name like
+`tier-²`, a NUL) is ignored: it is neither stored in a draft nor read back.
 """
 
 from __future__ import annotations

@@ -172,8 +172,9 @@ class Call:
 @pytest.fixture
 def world(acme, alice, alice_token):
     """Two real groups of four rollouts each (long trajectories) in run "long", step 0, and a
-    small one of three in run "r1" step 1; a cheat signal on the first rollout, for the audit; an import job; a second member to change. alice is
-    also site staff here, who may create projects."""
+    small one of three in run "r1" step 1; a cheat signal on the first rollout, for the audit;
+    an import job; a second member to change. alice is also site staff here, who may create
+    projects."""
     alice.is_staff = True
     alice.save(update_fields=["is_staff"])
     groups = [{**g, "run": "long"} for g in load_real_long_groups(4)[:2]]

@@ -16,7 +16,8 @@ def start(**env) -> subprocess.CompletedProcess:
         [
             sys.executable,
             "-c",
-            "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)",
+            "import django; django.setup(); from django.conf import settings; "
+            "print(settings.DATABASES['default']['ENGINE'], settings.CELERY_TASK_ALWAYS_EAGER)",
         ],
         cwd=ROOT,
         env={**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings", **env},
@@ -100,17 +101,18 @@ def test_a_shared_cache_is_used_and_works_when_named():
 
 
 def test_invitations_are_mailed_by_smtp_only_where_email_host_is_set():
-    show = "import django; django.setup(); from django.conf import settings as s; print(s.EMAIL_BACKEND, s.EMAIL_PORT, s.EMAIL_USE_TLS)"
+    show = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.EMAIL_BACKEND, s.EMAIL_PORT, s.EMAIL_USE_TLS)"
+    )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "EMAIL_"))}
     env = {**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings"}
-    run = lambda **extra: subprocess.run(
-        [sys.executable, "-c", show],
-        cwd=ROOT,
-        env={**env, **extra},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+
+    def run(**extra):
+        return subprocess.run(
+            [sys.executable, "-c", show], cwd=ROOT, env={**env, **extra}, capture_output=True, text=True, timeout=60
+        )
+
     assert run().stdout.split() == ["django.core.mail.backends.console.EmailBackend", "587", "True"]
     assert run(EMAIL_HOST="smtp.example.org", EMAIL_USE_SSL="true").stdout.split() == [
         "django.core.mail.backends.smtp.EmailBackend",

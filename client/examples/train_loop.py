@@ -33,7 +33,10 @@ REPRODUCE = (
 
 def toy_patch(shape: str) -> str:
     extra = CLUTTER if shape == "cluttered" else ""
-    patch = f"diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,2 +1,{2 + extra.count(chr(10))} @@\n{FIX}{extra}"
+    patch = (
+        "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n"
+        f"@@ -1,2 +1,{2 + extra.count(chr(10))} @@\n{FIX}{extra}"
+    )
     return patch + (REPRODUCE if shape == "stray" else "")
 
 

@@ -130,7 +130,7 @@ def call_tool(workspace: GroupWorkspace, name: str, arguments: Any) -> dict:
         return tool.fn(workspace, **arguments)
     except ToolError as exc:
         return {"error": str(exc)}
-    except Exception as exc:  # a tool bug must not end the grading conversation
+    except Exception as exc:  # noqa: BLE001  a tool bug must not end the grading conversation
         return {"error": f"{name} failed: {type(exc).__name__}: {exc}"}
 
 
@@ -362,17 +362,20 @@ def _schema(properties: dict | None = None, required: tuple[str, ...] = ()) -> d
 TOOLS: dict[str, Tool] = {
     "get_task": Tool(
         get_task,
-        "The task: repository, problem statement, FAIL_TO_PASS and PASS_TO_PASS test ids, which rollouts passed, and whether a gold/test patch and a repository checkout are available.",
+        "The task: repository, problem statement, FAIL_TO_PASS and PASS_TO_PASS test ids, which rollouts passed, and "
+        "whether a gold/test patch and a repository checkout are available.",
         _schema(),
     ),
     "list_rollouts": Tool(
         list_rollouts,
-        "Every rollout of the group: index, passed, exit status, stats, number of turns and test-log lines, and the files its patch touches with lines added/removed.",
+        "Every rollout of the group: index, passed, exit status, stats, number of turns and test-log lines, and the "
+        "files its patch touches with lines added/removed.",
         _schema(),
     ),
     "summarize_turns": Tool(
         summarize_turns,
-        "One line per turn of a rollout's trajectory: position (0-based, what a turn citation names), role, a one-line summary of its action or text, and its size in characters.",
+        "One line per turn of a rollout's trajectory: position (0-based, what a turn citation names), role, a one-line "
+        "summary of its action or text, and its size in characters.",
         _schema(
             {
                 "rollout": _ROLLOUT,
@@ -384,7 +387,8 @@ TOOLS: dict[str, Tool] = {
     ),
     "read_turns": Tool(
         read_turns,
-        f"Full turns of a rollout's trajectory from position `start` (0-based), at most {MAX_TURNS_PER_READ} at a time; each field is cut at max_chars characters (and says so).",
+        f"Full turns of a rollout's trajectory from position `start` (0-based), at most {MAX_TURNS_PER_READ} at a time; "
+        "each field is cut at max_chars characters (and says so).",
         _schema(
             {
                 "rollout": _ROLLOUT,
@@ -397,7 +401,8 @@ TOOLS: dict[str, Tool] = {
     ),
     "read_patch": Tool(
         read_patch,
-        "A rollout's final patch, whole or one file (`path` as list_rollouts gives it), with new-side line numbers: cite a line as 'path:<new-side line>'.",
+        "A rollout's final patch, whole or one file (`path` as list_rollouts gives it), with new-side line numbers: "
+        "cite a line as 'path:<new-side line>'.",
         _schema({"rollout": _ROLLOUT, "path": {"type": "string"}}, ("rollout",)),
     ),
     "test_outcomes": Tool(
@@ -419,12 +424,15 @@ TOOLS: dict[str, Tool] = {
     ),
     "read_reference_patch": Tool(
         read_reference_patch,
-        "The task's reference fix ('gold') or the patch that adds its tests ('test'), when the group has them. Context only: not citable.",
+        "The task's reference fix ('gold') or the patch that adds its tests ('test'), when the group has them. Context "
+        "only: not citable.",
         _schema({"which": {"type": "string", "enum": ["gold", "test"]}}),
     ),
     "read_file": Tool(
         read_file,
-        f"Read-only view of the repository checkout at the task's base commit (when has_checkout): a directory listing, or lines of a file from `start` (1-based), at most {MAX_LINES_PER_READ}. `path` is relative to the repository root.",
+        "Read-only view of the repository checkout at the task's base commit (when has_checkout): a directory listing, "
+        f"or lines of a file from `start` (1-based), at most {MAX_LINES_PER_READ}. `path` is relative to the repository "
+        "root.",
         _schema(
             {
                 "path": {"type": "string"},

@@ -122,7 +122,9 @@ def make_messages(
     messages = [
         {
             "role": "system",
-            "content": "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks.",
+            "content": (
+                "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks."
+            ),
         },
         {"role": "user", "content": f"<pr_description>\n{problem}\n</pr_description>"},
     ]
@@ -144,7 +146,10 @@ def make_messages(
     messages.append(
         {
             "role": "assistant",
-            "content": "THOUGHT: The fix is in place and tests pass.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```",
+            "content": (
+                "THOUGHT: The fix is in place and tests pass.\n\n```bash\n"
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"
+            ),
         }
     )
     return messages

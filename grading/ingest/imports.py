@@ -197,7 +197,8 @@ class _Stored:
 
 
 def _task(instance_id: str, found: list, has: set[str]) -> dict:
-    """The group line's task: what the files state, less the fields the stored task already has (a missing field is never a conflict)."""
+    """The group line's task: what the files state, less the fields the stored task already has
+    (a missing field is never a conflict)."""
     task: dict = {"instance_id": instance_id}
     stated: dict = {}
     for item in found:

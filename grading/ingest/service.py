@@ -295,7 +295,7 @@ class _BatchWriter:
             outcome.extend((p, "created", len(p.group.rollouts), 0, None) for p, _ in new_groups)
         if extended:
             self._insert_rollouts([(g, rollouts) for _, g, rollouts in extended], {})
-            for pending, group, rollouts in extended:
+            for _, group, rollouts in extended:
                 known = [passed for _, passed in existing_rollouts.get(group.pk, {}).values()]
                 _set_counts(group, known + [r.passed for r in rollouts])
             Group.objects.bulk_update(
@@ -323,7 +323,8 @@ class _BatchWriter:
             raise _Conflict(f"conflict: group {parsed.uid!r} is already stored at step {group.step.number}, not {parsed.step}")
         if group.task.instance_id != parsed.task.instance_id:
             raise _Conflict(
-                f"conflict: group {parsed.uid!r} is already stored for task {group.task.instance_id!r}, not {parsed.task.instance_id!r}"
+                f"conflict: group {parsed.uid!r} is already stored for task {group.task.instance_id!r}, not "
+                f"{parsed.task.instance_id!r}"
             )
         new, unchanged = [], 0
         for rollout in parsed.rollouts:

@@ -13,8 +13,9 @@ judged mixed groups, and every grader tier seen in at least 5 pairs); below it t
 >>> thin = assess(counts=[[2, 0, 0], [0, 0, 0], [0, 0, 1]], n_groups=3, minimum=minimum)
 >>> thin.sufficient, thin.tier_pairs
 (False, (2, 0, 1))
->>> thin.shortfalls
-('3 judged mixed groups, 30 needed', 'T1 seen in 2 pairs, 5 needed', 'T2 seen in 0 pairs, 5 needed', 'T3 seen in 1 pair, 5 needed')
+>>> thin.shortfalls  # doctest: +NORMALIZE_WHITESPACE
+('3 judged mixed groups, 30 needed', 'T1 seen in 2 pairs, 5 needed',
+ 'T2 seen in 0 pairs, 5 needed', 'T3 seen in 1 pair, 5 needed')
 >>> assess(counts=[[20, 3, 0], [4, 11, 2], [0, 1, 7]], n_groups=30, minimum=minimum).sufficient
 True
 

@@ -177,7 +177,7 @@ def create_token(*, project: Project, username: str, role: str, name: str, actor
     user_field = user_model._meta.get_field("username")
     try:
         user_field.run_validators(username)
-    except Exception as exc:  # django.core.exceptions.ValidationError: its messages, as one sentence
+    except Exception as exc:  # noqa: BLE001  django.core.exceptions.ValidationError: its messages, as one sentence
         raise TeamError(f"{username!r} is not a usable username: {' '.join(getattr(exc, 'messages', [str(exc)]))}") from None
     if len(username) > user_field.max_length:
         raise TeamError(f"a username has at most {user_field.max_length} characters")

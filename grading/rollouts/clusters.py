@@ -21,8 +21,8 @@ no test of the task names and that either
   trajectories under tests/fixtures: mini-swe-agent writes `reproduce_issue.py`,
   `reproduction_script.py`, `verify_fix.py`, `apply_fix.py`, `test_fix.py`, and at the
   repository root `run_repro.py`, `check_*.py`, `inspect_issue.py`, `modify_latex.py`,
-  `patch_models.py`, `test_<something>.py`, `reproduction/` and `test_fk_app/` apps; other runs add `debug_*.py`, `final_test.py`, `*_SUMMARY.md`,
-  `FIX_*.md`, `scratch/`), or
+  `patch_models.py`, `test_<something>.py`, `reproduction/` and `test_fk_app/` apps; other
+  runs add `debug_*.py`, `final_test.py`, `*_SUMMARY.md`, `FIX_*.md`, `scratch/`), or
 - no other rollout of the group touches (a helper only this rollout wrote).
 
 A file the patch modifies or deletes always matters, whatever its name: it was in the

@@ -261,7 +261,9 @@ def _build_hunk(hunk, lines: list, path: str, colour: bool, budget: Budget) -> H
     new_html = dict(zip(new_side, new_lines))
 
     result = Hunk(
-        header=f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}".rstrip(),
+        header=(
+            f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@ {hunk.section_header}"
+        ).rstrip(),
         note=" ".join(dict.fromkeys(n for n in (old_note, new_note) if n)),
     )
     kinds = {" ": "context", "+": "added", "-": "removed"}

@@ -21,7 +21,9 @@ gets a *kind*, shown in this order (files of one kind keep the patch's order):
 >>> files = [("FIX_SUMMARY.md", "added"), ("tests/test_q.py", "modified"), ("debug_q.py", "added"),
 ...          ("docs/q.rst", "modified"), ("pkg/q.py", "modified"), ("tox.ini", "modified")]
 >>> [(kind, path) for kind, (path, _) in order_files(files, path=lambda f: f[0], status=lambda f: f[1])]
-[('core', 'pkg/q.py'), ('test', 'tests/test_q.py'), ('docs', 'docs/q.rst'), ('config', 'tox.ini'), ('extra', 'FIX_SUMMARY.md'), ('extra', 'debug_q.py')]
+... # doctest: +NORMALIZE_WHITESPACE
+[('core', 'pkg/q.py'), ('test', 'tests/test_q.py'), ('docs', 'docs/q.rst'), ('config', 'tox.ini'),
+ ('extra', 'FIX_SUMMARY.md'), ('extra', 'debug_q.py')]
 """
 
 from __future__ import annotations

@@ -2,13 +2,14 @@
 
 Three modes. **auto** (the default, the search box): a query that looks like a command
 (`looks_like_command`: `sed -i`, `git diff`, `cat setup.py`) is searched literally, any other
-by its words; the Query says which (`mode`) and that it was chosen (`auto`). **words**: words that must all appear (AND), `"quoted phrases"`
-whose words appear in that order, and prefixes `foo*`. Text and query are both cut into
-*tokens*, the runs of letters and digits, compared case-insensitively: `astropy==` is the
-token `astropy`; `git-log` or `foo_bar` in a query is the phrase of its tokens. This is
-exactly how PostgreSQL's full-text index sees the text (grading.search.index), so the
-database and `find` below agree on what matches. **literal** (`mode=literal`): the exact
-substring, case-sensitive, punctuation and spaces included (`pip install astropy==`).
+by its words; the Query says which (`mode`) and that it was chosen (`auto`). **words**: words
+that must all appear (AND), `"quoted phrases"` whose words appear in that order, and prefixes
+`foo*`. Text and query are both cut into *tokens*, the runs of letters and digits, compared
+case-insensitively: `astropy==` is the token `astropy`; `git-log` or `foo_bar` in a query is
+the phrase of its tokens. This is exactly how PostgreSQL's full-text index sees the text
+(grading.search.index), so the database and `find` below agree on what matches. **literal**
+(`mode=literal`): the exact substring, case-sensitive, punctuation and spaces included
+(`pip install astropy==`).
 
 >>> q = parse_query('pip "git log" astro*')
 >>> [(t.kind, t.tokens) for t in q.terms]

@@ -32,7 +32,8 @@ class AgreementView(APIView):
             OpenApiParameter("slices", bool, description="also per grader, step and repo (default false)"),
         ],
         responses={200: OpenApiTypes.OBJECT},
-        summary="Grader–human agreement (exact, κ, α, τ-b, pairwise, top-1, cheat P/R/F1), the people-vs-people ceiling and the fitted mapping",
+        summary="Grader–human agreement (exact, κ, α, τ-b, pairwise, top-1, cheat P/R/F1), the people-vs-people ceiling and "
+        "the fitted mapping",
     )
     def get(self, request):
         project, problem = project_for_request(request, "view", "export")

@@ -10,14 +10,15 @@ Two products of one group's human judgments:
   score as the lower median of the reviewers who gave it.
 
 - `sft_example()`: one chat example (OpenAI fine-tuning format with tools) that replays
-  the LLM grader's live conversation (grading.grader.llm) turn by turn: its system
-  prompt, with the project's rubric guide (the workspace's `guide`) in it; its opening user message (rollout indexes only); assistant turns that CALL the
-  workspace tools (`reading_rounds()`: get_task and list_rollouts, then read_patch and
-  test_outcomes for every rollout, each round as parallel calls), each call answered by a
-  `tool` message with the JSON the live tool returns (grading.grader.tools.call_tool, the
-  grader's own entry point, serialised as the grader serialises it); and a last assistant
-  turn that calls `submit_verdict` with the label. So the model learns to read before it
-  submits, and the messages are exactly the requests the grader would send.
+  the LLM grader's live conversation (grading.grader.llm) turn by turn: its system prompt,
+  with the project's rubric guide (the workspace's `guide`) in it; its opening user
+  message (rollout indexes only); assistant turns that CALL the workspace tools
+  (`reading_rounds()`: get_task and list_rollouts, then read_patch and test_outcomes for
+  every rollout, each round as parallel calls), each call answered by a `tool` message
+  with the JSON the live tool returns (grading.grader.tools.call_tool, the grader's own
+  entry point, serialised as the grader serialises it); and a last assistant turn that
+  calls `submit_verdict` with the label. So the model learns to read before it submits,
+  and the messages are exactly the requests the grader would send.
   The verdict must pass the grader's schema, so a label without all five rubric scores on
   every passing rollout gives no example (scores are not invented). Evidence comes only
   from citations people wrote in their notes and that resolve against the group

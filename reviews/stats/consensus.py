@@ -1,4 +1,5 @@
-"""Checking, comparing and combining judgments of one group. Pure: standard library (and the tier codes of grading.method.tiers) only.
+"""Checking, comparing and combining judgments of one group. Pure: standard library (and the
+tier codes of grading.method.tiers) only.
 
 A *ranking* is what one rater said about a group's passing rollouts:
 ``{rollout_index: (tier, rank)}`` with tiers "T1".."T3" and group-wide ranks (1 = best,

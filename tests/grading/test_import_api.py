@@ -1,4 +1,5 @@
-"""POST /api/v1/imports/ (upload -> ImportJob -> Celery, eager: tests/conftest.py), GET the job, the run page's progress, refusals."""
+"""POST /api/v1/imports/ (upload -> ImportJob -> Celery, eager: tests/conftest.py), GET the job,
+the run page's progress, refusals."""
 
 from __future__ import annotations
 

@@ -146,9 +146,8 @@ def test_import_runs_reads_group_lines_and_exits_non_zero_saying_which(acme, tmp
     other = tmp_path / "other.jsonl"
     other.write_bytes(step_lines("t-9@7", run="other"))
     out, error = run_command("import_runs", "--run", "sweep", "--step", 0, good, other)
-    assert (
-        error
-        == "1 group(s) imported, but 1 file(s), attempt(s) or group(s) were refused (listed above under skipped and refused groups)"
+    assert error == (
+        "1 group(s) imported, but 1 file(s), attempt(s) or group(s) were refused (listed above under skipped and refused groups)"
     )
     assert "t-9@7: other.jsonl line 1: run: 'other', but this import goes into run 'sweep'" in out
     out, error = run_command("import_runs", "--run", "sweep", "--step", 0, other)

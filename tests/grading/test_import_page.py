@@ -1,4 +1,5 @@
-"""The import page /projects/<p>/runs/<r>/imports/: admins upload (same job, limits and refusals as the API), others are refused."""
+"""The import page /projects/<p>/runs/<r>/imports/: admins upload (same job, limits and refusals
+as the API), others are refused."""
 
 from __future__ import annotations
 

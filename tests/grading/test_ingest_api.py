@@ -120,11 +120,13 @@ def _bad(mutate):
         ),
         (_bad(lambda g: g["rollouts"][0].update(tests={"FAIL_TO_PASS": ["x"]})), "rollouts[0].tests.FAIL_TO_PASS"),
         (
-            b'{"format": "gagar-group/1", "run": "r1", "step": 1, "uid": "x", "task": {"instance_id": "t"}, "rollouts": [{"index": 0, "reward": NaN}]}',
+            b'{"format": "gagar-group/1", "run": "r1", "step": 1, "uid": "x", "task": {"instance_id": "t"}, "rollouts": '
+            b'[{"index": 0, "reward": NaN}]}',
             "not valid JSON",
         ),
         (
-            b'{"format": "gagar-group/1", "run": "r1", "step": 1, "uid": "x", "task": {"instance_id": "t"}, "rollouts": [{"index": 0, "reward": 1e999}]}',
+            b'{"format": "gagar-group/1", "run": "r1", "step": 1, "uid": "x", "task": {"instance_id": "t"}, "rollouts": '
+            b'[{"index": 0, "reward": 1e999}]}',
             "not valid JSON",
         ),
     ],

@@ -176,7 +176,10 @@ def test_deleted_file():
 
 
 def test_binary_diff_marker():
-    binary = "diff --git a/img/logo.png b/img/logo.png\nindex 5555555..6666666 100644\nBinary files a/img/logo.png and b/img/logo.png differ\n"
+    binary = (
+        "diff --git a/img/logo.png b/img/logo.png\nindex 5555555..6666666 100644\n"
+        "Binary files a/img/logo.png and b/img/logo.png differ\n"
+    )
     g = cluster_patches([(0, FIX + binary), (1, binary + FIX), (2, FIX)])
     assert g.clusters == {0: (0, 1), 2: (2,)}
     assert "img/logo.png" in g.of(0).files

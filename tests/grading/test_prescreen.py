@@ -378,7 +378,8 @@ def test_patch_features_count_size_spread_tests_and_scope():
         + diff("setup.py", "     name='widgets',\n-    version='1'\n+    version='2'\n", header="@@ -1,2 +1,2 @@")
         + diff("widgets/tests/test_core.py", "     assert a\n+    assert b\n", header="@@ -7,1 +7,2 @@")
         + diff("docs/changes.rst", " Changes\n+- fixed the widget\n", header="@@ -1,1 +1,2 @@")
-        + "diff --git a/reproduce.py b/reproduce.py\nnew file mode 100644\n--- /dev/null\n+++ b/reproduce.py\n@@ -0,0 +1,1 @@\n+print(1)\n"
+        + "diff --git a/reproduce.py b/reproduce.py\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/reproduce.py\n@@ -0,0 +1,1 @@\n+print(1)\n"
     )
     view = rollout(
         ("python reproduce.py", "Traceback (most recent call last):", 1),

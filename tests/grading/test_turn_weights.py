@@ -60,7 +60,7 @@ def test_only_turns_of_this_rollout_cited_as_waste_are_weighted_down():
 def test_bad_weights_and_masks_are_refused_with_what_is_wrong():
     with pytest.raises(ValueError, match="message 2 weighs 0"):
         token_advantages(0.5, {"2": 0}, [2], [1])
-    with pytest.raises(ValueError, match="message 1 weighs -0.5"):
+    with pytest.raises(ValueError, match=r"message 1 weighs -0.5"):
         check_weights({1: -0.5})
     with pytest.raises(ValueError, match="key 'x' is not a message index"):
         check_weights({"x": 0.5})

@@ -28,12 +28,14 @@ ACCEPTED = {
     (
         "reviews/views/group.py",
         "B308",
-    ): "mark_safe on diff tables built from pygments' HtmlFormatter output (escapes every source character), escape()d hunk headers, line numbers and fixed class names; tests/hostile renders XSS in diffs inert",
+    ): "mark_safe on diff tables built from pygments' HtmlFormatter output (escapes every source character), escape()d "
+    "hunk headers, line numbers and fixed class names; tests/hostile renders XSS in diffs inert",
     ("reviews/views/group.py", "B703"): "same as B308: the one mark_safe wraps a table whose every piece is escaped",
     (
         "grading/templatetags/gagar.py",
         "B308",
-    ): "the `visible` filter escapes the text first, then inserts markers holding only a code point and its Unicode name; tests/hostile checks bidi text renders as markers",
+    ): "the `visible` filter escapes the text first, then inserts markers holding only a code point and its Unicode "
+    "name; tests/hostile checks bidi text renders as markers",
     ("grading/templatetags/gagar.py", "B703"): "same as B308 for the `visible` filter",
     (
         "grading/method/export.py",
@@ -42,11 +44,13 @@ ACCEPTED = {
     (
         "grading/search/selectors.py",
         "B608",
-    ): "the f-strings put only module-level table names (CHUNKS, FTS_TABLE) into the SQL; the query text is always a bound %s parameter",
+    ): "the f-strings put only module-level table names (CHUNKS, FTS_TABLE) into the SQL; the query text is always a "
+    "bound %s parameter",
     (
         "grading/search/selectors.py",
         "B611",
-    ): "RawSQL holds fixed SQL with the search text as a bound parameter; tests/grading/test_search_real.py searches quotes, percent signs and backslashes",
+    ): "RawSQL holds fixed SQL with the search text as a bound parameter; tests/grading/test_search_real.py searches "
+    "quotes, percent signs and backslashes",
     ("grading/templatetags/gagar.py", "B324"): "SHA-1 makes a short HTML id fragment from a file path, not a security digest",
     ("grading/ingest/demo.py", "B311"): "seeded random for generated demo data",
     ("reviews/demo.py", "B311"): "seeded random for generated demo data",
@@ -57,7 +61,8 @@ ACCEPTED = {
     (
         "grading/rollouts/highlighter.py",
         "B603",
-    ): "argv is [sys.executable, '-I', this module's path], no shell and nothing from a request; patch text goes over the pipe as data",
+    ): "argv is [sys.executable, '-I', this module's path], no shell and nothing from a request; patch text goes over "
+    "the pipe as data",
     ("grading/management/commands/simulate_training.py", "B311"): "seeded random for the simulated trainer's generated steps",
 }
 

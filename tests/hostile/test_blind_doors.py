@@ -137,7 +137,7 @@ def doors(lane: str = "1") -> list[tuple[str, str]]:
         ):
             continue
 
-        def value(match: re.Match, name=name) -> str:
+        def value(match: re.Match, name=name, route=route) -> str:
             if match["name"] == "pk":
                 return str(default_mapping().pk) if name and "mapping" in name else "1"
             assert match["name"] in values, f"route {route!r} has a parameter the blind-door matrix does not know"

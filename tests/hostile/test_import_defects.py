@@ -107,7 +107,10 @@ def test_pr_description_on_pathological_text(case, text, expected):
 
 
 def test_pr_description_keeps_its_meaning():
-    prompt = "<pr_description>\nConsider the following PR description:\n  Widgets break.\n</pr_description>\n<pr_description>x</pr_description>"
+    prompt = (
+        "<pr_description>\nConsider the following PR description:\n  Widgets break.\n</pr_description>\n"
+        "<pr_description>x</pr_description>"
+    )
     assert problem_statement_of(prompt) == "Widgets break."
     assert problem_statement_of("no tags") == problem_statement_of("<pr_description>open") == ""
 

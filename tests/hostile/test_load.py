@@ -119,7 +119,8 @@ def _terminate_app_connections() -> int:
         autocommit=True,
     ) as admin:
         rows = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> "
+            "pg_backend_pid()"
         ).fetchall()
     return len(rows)
 

@@ -105,7 +105,10 @@ def test_a_value_the_database_refuses_costs_only_its_own_line(client, alice_toke
         {
             "line": 2,
             "uid": "poison@1",
-            "error": "could not be stored: the database refused a value (invalid input syntax for type json DETAIL: Unicode escape value could not be translated)",
+            "error": (
+                "could not be stored: the database refused a value "
+                "(invalid input syntax for type json DETAIL: Unicode escape value could not be translated)"
+            ),
         }
     ]
     assert set(Group.objects.values_list("uid", flat=True)) == {"a@1", "b@1"}

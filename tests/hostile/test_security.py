@@ -284,7 +284,7 @@ def test_list_apis_ignore_unknown_ordering_and_filters(client, alice_token, caro
 )
 def test_grader_url_refuses_non_public_targets(settings, url):
     settings.GRADER_ALLOW_PRIVATE_NETWORK = False
-    with pytest.raises(GraderUnavailable, match="non-public address|cannot resolve"):
+    with pytest.raises(GraderUnavailable, match=r"non-public address|cannot resolve"):
         check_grader_url(url)
 
 

@@ -193,7 +193,8 @@ def test_ten_reviewers_judging_at_once_on_sqlite_lose_no_submit(make_run_server)
     print(
         f"\n{N_REVIEWERS} browser contexts on SQLite (runserver, WAL, immediate transactions): "
         f"{stats['submits']} submits, {stored} judgments stored, {stats['conflicts']} told of a concurrent judgment, "
-        f"5xx responses {len(stats['statuses'])}, retries {stats['retries']}, submit latency p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
+        f"5xx responses {len(stats['statuses'])}, retries {stats['retries']}, submit latency p50 {p50 * 1000:.0f} ms, "
+        f"p95 {p95 * 1000:.0f} ms, "
         f"max {latency[-1] * 1000:.0f} ms; {len(stats['errors'])} reviewers stuck; {stats['seconds']:.1f} s in all"
     )
     assert stats["errors"] == [] and stats["failed"] == [] and stats["statuses"] == [], (stats, "".join(log[-40:]))

@@ -384,7 +384,8 @@ def test_sft_examples_replay_the_graders_live_protocol_and_validate(as_alice, la
         assert messages[1] == {
             "role": "user",
             "content": (
-                f"Grade this group. It has {n} rollouts; the passing ones are {passing}. Judge exactly these, then call submit_verdict."
+                f"Grade this group. It has {n} rollouts; the passing ones are {passing}. Judge exactly these, then call "
+                "submit_verdict."
             ),
         }
         assert _reading(example) == [

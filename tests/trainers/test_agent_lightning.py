@@ -268,7 +268,7 @@ def test_settings_that_change_a_star_are_refused_by_name(agl_server):
         tensors={"token_level_rewards": torch.ones(2, 3), "response_mask": torch.ones(2, 3)},
         non_tensors={"uid": np.array(["a", "a"], dtype=object)},
     )
-    with pytest.raises(ValueError, match="algorithm.use_kl_in_reward"):
+    with pytest.raises(ValueError, match=r"algorithm.use_kl_in_reward"):
         agl_trainer.compute_advantage(rows, adv_estimator="gagar", config=config.algorithm)
 
 

@@ -132,7 +132,7 @@ def test_areal_trains_on_the_services_a_star_by_stamp(gagar):
     # AReaL's GRPO recipe normalises the reward per group (mean and std): A* does not survive it.
     norm = areal_args.NormConfig(mean_level="group", std_level="group", group_size=N)
     grpo = _actor(reward_norm=norm)
-    with pytest.raises(ValueError, match="actor.reward_norm"):
+    with pytest.raises(ValueError, match=r"actor.reward_norm"):
         gagar_areal.check_config(grpo.config)
     whole = [t for t, key in zip(kept, keys) if key[0] in (prompt_uid(2), prompt_uid(3))]
     normalised = grpo.compute_advantages([dict(t) for t in whole])

@@ -269,7 +269,7 @@ def test_error_body_becomes_a_clear_exception(client):
     assert error.detail == "grading_deadline_seconds must be a positive number of seconds"
     assert error.body["field"] == "grading_deadline_seconds"
     assert "400 from POST /api/v1/runs/: grading_deadline_seconds must be a positive number" in str(error)
-    with pytest.raises(GagarError, match="404 .*No run 'ghost'") as caught:
+    with pytest.raises(GagarError, match=r"404 .*No run 'ghost'") as caught:
         client.run("ghost")
     assert caught.value.status == 404
 
@@ -277,7 +277,7 @@ def test_error_body_becomes_a_clear_exception(client):
 def test_bad_token_is_not_retried(server, sleeps):
     host, port = server.server_address
     bad = Client(f"http://{host}:{port}", "wrong", project="acme", sleep=sleeps.append)
-    with pytest.raises(GagarError, match="401 .*Invalid or revoked token"):
+    with pytest.raises(GagarError, match=r"401 .*Invalid or revoked token"):
         bad.run("x")
     assert sleeps == [] and len(server.state.requests) == 1
 
@@ -309,7 +309,7 @@ def test_connection_refused_is_retried_then_raised(sleeps):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     client = Client(f"http://127.0.0.1:{port}", TOKEN, project="acme", retries=2, sleep=sleeps.append)
-    with pytest.raises(GagarConnectionError, match="no answer .* after 3 attempt"):
+    with pytest.raises(GagarConnectionError, match=r"no answer .* after 3 attempt"):
         client.run("x")
     assert sleeps == [0.5, 1.0]
 
@@ -317,7 +317,7 @@ def test_connection_refused_is_retried_then_raised(sleeps):
 def test_partly_refused_step_raises_unless_not_strict(client):
     bad = _groups()
     bad[1]["rollouts"][0]["reward"] = 0.5
-    with pytest.raises(GagarError, match="some lines were refused.*must be 0 or 1") as caught:
+    with pytest.raises(GagarError, match=r"some lines were refused.*must be 0 or 1") as caught:
         client.post_step("rl-1", 4, bad)
     assert caught.value.status == 207 and caught.value.body["refused"] == 1
     report = client.post_step("rl-1", 5, bad, strict=False)

@@ -3,13 +3,14 @@
 
 The trajectories are made as SkyRL makes them (`prepare_generator_input`: one
 `TrajectoryID(uid, repetition_id)` per sample), come back from "generation" in another order
-(prompts and the trajectories of each permuted; SkyRL keeps a prompt's together), and a filter takes two out (a timed-out failure the run masks, an overlong pass it recomputes
-without). The step is posted to a live Gagar server with the drops named, graded and pulled
-back; A* is set by TrajectoryID and the batch goes through `RayPPOTrainer`'s own
-`postprocess_generator_output`, `convert_to_training_input` and `compute_advantages_and_returns`
-(SkyRL's registry dispatch). Every kept trajectory trains on the service's A* to 1e-6; SkyRL's
-GRPO (std off) gives the same on whole groups and on the recomputed one, and shifts the group
-that lost a rollout under the mask policy.
+(prompts and the trajectories of each permuted; SkyRL keeps a prompt's together), and a filter
+takes two out (a timed-out failure the run masks, an overlong pass it recomputes without). The
+step is posted to a live Gagar server with the drops named, graded and pulled back; A* is set
+by TrajectoryID and the batch goes through `RayPPOTrainer`'s own
+`postprocess_generator_output`, `convert_to_training_input` and
+`compute_advantages_and_returns` (SkyRL's registry dispatch). Every kept trajectory trains on
+the service's A* to 1e-6; SkyRL's GRPO (std off) gives the same on whole groups and on the
+recomputed one, and shifts the group that lost a rollout under the mask policy.
 
 SkyRL 0.3.0 runs on Python 3.12; this machine's CPU torch is for 3.11, where pydantic refuses the
 `typing.TypedDict` fields of SkyRL's Tinker types (imported by `skyrl.backends`). SkyRL is

@@ -104,7 +104,7 @@ def test_rewards_and_advantages_are_each_samples_a_star(a_star_four):
 
 
 def test_stamps_that_do_not_follow_the_data_source_are_refused(a_star_four):
-    with pytest.raises(ValueError, match="not in group 1's range 4..7"):
+    with pytest.raises(ValueError, match=r"not in group 1's range 4..7"):
         gagar_slime.sample_id(Sample(group_index=1, index=9), N, uid_of)
     with pytest.raises(ValueError, match="no group_index/index"):
         gagar_slime.sample_id(Sample(), N, uid_of)

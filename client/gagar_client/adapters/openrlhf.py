@@ -143,7 +143,7 @@ class GroupCollector:
         if complete:
             try:
                 answer: Mapping[tuple, float] | BaseException = dict(self.resolve(uid, list(arrived)))
-            except BaseException as exc:  # every waiter of the group gets it
+            except BaseException as exc:  # noqa: BLE001  every waiter of the group gets it
                 answer = exc
             with self._lock:
                 self._answers[uid] = answer

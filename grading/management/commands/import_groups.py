@@ -46,7 +46,9 @@ class Command(BaseCommand):
             try:
                 lines = iter_lines(open_body(stream), max_line_bytes=settings.GAGAR_MAX_LINE_BYTES)
                 # The bar counts decompressed bytes of lines, so for gzip it can pass the file size.
-                ingest_group_lines(project=project_obj, lines=lines, report=report, on_line=lambda _n, b: bar.update(b + 1))
+                ingest_group_lines(
+                    project=project_obj, lines=lines, report=report, on_line=lambda _n, b, bar=bar: bar.update(b + 1)
+                )
             except BodyError as exc:
                 report.aborted = str(exc)
             finally:

@@ -13,7 +13,8 @@ LISTED = 50  # findings printed per kind; the rest are counted
 
 class Command(BaseCommand):
     help = (
-        "Import gagar-group/1 JSON Lines (.jsonl, .jsonl.gz) and agent runs — mini-swe-agent run folders, SWE-agent .traj files, SWE-bench predictions, OpenHands "
+        "Import gagar-group/1 JSON Lines (.jsonl, .jsonl.gz) and agent runs — mini-swe-agent run folders, SWE-agent "
+        ".traj files, SWE-bench predictions, OpenHands "
         "output.jsonl, verl rollout dumps ({step}.jsonl) — with their SWE-bench verdicts into one (run, step): one group "
         "per instance, one rollout per attempt (verl dumps: one group per uid or prompt, at the dump's own steps). "
         "Several PATHs are several runs of the same tasks. Exits non-zero when nothing was imported, or when any file, "

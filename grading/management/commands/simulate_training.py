@@ -36,7 +36,7 @@ class _ThreadingWSGIServer(WSGIServer):
     def _handle(self, request, client_address):
         try:
             self.finish_request(request, client_address)
-        except Exception:
+        except Exception:  # noqa: BLE001  reported as socketserver's ThreadingMixIn reports it
             self.handle_error(request, client_address)
         finally:
             self.shutdown_request(request)

@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-PATCH = "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n@@ -1,3 +1,3 @@\n def f(x):\n-    return x\n+    return x + {n}\n \n"
+PATCH = (
+    "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n"
+    "@@ -1,3 +1,3 @@\n def f(x):\n-    return x\n+    return x + {n}\n \n"
+)
 SYSTEM_V1 = "You are a helpful assistant that can interact multiple times with a computer shell to solve programming tasks.\n"
 
 
@@ -26,8 +29,9 @@ def statement(instance_id: str) -> str:
 
 def _instance_prompt(instance_id: str) -> str:
     return (
-        f"<pr_description>\nConsider the following PR description:\n{statement(instance_id)}\n</pr_description>\n\n<instructions>\n"
-        "## Submission\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```\n</instructions>"
+        f"<pr_description>\nConsider the following PR description:\n{statement(instance_id)}\n</pr_description>\n\n"
+        "<instructions>\n## Submission\n```bash\n"
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```\n</instructions>"
     )
 
 
@@ -181,7 +185,9 @@ def swe_agent_attempt(
         },
         {
             "role": "user",
-            "content": f"<uploaded_files>\n/testbed\n</uploaded_files>\n<pr_description>\n{statement(instance_id)}\n</pr_description>",
+            "content": (
+                f"<uploaded_files>\n/testbed\n</uploaded_files>\n<pr_description>\n{statement(instance_id)}\n</pr_description>"
+            ),
             "agent": "main",
             "message_type": "observation",
         },
