@@ -66,10 +66,12 @@ bench: $(STAMP)
 bench-smoke: $(STAMP)
 	$(PY) benchmarks/smoke.py
 
-# Layers and lint: import-linter holds gagar_web -> reviews -> grading and the pure cores; ruff.
+# Layers and lint: import-linter holds gagar_web -> reviews -> grading and the pure cores; ruff
+# lints (E501 included) and checks the formatting (`ruff format .` fixes it).
 lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # lint, check --deploy, and the deployed static pipeline (manifest + compression) that the image builds
 check: lint
