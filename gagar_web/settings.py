@@ -163,7 +163,7 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # every transaction takes the write lock at BEGIN (IMMEDIATE), so a draft autosave landing
     # between a submit's reads and its writes makes the submit wait (up to `timeout` seconds)
     # rather than fail with "database is locked" (a deferred transaction cannot wait to
-    # upgrade its read snapshot to a write). tests/reviews/test_sqlite_submit.py races the two.
+    # upgrade its read snapshot to a write). tests/reviews/views/test_judge_sqlite.py races the two.
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update(
         {

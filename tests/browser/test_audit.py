@@ -1,7 +1,7 @@
 """The cheat audit by rollout in Chromium, on groups built from the vendored real trajectories.
 
 erin (auditor) audits real-long-00 #2, which carries the grader's, the prescreen's and bob's
-signals (tests/reviews/test_audit_queue.py builds the world), then decides a prescreen rule
+signals (tests/reviews/views/test_audit.py builds the world), then decides a prescreen rule
 in bulk. Every wait is on a marker the page sets (a row's data-state, the counts' text).
 """
 
@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from grading.models import CheatDecision
 from reviews.models import CheatAudit
 from tests.browser.test_review_desk import log_in, watch_dialogs
-from tests.reviews.test_audit_queue import BOB_NOTE, GRADER, GRADER_NOTE, audit_world, reward
+from tests.reviews.views.test_audit import BOB_NOTE, GRADER, GRADER_NOTE, audit_world, reward
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

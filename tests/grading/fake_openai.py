@@ -1,6 +1,6 @@
 """A real local HTTP server speaking the chat completions API, driven by a script.
 
-Used by tests/grading/test_llm_grader.py and the benchmarks (grading.py, training_loop.py); no Django here.
+Used by tests/grading/grader/test_llm.py and the benchmarks (grading.py, training_loop.py); no Django here.
 
 Each POST /v1/chat/completions takes the next step of the SCRIPT, or asks `responder`
 when there is none. A step is a `Reply` (status, JSON body, headers, delay) or a

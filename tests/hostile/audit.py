@@ -49,8 +49,8 @@ ACCEPTED = {
     (
         "grading/search/selectors.py",
         "B611",
-    ): "RawSQL holds fixed SQL with the search text as a bound parameter; tests/grading/test_search_real.py searches "
-    "quotes, percent signs and backslashes",
+    ): "RawSQL holds fixed SQL with the search text as a bound parameter; tests/grading/search/test_selectors_literal.py "
+    "searches quotes, percent signs and backslashes",
     ("grading/templatetags/gagar.py", "B324"): "SHA-1 makes a short HTML id fragment from a file path, not a security digest",
     ("grading/ingest/demo.py", "B311"): "seeded random for generated demo data",
     ("reviews/demo.py", "B311"): "seeded random for generated demo data",

@@ -29,7 +29,7 @@ from grading.ingest.importers.common import MAX_JSON_BYTES, MB, SourceError, loa
 from grading.ingest.importers.scan import Source
 from grading.ingest.imports import MAX_ATTEMPTS, ImportSummary, create_import_job, import_runs, store_upload
 from grading.models import Group, ImportJob, Project, Rollout
-from tests.grading.importers import builders as b
+from tests.grading.ingest.importers import builders as b
 from tests.hostile.corpus import record
 
 A, B = "octo__widgets-101", "octo__widgets-102"

@@ -8,7 +8,7 @@
   says what was stored and to resend, not a 500; the resend succeeds and nothing is
   duplicated or lost.
 
-The grader worker killed with SIGKILL mid-grade is tests/grading/test_grading_worker.py.
+The grader worker killed with SIGKILL mid-grade is tests/grading/grader/test_tasks.py.
 Skips cleanly without DATABASE_URL / CELERY_BROKER_URL.
 """
 

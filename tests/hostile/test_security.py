@@ -22,8 +22,8 @@ from tests.helpers import jsonl, post_lines, small_group
 pytestmark = pytest.mark.django_db
 
 # Routes that are not about a project's data: public, or the framework's own.
-# The sign-up link is public like the login page (its token is the credential: tests/grading/test_team_invites.py);
-# the new-project page is the site staff's, not a project's (tests/grading/test_project_creation.py).
+# The sign-up link is public like the login page (its token is the credential: tests/grading/projects/test_invites.py);
+# the new-project page is the site staff's, not a project's (tests/grading/projects/test_create.py).
 NOT_PROJECT_DATA = {
     "",
     "accounts/login/",

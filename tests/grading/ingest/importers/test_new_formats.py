@@ -16,7 +16,7 @@ import pytest
 
 from grading.ingest.importers import openhands, verl
 from grading.ingest.importers.scan import NOTICE, SKIPPED, UNKNOWN, RunFinder, Source
-from tests.grading.importers import builders as b
+from tests.grading.ingest.importers import builders as b
 from tests.helpers import FIXTURES
 
 A, B, C = "octo__widgets-101", "octo__widgets-102", "octo__widgets-103"

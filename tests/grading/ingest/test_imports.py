@@ -12,7 +12,7 @@ from django.urls import reverse
 from grading.ingest.importers.scan import Source
 from grading.ingest.imports import import_runs
 from grading.models import Group, Rollout, Task
-from tests.grading.importers import builders as b
+from tests.grading.ingest.importers import builders as b
 from tests.helpers import MINI_SWE_AGENT
 
 pytestmark = pytest.mark.django_db

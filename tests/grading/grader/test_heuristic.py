@@ -17,7 +17,7 @@ from grading.grader.prescreen import package_dirs, patch_features
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.ingest.demo import demo_groups
 from grading.method.tiers import TIERS
-from tests.grading.test_prescreen import diff, trajectory, workspace_from_group
+from tests.grading.grader.test_prescreen import diff, trajectory, workspace_from_group
 from tests.helpers import ingest_groups, load_real_groups
 
 GRADER = HeuristicGrader()

@@ -69,7 +69,7 @@ def test_the_group_page_says_which_rollout_was_dropped_why_and_what_the_policy_d
         "timeout",
     ]
     client.force_login(bob)
-    # as tests/grading/test_pages.py counts it: the drops come with the rollouts, no query of their own
+    # as tests/grading/views/test_pages.py counts it: the drops come with the rollouts, no query of their own
     with django_assert_num_queries(15):
         r = client.get(GROUP)
     html = r.content.decode()
@@ -94,7 +94,7 @@ def test_the_group_page_says_which_rollout_was_dropped_why_and_what_the_policy_d
 def test_the_step_page_lists_the_drops_with_their_reason_and_mode(client, bob, alice_token, dropped, django_assert_num_queries):
     client.force_login(bob)
     client.get(STEP)  # computes the step
-    # tests/grading/test_pages.py's twelve, and the drops: counted per reason, then listed
+    # tests/grading/views/test_pages.py's twelve, and the drops: counted per reason, then listed
     with django_assert_num_queries(14):
         r = client.get(STEP)
     html = r.content.decode()

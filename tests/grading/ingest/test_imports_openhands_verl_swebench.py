@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from grading.models import Group, Rollout, RolloutContent, Task
-from tests.grading.importers import builders as b
-from tests.grading.importers.test_new_formats import PROMPTS, dump_generations, oh_line, write_jsonl
+from tests.grading.ingest.importers import builders as b
+from tests.grading.ingest.importers.test_new_formats import PROMPTS, dump_generations, oh_line, write_jsonl
 from tests.helpers import FIXTURES
 
 pytestmark = pytest.mark.django_db
