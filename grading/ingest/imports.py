@@ -506,14 +506,14 @@ def _upload_folder(sources: list[dict]) -> Path | None:
 def unpack_upload(sources: list[dict], *, quota_left: int | None = None) -> tuple[list[dict], int]:
     """In the worker: unpack the upload's archives next to them (the caller removes them once the sources are saved).
 
-    Returns the sources as PATHs to import and the bytes they hold on disk. One `Budget`
+    Returns the sources as PATHs to import and the bytes they hold on disk. One `UnpackBudget`
     holds for the whole upload: its loose files and every member of every archive count
     against the same member and byte limits, and against `quota_left` (what the project's
     disk quota leaves beside its other jobs), counted as bytes are written. Unpacking again
     (a redelivered task) starts from a clean folder. Raises UploadRefused naming the archive.
     """
     media = Path(settings.MEDIA_ROOT)
-    budget = archives.Budget()
+    budget = archives.UnpackBudget()
     packed_bytes = sum((media / s["archive"]).stat().st_size for s in sources if "archive" in s)
     if quota_left is not None and quota_left - packed_bytes < budget.max_bytes:
         budget.max_bytes = max(0, quota_left - packed_bytes)

@@ -4,7 +4,7 @@ Pure: no Django. Highlighted fragments are HTML produced by pygments' HtmlFormat
 which escapes every character of the source, or the line passed through html.escape when
 it is shown unhighlighted; callers may mark exactly these strings safe and nothing else.
 
-Highlighting has a budget (`Budget`): pygments runs in a worker process that is killed
+Highlighting has a budget (`HighlightBudget`): pygments runs in a worker process that is killed
 when a hunk side takes longer than HUNK_SECONDS (grading/rollouts/highlighter.py: some
 lexers backtrack catastrophically on input the agent controls), one patch (or one page,
 when a budget is shared) spends at most HIGHLIGHT_SECONDS and HIGHLIGHT_CHARS on it, and a
@@ -47,7 +47,7 @@ highlighter = HighlightPool()
 
 
 @dataclass
-class Budget:
+class HighlightBudget:
     """What highlighting may still spend; one per patch, or shared by a page's patches."""
 
     seconds: float = HIGHLIGHT_SECONDS
@@ -181,13 +181,13 @@ def _plain(lines: list[str]) -> tuple[str, ...]:
     return tuple(escape(line) for line in lines)
 
 
-def highlight_lines(lines: list[str], path: str, budget: Budget | None = None) -> tuple[tuple[str, ...], str]:
+def highlight_lines(lines: list[str], path: str, budget: HighlightBudget | None = None) -> tuple[tuple[str, ...], str]:
     """(HTML per line, note) for one hunk side: highlighted together (keeps multi-line
     strings coloured) and split back; each line escaped and unhighlighted instead when the
     budget is spent or the lexer is stopped, with a note saying why ("" when none)."""
     if not lines:
         return (), ""
-    budget = budget if budget is not None else Budget()
+    budget = budget if budget is not None else HighlightBudget()
     key = (path, tuple(lines))
     cached = highlight_cache.get(key)
     if cached is not None:
@@ -249,7 +249,7 @@ def _hunk_lines(hunk) -> list[tuple[str, int | None, int | None, str]]:
     ]
 
 
-def _build_hunk(hunk, lines: list, path: str, colour: bool, budget: Budget) -> Hunk:
+def _build_hunk(hunk, lines: list, path: str, colour: bool, budget: HighlightBudget) -> Hunk:
     old_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "-")]
     new_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "+")]
     if colour:
@@ -349,19 +349,24 @@ def _patch_set(text: str):
 
 
 def parse_patch(
-    text: str, *, render: bool = True, budget: Budget | None = None, max_rows: int | None = None, max_chars: int | None = None
+    text: str,
+    *,
+    render: bool = True,
+    budget: HighlightBudget | None = None,
+    max_rows: int | None = None,
+    max_chars: int | None = None,
 ) -> ParsedPatch:
     """Files and hunks of a patch; with render=False the rows carry line numbers but no HTML
     (what evidence resolution needs, without pygments' cost).
 
-    Highlighting spends `budget` (a fresh Budget when None; pass one to share it across a
+    Highlighting spends `budget` (a fresh HighlightBudget when None; pass one to share it across a
     page's patches). With max_rows / max_chars, rows stop at the first hunk line that would
     pass either (the patch is `cut`: shown_lines < total_lines; the files after it are left out).
     """
     patch_set, error = _patch_set(text or "")
     if patch_set is None:
         return ParsedPatch(raw=text, files=[], error=error)
-    budget = budget if budget is not None else Budget()
+    budget = budget if budget is not None else HighlightBudget()
     rows_left = max_rows if max_rows is not None else float("inf")
     chars_left = max_chars if max_chars is not None else float("inf")
     files, shown, total, cut = [], 0, 0, False

@@ -24,7 +24,7 @@ from grading.method.tiers import TIERS
 from grading.method.turn_weights import CATEGORY_WORDS
 from grading.models import Group, RolloutContent
 from grading.projects.access import page_group
-from grading.rollouts.diffs import Budget, parse_patch
+from grading.rollouts.diffs import HighlightBudget, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
 from grading.rollouts.patch_files import COLLAPSED, order_files
 from grading.rollouts.turns import find_turns, fold_head, to_turns
@@ -48,7 +48,7 @@ DIFF_INLINE_CHARS = 40_000
 DIFF_PAGE_CHARS = 120_000
 # One diff partial renders at most DIFF_PARTIAL_ROWS lines and DIFF_PARTIAL_CHARS characters
 # of a patch (a 200k-line patch was 42 MB of HTML in 17.7 s); the whole text is offered as a
-# plain-text download (?format=raw). Highlighting within that has diffs.Budget's limits.
+# plain-text download (?format=raw). Highlighting within that has diffs.HighlightBudget's limits.
 DIFF_PARTIAL_ROWS = 8_000
 DIFF_PARTIAL_CHARS = 500_000
 LOG_PREVIEW_CHARS = 200_000
@@ -86,7 +86,7 @@ def _diff_tables(parsed, lane: str, view: str, extra_files=()) -> list[tuple]:
             out = ['<table class="diff split hl">\n<colgroup><col class="ln"><col><col class="ln"><col></colgroup>\n']
             for hunk in file.hunks:
                 out.append(f'<tr class="hunk"><td colspan="4">{shown(escape(hunk.header))}</td></tr>\n')
-                if hunk.note:  # why its text is shown unhighlighted (diffs.Budget)
+                if hunk.note:  # why its text is shown unhighlighted (diffs.HighlightBudget)
                     out.append(f'<tr class="hunk note"><td colspan="4">{escape(hunk.note)}</td></tr>\n')
                 out.extend(
                     f'<tr{_row_id(lane, key, row.new_no)}><td class="ln">{_ln(row.old_no)}</td>'
@@ -98,7 +98,7 @@ def _diff_tables(parsed, lane: str, view: str, extra_files=()) -> list[tuple]:
             out = ['<table class="diff unified hl">\n<colgroup><col class="ln"><col class="ln"><col></colgroup>\n']
             for hunk in file.hunks:
                 out.append(f'<tr class="hunk"><td colspan="3">{shown(escape(hunk.header))}</td></tr>\n')
-                if hunk.note:  # why its text is shown unhighlighted (diffs.Budget)
+                if hunk.note:  # why its text is shown unhighlighted (diffs.HighlightBudget)
                     out.append(f'<tr class="hunk note"><td colspan="3">{escape(hunk.note)}</td></tr>\n')
                 out.extend(
                     f'<tr class="{row.kind}"{_row_id(lane, key, row.new_no)}>'
@@ -312,7 +312,7 @@ def render_group_page(
         r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)
     ]
     budget = DIFF_PAGE_CHARS
-    highlight_budget = Budget()  # one for the page: a lane that stalls the lexer cannot multiply it
+    highlight_budget = HighlightBudget()  # one for the page: a lane that stalls the lexer cannot multiply it
     deferred: set[int] = set()
     for rollout in shown:  # only lanes on the page need their patch parsed and highlighted
         rollout.invisible = find_invisible(rollout.patch_text + "\n" + _test_names(rollout.test_outcomes))

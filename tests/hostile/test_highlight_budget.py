@@ -84,7 +84,7 @@ def assert_escaped(lines: list[str], out: tuple[str, ...], note: str) -> None:
 
 
 def _one(name: str, line: str):
-    budget = diffs.Budget(seconds=SCAN_SECONDS, hunk_seconds=SCAN_SECONDS)
+    budget = diffs.HighlightBudget(seconds=SCAN_SECONDS, hunk_seconds=SCAN_SECONDS)
     lines = [line, "x = 1  # after"]
     started = time.monotonic()
     out, note = diffs.highlight_lines(lines, name, budget)
@@ -146,7 +146,7 @@ def test_every_lexer_a_file_name_can_pick_comes_back_on_pathological_lines():
 def test_a_patch_spends_one_budget_then_the_rest_is_plain_with_a_note():
     hunks = "".join(f"@@ -{i * 10 + 1},1 +{i * 10 + 1},1 @@\n-x\n+{SCALA_LINE}{i}\n" for i in range(6))
     patch = f"--- a/A.scala\n+++ b/A.scala\n{hunks}"
-    budget = diffs.Budget(seconds=0.6, hunk_seconds=0.3)
+    budget = diffs.HighlightBudget(seconds=0.6, hunk_seconds=0.3)
     started = time.monotonic()
     parsed = diffs.parse_patch(patch, budget=budget)
     assert time.monotonic() - started < 0.6 + 2 * (highlighter.SPAWN_SECONDS + 1)

@@ -5,7 +5,7 @@ with `UnsafeArchive` naming the member (absolute paths, `..` components, symboli
 links, devices and FIFOs) and everything already unpacked is removed. Sizes are counted as bytes are actually
 written, so a zip that lies about its sizes (a zip bomb) stops at the limit too.
 
-The limits hold per upload: pass one `Budget` to every `extract_archive` of an upload (and
+The limits hold per upload: pass one `UnpackBudget` to every `extract_archive` of an upload (and
 count its loose files into it), and all its archives together stay within them.
 """
 
@@ -51,7 +51,7 @@ def _member_path(name: str) -> PurePosixPath:
     return PurePosixPath(*[p for p in path.parts if p not in ("", ".")])
 
 
-class Budget:
+class UnpackBudget:
     """Members and bytes left for one upload, shared by all its archives."""
 
     def __init__(self, max_members: int | None = None, max_bytes: int | None = None, *, bytes_limit_is: str = ""):
@@ -75,7 +75,7 @@ class Budget:
             raise UnsafeArchive(f"unpacks to more than {self.max_bytes:,} bytes ({why})")
 
 
-def _write(source, target: Path, dest: Path, budget: Budget) -> None:
+def _write(source, target: Path, dest: Path, budget: UnpackBudget) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.resolve().is_relative_to(dest):
         raise UnsafeArchive(f"{target.name!r}: path leaves the archive")
@@ -94,7 +94,7 @@ def is_readable_archive(archive: Path) -> bool:
 
 
 def extract_archive(
-    archive: Path, dest: Path, *, max_members: int | None = None, max_bytes: int | None = None, budget: Budget | None = None
+    archive: Path, dest: Path, *, max_members: int | None = None, max_bytes: int | None = None, budget: UnpackBudget | None = None
 ) -> int:
     """Unpack `archive` into `dest` (created). Returns the number of files; on refusal `dest` is removed.
 
@@ -102,7 +102,7 @@ def extract_archive(
     """
     dest.mkdir(parents=True, exist_ok=False)
     dest = dest.resolve()
-    budget = budget if budget is not None else Budget(max_members, max_bytes)
+    budget = budget if budget is not None else UnpackBudget(max_members, max_bytes)
     try:
         if zipfile.is_zipfile(archive):
             return _extract_zip(archive, dest, budget)
@@ -121,7 +121,7 @@ def extract_archive(
         raise UnsafeArchive(f"could not be read: {why}") from None
 
 
-def _extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
+def _extract_zip(archive: Path, dest: Path, budget: UnpackBudget) -> int:
     files = 0
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
@@ -146,7 +146,7 @@ def _extract_zip(archive: Path, dest: Path, budget: Budget) -> int:
     return files
 
 
-def _extract_tar(archive: Path, dest: Path, budget: Budget) -> int:
+def _extract_tar(archive: Path, dest: Path, budget: UnpackBudget) -> int:
     # One streaming pass (a .tar.gz is decompressed once); a refusal removes what was written.
     files = 0
     with tarfile.open(archive, "r|*") as tf:
