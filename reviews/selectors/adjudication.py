@@ -1,11 +1,11 @@
-"""The adjudication queue: the groups whose reviewers disagree, and those an adjudicator settled."""
+"""The adjudication queue (the groups whose reviewers disagree, and those an adjudicator settled), and who may settle one."""
 
 from __future__ import annotations
 
 from django.db.models import Count, Q, QuerySet
 
-from grading.models import Project
-from reviews.models import GroupReview
+from grading.models import Group, Project
+from reviews.models import Assignment, GroupReview, Judgment
 
 
 def adjudication_queue(project: Project, *, include_done: bool = False) -> QuerySet:
@@ -55,3 +55,45 @@ def adjudication_counts(project: Project) -> dict[str, int]:
     """How many groups wait for an adjudicator and how many are settled, in one aggregate (the
     two are disjoint: a settled group no longer waits)."""
     return GroupReview.objects.filter(group__run__project=project).aggregate(**adjudication_aggregates())
+
+
+class AdjudicationRefused(Exception):
+    """This person may not adjudicate this group now: `status` is 403 (a party to the dispute)
+    or 409 (the group does not wait for an adjudicator); `message` says which, for the page."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def is_party(*, group: Group, user) -> bool:
+    """Whether `user` reviewed this group, or holds an open assignment to review it."""
+    return (
+        Judgment.objects.filter(group=group, reviewer=user, kind=Judgment.Kind.REVIEW).exists()
+        or Assignment.objects.filter(group=group, reviewer=user, status=Assignment.Status.OPEN).exists()
+    )
+
+
+def adjudication_refusal(*, group: Group, user, review: GroupReview | None) -> AdjudicationRefused | None:
+    """Why `user` may not adjudicate `group` now, or None. An adjudication happens only where
+    the review state says the group waits for one, and never by a party to the dispute: the
+    adjudication becomes the exported label, so a reviewer settling their own dispute would
+    simply win it."""
+    if is_party(group=group, user=user):
+        return AdjudicationRefused(
+            403,
+            "You reviewed this group (or hold an open assignment on it): a party to the "
+            "dispute cannot settle it. Another adjudicator has to.",
+        )
+    if review is None or not review.needs_adjudication:
+        why = (
+            "it is already adjudicated"
+            if review is not None and review.adjudicated
+            else "no two of its raters disagree"
+            if review is not None and review.n_reviews
+            else "nobody has reviewed it yet"
+        )
+        return AdjudicationRefused(
+            409, f"This group does not wait for an adjudicator: {why}. Only groups in the adjudication queue are adjudicated."
+        )
+    return None

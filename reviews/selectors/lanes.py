@@ -3,7 +3,7 @@ the group blind, by lane label ("C") with the project's blind fields withheld
 (grading.rollouts.blinding says which fields and why).
 
 A blind judge's labels follow their assignment's shuffled `order` (passing first:
-reviews.services.queue.shuffled_order), so the page's lanes read A, B, C...; rollouts added
+shuffled_order), so the page's lanes read A, B, C...; rollouts added
 to the group after it was handed out come last, by index. Labels reach every place such a
 person meets a rollout: lane headers and ids, the overview, cluster labels, turn and patch
 anchors, partial URLs (`rollouts/C/turns/`), the judging form's field names (`tier-C`),
@@ -16,6 +16,7 @@ open what they bookmarked.
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass, field
 
@@ -199,3 +200,17 @@ def search_lanes(*, project, user):
         return group_labels.get(rollout.index, "?")
 
     return lane_of
+
+
+def shuffled_order(group: Group) -> list[int]:
+    """A blind judge's order of the group's rollouts: passing first, then unknown, then
+    failing, each shuffled, so the page's lanes (passing first) read A, B, C... in this order
+    (labels_from_order)."""
+    rollouts = list(group.rollouts.order_by("index").values_list("index", "passed"))
+    shuffle = random.SystemRandom().shuffle
+    order = []
+    for outcome in (True, None, False):
+        batch = [index for index, passed in rollouts if passed is outcome]
+        shuffle(batch)
+        order += batch
+    return order

@@ -84,6 +84,10 @@ def counts_toward(policy: ReviewPolicy) -> Q:
     return Q(status=Assignment.Status.SUBMITTED) | Q(status=Assignment.Status.OPEN, created_at__gte=lease_start)
 
 
+def taken_slots(group: Group, policy: ReviewPolicy) -> int:
+    return Assignment.objects.filter(group=group).filter(counts_toward(policy)).count()
+
+
 QUEUE_COUNT_CAP = 1_000  # groups still waiting are counted up to this ("of 1,001+")
 
 

@@ -63,7 +63,7 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
     adjudicator = "adjudicate" in caps and group.is_mixed
     # The form is offered only where the queue says the group waits for an adjudicator, and
     # never to a party to it: someone who reviewed it or holds an open assignment on it
-    # (services.judgments.adjudication_refusal says the same when the form is posted).
+    # (selectors.adjudication.adjudication_refusal says the same when the form is posted).
     party = judgment is not None or bool(assignment and assignment.is_open)
     context = ReviewContext(
         assignment=assignment,

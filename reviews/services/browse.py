@@ -18,9 +18,9 @@ from django.db.models import Exists, OuterRef
 
 from grading.models import Group, Membership, Verdict
 from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
+from reviews.selectors.lanes import shuffled_order
 from reviews.selectors.queue import policy_for, queue_groups
 from reviews.services.judgments import log_reveal
-from reviews.services.queue import shuffled_order
 
 # Capabilities whose work needs the grader's verdict: holders see it when browsing.
 SEES_VERDICT = frozenset({"audit", "adjudicate", "manage"})

@@ -16,9 +16,11 @@ from django.utils import timezone
 
 from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
-from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
+from grading.models import CheatDecision, Group, Rollout, Verdict
 from reviews.formats.labeled import citations
 from reviews.models import AdjudicationDraft, Assignment, GroupReview, Judgment, JudgmentItem, Reveal
+from reviews.selectors.adjudication import adjudication_refusal
+from reviews.selectors.rankings import grader_ranking, human_rankings
 from reviews.services.calibration import schedule_warm
 from reviews.services.queue import refresh_awaits_review
 from reviews.stats import consensus
@@ -32,15 +34,6 @@ class JudgmentError(ValueError):
     def __init__(self, errors: dict[str, str]):
         super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
         self.errors = errors
-
-
-class AdjudicationRefused(Exception):
-    """This person may not adjudicate this group now: `status` is 403 (a party to the dispute)
-    or 409 (the group does not wait for an adjudicator); `message` says which, for the page."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
 
 
 class JudgmentConflict(Exception):
@@ -118,26 +111,6 @@ def _checked_items(
     return rollouts, items
 
 
-def grader_ranking(group: Group) -> tuple[Verdict | None, consensus.Ranking]:
-    verdict = Verdict.objects.filter(group=group).first()
-    if verdict is None or verdict.status != Verdict.Status.VALID:
-        return verdict, {}
-    grades = RolloutGrade.objects.filter(verdict=verdict).values_list("rollout__index", "tier", "rank")
-    return verdict, {index: (tier, rank) for index, tier, rank in grades}
-
-
-def human_rankings(group: Group) -> dict[Judgment, consensus.Ranking]:
-    rankings: dict[Judgment, consensus.Ranking] = {}
-    judgments = {j.pk: j for j in Judgment.objects.filter(group=group).select_related("reviewer")}
-    for judgment in judgments.values():
-        rankings[judgment] = {}
-    for judgment_id, index, tier, rank in JudgmentItem.objects.filter(judgment__group=group).values_list(
-        "judgment_id", "rollout__index", "tier", "rank"
-    ):
-        rankings[judgments[judgment_id]][index] = (tier, rank)
-    return rankings
-
-
 def refresh_review_state(*, group: Group, review: GroupReview | None = None) -> GroupReview:
     """Recompute whether the group waits for an adjudicator: two reviewers, or a reviewer and
     the grader, apart by a tier or on the best rollout; settled once adjudicated."""
@@ -204,39 +177,6 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> list[GroupReview]:
         if (g, latest.get(g)) not in seen
     )
     return reviews
-
-
-def is_party(*, group: Group, user) -> bool:
-    """Whether `user` reviewed this group, or holds an open assignment to review it."""
-    return (
-        Judgment.objects.filter(group=group, reviewer=user, kind=Judgment.Kind.REVIEW).exists()
-        or Assignment.objects.filter(group=group, reviewer=user, status=Assignment.Status.OPEN).exists()
-    )
-
-
-def adjudication_refusal(*, group: Group, user, review: GroupReview | None) -> AdjudicationRefused | None:
-    """Why `user` may not adjudicate `group` now, or None. An adjudication happens only where
-    the review state says the group waits for one, and never by a party to the dispute: the
-    adjudication becomes the exported label, so a reviewer settling their own dispute would
-    simply win it."""
-    if is_party(group=group, user=user):
-        return AdjudicationRefused(
-            403,
-            "You reviewed this group (or hold an open assignment on it): a party to the "
-            "dispute cannot settle it. Another adjudicator has to.",
-        )
-    if review is None or not review.needs_adjudication:
-        why = (
-            "it is already adjudicated"
-            if review is not None and review.adjudicated
-            else "no two of its raters disagree"
-            if review is not None and review.n_reviews
-            else "nobody has reviewed it yet"
-        )
-        return AdjudicationRefused(
-            409, f"This group does not wait for an adjudicator: {why}. Only groups in the adjudication queue are adjudicated."
-        )
-    return None
 
 
 @transaction.atomic

@@ -5,8 +5,6 @@ What the queue serves and in which order is read by reviews.selectors.queue.
 
 from __future__ import annotations
 
-import random
-
 from django.db import IntegrityError, connection, transaction
 from django.db.models import BooleanField, Case, Count, IntegerField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce
@@ -16,7 +14,8 @@ from django.utils import timezone
 from grading.models import Group, Project, Run
 from grading.rollouts.blinding import BlindFields
 from reviews.models import Assignment, Reveal, ReviewPolicy
-from reviews.selectors.queue import counts_toward, policy_for, queue_groups, wanted_reviewers
+from reviews.selectors.lanes import shuffled_order
+from reviews.selectors.queue import policy_for, queue_groups, taken_slots, wanted_reviewers
 
 
 @transaction.atomic
@@ -63,24 +62,6 @@ def refresh_awaits_review(*, project: Project, policy: ReviewPolicy | None = Non
     )
 
 
-def _taken(group: Group, policy: ReviewPolicy) -> int:
-    return Assignment.objects.filter(group=group).filter(counts_toward(policy)).count()
-
-
-def shuffled_order(group: Group) -> list[int]:
-    """A blind judge's order of the group's rollouts: passing first, then unknown, then
-    failing, each shuffled, so the page's lanes (passing first) read A, B, C... in this order
-    (reviews.selectors.lanes)."""
-    rollouts = list(group.rollouts.order_by("index").values_list("index", "passed"))
-    shuffle = random.SystemRandom().shuffle
-    order = []
-    for outcome in (True, None, False):
-        batch = [index for index, passed in rollouts if passed is outcome]
-        shuffle(batch)
-        order += batch
-    return order
-
-
 def next_assignment(*, project: Project, reviewer, run: Run | None = None) -> Assignment | None:
     """The reviewer's open assignment if they have one, else a new one on the best free group.
 
@@ -106,7 +87,7 @@ def next_assignment(*, project: Project, reviewer, run: Run | None = None) -> As
                 return None
             # The candidate query's count may predate an assignment committed just before we
             # locked the row; count again now that we hold it (READ COMMITTED sees that commit).
-            if _taken(group, policy) >= group.wanted:
+            if taken_slots(group, policy) >= group.wanted:
                 continue
             try:
                 with transaction.atomic():

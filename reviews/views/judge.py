@@ -15,14 +15,13 @@ from grading.projects.access import page_group
 from grading.rollouts.patch_compare import compare_patches
 from reviews.forms import draft_fields, parse_judgment
 from reviews.models import Assignment, GroupReview, Judgment
+from reviews.selectors.adjudication import AdjudicationRefused, adjudication_refusal
 from reviews.selectors.lanes import lanes_for
 from reviews.services.browse import ClaimRefused, claim_blind, hides_verdict_when_browsing, show_verdict
 from reviews.services.judgments import (
-    AdjudicationRefused,
     AssignmentFinished,
     JudgmentConflict,
     JudgmentError,
-    adjudication_refusal,
     reveal_early,
     save_adjudication_draft,
     save_draft,

@@ -24,9 +24,10 @@ from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.services import default_mapping
 from grading.models import Group, Role
 from reviews.models import Assignment, GroupReview, Judgment, Reveal
+from reviews.selectors.adjudication import AdjudicationRefused
 from reviews.selectors.lanes import lanes_for
 from reviews.selectors.queue import queue_groups
-from reviews.services.judgments import AdjudicationRefused, ItemInput, submit_judgment
+from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import assign, skip_assignment, update_policy
 from tests.helpers import as_lanes, ingest_groups, member, small_group
 from tests.hostile.test_security import PARAM, routes
