@@ -10,7 +10,8 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 
-from grading.formats.groupline import stored_rollout
+from grading.formats import params
+from grading.formats.groupline import MAX_INT, MAX_NAME, stored_rollout
 from grading.models import ApiToken, Group, ImportJob, Membership, Project, Rollout, RolloutContent, Run, Step, StepComputation
 
 
@@ -22,6 +23,19 @@ def runs_for_project(project: Project) -> QuerySet[Run]:
     return project.runs.annotate(
         n_steps=Count("steps", distinct=True),
     ).order_by("name")
+
+
+def run_named(project: Project, name: str) -> Run | None:
+    """The project's run of that name; None also for a name no run can have (a NUL, which
+    PostgreSQL refuses in text, or longer than a run name may be)."""
+    if not params.usable_name(name, max_len=MAX_NAME):
+        return None
+    return Run.objects.filter(project=project, name=name).first()
+
+
+def step_numbered(run: Run, number: int) -> Step | None:
+    """The run's step of that number; None also for a number past the 32-bit column."""
+    return run.steps.filter(number=number).first() if 0 <= number <= MAX_INT else None
 
 
 GROUP_TOTALS = {

@@ -63,8 +63,6 @@ KNOWN_OFFENDERS = {
     ("grading.api.runs", "RunDetailView.patch"),
     ("grading.api.runs", "RunListCreateView.get"),
     ("grading.api.runs", "run_json"),
-    ("grading.api.scoping", "run_named"),
-    ("grading.api.scoping", "step_of"),
     ("grading.views.grading", "step_grading"),
     ("grading.views.pages", "healthz"),
     ("grading.views.pages", "new_project"),

@@ -86,15 +86,11 @@ class AdvantageExportView(APIView):
         summary="Export gagar-advantage/1 rows (one per rollout)",
     )
     def get(self, request):
-        project, problem = project_for_request(request, "export")
-        if problem:
-            return problem
+        project = project_for_request(request, "export")
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in export.FORMATS:
             return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(export.FORMATS)}")
-        run, problem = run_for_request(request, project)
-        if problem:
-            return problem
+        run = run_for_request(request, project)
         steps = run.steps.order_by("number")
         query = request.query_params
         step = params.optional_whole(query.get("step"), "step")  # ParamError: a JSON 400 (grading.api.errors)

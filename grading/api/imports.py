@@ -103,9 +103,7 @@ class ImportListCreateView(APIView):
         summary=f"Import jobs of a project, newest first, {JOBS_PER_PAGE} a page",
     )
     def get(self, request):
-        project, problem = project_for_request(request, "view", token_default=False)
-        if problem:
-            return problem
+        project = project_for_request(request, "view", token_default=False)
         before = params.optional_whole(request.query_params.get("before"), "before", maximum=params.MAX_ID)
         jobs = ImportJob.objects.filter(project=project)
         if before is not None:
@@ -144,9 +142,7 @@ class ImportListCreateView(APIView):
         summary="Upload agent runs (.tar.gz/.zip archive or files) to import as a background job",
     )
     def post(self, request):
-        project, problem = project_for_request(request, "ingest", token_default=False)
-        if problem:
-            return problem
+        project = project_for_request(request, "ingest", token_default=False)
         fields = ImportUploadSerializer(data=request.data)
         if not fields.is_valid():
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)

@@ -83,9 +83,7 @@ class MappingListCreateView(APIView):
         summary="Mappings visible to a project (built-in default and its own), with the runs each is active for",
     )
     def get(self, request):
-        project, problem = project_for_request(request, *READ)
-        if problem:
-            return problem
+        project = project_for_request(request, *READ)
         mappings = with_active_runs(project, list(visible_mappings(project)))
         return Response(MappingListItemSerializer(mappings, many=True).data)
 
@@ -96,9 +94,7 @@ class MappingListCreateView(APIView):
         summary="Create a new mapping version (admin); mappings are immutable, so a change is a new version",
     )
     def post(self, request):
-        project, problem = project_for_request(request, "manage")
-        if problem:
-            return problem
+        project = project_for_request(request, "manage")
         fields = MappingCreateSerializer(data=request.data)
         if not fields.is_valid():
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
@@ -111,9 +107,7 @@ class MappingListCreateView(APIView):
 class MappingDetailView(APIView):
     @extend_schema(parameters=[PROJECT], responses=MappingDetailSerializer, summary="One mapping with the full record of its fit")
     def get(self, request, pk: int):
-        project, problem = project_for_request(request, *READ)
-        if problem:
-            return problem
+        project = project_for_request(request, *READ)
         mapping = visible_mappings(project).filter(pk=pk).first()
         if mapping is None:
             return error(status.HTTP_404_NOT_FOUND, f"no mapping {pk} in {project.name}")
@@ -127,12 +121,7 @@ class ActiveMappingView(APIView):
         summary="The mapping in force for a run, and who activated which mapping when and why",
     )
     def get(self, request):
-        project, problem = project_for_request(request, *READ)
-        if problem:
-            return problem
-        run, problem = run_for_request(request, project)
-        if problem:
-            return problem
+        run = run_for_request(request, project_for_request(request, *READ))
         history = list(
             run.mapping_activations.select_related(
                 "run",
@@ -167,9 +156,7 @@ class MappingActivateView(APIView):
         summary="Make a mapping the run's active one (admin); its advantages are recomputed in the background",
     )
     def post(self, request, pk: int):
-        project, problem = project_for_request(request, "manage")
-        if problem:
-            return problem
+        project = project_for_request(request, "manage")
         mapping = visible_mappings(project).filter(pk=pk).first()
         if mapping is None:
             return error(status.HTTP_404_NOT_FOUND, f"no mapping {pk} in {project.name}")

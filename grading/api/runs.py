@@ -20,12 +20,11 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
-from grading.api.scoping import project_for_request, run_for_request, run_named, step_of
-from grading.formats.groupline import MAX_NAME
+from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
 from grading.grader.policy import PolicyError, create_run, grader_name, update_run_policy
 from grading.grader.progress import step_status
-from grading.models import Run
+from grading.models import Run, Step
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 RUN = OpenApiParameter("run", str, required=True)
@@ -107,9 +106,7 @@ class RunListCreateView(APIView):
         summary="List the project's runs with their grading policy",
     )
     def get(self, request):
-        project, problem = project_for_request(request, "view", "export")
-        if problem:
-            return problem
+        project = project_for_request(request, "view", "export")
         runs = project.runs.annotate(n_steps=Count("steps")).order_by("name")  # one query however many runs
         return Response([run_json(run, steps=run.n_steps) for run in runs])
 
@@ -120,9 +117,7 @@ class RunListCreateView(APIView):
         summary="Create a run with its grading policy (admin)",
     )
     def post(self, request):
-        project, problem = project_for_request(request, "manage")
-        if problem:
-            return problem
+        project = project_for_request(request, "manage")
         body = _body(request)
         if isinstance(body, Response):
             return body
@@ -137,19 +132,12 @@ class RunListCreateView(APIView):
 class RunDetailView(APIView):
     parser_classes = [StrictJSONParser]
 
-    def _run(self, request, name: str, *capabilities):
-        project, problem = project_for_request(request, *capabilities)
-        if problem:
-            return None, problem
-        run = run_named(project, name)
-        if run is None:
-            return None, error(status.HTTP_404_NOT_FOUND, f"no run {name[:MAX_NAME]!r} in {project.name}")
-        return run, None
+    def _run(self, request, name: str, *capabilities) -> Run:
+        return run_or_404(project_for_request(request, *capabilities), name)
 
     @extend_schema(parameters=[PROJECT], responses=RunSchema, summary="A run's grading policy")
     def get(self, request, name: str):
-        run, problem = self._run(request, name, "view", "export")
-        return problem or Response(run_json(run))
+        return Response(run_json(self._run(request, name, "view", "export")))
 
     @extend_schema(
         parameters=[PROJECT],
@@ -159,9 +147,7 @@ class RunDetailView(APIView):
         "turn_weights",
     )
     def patch(self, request, name: str):
-        run, problem = self._run(request, name, "manage")
-        if problem:
-            return problem
+        run = self._run(request, name, "manage")
         body = _body(request)
         if isinstance(body, Response):
             return body
@@ -172,17 +158,8 @@ class RunDetailView(APIView):
         return Response(run_json(run))
 
 
-def _step(request, number: int, *capabilities):
-    project, problem = project_for_request(request, *capabilities)
-    if problem:
-        return None, problem
-    run, problem = run_for_request(request, project)
-    if problem:
-        return None, problem
-    step = step_of(run, number)
-    if step is None:
-        return None, error(status.HTTP_404_NOT_FOUND, f"run {run.name!r} has no step {number}")
-    return step, None
+def _step(request, number: int, *capabilities) -> Step:
+    return step_or_404(run_for_request(request, project_for_request(request, *capabilities)), number)
 
 
 class StepStatusView(APIView):
@@ -192,8 +169,7 @@ class StepStatusView(APIView):
         summary="Grading status of a step: counts, and whether its advantages are final",
     )
     def get(self, request, number: int):
-        step, problem = _step(request, number, "view", "export")
-        return problem or Response(step_status(step).as_dict())
+        return Response(step_status(_step(request, number, "view", "export")).as_dict())
 
 
 class StepGradeView(APIView):
@@ -206,9 +182,7 @@ class StepGradeView(APIView):
         summary="Start or restart grading the step's mixed groups that have no verdict from this grader (admin)",
     )
     def post(self, request, number: int):
-        step, problem = _step(request, number, "manage")
-        if problem:
-            return problem
+        step = _step(request, number, "manage")
         body = _body(request)
         if isinstance(body, Response):
             return body

@@ -1,20 +1,20 @@
 """Which project an API request is about: `?project=` with a session login, or the token's own.
 
-The API's thin wrapper around the one access check, grading.projects.access.get_project_for:
-a missing project name is a 400 response; Http404 and PermissionDenied become JSON 404/403
-in grading.api.errors.exception_handler.
+The API's thin wrapper around the one access check, grading.projects.access.get_project_for.
+Every refusal raises, and grading.api.errors.exception_handler answers it in JSON: a missing
+query parameter is a ValidationError (400), a run or step that is not there NotFound (404),
+Http404 and PermissionDenied from the access check a 404/403, each as {"detail": ...}.
 """
 
 from __future__ import annotations
 
 from django.http import Http404
-from rest_framework import status
-from rest_framework.response import Response
+from rest_framework.exceptions import NotFound, ValidationError
 
-from grading.api.errors import error
+from grading import selectors
 from grading.formats import params
-from grading.formats.groupline import MAX_INT, MAX_NAME
-from grading.models import ApiToken, Project, Run
+from grading.formats.groupline import MAX_NAME
+from grading.models import ApiToken, Membership, Project, Run, Step
 from grading.projects.access import get_project_for
 
 
@@ -23,49 +23,54 @@ def request_token(request) -> ApiToken | None:
     return request.auth if isinstance(request.auth, ApiToken) else None
 
 
-def project_for_request(request, *capabilities: str, token_default: bool = True) -> tuple[Project | None, Response | None]:
+def required_parameter(name: str) -> ValidationError:
+    """The 400 for a missing query parameter: {"detail": "query parameter 'run' is required"}."""
+    return ValidationError({"detail": f"query parameter {name!r} is required"})
+
+
+def project_for_request(request, *capabilities: str, token_default: bool = True) -> Project:
     """The project of `?project=` (or, with `token_default`, the token's), if the user holds any of `capabilities` there.
 
-    Returns (project, None), or (None, a 400 response) when no project is named; raises
-    Http404 for a project the user is not in (or not the token's) and PermissionDenied
-    when no capability fits.
+    Raises ValidationError (a 400) when no project is named, Http404 for a project the user
+    is not in (or not the token's) and PermissionDenied when no capability fits.
     """
-    project, _membership, problem = membership_for_request(request, *capabilities, token_default=token_default)
-    return project, problem
+    project, _membership = membership_for_request(request, *capabilities, token_default=token_default)
+    return project
 
 
-def membership_for_request(request, *capabilities: str, token_default: bool = True):
-    """As `project_for_request`, with the caller's membership: (project, membership, None) or (None, None, a 400)."""
+def membership_for_request(request, *capabilities: str, token_default: bool = True) -> tuple[Project, Membership]:
+    """As `project_for_request`, with the caller's membership: (project, membership)."""
     token = request_token(request)
     name = request.query_params.get("project") or (token.project.name if token and token_default else "")
     if not name:
-        return None, None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'project' is required")
+        raise required_parameter("project")
     if not params.usable_name(name):  # a NUL would reach PostgreSQL, which refuses it in text (a 500)
         raise Http404("No such project")
-    project, membership = get_project_for(request.user, name, *capabilities, token=token)
-    return project, membership, None
+    return get_project_for(request.user, name, *capabilities, token=token)
 
 
-def run_for_request(request, project: Project, *, required: bool = True) -> tuple[Run | None, Response | None]:
-    """The run of `?run=` in `project`: (run, None); (None, a 400) when it is required and
-    missing; (None, a 404) when no such run; (None, None) when optional and not given."""
+def run_for_request(request, project: Project, *, required: bool = True) -> Run | None:
+    """The run of `?run=` in `project`; None when it is optional and not given. Raises
+    ValidationError (a 400) when it is required and missing, NotFound when no such run."""
     name = request.query_params.get("run", "")
     if not name:
-        return None, error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required") if required else None
-    run = run_named(project, name)
-    if run is None:
-        return None, error(status.HTTP_404_NOT_FOUND, f"no run {name[:MAX_NAME]!r} in {project.name}")
-    return run, None
-
-
-def run_named(project: Project, name: str) -> Run | None:
-    """The project's run of that name; None also for a name no run can have (a NUL, which
-    PostgreSQL refuses in text, or longer than a run name may be)."""
-    if not params.usable_name(name, max_len=MAX_NAME):
+        if required:
+            raise required_parameter("run")
         return None
-    return Run.objects.filter(project=project, name=name).first()
+    return run_or_404(project, name)
 
 
-def step_of(run: Run, number: int):
-    """The run's step of that number; None also for a number past the 32-bit column."""
-    return run.steps.filter(number=number).first() if 0 <= number <= MAX_INT else None
+def run_or_404(project: Project, name: str) -> Run:
+    """The project's run of that name; NotFound when there is none (or none can have that name)."""
+    run = selectors.run_named(project, name)
+    if run is None:
+        raise NotFound(f"no run {name[:MAX_NAME]!r} in {project.name}")
+    return run
+
+
+def step_or_404(run: Run, number: int) -> Step:
+    """The run's step of that number; NotFound when there is none."""
+    step = selectors.step_numbered(run, number)
+    if step is None:
+        raise NotFound(f"run {run.name!r} has no step {number}")
+    return step

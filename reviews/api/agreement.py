@@ -36,13 +36,9 @@ class AgreementView(APIView):
         "the fitted mapping",
     )
     def get(self, request):
-        project, problem = project_for_request(request, "view", "export")
-        if problem:
-            return problem
+        project = project_for_request(request, "view", "export")
         params = request.query_params
-        run, problem = run_for_request(request, project, required=False)
-        if problem:
-            return problem
+        run = run_for_request(request, project, required=False)
         step = params.get("step")
         if step is not None and not (step.isascii() and step.isdigit() and len(step) <= 10):  # '²'.isdigit() is True
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"step": ["a non-negative integer"]})

@@ -89,9 +89,7 @@ class LabeledGroupExportView(APIView):
         summary="Export judged groups (gagar-labeled-group/1) or grader SFT examples, ordered by (step, uid)",
     )
     def get(self, request):
-        project, problem = project_for_request(request, "export")
-        if problem:
-            return problem
+        project = project_for_request(request, "export")
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in selectors_labeled.FORMATS:
             return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(selectors_labeled.FORMATS)}")
@@ -110,9 +108,7 @@ class LabeledGroupExportView(APIView):
                 return error(status.HTTP_400_BAD_REQUEST, f"since must be an ISO 8601 datetime, got {raw[:40]!r}{hint}")
             if since.tzinfo is None:
                 return error(status.HTTP_400_BAD_REQUEST, "since needs a timezone, e.g. 2026-05-01T00:00:00Z")
-        run, problem = run_for_request(request, project)
-        if problem:
-            return problem
+        run = run_for_request(request, project)
         blind = open_blind_group_ids(project=project, user=request.user).filter(group__run=run).count()
         if blind:
             return error(

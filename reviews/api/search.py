@@ -166,9 +166,7 @@ class SearchView(APIView):
         summary="Search a project's rollouts (messages, patches, test names)",
     )
     def get(self, request):
-        project, membership, problem = membership_for_request(request, "view")
-        if problem:
-            return problem
+        project, membership = membership_for_request(request, "view")
         try:
             search = read_search(request.query_params, project=project, membership=membership, user=request.user)
         except QueryError as exc:
