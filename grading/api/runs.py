@@ -22,7 +22,7 @@ from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
-from grading.grader.policy import PolicyError, create_run, grader_name, update_run_policy
+from grading.grader.policy import PolicyError, auto_grader_name, create_run, update_run_policy
 from grading.grader.progress import step_status
 from grading.models import Run, Step
 
@@ -37,7 +37,7 @@ def run_json(run: Run, *, steps: int | None = None) -> dict:
         "baseline": run.baseline,
         "auto_grade": run.auto_grade,
         "grading_deadline_seconds": run.grading_deadline_seconds,
-        "grader": grader_name(run),
+        "grader": auto_grader_name(run),
         "drop_policy": run.drop_policy,
         "turn_weights": run.turn_weights,
         "description": run.description,

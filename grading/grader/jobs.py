@@ -65,7 +65,7 @@ def check_grader_url(url: str) -> None:
             )
 
 
-def grader_name_for(backend: str) -> str:
+def grader_name(backend: str) -> str:
     """The name `backend` grades under (e.g. heuristic@1), without building it: no DNS lookup
     of the grader's host and no client, so pages and ingest can ask it cheaply. Raises
     GraderUnavailable when the backend is unknown or not configured."""
@@ -76,9 +76,9 @@ def grader_name_for(backend: str) -> str:
     if backend == "llm":
         if not (settings.GRADER_BASE_URL and settings.GRADER_MODEL):
             raise GraderUnavailable("the LLM grader needs GRADER_BASE_URL and GRADER_MODEL")
-        from grading.grader.llm import grader_name
+        from grading.grader.llm import LLMGrader
 
-        return grader_name(settings.GRADER_MODEL)
+        return LLMGrader.name_for(settings.GRADER_MODEL)
     raise GraderUnavailable(f"unknown grader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
@@ -114,7 +114,7 @@ def queue_new_groups(*, group_ids: list[int], backend: str) -> list[GradingJob]:
     """Auto-grading at ingest: queue the mixed groups among `group_ids` that this grader has
     neither graded nor been asked to grade -- one job per group per grader, never twice, also
     when the same step is posted again. Call it inside the transaction that stored them."""
-    name = grader_name_for(backend)  # once per ingest batch: the name only, the task builds the grader
+    name = grader_name(backend)  # once per ingest batch: the name only, the task builds the grader
     groups = list(
         Group.objects.filter(pk__in=group_ids, is_mixed=True)
         .exclude(verdicts__grader=name)

@@ -225,13 +225,13 @@ def opening_message(workspace: GroupWorkspace) -> str:
     )
 
 
-def grader_name(model: str) -> str:
-    """The name verdicts of this grader are stored under: the model and the protocol version."""
-    return f"llm:{model}@{VERSION}"
-
-
 class LLMGrader:
     """Grader protocol over an OpenAI-compatible chat completions server."""
+
+    @staticmethod
+    def name_for(model: str) -> str:
+        """The name verdicts of this grader are stored under: the model and the protocol version."""
+        return f"llm:{model}@{VERSION}"
 
     def __init__(
         self,
@@ -247,7 +247,7 @@ class LLMGrader:
         if max_turns < 2:
             raise ValueError("max_turns must leave room for at least one tool call and the verdict")
         self.model = model
-        self.name = grader_name(model)
+        self.name = self.name_for(model)
         self.max_turns = max_turns
         self.max_tokens_budget = max_tokens_budget
         self.max_retries = max_retries

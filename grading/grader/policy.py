@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
-from grading.grader.jobs import GraderUnavailable, grader_for, grader_name_for
+from grading.grader.jobs import GraderUnavailable, grader_for, grader_name
 from grading.method import partial
 from grading.method.services import mark_stale
 from grading.models import Project, Run
@@ -26,12 +26,12 @@ class PolicyError(ValueError):
         self.field = field
 
 
-def grader_name(run: Run) -> str | None:
+def auto_grader_name(run: Run) -> str | None:
     """The grader version auto-grading uses (e.g. heuristic@1), or None when it is off or cannot run."""
     if run.auto_grade == Run.AutoGrade.NONE:
         return None
     try:
-        return grader_name_for(run.auto_grade)
+        return grader_name(run.auto_grade)
     except GraderUnavailable:
         return None
 

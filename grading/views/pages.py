@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
 from grading.formats import params
-from grading.grader.policy import PolicyError, grader_name, update_run_policy
+from grading.grader.policy import PolicyError, auto_grader_name, update_run_policy
 from grading.method.services import active_mapping, ensure_computed, ensure_computed_many
 from grading.models import Run
 from grading.projects import create
@@ -92,7 +92,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             **selectors.import_jobs(run_obj),
             "can_manage": "manage" in membership.capabilities,
             "can_import": "ingest" in membership.capabilities,
-            "grader": grader_name(run_obj),
+            "grader": auto_grader_name(run_obj),
             "caps": membership.capabilities,
             **progress,
             "baselines": Run.Baseline.choices,
