@@ -78,7 +78,7 @@ class ParsedRollout:
     n_messages: int
     tokens: int | None
     cost_usd: float | None
-    stats: dict
+    stats: dict[str, Any]
     patch_files: int
     patch_added: int
     patch_removed: int
@@ -87,11 +87,11 @@ class ParsedRollout:
     tests_failed: int
     source_format: str
     source_ref: str
-    messages: list
+    messages: list[Any]
     patch: str
-    tests: dict
+    tests: dict[str, Any]
     test_log: str
-    metadata: dict
+    metadata: dict[str, Any]
     changes: PatchChanges  # what the patch changes, normalised (grading.rollouts.clusters)
 
 
@@ -139,7 +139,7 @@ def _type_name(value: Any) -> str:
     )
 
 
-def _string(obj: dict, key: str, path: str, *, required: bool = False, max_len: int | None = None) -> str:
+def _string(obj: dict[str, Any], key: str, path: str, *, required: bool = False, max_len: int | None = None) -> str:
     value = obj.get(key)
     if value is None:
         if required:
@@ -154,7 +154,7 @@ def _string(obj: dict, key: str, path: str, *, required: bool = False, max_len: 
     return value
 
 
-def _object(obj: dict, key: str, path: str) -> dict:
+def _object(obj: dict[str, Any], key: str, path: str) -> dict[str, Any]:
     value = obj.get(key)
     if value is None:
         return {}
@@ -246,7 +246,7 @@ def _key_ends(raw: bytes) -> int:
     return count
 
 
-class _Pairs(list):
+class _Pairs(list[Any]):
     """An object's (key, value) pairs as written, duplicates kept."""
 
 
@@ -277,16 +277,16 @@ def stored_rollout(
     index: int,
     reward: float | None,
     exit_status: str,
-    stats: dict,
+    stats: dict[str, Any],
     source_format: str,
     source_ref: str,
     patch: str,
-    messages: list,
-    tests: dict,
+    messages: list[Any],
+    tests: dict[str, Any],
     test_log: str,
-    metadata: dict,
+    metadata: dict[str, Any],
     dropped: str = "",
-) -> dict:
+) -> dict[str, Any]:
     """A rollout as it is stored, every field present (absent ones as their empty value): what
     `GET /api/v1/groups/{uid}/` returns and what the content hash covers. So a line read back
     and sent again is `unchanged`, and so is the same rollout written with or without empty
@@ -309,7 +309,7 @@ def stored_rollout(
     return stored
 
 
-def _parse_tests(tests: dict, path: str) -> tuple[int, int]:
+def _parse_tests(tests: dict[str, Any], path: str) -> tuple[int, int]:
     passed = failed = 0
     for category, outcome in tests.items():
         if not isinstance(outcome, dict):

@@ -9,7 +9,7 @@ in which case the group falls back (docs/method.md §2).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from grading.method.turn_weights import CITED_CATEGORIES
 
@@ -30,7 +30,7 @@ class Evidence:
     note: str = ""
     category: str = ""  # turn citations only: one of TURN_CATEGORIES, or "" for anything else
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = {"kind": self.kind, "rollout": self.rollout, "locator": self.locator, "note": self.note}
         if self.category:  # stored only when said, so older verdicts and their copies compare equal
             out["category"] = self.category
@@ -52,8 +52,8 @@ class GraderResult:
     status: str  # valid | invalid | timeout
     judgments: list[RolloutJudgment] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)  # turns, prompt_tokens, completion_tokens, latency_s, ...
-    raw: dict = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)  # turns, prompt_tokens, completion_tokens, latency_s, ...
+    raw: dict[str, Any] = field(default_factory=dict)
 
 
 class Grader(Protocol):

@@ -53,7 +53,7 @@ SUBMIT = "submit_verdict"
 MAX_SUBMISSIONS = 2  # the first, and one resubmission after the errors are sent back
 TRANSCRIPT_TEXT = 200
 
-VERDICT_SCHEMA: dict = {
+VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["judgments"],
@@ -150,13 +150,13 @@ SYSTEM_PROMPT = system_prompt()  # with the method's default guide
 class _Run:
     """What one grade() call accumulates."""
 
-    messages: list[dict]
+    messages: list[dict[str, Any]]
     turns: int = 0
     api_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     submissions: list[Any] = field(default_factory=list)
-    transcript: list[dict] = field(default_factory=list)
+    transcript: list[dict[str, Any]] = field(default_factory=list)
     told_last_turn: bool = False
 
     @property
@@ -164,7 +164,7 @@ class _Run:
         return self.prompt_tokens + self.completion_tokens
 
 
-def tool_specs(workspace: GroupWorkspace) -> list[dict]:
+def tool_specs(workspace: GroupWorkspace) -> list[dict[str, Any]]:
     """The tools offered for this group (OpenAI `tools` format), submit_verdict last."""
     names = [
         n
@@ -395,7 +395,7 @@ class LLMGrader:
                     )
                 run.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content, ensure_ascii=False)})
 
-    def _call(self, run: _Run, tools: list[dict]):
+    def _call(self, run: _Run, tools: list[dict[str, Any]]):
         """One chat completion (the client retries transport failures); (completion, None) or (None, fallback)."""
         self._attempts.n = 0
         body = {"model": self.model, "messages": run.messages, "tools": tools}

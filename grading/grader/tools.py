@@ -44,9 +44,9 @@ MAX_FILE_BYTES = 2_000_000
 
 @dataclass(frozen=True)
 class Tool:
-    fn: Callable[..., dict]
+    fn: Callable[..., dict[str, Any]]
     description: str
-    parameters: dict  # JSON schema of the arguments object
+    parameters: dict[str, Any]  # JSON schema of the arguments object
 
 
 class ToolError(Exception):
@@ -56,7 +56,7 @@ class ToolError(Exception):
 # --- argument validation (the subset of JSON schema the tools and the verdict use) ----
 
 
-def validate(schema: dict, value: Any, where: str = "") -> list[str]:
+def validate(schema: dict[str, Any], value: Any, where: str = "") -> list[str]:
     """Errors of `value` against `schema`; empty when it conforms.
 
     Supports type (object, array, string, integer, boolean), properties, required,
@@ -116,7 +116,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def call_tool(workspace: GroupWorkspace, name: str, arguments: Any) -> dict:
+def call_tool(workspace: GroupWorkspace, name: str, arguments: Any) -> dict[str, Any]:
     """Run one tool for an untrusted caller; errors come back as {"error": "..."}."""
     tool = TOOLS.get(name)
     if tool is None:
@@ -144,7 +144,7 @@ def _rollout(workspace: GroupWorkspace, index: int) -> RolloutView:
         raise ToolError(f"rollout {index} does not exist; rollouts are {[r.index for r in workspace.rollouts]}") from None
 
 
-def _render_patch(text: str, only: str | None = None) -> dict:
+def _render_patch(text: str, only: str | None = None) -> dict[str, Any]:
     """Files of a unified diff with a line-numbered rendering of each.
 
     Each row is "<new-side line> <old-side line> |<sign><code>", so "path:<new-side line>"
@@ -192,7 +192,7 @@ def _one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _line_range(lines: list[str], start: int, count: int, prefix: str = "") -> dict:
+def _line_range(lines: list[str], start: int, count: int, prefix: str = "") -> dict[str, Any]:
     chosen = lines[start - 1 : start - 1 + count]
     return {
         "total_lines": len(lines),
@@ -205,7 +205,7 @@ def _line_range(lines: list[str], start: int, count: int, prefix: str = "") -> d
 # --- the tools ------------------------------------------------------------------------
 
 
-def get_task(workspace: GroupWorkspace) -> dict:
+def get_task(workspace: GroupWorkspace) -> dict[str, Any]:
     return {
         "uid": workspace.uid,
         "instance_id": workspace.instance_id,
@@ -223,7 +223,7 @@ def get_task(workspace: GroupWorkspace) -> dict:
     }
 
 
-def list_rollouts(workspace: GroupWorkspace) -> dict:
+def list_rollouts(workspace: GroupWorkspace) -> dict[str, Any]:
     rows = []
     for r in workspace.rollouts:
         # Unrendered: the file list needs no pygments highlighting (RolloutView.parsed_patch renders).
@@ -245,7 +245,7 @@ def list_rollouts(workspace: GroupWorkspace) -> dict:
     return {"rollouts": rows}
 
 
-def summarize_turns(workspace: GroupWorkspace, rollout: int, start: int = 0, count: int = 200) -> dict:
+def summarize_turns(workspace: GroupWorkspace, rollout: int, start: int = 0, count: int = 200) -> dict[str, Any]:
     r = _rollout(workspace, rollout)
     out = []
     for position in range(start, min(start + count, len(r.messages))):
@@ -264,7 +264,9 @@ def summarize_turns(workspace: GroupWorkspace, rollout: int, start: int = 0, cou
     return {"rollout": rollout, "total_turns": len(r.messages), "cite_as": "turn position (0-based)", "turns": out}
 
 
-def read_turns(workspace: GroupWorkspace, rollout: int, start: int, count: int = 5, max_chars: int = TURN_TEXT_LIMIT) -> dict:
+def read_turns(
+    workspace: GroupWorkspace, rollout: int, start: int, count: int = 5, max_chars: int = TURN_TEXT_LIMIT
+) -> dict[str, Any]:
     r = _rollout(workspace, rollout)
     if start >= len(r.messages):
         raise ToolError(f"rollout {rollout} has {len(r.messages)} turns (0-based); start {start} is past the end")
@@ -283,12 +285,12 @@ def read_turns(workspace: GroupWorkspace, rollout: int, start: int, count: int =
     return {"rollout": rollout, "total_turns": len(r.messages), "turns": turns}
 
 
-def read_patch(workspace: GroupWorkspace, rollout: int, path: str | None = None) -> dict:
+def read_patch(workspace: GroupWorkspace, rollout: int, path: str | None = None) -> dict[str, Any]:
     r = _rollout(workspace, rollout)
     return {"rollout": rollout, **_render_patch(r.patch, path)}
 
 
-def outcomes_of_tests(workspace: GroupWorkspace, rollout: int) -> dict:
+def outcomes_of_tests(workspace: GroupWorkspace, rollout: int) -> dict[str, Any]:
     r = _rollout(workspace, rollout)
     categories = {}
     for category, outcome in (r.tests or {}).items():
@@ -309,14 +311,14 @@ def outcomes_of_tests(workspace: GroupWorkspace, rollout: int) -> dict:
     }
 
 
-def read_test_log(workspace: GroupWorkspace, rollout: int, start: int = 1, count: int = 200) -> dict:
+def read_test_log(workspace: GroupWorkspace, rollout: int, start: int = 1, count: int = 200) -> dict[str, Any]:
     r = _rollout(workspace, rollout)
     # split("\n"), not splitlines(): the same line count evidence.resolve checks "log:N" against.
     lines = r.test_log.split("\n") if r.test_log else []
     return {"rollout": rollout, **_line_range(lines, start, count, prefix="log:")}
 
 
-def read_reference_patch(workspace: GroupWorkspace, which: str = "gold") -> dict:
+def read_reference_patch(workspace: GroupWorkspace, which: str = "gold") -> dict[str, Any]:
     text = workspace.gold_patch if which == "gold" else workspace.test_patch
     if not text:
         return {"which": which, "present": False}
@@ -325,7 +327,7 @@ def read_reference_patch(workspace: GroupWorkspace, which: str = "gold") -> dict
     return {"which": which, "present": True, **rendered}
 
 
-def read_file(workspace: GroupWorkspace, path: str, start: int = 1, count: int = 200) -> dict:
+def read_file(workspace: GroupWorkspace, path: str, start: int = 1, count: int = 200) -> dict[str, Any]:
     root = workspace.checkout_path
     if root is None:
         raise ToolError("no repository checkout is configured for this group")
@@ -355,7 +357,7 @@ def read_file(workspace: GroupWorkspace, path: str, start: int = 1, count: int =
 _ROLLOUT = {"type": "integer", "description": "rollout index, as list_rollouts gives it"}
 
 
-def _schema(properties: dict | None = None, required: tuple[str, ...] = ()) -> dict:
+def _schema(properties: dict[str, Any] | None = None, required: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"type": "object", "properties": properties or {}, "required": list(required), "additionalProperties": False}
 
 

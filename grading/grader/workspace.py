@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grading.method.guide import DEFAULT_GUIDE, Guide
 from grading.rollouts.diffs import ParsedPatch, parse_patch
@@ -22,11 +23,11 @@ class RolloutView:
     index: int
     passed: bool | None
     patch: str = ""
-    messages: list[dict] = field(default_factory=list)
-    tests: dict = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tests: dict[str, Any] = field(default_factory=dict)
     test_log: str = ""
     exit_status: str = ""
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
     _parsed: ParsedPatch | None = None
 
     @property
@@ -51,7 +52,7 @@ class GroupWorkspace:
     checkout_path: Path | None = None
     guide: Guide = DEFAULT_GUIDE  # the project's rubric guide: what the tiers and scores mean
     # prescreen.screen_group's answers per base commit (the rollouts do not change once loaded)
-    screened: dict = field(default_factory=dict, repr=False, compare=False)
+    screened: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def rollout(self, index: int) -> RolloutView:
         for rollout in self.rollouts:
@@ -64,7 +65,7 @@ class GroupWorkspace:
         return [r for r in self.rollouts if r.passed]
 
 
-def clip(text: str, limit: int = MAX_TEXT) -> dict:
+def clip(text: str, limit: int = MAX_TEXT) -> dict[str, Any]:
     """Text for a tool result, cut at `limit` characters with the cut stated."""
     text = text or ""
     if len(text) <= limit:

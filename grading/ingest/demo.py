@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from typing import Any
 
 REPOS = [
     ("astropy/astropy", "astropy", ["io/fits/card.py", "units/quantity.py", "modeling/separable.py", "table/column.py"]),
@@ -118,7 +119,7 @@ def _observation(rng: random.Random, command: str, pad_chars: int) -> str:
 
 def make_messages(
     rng: random.Random, problem: str, package: str, files: list[str], *, turns: int, target_chars: int = 0
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     messages = [
         {
             "role": "system",
@@ -155,7 +156,7 @@ def make_messages(
     return messages
 
 
-def make_tests(rng: random.Random, passed: bool, package: str, f2p: list[str]) -> dict:
+def make_tests(rng: random.Random, passed: bool, package: str, f2p: list[str]) -> dict[str, Any]:
     p2p = [f"{package}/tests/test_{rng.choice(IDENTS)}.py::test_{rng.choice(VERBS)}_{i}" for i in range(rng.randint(5, 30))]
     if passed:
         return {"FAIL_TO_PASS": {"success": f2p, "failure": []}, "PASS_TO_PASS": {"success": p2p, "failure": []}}
@@ -177,7 +178,7 @@ def make_group(
     pass_rate: float | None = None,
     turns: tuple[int, int] = (8, 40),
     target_rollout_bytes: int = 0,
-) -> dict:
+) -> dict[str, Any]:
     repo, package, files = REPOS[task_number % len(REPOS)]
     instance_id = f"{repo.split('/')[1]}__{repo.split('/')[1]}-{10000 + task_number * 37}"
     # The task is the same at every step, so its fields come from a per-task generator.
@@ -255,7 +256,7 @@ def demo_groups(
     seed: int = 7,
     target_rollout_bytes: int = 0,
     turns: tuple[int, int] = (8, 40),
-) -> Iterator[dict]:
+) -> Iterator[dict[str, Any]]:
     rng = random.Random(seed)
     for step in range(1, steps + 1):
         for task_number in range(groups_per_step):

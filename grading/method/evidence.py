@@ -110,7 +110,7 @@ def assess(*, counts: Sequence[Sequence[float]], n_groups: int | None, minimum: 
     return Evidence(n_groups=int(n_groups or 0), tier_pairs=tier_pairs, minimum=minimum)  # type: ignore[arg-type]
 
 
-def recorded_evidence(fit: dict, minimum: EvidenceMinimum) -> Evidence | None:
+def recorded_evidence(fit: dict[str, Any], minimum: EvidenceMinimum) -> Evidence | None:
     """The evidence of a stored mapping's `fit` record, or None for a mapping that records
     no count table (the built-in default, one set by hand): those claim no evidence."""
     counts = fit.get("counts") if isinstance(fit, dict) else None

@@ -12,6 +12,7 @@ into the grader SFT export, which replays that prompt.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from grading.grader.base import RUBRIC
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS
@@ -98,7 +99,7 @@ class GuideError(ValueError):
         self.errors = errors
 
 
-def _clean(text, limit: int, name: str, errors: dict) -> str:
+def _clean(text, limit: int, name: str, errors: dict[str, Any]) -> str:
     text = " ".join(str(text or "").replace("\x00", "").split())
     if not text:
         errors[name] = "must not be empty"
@@ -128,7 +129,7 @@ def guide_from_fields(data) -> Guide:
     return Guide(tiers=tiers, dimensions=dimensions)
 
 
-def guide_from_json(tiers: dict | None, dimensions: dict | None) -> Guide:
+def guide_from_json(tiers: dict[str, Any] | None, dimensions: dict[str, Any] | None) -> Guide:
     """The guide as stored (JSON), anything missing or malformed taken from the defaults."""
     tiers = tiers if isinstance(tiers, dict) else {}
     dimensions = dimensions if isinstance(dimensions, dict) else {}
@@ -144,7 +145,7 @@ def guide_from_json(tiers: dict | None, dimensions: dict | None) -> Guide:
     return Guide(tiers={t: str(tiers.get(t) or TIER_DESCRIPTIONS[t]) for t in TIERS}, dimensions=tuple(out))
 
 
-def guide_json(guide: Guide) -> tuple[dict, dict]:
+def guide_json(guide: Guide) -> tuple[dict[str, Any], dict[str, Any]]:
     """(tiers, dimensions) as stored."""
     return dict(guide.tiers), {d.name: {"meaning": d.meaning, "example": d.example} for d in guide.dimensions}
 

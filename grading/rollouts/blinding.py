@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # What a project withholds unless its admins choose otherwise.
 DEFAULT_BLIND_FIELDS = (
@@ -92,7 +93,7 @@ def withheld(mapping, fields: BlindFields):
     return mapping
 
 
-def withhold_line(rollout: dict, fields: BlindFields, *, lane: str) -> dict:
+def withhold_line(rollout: dict[str, Any], fields: BlindFields, *, lane: str) -> dict[str, Any]:
     """A rollout in its gagar-group/1 shape as a blind judge may see it: its index replaced
     by its lane label, the blind fields left out (the trajectory text is kept as it is)."""
     out = {"lane": lane}

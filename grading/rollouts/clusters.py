@@ -54,6 +54,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from grading.rollouts.diffs import PatchRead, read_patch
 
@@ -98,7 +99,7 @@ class FileChange:
         """False when nothing but whitespace (or the file mode) changed."""
         return bool(self.removed or self.added) or self.status != "modified"
 
-    def key(self) -> list:
+    def key(self) -> list[Any]:
         source = self.source_path if self.status == "renamed" else ""
         return [self.path, self.status, source, list(self.removed), list(self.added)]
 

@@ -29,6 +29,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from html import escape, unescape
+from typing import Any
 
 from pygments.formatters import HtmlFormatter
 from unidiff import PatchSet
@@ -136,10 +137,10 @@ class HighlightCache:
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
         self.chars = 0
-        self._items: OrderedDict[tuple, tuple[tuple[tuple[str, ...], str], int]] = OrderedDict()
+        self._items: OrderedDict[tuple[Any, ...], tuple[tuple[tuple[str, ...], str], int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple) -> tuple[tuple[str, ...], str] | None:
+    def get(self, key: tuple[Any, ...]) -> tuple[tuple[str, ...], str] | None:
         with self._lock:
             item = self._items.get(key)
             if item is None:
@@ -147,7 +148,7 @@ class HighlightCache:
             self._items.move_to_end(key)
             return item[0]
 
-    def put(self, key: tuple, value: tuple[tuple[str, ...], str]) -> None:
+    def put(self, key: tuple[Any, ...], value: tuple[tuple[str, ...], str]) -> None:
         size = len(key[0]) + sum(map(len, key[1])) + sum(map(len, value[0])) + len(value[1])
         if size > self.max_chars // 8:  # one huge hunk must not flush everything else
             return
@@ -249,7 +250,7 @@ def _hunk_lines(hunk) -> list[tuple[str, int | None, int | None, str]]:
     ]
 
 
-def _build_hunk(hunk, lines: list, path: str, colour: bool, budget: HighlightBudget) -> Hunk:
+def _build_hunk(hunk, lines: list[Any], path: str, colour: bool, budget: HighlightBudget) -> Hunk:
     old_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "-")]
     new_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "+")]
     if colour:

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 FRAME = struct.Struct(">I")  # every message: 4-byte big-endian length, then that many bytes of JSON
 SPAWN_SECONDS = 10.0  # a new worker must be ready (pygments imported) within this
@@ -52,7 +53,7 @@ class _Worker:
     def alive(self) -> bool:
         return self.owner == os.getpid() and self.proc.poll() is None
 
-    def _read(self, deadline: float) -> dict:
+    def _read(self, deadline: float) -> dict[str, Any]:
         header = self._read_exact(FRAME.size, deadline)
         return json.loads(self._read_exact(FRAME.unpack(header)[0], deadline))
 
@@ -195,7 +196,7 @@ def _serve() -> None:  # pragma: no cover  (runs in the child process)
             buffer += chunk
         return bytes(buffer)
 
-    def send(obj: dict) -> None:
+    def send(obj: dict[str, Any]) -> None:
         body = json.dumps(obj).encode("ascii")
         data = memoryview(FRAME.pack(len(body)) + body)
         while data:

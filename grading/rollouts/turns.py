@@ -20,7 +20,7 @@ class Turn:
     thought: str = ""
     action: str = ""
     observation: str = ""
-    tool_calls: list[dict] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     name: str = ""
 
     @property
@@ -44,7 +44,7 @@ def _text(content: Any) -> str:
     return str(content)
 
 
-def to_turn(position: int, message: dict) -> Turn:
+def to_turn(position: int, message: dict[str, Any]) -> Turn:
     role = str(message.get("role") or "unknown")
     turn = Turn(position=position, role=role, name=str(message.get("name") or ""))
     turn.text = _text(message.get("content"))
@@ -70,7 +70,7 @@ def to_turn(position: int, message: dict) -> Turn:
     return turn
 
 
-def to_turns(messages: list, start: int = 0, stop: int | None = None) -> list[Turn]:
+def to_turns(messages: list[Any], start: int = 0, stop: int | None = None) -> list[Turn]:
     stop = len(messages) if stop is None else min(stop, len(messages))
     return [to_turn(i, m) for i, m in enumerate(messages[start:stop], start=start) if isinstance(m, dict)]
 
@@ -104,7 +104,7 @@ def turn_text(turn: Turn) -> str:
     return "\n".join((turn.text, turn.thought, turn.action, turn.observation, turn.name, calls))
 
 
-def find_turns(messages: list, query: str, start: int = 0, limit: int = 40) -> tuple[list[Turn], int | None]:
+def find_turns(messages: list[Any], query: str, start: int = 0, limit: int = 40) -> tuple[list[Turn], int | None]:
     """The turns from `start` on whose text contains `query`, ignoring case, at most `limit`
     of them, and where to continue (None when none is left).
 

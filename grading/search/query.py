@@ -216,7 +216,7 @@ def _lower(text: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def _term_pattern(term: Term) -> re.Pattern:
+def _term_pattern(term: Term) -> re.Pattern[str]:
     """The regular expression of a term over lower-cased text: its tokens, the first starting a
     run of letters and digits, the last ending one (a prefix: then the rest of its run), with
     anything but letters and digits between them. Tokens are letters and digits only and no

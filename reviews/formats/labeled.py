@@ -43,6 +43,7 @@ import json
 import re
 from collections.abc import Sequence
 from statistics import median_low
+from typing import Any
 
 from grading.grader.base import RUBRIC, SCORE_RANGE, Evidence
 from grading.grader.evidence import resolve
@@ -67,7 +68,7 @@ ROLLOUT_TOOLS = ("read_patch", "test_outcomes")
 # --- the label ------------------------------------------------------------------------
 
 
-def final_label(judgments: list[dict]) -> dict | None:
+def final_label(judgments: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The group's label from its judgments (oldest first), or None when there are none.
 
     Each judgment: {"reviewer", "kind": "review"|"adjudication", "items": [{"index",
@@ -109,7 +110,7 @@ def final_label(judgments: list[dict]) -> dict | None:
     return {"source": source, "reviewers": [j["reviewer"] for j in chosen], "items": items}
 
 
-def audited_cheats(decisions: list[dict]) -> dict[int, bool]:
+def audited_cheats(decisions: list[dict[str, Any]]) -> dict[int, bool]:
     """Rollout index -> the latest audited cheat decision (confirmed or overturned).
 
     The same rule the advantage engine applies: of a rollout's decided signals, the most
@@ -132,7 +133,7 @@ _PATCH = re.compile(r"^(.+?):(\d+)$")
 _EDGES = "()[]{}<>\"'`,;!?"
 
 
-def citations(note: str, rollout: int) -> list[dict]:
+def citations(note: str, rollout: int) -> list[dict[str, Any]]:
     """Candidate citations in a person's note on `rollout`, in the grader's evidence shape.
 
     Recognised: a test id with "::" (pytest style), "log:N" (test log line), "path:line"
@@ -163,10 +164,10 @@ def citations(note: str, rollout: int) -> list[dict]:
     return out
 
 
-def cited_evidence(workspace: GroupWorkspace, index: int, notes: list[str]) -> list[dict]:
+def cited_evidence(workspace: GroupWorkspace, index: int, notes: list[str]) -> list[dict[str, Any]]:
     """Evidence items for rollout `index`: the citations in `notes` that resolve, each with
     the note it came from. Unresolvable ones are dropped: they would make a verdict invalid."""
-    evidence: list[dict] = []
+    evidence: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for note in notes:
         for c in citations(note, index):
@@ -187,7 +188,9 @@ def dense_ranks(ranks: dict[int, int]) -> dict[int, int]:
     return {index: levels.index(rank) + 1 for index, rank in ranks.items()}
 
 
-def verdict_arguments(workspace: GroupWorkspace, label: dict, cheats: dict[int, bool] | None = None) -> dict | None:
+def verdict_arguments(
+    workspace: GroupWorkspace, label: dict[str, Any], cheats: dict[int, bool] | None = None
+) -> dict[str, Any] | None:
     """submit_verdict's arguments carrying the label, or None when the label cannot fill the
     grader's schema (a passing rollout without a tier or without all rubric scores).
 
@@ -227,7 +230,7 @@ def _dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def reading_rounds(workspace: GroupWorkspace) -> list[list[tuple[str, dict]]]:
+def reading_rounds(workspace: GroupWorkspace) -> list[list[tuple[str, dict[str, Any]]]]:
     """The tool calls the example makes before submitting: (name, arguments) per call, one list per assistant turn."""
     return [
         [(name, {}) for name in GROUP_TOOLS],
@@ -235,18 +238,18 @@ def reading_rounds(workspace: GroupWorkspace) -> list[list[tuple[str, dict]]]:
     ]
 
 
-def _tool_call(call_id: str, name: str, arguments: dict) -> dict:
+def _tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": _dumps(arguments)}}
 
 
-def conversation(workspace: GroupWorkspace, verdict: dict) -> list[dict]:
+def conversation(workspace: GroupWorkspace, verdict: dict[str, Any]) -> list[dict[str, Any]]:
     """The grader's conversation for this group, ending in a submit_verdict call with `verdict`.
 
     Each message is what the grader itself keeps in its history (and sends back with the
     next request): assistant turns with content "" and their tool calls (ids call_0,
     call_1, ... in order), then one tool message per call holding `call_tool`'s result.
     """
-    messages: list[dict] = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(workspace.guide)},
         {"role": "user", "content": opening_message(workspace)},
     ]
@@ -266,8 +269,12 @@ def conversation(workspace: GroupWorkspace, verdict: dict) -> list[dict]:
 
 
 def sft_example(
-    workspace: GroupWorkspace, label: dict, *, cheats: dict[int, bool] | None = None, metadata: dict | None = None
-) -> dict | None:
+    workspace: GroupWorkspace,
+    label: dict[str, Any],
+    *,
+    cheats: dict[int, bool] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
     """One chat example (OpenAI fine-tuning shape: messages, tools, plus metadata), or None
     when the label does not fill the verdict schema. Deterministic for the same group and judgments."""
     arguments = verdict_arguments(workspace, label, cheats)
@@ -286,7 +293,7 @@ def sft_example(
     }
 
 
-class UnreadTrajectory(Sequence):
+class UnreadTrajectory(Sequence[Any]):
     """A trajectory the export does not load (it can be 100k+ tokens): its length only,
     which is all `list_rollouts` and turn citations read. Reading a message fails loudly."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from itertools import combinations
 from statistics import median_low
+from typing import Any
 
 from grading.method.tiers import TIERS
 
@@ -74,7 +75,7 @@ def top1(ranking: Ranking) -> frozenset[int]:
     return frozenset(index for index, (_, rank) in ranking.items() if rank == best)
 
 
-def disagreements(rankings: dict[str, Ranking]) -> list[dict]:
+def disagreements(rankings: dict[str, Ranking]) -> list[dict[str, Any]]:
     """Why a group needs an adjudicator: any two raters whose tiers differ on a rollout
     both judged (by one tier or more) or whose best rollouts differ."""
     found = []

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from grading.grader.base import Evidence
 from grading.grader.prescreen.commands import Command, _command_signals, commands, segments  # noqa: F401  re-exported
@@ -145,7 +146,7 @@ class PatchFeatures:
     def lines_changed(self) -> int:
         return self.added + self.removed
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "lines_changed": self.lines_changed}
 
 

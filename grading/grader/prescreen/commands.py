@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from grading.grader.base import Evidence
 from grading.grader.prescreen.paths import _norm, package_names
@@ -51,7 +52,7 @@ def _tool_commands(calls) -> list[str]:
     return out
 
 
-def commands(messages: list) -> list[Command]:
+def commands(messages: list[Any]) -> list[Command]:
     """What the agent ran, in order, each with the observation that came back."""
     found = []
     for i, message in enumerate(messages):
@@ -276,7 +277,7 @@ def _installer(argv: list[str]) -> tuple[str, list[str]] | None:
     return rest[0], rest[1:]
 
 
-def _project_url(repo: str, names: set[str]) -> re.Pattern | None:
+def _project_url(repo: str, names: set[str]) -> re.Pattern[str] | None:
     owner_repo = (repo or "").strip().strip("/")
     alternatives = []
     if owner_repo.count("/") == 1:
@@ -297,7 +298,7 @@ def _project_url(repo: str, names: set[str]) -> re.Pattern | None:
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
-def _pip_leak(sub: str, args: list[str], names: set[str], url: re.Pattern | None, observation: str) -> str | None:
+def _pip_leak(sub: str, args: list[str], names: set[str], url: re.Pattern[str] | None, observation: str) -> str | None:
     eager = [a for a in args if a in _PIP_EAGER]
     skip_next = False
     for arg in args:
@@ -341,7 +342,7 @@ def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _command_signals(index: int, messages: list, *, repo: str, base: str) -> list[Signal]:
+def _command_signals(index: int, messages: list[Any], *, repo: str, base: str) -> list[Signal]:
     names = package_names(repo)
     url = _project_url(repo, names)
     known: set[str] = set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from grading.grader.base import Evidence
 
@@ -23,7 +24,7 @@ class Signal:
     evidence: Evidence | None  # None only when the rollout offers nothing citable
     category: str = "leak"  # leak | tamper
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "signal": self.signal,
             "category": self.category,

@@ -157,11 +157,11 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
-def as_dict(value: Any) -> dict:
+def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def as_list(value: Any) -> list:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
@@ -224,7 +224,7 @@ class ImportedVerdict:
     status: str  # RESOLVED, UNRESOLVED, EMPTY_PATCH or ERROR
     source: str  # "report" (per-instance report.json) or "summary" (run summary ids)
     ref: str  # the file it came from
-    tests: dict | None = None
+    tests: dict[str, Any] | None = None
     test_log: str = ""
     rule: str = ""  # which rule of the source decided, in words (older harness reports, trainer scores)
 
@@ -234,7 +234,7 @@ class ImportedVerdict:
         return 1.0 if self.status == RESOLVED else 0.0
 
 
-def _tests_of(report: dict) -> dict | None:
+def _tests_of(report: dict[str, Any]) -> dict[str, Any] | None:
     status = report.get("tests_status")
     if not isinstance(status, dict):
         return None
@@ -252,7 +252,7 @@ def is_bare_report(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("resolved"), bool)
 
 
-def verdict_from_report(report: dict, *, ref: str) -> ImportedVerdict:
+def verdict_from_report(report: dict[str, Any], *, ref: str) -> ImportedVerdict:
     """One instance's report.json body (`resolved`, `tests_status`, ...)."""
     if report.get("resolved") is True:
         status = RESOLVED
@@ -297,7 +297,7 @@ def is_run_summary(obj: Any) -> bool:
     return isinstance(obj, dict) and any(isinstance(obj.get(key), list) for key in ("resolved_ids", "unresolved_ids"))
 
 
-def verdicts_from_summary(obj: dict, *, ref: str) -> dict[str, ImportedVerdict]:
+def verdicts_from_summary(obj: dict[str, Any], *, ref: str) -> dict[str, ImportedVerdict]:
     """The harness's run summary `<model>.<run_id>.json`: resolved / unresolved / empty patch / error ids.
 
     Later lists win, so an id listed as resolved is resolved whatever else names it.
@@ -319,19 +319,21 @@ class Attempt:
     ref: str  # stable: "<PATH name>/<relative path>[#attempt-n | #instance]"
     format: str
     patch: str
-    messages: list
+    messages: list[Any]
     exit_status: str = ""
-    stats: dict = field(default_factory=dict)
-    metadata: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     problem_statement: str = ""
     evaluated_patch: str | None = None  # the patch the harness scored, when the file says which
     verdict_ambiguous: bool = False  # several attempts and no way to tell which one was scored
     unfinished: bool = False  # no exit status and no submission: the agent never finished
     own_verdict: ImportedVerdict | None = None  # the file's own word on this attempt (OpenHands test_result.report, verl score)
-    task: dict = field(default_factory=dict)  # gagar-group/1 task fields the file states (repo, base_commit, FAIL_TO_PASS, ...)
+    task: dict[str, Any] = field(
+        default_factory=dict
+    )  # gagar-group/1 task fields the file states (repo, base_commit, FAIL_TO_PASS, ...)
     step: int | None = None  # the step the file places this attempt at (verl dumps); None: the import's step
 
-    def rollout(self, *, verdict: ImportedVerdict | None, reward_note: str = "") -> dict:
+    def rollout(self, *, verdict: ImportedVerdict | None, reward_note: str = "") -> dict[str, Any]:
         """The `gagar-group/1` rollout (no index yet). Deterministic: the same file gives the same dict."""
         metadata = dict(self.metadata)
         if verdict is not None:

@@ -54,7 +54,7 @@ def is_trajectory(obj: Any) -> bool:
     return "trajectory" not in obj and "history" not in obj and isinstance(obj.get("info"), dict)
 
 
-def report_for(instance_id: str, report: dict | None) -> dict | None:
+def report_for(instance_id: str, report: dict[str, Any] | None) -> dict[str, Any] | None:
     """SWE-bench report.json is either {instance_id: {...}} or the bare object."""
     if not isinstance(report, dict):
         return None
@@ -64,7 +64,7 @@ def report_for(instance_id: str, report: dict | None) -> dict | None:
     return inner if isinstance(inner, dict) else None
 
 
-def _reasoning(raw: dict) -> str:
+def _reasoning(raw: dict[str, Any]) -> str:
     for key in ("reasoning_content", "reasoning"):
         text = text_of(raw.get(key))
         if text:
@@ -80,7 +80,7 @@ def _reasoning(raw: dict) -> str:
     return ""
 
 
-def _tool_calls(raw: Any) -> list[dict]:
+def _tool_calls(raw: Any) -> list[dict[str, Any]]:
     calls = []
     for call in as_list(raw):
         if not isinstance(call, dict):
@@ -96,7 +96,7 @@ def _tool_calls(raw: Any) -> list[dict]:
     return calls
 
 
-def _message(raw: dict) -> dict:
+def _message(raw: dict[str, Any]) -> dict[str, Any]:
     role = raw.get("role") if isinstance(raw.get("role"), str) else "unknown"
     message: dict[str, Any] = {"role": role, "content": text_of(raw.get("content"))}
     extra = as_dict(raw.get("extra"))
@@ -123,7 +123,7 @@ def _message(raw: dict) -> dict:
     return message
 
 
-def _tokens(messages: list) -> int | None:
+def _tokens(messages: list[Any]) -> int | None:
     total, seen = 0, False
     for raw in messages:
         usage = as_dict(as_dict(as_dict(raw).get("extra")).get("response")).get("usage") or as_dict(raw).get("usage")
@@ -134,7 +134,7 @@ def _tokens(messages: list) -> int | None:
     return total if seen else None
 
 
-def attempt_from_trajectory(traj: dict, *, ref: str, instance_id: str | None = None) -> Attempt:
+def attempt_from_trajectory(traj: dict[str, Any], *, ref: str, instance_id: str | None = None) -> Attempt:
     if not is_trajectory(traj):
         raise SourceError("not a mini-swe-agent trajectory (no messages / trajectory_format)")
     info = as_dict(traj.get("info"))
@@ -173,7 +173,7 @@ def attempt_from_trajectory(traj: dict, *, ref: str, instance_id: str | None = N
     )
 
 
-def rollout_from_trajectory(traj: dict, *, index: int, report: dict | None, ref: str) -> dict:
+def rollout_from_trajectory(traj: dict[str, Any], *, index: int, report: dict[str, Any] | None, ref: str) -> dict:
     """One trajectory and its report.json body (keyed or bare) -> a rollout with `index`."""
     attempt = attempt_from_trajectory(traj, ref=ref)
     body = report_for(attempt.instance_id, report)

@@ -138,7 +138,7 @@ def _tests(value: Any) -> list[str] | None:
     return None
 
 
-def task_of(line: dict) -> dict:
+def task_of(line: dict[str, Any]) -> dict[str, Any]:
     """The gagar-group/1 task fields stated by `instance` (only those present and well formed)."""
     instance = as_dict(line.get("instance"))
     task: dict[str, Any] = {}
@@ -156,7 +156,7 @@ def task_of(line: dict) -> dict:
     return task
 
 
-def _tool_call(event: dict) -> list[dict]:
+def _tool_call(event: dict[str, Any]) -> list[dict[str, Any]]:
     meta = as_dict(event.get("tool_call_metadata"))
     name, call_id = meta.get("function_name"), meta.get("tool_call_id")
     if not isinstance(name, str) or not name:
@@ -170,7 +170,7 @@ def _tool_call(event: dict) -> list[dict]:
     return [{"id": str(call_id or ""), "type": "function", "function": {"name": name, "arguments": arguments}}]
 
 
-def _action_text(kind: str, args: dict) -> str:
+def _action_text(kind: str, args: dict[str, Any]) -> str:
     """What an action did, in one line or block: the command, the code, the file, the URL."""
     if kind == "run":
         return text_of(args.get("command")).strip()
@@ -188,7 +188,7 @@ def _action_text(kind: str, args: dict) -> str:
     return ""
 
 
-def _action_message(event: dict, kind: str) -> dict:
+def _action_message(event: dict[str, Any], kind: str) -> dict[str, Any]:
     """The action's own text: `args.content` (messages, the system prompt), `args.final_thought`
     (finish), `args.thought` (the model's words before a tool call), else the event's `message`."""
     args = as_dict(event.get("args"))
@@ -204,7 +204,7 @@ def _action_message(event: dict, kind: str) -> dict:
     return message
 
 
-def _observation_message(event: dict, kind: str) -> dict:
+def _observation_message(event: dict[str, Any], kind: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "tool", "content": text_of(event.get("content") or event.get("message")), "event": kind}
     call_id = as_dict(event.get("tool_call_metadata")).get("tool_call_id")
     if isinstance(call_id, str) and call_id:
@@ -215,7 +215,7 @@ def _observation_message(event: dict, kind: str) -> dict:
     return message
 
 
-def messages_of(history: list) -> tuple[list[dict], Counter]:
+def messages_of(history: list[Any]) -> tuple[list[dict[str, Any]], Counter[str]]:
     """(one message per event, count of each event type OpenHands does not define)."""
     messages, unseen = [], Counter()
     for event in history:
@@ -254,7 +254,7 @@ def messages_of(history: list) -> tuple[list[dict], Counter]:
     return messages, unseen
 
 
-def verdict_of(line: dict, *, ref: str) -> ImportedVerdict | None:
+def verdict_of(line: dict[str, Any], *, ref: str) -> ImportedVerdict | None:
     """`test_result.report.resolved` (OpenHands' eval_infer writes it), or None when the line was not evaluated."""
     report = as_dict(as_dict(line.get("test_result")).get("report"))
     resolved = report.get("resolved")
@@ -268,7 +268,7 @@ def verdict_of(line: dict, *, ref: str) -> ImportedVerdict | None:
     )
 
 
-def attempt_from_line(line: dict, *, ref: str) -> Attempt:
+def attempt_from_line(line: dict[str, Any], *, ref: str) -> Attempt:
     """One output.jsonl line -> one attempt; `unseen` event types are in `metadata.unknown_events`."""
     if not is_output_line(line):
         raise SourceError("not an OpenHands output line (needs instance_id and history or test_result)")

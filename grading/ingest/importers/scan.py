@@ -31,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -97,7 +98,7 @@ class Finding:
     reason: str
     kind: str = SKIPPED
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"ref": self.ref, "reason": self.reason}
 
 
@@ -108,8 +109,8 @@ class _Candidate:
     path: Path
     ref: str
     root: tuple[int, str]
-    order: tuple
-    prediction: dict | None = None
+    order: tuple[Any, ...]
+    prediction: dict[str, Any] | None = None
     sidecar: Path | None = None
     lines: list[tuple[int, int]] = field(default_factory=list)  # (line number, byte offset) in `path`
     step: int | None = None  # verl: the group's step
@@ -138,7 +139,7 @@ class _OldReport:
 @dataclass
 class FoundAttempt:
     attempt: Attempt
-    rollout: dict  # gagar-group/1 rollout without "index"
+    rollout: dict[str, Any]  # gagar-group/1 rollout without "index"
 
 
 @dataclass
@@ -146,7 +147,7 @@ class _PredictionFile:
     root: tuple[int, str]
     rel: str
     ref: str
-    predictions: list[dict]
+    predictions: list[dict[str, Any]]
 
 
 def _join(prefix: str, rel: str) -> str:
@@ -723,7 +724,7 @@ class RunFinder:
             return None, "conflicting verdicts: " + "; ".join(f"{v.ref} says {v.status}" for v in reports)
         return reports[0], ""
 
-    def _rollout(self, candidate: _Candidate, attempt: Attempt) -> dict:
+    def _rollout(self, candidate: _Candidate, attempt: Attempt) -> dict[str, Any]:
         verdict, why = self._verdict(candidate, attempt)
         evaluated = attempt.evaluated_patch
         if evaluated is None:

@@ -42,7 +42,7 @@ def is_trajectory(obj: Any) -> bool:
     )
 
 
-def _history_message(item: dict) -> dict:
+def _history_message(item: dict[str, Any]) -> dict[str, Any]:
     role = item.get("role") if isinstance(item.get("role"), str) else "unknown"
     message: dict[str, Any] = {"role": role, "content": text_of(item.get("content"))}
     for key in ("thought", "action"):
@@ -60,7 +60,7 @@ def _history_message(item: dict) -> dict:
     return message
 
 
-def _step_message(step: dict) -> dict:
+def _step_message(step: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text_of(step.get("response"))}
     for key in ("thought", "action", "observation"):
         text = text_of(step.get(key))
@@ -69,7 +69,7 @@ def _step_message(step: dict) -> dict:
     return message
 
 
-def _problem_statement(data: dict, messages: list[dict]) -> str:
+def _problem_statement(data: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     replay = data.get("replay_config")
     if isinstance(replay, str):
         try:
@@ -84,7 +84,13 @@ def _problem_statement(data: dict, messages: list[dict]) -> str:
 
 
 def _attempt(
-    data: dict, *, ref: str, instance_id: str, pred_patch: str | None, evaluated_patch: str | None, ambiguous: bool = False
+    data: dict[str, Any],
+    *,
+    ref: str,
+    instance_id: str,
+    pred_patch: str | None,
+    evaluated_patch: str | None,
+    ambiguous: bool = False,
 ) -> Attempt:
     info = as_dict(data.get("info"))
     history = [h for h in as_list(data.get("history")) if isinstance(h, dict)]
@@ -125,7 +131,7 @@ def _attempt(
     )
 
 
-def attempts_from_traj(traj: dict, *, ref: str, instance_id: str, pred_patch: str | None = None) -> list[Attempt]:
+def attempts_from_traj(traj: dict[str, Any], *, ref: str, instance_id: str, pred_patch: str | None = None) -> list[Attempt]:
     """All attempts of one `.traj`; `pred_patch` is the sibling `.pred`'s model_patch, if any.
 
     With `attempts`, the evaluated patch is the top-level submission (the chosen attempt's);

@@ -36,7 +36,7 @@ def is_predictions(obj: Any) -> bool:
     return False
 
 
-def predictions_of(obj: Any) -> list[dict]:
+def predictions_of(obj: Any) -> list[dict[str, Any]]:
     """A decoded predictions file (list, or dict keyed by instance id) -> list of predictions."""
     if isinstance(obj, list):
         return [p for p in obj if is_prediction(p)]
@@ -49,7 +49,7 @@ def predictions_of(obj: Any) -> list[dict]:
     return []
 
 
-def predictions_from_jsonl(path: Path) -> tuple[list[dict], list[str]]:
+def predictions_from_jsonl(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Predictions of a JSON Lines file and a note per unreadable line (the rest still count)."""
     predictions, problems = [], []
     try:
@@ -77,7 +77,7 @@ def predictions_from_jsonl(path: Path) -> tuple[list[dict], list[str]]:
     return predictions, problems
 
 
-def attempt_from_prediction(prediction: dict, *, ref: str) -> Attempt:
+def attempt_from_prediction(prediction: dict[str, Any], *, ref: str) -> Attempt:
     patch = prediction.get("model_patch")
     model = prediction.get("model_name_or_path")
     return Attempt(

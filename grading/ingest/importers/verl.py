@@ -52,7 +52,7 @@ def prompt_id(text: str) -> str:
     return "prompt-" + hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
 
 
-def group_stem(row: dict) -> str:
+def group_stem(row: dict[str, Any]) -> str:
     """The group's uid without its step: verl's `uid`, else the prompt's id."""
     uid = row.get("uid")
     if isinstance(uid, (str, int)) and not isinstance(uid, bool):
@@ -61,7 +61,7 @@ def group_stem(row: dict) -> str:
     return prompt_id(text_of(row.get("input")))
 
 
-def check_score(row: dict, threshold: float | None) -> str:
+def check_score(row: dict[str, Any], threshold: float | None) -> str:
     """'' if the row's score can be a reward, else why not (the caller names the file and line)."""
     score = number(row.get("score"))
     if score is None:
@@ -82,7 +82,7 @@ def _extra(value: Any) -> Any:
     return None  # lists, objects, NaN: not kept
 
 
-def attempt_from_row(row: dict, *, ref: str, threshold: float | None, default_step: int | None = None) -> Attempt:
+def attempt_from_row(row: dict[str, Any], *, ref: str, threshold: float | None, default_step: int | None = None) -> Attempt:
     """One dump row -> a text-only attempt (no patch): the prompt as the user's turn, the response as the assistant's."""
     if not is_row(row):
         raise SourceError("not a verl rollout row (needs input, output and score)")
