@@ -67,11 +67,13 @@ bench-smoke: $(STAMP)
 	$(PY) benchmarks/smoke.py
 
 # Layers and lint: import-linter holds gagar_web -> reviews -> grading and the pure cores; ruff
-# lints (E501 included) and checks the formatting (`ruff format .` fixes it).
+# lints (E501 included) and checks the formatting (`ruff format .` fixes it); mypy checks types
+# ([tool.mypy] in pyproject.toml: strict on the pure cores, annotated functions elsewhere).
 lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # lint, check --deploy, and the deployed static pipeline (manifest + compression) that the image builds
 check: lint
