@@ -7,7 +7,7 @@ from pathlib import Path
 from django.conf import settings
 
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.method.guides import guide_for
+from grading.method.project_guides import guide_for
 from grading.models import Group, RolloutContent
 
 

@@ -175,7 +175,7 @@ class RubricGuide(models.Model):
     """A project's edits to the rubric guide (grading.method.guide): what T1, T2, T3 and the
     five rubric dimensions mean. No row means the method's default text. The LLM grader's
     prompt, the judge panel and the grader SFT export all read it through
-    grading.method.guides.guide_for."""
+    grading.method.project_guides.guide_for."""
 
     project = models.OneToOneField("grading.Project", on_delete=models.CASCADE, related_name="rubric_guide")
     tiers = models.JSONField(default=dict, help_text='{"T1": meaning, "T2": ..., "T3": ...}')

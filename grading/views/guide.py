@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from grading.method.guide import DEFAULT_GUIDE, GuideError
-from grading.method.guides import guide_with_edit, reset_guide, save_guide
+from grading.method.project_guides import guide_with_edit, reset_guide, save_guide
 from grading.method.tiers import TIERS
 from grading.projects.access import page_project
 

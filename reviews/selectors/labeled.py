@@ -28,7 +28,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.method.guide import Guide
-from grading.method.guides import guide_for
+from grading.method.project_guides import guide_for
 from grading.models import CheatDecision, Group, Rollout, RolloutContent, RolloutGrade, Run, Verdict
 from reviews.formats import labeled
 from reviews.models import CheatAudit, Judgment, JudgmentItem

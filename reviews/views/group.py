@@ -18,8 +18,8 @@ from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
 from grading.formats import params
-from grading.method.guides import guide_for
 from grading.method.partial import drop_of
+from grading.method.project_guides import guide_for
 from grading.method.tiers import TIERS
 from grading.method.turn_weights import CATEGORY_WORDS
 from grading.models import Group, RolloutContent

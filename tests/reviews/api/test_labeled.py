@@ -587,7 +587,7 @@ def test_chunks_keep_order_and_content(as_alice, labeled_run, many_groups, monke
 
 def test_sft_examples_carry_the_projects_rubric_guide(client, as_alice, labeled_run):
     from grading.method.guide import DEFAULT_GUIDE
-    from grading.method.guides import save_guide
+    from grading.method.project_guides import save_guide
     from grading.method.tiers import TIERS
 
     fields = {f"tier-{t}": DEFAULT_GUIDE.tier(t) for t in TIERS}

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from grading.method.guide import DEFAULT_GUIDE
-from grading.method.guides import save_guide
+from grading.method.project_guides import save_guide
 from grading.method.tiers import TIERS
 from reviews.models import AdjudicationDraft, Assignment, Judgment, Reveal
 from reviews.selectors.lanes import lanes_for

@@ -10,7 +10,7 @@ from django.test import override_settings
 from grading.grader.jobs import grade_group
 from grading.grader.llm import SYSTEM_PROMPT, system_prompt
 from grading.method.guide import DEFAULT_DIMENSIONS, DEFAULT_GUIDE, MAX_TIER_CHARS, guide_from_fields
-from grading.method.guides import guide_for
+from grading.method.project_guides import guide_for
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS
 from grading.models import Group, RubricGuide, Verdict
 from tests.grading.fake_openai import FakeOpenAI, scripted_model
