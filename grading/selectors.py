@@ -40,7 +40,7 @@ def step_numbered(run: Run, number: int) -> Step | None:
 
 GROUP_TOTALS = {
     # Distinct solutions: patch clusters among the passing rollouts of groups with two passes
-    # or more (grading.ingest.clustering), and how many such groups and passes there are.
+    # or more (grading.ingest.cluster_storage), and how many such groups and passes there are.
     # First: their filters read the field n_passed, which the "n_passed" total below shadows.
     "n_multi_pass": Count("id", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False)),
     "n_multi_passes": Sum("n_passed", filter=Q(n_passed__gte=2, distinct_solutions__isnull=False), default=0),

@@ -23,7 +23,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, canonical_hash, parse_group_line
 from grading.formats.linereader import OversizeLine
 from grading.grader.jobs import GraderUnavailable, queue_new_groups
-from grading.ingest.clustering import clusters_to_store, recluster
+from grading.ingest.cluster_storage import clusters_to_store, recluster
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 from grading.models.bulk import copy_rows, jsonb
 from grading.search.index import index_or_queue

@@ -7,7 +7,7 @@ BATCH = 500  # groups per round
 
 def cluster_stored_groups(apps, schema_editor):
     """Cluster every stored group from its stored patches, with the function ingest uses."""
-    from grading.ingest.clustering import recluster
+    from grading.ingest.cluster_storage import recluster
 
     Group = apps.get_model("grading", "Group")
     last = 0

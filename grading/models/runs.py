@@ -148,7 +148,7 @@ class Group(models.Model):
     credit_moved = models.FloatField(default=0.0)
     awaits_review = models.BooleanField(default=True)
     # Distinct solutions among the passing rollouts: how many patch clusters they fall in
-    # (grading.rollouts.clusters, stored by grading.ingest.clustering); null until clustered.
+    # (grading.rollouts.clusters, stored by grading.ingest.cluster_storage); null until clustered.
     distinct_solutions = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -195,7 +195,7 @@ class Rollout(models.Model):
     # The rollout's patch cluster within its group (grading.rollouts.clusters): the index of
     # the cluster's first member, the files counted apart as extra, and the label the group
     # page shows ("same change as #3, +2 extra files"). Null until clustered; recomputed for
-    # the whole group when rollouts are added to it (grading.ingest.clustering).
+    # the whole group when rollouts are added to it (grading.ingest.cluster_storage).
     cluster = models.PositiveIntegerField(null=True, blank=True)
     extra_files = models.JSONField(default=list, blank=True)
     cluster_label = models.CharField(max_length=200, blank=True)

@@ -27,7 +27,7 @@ class PageClusters:
 
 def cluster_labels(rollouts: list, lanes: Lanes | None = None) -> PageClusters:
     """Each rollout's patch cluster, from its stored fields (Rollout.cluster, extra_files,
-    cluster_label, written at ingest by grading.ingest.clustering): no query and no
+    cluster_label, written at ingest by grading.ingest.cluster_storage): no query and no
     patch parsed on a page view. Rollouts not clustered yet are left out. A blind judge's
     clusters (`lanes`) are named by their labels, the cluster by its lowest."""
     lanes = lanes or Lanes(blind=False)

@@ -155,7 +155,7 @@ def test_fold_head_and_doctests():
 
 
 def test_overview_reads_the_stored_clusters(client, bob, clustered):
-    """The page reads each rollout's stored cluster (grading.ingest.clustering wrote it at
+    """The page reads each rollout's stored cluster (grading.ingest.cluster_storage wrote it at
     ingest) and parses no patch for it; a group not clustered yet shows no cluster column."""
     from grading.models import Rollout
 
