@@ -17,8 +17,8 @@ from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token
 from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME, LineError, check_name
+from grading.ingest.import_service import UploadRefused, create_import_job, store_upload
 from grading.ingest.importers.scan import FORMATS
-from grading.ingest.imports import UploadRefused, create_import_job, store_upload
 from grading.models import ImportJob
 from grading.projects.access import get_project_for
 

@@ -15,10 +15,10 @@ from django.views.decorators.http import require_http_methods
 
 from grading import selectors
 from grading.api.imports import ImportUploadSerializer
+from grading.ingest.import_service import UploadRefused, create_import_job, store_upload
 from grading.ingest.importers.archives import ARCHIVE_SUFFIXES, MAX_BYTES, MAX_MEMBERS
 from grading.ingest.importers.common import MAX_JSON_BYTES
 from grading.ingest.importers.scan import FORMATS
-from grading.ingest.imports import UploadRefused, create_import_job, store_upload
 from grading.projects.access import page_run
 
 FORMAT_LABELS = {

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from grading.ingest.import_service import import_runs
 from grading.ingest.importers.scan import Source
-from grading.ingest.imports import import_runs
 from grading.models import Group, Rollout, Task
 from tests.grading.ingest.importers import builders as b
 from tests.helpers import MINI_SWE_AGENT
