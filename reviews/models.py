@@ -24,7 +24,8 @@ def default_blind_fields() -> list[str]:
 
 
 class ReviewPolicy(models.Model):
-    """How a project's queue hands out groups. One per project, created with defaults on first use."""
+    """How a project's queue hands out groups. One per project, created when first set
+    (reviews.services.queue.update_policy); read as the defaults until then."""
 
     project = models.OneToOneField("grading.Project", on_delete=models.CASCADE, related_name="review_policy")
     overlap = models.FloatField(default=0.2, help_text="share of groups judged by two reviewers (inter-human agreement); 0 to 1")

@@ -31,8 +31,9 @@ OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every resid
 
 
 def policy_for(project: Project) -> ReviewPolicy:
-    policy, _ = ReviewPolicy.objects.get_or_create(project=project)
-    return policy
+    """The project's review policy, or its defaults (unsaved) until someone sets one: a read,
+    so no page creates the row (update_policy does)."""
+    return ReviewPolicy.objects.filter(project=project).first() or ReviewPolicy(project=project)
 
 
 def wanted_reviewers(policy: ReviewPolicy):

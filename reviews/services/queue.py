@@ -28,7 +28,7 @@ def update_policy(
         raise ValueError("overlap must be between 0 and 1")
     if not 1 <= lease_minutes <= 7 * 24 * 60:
         raise ValueError("lease must be between 1 minute and 7 days")
-    policy = ReviewPolicy.objects.select_for_update().get(pk=policy_for(project).pk)
+    policy, _ = ReviewPolicy.objects.select_for_update().get_or_create(project=project)
     policy.overlap, policy.blind, policy.lease_minutes = overlap, blind, lease_minutes
     if blind_fields is not None:
         policy.blind_fields = BlindFields.parse(blind_fields).names

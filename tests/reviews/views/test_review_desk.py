@@ -6,9 +6,8 @@ import pytest
 
 from grading.method.services import active_mapping, ensure_computed
 from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
-from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal
+from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal, ReviewPolicy
 from reviews.selectors.lanes import lanes_for
-from reviews.selectors.queue import policy_for
 from reviews.services.queue import assign, update_policy
 from tests.helpers import as_lanes, ingest_groups, small_group
 from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, judgment_post
@@ -384,7 +383,7 @@ def test_reviewer_against_grader_disagreement_also_needs_adjudication(client, bo
 
 def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, django_assert_num_queries):
     project = groups["g1@1"].run.project
-    policy_for(project)
+    ReviewPolicy.objects.get_or_create(project=project)  # the steady state: the project's policy is stored
     client.force_login(bob)
     with django_assert_num_queries(12):
         assert client.get("/projects/acme/review/").status_code == 200
