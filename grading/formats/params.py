@@ -83,7 +83,3 @@ def text(raw: str | None, name: str, *, max_len: int = MAX_TEXT, required: bool 
 def usable_name(raw: str | None, *, max_len: int = MAX_TEXT) -> bool:
     """Whether a stored name could be this: non-empty, no NUL, not over-long (else: no such thing, 404)."""
     return bool(raw) and "\x00" not in raw and len(raw) <= max_len
-
-
-def has_nul(*values: str | None) -> bool:
-    return any(v is not None and "\x00" in v for v in values)

@@ -40,8 +40,3 @@ def tier_index(tier: Any) -> int:
     if isinstance(tier, Integral) and not isinstance(tier, bool) and 1 <= tier <= len(TIERS):
         return int(tier) - 1
     raise unknown_tier(tier)
-
-
-def tier_level(tier: Any) -> int:
-    """1, 2, 3 for T1, T2, T3; accepts the codes or the levels."""
-    return tier_index(tier) + 1

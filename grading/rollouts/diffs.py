@@ -31,13 +31,10 @@ from dataclasses import dataclass, field
 from html import escape, unescape
 from typing import Any
 
-from pygments.formatters import HtmlFormatter
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from grading.rollouts.highlighter import HighlightPool, Unhighlighted
-
-_FORMATTER = HtmlFormatter(nowrap=True, classprefix="hl-")  # the CSS; the HTML is made by the pool's workers
 
 HUNK_SECONDS = 1.0  # one hunk side's lexing; past it the worker is killed (Scala, 40 backslashes: ~25 s before)
 HIGHLIGHT_SECONDS = 2.0  # wall clock one budget (a patch, or a page's patches) spends highlighting
@@ -464,7 +461,3 @@ def read_patch(text: str) -> PatchRead:
 def patch_stats(text: str) -> tuple[int, int, int, bool]:
     """(files, lines added, lines removed, parses) without rendering anything."""
     return read_patch(text).stats
-
-
-def pygments_css() -> str:
-    return _FORMATTER.get_style_defs(".hl")
