@@ -11,7 +11,7 @@ from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 
 from grading.formats import params
-from grading.formats.groupline import MAX_INT, MAX_NAME, stored_rollout
+from grading.formats.groupline import MAX_INT, MAX_NAME, MAX_UID, stored_rollout
 from grading.models import ApiToken, Group, ImportJob, Membership, Project, Rollout, RolloutContent, Run, Step, StepComputation
 
 
@@ -36,6 +36,56 @@ def run_named(project: Project, name: str) -> Run | None:
 def step_numbered(run: Run, number: int) -> Step | None:
     """The run's step of that number; None also for a number past the 32-bit column."""
     return run.steps.filter(number=number).first() if 0 <= number <= MAX_INT else None
+
+
+def run_list(project: Project) -> list[Run]:
+    """The project's runs by name, each with `n_steps`: one query however many runs."""
+    return list(runs_for_project(project))
+
+
+def step_count(run: Run) -> int:
+    return run.steps.count()
+
+
+def steps_of_run(run: Run, *, number: int | None = None) -> list[Step]:
+    """The run's steps in order; only the one numbered `number` when given (none if no such step)."""
+    steps = run.steps.order_by("number")
+    return list(steps if number is None else steps.filter(number=number))
+
+
+def group_in_run(project: Project, run: str, uid: str) -> Group | None:
+    """The group `uid` of the project's run named `run`, with its run, step and task; None when
+    there is none, or none can have those names (a NUL, which PostgreSQL refuses in text)."""
+    if not (params.usable_name(run) and params.usable_name(uid, max_len=MAX_UID)):
+        return None
+    return Group.objects.select_related("run", "step", "task").filter(run__project=project, run__name=run, uid=uid).first()
+
+
+def group_summaries_page(paginator, request, *, project: Project, run: str | None, step: int | None, mixed: bool | None):
+    """One page of the project's groups (`run`, `step`, `mixed`: filters when given), cut
+    and read here by `paginator`, a DRF cursor pagination, from `request`'s cursor."""
+    groups = Group.objects.filter(run__project=project).select_related("run", "step", "task")
+    if run:
+        groups = groups.filter(run__name=run) if params.usable_name(run) else groups.none()
+    if step is not None:
+        groups = groups.filter(step__number=step)
+    if mixed is not None:
+        groups = groups.filter(is_mixed=mixed)
+    return paginator.paginate_queryset(groups, request)
+
+
+def import_job(pk: int) -> ImportJob | None:
+    """The import job of that id with its project and run (None when there is none)."""
+    return ImportJob.objects.select_related("project", "run").filter(pk=pk).first()
+
+
+def import_jobs_page(project: Project, *, before: int | None, limit: int) -> list[ImportJob]:
+    """Up to `limit` of the project's import jobs, newest first, with ids below `before` when
+    given. Keyset paging on the id: one query per page however many jobs the project has run."""
+    jobs = ImportJob.objects.filter(project=project)
+    if before is not None:
+        jobs = jobs.filter(pk__lt=before)
+    return list(jobs.select_related("project", "run").order_by("-id")[:limit])
 
 
 GROUP_TOTALS = {

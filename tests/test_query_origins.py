@@ -52,20 +52,6 @@ NOT_OURS = ("admin/",)
 
 # (module, function) that issue a query themselves today. Shrink it; never grow it.
 KNOWN_OFFENDERS = {
-    ("grading.api.advantages", "AdvantageExportView.get"),
-    ("grading.api.authentication", "ApiTokenAuthentication.authenticate"),
-    ("grading.api.groups", "GroupDetailView.get"),
-    ("grading.api.groups", "GroupListIngestView.get"),
-    ("grading.api.imports", "ImportDetailView.get"),
-    ("grading.api.imports", "ImportListCreateView.get"),
-    ("grading.api.imports", "ImportListCreateView.post"),
-    ("grading.api.mappings", "ActiveMappingView.get"),
-    ("grading.api.mappings", "MappingActivateView.post"),
-    ("grading.api.mappings", "MappingDetailView.get"),
-    ("grading.api.mappings", "MappingListCreateView.get"),
-    ("grading.api.mappings", "with_active_runs"),
-    ("grading.api.runs", "RunListCreateView.get"),
-    ("grading.api.runs", "run_json"),
     ("grading.views.grading", "step_grading"),
     ("grading.views.pages", "healthz"),
     ("grading.views.pages", "project_detail"),
@@ -73,7 +59,6 @@ KNOWN_OFFENDERS = {
     ("grading.views.pages", "run_detail"),
     ("grading.views.pages", "step_detail"),
     ("grading.views.team", "_page"),
-    ("reviews.api.labeled", "LabeledGroupExportView.get"),
     ("reviews.views.access", "get_assignment_for_reviewer"),
     ("reviews.views.audit", "_rows"),
     ("reviews.views.calibration", "_scope"),
@@ -87,6 +72,11 @@ KNOWN_OFFENDERS = {
     ("reviews.views.queue", "queue"),
     ("reviews.views.search", "search"),
 }
+
+
+def test_no_api_module_is_a_known_offender():
+    """The API is done: no endpoint may come back to the list."""
+    assert not {origin for origin in KNOWN_OFFENDERS if ".api." in f"{origin[0]}."}
 
 
 @dataclass

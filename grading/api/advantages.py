@@ -23,6 +23,7 @@ from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
+from grading import selectors
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token, run_for_request
 from grading.formats import params
@@ -91,11 +92,8 @@ class AdvantageExportView(APIView):
         if fmt not in export.FORMATS:
             return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(export.FORMATS)}")
         run = run_for_request(request, project)
-        steps = run.steps.order_by("number")
         query = request.query_params
         step = params.optional_whole(query.get("step"), "step")  # ParamError: a JSON 400 (grading.api.errors)
-        if step is not None:
-            steps = steps.filter(number=step)
         wait = params.optional_whole(query.get("wait"), "wait", maximum=MAX_WAIT_SECONDS)
         version = params.optional_whole(query.get("inputs_version"), "inputs_version")
         weights = bool(params.optional_whole(query.get("turn_weights"), "turn_weights", maximum=1))
@@ -111,7 +109,7 @@ class AdvantageExportView(APIView):
                 return error(
                     status.HTTP_400_BAD_REQUEST, f"query parameter {name!r} needs 'step' (one step at a time)", field=name
                 )
-        steps = list(steps)
+        steps = selectors.steps_of_run(run, number=step)
         if step is not None and not steps:
             return error(status.HTTP_404_NOT_FOUND, f"run {run.name!r} has no step {step}")
         try:

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from grading.models import ApiToken
-
-_TOUCH_EVERY = timedelta(minutes=1)
+from grading.projects.tokens import live_token_marking_use
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -25,16 +20,9 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             secret = header[1].decode()
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid token header: token is not ASCII") from None
-        token = (
-            ApiToken.objects.select_related("user", "project")
-            .filter(digest=ApiToken.digest_of(secret), revoked_at__isnull=True)
-            .first()
-        )
-        if token is None or not token.user.is_active:
+        token = live_token_marking_use(secret)
+        if token is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked token")
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > _TOUCH_EVERY:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user, token
 
     def authenticate_header(self, request):

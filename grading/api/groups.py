@@ -16,19 +16,17 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from grading import selectors
 from grading.api.errors import error
 from grading.api.scoping import project_for_request
 from grading.api.serializers import GroupSummarySerializer, IngestReportSerializer
 from grading.formats import params
-from grading.formats.groupline import MAX_UID
 from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.method.partial import mode_of
-from grading.models import Group
 from grading.projects.access import get_project_for
 from grading.projects.viewers import blind_view
 from grading.rollouts.blinding import withhold_line
-from grading.selectors import group_as_line
 
 logger = logging.getLogger(__name__)
 
@@ -102,20 +100,19 @@ class GroupListIngestView(APIView):
     )
     def get(self, request):
         project = _project(request, "view")
-        groups = Group.objects.filter(run__project=project).select_related("run", "step", "task")
-        run = request.query_params.get("run")
-        if run:
-            groups = groups.filter(run__name=run) if params.usable_name(run) else groups.none()
         step = params.optional_whole(request.query_params.get("step"), "step")  # ParamError: a JSON 400
-        if step is not None:
-            groups = groups.filter(step__number=step)
         mixed = request.query_params.get("mixed")
-        if mixed is not None:
-            if mixed not in {"true", "false"}:
-                return error(status.HTTP_400_BAD_REQUEST, "query parameter 'mixed' must be true or false")
-            groups = groups.filter(is_mixed=mixed == "true")
+        if mixed is not None and mixed not in {"true", "false"}:
+            return error(status.HTTP_400_BAD_REQUEST, "query parameter 'mixed' must be true or false")
         paginator = GroupPagination()
-        page = paginator.paginate_queryset(groups, request, view=self)
+        page = selectors.group_summaries_page(
+            paginator,
+            request,
+            project=project,
+            run=request.query_params.get("run"),
+            step=step,
+            mixed=None if mixed is None else mixed == "true",
+        )
         return paginator.get_paginated_response(GroupSummarySerializer(page, many=True).data)
 
     @extend_schema(
@@ -173,14 +170,10 @@ class GroupDetailView(APIView):
         run = request.query_params.get("run", "")
         if not run:
             return error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required")
-        group = None
-        if params.usable_name(run) and params.usable_name(uid, max_len=MAX_UID):  # no NUL reaches the database
-            group = (
-                Group.objects.select_related("run", "step", "task").filter(run__project=project, run__name=run, uid=uid).first()
-            )
+        group = selectors.group_in_run(project, run, uid)
         if group is None:
             return error(status.HTTP_404_NOT_FOUND, f"no group {uid!r} in run {run!r}")
-        line = group_as_line(group)
+        line = selectors.group_as_line(group)
         policy = group.run.drop_policy or {}
         for rollout in line["rollouts"]:  # read only, like `passed`: what the run's drop policy makes of a drop
             if rollout.get("dropped"):

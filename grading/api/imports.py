@@ -13,6 +13,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from grading import selectors
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token
 from grading.formats import params
@@ -105,11 +106,7 @@ class ImportListCreateView(APIView):
     def get(self, request):
         project = project_for_request(request, "view", token_default=False)
         before = params.optional_whole(request.query_params.get("before"), "before", maximum=params.MAX_ID)
-        jobs = ImportJob.objects.filter(project=project)
-        if before is not None:
-            jobs = jobs.filter(pk__lt=before)
-        # Keyset paging on the id: one query per page however many jobs the project has run.
-        page = list(jobs.select_related("project", "run").order_by("-id")[: JOBS_PER_PAGE + 1])
+        page = selectors.import_jobs_page(project, before=before, limit=JOBS_PER_PAGE + 1)
         response = Response(ImportJobSerializer(page[:JOBS_PER_PAGE], many=True).data)
         if len(page) > JOBS_PER_PAGE:
             query = urlencode({**request.query_params.dict(), "before": page[JOBS_PER_PAGE - 1].pk})
@@ -161,7 +158,7 @@ class ImportListCreateView(APIView):
             )
         except UploadRefused as exc:
             return error(status.HTTP_400_BAD_REQUEST, str(exc))
-        job.refresh_from_db()  # with eager Celery (no broker) the import has already run
+        job = selectors.import_job(job.pk)  # read again: with eager Celery (no broker) the import has already run
         data = ImportJobSerializer(job).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
 
@@ -169,7 +166,7 @@ class ImportListCreateView(APIView):
 class ImportDetailView(APIView):
     @extend_schema(responses=ImportJobSerializer, summary="Status, progress and summary of one import job")
     def get(self, request, pk: int):
-        job = ImportJob.objects.select_related("project", "run").filter(pk=pk).first()
+        job = selectors.import_job(pk)
         if job is None:
             raise Http404("No such import job")
         get_project_for(request.user, job.project.name, "view", token=request_token(request))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -33,45 +32,14 @@ from grading.api.serializers import (
     MappingDetailSerializer,
     MappingListItemSerializer,
 )
+from grading.method import selectors
 from grading.method.evidence import TooLittleEvidence
-from grading.method.services import activate_mapping, active_mapping, create_mapping, default_mapping
-from grading.models import FactorMapping, MappingActivation, Project, Run
+from grading.method.services import activate_mapping, active_mapping, create_mapping
+from grading.selectors import run_named
 
 READ = ("view", "export")
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ..., "fields": {field: [errors]}}')
-
-
-def visible_mappings(project: Project) -> QuerySet[FactorMapping]:
-    """The built-in default(s) and the project's own, as `resolve_mapping` sees them."""
-    return FactorMapping.objects.filter(Q(project__isnull=True) | Q(project=project)).select_related(
-        "project", "created_by__service_account__created_by"
-    )
-
-
-def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[FactorMapping]:
-    """Set `active_runs` on each mapping: the runs of `project` it is in force for now.
-
-    One query, plus one when the built-in default is not among `mappings` (or must be recreated).
-    """
-    latest = MappingActivation.objects.filter(run=OuterRef("pk")).order_by("-created_at", "-id").values("mapping_id")[:1]
-    runs = (
-        Run.objects.filter(project=project).annotate(active_id=Subquery(latest)).order_by("name").values_list("name", "active_id")
-    )
-    by_mapping: dict[int, list[str]] = {}
-    default_id = None
-    for name, active_id in runs:
-        if active_id is None:  # never activated: the built-in default applies (active_mapping)
-            if default_id is None:
-                default_id = next(
-                    (m.pk for m in mappings if m.project_id is None and (m.name, m.version) == ("default", 1)), None
-                )
-                default_id = default_id or default_mapping().pk
-            active_id = default_id
-        by_mapping.setdefault(active_id, []).append(name)
-    for mapping in mappings:
-        mapping.active_runs = by_mapping.get(mapping.pk, [])
-    return mappings
 
 
 class MappingListCreateView(APIView):
@@ -84,7 +52,7 @@ class MappingListCreateView(APIView):
     )
     def get(self, request):
         project = project_for_request(request, *READ)
-        mappings = with_active_runs(project, list(visible_mappings(project)))
+        mappings = selectors.mapping_list(project)
         return Response(MappingListItemSerializer(mappings, many=True).data)
 
     @extend_schema(
@@ -99,7 +67,7 @@ class MappingListCreateView(APIView):
         if not fields.is_valid():
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
         mapping = create_mapping(project=project, user=request.user, **fields.validated_data)
-        mapping = with_active_runs(project, [mapping])[0]
+        mapping = selectors.with_active_runs(project, [mapping])[0]
         url = reverse("api-mapping", args=[mapping.pk]) + "?" + urlencode({"project": project.name})
         return Response(MappingDetailSerializer(mapping).data, status=status.HTTP_201_CREATED, headers={"Location": url})
 
@@ -108,10 +76,10 @@ class MappingDetailView(APIView):
     @extend_schema(parameters=[PROJECT], responses=MappingDetailSerializer, summary="One mapping with the full record of its fit")
     def get(self, request, pk: int):
         project = project_for_request(request, *READ)
-        mapping = visible_mappings(project).filter(pk=pk).first()
+        mapping = selectors.visible_mapping(project, pk)
         if mapping is None:
             return error(status.HTTP_404_NOT_FOUND, f"no mapping {pk} in {project.name}")
-        return Response(MappingDetailSerializer(with_active_runs(project, [mapping])[0]).data)
+        return Response(MappingDetailSerializer(selectors.with_active_runs(project, [mapping])[0]).data)
 
 
 class ActiveMappingView(APIView):
@@ -122,15 +90,8 @@ class ActiveMappingView(APIView):
     )
     def get(self, request):
         run = run_for_request(request, project_for_request(request, *READ))
-        history = list(
-            run.mapping_activations.select_related(
-                "run",
-                "mapping__project",
-                "mapping__created_by__service_account__created_by",
-                "activated_by__service_account__created_by",
-            )
-        )
-        mapping = history[0].mapping if history else active_mapping(run)  # the built-in default: no project, no author
+        history = selectors.activation_history(run)
+        mapping = selectors.run_mapping(run, history)
         data = {"run": run.name, "mapping": mapping, "activation": history[0] if history else None, "history": history}
         return Response(ActiveMappingSerializer(data).data)
 
@@ -157,14 +118,14 @@ class MappingActivateView(APIView):
     )
     def post(self, request, pk: int):
         project = project_for_request(request, "manage")
-        mapping = visible_mappings(project).filter(pk=pk).first()
+        mapping = selectors.visible_mapping(project, pk)
         if mapping is None:
             return error(status.HTTP_404_NOT_FOUND, f"no mapping {pk} in {project.name}")
         fields = MappingActivateSerializer(data=request.data)
         if not fields.is_valid():
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
         run_name = fields.validated_data["run"]
-        run = Run.objects.filter(project=project, name=run_name).first()
+        run = run_named(project, run_name)
         if run is None:
             return error(
                 status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"run": [f"no run {run_name!r} in {project.name}"]}

@@ -11,13 +11,13 @@ post a step, wait for it and know when its advantages are final.
 
 from __future__ import annotations
 
-from django.db.models import Count
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from grading import selectors
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
@@ -42,7 +42,7 @@ def run_json(run: Run, *, steps: int | None = None) -> dict:
         "turn_weights": run.turn_weights,
         "description": run.description,
         "created_at": run.created_at.isoformat(),
-        "steps": run.steps.count() if steps is None else steps,
+        "steps": selectors.step_count(run) if steps is None else steps,
     }
 
 
@@ -107,8 +107,7 @@ class RunListCreateView(APIView):
     )
     def get(self, request):
         project = project_for_request(request, "view", "export")
-        runs = project.runs.annotate(n_steps=Count("steps")).order_by("name")  # one query however many runs
-        return Response([run_json(run, steps=run.n_steps) for run in runs])
+        return Response([run_json(run, steps=run.n_steps) for run in selectors.run_list(project)])
 
     @extend_schema(
         parameters=[PROJECT],

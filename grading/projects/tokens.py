@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
 from grading.models import ApiToken, Membership, Project, Role
 from grading.projects.create import existing_names
@@ -15,6 +18,27 @@ class UnknownProject(ValueError):
     def __init__(self, name: str):
         self.name = name
         super().__init__(f"no project {name!r}; existing projects: {existing_names()}")
+
+
+# How stale a token's last_used_at may get before a request writes it again: one write a
+# minute at most, not one a request.
+TOUCH_EVERY = timedelta(minutes=1)
+
+
+def live_token_marking_use(secret: str) -> ApiToken | None:
+    """The token of `secret` if it is not revoked and its user is active, else None. A read
+    that also writes: the token's last_used_at, when it is older than TOUCH_EVERY."""
+    token = (
+        ApiToken.objects.select_related("user", "project")
+        .filter(digest=ApiToken.digest_of(secret), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None or not token.user.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > TOUCH_EVERY:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token
 
 
 @transaction.atomic

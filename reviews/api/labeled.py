@@ -25,7 +25,7 @@ from grading.api.advantages import FileExportNegotiation
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
 from reviews.selectors import labeled as selectors_labeled
-from reviews.selectors.blind import open_blind_group_ids
+from reviews.selectors.blind import open_blind_count
 
 CONTENT_TYPE = "application/x-ndjson"
 PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ...}')
@@ -109,7 +109,7 @@ class LabeledGroupExportView(APIView):
             if since.tzinfo is None:
                 return error(status.HTTP_400_BAD_REQUEST, "since needs a timezone, e.g. 2026-05-01T00:00:00Z")
         run = run_for_request(request, project)
-        blind = open_blind_group_ids(project=project, user=request.user).filter(group__run=run).count()
+        blind = open_blind_count(project=project, user=request.user, run=run)
         if blind:
             return error(
                 status.HTTP_409_CONFLICT,

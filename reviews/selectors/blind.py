@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from grading.models import Group, Project, Verdict
+from grading.models import Group, Project, Run, Verdict
 from reviews.models import Assignment, Reveal
 
 
@@ -22,6 +22,11 @@ def open_blind_group_ids(*, project: Project, user) -> QuerySet:
         blind=True,
         revealed_early=False,
     ).values_list("group_id", flat=True)
+
+
+def open_blind_count(*, project: Project, user, run: Run) -> int:
+    """How many groups of `run` this person still has to judge blind (open_blind_group_ids)."""
+    return open_blind_group_ids(project=project, user=user).filter(group__run=run).count()
 
 
 def open_blind_groups(*, project: Project, user) -> set[int]:
