@@ -46,6 +46,14 @@ class ReviewPolicy(models.Model):
         return f"review policy of {self.project}"
 
 
+class AssignmentQuerySet(models.QuerySet):
+    def open_blind(self) -> AssignmentQuerySet:
+        """Assignments still judged blind: open, blind, and their reviewer has not asked to see
+        the grader early. No grader field may reach the reviewer on such a group, however
+        aggregated (Assignment.is_open_blind says the same of one row already read)."""
+        return self.filter(status=Assignment.Status.OPEN, blind=True, revealed_early=False)
+
+
 class Assignment(models.Model):
     class Status(models.TextChoices):
         OPEN = "open", "Open"
@@ -65,6 +73,8 @@ class Assignment(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    objects = AssignmentQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["group", "reviewer"], name="group_served_once_per_reviewer")]
@@ -76,6 +86,11 @@ class Assignment(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status == self.Status.OPEN
+
+    @property
+    def is_open_blind(self) -> bool:
+        """AssignmentQuerySet.open_blind, for this row."""
+        return self.is_open and self.blind and not self.revealed_early
 
 
 class Judgment(models.Model):

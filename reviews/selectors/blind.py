@@ -15,13 +15,7 @@ def open_blind_group_ids(*, project: Project, user) -> QuerySet:
     used as a subquery it costs no query of its own."""
     if user is None or not getattr(user, "is_authenticated", False):
         return Assignment.objects.none().values_list("group_id", flat=True)
-    return Assignment.objects.filter(
-        reviewer=user,
-        group__run__project=project,
-        status=Assignment.Status.OPEN,
-        blind=True,
-        revealed_early=False,
-    ).values_list("group_id", flat=True)
+    return Assignment.objects.filter(reviewer=user, group__run__project=project).open_blind().values_list("group_id", flat=True)
 
 
 def open_blind_count(*, project: Project, user, run: Run) -> int:

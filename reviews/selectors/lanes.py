@@ -178,6 +178,8 @@ def search_lanes(*, project, user):
         if orders is None:
             orders = {}
             if getattr(user, "is_authenticated", False):
+                # Open and blind, revealed early or not: lane labels hold until the judge
+                # submits (lanes_for), unlike the grader's fields (AssignmentQuerySet.open_blind).
                 orders = {
                     g: list(order)
                     for g, order in Assignment.objects.filter(

@@ -59,7 +59,7 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
     own = list(Judgment.objects.filter(group=group, reviewer=user, kind=Judgment.Kind.REVIEW))
     review = GroupReview.objects.filter(group=group).first()
     judgment = own[0] if own else None
-    open_blind = bool(assignment and assignment.is_open and assignment.blind and not assignment.revealed_early)
+    open_blind = bool(assignment and assignment.is_open_blind)
     adjudicator = "adjudicate" in caps and group.is_mixed
     # The form is offered only where the queue says the group waits for an adjudicator, and
     # never to a party to it: someone who reviewed it or holds an open assignment on it

@@ -149,15 +149,7 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> list[GroupReview]:
     judgment they make on it is not stored as blind. Four queries whatever the page size.
     """
     ids = [r.group_id for r in reviews]
-    blind_here = set(
-        Assignment.objects.filter(
-            reviewer=user,
-            group_id__in=ids,
-            status=Assignment.Status.OPEN,
-            blind=True,
-            revealed_early=False,
-        ).values_list("group_id", flat=True)
-    )
+    blind_here = set(Assignment.objects.filter(reviewer=user, group_id__in=ids).open_blind().values_list("group_id", flat=True))
     for r in reviews:
         r.hidden_reason = ""
         if r.group_id in blind_here:
