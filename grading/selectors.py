@@ -43,8 +43,9 @@ def run_list(project: Project) -> list[Run]:
     return list(runs_for_project(project))
 
 
-def step_count(run: Run) -> int:
-    return run.steps.count()
+def run_with_step_count(run: Run) -> Run:
+    """The run read again with `n_steps`, as run_list gives it."""
+    return Run.objects.annotate(n_steps=Count("steps", distinct=True)).get(pk=run.pk)
 
 
 def steps_of_run(run: Run, *, number: int | None = None) -> list[Step]:

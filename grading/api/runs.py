@@ -21,8 +21,9 @@ from grading import selectors
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
+from grading.api.serializers import RunSerializer
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
-from grading.grader.policy import PolicyError, auto_grader_name, create_run, update_run_policy
+from grading.grader.policy import PolicyError, create_run, update_run_policy
 from grading.grader.progress import step_status
 from grading.models import Run, Step
 
@@ -30,43 +31,6 @@ PROJECT = OpenApiParameter("project", str, description="required with a session 
 RUN = OpenApiParameter("run", str, required=True)
 
 
-def run_json(run: Run, *, steps: int | None = None) -> dict:
-    """A run and its policy; `steps` when the caller counted them already (a list annotates)."""
-    return {
-        "name": run.name,
-        "baseline": run.baseline,
-        "auto_grade": run.auto_grade,
-        "grading_deadline_seconds": run.grading_deadline_seconds,
-        "grader": auto_grader_name(run),
-        "drop_policy": run.drop_policy,
-        "turn_weights": run.turn_weights,
-        "description": run.description,
-        "created_at": run.created_at.isoformat(),
-        "steps": selectors.step_count(run) if steps is None else steps,
-    }
-
-
-RunSchema = inline_serializer(
-    "Run",
-    {
-        "name": serializers.CharField(),
-        "baseline": serializers.ChoiceField(Run.Baseline.values),
-        "auto_grade": serializers.ChoiceField(Run.AutoGrade.values),
-        "grading_deadline_seconds": serializers.IntegerField(),
-        "grader": serializers.CharField(allow_null=True, help_text="the grader version auto-grading uses, e.g. heuristic@1"),
-        "drop_policy": serializers.DictField(
-            child=serializers.ChoiceField(["mask", "recompute"]),
-            help_text='drop reason -> mask (the default) or recompute; "*" for reasons not named',
-        ),
-        "turn_weights": serializers.BooleanField(
-            help_text="per-token advantages: rows carry turn weights from the grader's "
-            "turn citations (GET /api/v1/advantages/?turn_weights=1)"
-        ),
-        "description": serializers.CharField(),
-        "created_at": serializers.DateTimeField(),
-        "steps": serializers.IntegerField(),
-    },
-)
 StepStatusSchema = inline_serializer(
     "StepStatus",
     {
@@ -101,18 +65,18 @@ class RunListCreateView(APIView):
 
     @extend_schema(
         parameters=[PROJECT],
-        responses={200: OpenApiResponse(RunSchema, description="the runs, by name")},
+        responses={200: OpenApiResponse(RunSerializer(many=True), description="the runs, by name")},
         operation_id="v1_runs_list",
         summary="List the project's runs with their grading policy",
     )
     def get(self, request):
         project = project_for_request(request, "view", "export")
-        return Response([run_json(run, steps=run.n_steps) for run in selectors.run_list(project)])
+        return Response(RunSerializer(selectors.run_list(project), many=True).data)
 
     @extend_schema(
         parameters=[PROJECT],
         request=OpenApiTypes.OBJECT,
-        responses={201: RunSchema, 400: OpenApiResponse(description="a refused field, named in `field`")},
+        responses={201: RunSerializer, 400: OpenApiResponse(description="a refused field, named in `field`")},
         summary="Create a run with its grading policy (admin)",
     )
     def post(self, request):
@@ -125,7 +89,7 @@ class RunListCreateView(APIView):
             run = create_run(project=project, name=fields.pop("name", None), policy=fields)
         except PolicyError as exc:
             return _policy_error(exc)
-        return Response(run_json(run), status=status.HTTP_201_CREATED)
+        return Response(RunSerializer(selectors.run_with_step_count(run)).data, status=status.HTTP_201_CREATED)
 
 
 class RunDetailView(APIView):
@@ -134,14 +98,15 @@ class RunDetailView(APIView):
     def _run(self, request, name: str, *capabilities) -> Run:
         return run_or_404(project_for_request(request, *capabilities), name)
 
-    @extend_schema(parameters=[PROJECT], responses=RunSchema, summary="A run's grading policy")
+    @extend_schema(parameters=[PROJECT], responses=RunSerializer, summary="A run's grading policy")
     def get(self, request, name: str):
-        return Response(run_json(self._run(request, name, "view", "export")))
+        run = self._run(request, name, "view", "export")
+        return Response(RunSerializer(selectors.run_with_step_count(run)).data)
 
     @extend_schema(
         parameters=[PROJECT],
         request=OpenApiTypes.OBJECT,
-        responses=RunSchema,
+        responses=RunSerializer,
         summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds, drop_policy, "
         "turn_weights",
     )
@@ -154,7 +119,7 @@ class RunDetailView(APIView):
             run = update_run_policy(run=run, changes=body)
         except PolicyError as exc:
             return _policy_error(exc)
-        return Response(run_json(run))
+        return Response(RunSerializer(selectors.run_with_step_count(run)).data)
 
 
 def _step(request, number: int, *capabilities) -> Step:

@@ -1,9 +1,10 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from grading.grader.policy import auto_grader_name
 from grading.method.advantage import DEFAULT_MAPPING, MappingSpec
 from grading.method.tiers import TIERS
-from grading.models import FactorMapping, Group, MappingActivation
+from grading.models import FactorMapping, Group, MappingActivation, Run
 from grading.projects.accounts import acting_name
 
 
@@ -18,6 +19,48 @@ class ActingNameField(serializers.Field):
 
     def to_representation(self, user):
         return acting_name(user)
+
+
+class IsoDateTimeField(serializers.DateTimeField):
+    """A datetime as Python's isoformat() writes it (`+00:00`, where DRF's own writes `Z`)."""
+
+    def to_representation(self, value):
+        return value.isoformat()
+
+
+@extend_schema_field(
+    {"type": "string", "nullable": True, "description": "the grader version auto-grading uses, e.g. heuristic@1"}
+)
+class AutoGraderField(serializers.Field):
+    """The name of the grader a run's auto-grading uses (grading.grader.policy.auto_grader_name)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", **kwargs)
+
+    def to_representation(self, run):
+        return auto_grader_name(run)
+
+
+# A run and its policy, as GET/POST/PATCH /api/v1/runs/ answer: the response and its schema
+# (component "Run"). `steps` is the `n_steps` its selector counts (grading.selectors.run_list,
+# run_with_step_count). A comment, not a docstring: a docstring would be the schema's text.
+class RunSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    baseline = serializers.ChoiceField(Run.Baseline.values)
+    auto_grade = serializers.ChoiceField(Run.AutoGrade.values)
+    grading_deadline_seconds = serializers.IntegerField()
+    grader = AutoGraderField()
+    drop_policy = serializers.DictField(
+        child=serializers.ChoiceField(["mask", "recompute"]),
+        help_text='drop reason -> mask (the default) or recompute; "*" for reasons not named',
+    )
+    turn_weights = serializers.BooleanField(
+        help_text="per-token advantages: rows carry turn weights from the grader's "
+        "turn citations (GET /api/v1/advantages/?turn_weights=1)"
+    )
+    description = serializers.CharField()
+    created_at = IsoDateTimeField()
+    steps = serializers.IntegerField(source="n_steps")
 
 
 class GroupSummarySerializer(serializers.ModelSerializer):
