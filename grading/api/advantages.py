@@ -32,7 +32,7 @@ from grading.grader.waiters import WaitersFull, release_waiter_slot, take_waiter
 from grading.grader.watch import step_watcher
 from grading.method import export
 from grading.method.releases import Taken, take_step, taken_step
-from grading.method.services import ensure_computed_many, resolve_mapping
+from grading.method.services import refresh_stale_steps, resolve_mapping
 from grading.models import FactorMapping, Step
 
 
@@ -139,7 +139,7 @@ class AdvantageExportView(APIView):
                 refused = error(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), field="wait")
                 refused["Retry-After"] = str(exc.retry_after)
                 return refused
-        computations = ensure_computed_many(steps=steps, mapping=mapping)
+        computations = refresh_stale_steps(steps=steps, mapping=mapping)
         headers["Gagar-Inputs-Versions"] = ", ".join(f"{s.number}:{computations[s.pk].inputs_version}" for s in steps)
         if fmt == "parquet":
             response = FileResponse(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 
 from grading.method import export
-from grading.method.services import ensure_computed
+from grading.method.services import refresh_stale_step
 from grading.models import FactorMapping, Step, StepExport
 
 
@@ -27,7 +27,7 @@ class Taken:
 def take_step(*, step: Step, mapping: FactorMapping, fmt: str, final: bool, turn_weights: bool = False) -> Taken:
     """The step's current rows under `mapping` in `fmt` (with the turn_weights column when
     asked), stored under their inputs version."""
-    computation = ensure_computed(step=step, mapping=mapping)
+    computation = refresh_stale_step(step=step, mapping=mapping)
     version = computation.inputs_version
     kind = {"step": step, "mapping": mapping, "inputs_version": version, "format": fmt, "turn_weights": turn_weights}
     stored = StepExport.objects.filter(**kind).first()

@@ -406,12 +406,15 @@ def store_credit_moved(*, step: Step, result: pd.DataFrame) -> None:
     Group.objects.bulk_update(changed, ["credit_moved"], batch_size=100)
 
 
-def ensure_computed(*, step: Step, mapping: FactorMapping) -> StepComputation:
-    return ensure_computed_many(steps=[step], mapping=mapping)[step.pk]
+def refresh_stale_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
+    """The step's current computation under `mapping` (refresh_stale_steps: it may write)."""
+    return refresh_stale_steps(steps=[step], mapping=mapping)[step.pk]
 
 
-def ensure_computed_many(*, steps: list[Step], mapping: FactorMapping) -> dict[int, StepComputation]:
-    """Current computations of these steps, computing the missing or stale ones; one query when all are current."""
+def refresh_stale_steps(*, steps: list[Step], mapping: FactorMapping) -> dict[int, StepComputation]:
+    """Current computations of these steps, by step id. A read that writes: the missing or
+    stale ones are computed and stored first (compute_step), which is why a page that shows
+    advantages calls it by name on GET; one query when all are current."""
     current = {
         c.step_id: c for c in StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False).defer("parquet")
     }

@@ -15,7 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 from grading import selectors
 from grading.formats import params
 from grading.grader.policy import PolicyError, auto_grader_name, update_run_policy
-from grading.method.services import active_mapping, ensure_computed, ensure_computed_many
+from grading.method.services import active_mapping, refresh_stale_step, refresh_stale_steps
 from grading.models import Run
 from grading.projects import create
 from grading.projects.access import page_project, page_run, require_staff
@@ -76,7 +76,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     page = Paginator(run_obj.steps.order_by("number"), STEPS_PER_PAGE).get_page(request.GET.get("page"))
     steps = selectors.steps_with_counts(list(page.object_list))
     mapping = active_mapping(run_obj)
-    ensure_computed_many(steps=steps, mapping=mapping)
+    refresh_stale_steps(steps=steps, mapping=mapping)
     credit = selectors.credit_per_step(run_obj, mapping)
     progress = selectors.run_progress(run_obj, mapping)
     return render(
@@ -144,7 +144,7 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
     page = Paginator(selectors.groups_for_step(step_obj, show=show), 100).get_page(request.GET.get("page"))
     totals = selectors.group_totals(step_obj.groups.all())
     mapping = active_mapping(run_obj)
-    balance = ensure_computed(step=step_obj, mapping=mapping).summary
+    balance = refresh_stale_step(step=step_obj, mapping=mapping).summary
     return render(
         request,
         "grading/step.html",

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from grading.grader.policy import update_run_policy
 from grading.grader.verdicts import GradeInput, record_verdict
-from grading.method.services import active_mapping, ensure_computed
+from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, Group, Run
 from tests.browser.test_review_desk import log_in
 from tests.helpers import ingest_groups, small_group
@@ -62,7 +62,7 @@ def partial_group(acme, alice):
         ],
     )
     run = Run.objects.get(name="r1")
-    ensure_computed(step=group.step, mapping=active_mapping(run))
+    refresh_stale_step(step=group.step, mapping=active_mapping(run))
     return group
 
 

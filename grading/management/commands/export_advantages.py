@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from grading.method import export
-from grading.method.services import ensure_computed_many, resolve_mapping
+from grading.method.services import refresh_stale_steps, resolve_mapping
 from grading.models import FactorMapping, Project
 
 
@@ -40,7 +40,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc) or f"no mapping {mapping!r}") from None
         if format == "parquet" and not output:
             raise CommandError("parquet needs --output FILE")
-        computations = ensure_computed_many(steps=steps, mapping=mapping_obj)
+        computations = refresh_stale_steps(steps=steps, mapping=mapping_obj)
         total = sum(c.n_rows for c in computations.values())
         sink = Path(output).open("wb") if output else sys.stdout.buffer
         bar = tqdm(total=total, unit="rows", disable=no_progress, file=sys.stderr, desc=f"{run} {mapping_obj.label}")

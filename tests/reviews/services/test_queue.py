@@ -9,7 +9,7 @@ from django.db.models import F, Sum
 from django.db.models.functions import Abs
 
 from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
-from grading.method.services import activate_mapping, active_mapping, ensure_computed
+from grading.method.services import activate_mapping, active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Step
 from reviews.selectors.queue import queue_groups
 from tests.helpers import ingest_groups, small_group
@@ -31,7 +31,7 @@ def credit_from_rows(group: Group, mapping) -> float:
 
 def compute_all(run, mapping=None):
     for step in Step.objects.filter(run=run):
-        ensure_computed(step=step, mapping=mapping or active_mapping(run))
+        refresh_stale_step(step=step, mapping=mapping or active_mapping(run))
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from grading.grader.verdicts import GradeInput, record_verdict
-from grading.method.services import active_mapping, ensure_computed
+from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, CheatDecision, Group, Project, Role, Rollout
 from reviews.models import Assignment, CheatAudit
 from reviews.services.judgments import ItemInput, submit_judgment
@@ -63,7 +63,7 @@ def audit_world(project: Project, *, reviewer, auditor) -> dict[str, Rollout]:
 def reward(rollout: Rollout) -> float:
     group = rollout.group
     mapping = active_mapping(group.run)
-    ensure_computed(step=group.step, mapping=mapping)
+    refresh_stale_step(step=group.step, mapping=mapping)
     return AdvantageResult.objects.get(rollout=rollout, mapping=mapping).reward
 
 

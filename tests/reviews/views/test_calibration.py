@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from grading.method.services import active_mapping, ensure_computed_many
+from grading.method.services import active_mapping, refresh_stale_steps
 from grading.models import AdvantageResult, FactorMapping, MappingActivation, Run, Step
 from reviews.services.calibration import activate_fitted_mapping
 from reviews.stats.calibration import fit_mapping
@@ -47,7 +47,7 @@ def test_page_shows_agreement_ceiling_heatmap_fit_and_preview(client, alice, jud
 def test_activating_the_fitted_mapping_versions_it_and_changes_graded_advantages_only(client, alice, judged):
     run = Run.objects.get(name="r1")
     steps = list(Step.objects.filter(run=run))
-    ensure_computed_many(steps=steps, mapping=active_mapping(run))
+    refresh_stale_steps(steps=steps, mapping=active_mapping(run))
     before = {(r.uid, r.index): r for r in AdvantageResult.objects.filter(mapping=active_mapping(run))}
     client.force_login(alice)
     r = client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": ""}, follow=True)
@@ -67,7 +67,7 @@ def test_activating_the_fitted_mapping_versions_it_and_changes_graded_advantages
     assert mapping.fit["scope"] == {"run": "r1", "grader": None, "step": None}
     assert mapping.fit["counts"] == [[2, 0, 0], [0, 1, 2], [0, 0, 1]] and mapping.fit["n_boot"] == 1000
     assert mapping.bands["T1"] == [1.0, 1.0] and mapping.bands["T2"][0] == mapping.bands["T2"][1]
-    ensure_computed_many(steps=steps, mapping=mapping)
+    refresh_stale_steps(steps=steps, mapping=mapping)
     after = {(r.uid, r.index): r for r in AdvantageResult.objects.filter(mapping=mapping)}
     assert after.keys() == before.keys()
     for key, row in after.items():
@@ -93,7 +93,7 @@ def test_uninformative_grader_gives_equal_factors_and_baseline_advantages(alice,
     mapping, _ = activate_fitted_mapping(
         run=run, fitted=fitted, user=alice, reason="uninformative", scope={}, n_judgments=27, override=True
     )  # a table with no groups recorded is below any minimum but 0
-    ensure_computed_many(steps=list(run.steps.all()), mapping=mapping)
+    refresh_stale_steps(steps=list(run.steps.all()), mapping=mapping)
     rows = list(AdvantageResult.objects.filter(mapping=mapping))
     assert rows and all(r.redistributed_advantage == pytest.approx(r.advantage, abs=1e-12) for r in rows)
 
@@ -174,7 +174,7 @@ def test_the_agreement_table_keeps_the_latest_steps_unless_asked_for_all(client,
 
 
 def _computed(run):
-    ensure_computed_many(steps=list(run.steps.all()), mapping=active_mapping(run))
+    refresh_stale_steps(steps=list(run.steps.all()), mapping=active_mapping(run))
 
 
 def test_below_the_minimum_the_fit_says_too_little_evidence_and_the_dialog_what_activating_changes(client, alice, judged):
@@ -193,7 +193,7 @@ def test_below_the_minimum_the_fit_says_too_little_evidence_and_the_dialog_what_
     client.post("/projects/acme/calibration/activate/", {"run": "r1", "reason": "few groups, on purpose", "override": "1"})
     mapping = active_mapping(run)
     assert mapping.source == "calibrated" and MappingActivation.objects.get().overrode_minimum
-    ensure_computed_many(steps=list(run.steps.all()), mapping=mapping)
+    refresh_stale_steps(steps=list(run.steps.all()), mapping=mapping)
     after = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=mapping)}
     moved = sum(abs(after[k] - before[k]) for k in before)
     assert said == pytest.approx(moved, abs=1e-4)  # what the dialog said is what activating moved

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grading.method.services import active_mapping, ensure_computed
+from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal, ReviewPolicy
 from reviews.selectors.lanes import lanes_for
@@ -294,7 +294,7 @@ def test_patch_vs_patch_and_vs_gold(client, bob, groups):
 def exported_reward(group: Group, index: int) -> float:
     step = Step.objects.get(pk=group.step_id)
     mapping = active_mapping(group.run)
-    ensure_computed(step=step, mapping=mapping)
+    refresh_stale_step(step=step, mapping=mapping)
     return AdvantageResult.objects.get(rollout__group=group, rollout__index=index, mapping=mapping).reward
 
 
