@@ -17,6 +17,7 @@ from grading.formats import params
 from grading.grader.policy import PolicyError, auto_grader_name, update_run_policy
 from grading.method.services import active_mapping, refresh_stale_step, refresh_stale_steps
 from grading.models import Run
+from grading.presenters import charts
 from grading.projects import create
 from grading.projects.access import page_project, page_run, require_staff
 
@@ -88,7 +89,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             "steps": steps,
             "page": page,
             "mapping": mapping,
-            "credit_chart": selectors.credit_chart(credit) if credit else None,
+            "credit_chart": charts.credit_chart(credit) if credit else None,
             **selectors.import_jobs(run_obj),
             "can_manage": "manage" in membership.capabilities,
             "can_import": "ingest" in membership.capabilities,
@@ -158,7 +159,7 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
             "totals": totals,
             "mapping": mapping,
             "balance": balance,
-            "lambda_chart": selectors.lambda_histogram(balance.get("lambdas", [])),
+            "lambda_chart": charts.lambda_histogram(balance.get("lambdas", [])),
             "caps": membership.capabilities,
             "n_groups": totals["n_groups"],
             "n_mixed": totals["n_mixed"],

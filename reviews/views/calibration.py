@@ -21,8 +21,8 @@ from grading.method.minimums import minimum_for, save_minimum
 from grading.method.services import active_mapping
 from grading.method.tiers import TIERS
 from grading.models import Run
+from grading.presenters.charts import lambda_histogram
 from grading.projects.access import page_project
-from grading.selectors import lambda_histogram
 from reviews.selectors import calibration as data
 from reviews.services.calibration import activate_fitted_mapping
 
