@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 LAMBDA_BINS = [0.0, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.5, float("inf")]
 
 
-def lambda_histogram(lambdas: list[float]) -> dict:
+def lambda_histogram(lambdas: list[float]) -> dict[str, Any]:
     """Counts of per-group lambda in fixed bins, as chart data."""
     counts = [0] * (len(LAMBDA_BINS) - 1)
     for value in lambdas:
@@ -26,7 +28,7 @@ def lambda_histogram(lambdas: list[float]) -> dict:
     }
 
 
-def credit_chart(rows: list[tuple[int, dict]]) -> dict:
+def credit_chart(rows: list[tuple[int, dict[str, float]]]) -> dict[str, Any]:
     """Per-step positive credit before/after redistribution and under discount-only, as chart data."""
     return {
         "type": "bar",
