@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.utils import timezone
 
 from grading.grader.policy import PolicyError, check_policy
 from grading.models import ApiToken, Group, Membership, Project, Rollout, RolloutContent, Run, Step, Task
@@ -34,8 +35,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset):
-        from django.utils import timezone
-
         queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 

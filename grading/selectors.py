@@ -12,7 +12,24 @@ from django.shortcuts import get_object_or_404
 
 from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME, MAX_UID, stored_rollout
-from grading.models import ApiToken, Group, ImportJob, Membership, Project, Rollout, RolloutContent, Run, Step, StepComputation
+from grading.method.partial import drop_of
+from grading.method.services import active_mapping
+from grading.method.turn_weights import cited_turns
+from grading.models import (
+    AdvantageResult,
+    ApiToken,
+    Group,
+    ImportJob,
+    Membership,
+    Project,
+    Rollout,
+    RolloutContent,
+    RolloutGrade,
+    Run,
+    Step,
+    StepComputation,
+    Verdict,
+)
 
 
 def projects_for_user(user) -> QuerySet[Project]:
@@ -216,8 +233,6 @@ def step_drops(step: Step, policy: dict) -> dict:
     """The rollouts the trainer dropped at `step` (docs/method.md §8): per reason the count and
     the mode `policy` gives it, and the first STEP_DROPS_LISTED of them by (uid, index). One
     query when nothing was dropped, two otherwise."""
-    from grading.method.partial import drop_of
-
     counts = dict(
         Rollout.objects.filter(group__step=step)
         .exclude(dropped="")
@@ -363,8 +378,6 @@ def group_as_line(group: Group) -> dict:
 
 def latest_verdict(group: Group):
     """The group's newest verdict and its grades by rollout index (two queries)."""
-    from grading.models import RolloutGrade, Verdict
-
     verdict = Verdict.objects.filter(group=group).first()  # ordered newest first
     if verdict is None:
         return None, {}
@@ -383,10 +396,6 @@ def turn_weights_of(group: Group, grades: dict) -> dict[int, list[tuple[int, flo
     verdict cited each for: {index: [(turn, weight, category)]}; [] is uniform. As the trainer's
     rows were last computed under the run's active mapping; {} when the run gives none. Three
     queries (the active mapping takes two)."""
-    from grading.method.services import active_mapping
-    from grading.method.turn_weights import cited_turns
-    from grading.models import AdvantageResult
-
     if not grades or not group.run.turn_weights:
         return {}
     stored = AdvantageResult.objects.filter(

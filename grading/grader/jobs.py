@@ -23,6 +23,10 @@ from django.db.models import F
 from django.utils import timezone
 
 from grading.grader.base import GraderResult
+from grading.grader.heuristic import HeuristicGrader
+from grading.grader.llm import LLMGrader
+from grading.grader.loading import load_workspace
+from grading.grader.prescreen import screen_group
 from grading.grader.tasks import grade_group_task
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import CheatDecision, GradingJob, Group, Rollout, Step, Verdict
@@ -70,29 +74,21 @@ def grader_name(backend: str) -> str:
     of the grader's host and no client, so pages and ingest can ask it cheaply. Raises
     GraderUnavailable when the backend is unknown or not configured."""
     if backend == "heuristic":
-        from grading.grader.heuristic import HeuristicGrader
-
         return HeuristicGrader.name
     if backend == "llm":
         if not (settings.GRADER_BASE_URL and settings.GRADER_MODEL):
             raise GraderUnavailable("the LLM grader needs GRADER_BASE_URL and GRADER_MODEL")
-        from grading.grader.llm import LLMGrader
-
         return LLMGrader.name_for(settings.GRADER_MODEL)
     raise GraderUnavailable(f"unknown grader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
 def grader_for(backend: str):
     if backend == "heuristic":
-        from grading.grader.heuristic import HeuristicGrader
-
         return HeuristicGrader()
     if backend == "llm":
         if not (settings.GRADER_BASE_URL and settings.GRADER_MODEL):
             raise GraderUnavailable("the LLM grader needs GRADER_BASE_URL and GRADER_MODEL")
         check_grader_url(settings.GRADER_BASE_URL)
-        from grading.grader.llm import LLMGrader
-
         return LLMGrader(
             base_url=settings.GRADER_BASE_URL,
             model=settings.GRADER_MODEL,
@@ -174,8 +170,6 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
     GradingJob.objects.filter(pk=job.pk).update(
         status=GradingJob.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1
     )
-    from grading.grader.loading import load_workspace
-
     workspace = load_workspace(group)
     record_prescreen(group=group, workspace=workspace)
     started = time.monotonic()
@@ -225,8 +219,6 @@ def record_prescreen(*, group: Group, workspace) -> int:
     gold patch) as unaudited prescreen cheat decisions, once per rollout and signal. Test
     tampering is a quality problem the grader tiers down, not a leaked answer, so it is
     not a cheat candidate (docs/method.md §2)."""
-    from grading.grader.prescreen import screen_group
-
     signals = [s for s in screen_group(workspace) if s.category == "leak"]
     if not signals:
         return 0

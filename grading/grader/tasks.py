@@ -4,14 +4,13 @@ so the service can import this module at its top and queue through transaction.o
 from __future__ import annotations
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 
 
 @shared_task(name="grading.grade_group", acks_late=True, reject_on_worker_lost=True, max_retries=0)
 def grade_group_task(*, group_id: int, backend: str) -> str:
     """Grade one mixed group. No task-level retries: the backend retries its API calls;
     a soft time limit (below the broker's visibility timeout) stores a timeout verdict."""
-    from celery.exceptions import SoftTimeLimitExceeded
-
     from grading.grader.jobs import grade_group, record_timeout
 
     try:

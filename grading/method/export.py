@@ -26,7 +26,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from django.db import connection
 
-from grading.models import AdvantageResult, FactorMapping, Step
+from grading.models import AdvantageResult, FactorMapping, Step, StepComputation
 
 COLUMNS = [
     "run",
@@ -315,8 +315,6 @@ def parquet_file(steps: list[Step], mapping: FactorMapping, *, use_snapshots: bo
     read from its rows. Snapshots hold the default columns: with `turn_weights` every step
     is read from its rows.
     """
-    from grading.models import StepComputation
-
     snapshots = (
         dict(
             StepComputation.objects.filter(step__in=steps, mapping=mapping, stale=False, parquet__isnull=False).values_list(

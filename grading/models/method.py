@@ -8,6 +8,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from grading.method.advantage import MappingSpec
+
 
 class FactorMapping(models.Model):
     """A versioned tier -> f mapping (docs/method.md §3). Immutable once used: change = new version."""
@@ -59,8 +61,6 @@ class FactorMapping(models.Model):
 
     @property
     def spec(self):
-        from grading.method.advantage import MappingSpec
-
         return MappingSpec.from_dict(self.bands)
 
 

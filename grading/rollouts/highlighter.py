@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import select
 import struct
 import subprocess
 import sys
@@ -58,8 +59,6 @@ class _Worker:
         return json.loads(self._read_exact(FRAME.unpack(header)[0], deadline))
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
-        import select
-
         fd = self.proc.stdout.fileno()
         poller = select.poll()
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
@@ -170,6 +169,7 @@ class HighlightPool:
 
 
 def _serve() -> None:  # pragma: no cover  (runs in the child process)
+    # Imported here: only the child lexes, so a process that imports this module does not load pygments.
     import resource
     from functools import lru_cache
 

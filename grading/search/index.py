@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
 
+from grading.models import Rollout, RolloutContent, RolloutSearch, SearchBacklog, SearchChunk
 from grading.models.bulk import copy_rows
+from grading.search.tasks import index_backlog_task
 from grading.search.text import chunks, fields, lexemes
 
 POSTGRES_SQL = [
@@ -66,8 +69,6 @@ def has_index(using=None) -> bool:
 def indexes_inline() -> bool:
     mode = settings.GAGAR_SEARCH_INDEX
     if not mode:
-        from celery import current_app
-
         return bool(current_app.conf.task_always_eager)
     return mode == "inline"
 
@@ -101,8 +102,6 @@ def write_index(apps_models, items: Iterable[tuple], using=None) -> int:
 def index_or_queue(items: list[tuple]) -> None:
     """Ingest's call, in its transaction: `items` are (Rollout row, Group, ParsedRollout) just
     written. Indexed now, or queued for `index_backlog` after the commit (module docstring)."""
-    from grading.models import RolloutSearch, SearchBacklog, SearchChunk
-
     if not items:
         return
     if indexes_inline():
@@ -117,16 +116,12 @@ def index_or_queue(items: list[tuple]) -> None:
     SearchBacklog.objects.bulk_create(
         [SearchBacklog(rollout_id=row.pk, run_id=group.run_id) for row, group, _ in items], batch_size=1000
     )
-    from grading.search.tasks import index_backlog_task
-
     transaction.on_commit(lambda: index_backlog_task.delay())
 
 
 def index_backlog(*, batch: int = BATCH, limit: int | None = None) -> int:
     """Index waiting rollouts, `batch` per transaction, until none waits (or `limit` are done).
     Workers share the backlog: each takes rows the others have not locked. The count indexed."""
-    from grading.models import Rollout, RolloutContent, RolloutSearch, SearchBacklog, SearchChunk
-
     done = 0
     while limit is None or done < limit:
         with transaction.atomic():

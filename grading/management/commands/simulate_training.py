@@ -65,7 +65,7 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=11)
 
     def handle(self, *args, project, run, steps, groups, rollouts, auto_grade, deadline, url, token, timeout, seed, **options):
-        try:
+        try:  # the trainer's client is a package of its own (./client), maybe not installed
             from gagar_client import Client, GagarError
         except ImportError:
             raise CommandError("the trainer client is not installed: pip install -e ./client") from None
