@@ -16,7 +16,7 @@
    `agreement_report` end to end; then `ceiling_report` (the two-person groups).
    Each `--repeat` times; the median is reported.
 3. On a smaller frame (`--naive-groups`) times the straightforward path the tests hold
-   the vectorised one to (`tests/reviews/stats/naive_agreement.py`: figures group by group,
+   the vectorised one to (`tests/helpers/naive_agreement.py`: figures group by group,
    every resample rebuilt as a frame), `--naive-boot` resamples, checks that both paths
    give the same figures and intervals (1e-9), and scales its time to the full load
    (linear in groups and in resamples) for the ratio.
@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from reviews.stats.agreement.figures import FIGURES  # noqa: E402  (pure modules, no Django)
 from reviews.stats.agreement.groups import group_statistics  # noqa: E402
 from reviews.stats.agreement.report import agreement_report, ceiling_report, report_from_statistics  # noqa: E402
-from tests.reviews.stats import naive_agreement as naive  # noqa: E402
+from tests.helpers import naive_agreement as naive  # noqa: E402
 
 TOLERANCE = 1e-9
 

@@ -5,7 +5,7 @@
 
 1. Builds --groups mixed groups of 8 rollouts (grading.ingest.demo.make_group: real-sized
    patches, trajectories of 8-40 steps, test outcomes and logs) as GroupWorkspaces.
-2. Serves tests/grading/fake_openai.py on 127.0.0.1, in a separate process (as a model
+2. Serves tests/helpers/fake_openai.py on 127.0.0.1, in a separate process (as a model
    server would be) unless --in-process. Its scripted model makes --turns tool calls per
    group, cycling get_task, list_rollouts, summarize_turns, read_turns, read_patch,
    test_outcomes and read_test_log over the rollouts, then submits a verdict (every pass
@@ -38,7 +38,7 @@ import openai  # noqa: E402
 from grading.grader.llm import LLMGrader  # noqa: E402
 from grading.grader.workspace import GroupWorkspace, RolloutView  # noqa: E402
 from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
-from tests.grading.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
+from tests.helpers.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

@@ -7,7 +7,7 @@
 2. Stores one step with up to two mixed groups of 16 rollouts through the app's own ingest
    path (`grading.ingest.service.ingest_group_lines`):
    - `real`: the 16 real mini-swe-agent trajectories vendored in
-     tests/fixtures/mini-swe-agent-gemini-3-pro, read as tests/helpers.py `load_real_groups` reads them
+     tests/fixtures/mini-swe-agent-gemini-3-pro, read as tests/helpers/real_groups.py `load_real_groups` reads them
      (`rollout_from_trajectory` with each instance's SWE-bench report.json): their real
      messages, patches and test outcomes (the data carries no test logs), 8 pass, 8 fail,
      put into ONE group (indexes 0..15, repeated round-robin if there are fewer than 16).

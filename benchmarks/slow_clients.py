@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 sys.path.insert(0, str(ROOT))
 
-from tests.hostile.served import Nginx, nginx_binary  # noqa: E402  (the same nginx set-up as the hostile tests)
+from tests.helpers.served import Nginx, nginx_binary  # noqa: E402  (the same nginx set-up as the hostile tests)
 
 NGINX = "the same behind nginx (docker/nginx.conf.template)"
 CONFIGS = {
@@ -98,7 +98,7 @@ def main() -> None:
                 if healthz(port) is not None:
                     break
                 time.sleep(0.1)
-            if name == NGINX:  # tests/hostile/served.py's, as test_proxy.py runs it
+            if name == NGINX:  # tests/helpers/served.py's, as test_proxy.py runs it
                 proxy = Nginx(scratch / f"nginx-{port}", port).__enter__()
                 port = proxy.port
             for _ in range(40):  # warm every worker (its first request loads the URLconf)

@@ -8,7 +8,7 @@
    (default postgres://postgres@127.0.0.1:5432), migrates it, and makes an admin token.
 2. Starts, as separate processes: gunicorn (gthread, --web-workers x --threads), two Celery
    workers (--workers, thread pool of --concurrency each) on Redis (CELERY_BROKER_URL,
-   default redis://127.0.0.1:6379/13), and tests/grading/fake_openai.py answering every chat
+   default redis://127.0.0.1:6379/13), and tests/helpers/fake_openai.py answering every chat
    completion after --delay seconds with the scripted grader (--turns tool calls, then a
    verdict).
 3. Per backend, a trainer (the real client, gagar_client) creates a run with that
@@ -60,7 +60,7 @@ import psycopg  # noqa: E402
 
 from gagar_client import Client  # noqa: E402
 from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
-from tests.grading.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
+from tests.helpers.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
 
 PYTHON = sys.executable
 DB_NAME = "gagar_bench_training_loop"

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/waiters.py                            # 500 waiters over 50 tokens
     .venv/bin/python benchmarks/waiters.py --waiters 24 --tokens 3 --probes 60 --before
 
-Starts what docker-compose.yml runs, without Docker, with tests/hostile/served.py's
+Starts what docker-compose.yml runs, without Docker, with tests/helpers/served.py's
 `Deployment` (the same code the hostile tests use): the site (`docker/start.sh`: migrate,
 gunicorn, 4 gthread workers x 16 threads), the waits (`docker/start.sh waits`: gunicorn with 2
 uvicorn workers, a pool of 4 connections each) on a fresh PostgreSQL database on DATABASE_URL's
@@ -48,7 +48,7 @@ import psycopg  # noqa: E402
 
 from gagar_client import Client, GagarError  # noqa: E402
 from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
-from tests.hostile.served import Deployment, Nginx, get, nginx_binary  # noqa: E402
+from tests.helpers.served import Deployment, Nginx, get, nginx_binary  # noqa: E402
 
 RUN = "never-final"
 

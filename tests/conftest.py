@@ -12,9 +12,9 @@ import pytest
 
 from grading.models import Project, Role
 from grading.projects.tokens import issue_api_token
-from tests.helpers import member
+from tests.helpers.people import member
 
-# The real data and test vectors under tests/fixtures (tests/helpers.py names them) ship with
+# The real data and test vectors under tests/fixtures (tests/helpers/vendored.py names them) ship with
 # the repository: none may skip for want of them (see pytest_runtest_makereport).
 MISSING_DATA = ("not present", "no vectors", "no test vectors", "no real data", "missing data", "fixture")
 

@@ -35,7 +35,11 @@ from django.urls import URLPattern, URLResolver, clear_url_caches, get_resolver,
 from grading.method.services import default_mapping
 from grading.models import ApiToken, CheatDecision, FactorMapping, ImportJob, Membership, Rollout
 from grading.projects.tokens import issue_api_token
-from tests.helpers import MINI_SWE_AGENT, NDJSON, ingest_groups, jsonl, load_real_long_groups, member, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import NDJSON, ingest_groups
+from tests.helpers.people import member
+from tests.helpers.real_groups import load_real_long_groups
+from tests.helpers.vendored import MINI_SWE_AGENT
 
 pytestmark = pytest.mark.django_db
 

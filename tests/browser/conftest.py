@@ -7,9 +7,10 @@ browser tests skip, unless GAGAR_REQUIRE_BROWSER=1 (CI), where they fail loudly.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
+
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, ConsoleLog
 
 # The review desk's people and groups, shared with tests/reviews (fixtures are found through a conftest).
 from tests.reviews.conftest import dan, erin, fay, groups, judged  # noqa: F401
@@ -17,9 +18,6 @@ from tests.reviews.conftest import dan, erin, fay, groups, judged  # noqa: F401
 # Playwright's sync API runs an event loop in the test thread; Django would otherwise
 # refuse ORM calls made from it (SynchronousOnlyOperation).
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
 # One Chromium per test module, not per session: Playwright's sync API keeps an asyncio loop
@@ -39,21 +37,6 @@ def browser():
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
-
-
-class ConsoleLog:
-    """Console errors, uncaught exceptions and CSP violations seen by one page."""
-
-    def __init__(self, page):
-        self.errors: list[str] = []
-        page.on("console", lambda m: self.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
-        page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
-        # Chromium also logs CSP refusals to the console; this catches them even if it stops.
-        page.expose_function("__gagarCspViolation", lambda text: self.errors.append(f"CSP: {text}"))
-        page.add_init_script(
-            "document.addEventListener('securitypolicyviolation', e =>"
-            " window.__gagarCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'}`));"
-        )
 
 
 @pytest.fixture

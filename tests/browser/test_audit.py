@@ -14,8 +14,8 @@ from playwright.sync_api import expect
 
 from grading.models import CheatDecision
 from reviews.models import CheatAudit
-from tests.browser.test_review_desk import log_in, watch_dialogs
-from tests.reviews.views.test_audit import BOB_NOTE, GRADER, GRADER_NOTE, audit_world, reward
+from tests.helpers.audit_world import BOB_NOTE, GRADER, GRADER_NOTE, audit_world, reward
+from tests.helpers.browser import log_in, watch_dialogs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -2,7 +2,7 @@
 blind meets its rollouts as lanes A-F, in their own order, and no page, partial, hit bar or
 API answer the page can reach holds a source, cost or producer metadata value.
 
-The group (tests/helpers.multi_model_group) is real: six long mini-swe-agent trajectories,
+The group (tests.helpers.real_groups.multi_model_group) is real: six long mini-swe-agent trajectories,
 rollouts 0-2 from `results_claude_10/…` and 3-5 from `results_gpt5_snowflake/…`, with
 model, agent config, checkpoint and cost in their fields. bob (reviewer) judges it blind.
 Every test fails on a console error or CSP refusal.
@@ -18,8 +18,9 @@ from playwright.sync_api import expect
 from grading.models import Group
 from reviews.models import Assignment, Judgment
 from reviews.services.queue import update_policy
-from tests.browser.test_review_desk import group_path, log_in, tier_lanes, wait_until_ready
-from tests.helpers import ingest_groups, multi_model_group, producer_values
+from tests.helpers.browser import group_path, log_in, tier_lanes, wait_until_ready
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.real_groups import multi_model_group, producer_values
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from grading.models import FactorMapping, MappingActivation
-from tests.browser.test_review_desk import log_in, watch_dialogs
+from tests.helpers.browser import log_in, watch_dialogs
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -22,8 +22,9 @@ from playwright.sync_api import expect
 from gagar_web.errors import server_error
 from gagar_web.middleware import CONTENT_SECURITY_POLICY, DatabaseUnavailableMiddleware
 from grading.models import ApiToken, CheatDecision, Membership, Role
-from tests.browser.test_review_desk import log_in, watch_dialogs
-from tests.helpers import ingest_groups, jsonl, small_group
+from tests.helpers.browser import log_in, watch_dialogs
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -47,7 +48,7 @@ def new_page(browser, width: int = 1400):
     context = browser.new_context(viewport={"width": width, "height": 900})
     context.set_default_timeout(10_000)
     page = context.new_page()
-    from tests.browser.conftest import ConsoleLog
+    from tests.helpers.browser import ConsoleLog
 
     page.console_log = ConsoleLog(page)
     return page

@@ -21,8 +21,9 @@ from grading.models import Group
 from reviews.models import JudgmentItem
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy
-from tests.browser.test_review_desk import log_in
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.browser import log_in
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from grading.ingest.demo import make_group
 from grading.models import Group
-from tests.helpers import ingest_groups
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

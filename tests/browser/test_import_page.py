@@ -13,7 +13,8 @@ import pytest
 from playwright.sync_api import expect
 
 from grading.models import Group, ImportJob, Run
-from tests.helpers import FIXTURES, jsonl, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.vendored import FIXTURES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -1,6 +1,6 @@
 """The judge panel on real groups (issue 25) in real Chromium.
 
-The group g1@1 (tests/helpers.scratch_files_group) is real: six long mini-swe-agent
+The group g1@1 (tests.helpers.real_groups.scratch_files_group) is real: six long mini-swe-agent
 trajectories, rollouts 0-2 from `results_claude_10/…` and 3-5 from `results_gpt5_snowflake/…`
 (model, agent config, checkpoint and cost in their fields); 0, 1, 2, 4 and 5 pass, 3 fails.
 Rollouts 0, 2 and 4 make the same change, 4 with FIX_SUMMARY.md (1,600 lines), debug_issue.py
@@ -25,8 +25,9 @@ from reviews.models import Assignment, Judgment, JudgmentItem
 from reviews.selectors.lanes import lanes_for
 from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import assign, update_policy
-from tests.browser.test_review_desk import group_path, log_in, wait_until_ready
-from tests.helpers import ingest_groups, producer_values, scratch_files_group
+from tests.helpers.browser import group_path, log_in, wait_until_ready
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.real_groups import producer_values, scratch_files_group
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

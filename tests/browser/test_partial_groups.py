@@ -17,8 +17,9 @@ from grading.grader.policy import update_run_policy
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, Group, Run
-from tests.browser.test_review_desk import log_in
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.browser import log_in
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -20,45 +20,12 @@ from reviews.models import Judgment, Reveal
 from reviews.selectors.lanes import lanes_for
 from reviews.services.audit import audit_cheat
 from reviews.services.queue import assign, update_policy
-from tests.helpers import ingest_groups, small_group
-from tests.reviews.conftest import GRADER, SECRET_NOTE
+from tests.helpers.browser import group_path, log_in, tier_lanes, wait_until_ready, watch_dialogs
+from tests.helpers.desk import GRADER, SECRET_NOTE
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in(page, live_server, username: str, next_path: str) -> None:
-    page.goto(f"{live_server.url}{next_path}")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(f"{username}-pass-123")
-    page.get_by_role("button", name="Log in").click()
-
-
-def watch_dialogs(page) -> list[str]:
-    dialogs: list[str] = []
-
-    def on_dialog(dialog):
-        dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
-    return dialogs
-
-
-def group_path(uid: str) -> str:
-    return f"/projects/acme/runs/r1/groups/{uid}/"
-
-
-def tier_lanes(page, keys) -> None:
-    """Give the passing lanes their tiers from the keyboard, one key a lane, `j` to the next."""
-    for n, key in enumerate(keys):
-        if n:
-            page.keyboard.press("j")
-        page.keyboard.press(key)
-
-
-def wait_until_ready(page) -> None:
-    """The group page's script has bound its key handlers (static/js/judge.js sets the marker)."""
-    page.wait_for_selector('body[data-judge-ready="true"]', state="attached")
 
 
 def test_reviewer_judges_blind_with_the_keyboard_only_and_sees_the_verdict_after(live_server, page, bob, groups):

@@ -23,8 +23,8 @@ from grading.models import RubricGuide
 from reviews.models import AdjudicationDraft, Assignment, Judgment, Reveal
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy
-from tests.browser.test_review_desk import group_path, log_in, tier_lanes, wait_until_ready, watch_dialogs
-from tests.reviews.conftest import GRADER, SECRET_NOTE
+from tests.helpers.browser import group_path, log_in, tier_lanes, wait_until_ready, watch_dialogs
+from tests.helpers.desk import GRADER, SECRET_NOTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -13,8 +13,9 @@ import pytest
 from playwright.sync_api import expect
 
 from grading.models import CheatDecision
-from tests.browser.test_review_desk import log_in
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.browser import log_in
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

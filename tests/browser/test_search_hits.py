@@ -25,8 +25,8 @@ from playwright.sync_api import expect
 from grading.ingest.importers.mini_swe_agent import rollout_from_trajectory
 from grading.search.query import looks_like_command, parse_query
 from grading.search.text import SEPARATOR, fields, find_hits
-from tests.browser.test_review_desk import log_in
-from tests.helpers import ingest_groups
+from tests.helpers.browser import log_in
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

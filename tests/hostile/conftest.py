@@ -51,7 +51,7 @@ def shipped_app(tmp_path_factory):
     """docker/start.sh serving a scratch SQLite database, shared by the tests of the shipped
     deployment (test_proxy.py, test_waiters.py): starting it costs ~20 s on 2 cores. Waiters
     are capped small (2 per token, 3 per project) so a handful show the caps."""
-    from tests.hostile.served import App
+    from tests.helpers.served import App
 
     with App(tmp_path_factory.mktemp("shipped"), GAGAR_WAITERS_PER_TOKEN="2", GAGAR_WAITERS_PER_PROJECT="3") as app:
         yield app

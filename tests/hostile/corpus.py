@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from tests.helpers import line, small_group
+from tests.helpers.groups import line, small_group
 
 HOSTILE_UID = "hostile@1"
 XSS = "\"'><script>alert(1)</script><img src=x onerror=alert(2)><svg onload=alert(3)>"

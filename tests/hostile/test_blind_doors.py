@@ -21,7 +21,6 @@ import re
 import pytest
 
 from grading.grader.verdicts import GradeInput, record_verdict
-from grading.method.services import default_mapping
 from grading.models import Group, Role
 from reviews.models import Assignment, GroupReview, Judgment, Reveal
 from reviews.selectors.adjudication import AdjudicationRefused
@@ -29,8 +28,11 @@ from reviews.selectors.lanes import lanes_for
 from reviews.selectors.queue import queue_groups
 from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import assign, skip_assignment, update_policy
-from tests.helpers import as_lanes, ingest_groups, member, small_group
-from tests.hostile.test_security import PARAM, routes
+from tests.helpers.desk import as_lanes
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.people import member
+from tests.helpers.routes import DOOR_QUERY, QUERY, doors
 
 pytestmark = pytest.mark.django_db
 
@@ -49,10 +51,6 @@ FORBIDDEN = (
     "data-tier=",
 )  # the last two: the group overview's grader columns (issue 16)
 TIER_BADGE = re.compile(r"badge tier-T\d")
-QUERY = "?project=acme&run=r1&step=1&slices=true&n_boot=0&show=all&status=all&mode=adjudicate&a=0&b=1"
-# Search (and a rollout's hits) need a query, and take `mode` as their own (the last value of a repeated parameter wins):
-# a search that finds g1's rollouts, so the door is opened onto them.
-DOOR_QUERY = {"search": "&q=w.py&mode=words", "api-search": "&q=w.py&mode=words", "rollout-hits": "&q=w.py&mode=words"}
 G1_TIERS = {0: "T1", 1: "T2", 3: "T3"}
 
 
@@ -109,43 +107,6 @@ def world(acme, people):
     assert review.needs_adjudication and any(d["between"] == ["dan", "grader"] for d in review.disagreement)
     assert not GroupReview.objects.get(group=g["g2@1"]).needs_adjudication
     return g
-
-
-def doors(lane: str = "1") -> list[tuple[str, str]]:
-    """(name, URL) of every GET-able project route, filled in for g1, rollout `lane` (#1, or
-    how a blind judge names a rollout: its label), step 1."""
-    values = {
-        "project": "acme",
-        "run": "r1",
-        "uid": "g1@1",
-        "lane": lane,
-        "step": "1",
-        "name": "r1",
-        "number": "1",
-        "rollout_id": "1",
-    }
-    out = []
-    for route, name in routes():
-        if route in (
-            "",
-            "accounts/login/",
-            "accounts/logout/",
-            "healthz",
-            "api/schema/",
-            "api/docs/",
-            "accounts/invite/<uidb64>/<token>/",
-            "projects/new/",
-        ):
-            continue
-
-        def value(match: re.Match, name=name, route=route) -> str:
-            if match["name"] == "pk":
-                return str(default_mapping().pk) if name and "mapping" in name else "1"
-            assert match["name"] in values, f"route {route!r} has a parameter the blind-door matrix does not know"
-            return values[match["name"]]
-
-        out.append((name or route, "/" + PARAM.sub(value, route)))
-    return out
 
 
 def test_the_matrix_covers_the_doors_that_show_grader_data(world):

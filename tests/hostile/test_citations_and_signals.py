@@ -14,7 +14,9 @@ import pytest
 
 from grading.models import CheatDecision, Role
 from reviews.formats.labeled import citations
-from tests.helpers import ingest_groups, member, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.people import member
 
 
 # 16,000 spaces: the review's figure, within 50 ms; a million (quadratic: hours) within 2 s.

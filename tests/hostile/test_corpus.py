@@ -12,7 +12,8 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from grading.models import Group, Rollout, RolloutContent, Run, Step, Task
-from tests.helpers import jsonl, post_lines, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import post_lines
 from tests.hostile.corpus import CASES, Case, record
 
 pytestmark = pytest.mark.django_db

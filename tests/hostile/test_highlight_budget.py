@@ -24,7 +24,8 @@ from pygments.lexers import find_lexer_class_for_filename, get_all_lexers
 
 from grading.rollouts import diffs, highlighter
 from reviews.views import group as group_views
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 SCALA_LINE = 'val s = "' + "\\" * 60  # before: never finished (40 backslashes: ~25 s)
 SCAN_SECONDS = 0.3  # each scan call's lexing budget (a stopped lexer costs this, then a new worker)

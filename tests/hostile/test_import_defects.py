@@ -29,7 +29,7 @@ from grading.ingest.importers import archives, mini_swe_agent
 from grading.ingest.importers.common import MAX_JSON_BYTES, MB, SourceError, load_json, problem_statement_of, repo_of
 from grading.ingest.importers.scan import Source
 from grading.models import Group, ImportJob, Project, Rollout
-from tests.grading.ingest.importers import builders as b
+from tests.helpers import import_files as b
 from tests.hostile.corpus import record
 
 A, B = "octo__widgets-101", "octo__widgets-102"

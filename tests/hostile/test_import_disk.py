@@ -24,7 +24,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from grading.ingest.importers.common import MAX_JSON_BYTES, MB
 from grading.models import Group, ImportJob
-from tests.grading.ingest.importers import builders as b
+from tests.helpers import import_files as b
 from tests.hostile.corpus import record
 
 A = "octo__widgets-101"

@@ -10,7 +10,7 @@ import pytest
 from grading.ingest.import_service import import_runs
 from grading.ingest.importers.scan import Source
 from grading.models import Group, Project
-from tests.grading.ingest.importers import builders as b
+from tests.helpers import import_files as b
 from tests.hostile.corpus import record
 
 pytestmark = pytest.mark.django_db

@@ -26,7 +26,7 @@ from django.db import connection
 
 from grading.ingest.service import BATCH_LINES
 from grading.models import Group, Rollout, RolloutContent
-from tests.helpers import small_group
+from tests.helpers.groups import small_group
 
 pytestmark = [
     pytest.mark.load,

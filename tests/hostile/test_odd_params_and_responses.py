@@ -20,9 +20,10 @@ from grading.models import FactorMapping, Group, Rollout
 from reviews.models import Assignment
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign
-from tests.helpers import as_lanes, ingest_groups, jsonl, post_lines, small_group
+from tests.helpers.desk import as_lanes, group_url, judgment_post
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import ingest_groups, post_lines
 from tests.hostile.corpus import record
-from tests.reviews.conftest import group_url, judgment_post
 
 pytestmark = pytest.mark.django_db
 

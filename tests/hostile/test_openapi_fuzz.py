@@ -19,7 +19,8 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
-from tests.helpers import jsonl, post_lines, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import post_lines
 
 MAX_EXAMPLES = 30
 # 5xx the fuzzer has found in code outside this suite's reach, reported to its owner.

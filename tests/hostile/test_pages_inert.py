@@ -7,7 +7,7 @@ import orjson
 import pytest
 from django.urls import reverse
 
-from tests.helpers import post_groups
+from tests.helpers.ingest import post_groups
 from tests.hostile.corpus import CASES, RAW_MARKERS, Case, record
 
 pytestmark = pytest.mark.django_db

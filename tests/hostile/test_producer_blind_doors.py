@@ -6,7 +6,7 @@ The doors are every GET route (tests/hostile/test_blind_doors.py enumerates them
 URL resolver), as a page and as an htmx partial, filled in for the blind judge's lanes. The
 group is real (long mini-swe-agent trajectories) with rollouts 0-2 from one model and 3-5
 from another: `source.ref` under `results_claude_10/` or `results_gpt5_snowflake/`, model,
-agent config and checkpoint in metadata, each model's cost (tests/helpers.multi_model_group).
+agent config and checkpoint in metadata, each model's cost (tests.helpers.real_groups.multi_model_group).
 
 bob (reviewer) judges g1@1 blind; alice (admin) does not judge it and sees everything.
 """
@@ -22,8 +22,10 @@ from grading.models import Group
 from reviews.models import Assignment
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy
-from tests.helpers import as_lanes, ingest_groups, multi_model_group, producer_values
-from tests.hostile.test_blind_doors import DOOR_QUERY, QUERY, doors
+from tests.helpers.desk import as_lanes
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.real_groups import multi_model_group, producer_values
+from tests.helpers.routes import DOOR_QUERY, QUERY, doors
 
 pytestmark = pytest.mark.django_db
 

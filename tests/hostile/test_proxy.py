@@ -17,8 +17,8 @@ from __future__ import annotations
 import socket
 import time
 
+from tests.helpers.served import TEMPLATE, Nginx, get
 from tests.hostile.corpus import record
-from tests.hostile.served import TEMPLATE, Nginx, get
 
 SLOW_CLIENTS = 300
 PROBES = 10

@@ -10,7 +10,8 @@ from django.db import DataError
 
 from grading.ingest import service as ingest
 from grading.models import Group, Rollout
-from tests.helpers import jsonl, post_lines, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import post_lines
 from tests.hostile.corpus import record
 
 pytestmark = pytest.mark.django_db

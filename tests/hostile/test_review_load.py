@@ -24,7 +24,9 @@ from django.test import Client
 from grading.models import Group, Membership, Role
 from reviews.models import Assignment, Judgment, JudgmentItem
 from reviews.services.queue import update_policy
-from tests.helpers import as_lanes, ingest_groups, small_group
+from tests.helpers.desk import as_lanes
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = [
     pytest.mark.load,

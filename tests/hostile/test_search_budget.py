@@ -18,7 +18,8 @@ from django.db import connection
 from grading.search.query import parse_query, scan_cost
 from grading.search.selectors import PAGE_SCAN_BUDGET
 from grading.search.text import SCAN_BUDGET, find_hits
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

@@ -13,11 +13,12 @@ import re
 
 import pytest
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver
 
 from grading.grader.jobs import GraderUnavailable, check_grader_url
 from grading.models import ApiToken, ImportJob, Rollout, Run
-from tests.helpers import jsonl, post_lines, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import post_lines
+from tests.helpers.routes import PARAM, routes
 
 pytestmark = pytest.mark.django_db
 
@@ -35,22 +36,6 @@ NOT_PROJECT_DATA = {
     "accounts/invite/<uidb64>/<token>/",
     "projects/new/",
 }
-PARAM = re.compile(r"<(?:(?P<conv>\w+):)?(?P<name>\w+)>")
-
-
-def routes() -> list[tuple[str, str | None]]:
-    """(route, name) of every URL pattern outside the admin, includes flattened."""
-    out = []
-
-    def walk(patterns, prefix: str) -> None:
-        for p in patterns:
-            if isinstance(p, URLResolver):
-                walk(p.url_patterns, prefix + str(p.pattern))
-            elif isinstance(p, URLPattern):
-                out.append((prefix + str(p.pattern), p.name))
-
-    walk(get_resolver().url_patterns, "")
-    return [(route, name) for route, name in out if not route.startswith(("admin/", "static/", "media/"))]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import socket
 
 import pytest
 
-from tests.hostile.served import App, get
+from tests.helpers.served import App, get
 
 SLOW_CLIENTS = 4
 

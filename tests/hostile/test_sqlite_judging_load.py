@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
 
 # About 70 s on 2 cores: a load test (`make test-load`), not part of `make test`.
 pytestmark = [pytest.mark.load, pytest.mark.browser]
@@ -42,7 +42,8 @@ SEED = f"""
 from django.contrib.auth import get_user_model
 from grading.models import Membership, Project, Role
 from reviews.services.queue import update_policy
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 project = Project.objects.create(name="acme")
 ingest_groups(project, *(small_group(f"g{{i}}@1", instance_id=f"t-{{i}}", rewards=(1, 1, 0, 1)) for i in range({N_GROUPS})))

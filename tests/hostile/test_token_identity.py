@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 
 from grading.models import ApiToken, Membership, Role, ServiceAccount
 from grading.projects import team
-from tests.helpers import member
+from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db
 

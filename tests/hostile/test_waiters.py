@@ -27,7 +27,8 @@ from django.utils import timezone
 
 from grading.models import Role, StepWaiter
 from grading.projects.tokens import issue_api_token
-from tests.helpers import jsonl, post_groups, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import post_groups
 from tests.hostile.corpus import record
 
 

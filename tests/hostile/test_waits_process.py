@@ -31,8 +31,8 @@ from urllib.parse import urlparse
 import psycopg
 import pytest
 
-from tests.helpers import jsonl, small_group
-from tests.hostile.served import Deployment, get, require_nginx
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.served import Deployment, get, require_nginx
 
 WAITERS = 24
 SITE_THREADS = 2

@@ -13,10 +13,10 @@ import pytest
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, Role
 from reviews.services.judgments import ItemInput, submit_judgment
-from tests.helpers import ingest_groups, member, small_group
-
-GRADER = "secret-grader@1"
-SECRET_NOTE = "GRADER-SECRET-NOTE"
+from tests.helpers.desk import GRADER, SECRET_NOTE
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.people import member
 
 
 @pytest.fixture
@@ -70,16 +70,3 @@ def judged(groups, bob, dan):
         submit_judgment(reviewer=person, group=groups["g1@1"], items=[ItemInput(i, t) for i, t in tiers.items()])
     submit_judgment(reviewer=bob, group=groups["g2@1"], items=[ItemInput(0, "T2"), ItemInput(1, "T1"), ItemInput(3, "T3")])
     return groups
-
-
-def group_url(uid: str, suffix: str = "") -> str:
-    return f"/projects/acme/runs/r1/groups/{uid}/{suffix}"
-
-
-def judgment_post(tiers: dict[int, str], ranks: dict[int, int] | None = None, *, cheat=(), seen_version=0, **extra) -> dict:
-    data = {f"tier-{i}": t for i, t in tiers.items()}
-    data.update({f"rank-{i}": str(r) for i, r in (ranks or {}).items()})
-    data.update({f"cheat-{i}": "on" for i in cheat})
-    data["seen_version"] = str(seen_version)
-    data.update(extra)
-    return data

@@ -8,7 +8,9 @@ import pytest
 
 from grading.models import Group, Role
 from reviews.models import Assignment
-from tests.helpers import ingest_groups, member, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db
 

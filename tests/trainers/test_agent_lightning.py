@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.trainers.conftest import STEP_PROMPTS, N, require, word_tokenizer
+from tests.helpers.trainers import STEP_PROMPTS, N, require, word_tokenizer
 
 pytestmark = [pytest.mark.trainers, pytest.mark.django_db(transaction=True)]
 

@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from tests.trainers.conftest import DROP_POLICY, STEP_PROMPTS, N, dropped_keys, post_grade_pull, prompt_uid, require
+from tests.helpers.trainers import DROP_POLICY, STEP_PROMPTS, N, dropped_keys, post_grade_pull, prompt_uid, require
 
 pytestmark = [pytest.mark.trainers, pytest.mark.django_db(transaction=True)]
 

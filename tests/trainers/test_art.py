@@ -19,7 +19,7 @@ import random
 
 import pytest
 
-from tests.trainers.conftest import STEP_PROMPTS, N, post_grade_pull, prompt_uid, require, word_tokenizer
+from tests.helpers.trainers import STEP_PROMPTS, N, post_grade_pull, prompt_uid, require, word_tokenizer
 
 pytestmark = [pytest.mark.trainers, pytest.mark.django_db(transaction=True)]
 

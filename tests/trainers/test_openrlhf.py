@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.trainers.conftest import require, word_tokenizer
+from tests.helpers.trainers import require, word_tokenizer
 
 pytestmark = pytest.mark.trainers
 

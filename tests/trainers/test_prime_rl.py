@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.trainers.conftest import GROUPS_OF_FOUR
+from tests.helpers.trainers import GROUPS_OF_FOUR
 
 pytestmark = pytest.mark.trainers
 

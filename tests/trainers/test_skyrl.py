@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.trainers.conftest import DROP_POLICY, DROPS, STEP_PROMPTS, N, post_grade_pull, prompt_uid, require, word_tokenizer
+from tests.helpers.trainers import DROP_POLICY, DROPS, STEP_PROMPTS, N, post_grade_pull, prompt_uid, require, word_tokenizer
 
 pytestmark = [pytest.mark.trainers, pytest.mark.django_db(transaction=True)]
 

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.trainers.conftest import GROUPS_OF_FOUR, require
+from tests.helpers.trainers import GROUPS_OF_FOUR, require
 
 pytestmark = pytest.mark.trainers
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from gagar_client import token_weights as client_weights
 from gagar_client.token_weights import check_weights, token_advantages, turn_weight_map
 from grading.method import turn_weights as method
-from tests.helpers import vector_cases
+from tests.helpers.vendored import vector_cases
 
 VECTORS = vector_cases("turn_weights")
 
@@ -70,7 +70,7 @@ def test_from_the_live_api_to_tokens(live_server, alice_token, trainer_token):
     from gagar_client import Client
     from grading.grader.verdicts import GradeInput, record_verdict
     from grading.models import Group
-    from tests.helpers import small_group
+    from tests.helpers.groups import small_group
 
     admin = Client(live_server.url, alice_token, project="acme")
     admin.ensure_run("r1", auto_grade="none", turn_weights=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.trainers.conftest import GROUPS_OF_FOUR, require, word_tokenizer
+from tests.helpers.trainers import GROUPS_OF_FOUR, require, word_tokenizer
 
 pytestmark = pytest.mark.trainers
 

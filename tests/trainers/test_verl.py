@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 
-from tests.trainers.conftest import GROUPS_OF_FOUR, MORE_GROUPS, require
+from tests.helpers.trainers import GROUPS_OF_FOUR, MORE_GROUPS, require
 
 pytestmark = pytest.mark.trainers
 

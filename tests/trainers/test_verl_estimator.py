@@ -18,7 +18,7 @@ import uuid
 import numpy as np
 import pytest
 
-from tests.trainers.conftest import STEP_PROMPTS, N, grade_step, require
+from tests.helpers.trainers import STEP_PROMPTS, N, grade_step, require
 
 pytestmark = [pytest.mark.trainers, pytest.mark.django_db(transaction=True)]
 

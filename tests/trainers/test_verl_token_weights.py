@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.trainers.conftest import require
+from tests.helpers.trainers import require
 
 pytestmark = pytest.mark.trainers
 

@@ -14,7 +14,9 @@ from django.core.management import call_command
 from gagar_client import Client, GagarError
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, StepComputation
-from tests.helpers import ingest_groups, small_group, start_celery_worker, stop_process
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.workers import start_celery_worker, stop_process
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import pytest
 
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, Rollout, Step
-from tests.helpers import jsonl, post_groups, post_lines, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import post_groups, post_lines
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

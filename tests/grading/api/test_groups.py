@@ -3,7 +3,9 @@
 import pytest
 
 from grading.models import Rollout
-from tests.helpers import jsonl, load_real_groups, post_groups, post_lines, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import post_groups, post_lines
+from tests.helpers.real_groups import load_real_groups
 
 pytestmark = pytest.mark.django_db
 

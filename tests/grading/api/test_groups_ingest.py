@@ -7,7 +7,7 @@ import pytest
 from django.test import override_settings
 
 from grading.models import Group, Rollout, RolloutContent, Run, Task
-from tests.helpers import jsonl, small_group
+from tests.helpers.groups import jsonl, small_group
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from grading.models import Group, ImportJob, Rollout, Run
-from tests.grading.ingest.importers import builders as b
+from tests.helpers import import_files as b
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,8 @@ from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.export import COLUMNS
 from grading.method.services import activate_mapping, default_mapping
 from grading.models import FactorMapping, Group, MappingActivation, Run, Step, StepComputation
-from tests.helpers import post_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import post_groups
 
 URL = "/api/v1/mappings/"
 STEEP = {"T1": 1, "T2": [0.6, 0.4], "T3": 0.2}

@@ -17,8 +17,9 @@ from grading.grader.prescreen import package_dirs, patch_features
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.ingest.demo import demo_groups
 from grading.method.tiers import TIERS
-from tests.grading.grader.test_prescreen import diff, trajectory, workspace_from_group
-from tests.helpers import ingest_groups, load_real_groups
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.real_groups import load_real_groups
+from tests.helpers.trajectories import diff, trajectory, workspace_from_group
 
 GRADER = HeuristicGrader()
 FIX = diff("widgets/core.py", "     x = 1\n-    return x\n+    return x + 1\n     # end\n")

@@ -11,7 +11,8 @@ from django.test import override_settings
 
 from grading.grader.jobs import GraderUnavailable, check_grader_url, grade_group, queue_step
 from grading.models import AdvantageResult, GradingJob, Group, Verdict
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 # Transactional: jobs are queued after the commit (transaction.on_commit), as in production.
 pytestmark = pytest.mark.django_db(transaction=True)

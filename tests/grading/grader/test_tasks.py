@@ -13,8 +13,10 @@ from django.test import override_settings
 
 from grading.grader.jobs import queue_step
 from grading.models import Group, Verdict
-from tests.grading.fake_openai import FakeOpenAI, submit
-from tests.helpers import ingest_groups, small_group, start_celery_worker, stop_process
+from tests.helpers.fake_openai import FakeOpenAI, submit
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.workers import start_celery_worker, stop_process
 
 SCORES = {
     "solution_fit": 4,

@@ -15,7 +15,9 @@ from django.utils import timezone
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method import services
 from grading.models import GradingJob, Group, Run, Step, StepExport, Verdict
-from tests.helpers import member, post_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import post_groups
+from tests.helpers.people import member
 
 # Transactional: grading tasks and recomputations are sent on commit, as in production (eager Celery).
 pytestmark = pytest.mark.django_db(transaction=True)

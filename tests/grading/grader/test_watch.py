@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from grading.grader.watch import StepWatcher
 from grading.models import Group, Step, StepWaiter
-from tests.helpers import post_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import post_groups
 
 WAIT = "/api/v1/advantages/?project=acme&run=rl&step={step}&wait={wait}"
 

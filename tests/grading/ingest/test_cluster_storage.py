@@ -12,7 +12,9 @@ from django.db.migrations.executor import MigrationExecutor
 from grading.models import Group, Project, Rollout, Run
 from reviews.selectors.labeled import labeled_lines
 from reviews.services.judgments import ItemInput, submit_judgment
-from tests.helpers import ingest_groups, member, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from grading.models import Group, ImportJob, Rollout
-from tests.helpers import jsonl, small_group
+from tests.helpers.groups import jsonl, small_group
 
 pytestmark = pytest.mark.django_db
 

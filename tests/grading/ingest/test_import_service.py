@@ -12,8 +12,8 @@ from django.urls import reverse
 from grading.ingest.import_service import import_runs
 from grading.ingest.importers.scan import Source
 from grading.models import Group, Rollout, Task
-from tests.grading.ingest.importers import builders as b
-from tests.helpers import MINI_SWE_AGENT
+from tests.helpers import import_files as b
+from tests.helpers.vendored import MINI_SWE_AGENT
 
 pytestmark = pytest.mark.django_db
 

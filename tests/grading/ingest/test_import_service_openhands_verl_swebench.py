@@ -11,9 +11,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from grading.models import Group, Rollout, RolloutContent, Task
-from tests.grading.ingest.importers import builders as b
-from tests.grading.ingest.importers.test_new_formats import PROMPTS, dump_generations, oh_line, write_jsonl
-from tests.helpers import FIXTURES
+from tests.helpers import import_files as b
+from tests.helpers.import_files import PROMPTS, dump_generations, oh_line, write_jsonl
+from tests.helpers.vendored import FIXTURES
 
 pytestmark = pytest.mark.django_db
 
@@ -141,8 +141,7 @@ def test_older_harness_run_folder_gives_pass_or_fail_and_the_summary_says_which_
 def test_a_text_only_verl_group_is_served_and_judged_like_any_other(client, bob, acme, tmp_path):
     from reviews.models import Judgment
     from reviews.selectors.lanes import lanes_for
-    from tests.helpers import as_lanes
-    from tests.reviews.conftest import judgment_post
+    from tests.helpers.desk import as_lanes, judgment_post
 
     dump_generations(tmp_path / "d", 7, [PROMPTS[1]] * 3, ["cba", "abc", "c-b-a"], [1, 0, 1], {})
     run_command("--run", "grpo", "--step", 0, tmp_path / "d")

@@ -15,8 +15,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from grading.models import Group, ImportJob
-from tests.grading.ingest.importers import builders as b
-from tests.helpers import worker_on_own_queue
+from tests.helpers import import_files as b
+from tests.helpers.workers import worker_on_own_queue
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from grading.models import ApiToken, Group, Membership, Project
-from tests.helpers import jsonl, small_group
+from tests.helpers.groups import jsonl, small_group
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from grading.method.advantage import (
     redistribute,
     redistribute_group,
 )
-from tests.helpers import VECTORS as FIXTURE_VECTORS
+from tests.helpers.vendored import VECTORS as FIXTURE_VECTORS
 
 TOL = 1e-9
 VECTORS = FIXTURE_VECTORS / "redistribution.jsonl"

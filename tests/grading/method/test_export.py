@@ -13,7 +13,9 @@ from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
 from grading.method.export import COLUMNS
 from grading.method.services import activate_mapping
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Run, StepComputation
-from tests.helpers import ingest_groups, jsonl, load_real_groups, post_groups, post_lines, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import ingest_groups, post_groups, post_lines
+from tests.helpers.real_groups import load_real_groups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,7 +20,8 @@ from django.test.utils import CaptureQueriesContext
 
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import AdvantageResult, Group, Run, StepExport
-from tests.helpers import post_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import post_groups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

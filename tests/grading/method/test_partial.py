@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from grading.method import partial
 from grading.method.advantage import redistribute
 from grading.method.partial import check_policy, redistribute_kept
-from tests.helpers import VECTORS
+from tests.helpers.vendored import VECTORS
 
 CASES = [json.loads(line) for line in (VECTORS / "partial.jsonl").read_text().splitlines()]
 

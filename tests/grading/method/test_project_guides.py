@@ -1,6 +1,6 @@
 """The rubric guide per project: its page (everyone reads, admins edit or reset), what the
 database holds, and the LLM grader's prompt carrying the project's edited text (the real
-openai client against the local fake server, tests/grading/fake_openai.py)."""
+openai client against the local fake server, tests/helpers/fake_openai.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from grading.method.guide import DEFAULT_DIMENSIONS, DEFAULT_GUIDE, MAX_TIER_CHA
 from grading.method.project_guides import guide_for
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS
 from grading.models import Group, RubricGuide, Verdict
-from tests.grading.fake_openai import FakeOpenAI, scripted_model
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.fake_openai import FakeOpenAI, scripted_model
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

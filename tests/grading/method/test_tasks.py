@@ -9,7 +9,8 @@ from django.db.models import F
 
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, StepComputation
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from grading.method import turn_weights as tw
 from grading.method.turn_weights import DOWN_WEIGHT, check_weights, cited_turns, token_advantages, turn_weights
-from tests.helpers import vector_cases
+from tests.helpers.vendored import vector_cases
 
 VECTORS = vector_cases("turn_weights")
 

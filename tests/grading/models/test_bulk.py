@@ -9,7 +9,7 @@ from django.db import DataError, connection, transaction
 
 from grading.ingest.service import ingest_group_lines
 from grading.models import Group, Rollout, RolloutContent, RolloutSearch, SearchChunk
-from tests.helpers import line, small_group
+from tests.helpers.groups import line, small_group
 
 # What COPY's text format treats specially (backslash, tab, newline, carriage return, its
 # end-of-data marker `\.`), quotes, and text outside ASCII.

@@ -11,7 +11,9 @@ from django.contrib.auth import get_user_model
 
 from grading.models import ApiToken, Membership, Role
 from grading.projects import team
-from tests.helpers import jsonl, member, post_lines, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.ingest import post_lines
+from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from grading.rollouts import clusters
 from grading.rollouts.clusters import cluster_patches, is_scratch_name, patch_changes
-from tests.helpers import load_real_groups
+from tests.helpers.real_groups import load_real_groups
 
 
 def file_diff(path: str, hunks: list[tuple[int, list[str], list[str]]], *, context: str = "ctx") -> str:

@@ -10,7 +10,7 @@ import pytest
 from grading.rollouts import patch_files
 from grading.rollouts.diffs import parse_patch
 from grading.rollouts.patch_files import KINDS, file_kind, order_files
-from tests.helpers import load_real_long_groups
+from tests.helpers.real_groups import load_real_long_groups
 
 
 def test_doctest():

@@ -15,7 +15,8 @@ from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import CheatDecision, Group, Rollout, RolloutSearch, SearchChunk
 from grading.search.query import parse_query
 from grading.search.selectors import GraderFieldsHidden, SearchScope, search_rollouts
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

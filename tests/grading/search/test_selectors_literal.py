@@ -8,7 +8,7 @@ it as a plain, case-sensitive substring. Only the field extractors are the produ
 (grading.rollouts.turns.to_turn, grading.search.text.patch_parts and test_names); what the
 search returns is read page by page through `search_rollouts` until there is no next cursor.
 
-- the real corpus: the 64 vendored mini-swe-agent trajectories (tests/helpers.py
+- the real corpus: the 64 vendored mini-swe-agent trajectories (tests/helpers/real_groups.py
   `load_real_long_groups`: 16 groups of 4, 33-157 kB of message text a rollout). Every
   command a rollout ran finds it, including commands first run past its 100,000th
   character, and literal probes drawn from the data (common commands, rare strings, strings
@@ -37,7 +37,9 @@ from grading.search.query import MAX_QUERY_CHARS, parse_query
 from grading.search.selectors import SearchScope, search_rollouts
 from grading.search.text import patch_parts
 from grading.search.text import test_names as names_of_tests  # not `test_*` here: pytest would collect it
-from tests.helpers import MINI_SWE_AGENT, ingest_groups, load_real_groups, load_real_long_groups, real_groups
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.real_groups import load_real_groups, load_real_long_groups, real_groups
+from tests.helpers.vendored import MINI_SWE_AGENT
 
 pytestmark = pytest.mark.django_db
 

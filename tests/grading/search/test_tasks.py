@@ -15,7 +15,9 @@ import pytest
 
 from grading.models import Rollout, RolloutSearch, SearchBacklog
 from grading.search.text import fields
-from tests.helpers import jsonl, load_real_long_groups, worker_on_own_queue
+from tests.helpers.groups import jsonl
+from tests.helpers.real_groups import load_real_long_groups
+from tests.helpers.workers import worker_on_own_queue
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -15,7 +15,8 @@ import pytest
 
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import AdvantageResult, Group, Rollout
-from tests.helpers import post_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import post_groups
 
 pytestmark = pytest.mark.django_db
 

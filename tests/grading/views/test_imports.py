@@ -12,7 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from grading.models import Group, ImportJob, Run
-from tests.helpers import FIXTURES, jsonl, small_group
+from tests.helpers.groups import jsonl, small_group
+from tests.helpers.vendored import FIXTURES
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from grading.models import ImportJob, Run
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,9 @@ import pytest
 from django.urls import reverse
 
 from grading.models import Rollout
-from tests.helpers import load_real_groups, post_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import post_groups
+from tests.helpers.real_groups import load_real_groups
 
 pytestmark = pytest.mark.django_db
 

@@ -31,8 +31,9 @@ from reviews.selectors import labeled as selectors_labeled
 from reviews.services.audit import audit_cheat
 from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import assign
-from tests.helpers import ingest_groups, small_group
-from tests.reviews.conftest import GRADER, SECRET_NOTE
+from tests.helpers.desk import GRADER, SECRET_NOTE
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 
@@ -489,7 +490,7 @@ def test_a_fine_tuned_grader_can_replay_the_example_through_the_real_grader_loop
     requests with the example's next assistant message, sends exactly the example's
     preceding messages (its own tool results equal to the example's) and tools each time,
     and accepts the verdict (schema and every citation) on the last turn."""
-    from tests.grading.fake_openai import FakeOpenAI, completion
+    from tests.helpers.fake_openai import FakeOpenAI, completion
 
     for example in get(as_alice, format="sft")[1]:
         uid = example["metadata"]["uid"]

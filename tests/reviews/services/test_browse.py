@@ -24,8 +24,7 @@ from reviews.selectors.lanes import lanes_for
 from reviews.selectors.queue import queue_groups
 from reviews.services.browse import ClaimRefused, claim_blind
 from reviews.services.queue import assign, skip_assignment, update_policy
-from tests.helpers import as_lanes
-from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, judgment_post
+from tests.helpers.desk import GRADER, SECRET_NOTE, as_lanes, group_url, judgment_post
 
 pytestmark = pytest.mark.django_db
 

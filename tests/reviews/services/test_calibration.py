@@ -13,7 +13,7 @@ from django.test import override_settings
 from reviews.selectors import calibration as data
 from reviews.services.calibration import WARM_FLAG, schedule_warm, warm_calibration, warmed_at
 from reviews.services.judgments import ItemInput, submit_judgment
-from tests.helpers import start_celery_worker, stop_process
+from tests.helpers.workers import start_celery_worker, stop_process
 
 REAL = bool(os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL"))
 

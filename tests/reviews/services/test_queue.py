@@ -12,7 +12,8 @@ from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
 from grading.method.services import activate_mapping, active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Step
 from reviews.selectors.queue import queue_groups
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

@@ -157,7 +157,7 @@ from reviews.stats.agreement import (  # noqa: E402
     pairwise_counts,
     tier_codes,
 )
-from tests.reviews.stats import naive_agreement as naive  # noqa: E402
+from tests.helpers import naive_agreement as naive  # noqa: E402
 
 PEOPLE = ["ann", "bob", "cy", "dee"]
 

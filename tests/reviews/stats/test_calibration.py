@@ -14,7 +14,7 @@ from grading.method.advantage import MappingSpec, redistribute_group
 from grading.method.tiers import TIERS
 from reviews.stats import calibration
 from reviews.stats.calibration import bootstrap_mapping, counts_from_pairs, fit_mapping
-from tests.helpers import VECTORS
+from tests.helpers.vendored import VECTORS
 
 CALIBRATION_VECTORS = VECTORS / "calibration.jsonl"
 

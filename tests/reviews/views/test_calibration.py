@@ -12,7 +12,7 @@ from grading.method.services import active_mapping, refresh_stale_steps
 from grading.models import AdvantageResult, FactorMapping, MappingActivation, Run, Step
 from reviews.services.calibration import activate_fitted_mapping
 from reviews.stats.calibration import fit_mapping
-from tests.reviews.conftest import GRADER
+from tests.helpers.desk import GRADER
 
 pytestmark = pytest.mark.django_db
 

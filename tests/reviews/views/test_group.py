@@ -18,7 +18,8 @@ from grading.models import Group
 from grading.rollouts import turns as turns_module
 from grading.rollouts.turns import FOLD_LINES, find_turns, fold_head
 from reviews.selectors.overview import lane_order, rollout_test_counts
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

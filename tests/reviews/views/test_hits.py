@@ -11,7 +11,8 @@ import pytest
 
 from grading.search.query import parse_query
 from grading.search.text import find_hits
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

@@ -28,8 +28,8 @@ from django.test import Client
 from grading.models import Role
 from reviews.models import Assignment, Judgment
 from reviews.services.queue import assign
-from tests.helpers import as_lanes, member
-from tests.reviews.conftest import group_url, judgment_post
+from tests.helpers.desk import as_lanes, group_url, judgment_post
+from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,8 +9,9 @@ from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal, ReviewPolicy
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy
-from tests.helpers import as_lanes, ingest_groups, small_group
-from tests.reviews.conftest import GRADER, SECRET_NOTE, group_url, judgment_post
+from tests.helpers.desk import GRADER, SECRET_NOTE, as_lanes, group_url, judgment_post
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,9 @@ from reviews.models import Assignment, GroupReview, Judgment
 from reviews.services.audit import audit_cheat
 from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import next_assignment, skip_assignment, update_policy
-from tests.helpers import ingest_groups, member, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db
 

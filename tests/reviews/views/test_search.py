@@ -15,7 +15,8 @@ from django.db import connection
 
 from grading.models import CheatDecision, Group
 from reviews.services.search_signals import MAX_SIGNALS
-from tests.helpers import ingest_groups, small_group
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 from grading.ingest.importers import mini_swe_agent, swe_agent
 from grading.ingest.importers.common import SourceError, load_json, repo_of, verdicts_from_report_file
 from grading.ingest.importers.scan import IGNORED, NOTICE, SKIPPED, UNKNOWN, RunFinder, Source
-from tests.grading.ingest.importers import builders as b
+from tests.helpers import import_files as b
 
 A, B, C = "octo__widgets-101", "octo__widgets-102", "acme-corp__big.lib-7"
 

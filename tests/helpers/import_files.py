@@ -10,6 +10,7 @@ history with demonstrations, info, replay_config, attempts of a retry loop).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 PATCH = (
@@ -301,3 +302,129 @@ def mini_run(
                 report(instance_id, resolved, keyed=keyed if keyed is not None else n % 2 == 0),
             )
     return root
+
+
+# OpenHands output.jsonl lines and verl rollout dumps
+
+
+OPENHANDS_PATCH = patch()  # the patch oh_line gives a line by default
+
+
+def event(id_, source, **fields):
+    return {"id": id_, "timestamp": "2025-04-30T16:32:54", "source": source, "message": fields.pop("message", ""), **fields}
+
+
+def tool(name, call_id, arguments):
+    return {
+        "function_name": name,
+        "tool_call_id": call_id,
+        "total_calls_in_response": 1,
+        "model_response": {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+                        ],
+                    }
+                }
+            ]
+        },
+    }
+
+
+def oh_line(instance_id, *, patch=OPENHANDS_PATCH, resolved=None, history=None, **extra):
+    history = (
+        history
+        if history is not None
+        else [
+            event(0, "agent", action="system", args={"content": "You are OpenHands agent."}),
+            event(1, "user", action="message", args={"content": "Fix the widget.", "image_urls": None}),
+            event(
+                2,
+                "agent",
+                action="run",
+                args={"command": "pytest -x", "thought": "Run the tests first."},
+                tool_call_metadata=tool("execute_bash", "t1", {"command": "pytest -x"}),
+                message="Running command: pytest -x",
+            ),
+            event(
+                3,
+                "agent",
+                observation="run",
+                cause=2,
+                content="1 failed",
+                extras={"command": "pytest -x", "metadata": {"exit_code": 1}},
+                tool_call_metadata=tool("execute_bash", "t1", {"command": "pytest -x"}),
+            ),
+            event(4, "agent", action="run_ipython", args={"code": "print(1)", "thought": ""}),
+            event(5, "agent", observation="run_ipython", cause=4, content="1", extras={}),
+            event(6, "agent", action="read", args={"path": "/w/pkg/core.py", "thought": "Look at f."}),
+            event(7, "agent", observation="read", cause=6, content="def f(x): ...", extras={"path": "/w/pkg/core.py"}),
+            event(8, "agent", action="edit", args={"path": "/w/pkg/core.py", "command": "str_replace", "thought": "Fix it."}),
+            event(9, "agent", observation="error", content="Parameter 'command' is expected to be one of ...", extras={}),
+            event(10, "agent", action="browse", args={"url": "https://docs.example/f", "thought": ""}),
+            event(11, "agent", observation="browse", cause=10, content="<html>docs</html>", extras={}),
+            event(12, "agent", action="think", args={"thought": "The fix holds."}),
+            event(13, "agent", observation="think", cause=12, content="Your thought has been logged.", extras={}),
+            event(14, "agent", action="message", args={"content": "Done, see the patch.", "wait_for_response": False}),
+            event(15, "agent", action="finish", args={"final_thought": "Fixed f for x == 0.", "task_completed": "true"}),
+        ]
+    )
+    test_result = {"git_patch": patch} if patch is not None else {}
+    if resolved is not None:
+        test_result["report"] = {"empty_generation": False, "resolved": resolved, "failed_apply_patch": False}
+    return {
+        "instance_id": instance_id,
+        "instruction": "Fix the widget.",
+        "history": history,
+        "test_result": test_result,
+        "metrics": {
+            "accumulated_cost": 0.42,
+            "accumulated_token_usage": {"prompt_tokens": 1000, "completion_tokens": 234},
+            "response_latencies": [{"latency": 1.0}, {"latency": 2.0}, {"latency": 1.5}],
+        },
+        "metadata": {"agent_class": "CodeActAgent", "llm_config": {"model": "claude-x"}, "git_commit": "abc123"},
+        "error": None,
+        "instance": {
+            "repo": "octo/widgets",
+            "instance_id": instance_id,
+            "base_commit": "d16bfe05a7",
+            "problem_statement": f"Widget {instance_id} breaks.",
+            "FAIL_TO_PASS": json.dumps(["t::a"]),
+            "PASS_TO_PASS": ["t::b", "t::c"],
+            "version": "0.1",
+        },
+        **extra,
+    }
+
+
+def write_jsonl(path: Path, rows, *, raw_lines=()) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r) + "\n" for r in rows) + "".join(raw + "\n" for raw in raw_lines)
+    path.write_text(text)
+    return path
+
+
+def dump_generations(dump_path, global_steps, inputs, outputs, scores, reward_extra_infos_dict, gts=None):
+    """verl's RayPPOTrainer._dump_generations, with the trainer's state as arguments."""
+    os.makedirs(dump_path, exist_ok=True)
+    filename = os.path.join(dump_path, f"{global_steps}.jsonl")
+    n = len(inputs)
+    base_data = {"input": inputs, "output": outputs, "score": scores, "step": [global_steps] * n}
+    if gts is not None:
+        base_data = {"input": inputs, "output": outputs, "gts": gts, "score": scores, "step": [global_steps] * n}
+    for k, v in reward_extra_infos_dict.items():
+        if len(v) == n:
+            base_data[k] = v
+    lines = []
+    for i in range(n):
+        entry = {k: v[i] for k, v in base_data.items()}
+        lines.append(json.dumps(entry, ensure_ascii=False))
+    with open(filename, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return Path(filename)
+
+
+PROMPTS = ["user\nWhat is 2+2?\nassistant\n", "user\nReverse 'abc'.\nassistant\n"]
