@@ -1,4 +1,4 @@
-// The group page's lanes (issue 16): the overview table (sort, a row goes to its lane), the
+// The group page's lanes: the overview table (sort, a row goes to its lane), the
 // layout switch (all lanes / two pinned lanes / one at a time, remembered in localStorage),
 // prev/next lane buttons and a scrollbar above the lanes, collapsing failing lanes, landing
 // on an evidence link or a turn with its header in view, and marking search matches in a

@@ -12,12 +12,12 @@
 // and offers a retry. Shift+S (or the button) submits and opens the next queued group.
 // Irreversible actions (forms with data-confirm) open their <dialog> first (confirm.js).
 // No key of the page acts while a dialog is open.
-// Patch clusters (issue 16): Shift+1/2/3 gives the current lane's tier to every passing lane
+// Patch clusters: Shift+1/2/3 gives the current lane's tier to every passing lane
 // of its cluster (lanes carry data-cluster; still one tier input per rollout, all submitted
 // as before), as does the lane's "tier the cluster" button.
 // Lanes and the layout (static/js/group.js): a lane becoming current fires
 // "gagar:lane-current" on it; group.js fires "gagar:focus-lane" on a lane it went to.
-// The current lane (issue 25) is the one the keys act on, named in the lane bar ("current:
+// The current lane is the one the keys act on, named in the lane bar ("current:
 // C"). Only the reviewer moves it: j / k, a click on a lane (not on a control in it: a tier,
 // rank or cheat control, a button or a link act on their own lane and leave the current one
 // where it is), an overview row or an evidence link (group.js).

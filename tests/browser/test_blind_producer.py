@@ -1,4 +1,4 @@
-"""Blind to the producer (issue 25) in real Chromium: a reviewer judging a multi-model group
+"""Blind to the producer in real Chromium: a reviewer judging a multi-model group
 blind meets its rollouts as lanes A-F, in their own order, and no page, partial, hit bar or
 API answer the page can reach holds a source, cost or producer metadata value.
 

@@ -1,4 +1,4 @@
-"""The group page's overview, layouts, patch clusters and search within a rollout (issue 16),
+"""The group page's overview, layouts, patch clusters and search within a rollout,
 in real Chromium.
 
 People (tests/conftest.py): alice is acme's admin (she sees grader verdicts), bob reviews

@@ -1,4 +1,4 @@
-"""The judge panel on real groups (issue 25) in real Chromium.
+"""The judge panel on real groups in real Chromium.
 
 The group g1@1 (tests.helpers.real_groups.scratch_files_group) is real: six long mini-swe-agent
 trajectories, rollouts 0-2 from `results_claude_10/…` and 3-5 from `results_gpt5_snowflake/…`

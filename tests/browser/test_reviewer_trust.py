@@ -1,4 +1,4 @@
-"""Issue 14 in real Chromium: a reviewer's choice on a group opened outside an assignment
+"""The review desk's trust rules in real Chromium: a reviewer's choice on a group opened outside an assignment
 (no grader field in the HTML or any htmx partial before it), the project's rubric guide on
 the judge panel, <dialog> confirmations, Submit and next (Shift+S), adjudication drafts and
 a judge submit that meets a 503 (a real one: the database refuses the write) keeping the

@@ -3,7 +3,7 @@
 - `load_real_groups()`: the 16 real mini-swe-agent trajectories, one rollout a group;
   `real_groups(folder)` reads either mini-swe-agent folder, `load_real_long_groups()` puts all 64
   real trajectories into groups of several rollouts
-- a multi-model group (issue 25): `multi_model_group()`, its producers' values `producer_values()`,
+- a multi-model group: `multi_model_group()`, its producers' values `producer_values()`,
   and `scratch_files_group()`, the same with a shared change, scratch files and a rollout without tests
 """
 
@@ -77,7 +77,7 @@ def load_real_long_groups(size: int = 4) -> list[dict]:
     return groups
 
 
-# Producers a multi-model group's rollouts name in their source, metadata and cost (issue 25):
+# Producers a multi-model group's rollouts name in their source, metadata and cost:
 # a blind judge must meet none of these values anywhere (tests/hostile/test_producer_blind_doors.py).
 PRODUCERS = (
     {

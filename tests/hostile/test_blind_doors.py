@@ -1,4 +1,4 @@
-"""Blind side doors (issue 15, items 7 and 8): no grader-derived figure reaches a person who
+"""Blind side doors: no grader-derived figure reaches a person who
 still has to judge a group blind, and adjudication happens only where it is needed, never by
 a party to the dispute.
 
@@ -49,7 +49,7 @@ FORBIDDEN = (
     "tiers differ on",
     'data-sort="tier"',
     "data-tier=",
-)  # the last two: the group overview's grader columns (issue 16)
+)  # the last two: the group overview's grader columns
 TIER_BADGE = re.compile(r"badge tier-T\d")
 G1_TIERS = {0: "T1", 1: "T2", 3: "T3"}
 
@@ -162,7 +162,7 @@ def test_no_door_shows_grader_data_to_a_blind_judge(client, people, world, who):
 
 
 def test_no_door_shows_grader_data_to_a_reviewer_browsing_outside_an_assignment(client, acme, world):
-    """Issue 14: a reviewer (the role) with no assignment on g1 who opens it from anywhere --
+    """A reviewer (the role) with no assignment on g1 who opens it from anywhere --
     the run and step pages, a link, any partial, as a page or as htmx -- sees no grader field
     of g1 until they choose; the choice is offered on the group page. Nothing is logged
     before the choice; "Show the grader's verdict" is the Reveal that shows it."""
@@ -262,7 +262,7 @@ def test_the_audit_queue_keeps_a_blind_groups_signals_from_its_judge(client, peo
     assert SECRET in client.get("/projects/acme/audit/?status=all").content.decode()
 
 
-# --- adjudication integrity (item 8) -------------------------------------------------------------
+# --- adjudication integrity -------------------------------------------------------------
 
 
 def adjudicate(client, uid: str, reason: str = "grader_wrong"):
@@ -348,7 +348,7 @@ def _overview(body: str) -> str:
 
 @pytest.mark.parametrize("who", ["bob", "erin", "fay"])  # reviewer, auditor, adjudicator
 def test_the_group_overview_has_no_grader_field_until_the_judgment_is_submitted(client, people, world, who):
-    """Issue 16: the overview at the top of the group page (a row per rollout, sortable by
+    """The overview at the top of the group page (a row per rollout, sortable by
     its columns) has no grader tier or rank column, value or badge for a blind judge, as a
     page or as the htmx swap; once they submit, the same overview shows both."""
     assign(group=world["g1@1"], reviewer=people[who])

@@ -1,4 +1,4 @@
-"""Highlighting has a budget (issue 15, item 1) and the diff partial a size budget (item 10).
+"""Highlighting has a budget and the diff partial a size budget.
 
 The lexer is chosen from the patch's file name, which the agent controls, and some of
 pygments' lexers backtrack catastrophically: `val s = "` and 40 backslashes in a `.scala`

@@ -1,4 +1,4 @@
-"""Import defects found by the security review (issue 15, items 3-6), one test (or more) each.
+"""Import defects found by the security review, one test (or more) each.
 
 3. text patterns with super-linear worst cases (`<pr_description>` + N spaces took O(N^4));
 4. a huge JSON file read as several copies, and a poisoned message redelivered forever;

@@ -1,4 +1,4 @@
-"""Issue 15, items 9 and 10: odd parameters end in a clear 4xx (JSON under /api/), never a 500;
+"""Odd parameters end in a clear 4xx (JSON under /api/), never a 500;
 and the low items: login throttling, CSV formula cells, Content-Disposition, -0.0 rewards,
 integers past 64 bits, per-project mapping versions, Cache-Control, HEAD /healthz and
 ingest with a session login.
@@ -76,7 +76,7 @@ def stored(client, alice_token):
     return Group.objects.get(uid="g@1")
 
 
-# --- item 9: one parameter parser ------------------------------------------------------------
+# --- one parameter parser ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("raw", ODD_NUMBERS)
@@ -255,7 +255,7 @@ def test_odd_rank_is_a_named_422(quiet, bob, groups, rank):
     assert f"rank-{lanes_for(user=bob, group=groups['g1@1']).key(3)}" in r.content.decode()  # named as bob's form names it
 
 
-# --- item 10: the low items ------------------------------------------------------------------
+# --- the low items ------------------------------------------------------------------
 
 
 def test_login_is_throttled_per_username_with_a_clear_message(client, alice, settings):

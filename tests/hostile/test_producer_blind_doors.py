@@ -1,4 +1,4 @@
-"""Blind to the producer (issue 25): a person judging a group blind learns from no door which
+"""Blind to the producer: a person judging a group blind learns from no door which
 model or agent made which rollout -- not its source, cost or producer metadata, and not its
 index, which batches a multi-model run's rollouts by model.
 

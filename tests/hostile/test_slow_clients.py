@@ -1,4 +1,4 @@
-"""Slow clients cannot take the site down (security review, item 2).
+"""Slow clients cannot take the site down.
 
 The container's own start command (docker/start.sh: gunicorn with gthread workers) serves
 the app; connections that send their headers a byte at a time, and never finish, hold a

@@ -1,4 +1,4 @@
-"""Patch clusters are stored with the rollouts (issue 16): at ingest, again when a group
+"""Patch clusters are stored with the rollouts: at ingest, again when a group
 grows, for groups stored before the fields existed, and they reach the labeled-groups
 export and the run and step pages."""
 

@@ -61,7 +61,7 @@ def test_same_change_in_another_hunk_and_file_order_is_one_cluster():
 
 
 def test_every_member_of_a_cluster_names_all_the_others():
-    # One wording per cluster (issue 25): never "#1: same change as #2, #7" but "#7: same change as #1".
+    # One wording per cluster: never "#1: same change as #2, #7" but "#7: same change as #1".
     g = cluster_patches([(i, FIX) for i in (1, 2, 7)] + [(9, OTHER)])
     assert {r.index: r.label for r in g.rollouts} == {
         1: "same change as #2, #7",

@@ -1,4 +1,4 @@
-"""Issue 14 on the review desk, through the pages and in the database:
+"""Browsing and judging on the review desk, through the pages and in the database:
 
 - a reviewer who opens a graded group outside an assignment sees no grader field until they
   choose: "Judge this group blind" (an Assignment, where the queue's rules allow) or "Show

@@ -1,5 +1,5 @@
 """After judgments change, a worker computes the calibration figures into the shared cache,
-so the next calibration view or agreement call resamples nothing (issue 17)."""
+so the next calibration view or agreement call resamples nothing."""
 
 from __future__ import annotations
 

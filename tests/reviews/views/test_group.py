@@ -1,4 +1,4 @@
-"""The group page's overview and the search within a rollout's turns (issue 16), as HTML.
+"""The group page's overview and the search within a rollout's turns, as HTML.
 
 bob reviews acme (tests/conftest.py); alice is its admin and sees grader verdicts. Group
 c1@1: #0, #2 and #3 pass with the same fix (#3 also adds debug_issue.py), #1 fails with

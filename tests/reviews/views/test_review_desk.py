@@ -392,9 +392,9 @@ def test_queue_and_group_pages_have_pinned_query_counts(client, bob, groups, dja
     with django_assert_num_queries(12):  # the same with four runs and more groups
         assert client.get("/projects/acme/review/").status_code == 200
     assign(group=groups["g1@1"], reviewer=bob)
-    # 11 + the project's rubric guide + the queue place (issue 25: "group n of N" and "previous
-    # group"): the finished assignments counted with the latest in one, the policy, the project's
-    # runs and the count of groups still waiting (queue_groups, capped)
+    # 11 + the project's rubric guide + the queue place ("group n of N" and "previous group"):
+    # the finished assignments counted with the latest in one, the policy, the project's runs
+    # and the count of groups still waiting (queue_groups, capped)
     with django_assert_num_queries(16):
         html = client.get(group_url("g1@1")).content.decode()
     assert "group 1 of 5</strong> in your queue" in html and 'data-testid="previous-group"' not in html
