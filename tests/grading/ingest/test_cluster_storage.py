@@ -138,10 +138,3 @@ def test_the_migration_clusters_groups_stored_before_it():
         2: (2, [], "unique change"),
     }
     assert Group.objects.get(uid="g").distinct_solutions == 1
-
-
-def test_cluster_members_reads_members_from_the_stored_fields(project):
-    from grading.selectors import cluster_members
-
-    ingest_groups(project, group_with([OTHER_FIX, FIX, OTHER_FIX, FIX_SPACED], [1, 1, 1, 0]))
-    assert cluster_members(Rollout.objects.filter(group__uid="t-1@1")) == {0: [0, 2], 1: [1, 3]}
