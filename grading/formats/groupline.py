@@ -17,6 +17,7 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,7 +165,7 @@ def _object(obj: dict[str, Any], key: str, path: str) -> dict[str, Any]:
 
 
 def _int(value: Any, path: str, *, minimum: int = 0, maximum: int = MAX_INT) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not isinstance(value, int) or isinstance(value, bool):
         raise _fail(path, f"must be an integer, got {_type_name(value)}")
     if value < minimum:
         raise _fail(path, f"must be >= {minimum}, got {value}")
@@ -176,15 +177,15 @@ def _int(value: Any, path: str, *, minimum: int = 0, maximum: int = MAX_INT) -> 
 def _optional_number(value: Any, path: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         raise _fail(path, "must be a finite number")
     return value
 
 
-def _walk(value: Any, path: str = ""):
+def _walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     """(path, value) of every node, depth first in document order, without recursion
     (input may be nested as deep as the parser allows)."""
-    stack = [(path, value)]
+    stack: list[tuple[str, Any]] = [(path, value)]
     while stack:
         path, value = stack.pop()
         yield path, value
@@ -213,6 +214,7 @@ def _shape(value: Any) -> tuple[int, int]:
     stack = [(value, 1)]
     while stack:
         node, level = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             keys += len(node)
             children = node.values()
@@ -429,12 +431,12 @@ def parse_task(raw: Any) -> ParsedTask:
         if value:
             fields[key] = value
     for key in TASK_LIST_FIELDS:
-        value = raw.get(key)
-        if value is None:
+        ids = raw.get(key)
+        if ids is None:
             continue
-        if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        if not isinstance(ids, list) or not all(isinstance(t, str) for t in ids):
             raise _fail(f"task.{key}", "must be a list of test ids (strings)")
-        fields[key.lower()] = value
+        fields[key.lower()] = ids
     extra = {k: v for k, v in raw.items() if k not in {"instance_id", *TASK_TEXT_FIELDS, *TASK_LIST_FIELDS}}
     if extra:
         fields["extra"] = extra
@@ -555,7 +557,7 @@ def find_reward_underflow(raw: bytes) -> tuple[str, str] | None:
     ('rollouts[1].reward', '-1E-400')
     """
 
-    def parse_float(literal: str):
+    def parse_float(literal: str) -> float | _Underflow:
         mantissa = literal.lower().partition("e")[0]
         return _Underflow(literal) if float(literal) == 0 and _NONZERO_MANTISSA.match(mantissa) else 0.0
 
@@ -596,7 +598,7 @@ class _BigInt:
 def find_big_int(raw: bytes) -> str | None:
     """Path of the first integer literal orjson would have turned into a float, or None."""
 
-    def parse_int(literal: str):
+    def parse_int(literal: str) -> int | _BigInt:
         digits = literal.lstrip("-")
         if len(digits) < 19:
             return 0

@@ -14,11 +14,16 @@ every page and API endpoint reads its whole numbers and names through here inste
 
 from __future__ import annotations
 
-from grading.formats.groupline import MAX_INT, MAX_NAME  # 32-bit integer columns (step, index); names
+from typing import TypeVar
+
+from grading.formats.groupline import MAX_INT as MAX_INT  # 32-bit integer columns (step, index)
+from grading.formats.groupline import MAX_NAME  # names
 
 MAX_ID = 2**63 - 1  # 64-bit primary keys
 MAX_TEXT = MAX_NAME  # names (project, run, mapping); a uid is bounded by its own column
 _ASCII_DIGITS = frozenset("0123456789")
+
+T = TypeVar("T")
 
 
 class ParamError(ValueError):
@@ -59,7 +64,7 @@ def optional_whole(raw: str | None, name: str, *, minimum: int = 0, maximum: int
     return None if raw is None else whole(raw, name, minimum=minimum, maximum=maximum)
 
 
-def whole_or(raw: str | None, name: str, *, default, minimum: int = 0, maximum: int = MAX_INT):
+def whole_or(raw: str | None, name: str, *, default: T, minimum: int = 0, maximum: int = MAX_INT) -> int | T:
     """Lenient form for pages: `default` when absent, blank or unreadable."""
     try:
         return whole((raw or "").strip(), name, minimum=minimum, maximum=maximum) if raw and raw.strip() else default
@@ -82,4 +87,4 @@ def text(raw: str | None, name: str, *, max_len: int = MAX_TEXT, required: bool 
 
 def usable_name(raw: str | None, *, max_len: int = MAX_TEXT) -> bool:
     """Whether a stored name could be this: non-empty, no NUL, not over-long (else: no such thing, 404)."""
-    return bool(raw) and "\x00" not in raw and len(raw) <= max_len
+    return raw is not None and raw != "" and "\x00" not in raw and len(raw) <= max_len

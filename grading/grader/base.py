@@ -9,9 +9,12 @@ in which case the group falls back (docs/method.md §2).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from grading.method.turn_weights import CITED_CATEGORIES
+
+if TYPE_CHECKING:  # the workspace imports this module's RUBRIC (through the guide)
+    from grading.grader.workspace import GroupWorkspace
 
 RUBRIC = ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency")
 SCORE_RANGE = (1, 5)  # scores at or below LOW_SCORE need evidence
@@ -59,4 +62,4 @@ class GraderResult:
 class Grader(Protocol):
     name: str  # "<backend>@<version>": one verdict per group per name
 
-    def grade(self, workspace) -> GraderResult: ...
+    def grade(self, workspace: GroupWorkspace) -> GraderResult: ...

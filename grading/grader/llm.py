@@ -33,11 +33,11 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import openai
 from openai import DefaultHttpxClient, OpenAI
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 
 from grading.grader.base import EVIDENCE_KINDS, RUBRIC, SCORE_RANGE, TURN_CATEGORIES, Evidence, GraderResult, RolloutJudgment
 from grading.grader.evidence import problems
@@ -109,6 +109,11 @@ VERDICT_SCHEMA: dict[str, Any] = {
         }
     },
 }
+
+
+def _is_function_call(call: object) -> TypeGuard[ChatCompletionMessageFunctionToolCall]:
+    """A tool call that names a function (other kinds of tool call have no `function`)."""
+    return getattr(call, "function", None) is not None
 
 
 def system_prompt(guide: Guide = DEFAULT_GUIDE) -> str:
@@ -263,7 +268,7 @@ class LLMGrader:
             http_client=http_client,
         )
 
-    def _count_attempt(self, request) -> None:
+    def _count_attempt(self, request: object) -> None:
         self._attempts.n = getattr(self._attempts, "n", 0) + 1
 
     def close(self) -> None:
@@ -318,10 +323,11 @@ class LLMGrader:
             completion, failure = self._call(run, tools)
             if failure is not None:
                 return failure
+            assert completion is not None  # _call returns one of the two
             run.turns += 1
             message = completion.choices[0].message
-            calls = [c for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
-            entry = {"turn": run.turns, "text": _one_line(message.content), "calls": []}
+            calls = [c for c in (message.tool_calls or []) if _is_function_call(c)]
+            entry: dict[str, Any] = {"turn": run.turns, "text": _one_line(message.content), "calls": []}
             run.transcript.append(entry)
 
             parsed = []
@@ -395,7 +401,7 @@ class LLMGrader:
                     )
                 run.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content, ensure_ascii=False)})
 
-    def _call(self, run: _Run, tools: list[dict[str, Any]]):
+    def _call(self, run: _Run, tools: list[dict[str, Any]]) -> tuple[ChatCompletion | None, GraderResult | None]:
         """One chat completion (the client retries transport failures); (completion, None) or (None, fallback)."""
         self._attempts.n = 0
         body = {"model": self.model, "messages": run.messages, "tools": tools}

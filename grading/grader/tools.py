@@ -296,7 +296,7 @@ def outcomes_of_tests(workspace: GroupWorkspace, rollout: int) -> dict[str, Any]
     for category, outcome in (r.tests or {}).items():
         if not isinstance(outcome, dict):
             continue
-        entry = {}
+        entry: dict[str, Any] = {}
         for key in ("success", "failure"):
             ids = [str(t) for t in (outcome.get(key) or [])]
             entry[key] = ids[:MAX_TEST_IDS]

@@ -6,6 +6,7 @@ the commit (grading.method.services.mark_stale).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -28,7 +29,13 @@ class GradeInput:
 
 @transaction.atomic
 def record_verdict(
-    *, group: Group, grader: str, status: str, grades: list[GradeInput] = (), errors: list | None = None, raw: dict | None = None
+    *,
+    group: Group,
+    grader: str,
+    status: str,
+    grades: Sequence[GradeInput] = (),
+    errors: list | None = None,
+    raw: dict | None = None,
 ) -> tuple[Verdict, bool]:
     """Store the verdict of `grader` on `group` once; a second call for the same pair returns the first.
 

@@ -115,7 +115,8 @@ class MappingSpec:
     def band(self, tier: str) -> tuple[float, float]:
         if tier not in TIERS:
             raise ValueError(f"Unknown tier {tier!r}; expected one of {', '.join(TIERS)}")
-        return getattr(self, tier.lower())
+        band: tuple[float, float] = getattr(self, tier.lower())
+        return band
 
     def to_dict(self) -> dict[str, list[float]]:
         return {tier: list(self.band(tier)) for tier in TIERS}
@@ -224,7 +225,7 @@ def redistribute(rollouts: pd.DataFrame, *, mapping: MappingSpec = DEFAULT_MAPPI
             "redistributed_advantage": np.where(rescale, lam_row * factor * advantage, advantage),
             "discount_only_advantage": factor * advantage,
             # Status as a categorical: codes per group, no million-string array to build.
-            "status": pd.Categorical.from_codes(status_code[group], categories=[GRADED, FALLBACK, FILTERED]),
+            "status": pd.Categorical.from_codes(status_code[group], categories=pd.Index([GRADED, FALLBACK, FILTERED])),
         },
         index=rollouts.index,
         copy=False,
@@ -315,7 +316,7 @@ def redistribute_group(
     )
     out = redistribute(frame, mapping=mapping, baseline=baseline)
     summary = group_summary(out)
-    first = summary.iloc[0] if n else None
+    first = summary.iloc[0] if n else pd.Series(dtype=object)  # read only when n
     return GroupRedistribution(
         status=str(first["status"]) if n else FILTERED,
         reward=out["reward_used"].to_numpy(),
@@ -423,7 +424,8 @@ def _baseline_advantage(reward: np.ndarray, groups: _Groups, baseline: str) -> n
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / size
     if baseline == "mean":
-        return reward - mean[group]
+        centred: np.ndarray = reward - mean[group]
+        return centred
     n = size[group].astype(float)
     # A group of one has no "others" and no spread; 0 is its only signal-free value.
     others = np.maximum(n - 1.0, 1.0)
@@ -447,7 +449,8 @@ def _band_factors(group: np.ndarray, tier: np.ndarray, rank: np.ndarray, mapping
         j, k = _band_positions_sorted(band, rank)
     hi = np.array([mapping.band(x)[0] for x in TIERS])[tier]
     lo = np.array([mapping.band(x)[1] for x in TIERS])[tier]
-    return np.where(k > 1, hi - (hi - lo) * j / np.maximum(k - 1.0, 1.0), hi)
+    values: np.ndarray = np.where(k > 1, hi - (hi - lo) * j / np.maximum(k - 1.0, 1.0), hi)
+    return values
 
 
 def _band_positions_table(band: np.ndarray, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ into the grader SFT export, which replays that prompt.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,8 +100,8 @@ class GuideError(ValueError):
         self.errors = errors
 
 
-def _clean(text, limit: int, name: str, errors: dict[str, Any]) -> str:
-    text = " ".join(str(text or "").replace("\x00", "").split())
+def _clean(raw: object, limit: int, name: str, errors: dict[str, Any]) -> str:
+    text = " ".join(str(raw or "").replace("\x00", "").split())
     if not text:
         errors[name] = "must not be empty"
     elif len(text) > limit:
@@ -108,7 +109,7 @@ def _clean(text, limit: int, name: str, errors: dict[str, Any]) -> str:
     return text
 
 
-def guide_from_fields(data) -> Guide:
+def guide_from_fields(data: Mapping[str, Any]) -> Guide:
     """A guide from form fields `tier-T1`.., `meaning-<dimension>`, `example-<dimension>`; GuideError naming each bad field.
 
     Labels are not editable: they name the stored scores. Whitespace runs become one space
@@ -135,7 +136,9 @@ def guide_from_json(tiers: dict[str, Any] | None, dimensions: dict[str, Any] | N
     dimensions = dimensions if isinstance(dimensions, dict) else {}
     out = []
     for name in RUBRIC:
-        stored = dimensions.get(name) if isinstance(dimensions.get(name), dict) else {}
+        stored = dimensions.get(name)
+        if not isinstance(stored, dict):
+            stored = {}
         default = DEFAULT_DIMENSIONS[name]
         out.append(
             Dimension(

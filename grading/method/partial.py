@@ -145,4 +145,5 @@ def redistribute_kept(
     gone["lambda"] = 1.0
     kept["status"] = kept["status"].astype(object)
     out = pd.concat([kept, gone[kept.columns]]).loc[rollouts.index]
-    return out.assign(drop_mode=pd.Series(modes, index=rollouts.index, dtype=object))
+    marked: pd.DataFrame = out.assign(drop_mode=pd.Series(modes, index=rollouts.index, dtype=object))
+    return marked

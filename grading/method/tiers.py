@@ -37,6 +37,6 @@ def tier_index(tier: Any) -> int:
     """0, 1, 2 for T1, T2, T3; accepts the codes "T1".."T3" or the levels 1..3."""
     if isinstance(tier, str) and tier in TIER_INDEX:
         return TIER_INDEX[tier]
-    if isinstance(tier, Integral) and not isinstance(tier, bool) and 1 <= tier <= len(TIERS):
+    if isinstance(tier, Integral) and not isinstance(tier, bool) and 1 <= int(tier) <= len(TIERS):
         return int(tier) - 1
     raise unknown_tier(tier)

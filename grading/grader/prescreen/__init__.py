@@ -54,33 +54,36 @@ file contents, not commands; the task statement and observations never trigger a
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from grading.grader.base import Evidence
 from grading.grader.prescreen.commands import Command, _command_signals, commands, segments  # noqa: F401  re-exported
 from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _files, _tamper_signals, gold_similarity
-from grading.grader.prescreen.paths import is_doc_path, is_test_path, package_dirs, package_names  # noqa: F401  re-exported
+from grading.grader.prescreen.paths import is_doc_path, is_test_path, package_names  # noqa: F401  re-exported
+from grading.grader.prescreen.paths import package_dirs as package_dirs
 from grading.grader.prescreen.signals import (  # noqa: F401  re-exported
     GOLD_JACCARD,
     GOLD_MIN_LINES,
-    LEAK_SIGNALS,
     REPEATED_FAILURES,
     TAMPER_SIGNALS,
-    Signal,
 )
+from grading.grader.prescreen.signals import LEAK_SIGNALS as LEAK_SIGNALS
+from grading.grader.prescreen.signals import Signal as Signal
+from grading.grader.workspace import GroupWorkspace, RolloutView
 
 # --- public entry points ---------------------------------------------------------------------
 
 
-def _last_turn(rollout) -> Evidence | None:
+def _last_turn(rollout: RolloutView) -> Evidence | None:
     for i in range(len(rollout.messages) - 1, -1, -1):
         if isinstance(rollout.messages[i], dict) and rollout.messages[i].get("role") == "assistant":
             return Evidence("turn", rollout.index, str(i), "the submitting turn")
     return Evidence("turn", rollout.index, str(len(rollout.messages) - 1), "") if rollout.messages else None
 
 
-def screen_rollout(rollout, *, repo: str = "", base_commit: str = "", gold_patch: str = "") -> list[Signal]:
+def screen_rollout(rollout: RolloutView, *, repo: str = "", base_commit: str = "", gold_patch: str = "") -> list[Signal]:
     """Every leak and tamper signal of one rollout (a RolloutView), commands first, then the patch."""
     signals = _command_signals(rollout.index, rollout.messages, repo=repo, base=(base_commit or "").strip().lower())
     files = _files(rollout.patch or "")
@@ -100,7 +103,7 @@ def screen_rollout(rollout, *, repo: str = "", base_commit: str = "", gold_patch
     return signals
 
 
-def screen_group(workspace, *, base_commit: str | None = None) -> list[Signal]:
+def screen_group(workspace: GroupWorkspace, *, base_commit: str | None = None) -> list[Signal]:
     """Signals of every rollout of a GroupWorkspace (passing or not).
 
     Grading a group screens it twice (the stored prescreen signals, then the heuristic
@@ -150,7 +153,7 @@ class PatchFeatures:
         return {**asdict(self), "lines_changed": self.lines_changed}
 
 
-def patch_features(rollout, *, repo: str = "", fail_to_pass=()) -> PatchFeatures:
+def patch_features(rollout: RolloutView, *, repo: str = "", fail_to_pass: Iterable[str] = ()) -> PatchFeatures:
     """Size and spread of a rollout's patch and the shape of its trajectory.
 
     Out of scope = a source file (not a test, not documentation) outside the package

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,7 @@ class Command:
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 
 
-def _tool_commands(calls) -> list[str]:
+def _tool_commands(calls: Iterable[Any]) -> list[str]:
     out = []
     for call in calls:
         args = call.get("arguments") or ""

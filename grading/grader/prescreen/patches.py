@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -84,7 +85,7 @@ def _files(text: str) -> tuple[_File, ...] | None:
     return tuple(files)
 
 
-def _any_anchor(files) -> str | None:
+def _any_anchor(files: Sequence[_File] | None) -> str | None:
     for f in files or ():
         if (loc := f.anchor()) is not None:
             return loc
@@ -104,7 +105,7 @@ _TEST_DEF = re.compile(r"^\s*(async\s+)?def\s+test\w*\s*\(")
 _DEBUG = re.compile(r"\bbreakpoint\s*\(|\b(i?pdb)\.set_trace\s*\(|^\s*import\s+i?pdb\b")
 
 
-def _tamper_signals(index: int, files) -> list[Signal]:
+def _tamper_signals(index: int, files: Sequence[_File]) -> list[Signal]:
     signals = []
     for f in files:
         name = f.path.rsplit("/", 1)[-1]
@@ -147,7 +148,7 @@ def _tamper_signals(index: int, files) -> list[Signal]:
         )
         if lost_checks > 0 or lost_tests > 0:
             first = next((x for x in removed if _CHECK.search(x[2].text) or _TEST_DEF.search(x[2].text)), removed[0])
-            loc = f.anchor((first[0], first[1]))
+            near = f.anchor((first[0], first[1]))
             what = ", ".join(
                 p
                 for p in (
@@ -162,26 +163,26 @@ def _tamper_signals(index: int, files) -> list[Signal]:
                     index,
                     None,
                     f"{f.path} loses {what}",
-                    Evidence("patch", index, loc, f"removes {what} near here") if loc else None,
+                    Evidence("patch", index, near, f"removes {what} near here") if near else None,
                     "tamper",
                 )
             )
         elif not skip:
-            loc = f.anchor((removed[0][0], removed[0][1]))
+            near = f.anchor((removed[0][0], removed[0][1]))
             signals.append(
                 Signal(
                     "test_modified",
                     index,
                     None,
                     f"changes {len(removed)} existing line(s) of {f.path}",
-                    Evidence("patch", index, loc, "rewrites existing test lines") if loc else None,
+                    Evidence("patch", index, near, "rewrites existing test lines") if near else None,
                     "tamper",
                 )
             )
     return signals
 
 
-def _changed_lines(files) -> set[tuple[str, str, str]]:
+def _changed_lines(files: Sequence[_File]) -> set[tuple[str, str, str]]:
     return {
         (f.path, r.kind, " ".join(r.text.split()))
         for f in files

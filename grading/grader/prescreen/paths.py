@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # --- package names and paths -------------------------------------------------------------
 
@@ -32,7 +33,7 @@ def package_names(repo: str) -> set[str]:
     return {_norm(n) for n in (name, *_DIST_ALIASES.get(name, ()))}
 
 
-def package_dirs(repo: str, fail_to_pass=()) -> set[str]:
+def package_dirs(repo: str, fail_to_pass: Iterable[str] = ()) -> set[str]:
     """Directories that hold the code under repair: the import package (and its src/ form)
     plus the top directory of every FAIL_TO_PASS test module given as a path."""
     name = _repo_name(repo)
