@@ -17,8 +17,8 @@
   var LAYOUT_KEY = "gagar.group.layout", COLLAPSE_KEY = "gagar.group.collapseFailing";
   var strip, bar, lanes = [], pins = [], shown = 0;
 
-  function remember(key, value) { try { window.localStorage.setItem(key, value); } catch (e) { /* storage off */ } }
-  function recall(key) { try { return window.localStorage.getItem(key); } catch (e) { return null; } }
+  function remember(key, value) { try { window.localStorage.setItem(key, value); } catch { /* storage off */ } }
+  function recall(key) { try { return window.localStorage.getItem(key); } catch { return null; } }
 
   function layout() { return strip.dataset.layout || "all"; }
   function laneOf(index) { return document.getElementById("rollout-" + index); }
