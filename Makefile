@@ -15,6 +15,12 @@ $(STAMP): pyproject.toml client/pyproject.toml
 
 install: $(STAMP)
 
+# eslint for static/js (make lint), from package-lock.json; the app itself needs no node.
+NODE_STAMP := node_modules/.installed
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
 # Development server: SQLite file and eager Celery whatever the shell has set.
 run: $(STAMP)
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py migrate --no-input
@@ -68,12 +74,14 @@ bench-smoke: $(STAMP)
 
 # Layers and lint: import-linter holds gagar_web -> reviews -> grading and the pure cores; ruff
 # lints (E501 included) and checks the formatting (`ruff format .` fixes it); mypy checks types
-# ([tool.mypy] in pyproject.toml: strict on the pure cores, annotated functions elsewhere).
-lint: $(STAMP)
+# ([tool.mypy] in pyproject.toml: strict on the pure cores, annotated functions elsewhere); eslint
+# lints our scripts in static/js (eslint.config.js).
+lint: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	npx --no-install eslint static/js
 
 # lint, check --deploy, and the deployed static pipeline (manifest + compression) that the image builds
 check: lint
@@ -83,4 +91,4 @@ check: lint
 	DJANGO_ALLOWED_HOSTS=gagar.example.org $(PY) manage.py collectstatic --no-input -v0 --clear
 
 clean:
-	rm -rf $(VENV) db.sqlite3 staticfiles .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules db.sqlite3 staticfiles .pytest_cache .hypothesis
