@@ -37,7 +37,8 @@ def with_active_runs(project: Project, mappings: list[FactorMapping]) -> list[Fa
             active_id = default_id
         by_mapping.setdefault(active_id, []).append(name)
     for mapping in mappings:
-        mapping.active_runs = by_mapping.get(mapping.pk, [])
+        # not a model field: MappingListItemSerializer reads it
+        mapping.active_runs = by_mapping.get(mapping.pk, [])  # type: ignore[attr-defined]
     return mappings
 
 
