@@ -1,11 +1,14 @@
-"""The adjudication queue (the groups whose reviewers disagree, and those an adjudicator settled), and who may settle one."""
+"""The adjudication queue: the groups whose reviewers disagree (and why, as each person may see it),
+those an adjudicator settled, and who may settle one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import Count, Q, QuerySet
 
-from grading.models import Group, Project
-from reviews.models import Assignment, GroupReview, Judgment
+from grading.models import Group, Project, Verdict
+from reviews.models import Assignment, GroupReview, Judgment, Reveal
 
 
 def adjudication_queue(project: Project, *, include_done: bool = False) -> QuerySet:
@@ -97,3 +100,52 @@ def adjudication_refusal(*, group: Group, user, review: GroupReview | None) -> A
             409, f"This group does not wait for an adjudicator: {why}. Only groups in the adjudication queue are adjudicated."
         )
     return None
+
+
+def _names_grader(disagreement) -> bool:
+    return any(isinstance(d, dict) and "grader" in (d.get("between") or []) for d in disagreement or [])
+
+
+@dataclass(frozen=True)
+class AdjudicationRow:
+    """A row of the adjudication queue as this person may see it."""
+
+    group: Group
+    n_reviews: int
+    adjudicated: bool
+    disagreement: list  # consensus.disagreements(...) as stored; empty where withheld
+    hidden_reason: str = ""  # why the disagreement is withheld from this person, or ""
+
+
+@dataclass(frozen=True)
+class DisagreementsShown:
+    rows: list[AdjudicationRow]  # one per review given, in its order
+    unlogged: list[tuple[int, int | None]]  # (group, its latest verdict) shown naming the grader, no Reveal yet
+
+
+def disagreements_for(*, user, reviews: list[GroupReview]) -> DisagreementsShown:
+    """The adjudication queue's "why" column, as this person may see it: a read (the showing
+    is logged by services.judgments.reveal_disagreements).
+
+    Which rollouts a reviewer and the grader disagree on is a grader field. It is withheld
+    (`hidden_reason` set, `disagreement` empty) on groups where the person holds an open
+    blind assignment. Of those shown that name the grader, `unlogged` are the groups whose
+    latest verdict this person has no Reveal of. Three queries whatever the page size."""
+    ids = [r.group_id for r in reviews]
+    blind_here = set(Assignment.objects.filter(reviewer=user, group_id__in=ids).open_blind().values_list("group_id", flat=True))
+    rows = [
+        AdjudicationRow(r.group, r.n_reviews, r.adjudicated, [], "withheld: you are judging this group blind")
+        if r.group_id in blind_here
+        else AdjudicationRow(r.group, r.n_reviews, r.adjudicated, r.disagreement)
+        for r in reviews
+    ]
+    shown = [r.group_id for r in reviews if r.group_id not in blind_here and _names_grader(r.disagreement)]
+    if not shown:
+        return DisagreementsShown(rows, [])
+    latest: dict[int, int] = {}
+    for group_id, verdict_id in (
+        Verdict.objects.filter(group_id__in=shown).order_by("group_id", "-created_at", "-id").values_list("group_id", "id")
+    ):
+        latest.setdefault(group_id, verdict_id)
+    seen = set(Reveal.objects.filter(user=user, group_id__in=shown).values_list("group_id", "verdict_id"))
+    return DisagreementsShown(rows, [(g, latest.get(g)) for g in shown if (g, latest.get(g)) not in seen])

@@ -19,7 +19,7 @@ from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, Verdict
 from reviews.formats.labeled import citations
 from reviews.models import AdjudicationDraft, Assignment, GroupReview, Judgment, JudgmentItem, Reveal
-from reviews.selectors.adjudication import adjudication_refusal
+from reviews.selectors.adjudication import AdjudicationRow, adjudication_refusal, disagreements_for
 from reviews.selectors.rankings import grader_ranking, human_rankings
 from reviews.services.calibration import schedule_warm
 from reviews.services.queue import refresh_awaits_review
@@ -135,40 +135,17 @@ def log_reveal(*, group: Group, user, verdict: Verdict | None, reason: str) -> R
     return Reveal.objects.create(group=group, user=user, verdict=verdict, reason=reason)
 
 
-def _names_grader(disagreement) -> bool:
-    return any(isinstance(d, dict) and "grader" in (d.get("between") or []) for d in disagreement or [])
-
-
-def disagreements_for(*, user, reviews: list[GroupReview]) -> list[GroupReview]:
-    """The adjudication queue's "why" column, as this person may see it.
-
-    Which rollouts a reviewer and the grader disagree on is a grader field. It is withheld
-    (`hidden_reason` set, `disagreement` emptied) on groups where the person holds an open
-    blind assignment; where it is shown and names the grader, the showing is logged as a
-    `Reveal` (browse), so the queue never serves that group to them blind afterwards and a
-    judgment they make on it is not stored as blind. Four queries whatever the page size.
-    """
-    ids = [r.group_id for r in reviews]
-    blind_here = set(Assignment.objects.filter(reviewer=user, group_id__in=ids).open_blind().values_list("group_id", flat=True))
-    for r in reviews:
-        r.hidden_reason = ""
-        if r.group_id in blind_here:
-            r.disagreement, r.hidden_reason = [], "withheld: you are judging this group blind"
-    shown = [r.group_id for r in reviews if r.group_id not in blind_here and _names_grader(r.disagreement)]
-    if not shown:
-        return reviews
-    latest: dict[int, int] = {}
-    for group_id, verdict_id in (
-        Verdict.objects.filter(group_id__in=shown).order_by("group_id", "-created_at", "-id").values_list("group_id", "id")
-    ):
-        latest.setdefault(group_id, verdict_id)
-    seen = set(Reveal.objects.filter(user=user, group_id__in=shown).values_list("group_id", "verdict_id"))
+def reveal_disagreements(*, user, reviews: list[GroupReview]) -> list[AdjudicationRow]:
+    """The adjudication queue's "why" column as this person may see it (selectors.adjudication.
+    disagreements_for), with each showing that names the grader logged as a `Reveal` (browse),
+    so the queue never serves that group to them blind afterwards and a judgment they make on
+    it is not stored as blind. Four queries whatever the page size."""
+    shown = disagreements_for(user=user, reviews=reviews)
     Reveal.objects.bulk_create(
-        Reveal(group_id=g, user=user, verdict_id=latest.get(g), reason=Reveal.Reason.BROWSE)
-        for g in shown
-        if (g, latest.get(g)) not in seen
+        Reveal(group_id=group_id, user=user, verdict_id=verdict_id, reason=Reveal.Reason.BROWSE)
+        for group_id, verdict_id in shown.unlogged
     )
-    return reviews
+    return shown.rows
 
 
 @transaction.atomic

@@ -17,7 +17,7 @@ from grading.models import Run
 from grading.projects.access import page_project
 from reviews.selectors import adjudication, progress
 from reviews.selectors.queue import policy_for, queue_groups
-from reviews.services.judgments import disagreements_for
+from reviews.services.judgments import reveal_disagreements
 from reviews.services.queue import next_assignment, update_policy
 
 UPCOMING = 10
@@ -100,7 +100,7 @@ def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
     paginator.count = totals["needs_adjudication"] + (totals["adjudicated"] if include_done else 0)  # known: no second count
     page = paginator.get_page(request.GET.get("page"))
     # Withheld where this person judges blind; logged as a reveal where the grader is named.
-    page.object_list = disagreements_for(user=request.user, reviews=adjudication.adjudication_rows(list(page.object_list)))
+    page.object_list = reveal_disagreements(user=request.user, reviews=adjudication.adjudication_rows(list(page.object_list)))
     return render(
         request,
         "reviews/adjudication.html",
