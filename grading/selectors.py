@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.conf import settings
+from django.core.paginator import Page, Paginator
+from django.db import connection
 from django.db.models import Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
@@ -18,6 +20,7 @@ from grading.method.turn_weights import cited_turns
 from grading.models import (
     AdvantageResult,
     ApiToken,
+    GradingJob,
     Group,
     ImportJob,
     Membership,
@@ -32,8 +35,14 @@ from grading.models import (
 )
 
 
-def projects_for_user(user) -> QuerySet[Project]:
-    return Project.objects.filter(memberships__user=user).annotate(n_runs=Count("runs", distinct=True)).order_by("name")
+def ping_database() -> None:
+    """One round trip to the database, for /healthz: raises when it does not answer."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
+def projects_for_user(user) -> list[Project]:
+    return list(Project.objects.filter(memberships__user=user).annotate(n_runs=Count("runs", distinct=True)).order_by("name"))
 
 
 def runs_for_project(project: Project) -> QuerySet[Run]:
@@ -142,6 +151,36 @@ def group_totals_by_run(project: Project) -> dict[int, dict]:
     """Run id -> its group totals, for every run of the project in one query."""
     rows = Group.objects.filter(run__project=project).order_by().values("run_id").annotate(**GROUP_TOTALS)
     return {row.pop("run_id"): row for row in rows}
+
+
+def runs_with_totals(project: Project) -> list[Run]:
+    """The project's runs by name, each with `n_steps` and its group `totals` (NO_GROUPS for a
+    run without groups): two queries however many runs."""
+    runs = list(runs_for_project(project))
+    totals = group_totals_by_run(project)
+    for run in runs:
+        run.totals = totals.get(run.pk, NO_GROUPS)
+    return runs
+
+
+def step_totals(step: Step) -> dict:
+    """The step's group totals (group_totals)."""
+    return group_totals(step.groups.all())
+
+
+STEPS_PER_PAGE = 50
+
+
+def steps_page(run: Run, number) -> tuple[Page, list[Step]]:
+    """Page `number` (as the request gives it) of the run's steps, and its steps with their
+    counts (steps_with_counts): a few queries whatever the run's size."""
+    page = Paginator(run.steps.order_by("number"), STEPS_PER_PAGE).get_page(number)
+    return page, steps_with_counts(list(page.object_list))
+
+
+def step_for_page(run: Run, number: int) -> Step:
+    """The run's step of that number; Http404 when there is none."""
+    return get_object_or_404(run.steps, number=number)
 
 
 def steps_with_counts(steps: list[Step]) -> list[Step]:
@@ -282,6 +321,17 @@ def groups_for_step(step: Step, *, show: str = "all") -> QuerySet[Group]:
     )
 
 
+GROUPS_PER_PAGE = 100
+
+
+def groups_page(step: Step, *, show: str, number) -> Page:
+    """Page `number` (as the request gives it) of the step's groups under the filter `show`,
+    read here: its object_list is a list."""
+    page = Paginator(groups_for_step(step, show=show), GROUPS_PER_PAGE).get_page(number)
+    page.object_list = list(page.object_list)
+    return page
+
+
 def group_for_page(run: Run, uid: str) -> Group:
     return get_object_or_404(Group.objects.select_related("run__project", "step", "task"), run=run, uid=uid)
 
@@ -411,9 +461,9 @@ def turn_weights_of(group: Group, grades: dict) -> dict[int, list[tuple[int, flo
 # --- the team page (grading/views/team.py) -----------------------------------------------
 
 
-def team_members(project: Project) -> QuerySet:
+def team_members(project: Project) -> list[Membership]:
     """The project's members with their accounts and live token counts, admins first (one query)."""
-    return (
+    return list(
         Membership.objects.filter(project=project)
         .select_related("user__service_account")
         .annotate(
@@ -425,10 +475,10 @@ def team_members(project: Project) -> QuerySet:
     )
 
 
-def team_tokens(project: Project) -> QuerySet:
+def team_tokens(project: Project) -> list[ApiToken]:
     """The project's API tokens, live ones first, newest first, with their account and its role
     in the project (empty once the account left it: the token then opens nothing) (one query)."""
-    return (
+    return list(
         ApiToken.objects.filter(project=project)
         .select_related("user")
         .annotate(role=Subquery(Membership.objects.filter(project=project, user=OuterRef("user")).values("role")[:1]))
@@ -445,3 +495,21 @@ def cluster_members(rollouts: Iterable[Rollout]) -> dict[int, list[int]]:
         if rollout.cluster is not None:
             clusters.setdefault(rollout.cluster, []).append(rollout.index)
     return clusters
+
+
+# --- the grading page of a step (grading/views/grading.py) --------------------------------
+
+
+def grading_jobs(step: Step) -> list[GradingJob]:
+    """The step's grading jobs with their group and verdict, by grader and group uid (one query)."""
+    return list(GradingJob.objects.filter(group__step=step).select_related("group", "verdict").order_by("grader", "group__uid"))
+
+
+def grading_job_counts(step: Step) -> dict[str, int]:
+    """How many of the step's grading jobs are queued, running, done and failed (one query)."""
+    return GradingJob.objects.filter(group__step=step).aggregate(
+        queued=Count("id", filter=Q(status=GradingJob.Status.QUEUED)),
+        running=Count("id", filter=Q(status=GradingJob.Status.RUNNING)),
+        done=Count("id", filter=Q(status=GradingJob.Status.DONE)),
+        failed=Count("id", filter=Q(status=GradingJob.Status.FAILED)),
+    )

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
@@ -26,8 +24,7 @@ from grading.projects.access import page_project, page_run, require_staff
 def healthz(request: HttpRequest) -> JsonResponse:
     """For load balancers and compose health checks: the one unauthenticated URL, so it says
     nothing beyond whether the database answers."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
+    selectors.ping_database()
     return JsonResponse({"status": "ok"})
 
 
@@ -58,14 +55,8 @@ def new_project(request: HttpRequest) -> HttpResponse:
 @require_GET
 def project_detail(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "view")
-    runs = list(selectors.runs_for_project(project_obj))
-    totals = selectors.group_totals_by_run(project_obj)
-    for run in runs:
-        run.totals = totals.get(run.pk, selectors.NO_GROUPS)
+    runs = selectors.runs_with_totals(project_obj)
     return render(request, "grading/project.html", {"project": project_obj, "membership": membership, "runs": runs})
-
-
-STEPS_PER_PAGE = 50
 
 
 @login_required
@@ -74,10 +65,9 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     project_obj, membership, run_obj = page_run(request, project, run, "view")
     # A page of steps with their counts, and the chart over every step from the stored
     # summaries, one query each: a few queries whatever the run's size.
-    page = Paginator(run_obj.steps.order_by("number"), STEPS_PER_PAGE).get_page(request.GET.get("page"))
-    steps = selectors.steps_with_counts(list(page.object_list))
+    page, steps = selectors.steps_page(run_obj, request.GET.get("page"))
     mapping = active_mapping(run_obj)
-    refresh_stale_steps(steps=steps, mapping=mapping)
+    refresh_stale_steps(steps=steps, mapping=mapping)  # a GET that writes: the page shows current figures
     credit = selectors.credit_per_step(run_obj, mapping)
     progress = selectors.run_progress(run_obj, mapping)
     return render(
@@ -138,14 +128,14 @@ def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @require_GET
 def step_detail(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
     project_obj, membership, run_obj = page_run(request, project, run, "view")
-    step_obj = get_object_or_404(run_obj.steps, number=step)
+    step_obj = selectors.step_for_page(run_obj, step)
     show = request.GET.get("show", "all")
     if show not in selectors.GROUP_FILTERS:
         show = "all"
-    page = Paginator(selectors.groups_for_step(step_obj, show=show), 100).get_page(request.GET.get("page"))
-    totals = selectors.group_totals(step_obj.groups.all())
+    page = selectors.groups_page(step_obj, show=show, number=request.GET.get("page"))
+    totals = selectors.step_totals(step_obj)
     mapping = active_mapping(run_obj)
-    balance = refresh_stale_step(step=step_obj, mapping=mapping).summary
+    balance = refresh_stale_step(step=step_obj, mapping=mapping).summary  # a GET that writes, as on the run page
     return render(
         request,
         "grading/step.html",
