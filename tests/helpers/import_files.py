@@ -13,6 +13,8 @@ import json
 import os
 from pathlib import Path
 
+from grading.ingest.importers.scan import RunFinder, Source
+
 PATCH = (
     "diff --git a/pkg/core.py b/pkg/core.py\n--- a/pkg/core.py\n+++ b/pkg/core.py\n"
     "@@ -1,3 +1,3 @@\n def f(x):\n-    return x\n+    return x + {n}\n \n"
@@ -428,3 +430,15 @@ def dump_generations(dump_path, global_steps, inputs, outputs, scores, reward_ex
 
 
 PROMPTS = ["user\nWhat is 2+2?\nassistant\n", "user\nReverse 'abc'.\nassistant\n"]
+
+
+# What the importers make of files: attempts by instance id, and the findings of one kind
+
+
+def find(*paths, fmt="auto", threshold=None, step=None):
+    finder = RunFinder([Source(Path(p)) for p in paths], fmt=fmt, reward_threshold=threshold, step=step).scan()
+    return finder, {key: finder.attempts(key) for key in finder.instance_ids}
+
+
+def reasons(finder: RunFinder, kind: str) -> dict[str, str]:
+    return {f.ref: f.reason for f in finder.findings if f.kind == kind}

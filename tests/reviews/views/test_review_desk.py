@@ -481,15 +481,3 @@ def test_the_adjudication_form_offers_each_raters_ranking_in_pinned_queries(clie
     start = html[html.index('id="start-rankings"') :]
     assert '"reviewer-2": {"0": {"tier": "T1", "rank": 1, "cheat": false}, "1": {"tier": "T3", "rank": 2' in start
     assert 'checked data-testid="tier-0-' not in html  # the form itself starts blank
-
-
-def test_grader_agrees_only_on_the_same_tier_and_the_same_cheat_call():
-    from types import SimpleNamespace
-
-    from reviews.selectors.judge_panel import grader_says
-
-    grade = SimpleNamespace(tier="T2", cheat=True)
-    assert grader_says({"tier": "T2", "cheat": True}, grade) == ""
-    assert grader_says({"tier": "T2", "cheat": False}, grade) == "cheat"
-    assert grader_says({"tier": "T1"}, grade) == "T2, cheat"
-    assert grader_says({"tier": "T1", "cheat": True}, SimpleNamespace(tier="T1", cheat=False)) == "no cheat"

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from grading.ingest.importers import mini_swe_agent, swe_agent
 from grading.ingest.importers.common import SourceError, load_json, repo_of, verdicts_from_report_file
-from grading.ingest.importers.scan import IGNORED, NOTICE, SKIPPED, UNKNOWN, RunFinder, Source
+from grading.ingest.importers.scan import IGNORED, NOTICE, SKIPPED, UNKNOWN
 from tests.helpers import import_files as b
+from tests.helpers.import_files import find, reasons
 
 A, B, C = "octo__widgets-101", "octo__widgets-102", "acme-corp__big.lib-7"
-
-
-def find(*paths, fmt="auto") -> tuple[RunFinder, dict[str, list]]:
-    finder = RunFinder([Source(Path(p)) for p in paths], fmt=fmt).scan()
-    return finder, {i: finder.attempts(i) for i in finder.instance_ids}
-
-
-def reasons(finder: RunFinder, kind: str) -> dict[str, str]:
-    return {f.ref: f.reason for f in finder.findings if f.kind == kind}
 
 
 # -- mini-swe-agent ----------------------------------------------------------------------
