@@ -78,13 +78,13 @@ class BlindFields:
             f"metadata:{w}" for w in self.metadata_words
         ]
 
-    def hides_key(self, key) -> bool:
+    def hides_key(self, key: object) -> bool:
         """A metadata or stats key withheld: it names one of the words (or is the cost)."""
         name = str(key).lower()
         return (self.cost and "cost" in name) or any(word in name for word in self.metadata_words)
 
 
-def withheld(mapping, fields: BlindFields):
+def withheld(mapping: object, fields: BlindFields) -> object:
     """`mapping` (metadata or stats) without the keys the blind fields name, at any depth."""
     if isinstance(mapping, Mapping):
         return {k: withheld(v, fields) for k, v in mapping.items() if not fields.hides_key(k)}
@@ -96,7 +96,7 @@ def withheld(mapping, fields: BlindFields):
 def withhold_line(rollout: dict[str, Any], fields: BlindFields, *, lane: str) -> dict[str, Any]:
     """A rollout in its gagar-group/1 shape as a blind judge may see it: its index replaced
     by its lane label, the blind fields left out (the trajectory text is kept as it is)."""
-    out = {"lane": lane}
+    out: dict[str, Any] = {"lane": lane}
     for key, value in rollout.items():
         if key == "index" or (key == "source" and fields.source):
             continue

@@ -52,7 +52,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -256,7 +256,9 @@ def _plural(n: int, word: str) -> str:
 NAMED_MEMBERS = 5  # cluster members a label names; more are counted ("and 4 more")
 
 
-def cluster_label(index: int, members: tuple[int, ...], *, empty: bool, extra: int, name=lambda i: f"#{i}") -> str:
+def cluster_label(
+    index: int, members: tuple[int, ...], *, empty: bool, extra: int, name: Callable[[int], str] = lambda i: f"#{i}"
+) -> str:
     """The label of rollout `index` in its cluster of `members`, each rollout named by
     `name`: "#3" as stored, or a blind judge's lane label. One wording for every member:
     each names all the others, in `members`' order, up to NAMED_MEMBERS of them

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from html import escape, unescape
 from typing import Any
 
-from unidiff import PatchSet
+from unidiff import Hunk as UnidiffHunk
+from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from grading.rollouts.highlighter import HighlightPool, Unhighlighted
@@ -238,7 +239,7 @@ def highlight_lines(lines: list[str], path: str, budget: HighlightBudget | None 
     return result
 
 
-def _hunk_lines(hunk) -> list[tuple[str, int | None, int | None, str]]:
+def _hunk_lines(hunk: UnidiffHunk) -> list[tuple[str, int | None, int | None, str]]:
     """(type, old number, new number, text) of a hunk's context, added and removed lines."""
     return [
         (line.line_type, line.source_line_no, line.target_line_no, line.value.rstrip("\n").rstrip("\r"))
@@ -247,7 +248,7 @@ def _hunk_lines(hunk) -> list[tuple[str, int | None, int | None, str]]:
     ]
 
 
-def _build_hunk(hunk, lines: list[Any], path: str, colour: bool, budget: HighlightBudget) -> Hunk:
+def _build_hunk(hunk: UnidiffHunk, lines: list[Any], path: str, colour: bool, budget: HighlightBudget) -> Hunk:
     old_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "-")]
     new_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "+")]
     if colour:
@@ -300,7 +301,7 @@ def _build_hunk(hunk, lines: list[Any], path: str, colour: bool, budget: Highlig
     return result
 
 
-def _status(patched_file) -> str:
+def _status(patched_file: PatchedFile) -> str:
     if patched_file.is_binary_file:
         return "binary"
     if patched_file.is_added_file:
@@ -328,7 +329,7 @@ def changed_lines(text: str) -> int:
     return count
 
 
-def _patch_set(text: str):
+def _patch_set(text: str) -> tuple[PatchSet | None, str | None]:
     try:
         patch_set = PatchSet(text)
     except (UnidiffParseError, ValueError, IndexError) as exc:

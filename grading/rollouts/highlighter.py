@@ -56,9 +56,11 @@ class _Worker:
 
     def _read(self, deadline: float) -> dict[str, Any]:
         header = self._read_exact(FRAME.size, deadline)
-        return json.loads(self._read_exact(FRAME.unpack(header)[0], deadline))
+        answer: dict[str, Any] = json.loads(self._read_exact(FRAME.unpack(header)[0], deadline))
+        return answer
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
+        assert self.proc.stdout is not None  # Popen(stdout=PIPE)
         fd = self.proc.stdout.fileno()
         poller = select.poll()
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
@@ -82,6 +84,7 @@ class _Worker:
             self.ready = True
         body = json.dumps({"path": path, "text": text}).encode("ascii")
         data = memoryview(FRAME.pack(len(body)) + body)
+        assert self.proc.stdin is not None  # Popen(stdin=PIPE)
         fd = self.proc.stdin.fileno()
         while data:
             data = data[os.write(fd, data) :]
@@ -91,7 +94,8 @@ class _Worker:
             raise Unhighlighted(f"highlighting did not finish within {timeout:.1f} s") from None
         if "html" not in answer:
             raise Unhighlighted("the highlighter failed on this text")
-        return answer["html"]
+        html: str = answer["html"]
+        return html
 
     def kill(self) -> None:
         if self.owner != os.getpid():
@@ -103,7 +107,8 @@ class _Worker:
             pass
         for pipe in (self.proc.stdin, self.proc.stdout):
             try:
-                pipe.close()
+                if pipe is not None:
+                    pipe.close()
             except OSError:
                 pass
 
@@ -175,17 +180,19 @@ def _serve() -> None:  # pragma: no cover  (runs in the child process)
 
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
+    from pygments.lexer import Lexer
     from pygments.lexers import TextLexer, get_lexer_for_filename
     from pygments.util import ClassNotFound
 
     formatter = HtmlFormatter(nowrap=True, classprefix="hl-")
 
     @lru_cache(maxsize=256)
-    def lexer_for(path: str):
+    def lexer_for(path: str) -> Lexer:
         try:
-            return get_lexer_for_filename(path, stripnl=False, ensurenl=False)
+            lexer: Lexer = get_lexer_for_filename(path, stripnl=False, ensurenl=False)
         except ClassNotFound:
-            return TextLexer(stripnl=False, ensurenl=False)
+            lexer = TextLexer(stripnl=False, ensurenl=False)
+        return lexer
 
     def read_exact(n: int) -> bytes | None:
         buffer = bytearray()

@@ -73,6 +73,7 @@ def compare_patches(a: str, b: str, *, context: int = 3) -> list[FileComparison]
     for path in sorted(set(files_a) | set(files_b)):
         la, lb = files_a.get(path), files_b.get(path)
         if la is None:
+            assert lb is not None  # the path is in one of the two
             result.append(
                 FileComparison(
                     path, "only_b", [CompareRow("only_b", t) for t in lb[:MAX_ROWS_PER_FILE]], len(lb) > MAX_ROWS_PER_FILE

@@ -29,6 +29,7 @@ gets a *kind*, shown in this order (files of one kind keep the patch's order):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import TypeVar
 
 from grading.rollouts.clusters import MAX_PATH_CHARS, is_scratch_name
@@ -99,8 +100,8 @@ def file_kind(path: str, status: str, *, extra_files: Iterable[str] = ()) -> str
 def order_files(
     files: Sequence[T],
     *,
-    path: Callable[[T], str] = lambda f: f.path,
-    status: Callable[[T], str] = lambda f: f.status,
+    path: Callable[[T], str] = attrgetter("path"),
+    status: Callable[[T], str] = attrgetter("status"),
     extra_files: Iterable[str] = (),
 ) -> list[tuple[str, T]]:
     """(kind, file) for every file, core first and extra last (KINDS); a stable sort, so

@@ -55,7 +55,9 @@ def to_turn(position: int, message: dict[str, Any]) -> Turn:
     if isinstance(calls, list):
         for call in calls:
             if isinstance(call, dict):
-                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                fn = call.get("function")
+                if not isinstance(fn, dict):
+                    fn = {}
                 turn.tool_calls.append(
                     {
                         "name": str(fn.get("name") or call.get("name") or "tool"),

@@ -28,8 +28,9 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from grading.rollouts.turns import to_turn
 from grading.search.query import MAX_QUERY_CHARS, Query, find, scan_cost, tokens
@@ -99,7 +100,7 @@ class Hits:
     more: bool = False
 
 
-def test_names(tests) -> list[str]:
+def test_names(tests: object) -> list[str]:
     """Test names from a rollout's `tests`: SWE-bench's {"FAIL_TO_PASS": {"success": [...], "failure": [...]}},
     plain lists, or {name: outcome}."""
     names: list[str] = []
@@ -149,7 +150,7 @@ def patch_parts(patch: str) -> Iterator[Part]:
             new_no += 1
 
 
-def turn_parts(messages) -> Iterator[Part]:
+def turn_parts(messages: Sequence[Any]) -> Iterator[Part]:
     """Every turn's fields in turn order: content, thought, action, tool-call arguments, observation."""
     for position, message in enumerate(messages if isinstance(messages, list) else []):
         if not isinstance(message, dict):
@@ -166,7 +167,7 @@ def turn_parts(messages) -> Iterator[Part]:
                 yield Part("turn", name, text, turn=position)
 
 
-def parts(messages, patch: str, tests) -> Iterator[Part]:
+def parts(messages: Sequence[Any], patch: str, tests: object) -> Iterator[Part]:
     """Every searchable field: the patch first, then the test ids, then the turns in order."""
     yield from patch_parts(patch)
     for name in test_names(tests):
@@ -174,7 +175,7 @@ def parts(messages, patch: str, tests) -> Iterator[Part]:
     yield from turn_parts(messages)
 
 
-def fields(messages, patch: str, tests) -> Iterator[str]:
+def fields(messages: Sequence[Any], patch: str, tests: object) -> Iterator[str]:
     """The texts of `parts`, in the same order (what the index stores)."""
     for part in parts(messages, patch, tests):
         yield part.text
@@ -256,7 +257,15 @@ def _occurrences(query: Query, text: str) -> int:
 
 
 def find_hits(
-    query: Query, messages, patch: str, tests, *, offset: int = 0, limit: int = 5, budget: int = SCAN_BUDGET, count: bool = True
+    query: Query,
+    messages: Sequence[Any],
+    patch: str,
+    tests: object,
+    *,
+    offset: int = 0,
+    limit: int = 5,
+    budget: int = SCAN_BUDGET,
+    count: bool = True,
 ) -> Hits:
     """Where `query` occurs in the rollout: one hit per field that holds it, in part order;
     the hits `offset` to `offset + limit`, and how many there are in all. At most `budget`

@@ -43,7 +43,7 @@ import json
 import re
 from collections.abc import Sequence
 from statistics import median_low
-from typing import Any
+from typing import Any, NoReturn
 
 from grading.grader.base import RUBRIC, SCORE_RANGE, Evidence
 from grading.grader.evidence import resolve
@@ -225,7 +225,7 @@ def verdict_arguments(
     return {"judgments": judgments}
 
 
-def _dumps(value) -> str:
+def _dumps(value: object) -> str:
     # As the grader writes tool results into its conversation (grading.grader.llm).
     return json.dumps(value, ensure_ascii=False)
 
@@ -303,5 +303,5 @@ class UnreadTrajectory(Sequence[Any]):
     def __len__(self) -> int:
         return self._length
 
-    def __getitem__(self, position):
+    def __getitem__(self, position: Any) -> NoReturn:
         raise LookupError("the labeled-groups export does not load trajectories")

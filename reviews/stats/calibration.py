@@ -120,12 +120,17 @@ def fit_mapping(
     m = _fit_m(table[None, :, :], q_arr, k)[0]
     f = m / m.max()
     return FittedMapping(
-        f=tuple(float(v) for v in f),
-        m=tuple(float(v) for v in m),
+        f=_per_tier(f),
+        m=_per_tier(m),
         counts=tuple(tuple(_plain(v) for v in row) for row in table),
         k=k,
-        q=tuple(float(v) for v in q_arr),
+        q=_per_tier(q_arr),
     )
+
+
+def _per_tier(values: np.ndarray) -> tuple[float, float, float]:
+    t1, t2, t3 = (float(v) for v in values)
+    return t1, t2, t3
 
 
 def counts_from_pairs(pairs: Any) -> np.ndarray:
@@ -177,7 +182,9 @@ def bootstrap_mapping(
     return _with_intervals(fitted, intervals, n_boot, n_groups)
 
 
-def _with_intervals(fitted: FittedMapping, intervals, n_boot: int, n_groups: int) -> FittedMapping:
+def _with_intervals(
+    fitted: FittedMapping, intervals: tuple[tuple[float, float] | None, ...], n_boot: int, n_groups: int
+) -> FittedMapping:
     return FittedMapping(
         f=fitted.f,
         m=fitted.m,
@@ -216,7 +223,7 @@ def _pool_adjacent_violators(values: np.ndarray, weights: np.ndarray) -> np.ndar
             blocks.append([merged, w1 + w2, n1 + n2])
     out: list[float] = []
     for value, _, length in blocks:
-        out.extend([value] * length)
+        out.extend([value] * int(length))
     return np.asarray(out)
 
 
@@ -257,7 +264,7 @@ def _pairs_arrays(pairs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-_CODES = {**TIER_INDEX, **{level: level - 1 for level in LEVELS}}  # 0-based
+_CODES: dict[str | int, int] = dict([*TIER_INDEX.items(), *((level, level - 1) for level in LEVELS)])  # 0-based
 
 
 def _tier_codes(column: pd.Series) -> np.ndarray:

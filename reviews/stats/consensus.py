@@ -15,6 +15,7 @@ ties share a rank).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import combinations
 from statistics import median_low
 from typing import Any
@@ -48,14 +49,14 @@ def fill_ranks(given: dict[int, tuple[str, int | None]]) -> dict[int, int]:
     if all(rank is None for _, rank in given.values()):
         return ranks_from_tiers({index: tier for index, (tier, _) in given.items()})
     if all(rank is not None for _, rank in given.values()):
-        return {index: rank for index, (_, rank) in given.items()}
+        return {index: rank for index, (_, rank) in given.items() if rank is not None}
     blank = float("inf")
     key = {index: (TIERS.index(tier), blank if rank is None else rank) for index, (tier, rank) in given.items()}
     order = sorted(set(key.values()))
     return {index: order.index(k) + 1 for index, k in key.items()}
 
 
-def rank_contradictions(ranking: Ranking, name=lambda index: f"#{index}") -> list[str]:
+def rank_contradictions(ranking: Ranking, name: Callable[[int], str] = lambda index: f"#{index}") -> list[str]:
     """Pairs where a rollout of a worse tier is ranked strictly above one of a better tier,
     each rollout named by `name` (a blind judge's lane label, or "#<index>")."""
     problems = []

@@ -194,7 +194,8 @@ def group_taus(frame: pd.DataFrame, *, grader: str = GRADER) -> np.ndarray:
     """τ-b between the grader's ranks and the people's consensus ranks, one per group
     that has any (in the order groups first appear in the frame)."""
     stats = group_statistics(frame, grader=grader)
-    return stats.taus[stats.ranked]
+    taus: np.ndarray = stats.taus[stats.ranked]
+    return taus
 
 
 def mean_group_tau(frame: pd.DataFrame, *, grader: str = GRADER) -> float:
@@ -220,7 +221,8 @@ def pairwise_accuracy(frame: pd.DataFrame, *, grader: str = GRADER) -> float:
 def top1_hits(frame: pd.DataFrame, *, grader: str = GRADER) -> np.ndarray:
     """Per group: 1.0 when a rollout the grader ranked best is among the people's best."""
     stats = group_statistics(frame, grader=grader)
-    return stats.column("top1_hits")[stats.ranked]
+    hits: np.ndarray = stats.column("top1_hits")[stats.ranked]
+    return hits
 
 
 def top1_agreement(frame: pd.DataFrame, *, grader: str = GRADER) -> float:

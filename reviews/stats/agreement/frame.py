@@ -30,7 +30,7 @@ import pandas as pd
 from grading.method.tiers import LEVELS, TIER_LEVEL, unknown_tier
 
 GRADER = "grader"
-_CODES = {**TIER_LEVEL, **{level: level for level in LEVELS}}
+_CODES: dict[str | int, int] = dict([*TIER_LEVEL.items(), *((level, level) for level in LEVELS)])
 _STRING_CODES = {tier: float(level) for tier, level in TIER_LEVEL.items()}
 FRAME_COLUMNS = ("group", "rollout", "rater", "tier", "rank")
 

@@ -86,7 +86,9 @@ def _flags(column: pd.Series) -> np.ndarray:
     values = column.to_numpy(dtype=object) if column.dtype == object else column
     if column.dtype != object or pd.api.types.infer_dtype(values, skipna=True) in ("boolean", "empty"):
         try:
-            return pd.array(values, dtype="boolean").to_numpy(dtype=np.float64, na_value=np.nan)
+            # pandas-stubs' pd.array takes no Series; pandas does
+            flags: np.ndarray = pd.array(values, dtype="boolean").to_numpy(dtype=np.float64, na_value=np.nan)  # type: ignore[call-overload]
+            return flags
         except (TypeError, ValueError):
             pass
     bad = [v for v in column.dropna().tolist() if not isinstance(v, (bool, np.bool_))]
@@ -182,7 +184,9 @@ def group_statistics(frame: pd.DataFrame, *, grader: str = GRADER) -> GroupStati
     return GroupStatistics(groups=pd.Index(groups), table=table, taus=taus, ranked=ranked)
 
 
-def _rank_agreement(table, both_ranked, unit_group, grader_rank, human_rank) -> tuple[np.ndarray, np.ndarray]:
+def _rank_agreement(
+    table: np.ndarray, both_ranked: np.ndarray, unit_group: np.ndarray, grader_rank: np.ndarray, human_rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Fill τ-b and top-1 columns from the rollouts with grader and consensus ranks; return
     (τ-b per group, whether the group had any such rollout)."""
     n_groups = len(table)
@@ -214,7 +218,9 @@ def _rank_agreement(table, both_ranked, unit_group, grader_rank, human_rank) -> 
     return taus, ranked
 
 
-def _cheat_counts(table, frame, unit, unit_group, is_grader) -> None:
+def _cheat_counts(
+    table: np.ndarray, frame: pd.DataFrame, unit: np.ndarray, unit_group: np.ndarray, is_grader: np.ndarray
+) -> None:
     """Fill the cheat columns: the grader's flags against audits, or the people's calls."""
     n_groups, n_units = len(table), len(unit_group)
     cheat = _flags(frame["cheat"])
@@ -236,7 +242,18 @@ def _cheat_counts(table, frame, unit, unit_group, is_grader) -> None:
     table[:, _COL["cheat_compared"]] = _per_group(g, None, n_groups)
 
 
-def _pairwise(*, group, unit, unit_group, rater, rank, is_grader, grader_rank, n_groups, n_raters) -> np.ndarray:
+def _pairwise(
+    *,
+    group: np.ndarray,
+    unit: np.ndarray,
+    unit_group: np.ndarray,
+    rater: np.ndarray,
+    rank: np.ndarray,
+    is_grader: np.ndarray,
+    grader_rank: np.ndarray,
+    n_groups: int,
+    n_raters: int,
+) -> np.ndarray:
     """Per group: (pairs the grader ordered like people, pairs people ordered strictly)."""
     out = np.zeros((n_groups, 2))
     ranked = ~np.isnan(rank)
