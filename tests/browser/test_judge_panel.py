@@ -24,8 +24,8 @@ from grading.models import Group
 from reviews.models import Assignment, Judgment, JudgmentItem
 from reviews.selectors.lanes import lanes_for
 from reviews.services.judgments import ItemInput, submit_judgment
-from reviews.services.queue import assign, update_policy
-from tests.helpers.browser import group_path, log_in, wait_until_ready
+from reviews.services.queue import update_policy
+from tests.helpers.browser import group_path, log_in, open_blind_assignment, wait_until_ready
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.real_groups import producer_values, scratch_files_group
 
@@ -57,9 +57,7 @@ def real(acme, alice):
 
 
 def _open_blind(page, live_server, user, group):
-    assign(group=group, reviewer=user)
-    log_in(page, live_server, user.username, group_path(group.uid))
-    wait_until_ready(page)
+    open_blind_assignment(page, live_server, user, group)
     page.wait_for_selector('body[data-group-ready="true"]', state="attached")
     return lanes_for(user=user, group=group).key  # index -> the lane label bob's page shows
 

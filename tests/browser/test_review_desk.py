@@ -20,7 +20,7 @@ from reviews.models import Judgment, Reveal
 from reviews.selectors.lanes import lanes_for
 from reviews.services.audit import audit_cheat
 from reviews.services.queue import assign, update_policy
-from tests.helpers.browser import group_path, log_in, tier_lanes, wait_until_ready, watch_dialogs
+from tests.helpers.browser import group_path, log_in, open_blind_assignment, tier_lanes, wait_until_ready, watch_dialogs
 from tests.helpers.desk import GRADER, SECRET_NOTE
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
@@ -108,9 +108,7 @@ def test_second_reviewer_submitting_at_the_same_time_is_told_of_the_conflict(liv
 def test_a_submit_right_after_the_last_key_sends_no_draft_with_it(live_server, page, bob, groups):
     """The autosave (600 ms timer, unload beacon) never races the submit: `s` pressed right
     after the tier keys posts the judgment alone, and the judgment is stored."""
-    assign(group=groups["g2@1"], reviewer=bob)
-    log_in(page, live_server, "bob", group_path("g2@1"))
-    wait_until_ready(page)
+    open_blind_assignment(page, live_server, bob, groups["g2@1"])
     posts: list[str] = []
     page.on("request", lambda r: posts.append(r.url.rstrip("/").rsplit("/", 1)[-1]) if r.method == "POST" else None)
     tier_lanes(page, ["1", "2", "3"])

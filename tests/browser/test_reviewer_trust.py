@@ -23,7 +23,7 @@ from grading.models import RubricGuide
 from reviews.models import AdjudicationDraft, Assignment, Judgment, Reveal
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy
-from tests.helpers.browser import group_path, log_in, tier_lanes, wait_until_ready, watch_dialogs
+from tests.helpers.browser import group_path, log_in, open_blind_assignment, tier_lanes, wait_until_ready, watch_dialogs
 from tests.helpers.desk import GRADER, SECRET_NOTE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -255,9 +255,7 @@ def writes_refused():
 
 def test_a_503_on_submit_keeps_the_form_and_offers_a_retry(live_server, writes_refused, page, bob, groups):
     dialogs = watch_dialogs(page)
-    assign(group=groups["g1@1"], reviewer=bob)
-    log_in(page, live_server, "bob", group_path("g1@1"))
-    wait_until_ready(page)
+    open_blind_assignment(page, live_server, bob, groups["g1@1"])
     statuses: list[int] = []
     page.on("response", lambda r: statuses.append(r.status) if r.request.method == "POST" else None)
     tier_lanes(page, ["1", "2", "3"])

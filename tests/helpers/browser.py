@@ -1,10 +1,13 @@
 """Driving the site in real Chromium (tests/browser): where the browser is and how it starts,
 `ConsoleLog` (errors a page logged), `log_in(page, live_server, username, next_path)`,
-`watch_dialogs(page)`, `group_path(uid)`, `tier_lanes(page, keys)`, `wait_until_ready(page)`."""
+`watch_dialogs(page)`, `group_path(uid)`, `tier_lanes(page, keys)`, `wait_until_ready(page)`,
+`open_blind_assignment(page, live_server, user, group)`."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from reviews.services.queue import assign
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -58,3 +61,11 @@ def tier_lanes(page, keys) -> None:
 def wait_until_ready(page) -> None:
     """The group page's script has bound its key handlers (static/js/judge.js sets the marker)."""
     page.wait_for_selector('body[data-judge-ready="true"]', state="attached")
+
+
+def open_blind_assignment(page, live_server, user, group) -> None:
+    """Assign `group` to `user` (blind, as the default review policy and the blind tests' policy
+    make it) and open its page as them, its keys bound."""
+    assign(group=group, reviewer=user)
+    log_in(page, live_server, user.username, group_path(group.uid))
+    wait_until_ready(page)
