@@ -1,5 +1,6 @@
-"""The site's URLconf: only include()s of each app's own URLconf, plus auth, admin and the schema,
-and the error views (JSON under /api/, gagar_web/errors.py)."""
+"""The site's URLconf: include()s of each app's own URLconf, plus auth, admin and the schema,
+the error views (JSON under /api/, gagar_web/errors.py), and the group page, which both apps
+link to."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -8,6 +9,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from gagar_web.login import admin_login, login_page
+from reviews.views import group
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="projects", permanent=False)),
@@ -21,6 +23,10 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("", include("grading.urls")),
     path("projects/<slug:project>/", include("reviews.urls")),
+    # The group page: the review desk's view, named here, by the site, because both apps' pages
+    # link to it (a step's groups and grading jobs, search hits). After reviews.urls: a group
+    # uid may contain '/', so the routes under a group must match first.
+    path("projects/<slug:project>/runs/<str:run>/groups/<path:uid>/", group.group_detail, name="group"),
 ]
 
 handler400 = "gagar_web.errors.bad_request"

@@ -1,7 +1,8 @@
 """The review desk's pages, mounted under /projects/<project>/ by gagar_web/urls.py.
 
-Group uids may contain '/', so every route under a group comes before the group page itself,
-and a longer suffix before a shorter one it ends with (adjudication/draft/ before draft/)."""
+Group uids may contain '/', so every route under a group comes before the group page itself
+(which gagar_web/urls.py mounts after this URLconf), and a longer suffix before a shorter one it
+ends with (adjudication/draft/ before draft/)."""
 
 from django.urls import path, register_converter
 
@@ -51,5 +52,5 @@ urlpatterns = [
     path(GROUP + "rollouts/<lane:lane>/turns/", group.rollout_turns, name="rollout-turns"),
     path(GROUP + "rollouts/<lane:lane>/diff/", group.rollout_diff, name="rollout-diff"),
     path(GROUP + "rollouts/<lane:lane>/log/", group.rollout_log, name="rollout-log"),
-    path(GROUP, group.group_detail, name="group"),
+    # The group page itself is named by the site's URLconf (gagar_web/urls.py), after these.
 ]
