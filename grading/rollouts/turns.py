@@ -22,6 +22,7 @@ class Turn:
     observation: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     name: str = ""
+    fold: str = ""  # the observation's head where a page shows it folded (fold_head), else ""
 
     @property
     def size(self) -> int:

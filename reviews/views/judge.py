@@ -14,7 +14,8 @@ from grading.models import RolloutContent
 from grading.projects.access import page_group
 from grading.rollouts.patch_compare import compare_patches
 from reviews.forms import draft_fields, parse_judgment
-from reviews.models import Assignment, GroupReview, Judgment
+from reviews.models import Assignment, GroupReview, Judgment, Reveal
+from reviews.presenters.group_page import group_page
 from reviews.selectors.adjudication import AdjudicationRefused, adjudication_refusal
 from reviews.selectors.lanes import lanes_for
 from reviews.services.browse import ClaimRefused, claim_blind, hides_verdict_when_browsing, show_verdict
@@ -22,6 +23,7 @@ from reviews.services.judgments import (
     AssignmentFinished,
     JudgmentConflict,
     JudgmentError,
+    log_reveal,
     reveal_early,
     save_adjudication_draft,
     save_draft,
@@ -29,7 +31,15 @@ from reviews.services.judgments import (
 )
 from reviews.services.queue import next_assignment, skip_assignment
 from reviews.views.access import get_assignment_for_reviewer
-from reviews.views.group import render_group_page
+
+
+def render_group_page(request: HttpRequest, group, membership, *, status: int, **refused) -> HttpResponse:
+    """The group page again with what was refused (`errors` and the `form_data` sent, or a
+    `conflict`), as the group page's own view shows it (reviews.views.group.render_group)."""
+    page = group_page(user=request.user, group=group, membership=membership, query=request.GET, **refused)
+    if page.browse_reveal is not None:
+        log_reveal(group=group, user=request.user, verdict=page.browse_reveal, reason=Reveal.Reason.BROWSE)
+    return render(request, "reviews/group.html", page.context(), status=status)
 
 
 def _group_url(group) -> str:

@@ -23,7 +23,7 @@ from django.urls import reverse
 from pygments.lexers import find_lexer_class_for_filename, get_all_lexers
 
 from grading.rollouts import diffs, highlighter
-from reviews.views import group as group_views
+from reviews.presenters import group_page as group_views
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 
