@@ -56,15 +56,9 @@ NOT_OURS = ("admin/",)
 
 # (module, function) that issue a query themselves today. Shrink it; never grow it.
 KNOWN_OFFENDERS = {
-    ("reviews.views.access", "get_assignment_for_reviewer"),
     ("reviews.views.audit", "_rows"),
     ("reviews.views.calibration", "_scope"),
     ("reviews.views.hits", "rollout_hits"),
-    ("reviews.views.judge", "_passing"),
-    ("reviews.views.judge", "adjudicate"),
-    ("reviews.views.judge", "adjudication_draft"),
-    ("reviews.views.judge", "compare"),
-    ("reviews.views.judge", "show"),
     ("reviews.views.queue", "_run_filter"),
     ("reviews.views.queue", "queue"),
     ("reviews.views.search", "search"),

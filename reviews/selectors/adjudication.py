@@ -149,3 +149,8 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> DisagreementsShown
         latest.setdefault(group_id, verdict_id)
     seen = set(Reveal.objects.filter(user=user, group_id__in=shown).values_list("group_id", "verdict_id"))
     return DisagreementsShown(rows, [(g, latest.get(g)) for g in shown if (g, latest.get(g)) not in seen])
+
+
+def group_review(group: Group) -> GroupReview | None:
+    """The group's review state (how many reviewed it, whether it waits for an adjudicator)."""
+    return GroupReview.objects.filter(group=group).first()

@@ -41,3 +41,8 @@ def start_rankings(*, others: list[Judgment], grades: dict, lanes: Lanes) -> tup
         }
         sources.append({"key": "grader", "label": "the grader's ranking"})
     return rankings, sources
+
+
+def passing_indexes(group) -> list[int]:
+    """The indexes of the group's passing rollouts: the ones a judgment tiers."""
+    return list(group.rollouts.filter(passed=True).order_by("index").values_list("index", flat=True))

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from grading.models import Group, Project, Run
 from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
+from reviews.selectors.lanes import with_blind_fields
 
 OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids
 
@@ -137,3 +138,17 @@ def queue_place(*, assignment: Assignment, group: Group, reviewer) -> QueuePlace
     return QueuePlace(
         done=done, waiting=min(waiting, QUEUE_COUNT_CAP) if waiting is not None else None, capped=capped, previous=latest
     )
+
+
+def open_assignment(*, group: Group, reviewer) -> Assignment | None:
+    """`reviewer`'s open assignment on `group`, if any."""
+    return Assignment.objects.filter(group=group, reviewer=reviewer, status=Assignment.Status.OPEN).first()
+
+
+def assignment_for(*, group: Group, reviewer) -> Assignment | None:
+    """`reviewer`'s assignment on `group` (open or finished), with the project's blind fields;
+    its group is `group`, the page's copy."""
+    assignment = with_blind_fields(Assignment.objects.filter(group=group, reviewer=reviewer)).first()
+    if assignment is not None:
+        assignment.group = group
+    return assignment

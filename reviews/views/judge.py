@@ -10,14 +10,15 @@ from django.urls import reverse
 from django.utils.formats import date_format
 from django.views.decorators.http import require_GET, require_POST
 
-from grading.models import RolloutContent
 from grading.projects.access import page_group
-from grading.rollouts.patch_compare import compare_patches
 from reviews.forms import draft_fields, parse_judgment
-from reviews.models import Assignment, GroupReview, Judgment, Reveal
+from reviews.models import Judgment, Reveal
 from reviews.presenters.group_page import group_page
-from reviews.selectors.adjudication import AdjudicationRefused, adjudication_refusal
+from reviews.presenters.patch_compare import patch_comparison
+from reviews.selectors.adjudication import AdjudicationRefused, adjudication_refusal, group_review
+from reviews.selectors.judge_panel import passing_indexes
 from reviews.selectors.lanes import lanes_for
+from reviews.selectors.queue import open_assignment
 from reviews.services.browse import ClaimRefused, claim_blind, hides_verdict_when_browsing, show_verdict
 from reviews.services.judgments import (
     AssignmentFinished,
@@ -42,12 +43,9 @@ def render_group_page(request: HttpRequest, group, membership, *, status: int, *
     return render(request, "reviews/group.html", page.context(), status=status)
 
 
-def _group_url(group) -> str:
-    return reverse("group", args=[group.run.project.name, group.run.name, group.uid])
-
-
-def _passing(group) -> list[int]:
-    return list(group.rollouts.filter(passed=True).order_by("index").values_list("index", flat=True))
+def _group_url(project: str, group) -> str:
+    """The group page's address; `project`: the project's name, from this request's own."""
+    return reverse("group", args=[project, group.run.name, group.uid])
 
 
 def _seen_version(request: HttpRequest) -> int | None:
@@ -98,7 +96,7 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
     lanes = lanes_for(user=request.user, group=group, assignment=assignment)
     data = lanes.form_to_storage(request.POST)  # a blind judge's `tier-C` is stored as `tier-<index>`
     try:
-        items, note = parse_judgment(data, _passing(group), lanes.names)
+        items, note = parse_judgment(data, passing_indexes(group), lanes.names)
         result = submit_judgment(
             reviewer=request.user,
             group=group,
@@ -118,12 +116,12 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
                 pass
         # In words that name the lane ("rollout C passed and needs a tier"), never a field name.
         messages.error(request, "The judgment was not stored: " + "; ".join(error.errors.values()))
-        return _to(request, _group_url(group))
+        return _to(request, _group_url(project, group))
     except JudgmentConflict as conflict:
         if not request.htmx:
             return render_group_page(request, group, membership, status=409, conflict=conflict)
         messages.warning(request, f"Conflict: {conflict}. Your first judgment is kept unchanged; nothing was stored this time.")
-        return _to(request, _group_url(group))
+        return _to(request, _group_url(project, group))
     message = _concurrent_message(result)
     if message:
         messages.warning(request, message)
@@ -133,9 +131,9 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
             messages.success(request, f"Judgment of {group.uid} stored. Nothing left in your queue.")
             return _to(request, reverse("review-queue", args=[project]))
         messages.success(request, f"Judgment of {group.uid} stored. Next: {following.group.uid}.")
-        return _to(request, _group_url(following.group))
+        return _to(request, _group_url(project, following.group))
     messages.success(request, "Judgment stored. The grader's verdict is shown next to yours.")
-    return _to(request, _group_url(group))
+    return _to(request, _group_url(project, group))
 
 
 @login_required
@@ -149,7 +147,7 @@ def claim(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
         messages.error(request, f"You cannot judge {group.uid} blind: {refused}.")
     else:
         messages.success(request, f"{group.uid} is yours to judge{' blind' if assignment.blind else ''}.")
-    return redirect(_group_url(group))
+    return redirect(_group_url(project, group))
 
 
 @login_required
@@ -158,13 +156,13 @@ def show(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse
     """ "Show the grader's verdict", from a group opened outside an assignment: logged as a
     Reveal, and the group leaves the person's queue. Someone judging it blind reveals early instead."""
     group, membership = page_group(request, project, run, uid, "view")
-    open_ = Assignment.objects.filter(group=group, reviewer=request.user, status=Assignment.Status.OPEN).first()
+    open_ = open_assignment(group=group, reviewer=request.user)
     if open_ is not None:
         reveal_early(assignment=open_)
     elif hides_verdict_when_browsing(membership):
         show_verdict(group=group, user=request.user)
     messages.info(request, "The grader's verdict is shown. This group will not be served to you to judge blind.")
-    return redirect(_group_url(group))
+    return redirect(_group_url(project, group))
 
 
 @login_required
@@ -189,7 +187,7 @@ def draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
 def adjudication_draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """Autosave of the adjudication form, for whoever may adjudicate the group now."""
     group, _ = page_group(request, project, run, uid, "adjudicate")
-    refusal = adjudication_refusal(group=group, user=request.user, review=GroupReview.objects.filter(group=group).first())
+    refusal = adjudication_refusal(group=group, user=request.user, review=group_review(group))
     if refusal is not None:
         return JsonResponse({"error": refusal.message}, status=refusal.status)
     try:
@@ -210,10 +208,10 @@ def reveal(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
             if fields:  # keep what the reviewer had typed (the page sends the judging fields along)
                 save_draft(assignment=assignment, data=fields)
         except AssignmentFinished:  # a submit from another tab finished it meanwhile: nothing left to reveal early
-            return redirect(_group_url(assignment.group))
+            return redirect(_group_url(project, assignment.group))
         reveal_early(assignment=assignment)
         messages.info(request, "Grader verdict revealed. Your judgment of this group will be recorded as not blind.")
-    return redirect(_group_url(assignment.group))
+    return redirect(_group_url(project, assignment.group))
 
 
 @login_required
@@ -224,7 +222,7 @@ def skip(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse
         skip_assignment(assignment=assignment)
     except ValueError as error:
         messages.error(request, str(error))
-        return redirect(_group_url(assignment.group))
+        return redirect(_group_url(project, assignment.group))
     messages.info(request, f"Skipped {assignment.group.uid}; it will not be served to you again.")
     return redirect("review-queue", project=project)
 
@@ -234,17 +232,10 @@ def skip(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse
 def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """Patch of rollout `a` against rollout `b`, or against the gold patch (`b=gold`)."""
     group, _ = page_group(request, project, run, uid, "view")
-    stored = dict(RolloutContent.objects.filter(rollout__group=group).values_list("rollout__index", "patch"))
-    lanes = lanes_for(user=request.user, group=group, indexes=list(stored))  # a blind judge compares C with A
-    patches = {lanes.key(index): patch for index, patch in stored.items()}
-    labels = {lanes.key(index): lanes.name(index) for index in stored}
-    if group.task.gold_patch:
-        patches["gold"], labels["gold"] = group.task.gold_patch, "gold patch"
-    a, b = request.GET.get("a", ""), request.GET.get("b", "")
-    if a not in patches or b not in patches:
+    comparison = patch_comparison(user=request.user, group=group, a=request.GET.get("a", ""), b=request.GET.get("b", ""))
+    if comparison is None:
         return render(request, "reviews/group.html#compare", {"compare_error": "Choose two patches of this group."}, status=400)
-    context = {"files": compare_patches(patches[a], patches[b]), "label_a": labels[a], "label_b": labels[b]}
-    return render(request, "reviews/group.html#compare", context)
+    return render(request, "reviews/group.html#compare", comparison.context())
 
 
 @login_required
@@ -256,14 +247,14 @@ def adjudicate(request: HttpRequest, project: str, run: str, uid: str) -> HttpRe
     # Refused before the form is even read (and again under the lock, in submit_judgment):
     # only where the queue says the group waits for an adjudicator, never by a party to it.
     # A settled group is left to submit_judgment's 409, which names who settled it.
-    state = GroupReview.objects.filter(group=group).first()
+    state = group_review(group)
     refusal = (
         None if state is not None and state.adjudicated else adjudication_refusal(group=group, user=request.user, review=state)
     )
     try:
         if refusal is not None:
             raise refusal
-        items, note = parse_judgment(request.POST, _passing(group))
+        items, note = parse_judgment(request.POST, passing_indexes(group))
         submit_judgment(
             reviewer=request.user,
             group=group,
