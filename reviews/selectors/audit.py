@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.core.paginator import Page, Paginator
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -27,6 +28,7 @@ STATES = ("pending", "confirmed", "overturned", "all")
 # A prescreen signal's reason is "<rule>: <detail>" (grading.grader.jobs.record_prescreen).
 PRESCREEN_RULES = LEAK_SIGNALS
 LITERAL_SUFFIX = " (literal)"  # how a literal search names itself in its signals' reason
+PER_PAGE = 50  # rollouts on a page of the audit queue
 MAX_BULK = 500  # rollouts one bulk decision may settle, as a search may flag at most 500
 
 
@@ -299,3 +301,11 @@ def audit_rows(project: Project, rollouts: list[Rollout]) -> list[AuditRow]:
             )
         )
     return rows
+
+
+def audit_page(project: Project, *, scope: AuditScope, number, hidden_from=None) -> tuple[Page, list[AuditRow]]:
+    """Page `number` of the audit queue and its rows (read in full). Rollouts on groups
+    `hidden_from` still judges blind stay out until they submit (grader fields)."""
+    page = Paginator(audit_rollouts(project, scope=scope, hidden_from=hidden_from), PER_PAGE).get_page(number)
+    page.object_list = list(page.object_list)
+    return page, audit_rows(project, page.object_list)

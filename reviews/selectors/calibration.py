@@ -17,7 +17,10 @@ import numpy as np
 import pandas as pd
 from django.core.cache import cache
 from django.db.models import Count, Max
+from django.http import Http404
+from django.shortcuts import get_object_or_404
 
+from grading.formats import params
 from grading.method.advantage import MappingSpec, group_summary, redistribute
 from grading.method.services import active_mapping, step_balance, step_inputs
 from grading.models import (
@@ -565,3 +568,28 @@ def warm_figures(*, project: Project, run: Run | None) -> Figures:
         preview(step=last, proposed=proposed)
         activation_impact(run=run, proposed=proposed)  # and its admins' confirmation says what it changes in the run
     return shown
+
+
+def page_scope(project: Project, source) -> dict:
+    """The run / grader / step the calibration page is about, from its query (or the
+    activation form, `source`): the project's runs, and the one named (404 when there is no
+    such run), or the only one."""
+    runs = list(project.runs.all())
+    run = None
+    if source.get("run"):
+        if not params.usable_name(source["run"]):
+            raise Http404("No such run")
+        run = get_object_or_404(Run, project=project, name=source["run"])
+    elif len(runs) == 1:
+        run = runs[0]
+    step = source.get("step", "")
+    return {
+        "run": run,
+        "runs": runs,
+        "grader": source.get("grader", "") or None,
+        "step": params.whole_or(step, "step", default=None),
+    }
+
+
+def run_steps(run: Run) -> list[Step]:
+    return list(run.steps.order_by("number"))

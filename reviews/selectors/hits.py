@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.shortcuts import get_object_or_404
+
 from grading.models import Rollout
 from grading.search.query import Query
 from grading.search.selectors import SearchHit, every_rollout_hit, linked_hits
@@ -54,3 +56,11 @@ def hit_page(
         offset = 0 if at is None else at // limit * limit
     page = linked_hits(query=query, rollout=rollout, hits=found.hits[offset : offset + limit], offset=offset, lane=lane)
     return HitPage(page, offset, found.total, found.complete, at)
+
+
+def rollout_of(group, index: int) -> Rollout:
+    """The group's rollout `index` (404 when it has none), with the page's copy of `group`
+    (its run and project already loaded)."""
+    rollout = get_object_or_404(Rollout, group=group, index=index)
+    rollout.group = group
+    return rollout

@@ -87,3 +87,8 @@ def read_search(data, *, project: Project, membership: Membership, user) -> Sear
 
 
 __all__ = ["FIELDS", "GraderFieldsHidden", "QueryError", "SearchRefused", "SearchRequest", "read_search", "sees_grader"]
+
+
+def run_names(project: Project) -> list[str]:
+    """The project's run names, for the search form's run filter."""
+    return list(project.runs.order_by("name").values_list("name", flat=True))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -16,7 +15,6 @@ from grading.projects.access import page_project
 from reviews.selectors import audit as selectors
 from reviews.services.audit import AuditError, audit_rollouts
 
-PER_PAGE = 50
 VERDICTS = {"confirm": True, "overturn": False}
 
 
@@ -36,9 +34,7 @@ def _context(request: HttpRequest, project, scope: selectors.AuditScope) -> dict
 
 def _rows(request: HttpRequest, project, scope: selectors.AuditScope):
     # Rollouts on groups this auditor still judges blind stay out until they submit (grader fields).
-    rollouts = selectors.audit_rollouts(project, scope=scope, hidden_from=request.user)
-    page = Paginator(rollouts, PER_PAGE).get_page(request.GET.get("page"))
-    return page, selectors.audit_rows(project, list(page))
+    return selectors.audit_page(project, scope=scope, number=request.GET.get("page"), hidden_from=request.user)
 
 
 @login_required

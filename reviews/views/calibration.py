@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -20,7 +20,6 @@ from grading.method.evidence import MAX_MINIMUM, TooLittleEvidence, assess
 from grading.method.minimums import minimum_for, save_minimum
 from grading.method.services import active_mapping
 from grading.method.tiers import TIERS
-from grading.models import Run
 from grading.presenters.charts import lambda_histogram
 from grading.projects.access import page_project
 from reviews.selectors import calibration as data
@@ -29,22 +28,7 @@ from reviews.services.calibration import activate_fitted_mapping
 
 def _scope(request: HttpRequest, project) -> dict:
     """The run / grader / step the page is about, from the query (or the activation form)."""
-    source = request.POST if request.method == "POST" else request.GET
-    runs = list(project.runs.all())
-    run = None
-    if source.get("run"):
-        if not params.usable_name(source["run"]):
-            raise Http404("No such run")
-        run = get_object_or_404(Run, project=project, name=source["run"])
-    elif len(runs) == 1:
-        run = runs[0]
-    step = source.get("step", "")
-    return {
-        "run": run,
-        "runs": runs,
-        "grader": source.get("grader", "") or None,
-        "step": params.whole_or(step, "step", default=None),
-    }
+    return data.page_scope(project, request.POST if request.method == "POST" else request.GET)
 
 
 def _figures(project, scope, hidden_from=None) -> data.Figures:
@@ -60,7 +44,7 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
     overall, fitted = frames.overall, frames.fitted
     run = scope["run"]
     active = active_mapping(run) if run else None
-    steps = list(run.steps.order_by("number")) if run else []
+    steps = data.run_steps(run) if run else []
     preview = impact = None
     can_activate = "manage" in membership.capabilities and run is not None
     minimum = minimum_for(project_obj)

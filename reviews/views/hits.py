@@ -13,15 +13,13 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, JsonResponse
-from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from grading.formats import params
-from grading.models import Rollout
 from grading.projects.access import page_group
 from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor
-from reviews.selectors.hits import MAX_PAGE, PAGE, hit_page
+from reviews.selectors.hits import MAX_PAGE, PAGE, hit_page, rollout_of
 from reviews.selectors.lanes import lanes_for
 
 
@@ -65,8 +63,7 @@ def rollout_hits(request: HttpRequest, project: str, run: str, uid: str, lane: s
     index = lanes.index_of(lane)
     if index is None:
         raise Http404("No such rollout in this group")
-    rollout = get_object_or_404(Rollout, group=group, index=index)
-    rollout.group = group  # the page's copy, with run__project
+    rollout = rollout_of(group, index)
     try:
         query = parse_query(request.GET.get("q"), mode=request.GET.get("mode") or "auto")
     except QueryError as exc:

@@ -7,25 +7,20 @@ import re
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.models import Run
 from grading.projects.access import page_project
-from reviews.selectors import adjudication, progress
-from reviews.selectors.queue import policy_for, queue_groups
+from reviews.presenters.queue_page import adjudication_page, queue_page, run_filter
 from reviews.services.judgments import reveal_disagreements
 from reviews.services.queue import next_assignment, update_policy
 
-UPCOMING = 10
-
 
 def _run_filter(project, request: HttpRequest) -> Run | None:
-    name = request.GET.get("run") or request.POST.get("run") or ""
-    return get_object_or_404(Run, project=project, name=name) if name else None
+    return run_filter(project, request.GET.get("run") or request.POST.get("run") or "")
 
 
 @login_required
@@ -33,22 +28,8 @@ def _run_filter(project, request: HttpRequest) -> Run | None:
 def queue(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, "review")
     run = _run_filter(project_obj, request)
-    policy = policy_for(project_obj)
-    runs = list(project_obj.runs.all())
-    upcoming = list(queue_groups(project=project_obj, reviewer=request.user, run=run, policy=policy)[:UPCOMING])
-    context = {
-        "project": project_obj,
-        "membership": membership,
-        "run": run,
-        "runs": runs,
-        "policy": policy,
-        "progress": progress.my_progress(project=project_obj, reviewer=request.user),
-        "assignments": progress.my_assignments(project=project_obj, reviewer=request.user),
-        "upcoming": upcoming,
-        "totals": progress.project_review_totals(project_obj),
-        "team": progress.team_progress(project_obj) if "manage" in membership.capabilities else None,
-    }
-    return render(request, "reviews/queue.html", context)
+    page = queue_page(project=project_obj, membership=membership, reviewer=request.user, run=run)
+    return render(request, "reviews/queue.html", page.context())
 
 
 @login_required
@@ -95,12 +76,9 @@ def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
     if "adjudicate" not in membership.capabilities:
         raise PermissionDenied("Adjudication needs the adjudicator or admin role")
     include_done = request.GET.get("show") == "all"
-    totals = adjudication.adjudication_counts(project_obj)
-    paginator = Paginator(adjudication.adjudication_queue(project_obj, include_done=include_done), 50)
-    paginator.count = totals["needs_adjudication"] + (totals["adjudicated"] if include_done else 0)  # known: no second count
-    page = paginator.get_page(request.GET.get("page"))
+    page, rows, totals = adjudication_page(project=project_obj, include_done=include_done, number=request.GET.get("page"))
     # Withheld where this person judges blind; logged as a reveal where the grader is named.
-    page.object_list = reveal_disagreements(user=request.user, reviews=adjudication.adjudication_rows(list(page.object_list)))
+    page.object_list = reveal_disagreements(user=request.user, reviews=rows)
     return render(
         request,
         "reviews/adjudication.html",

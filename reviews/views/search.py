@@ -21,7 +21,7 @@ from grading.projects.access import page_project
 from grading.search.index import has_index
 from grading.search.query import QueryError
 from grading.search.selectors import CHEAT_FILTERS, COUNT_CAP, SQLITE_SCAN_ROWS, SearchRefused, search_rollouts
-from reviews.selectors.search import FIELDS, read_search, sees_grader
+from reviews.selectors.search import FIELDS, read_search, run_names, sees_grader
 from reviews.services.search_signals import MAX_SIGNALS, SignalRefused, signal_search
 
 
@@ -33,7 +33,7 @@ def search(request: HttpRequest, project: str) -> HttpResponse:
         "project": project_obj,
         "membership": membership,
         "form": {f: request.GET.get(f, "") for f in FIELDS},
-        "runs": project_obj.runs.order_by("name").values_list("name", flat=True),
+        "runs": run_names(project_obj),
         "tiers": TIERS,
         "cheat_filters": CHEAT_FILTERS,
         "sees_grader": sees_grader(membership),
