@@ -47,9 +47,7 @@ from django.db.models import (
 )
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, StrIndex
-from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.http import urlencode
 from psycopg.errors import QueryCanceled
 
 from grading.method.tiers import TIERS
@@ -132,9 +130,11 @@ class SearchHit:
     line: int | None
     snippet: str  # HTML: the text escaped, the match in <mark>
     text: str  # the same snippet as plain text
-    url: str
+    link: dict  # the group page's query string at this hit: lane, hit bar, turn in view
+    anchor: str  # and its fragment: the turn, patch row or test table
     occurrences: int = 1
     label: str = ""
+    url: str = ""  # the address link and anchor make, which the review desk fills in (reviews.presenters.search_links)
 
 
 @dataclass
@@ -144,7 +144,8 @@ class SearchResult:
     hit_count: int = 0  # hits (fields holding the query) in the part of the rollout read
     hits_complete: bool = True  # False: the page's budget ran out before the whole rollout was read
     hits_more: bool = False  # True: reading stopped at MAX_HITS hits; the group page counts them all
-    hits_url: str = ""  # the group page at this rollout's first hit, with hit-by-hit navigation
+    hits_url: str = ""  # the group page at this rollout's first hit, with hit-by-hit navigation (filled as `url`)
+    walk_link: dict = field(default_factory=dict)  # without hits, the group page's query string for the hit bar
     lane: str = ""  # how the searcher names the rollout: its index, or their blind lane label (SearchScope.lane_of)
 
 
@@ -576,7 +577,7 @@ def _results(query: Query, ids: list[int], lane_of: Callable[[Rollout], str] | N
                 hit_count=found.total,
                 hits_complete=found.complete,
                 hits_more=found.more,
-                hits_url=hits[0].url if hits else _walk_url(rollout, query, lane),
+                walk_link={"lane": lane, **_query_params(query)},
                 lane=lane,
             )
         )
@@ -630,22 +631,10 @@ def _query_params(query: Query) -> dict[str, str]:
     return {"q": query.raw, "mode": "auto" if query.auto else query.mode}
 
 
-def _walk_url(rollout: Rollout, query: Query, lane: str) -> str:
-    """The group page with the hit bar on `rollout`, from its first hit."""
-    group = rollout.group
-    return (
-        reverse("group", args=[group.run.project.name, group.run.name, group.uid])
-        + "?"
-        + urlencode({"lane": lane, **_query_params(query)})
-        + f"#rollout-{lane}"
-    )
-
-
 def _hit(rollout: Rollout, hit: Hit, query: Query, number: int, lane: str) -> SearchHit:
-    """A hit and the group page's address at it: the rollout's lane, the hit bar on hit
-    `number` (its place among the rollout's hits, from 0), the turn, patch row or test table
-    in view (static/js/hits.js)."""
-    group = rollout.group
+    """A hit and what of the group page's address at it is data: the query string (the
+    rollout's lane, the hit bar on hit `number`, its place among the rollout's hits from 0)
+    and the fragment (the turn, patch row or test table in view: static/js/hits.js)."""
     params = {"lane": lane, **({"start": hit.turn} if hit.where == "turn" else {}), **_query_params(query), "hit": number}
     if hit.where == "turn":
         anchor = f"turn-{lane}-{hit.turn}"
@@ -653,7 +642,6 @@ def _hit(rollout: Rollout, hit: Hit, query: Query, number: int, lane: str) -> Se
         anchor = patch_anchor(lane, hit.path, hit.line) if hit.line else f"diff-{lane}"
     else:
         anchor = f"tests-{lane}"
-    url = reverse("group", args=[group.run.project.name, group.run.name, group.uid]) + "?" + urlencode(params) + "#" + anchor
     snippet = format_html("{}<mark>{}</mark>{}", hit.before, hit.match, hit.after)
     return SearchHit(
         hit.where,
@@ -663,7 +651,8 @@ def _hit(rollout: Rollout, hit: Hit, query: Query, number: int, lane: str) -> Se
         hit.line,
         snippet,
         hit.snippet,
-        url,
+        params,
+        anchor,
         occurrences=hit.occurrences,
         label=hit.label,
     )

@@ -20,6 +20,7 @@ from grading.formats import params
 from grading.search.query import MAX_QUERY_CHARS, QueryError
 from grading.search.selectors import COUNT_CAP, MAX_PAGE_SIZE, PAGE_SIZE, GraderFieldsHidden, SearchRefused, search_rollouts
 from grading.search.text import FIELD_LABELS
+from reviews.presenters import search_links
 from reviews.selectors.search import read_search
 
 
@@ -176,8 +177,10 @@ class SearchView(APIView):
             return error(code, str(exc), field=exc.field)
         cursor = params.optional_whole(request.query_params.get("cursor"), "cursor", maximum=params.MAX_ID)  # ParamError: a 400
         limit = params.optional_whole(request.query_params.get("page_size"), "page_size", minimum=1, maximum=MAX_PAGE_SIZE)
-        page = search_rollouts(
-            query=search.query, scope=search.scope, sees_grader=search.sees_grader, after=cursor, limit=limit or PAGE_SIZE
+        page = search_links.linked_page(
+            search_rollouts(
+                query=search.query, scope=search.scope, sees_grader=search.sees_grader, after=cursor, limit=limit or PAGE_SIZE
+            )
         )
         scan = page.scan
         return Response(

@@ -19,6 +19,7 @@ from grading.formats import params
 from grading.projects.access import page_group
 from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor
+from reviews.presenters import search_links
 from reviews.selectors.hits import MAX_PAGE, PAGE, hit_page, rollout_of
 from reviews.selectors.lanes import lanes_for
 
@@ -83,6 +84,8 @@ def rollout_hits(request: HttpRequest, project: str, run: str, uid: str, lane: s
             "limit": limit,
             "at": page.at,
             "query": _query(query),
-            "hits": [_hit(page.offset + n, hit, lanes.key(index)) for n, hit in enumerate(page.hits)],
+            "hits": [
+                _hit(page.offset + n, hit, lanes.key(index)) for n, hit in enumerate(search_links.linked_hits(rollout, page.hits))
+            ],
         }
     )

@@ -21,6 +21,7 @@ from grading.projects.access import page_project
 from grading.search.index import has_index
 from grading.search.query import QueryError
 from grading.search.selectors import CHEAT_FILTERS, COUNT_CAP, SQLITE_SCAN_ROWS, SearchRefused, search_rollouts
+from reviews.presenters import search_links
 from reviews.selectors.search import FIELDS, read_search, run_names, sees_grader
 from reviews.services.search_signals import MAX_SIGNALS, SignalRefused, signal_search
 
@@ -50,7 +51,9 @@ def search(request: HttpRequest, project: str) -> HttpResponse:
     except (QueryError, SearchRefused) as exc:
         return render(request, "reviews/search.html", {**context, "error": str(exc)}, status=422)
     after = params.whole_or(request.GET.get("cursor"), "cursor", default=None, maximum=params.MAX_ID)
-    page = search_rollouts(query=found.query, scope=found.scope, sees_grader=found.sees_grader, after=after)
+    page = search_links.linked_page(
+        search_rollouts(query=found.query, scope=found.scope, sees_grader=found.sees_grader, after=after)
+    )
     groups = [(group, list(results)) for group, results in groupby(page.results, key=lambda r: r.rollout.group)]
     other_mode_url = "?" + urlencode({**found.params(), "mode": found.query.other_mode})
     next_url = None
