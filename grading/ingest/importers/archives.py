@@ -16,6 +16,7 @@ import stat
 import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar", ".zip")
 MAX_MEMBERS = 500_000
@@ -75,7 +76,7 @@ class UnpackBudget:
             raise UnsafeArchive(f"unpacks to more than {self.max_bytes:,} bytes ({why})")
 
 
-def _write(source, target: Path, dest: Path, budget: UnpackBudget) -> None:
+def _write(source: IO[bytes], target: Path, dest: Path, budget: UnpackBudget) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     if not target.resolve().is_relative_to(dest):
         raise UnsafeArchive(f"{target.name!r}: path leaves the archive")

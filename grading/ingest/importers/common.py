@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ class SourceError(ValueError):
     """A file that yields no rollouts; the message says why (shown next to its name)."""
 
 
-def jsonl_lines(path: Path, *, limit: int | None = None):
+def jsonl_lines(path: Path, *, limit: int | None = None) -> Iterator[tuple[int, int, bytes | None]]:
     """(line number, byte offset, bytes or None) for each non-blank line of a JSON Lines file, read one line at a time.
 
     A line longer than `limit` (default MAX_JSON_BYTES) is given as None and not held in memory;

@@ -144,7 +144,9 @@ def attempt_from_trajectory(traj: dict[str, Any], *, ref: str, instance_id: str 
     messages = [_message(m) for m in raw_messages]
     submission = info.get("submission")
     exit_status = info.get("exit_status")
-    fmt = traj.get("trajectory_format") if isinstance(traj.get("trajectory_format"), str) else FORMAT_V1
+    fmt = traj.get("trajectory_format")
+    if not isinstance(fmt, str):
+        fmt = FORMAT_V1
     model_stats = as_dict(info.get("model_stats"))
     config = as_dict(info.get("config"))
     model = as_dict(config.get("model")).get("model_name")
@@ -173,7 +175,7 @@ def attempt_from_trajectory(traj: dict[str, Any], *, ref: str, instance_id: str 
     )
 
 
-def rollout_from_trajectory(traj: dict[str, Any], *, index: int, report: dict[str, Any] | None, ref: str) -> dict:
+def rollout_from_trajectory(traj: dict[str, Any], *, index: int, report: dict[str, Any] | None, ref: str) -> dict[str, Any]:
     """One trajectory and its report.json body (keyed or bare) -> a rollout with `index`."""
     attempt = attempt_from_trajectory(traj, ref=ref)
     body = report_for(attempt.instance_id, report)

@@ -217,7 +217,8 @@ def _observation_message(event: dict[str, Any], kind: str) -> dict[str, Any]:
 
 def messages_of(history: list[Any]) -> tuple[list[dict[str, Any]], Counter[str]]:
     """(one message per event, count of each event type OpenHands does not define)."""
-    messages, unseen = [], Counter()
+    messages: list[dict[str, Any]] = []
+    unseen: Counter[str] = Counter()
     for event in history:
         if not isinstance(event, dict):
             unseen["not an object"] += 1

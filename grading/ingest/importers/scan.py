@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,11 +179,11 @@ def _ids(ids: Iterable[str]) -> str:
     return shown + (f", … ({len(ids) - _IDS_SHOWN} more)" if len(ids) > _IDS_SHOWN else "")
 
 
-def _id_set(value) -> set[str] | None:
+def _id_set(value: object) -> set[str] | None:
     return {i for i in value if isinstance(i, str)} if isinstance(value, list) else None
 
 
-def _parse_line(number: int, raw: bytes | None):
+def _parse_line(number: int, raw: bytes | None) -> Any:
     if raw is None:
         raise SourceError(f"line {number}: longer than the {MAX_JSON_BYTES // (1024 * 1024)} MB limit of one line")
     try:
@@ -192,7 +192,7 @@ def _parse_line(number: int, raw: bytes | None):
         raise SourceError(f"line {number}: truncated or invalid JSON ({exc})") from None
 
 
-def _is_group_line(obj) -> bool:
+def _is_group_line(obj: object) -> bool:
     return isinstance(obj, dict) and obj.get("format") == GROUP_FORMAT
 
 
@@ -335,7 +335,7 @@ class RunFinder:
             except SourceError as exc:
                 self._skip(ref, str(exc))
 
-    def _classify(self, position, path, name, rel, ref, parts, present) -> None:
+    def _classify(self, position: int, path: Path, name: str, rel: str, ref: str, parts: list[str], present: set[str]) -> None:
         order = (position, rel)
         for suffix in (".traj.json", ".traj"):
             if name.endswith(suffix) and len(name) > len(suffix):
@@ -420,7 +420,7 @@ class RunFinder:
             raise SourceError(f"gagar-group/1 group lines, but --format {self.fmt} was asked for")
         self.group_files.append(GroupFile(path, ref, lines))
 
-    def _classify_json(self, position: int, obj, rel: str, ref: str, parts: list[str]) -> None:
+    def _classify_json(self, position: int, obj: Any, rel: str, ref: str, parts: list[str]) -> None:
         root = (position, "/".join(parts[:-1]))
         if _is_group_line(obj):
             raise SourceError(
@@ -452,7 +452,7 @@ class RunFinder:
         raise _Ignored("unrelated JSON (not a trajectory, predictions, report.json or run summary)")
 
     # -- JSON Lines of one instance (OpenHands) or one sample (verl) per line ---------------
-    def _lines_or_skip(self, path: Path, ref: str):
+    def _lines_or_skip(self, path: Path, ref: str) -> Iterator[tuple[int, int, Any]]:
         """(number, offset, parsed line) of a JSON Lines file; a line too long or not JSON is
         noted as skipped (naming it) and the rest go on."""
         for number, offset, raw in jsonl_lines(path):
@@ -568,8 +568,8 @@ class RunFinder:
 
         candidate_roots = {c.root for cs in self._candidates.values() for c in cs if c.kind != "verl"}
         by_source: dict[int, set[str]] = defaultdict(set)
-        for position, root in candidate_roots:
-            by_source[position].add(root)
+        for position, root_dir in candidate_roots:
+            by_source[position].add(root_dir)
         moved: dict[tuple[int, str], tuple[int, str]] = {}
         for root in list(self._verdicts):
             if root not in candidate_roots and len(by_source.get(root[0], ())) == 1:
@@ -670,6 +670,7 @@ class RunFinder:
 
     def _read(self, candidate: _Candidate) -> list[Attempt]:
         if candidate.kind == "prediction":
+            assert candidate.prediction is not None  # every prediction candidate holds its line
             return [swebench.attempt_from_prediction(candidate.prediction, ref=candidate.ref)]
         if candidate.kind == "openhands":
             number, offset = candidate.lines[0]

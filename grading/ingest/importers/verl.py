@@ -89,7 +89,9 @@ def attempt_from_row(row: dict[str, Any], *, ref: str, threshold: float | None, 
     problem = check_score(row, threshold)
     if problem:
         raise SourceError(problem)
-    score = float(number(row["score"]))
+    checked = number(row["score"])
+    assert checked is not None  # check_score said it is a number
+    score = float(checked)
     passed = score >= threshold if threshold is not None else score == 1
     if score in (0, 1) and passed == (score == 1):
         rule = f"score {score:g}"  # the same words with or without a threshold: importing again is `unchanged`
