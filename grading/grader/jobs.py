@@ -48,7 +48,7 @@ def check_grader_url(url: str) -> None:
     if settings.GRADER_ALLOW_PRIVATE_NETWORK:
         return
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(parsed.hostname, parsed.port or 443)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(parsed.hostname, parsed.port or 443)}
     except socket.gaierror as exc:
         raise GraderUnavailable(f"cannot resolve the grader host {parsed.hostname!r}: {exc}") from None
     for address in addresses:

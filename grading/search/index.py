@@ -18,6 +18,7 @@ the same by LIKE; rows by bulk_create.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from celery import current_app
 from django.conf import settings
@@ -78,7 +79,8 @@ def write_index(apps_models, items: Iterable[tuple], using=None) -> int:
     `apps_models` = (RolloutSearch, SearchChunk) or their historical models. The count."""
     RolloutSearch, SearchChunk = apps_models
     conn = using or connection
-    search_rows, chunk_rows = [], []
+    search_rows: list[tuple[Any, ...]] = []
+    chunk_rows: list[tuple[Any, ...]] = []
     for rollout_id, run_id, step, passed, messages, patch, tests in items:
         texts = list(fields(messages, patch, tests))
         search_rows.append((rollout_id, run_id, step, passed, lexemes(texts)))
