@@ -12,8 +12,8 @@ post a step, wait for it and know when its advantages are final.
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -21,7 +21,7 @@ from grading import selectors
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
-from grading.api.serializers import RunSerializer
+from grading.api.serializers import RunSerializer, StepGradingSerializer, StepStatusSerializer
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
 from grading.grader.policy import PolicyError, create_run, update_run_policy
 from grading.grader.progress import step_status
@@ -29,25 +29,6 @@ from grading.models import Run, Step
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 RUN = OpenApiParameter("run", str, required=True)
-
-
-StepStatusSchema = inline_serializer(
-    "StepStatus",
-    {
-        "run": serializers.CharField(),
-        "step": serializers.IntegerField(),
-        "groups": serializers.IntegerField(),
-        "mixed": serializers.IntegerField(),
-        "graded": serializers.IntegerField(),
-        "invalid": serializers.IntegerField(),
-        "timeout": serializers.IntegerField(),
-        "pending": serializers.IntegerField(),
-        "fallback": serializers.IntegerField(),
-        "final": serializers.BooleanField(),
-        "inputs_version": serializers.IntegerField(),
-        "deadline": serializers.DateTimeField(allow_null=True),
-    },
-)
 
 
 def _policy_error(exc: PolicyError) -> Response:
@@ -129,11 +110,11 @@ def _step(request, number: int, *capabilities) -> Step:
 class StepStatusView(APIView):
     @extend_schema(
         parameters=[PROJECT, RUN],
-        responses=StepStatusSchema,
+        responses=StepStatusSerializer,
         summary="Grading status of a step: counts, and whether its advantages are final",
     )
     def get(self, request, number: int):
-        return Response(step_status(_step(request, number, "view", "export")).as_dict())
+        return Response(StepStatusSerializer(step_status(_step(request, number, "view", "export")).as_dict()).data)
 
 
 class StepGradeView(APIView):
@@ -142,7 +123,7 @@ class StepGradeView(APIView):
     @extend_schema(
         parameters=[PROJECT, RUN],
         request=OpenApiTypes.OBJECT,
-        responses={202: StepStatusSchema},
+        responses={202: StepGradingSerializer},
         summary="Start or restart grading the step's mixed groups that have no verdict from this grader (admin)",
     )
     def post(self, request, number: int):
@@ -157,4 +138,5 @@ class StepGradeView(APIView):
             jobs = queue_step(step=step, backend=backend)
         except GraderUnavailable as exc:
             return error(status.HTTP_400_BAD_REQUEST, str(exc), field="backend")
-        return Response({**step_status(step).as_dict(), "queued": len(jobs)}, status=status.HTTP_202_ACCEPTED)
+        data = StepGradingSerializer({**step_status(step).as_dict(), "queued": len(jobs)}).data
+        return Response(data, status=status.HTTP_202_ACCEPTED)

@@ -63,6 +63,29 @@ class RunSerializer(serializers.Serializer):
     steps = serializers.IntegerField(source="n_steps")
 
 
+# A step's grading status, as GET /api/v1/steps/{n}/ answers: StepStatus.as_dict() (grading.grader.
+# progress) rendered through it, so the response and its schema are one. `deadline` arrives as its
+# isoformat() string, which DateTimeField passes through unchanged.
+class StepStatusSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    step = serializers.IntegerField()
+    groups = serializers.IntegerField()
+    mixed = serializers.IntegerField()
+    graded = serializers.IntegerField()
+    invalid = serializers.IntegerField()
+    timeout = serializers.IntegerField()
+    pending = serializers.IntegerField()
+    fallback = serializers.IntegerField()
+    final = serializers.BooleanField()
+    inputs_version = serializers.IntegerField()
+    deadline = serializers.DateTimeField(allow_null=True)
+
+
+# What POST /api/v1/steps/{n}/grade/ answers: the step's status, and how many jobs it queued.
+class StepGradingSerializer(StepStatusSerializer):
+    queued = serializers.IntegerField(help_text="grading jobs this request queued")
+
+
 class GroupSummarySerializer(serializers.ModelSerializer):
     run = serializers.CharField(source="run.name")
     step = serializers.IntegerField(source="step.number")
