@@ -33,7 +33,7 @@ from grading.grader.watch import step_watcher
 from grading.method import export
 from grading.method.releases import Taken, take_step, taken_step
 from grading.method.services import refresh_stale_steps, resolve_mapping
-from grading.models import FactorMapping, Step
+from grading.models import Capability, FactorMapping, Step
 
 
 class FileExportNegotiation(BaseContentNegotiation):
@@ -87,7 +87,7 @@ class AdvantageExportView(APIView):
         summary="Export gagar-advantage/1 rows (one per rollout)",
     )
     def get(self, request):
-        project = project_for_request(request, "export")
+        project = project_for_request(request, Capability.EXPORT)
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in export.FORMATS:
             return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(export.FORMATS)}")

@@ -24,6 +24,7 @@ from grading.formats import params
 from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.method.partial import mode_of
+from grading.models import Capability
 from grading.projects.access import get_project_for
 from grading.projects.viewers import blind_view
 from grading.rollouts.blinding import withhold_line
@@ -35,7 +36,7 @@ RUN = OpenApiParameter("run", str, description="Run name")
 STEP = OpenApiParameter("step", int, description="Step number")
 
 
-def _project(request, capability: str):
+def _project(request, capability: Capability):
     # These endpoints always name the project, even with a token.
     return project_for_request(request, capability, token_default=False)
 
@@ -89,7 +90,7 @@ class GroupListIngestView(APIView):
                 raise ParseError("query parameter 'project' is required")
             if not params.usable_name(name):
                 raise Http404("No such project")
-            get_project_for(session_user, name, "ingest")
+            get_project_for(session_user, name, Capability.INGEST)
             raise SessionIngestRefused()
         super().initial(request, *args, **kwargs)
 
@@ -99,7 +100,7 @@ class GroupListIngestView(APIView):
         summary="List groups (cursor-paginated summaries)",
     )
     def get(self, request):
-        project = _project(request, "view")
+        project = _project(request, Capability.VIEW)
         step = params.optional_whole(request.query_params.get("step"), "step")  # ParamError: a JSON 400
         mixed = request.query_params.get("mixed")
         if mixed is not None and mixed not in {"true", "false"}:
@@ -127,7 +128,7 @@ class GroupListIngestView(APIView):
         summary="Ingest gagar-group/1 lines (JSON Lines, optionally gzip), streamed",
     )
     def post(self, request):
-        project = _project(request, "ingest")
+        project = _project(request, Capability.INGEST)
         report = IngestReport()
         try:
             body = open_body(request._request, content_encoding=request.headers.get("Content-Encoding", ""))
@@ -166,7 +167,7 @@ class GroupDetailView(APIView):
         summary="One group in full, in its gagar-group/1 shape (for a caller judging it blind: lanes, no producer fields)",
     )
     def get(self, request, uid: str):
-        project = _project(request, "view")
+        project = _project(request, Capability.VIEW)
         run = request.query_params.get("run", "")
         if not run:
             return error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required")

@@ -20,7 +20,7 @@ from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME, LineError, check_name
 from grading.ingest.import_service import UploadRefused, create_import_job, store_upload
 from grading.ingest.importers.scan import FORMATS
-from grading.models import ImportJob
+from grading.models import Capability, ImportJob
 from grading.projects.access import get_project_for
 
 PROJECT = OpenApiParameter("project", str, required=True, description="Project name")
@@ -104,7 +104,7 @@ class ImportListCreateView(APIView):
         summary=f"Import jobs of a project, newest first, {JOBS_PER_PAGE} a page",
     )
     def get(self, request):
-        project = project_for_request(request, "view", token_default=False)
+        project = project_for_request(request, Capability.VIEW, token_default=False)
         before = params.optional_whole(request.query_params.get("before"), "before", maximum=params.MAX_ID)
         page = selectors.import_jobs_page(project, before=before, limit=JOBS_PER_PAGE + 1)
         response = Response(ImportJobSerializer(page[:JOBS_PER_PAGE], many=True).data)
@@ -139,7 +139,7 @@ class ImportListCreateView(APIView):
         summary="Upload agent runs (.tar.gz/.zip archive or files) to import as a background job",
     )
     def post(self, request):
-        project = project_for_request(request, "ingest", token_default=False)
+        project = project_for_request(request, Capability.INGEST, token_default=False)
         fields = ImportUploadSerializer(data=request.data)
         if not fields.is_valid():
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
@@ -169,5 +169,5 @@ class ImportDetailView(APIView):
         job = selectors.import_job(pk)
         if job is None:
             raise Http404("No such import job")
-        get_project_for(request.user, job.project.name, "view", token=request_token(request))
+        get_project_for(request.user, job.project.name, Capability.VIEW, token=request_token(request))
         return Response(ImportJobSerializer(job).data)

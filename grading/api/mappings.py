@@ -35,9 +35,10 @@ from grading.api.serializers import (
 from grading.method import selectors
 from grading.method.evidence import TooLittleEvidence
 from grading.method.services import activate_mapping, active_mapping, create_mapping
+from grading.models import Capability
 from grading.selectors import run_named
 
-READ = ("view", "export")
+READ = (Capability.VIEW, Capability.EXPORT)
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 PROBLEM = OpenApiResponse(OpenApiTypes.OBJECT, description='{"detail": ..., "fields": {field: [errors]}}')
 
@@ -62,7 +63,7 @@ class MappingListCreateView(APIView):
         summary="Create a new mapping version (admin); mappings are immutable, so a change is a new version",
     )
     def post(self, request):
-        project = project_for_request(request, "manage")
+        project = project_for_request(request, Capability.MANAGE)
         fields = MappingCreateSerializer(data=request.data)
         if not fields.is_valid():
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields=fields.errors)
@@ -117,7 +118,7 @@ class MappingActivateView(APIView):
         summary="Make a mapping the run's active one (admin); its advantages are recomputed in the background",
     )
     def post(self, request, pk: int):
-        project = project_for_request(request, "manage")
+        project = project_for_request(request, Capability.MANAGE)
         mapping = selectors.visible_mapping(project, pk)
         if mapping is None:
             return error(status.HTTP_404_NOT_FOUND, f"no mapping {pk} in {project.name}")

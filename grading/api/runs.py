@@ -25,7 +25,7 @@ from grading.api.serializers import RunSerializer, StepGradingSerializer, StepSt
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
 from grading.grader.policy import PolicyError, create_run, update_run_policy
 from grading.grader.progress import step_status
-from grading.models import Run, Step
+from grading.models import Capability, Run, Step
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 RUN = OpenApiParameter("run", str, required=True)
@@ -51,7 +51,7 @@ class RunListCreateView(APIView):
         summary="List the project's runs with their grading policy",
     )
     def get(self, request):
-        project = project_for_request(request, "view", "export")
+        project = project_for_request(request, Capability.VIEW, Capability.EXPORT)
         return Response(RunSerializer(selectors.run_list(project), many=True).data)
 
     @extend_schema(
@@ -61,7 +61,7 @@ class RunListCreateView(APIView):
         summary="Create a run with its grading policy (admin)",
     )
     def post(self, request):
-        project = project_for_request(request, "manage")
+        project = project_for_request(request, Capability.MANAGE)
         body = _body(request)
         if isinstance(body, Response):
             return body
@@ -76,12 +76,12 @@ class RunListCreateView(APIView):
 class RunDetailView(APIView):
     parser_classes = [StrictJSONParser]
 
-    def _run(self, request, name: str, *capabilities) -> Run:
+    def _run(self, request, name: str, *capabilities: Capability) -> Run:
         return run_or_404(project_for_request(request, *capabilities), name)
 
     @extend_schema(parameters=[PROJECT], responses=RunSerializer, summary="A run's grading policy")
     def get(self, request, name: str):
-        run = self._run(request, name, "view", "export")
+        run = self._run(request, name, Capability.VIEW, Capability.EXPORT)
         return Response(RunSerializer(selectors.run_with_step_count(run)).data)
 
     @extend_schema(
@@ -92,7 +92,7 @@ class RunDetailView(APIView):
         "turn_weights",
     )
     def patch(self, request, name: str):
-        run = self._run(request, name, "manage")
+        run = self._run(request, name, Capability.MANAGE)
         body = _body(request)
         if isinstance(body, Response):
             return body
@@ -103,7 +103,7 @@ class RunDetailView(APIView):
         return Response(RunSerializer(selectors.run_with_step_count(run)).data)
 
 
-def _step(request, number: int, *capabilities) -> Step:
+def _step(request, number: int, *capabilities: Capability) -> Step:
     return step_or_404(run_for_request(request, project_for_request(request, *capabilities)), number)
 
 
@@ -114,7 +114,9 @@ class StepStatusView(APIView):
         summary="Grading status of a step: counts, and whether its advantages are final",
     )
     def get(self, request, number: int):
-        return Response(StepStatusSerializer(step_status(_step(request, number, "view", "export")).as_dict()).data)
+        return Response(
+            StepStatusSerializer(step_status(_step(request, number, Capability.VIEW, Capability.EXPORT)).as_dict()).data
+        )
 
 
 class StepGradeView(APIView):
@@ -127,7 +129,7 @@ class StepGradeView(APIView):
         summary="Start or restart grading the step's mixed groups that have no verdict from this grader (admin)",
     )
     def post(self, request, number: int):
-        step = _step(request, number, "manage")
+        step = _step(request, number, Capability.MANAGE)
         body = _body(request)
         if isinstance(body, Response):
             return body

@@ -14,7 +14,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from grading import selectors
 from grading.formats import params
 from grading.formats.groupline import MAX_NAME
-from grading.models import ApiToken, Membership, Project, Run, Step
+from grading.models import ApiToken, Capability, Membership, Project, Run, Step
 from grading.projects.access import get_project_for
 
 
@@ -28,7 +28,7 @@ def required_parameter(name: str) -> ValidationError:
     return ValidationError({"detail": f"query parameter {name!r} is required"})
 
 
-def project_for_request(request, *capabilities: str, token_default: bool = True) -> Project:
+def project_for_request(request, *capabilities: Capability, token_default: bool = True) -> Project:
     """The project of `?project=` (or, with `token_default`, the token's), if the user holds any of `capabilities` there.
 
     Raises ValidationError (a 400) when no project is named, Http404 for a project the user
@@ -38,7 +38,7 @@ def project_for_request(request, *capabilities: str, token_default: bool = True)
     return project
 
 
-def membership_for_request(request, *capabilities: str, token_default: bool = True) -> tuple[Project, Membership]:
+def membership_for_request(request, *capabilities: Capability, token_default: bool = True) -> tuple[Project, Membership]:
     """As `project_for_request`, with the caller's membership: (project, membership)."""
     token = request_token(request)
     name = request.query_params.get("project") or (token.project.name if token and token_default else "")

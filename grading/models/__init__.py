@@ -24,6 +24,7 @@ from grading.models.method import StepComputation as StepComputation
 from grading.models.method import StepExport as StepExport
 from grading.models.projects import ROLE_CAPABILITIES as ROLE_CAPABILITIES
 from grading.models.projects import ApiToken as ApiToken
+from grading.models.projects import Capability as Capability
 from grading.models.projects import Membership as Membership
 from grading.models.projects import Project as Project
 from grading.models.projects import Role as Role

@@ -17,14 +17,27 @@ class Role(models.TextChoices):
     TRAINER = "trainer", "Trainer (read-only API)"
 
 
+class Capability(models.TextChoices):
+    """What a role may do. The access helpers (grading.projects.access), the views and the
+    templates (through grading.context_processors) name these members, never the strings."""
+
+    VIEW = "view", "See the project's runs, groups and figures"
+    REVIEW = "review", "Judge groups from the review queue"
+    AUDIT = "audit", "Settle cheat signals"
+    ADJUDICATE = "adjudicate", "Settle disagreements between raters"
+    INGEST = "ingest", "Import runs and groups"
+    MANAGE = "manage", "Grade, set policies, activate mappings, manage the team"
+    EXPORT = "export", "Read advantages and labels through the API"
+
+
 # What each role may do. Views and API permissions ask for a capability, never a role
 # name, so adding a role is one line here.
-ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
-    Role.REVIEWER: frozenset({"view", "review"}),
-    Role.AUDITOR: frozenset({"view", "review", "audit"}),
-    Role.ADJUDICATOR: frozenset({"view", "review", "adjudicate"}),
-    Role.ADMIN: frozenset({"view", "review", "audit", "adjudicate", "ingest", "manage", "export"}),
-    Role.TRAINER: frozenset({"export"}),
+ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
+    Role.REVIEWER: frozenset({Capability.VIEW, Capability.REVIEW}),
+    Role.AUDITOR: frozenset({Capability.VIEW, Capability.REVIEW, Capability.AUDIT}),
+    Role.ADJUDICATOR: frozenset({Capability.VIEW, Capability.REVIEW, Capability.ADJUDICATE}),
+    Role.ADMIN: frozenset(Capability),
+    Role.TRAINER: frozenset({Capability.EXPORT}),
 }
 
 
@@ -54,7 +67,7 @@ class Membership(models.Model):
         return f"{self.user} @ {self.project} ({self.role})"
 
     @property
-    def capabilities(self) -> frozenset[str]:
+    def capabilities(self) -> frozenset[Capability]:
         return ROLE_CAPABILITIES.get(self.role, frozenset())
 
 

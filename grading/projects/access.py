@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from grading import selectors
-from grading.models import ApiToken, Group, Membership, Project, Run
+from grading.models import ApiToken, Capability, Group, Membership, Project, Run
 
 
 def membership_for(user, project: Project) -> Membership | None:
@@ -23,7 +23,7 @@ def membership_for(user, project: Project) -> Membership | None:
     return Membership.objects.filter(project=project, user=user).first()
 
 
-def get_project_for(user, name: str, *capabilities: str, token: ApiToken | None = None) -> tuple[Project, Membership]:
+def get_project_for(user, name: str, *capabilities: Capability, token: ApiToken | None = None) -> tuple[Project, Membership]:
     """The project named `name` if `user` holds one of `capabilities` in it; Http404 / PermissionDenied otherwise."""
     if not capabilities:
         raise TypeError("get_project_for needs at least one capability")
@@ -50,15 +50,15 @@ def require_staff(user) -> None:
 # --- pages: a request with a session login ------------------------------------------------
 
 
-def page_project(request: HttpRequest, project: str, capability: str) -> tuple[Project, Membership]:
+def page_project(request: HttpRequest, project: str, capability: Capability) -> tuple[Project, Membership]:
     return get_project_for(request.user, project, capability)
 
 
-def page_run(request: HttpRequest, project: str, run: str, capability: str) -> tuple[Project, Membership, Run]:
+def page_run(request: HttpRequest, project: str, run: str, capability: Capability) -> tuple[Project, Membership, Run]:
     project_obj, membership = get_project_for(request.user, project, capability)
     return project_obj, membership, get_object_or_404(Run, project=project_obj, name=run)
 
 
-def page_group(request: HttpRequest, project: str, run: str, uid: str, capability: str) -> tuple[Group, Membership]:
+def page_group(request: HttpRequest, project: str, run: str, uid: str, capability: Capability) -> tuple[Group, Membership]:
     _, membership, run_obj = page_run(request, project, run, capability)
     return selectors.group_for_page(run_obj, uid), membership

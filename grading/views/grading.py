@@ -13,6 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 from grading import selectors
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
 from grading.grader.progress import step_status
+from grading.models import Capability
 from grading.projects.access import page_run
 
 
@@ -20,10 +21,10 @@ from grading.projects.access import page_run
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def step_grading(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
-    project_obj, membership, run_obj = page_run(request, project, run, "view")
+    project_obj, membership, run_obj = page_run(request, project, run, Capability.VIEW)
     step_obj = selectors.step_for_page(run_obj, step)
     if request.method == "POST":
-        if "manage" not in membership.capabilities:
+        if Capability.MANAGE not in membership.capabilities:
             raise PermissionDenied("Only a project admin can start grading")
         backend = request.POST.get("backend", "heuristic")
         try:
@@ -43,7 +44,7 @@ def step_grading(request: HttpRequest, project: str, run: str, step: int) -> Htt
         "counts": counts,
         "active": counts["queued"] + counts["running"] > 0,
         "backends": BACKENDS,
-        "can_grade": "manage" in membership.capabilities,
+        "can_grade": Capability.MANAGE in membership.capabilities,
         "status": step_status(step_obj),  # the numbers GET /api/v1/steps/{n}/ gives a trainer
     }
     template = "grading/grading.html#jobs" if request.htmx else "grading/grading.html"

@@ -12,14 +12,15 @@ from django.views.decorators.http import require_http_methods
 from grading.method.guide import DEFAULT_GUIDE, GuideError
 from grading.method.project_guides import guide_with_edit, reset_guide, save_guide
 from grading.method.tiers import TIERS
+from grading.models import Capability
 from grading.projects.access import page_project
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def rubric_guide(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = page_project(request, project, "view")
-    can_edit = "manage" in membership.capabilities
+    project_obj, membership = page_project(request, project, Capability.VIEW)
+    can_edit = Capability.MANAGE in membership.capabilities
     errors: dict[str, str] = {}
     if request.method == "POST":
         if not can_edit:

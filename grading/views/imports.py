@@ -19,6 +19,7 @@ from grading.ingest.import_service import UploadRefused, create_import_job, stor
 from grading.ingest.importers.archives import ARCHIVE_SUFFIXES, MAX_BYTES, MAX_MEMBERS
 from grading.ingest.importers.common import MAX_JSON_BYTES
 from grading.ingest.importers.scan import FORMATS
+from grading.models import Capability
 from grading.projects.access import page_run
 
 FORMAT_LABELS = {
@@ -52,7 +53,7 @@ def _context(project, run, **extra) -> dict:
 @require_http_methods(["GET", "HEAD", "POST"])
 def import_page(request: HttpRequest, project: str, run: str) -> HttpResponse:
     # A member without the ingest capability meets the site's 403 page (gagar_web/errors.py): their role, a way back.
-    project_obj, _, run_obj = page_run(request, project, run, "ingest")
+    project_obj, _, run_obj = page_run(request, project, run, Capability.INGEST)
     if request.method != "POST":
         return render(request, "grading/imports.html", _context(project_obj, run_obj))
     values = {key: request.POST.get(key, "") for key in ("format", "step", "reward_threshold")}

@@ -14,7 +14,7 @@ from grading import selectors
 from grading.formats import params
 from grading.grader.policy import PolicyError, auto_grader_name, update_run_policy
 from grading.method.services import active_mapping, refresh_stale_step, refresh_stale_steps
-from grading.models import Run
+from grading.models import Capability, Run
 from grading.presenters import charts
 from grading.projects import create
 from grading.projects.access import page_project, page_run, require_staff
@@ -54,7 +54,7 @@ def new_project(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def project_detail(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = page_project(request, project, "view")
+    project_obj, membership = page_project(request, project, Capability.VIEW)
     runs = selectors.runs_with_totals(project_obj)
     return render(request, "grading/project.html", {"project": project_obj, "membership": membership, "runs": runs})
 
@@ -62,7 +62,7 @@ def project_detail(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_GET
 def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
-    project_obj, membership, run_obj = page_run(request, project, run, "view")
+    project_obj, membership, run_obj = page_run(request, project, run, Capability.VIEW)
     # A page of steps with their counts, and the chart over every step from the stored
     # summaries, one query each: a few queries whatever the run's size.
     page, steps = selectors.steps_page(run_obj, request.GET.get("page"))
@@ -81,8 +81,8 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             "mapping": mapping,
             "credit_chart": charts.credit_chart(credit) if credit else None,
             **selectors.import_jobs(run_obj),
-            "can_manage": "manage" in membership.capabilities,
-            "can_import": "ingest" in membership.capabilities,
+            "can_manage": Capability.MANAGE in membership.capabilities,
+            "can_import": Capability.INGEST in membership.capabilities,
             "grader": auto_grader_name(run_obj),
             "caps": membership.capabilities,
             **progress,
@@ -96,7 +96,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @require_POST
 def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
     """The run page's policy form (admin): baseline, auto-grading and its deadline."""
-    project_obj, _, run_obj = page_run(request, project, run, "manage")
+    project_obj, _, run_obj = page_run(request, project, run, Capability.MANAGE)
     deadline = request.POST.get("grading_deadline_seconds", "")
     changes = {
         "baseline": request.POST.get("baseline", run_obj.baseline),
@@ -119,7 +119,7 @@ def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
     """The import jobs of the run page and the import page, polled by htmx every 2 s while one is queued or running."""
-    project_obj, _, run_obj = page_run(request, project, run, "view")
+    project_obj, _, run_obj = page_run(request, project, run, Capability.VIEW)
     context = {"project": project_obj, "run": run_obj, **selectors.import_jobs(run_obj)}
     return render(request, "grading/run.html#import-jobs", context)
 
@@ -127,7 +127,7 @@ def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @login_required
 @require_GET
 def step_detail(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
-    project_obj, membership, run_obj = page_run(request, project, run, "view")
+    project_obj, membership, run_obj = page_run(request, project, run, Capability.VIEW)
     step_obj = selectors.step_for_page(run_obj, step)
     show = request.GET.get("show", "all")
     if show not in selectors.GROUP_FILTERS:

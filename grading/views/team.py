@@ -12,7 +12,7 @@ from django.urls import reverse_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from grading import selectors
-from grading.models import Role
+from grading.models import Capability, Role
 from grading.projects import invites, team
 from grading.projects.access import page_project
 
@@ -45,14 +45,14 @@ def _page(
 @login_required
 @require_GET
 def team_page(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = page_project(request, project, "manage")
+    project_obj, membership = page_project(request, project, Capability.MANAGE)
     return _page(request, project_obj, membership)
 
 
 @login_required
 @require_POST
 def add_member(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, _ = page_project(request, project, "manage")
+    project_obj, _ = page_project(request, project, Capability.MANAGE)
     try:
         member = team.add_member(
             project=project_obj, username=request.POST.get("username", ""), role=request.POST.get("role", ""), actor=request.user
@@ -68,7 +68,7 @@ def add_member(request: HttpRequest, project: str) -> HttpResponse:
 @require_POST
 def invite_member(request: HttpRequest, project: str) -> HttpResponse:
     """The sign-up link is in this response only (no redirect, no session): the admin passes it on."""
-    project_obj, membership = page_project(request, project, "manage")
+    project_obj, membership = page_project(request, project, Capability.MANAGE)
     form = {key: request.POST.get(key, "") for key in ("username", "email", "role")}
     try:
         member = team.invite_member(project=project_obj, actor=request.user, **form)
@@ -90,7 +90,7 @@ def invite_member(request: HttpRequest, project: str) -> HttpResponse:
 @require_POST
 def change_member(request: HttpRequest, project: str, pk: int) -> HttpResponse:
     """One member's row: `action=role` with `role`, or `action=remove`."""
-    project_obj, _ = page_project(request, project, "manage")
+    project_obj, _ = page_project(request, project, Capability.MANAGE)
     action = request.POST.get("action")
     try:
         if action == "remove":
@@ -112,7 +112,7 @@ def change_member(request: HttpRequest, project: str, pk: int) -> HttpResponse:
 @require_POST
 def create_token(request: HttpRequest, project: str) -> HttpResponse:
     """The secret is in this response only (no redirect, no session): it is shown once."""
-    project_obj, membership = page_project(request, project, "manage")
+    project_obj, membership = page_project(request, project, Capability.MANAGE)
     form = {key: request.POST.get(key, "") for key in ("username", "role", "name")}
     try:
         token, secret = team.create_token(project=project_obj, actor=request.user, **form)
@@ -125,7 +125,7 @@ def create_token(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_POST
 def revoke_token(request: HttpRequest, project: str, pk: int) -> HttpResponse:
-    project_obj, _ = page_project(request, project, "manage")
+    project_obj, _ = page_project(request, project, Capability.MANAGE)
     try:
         token = team.revoke_token(project=project_obj, token_id=pk, actor=request.user)
     except team.TeamError as exc:

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
 from grading.method.services import active_mapping
+from grading.models import Capability
 from reviews.selectors import calibration as data
 
 MAX_BOOT = 5000
@@ -36,7 +37,7 @@ class AgreementView(APIView):
         "the fitted mapping",
     )
     def get(self, request):
-        project = project_for_request(request, "view", "export")
+        project = project_for_request(request, Capability.VIEW, Capability.EXPORT)
         params = request.query_params
         run = run_for_request(request, project, required=False)
         step = params.get("step")

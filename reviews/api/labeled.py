@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 from grading.api.advantages import FileExportNegotiation
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
+from grading.models import Capability
 from reviews.selectors import labeled as selectors_labeled
 from reviews.selectors.blind import open_blind_count
 
@@ -89,7 +90,7 @@ class LabeledGroupExportView(APIView):
         summary="Export judged groups (gagar-labeled-group/1) or grader SFT examples, ordered by (step, uid)",
     )
     def get(self, request):
-        project = project_for_request(request, "export")
+        project = project_for_request(request, Capability.EXPORT)
         fmt = request.query_params.get("format", "jsonl")
         if fmt not in selectors_labeled.FORMATS:
             return error(status.HTTP_400_BAD_REQUEST, f"format must be one of {', '.join(selectors_labeled.FORMATS)}")

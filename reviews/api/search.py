@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from grading.api.errors import error
 from grading.api.scoping import membership_for_request
 from grading.formats import params
+from grading.models import Capability
 from grading.search.query import MAX_QUERY_CHARS, QueryError
 from grading.search.selectors import COUNT_CAP, MAX_PAGE_SIZE, PAGE_SIZE, GraderFieldsHidden, SearchRefused, search_rollouts
 from grading.search.text import FIELD_LABELS
@@ -167,7 +168,7 @@ class SearchView(APIView):
         summary="Search a project's rollouts (messages, patches, test names)",
     )
     def get(self, request):
-        project, membership = membership_for_request(request, "view")
+        project, membership = membership_for_request(request, Capability.VIEW)
         try:
             search = read_search(request.query_params, project=project, membership=membership, user=request.user)
         except QueryError as exc:

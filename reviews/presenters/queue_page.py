@@ -9,7 +9,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.shortcuts import get_object_or_404
 
-from grading.models import Membership, Project, Run
+from grading.models import Capability, Membership, Project, Run
 from reviews.models import GroupReview
 from reviews.selectors.adjudication import adjudication_counts, adjudication_queue, adjudication_rows
 from reviews.selectors.progress import my_assignments, my_progress, project_review_totals, team_progress
@@ -57,7 +57,7 @@ def queue_page(*, project: Project, membership: Membership, reviewer, run: Run |
         assignments=tuple(my_assignments(project=project, reviewer=reviewer)),
         upcoming=upcoming,
         totals=project_review_totals(project),
-        team=team_progress(project) if "manage" in membership.capabilities else None,
+        team=team_progress(project) if Capability.MANAGE in membership.capabilities else None,
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Q, QuerySet
 
-from grading.models import Group, Membership, Project
+from grading.models import Capability, Group, Membership, Project
 from reviews.models import Assignment, GroupReview, Judgment
 from reviews.selectors.adjudication import adjudication_aggregates
 
@@ -48,7 +48,7 @@ def team_progress(project: Project) -> list[dict]:
     )
     rows = []
     for m in members:
-        if "review" not in m.capabilities:
+        if Capability.REVIEW not in m.capabilities:
             continue
         row = per_user.get(m.user_id, {})
         rows.append(

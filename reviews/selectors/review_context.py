@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grading.models import Group, Membership
+from grading.models import Capability, Group, Membership
 from reviews.models import Assignment, GroupReview, Judgment, JudgmentItem
 from reviews.selectors.lanes import with_blind_fields
 
@@ -60,7 +60,7 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
     review = GroupReview.objects.filter(group=group).first()
     judgment = own[0] if own else None
     open_blind = bool(assignment and assignment.is_open_blind)
-    adjudicator = "adjudicate" in caps and group.is_mixed
+    adjudicator = Capability.ADJUDICATE in caps and group.is_mixed
     # The form is offered only where the queue says the group waits for an adjudicator, and
     # never to a party to it: someone who reviewed it or holds an open assignment on it
     # (selectors.adjudication.adjudication_refusal says the same when the form is posted).
@@ -69,7 +69,7 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
         assignment=assignment,
         judgment=judgment,
         review=review,
-        can_judge="review" in caps and assignment is not None and assignment.is_open and group.is_mixed,
+        can_judge=Capability.REVIEW in caps and assignment is not None and assignment.is_open and group.is_mixed,
         can_adjudicate=adjudicator and not party and review is not None and review.needs_adjudication,
         blind=open_blind,
     )

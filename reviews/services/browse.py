@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
-from grading.models import Group, Membership, Verdict
+from grading.models import Capability, Group, Membership, Verdict
 from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
 from reviews.selectors.lanes import shuffled_order
 from reviews.selectors.queue import policy_for, queue_groups
 from reviews.services.judgments import log_reveal
 
 # Capabilities whose work needs the grader's verdict: holders see it when browsing.
-SEES_VERDICT = frozenset({"audit", "adjudicate", "manage"})
+SEES_VERDICT = frozenset({Capability.AUDIT, Capability.ADJUDICATE, Capability.MANAGE})
 
 
 class ClaimRefused(Exception):
@@ -40,7 +40,7 @@ class BrowseChoice:
 
 def hides_verdict_when_browsing(membership: Membership) -> bool:
     caps = membership.capabilities
-    return "review" in caps and not (caps & SEES_VERDICT)
+    return Capability.REVIEW in caps and not (caps & SEES_VERDICT)
 
 
 def _refusal(*, group: Group, reviewer, assignment: Assignment | None, judged: bool, revealed: bool, policy: ReviewPolicy) -> str:

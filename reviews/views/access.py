@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest
 
-from grading.models import Membership
+from grading.models import Capability, Membership
 from grading.projects.access import page_group
 from reviews.models import Assignment
 from reviews.selectors.queue import assignment_for
@@ -14,7 +14,7 @@ from reviews.selectors.queue import assignment_for
 def get_assignment_for_reviewer(request: HttpRequest, project: str, run: str, uid: str) -> tuple[Assignment, Membership]:
     """The person's own assignment on the group. A group not assigned to them is 404, as is
     another project's: judging happens only through the queue (or an admin's assignment)."""
-    group, membership = page_group(request, project, run, uid, "review")
+    group, membership = page_group(request, project, run, uid, Capability.REVIEW)
     assignment = assignment_for(group=group, reviewer=request.user)
     if assignment is None:
         raise Http404("This group is not assigned to you")

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from grading.models import CheatDecision
+from grading.models import Capability, CheatDecision
 from grading.projects.access import page_project
 from reviews.selectors import audit as selectors
 from reviews.services.audit import AuditError, audit_rollouts
@@ -41,7 +41,7 @@ def _rows(request: HttpRequest, project, scope: selectors.AuditScope):
 @require_GET
 @vary_on_headers("HX-Request")
 def audit_queue(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = page_project(request, project, "audit")
+    project_obj, membership = page_project(request, project, Capability.AUDIT)
     scope = selectors.read_scope(request.GET)
     page, rows = _rows(request, project_obj, scope)
     return render(
@@ -72,7 +72,7 @@ def _back(project: str, scope: selectors.AuditScope) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def decide(request: HttpRequest, project: str, rollout_id: int) -> HttpResponse:
     """Confirm or overturn one rollout: every open signal of it, with one reason."""
-    project_obj, membership = page_project(request, project, "audit")
+    project_obj, membership = page_project(request, project, Capability.AUDIT)
     if selectors.audit_rollout_for(project_obj, rollout_id, hidden_from=request.user) is None:
         raise Http404("no such rollout in the audit")
     scope = selectors.read_scope(request.POST)
@@ -116,7 +116,7 @@ def decide(request: HttpRequest, project: str, rollout_id: int) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def decide_bulk(request: HttpRequest, project: str) -> HttpResponse:
     """Confirm or overturn every pending rollout of a prescreen rule or a search at once."""
-    project_obj, membership = page_project(request, project, "audit")
+    project_obj, membership = page_project(request, project, Capability.AUDIT)
     target = selectors.read_scope(request.POST)
     scope = selectors.read_scope({"status": request.POST.get("back_status"), "source": request.POST.get("back_source")})
     error, report = None, None

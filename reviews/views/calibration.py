@@ -20,6 +20,7 @@ from grading.method.evidence import MAX_MINIMUM, TooLittleEvidence, assess
 from grading.method.minimums import minimum_for, save_minimum
 from grading.method.services import active_mapping
 from grading.method.tiers import TIERS
+from grading.models import Capability
 from grading.presenters.charts import lambda_histogram
 from grading.projects.access import page_project
 from reviews.selectors import calibration as data
@@ -38,7 +39,7 @@ def _figures(project, scope, hidden_from=None) -> data.Figures:
 @login_required
 @require_GET
 def calibration(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = page_project(request, project, "view")
+    project_obj, membership = page_project(request, project, Capability.VIEW)
     scope = _scope(request, project_obj)
     frames = _figures(project_obj, scope, hidden_from=request.user)  # none of the viewer's open blind groups
     overall, fitted = frames.overall, frames.fitted
@@ -46,7 +47,7 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
     active = active_mapping(run) if run else None
     steps = data.run_steps(run) if run else []
     preview = impact = None
-    can_activate = "manage" in membership.capabilities and run is not None
+    can_activate = Capability.MANAGE in membership.capabilities and run is not None
     minimum = minimum_for(project_obj)
     evidence = assess(counts=fitted.counts, n_groups=fitted.n_groups, minimum=minimum)
     if run and steps and fitted.n_judgments:
@@ -82,7 +83,7 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         "evidence": evidence,
         "minimum": minimum,
         "max_minimum": MAX_MINIMUM,
-        "can_set_minimum": "manage" in membership.capabilities,
+        "can_set_minimum": Capability.MANAGE in membership.capabilities,
         "fitted_rows": _mapping_rows(fitted, active),
         "heatmap": {
             "type": "heatmap",
@@ -178,7 +179,7 @@ def _lambda_chart(preview) -> dict:
 @login_required
 @require_POST
 def activate(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, _ = page_project(request, project, "manage")
+    project_obj, _ = page_project(request, project, Capability.MANAGE)
     scope = _scope(request, project_obj)
     back = reverse("calibration", args=[project]) + ("?" + urlencode({"run": scope["run"].name}) if scope["run"] else "")
     if scope["run"] is None:
@@ -217,7 +218,7 @@ def activate(request: HttpRequest, project: str) -> HttpResponse:
 @require_POST
 def minimum(request: HttpRequest, project: str) -> HttpResponse:
     """The project's minimum evidence for activating a fit without an override (admins)."""
-    project_obj, _ = page_project(request, project, "manage")
+    project_obj, _ = page_project(request, project, Capability.MANAGE)
     back = reverse("calibration", args=[project])
     if request.POST.get("run") and params.usable_name(request.POST["run"]):
         back += "?" + urlencode({"run": request.POST["run"]})

@@ -12,7 +12,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from grading.models import Group
+from grading.models import Capability, Group
 from grading.projects.access import page_group
 from reviews.models import Reveal
 from reviews.presenters import group_page as presenter
@@ -32,7 +32,7 @@ def render_group(request: HttpRequest, group: Group, page: presenter.GroupPage, 
 @login_required
 @require_GET
 def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
-    group, membership = page_group(request, project, run, uid, "view")
+    group, membership = page_group(request, project, run, uid, Capability.VIEW)
     page = presenter.group_page(user=request.user, group=group, membership=membership, query=request.GET)
     return render_group(request, group, page)
 
@@ -41,7 +41,7 @@ def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> Http
 @require_GET
 @vary_on_headers("HX-Request")
 def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
-    group, _ = page_group(request, project, run, uid, "view")
+    group, _ = page_group(request, project, run, uid, Capability.VIEW)
     if request.GET.get("format") == "raw":  # the whole text, as data: never rendered by the browser
         found = presenter.raw_patch(user=request.user, group=group, lane=lane)
         if found is None:
@@ -64,7 +64,7 @@ def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, lane: s
 @require_GET
 @vary_on_headers("HX-Request")
 def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
-    group, _ = page_group(request, project, run, uid, "view")
+    group, _ = page_group(request, project, run, uid, Capability.VIEW)
     try:
         start = max(0, int(request.GET.get("start", 0)))
     except ValueError:
@@ -88,7 +88,7 @@ def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, lane: 
 @require_GET
 @vary_on_headers("HX-Request")
 def rollout_log(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
-    group, _ = page_group(request, project, run, uid, "view")
+    group, _ = page_group(request, project, run, uid, Capability.VIEW)
     part = presenter.log_part(user=request.user, group=group, lane=lane)
     if part is None:
         raise Http404(NO_SUCH_ROLLOUT)

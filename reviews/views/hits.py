@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from grading.formats import params
+from grading.models import Capability
 from grading.projects.access import page_group
 from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor
@@ -59,7 +60,7 @@ def _hit(number: int, hit, lane: str) -> dict:
 @login_required
 @require_GET
 def rollout_hits(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> JsonResponse:
-    group, _ = page_group(request, project, run, uid, "view")
+    group, _ = page_group(request, project, run, uid, Capability.VIEW)
     lanes = lanes_for(user=request.user, group=group)  # a blind judge names rollouts by label (reviews.selectors.lanes)
     index = lanes.index_of(lane)
     if index is None:

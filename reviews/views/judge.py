@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.formats import date_format
 from django.views.decorators.http import require_GET, require_POST
 
+from grading.models import Capability
 from grading.projects.access import page_group
 from reviews.forms import draft_fields, parse_judgment
 from reviews.models import Judgment, Reveal
@@ -140,7 +141,7 @@ def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespon
 @require_POST
 def claim(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """ "Judge this group blind", from a group opened outside an assignment."""
-    group, _ = page_group(request, project, run, uid, "review")
+    group, _ = page_group(request, project, run, uid, Capability.REVIEW)
     try:
         assignment = claim_blind(group=group, reviewer=request.user)
     except ClaimRefused as refused:
@@ -155,7 +156,7 @@ def claim(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
 def show(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """ "Show the grader's verdict", from a group opened outside an assignment: logged as a
     Reveal, and the group leaves the person's queue. Someone judging it blind reveals early instead."""
-    group, membership = page_group(request, project, run, uid, "view")
+    group, membership = page_group(request, project, run, uid, Capability.VIEW)
     open_ = open_assignment(group=group, reviewer=request.user)
     if open_ is not None:
         reveal_early(assignment=open_)
@@ -186,7 +187,7 @@ def draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
 @require_POST
 def adjudication_draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """Autosave of the adjudication form, for whoever may adjudicate the group now."""
-    group, _ = page_group(request, project, run, uid, "adjudicate")
+    group, _ = page_group(request, project, run, uid, Capability.ADJUDICATE)
     refusal = adjudication_refusal(group=group, user=request.user, review=group_review(group))
     if refusal is not None:
         return JsonResponse({"error": refusal.message}, status=refusal.status)
@@ -231,7 +232,7 @@ def skip(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse
 @require_GET
 def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """Patch of rollout `a` against rollout `b`, or against the gold patch (`b=gold`)."""
-    group, _ = page_group(request, project, run, uid, "view")
+    group, _ = page_group(request, project, run, uid, Capability.VIEW)
     comparison = patch_comparison(user=request.user, group=group, a=request.GET.get("a", ""), b=request.GET.get("b", ""))
     if comparison is None:
         return render(request, "reviews/group.html#compare", {"compare_error": "Choose two patches of this group."}, status=400)
@@ -241,7 +242,7 @@ def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespo
 @login_required
 @require_POST
 def adjudicate(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
-    group, membership = page_group(request, project, run, uid, "adjudicate")
+    group, membership = page_group(request, project, run, uid, Capability.ADJUDICATE)
     if not group.is_mixed:
         raise Http404("Only mixed groups are adjudicated")
     # Refused before the form is even read (and again under the lock, in submit_judgment):

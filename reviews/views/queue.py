@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from grading.models import Run
+from grading.models import Capability, Run
 from grading.projects.access import page_project
 from reviews.presenters.queue_page import adjudication_page, queue_page, run_filter
 from reviews.services.judgments import reveal_disagreements
@@ -26,7 +26,7 @@ def _run_filter(project, request: HttpRequest) -> Run | None:
 @login_required
 @require_GET
 def queue(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = page_project(request, project, "review")
+    project_obj, membership = page_project(request, project, Capability.REVIEW)
     run = _run_filter(project_obj, request)
     page = queue_page(project=project_obj, membership=membership, reviewer=request.user, run=run)
     return render(request, "reviews/queue.html", page.context())
@@ -35,7 +35,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_POST
 def next_group(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, _ = page_project(request, project, "review")
+    project_obj, _ = page_project(request, project, Capability.REVIEW)
     run = _run_filter(project_obj, request)
     assignment = next_assignment(project=project_obj, reviewer=request.user, run=run)
     if assignment is None:
@@ -48,7 +48,7 @@ def next_group(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_POST
 def policy(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, _ = page_project(request, project, "manage")
+    project_obj, _ = page_project(request, project, Capability.MANAGE)
     try:
         overlap = float(request.POST.get("overlap_percent", "")) / 100
         lease = int(request.POST.get("lease_minutes", ""))
@@ -72,8 +72,8 @@ def policy(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 @require_GET
 def adjudication_queue(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = page_project(request, project, "view")
-    if "adjudicate" not in membership.capabilities:
+    project_obj, membership = page_project(request, project, Capability.VIEW)
+    if Capability.ADJUDICATE not in membership.capabilities:
         raise PermissionDenied("Adjudication needs the adjudicator or admin role")
     include_done = request.GET.get("show") == "all"
     page, rows, totals = adjudication_page(project=project_obj, include_done=include_done, number=request.GET.get("page"))

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from grading.formats import params
 from grading.method.tiers import TIERS
-from grading.models import CheatDecision
+from grading.models import Capability, CheatDecision
 from grading.projects.access import page_project
 from grading.search.index import has_index
 from grading.search.query import QueryError
@@ -29,7 +29,7 @@ from reviews.services.search_signals import MAX_SIGNALS, SignalRefused, signal_s
 @login_required
 @require_GET
 def search(request: HttpRequest, project: str) -> HttpResponse:
-    project_obj, membership = page_project(request, project, "view")
+    project_obj, membership = page_project(request, project, Capability.VIEW)
     context = {
         "project": project_obj,
         "membership": membership,
@@ -42,7 +42,7 @@ def search(request: HttpRequest, project: str) -> HttpResponse:
         "count_cap": COUNT_CAP,
         "scan_rows": SQLITE_SCAN_ROWS,
         "max_signals": MAX_SIGNALS,
-        "can_signal": "audit" in membership.capabilities,
+        "can_signal": Capability.AUDIT in membership.capabilities,
     }
     if not request.GET.get("q"):
         return render(request, "reviews/search.html", context)
@@ -79,7 +79,7 @@ def search(request: HttpRequest, project: str) -> HttpResponse:
 @require_POST
 def signal(request: HttpRequest, project: str) -> HttpResponse:
     """Turn the search in the form into open cheat signals (source `search`) on every matching rollout."""
-    project_obj, membership = page_project(request, project, "audit")
+    project_obj, membership = page_project(request, project, Capability.AUDIT)
     back = reverse("search", args=[project]) + "?" + urlencode({f: request.POST[f] for f in FIELDS if request.POST.get(f)})
     try:
         found = read_search(request.POST, project=project_obj, membership=membership, user=request.user)
