@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from grading.models import Capability
 from grading.projects.access import page_group
+from reviews.access import get_assignment_for_reviewer
 from reviews.forms import draft_fields, parse_judgment
 from reviews.models import Judgment, Reveal
 from reviews.presenters.group_page import group_page
@@ -32,7 +33,6 @@ from reviews.services.judgments import (
     submit_judgment,
 )
 from reviews.services.queue import next_assignment, skip_assignment
-from reviews.views.access import get_assignment_for_reviewer
 
 
 def render_group_page(request: HttpRequest, group, membership, *, status: int, **refused) -> HttpResponse:
