@@ -121,6 +121,7 @@ class GroupListIngestView(APIView):
         request={"application/x-ndjson": OpenApiTypes.BINARY},
         responses={
             200: IngestReportSerializer,
+            400: OpenApiResponse(IngestReportSerializer, description="An unreadable or empty body (`aborted` says why)"),
             207: OpenApiResponse(IngestReportSerializer, description="Some lines refused; the rest stored"),
             422: OpenApiResponse(IngestReportSerializer, description="Every line refused"),
             503: OpenApiResponse(IngestReportSerializer, description="Database unavailable; resend (idempotent)"),
@@ -136,28 +137,32 @@ class GroupListIngestView(APIView):
             ingest_group_lines(project=project, lines=lines, report=report)
         except BodyError as exc:
             report.aborted = str(exc)
-            return Response(report.as_dict(), status=status.HTTP_400_BAD_REQUEST)
+            return _report(report, status=status.HTTP_400_BAD_REQUEST)
         except (OperationalError, InterfaceError) as exc:
             logger.warning("ingest aborted by the database: %s", exc)
             report.aborted = (
                 f"database unavailable after line {report.lines}: lines before it that the report counts are stored; "
                 "resend the body (stored lines come back as unchanged)"
             )
-            return Response(report.as_dict(), status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"})
+            return _report(report, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"})
         except DatabaseError as exc:  # e.g. a value PostgreSQL refuses that validation did not foresee
             logger.exception("ingest failed in the database")
             report.aborted = f"database refused the data after line {report.lines}: {exc.__class__.__name__}"
-            return Response(report.as_dict(), status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+            return _report(report, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
         if report.lines == 0:
             report.aborted = "empty body: send one gagar-group/1 JSON object per line"
-            return Response(report.as_dict(), status=status.HTTP_400_BAD_REQUEST)
+            return _report(report, status=status.HTTP_400_BAD_REQUEST)
         if report.refused == 0:
             code = status.HTTP_200_OK
         elif report.accepted == 0:
             code = status.HTTP_422_UNPROCESSABLE_ENTITY
         else:
             code = status.HTTP_207_MULTI_STATUS
-        return Response(report.as_dict(), status=code)
+        return _report(report, status=code)
+
+
+def _report(report: IngestReport, **kwargs) -> Response:
+    return Response(IngestReportSerializer(report.as_dict()).data, **kwargs)
 
 
 class GroupDetailView(APIView):

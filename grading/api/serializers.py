@@ -119,8 +119,10 @@ class CountsSerializer(serializers.Serializer):
     unchanged = serializers.IntegerField()
 
 
-class GroupCountsSerializer(CountsSerializer):
+class GroupCountsSerializer(serializers.Serializer):  # in IngestReport.as_dict()'s order
+    created = serializers.IntegerField()
     extended = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
 
 
 class GradingQueuedSerializer(serializers.Serializer):
@@ -128,6 +130,8 @@ class GradingQueuedSerializer(serializers.Serializer):
     refused = serializers.CharField(allow_null=True, help_text="why the auto-grader could not be asked, if it could not")
 
 
+# What POST /api/v1/groups/ answers, whatever its status: IngestReport.as_dict() (grading.ingest.
+# service) rendered through it, so the response and its schema are one.
 class IngestReportSerializer(serializers.Serializer):
     lines = serializers.IntegerField()
     bytes = serializers.IntegerField()
