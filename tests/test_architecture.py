@@ -61,6 +61,14 @@ def test_a_pure_core_importing_django_breaks_its_contract(tree):
     assert "grading.method.advantage is not allowed to import django" in result.stdout
 
 
+def test_a_view_importing_another_view_breaks_their_independence(tree):
+    append(tree / "reviews" / "views" / "judge.py", "from reviews.views.group import render_group  # noqa")
+    result = lint(tree)
+    assert result.returncode != 0
+    assert "A view module imports no other view module BROKEN" in result.stdout
+    assert "reviews.views.judge -> reviews.views.group" in result.stdout
+
+
 # --- what import-linter cannot see: URL names and template names ---------------------------
 # grading must not name a URL that reviews' URLconf defines, nor a template under
 # templates/reviews/: either is a dependency upward, through strings. What both apps use (the
