@@ -132,7 +132,8 @@ class Judgment(models.Model):
 class JudgmentItem(models.Model):
     """A judgment of one passing rollout."""
 
-    Tier = models.TextChoices("Tier", TIER_CHOICES)  # T1, T2, T3 (grading.method.tiers)
+    # T1, T2, T3 (grading.method.tiers). The Enum functional API, which django-stubs types only as a class.
+    Tier = models.TextChoices("Tier", TIER_CHOICES)  # type: ignore[call-overload]
 
     judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="items")
     rollout = models.ForeignKey("grading.Rollout", on_delete=models.CASCADE, related_name="judgment_items")

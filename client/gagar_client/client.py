@@ -236,7 +236,7 @@ class Client:
                     delay = _retry_after(exc.headers.get("Retry-After"))
                     if delay is not None:
                         delay = min(delay, self.max_retry_after)
-                    if patient:
+                    if patient and patience is not None:  # `patient` already says so; this tells mypy
                         delay = delay if delay is not None else min(self.max_backoff, self.backoff * (2**attempt))
                         if time.monotonic() + delay >= patience:
                             raise GagarError(

@@ -35,7 +35,8 @@ class Verdict(models.Model):
 class RolloutGrade(models.Model):
     """The verdict's judgment of one passing rollout."""
 
-    Tier = models.TextChoices("Tier", TIER_CHOICES)  # T1, T2, T3 (grading.method.tiers)
+    # T1, T2, T3 (grading.method.tiers). The Enum functional API, which django-stubs types only as a class.
+    Tier = models.TextChoices("Tier", TIER_CHOICES)  # type: ignore[call-overload]
 
     verdict = models.ForeignKey(Verdict, on_delete=models.CASCADE, related_name="grades")
     rollout = models.ForeignKey("grading.Rollout", on_delete=models.CASCADE, related_name="grades")

@@ -14,9 +14,11 @@ who has not opened their sign-up link yet) is no person who can open the Team pa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from django.contrib.admin.models import ADDITION, LogEntry
 from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX
+from django.contrib.auth.models import User
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Q
 
@@ -58,7 +60,7 @@ def people_q(prefix: str = "") -> Q:
 @dataclass(frozen=True)
 class ForgedToken:
     token: ApiToken
-    maker: object  # the user who made it on the Team page
+    maker: User  # the user who made it on the Team page
     why: str
 
 
@@ -77,8 +79,9 @@ def forged_tokens() -> list[ForgedToken]:
         .select_related("user__service_account", "project", "created_by")
         .order_by("project__name", "pk")
     )
+    # LogEntry.user is a foreign key to the user model, which django-stubs leaves unparametrized.
     logged = {
-        int(e.object_id): e.user
+        int(e.object_id): cast(User, e.user)
         for e in LogEntry.objects.filter(
             content_type=ContentType.objects.get_for_model(ApiToken),
             action_flag=ADDITION,

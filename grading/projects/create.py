@@ -14,7 +14,9 @@ from django.db import IntegrityError, transaction
 
 from grading.models import Membership, Project, Role
 
-MAX_NAME = Project._meta.get_field("name").max_length
+_max_name = Project._meta.get_field("name").max_length
+assert _max_name is not None  # a SlugField has one
+MAX_NAME: int = _max_name
 # Path segments of the pages that sit beside /projects/<name>/: a project of that name could not be reached.
 RESERVED = frozenset({"new"})
 

@@ -24,7 +24,9 @@ from django.utils import timezone
 from grading.models import ROLE_CAPABILITIES, ApiToken, Membership, Project, Role, ServiceAccount
 from grading.projects.accounts import is_privileged, people_q, service_account_of
 
-MAX_TOKEN_NAME = ApiToken._meta.get_field("name").max_length
+_max_token_name = ApiToken._meta.get_field("name").max_length
+assert _max_token_name is not None  # a CharField has one
+MAX_TOKEN_NAME: int = _max_token_name
 
 
 class TeamError(ValueError):
@@ -33,7 +35,8 @@ class TeamError(ValueError):
 
 def _log(actor, objects, flag: int, message: str) -> None:
     if objects:
-        LogEntry.objects.log_actions(
+        # django-stubs overloads `single_object` as Literal[True] or Literal[False] and has none for a bool.
+        LogEntry.objects.log_actions(  # type: ignore[call-overload]
             user_id=actor.pk, queryset=objects, action_flag=flag, change_message=message, single_object=len(objects) == 1
         )
 
@@ -103,7 +106,9 @@ def invite_member(*, project: Project, username: str, email: str, role: str, act
         user_model.username_validator(username)
     except ValidationError:
         raise TeamError(f"{username!r} is not a usable username (letters, digits and @ . + - _)") from None
-    if len(username) > user_model._meta.get_field("username").max_length:
+    max_username = user_model._meta.get_field("username").max_length
+    assert max_username is not None  # the username is a CharField
+    if len(username) > max_username:
         raise TeamError("a username is at most 150 characters")
     if email:
         try:
@@ -179,8 +184,10 @@ def create_token(*, project: Project, username: str, role: str, name: str, actor
         user_field.run_validators(username)
     except Exception as exc:  # noqa: BLE001  django.core.exceptions.ValidationError: its messages, as one sentence
         raise TeamError(f"{username!r} is not a usable username: {' '.join(getattr(exc, 'messages', [str(exc)]))}") from None
-    if len(username) > user_field.max_length:
-        raise TeamError(f"a username has at most {user_field.max_length} characters")
+    max_username = user_field.max_length
+    assert max_username is not None  # the username is a CharField
+    if len(username) > max_username:
+        raise TeamError(f"a username has at most {max_username} characters")
     maker = Membership.objects.filter(project=project, user_id=actor.pk).first()
     if maker is None or not ROLE_CAPABILITIES[role] <= maker.capabilities:
         raise TeamError(f"a token's role is at most its maker's ({maker.role if maker else 'none'}), not {role}")

@@ -190,7 +190,7 @@ def group_steps(
             group = {"uid": uid, "task": {"instance_id": uid}, "rollouts": []}
             group.update(extra.get(uid, {}))
             groups[uid] = group
-        rollout = {"index": index, "reward": float(reward)}
+        rollout: dict[str, Any] = {"index": index, "reward": float(reward)}
         if (uid, index) in dropped:
             rollout["dropped"] = dropped[(uid, index)]
         rollout.update(extra.get((uid, index), {}))

@@ -135,7 +135,7 @@ def stamping(manager_cls: type, ids: SampleIds) -> type:
     if manager_cls in ids._classes:
         return ids._classes[manager_cls]
 
-    class Stamping(manager_cls):  # type: ignore[misc, valid-type]
+    class Stamping(manager_cls):
         def _create_rollouts(self, data, *, is_train):
             enqueued = super()._create_rollouts(data, is_train=is_train)
             if is_train:

@@ -91,7 +91,9 @@ def register(registry: Any = None) -> None:
     """Register `gagar` with SkyRL's `AdvantageEstimatorRegistry` (again is a no-op; a different
     function already under the name is refused)."""
     if registry is None:
-        from skyrl.backends.skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry as registry
+        from skyrl.backends.skyrl_train.utils.ppo_utils import AdvantageEstimatorRegistry
+
+        registry = AdvantageEstimatorRegistry
     if NAME in registry.list_available():
         if registry.get(NAME) is not compute_gagar_advantage:
             raise ValueError(f"SkyRL's AdvantageEstimatorRegistry already holds another {NAME!r} estimator")

@@ -76,9 +76,10 @@ def reward_function(
             indexes = sample_indexes(uids, list(kwargs[index_column]))
         else:
             indexes = sample_indexes(uids, BATCH_ORDER)
-        table = lookup
         if callable(lookup) and not isinstance(lookup, Mapping):
             table = lookup(uids=uids, indexes=indexes, prompts=prompts, completions=completions, **kwargs)
+        else:
+            table = lookup
         return lookup_advantages(table, uids, indexes, missing=missing)
 
     reward.__name__ = reward.__qualname__ = name
