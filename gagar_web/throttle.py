@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
@@ -25,6 +26,10 @@ from django.db import connection
 from django.utils import timezone
 
 from grading.models import ThrottleCount
+
+if TYPE_CHECKING:
+    from django.core.cache.backends.redis import RedisCacheClient
+    from redis import Redis
 
 _PREFIX = "gagar:throttle:"
 
@@ -50,17 +55,26 @@ def key_for(kind: str, value: str) -> str:
     return _PREFIX + kind + ":" + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()
 
 
-def _redis() -> tuple[RedisCache, object] | tuple[None, None]:
+def _redis() -> tuple[RedisCache, Redis] | None:
     backend = caches["default"]
-    return (backend, backend._cache.get_client(write=True)) if isinstance(backend, RedisCache) else (None, None)
+    if not isinstance(backend, RedisCache):
+        return None
+    # RedisCache._cache (its RedisCacheClient) is private, so django-stubs leaves it out.
+    cache_client: RedisCacheClient = backend._cache  # type: ignore[attr-defined]
+    return backend, cache_client.get_client(write=True)
 
 
 def hit(key: str, *, window: int) -> Hit:
-    backend, client = _redis()
-    if client is not None:
+    redis = _redis()
+    if redis is not None:
+        backend, client = redis
         name = backend.make_key(key)
         with client.pipeline(transaction=True) as pipe:
-            _, count, ttl = pipe.set(name, 0, ex=window, nx=True).incr(name).ttl(name).execute()
+            # One command a call: redis-py types a pipeline's commands as the client's, not as the pipeline.
+            pipe.set(name, 0, ex=window, nx=True)
+            pipe.incr(name)
+            pipe.ttl(name)
+            _, count, ttl = pipe.execute()
         return Hit(count=int(count), retry_after=max(1, int(ttl)))
     now = timezone.now()
     expires = now + timedelta(seconds=window)
@@ -77,8 +91,9 @@ def hit(key: str, *, window: int) -> Hit:
 
 def undo(key: str) -> None:
     """Take back one hit (an attempt that turned out not to count)."""
-    backend, client = _redis()
-    if client is not None:
+    redis = _redis()
+    if redis is not None:
+        backend, client = redis
         name = backend.make_key(key)
         if (client.decr(name) or 0) < 0:
             client.delete(name)
@@ -88,8 +103,9 @@ def undo(key: str) -> None:
 
 
 def forget(key: str) -> None:
-    backend, client = _redis()
-    if client is not None:
+    redis = _redis()
+    if redis is not None:
+        backend, client = redis
         client.delete(backend.make_key(key))
     else:
         ThrottleCount.objects.filter(key=key).delete()

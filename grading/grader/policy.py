@@ -4,7 +4,8 @@ site or `PATCH /api/v1/runs/{name}/`; checked here once for all three."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import MutableMapping
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
@@ -36,7 +37,8 @@ def auto_grader_name(run: Run) -> str | None:
         return None
 
 
-def check_policy(fields: dict) -> dict:
+def check_policy(fields: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    # Returns `fields` itself, with its `drop_policy` (if any) replaced in place by the checked one.
     unknown = set(fields) - set(POLICY_FIELDS)
     if unknown:
         name = sorted(unknown)[0]
@@ -73,7 +75,7 @@ def check_policy(fields: dict) -> dict:
     return fields
 
 
-def create_run(*, project: Project, name: str, policy: Mapping) -> Run:
+def create_run(*, project: Project, name: str, policy: MutableMapping[str, Any]) -> Run:
     """A new run with its policy (a request's fields, checked here), before any group arrives.
     Refuses a name already taken."""
     if not isinstance(name, str) or not name.strip():
@@ -93,7 +95,7 @@ def create_run(*, project: Project, name: str, policy: Mapping) -> Run:
 
 
 @transaction.atomic
-def update_run_policy(*, run: Run, changes: Mapping) -> Run:
+def update_run_policy(*, run: Run, changes: MutableMapping[str, Any]) -> Run:
     """Change some of a run's policy. A new baseline changes every step's advantages (they are
     recomputed), and so do a new drop policy (what a dropped rollout does to its group) and
     turning turn weights on or off (what the rows hold); a new auto-grader applies to groups

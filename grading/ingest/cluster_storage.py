@@ -57,19 +57,18 @@ def recluster(groups: Iterable[Group], *, apps=None) -> None:
     groups = list(groups)
     if not groups:
         return
-    models = {
-        name: (apps.get_model("grading", name) if apps else model)
-        for name, model in (("Group", Group), ("Rollout", Rollout), ("RolloutContent", RolloutContent), ("Task", Task))
-    }
+    # A migration's historical models are typed as the app's own: they have the fields used here.
+    group_model: type[Group] = apps.get_model("grading", "Group") if apps else Group
+    rollout_model: type[Rollout] = apps.get_model("grading", "Rollout") if apps else Rollout
+    content_model: type[RolloutContent] = apps.get_model("grading", "RolloutContent") if apps else RolloutContent
+    task_model: type[Task] = apps.get_model("grading", "Task") if apps else Task
     by_id = {g.pk: g for g in groups}
-    tasks = {
-        t.pk: t for t in models["Task"].objects.filter(pk__in={g.task_id for g in groups}).only("fail_to_pass", "pass_to_pass")
-    }
-    patches = dict(models["RolloutContent"].objects.filter(rollout__group_id__in=by_id).values_list("rollout_id", "patch"))
-    members: dict[int, list] = {}
-    for rollout in models["Rollout"].objects.filter(group_id__in=by_id).only("id", "group_id", "index", "passed"):
+    tasks = {t.pk: t for t in task_model.objects.filter(pk__in={g.task_id for g in groups}).only("fail_to_pass", "pass_to_pass")}
+    patches = dict(content_model.objects.filter(rollout__group_id__in=by_id).values_list("rollout_id", "patch"))
+    members: dict[int, list[Rollout]] = {}
+    for rollout in rollout_model.objects.filter(group_id__in=by_id).only("id", "group_id", "index", "passed"):
         members.setdefault(rollout.group_id, []).append(rollout)
-    changed = []
+    changed: list[Rollout] = []
     for group_id, rollouts in members.items():
         group = by_id[group_id]
         stored, group.distinct_solutions = clusters_to_store(
@@ -82,5 +81,5 @@ def recluster(groups: Iterable[Group], *, apps=None) -> None:
                 stored[r.index].label,
             )
             changed.append(r)
-    models["Rollout"].objects.bulk_update(changed, ["cluster", "extra_files", "cluster_label"], batch_size=500)
-    models["Group"].objects.bulk_update(groups, ["distinct_solutions"], batch_size=500)
+    rollout_model.objects.bulk_update(changed, ["cluster", "extra_files", "cluster_label"], batch_size=500)
+    group_model.objects.bulk_update(groups, ["distinct_solutions"], batch_size=500)

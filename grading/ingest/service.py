@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 MAX_REPORTED_ERRORS = 1000
 BATCH_LINES = 64
 BATCH_BYTES = 24 * 1024 * 1024
-_EMPTY = (None, "", [], {})
+_EMPTY: tuple[object, ...] = (None, "", [], {})
 _TASK_FIELDS = ("repo", "base_commit", "problem_statement", "gold_patch", "test_patch", "fail_to_pass", "pass_to_pass", "extra")
 
 
@@ -93,6 +93,10 @@ class IngestReport:
 class _Pending:
     line: int
     group: ParsedGroup
+
+
+# What storing one line came to: (line, status, rollouts created, rollouts unchanged, error).
+_Outcome = tuple[_Pending, str, int, int, str | None]
 
 
 class _Conflict(Exception):
@@ -220,7 +224,7 @@ class _BatchWriter:
         self._runs.clear()
         self._steps.clear()
 
-    def _apply(self, outcome: list[tuple[_Pending, str, int, int, str | None]]) -> None:
+    def _apply(self, outcome: list[_Outcome]) -> None:
         for pending, status, created, unchanged, error in outcome:
             if error:
                 self.report.refuse(pending.line, error, pending.group.uid)
@@ -234,7 +238,7 @@ class _BatchWriter:
             else:
                 self.report.groups_unchanged += 1
 
-    def _store(self, batch: list[_Pending]) -> list[tuple[_Pending, str, int, int, str | None]]:
+    def _store(self, batch: list[_Pending]) -> list[_Outcome]:
         """Write the batch inside the caller's transaction; returns per-line outcomes."""
         by_run: dict[str, list[_Pending]] = {}
         for pending in batch:
@@ -244,7 +248,7 @@ class _BatchWriter:
             outcome.extend(self._store_run(self._run(run_name), items))
         return outcome
 
-    def _store_run(self, run: Run, items: list[_Pending]):
+    def _store_run(self, run: Run, items: list[_Pending]) -> list[_Outcome]:
         uids = [p.group.uid for p in items]
         existing_groups = {
             g.uid: g
@@ -258,7 +262,7 @@ class _BatchWriter:
                 existing_rollouts.setdefault(group_id, {})[index] = (digest, passed)
 
         tasks, task_conflicts = self._tasks(run, items)
-        outcome = []
+        outcome: list[_Outcome] = []
         new_groups: list[tuple[_Pending, Group]] = []
         extended: list[tuple[_Pending, Group, list]] = []
         for pending in items:

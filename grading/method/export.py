@@ -18,7 +18,8 @@ import csv
 import io
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -104,31 +105,30 @@ _ORM = {
     "drop_mode": "drop_mode",
     TURN_WEIGHTS: "turn_weights",
 }
-ARROW_SCHEMA = pa.schema(
-    [
-        ("run", pa.string()),
-        ("step", pa.int64()),
-        ("uid", pa.string()),
-        ("index", pa.int64()),
-        ("instance_id", pa.string()),
-        ("reward", pa.float64()),
-        ("passed", pa.bool_()),
-        ("cheat", pa.bool_()),
-        ("cheat_source", pa.string()),
-        ("baseline", pa.string()),
-        ("advantage", pa.float64()),
-        ("tier", pa.string()),
-        ("rank", pa.int64()),
-        ("factor", pa.float64()),
-        ("lambda", pa.float64()),
-        ("redistributed_advantage", pa.float64()),
-        ("discount_only_advantage", pa.float64()),
-        ("mapping", pa.string()),
-        ("status", pa.string()),
-        ("dropped", pa.string()),
-        ("drop_mode", pa.string()),
-    ]
-)
+_ARROW_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("run", pa.string()),
+    ("step", pa.int64()),
+    ("uid", pa.string()),
+    ("index", pa.int64()),
+    ("instance_id", pa.string()),
+    ("reward", pa.float64()),
+    ("passed", pa.bool_()),
+    ("cheat", pa.bool_()),
+    ("cheat_source", pa.string()),
+    ("baseline", pa.string()),
+    ("advantage", pa.float64()),
+    ("tier", pa.string()),
+    ("rank", pa.int64()),
+    ("factor", pa.float64()),
+    ("lambda", pa.float64()),
+    ("redistributed_advantage", pa.float64()),
+    ("discount_only_advantage", pa.float64()),
+    ("mapping", pa.string()),
+    ("status", pa.string()),
+    ("dropped", pa.string()),
+    ("drop_mode", pa.string()),
+]
+ARROW_SCHEMA = pa.schema(_ARROW_FIELDS)
 WEIGHTED_SCHEMA = ARROW_SCHEMA.append(pa.field(TURN_WEIGHTS, pa.string()))
 CHUNK_ROWS = 20_000
 COPY_BLOCK = 256 * 1024  # bytes per chunk of a streamed PostgreSQL export
@@ -416,7 +416,12 @@ def _write_postgres_parquet(
 
     def parse() -> None:
         nonlocal rows, pending, text
-        table = pa_csv.read_csv(pa.BufferReader(text.getvalue()), read_options=read_options, convert_options=convert_options)
+        # pyarrow-stubs accept a path or a Python file here, though read_csv takes any NativeFile.
+        table = pa_csv.read_csv(
+            pa.BufferReader(text.getvalue()),  # type: ignore[arg-type]
+            read_options=read_options,
+            convert_options=convert_options,
+        )
         text = pa.BufferOutputStream()
         pending.append(table)
         rows += table.num_rows
@@ -444,7 +449,7 @@ def _arrow_owned(data: bytes | memoryview) -> pa.Buffer:
 
 
 def _arrow_table(rows: list[tuple], schema: pa.Schema = ARROW_SCHEMA) -> pa.Table:
-    columns = list(zip(*rows)) if rows else [[] for _ in schema]
+    columns: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in schema]
     return pa.Table.from_arrays([pa.array(col, type=schema.field(i).type) for i, col in enumerate(columns)], schema=schema)
 
 

@@ -13,7 +13,9 @@ the commit. An export of a stale or never-computed step computes it first.
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -188,7 +190,7 @@ def activate_mapping(
         raise ValueError("that mapping belongs to another project")
     evidence = mapping_evidence(mapping, project=run.project_id)
     below = evidence is not None and not evidence.sufficient
-    if below and not override:
+    if below and evidence is not None and not override:  # `below` already says it is not None
         raise TooLittleEvidence(evidence)
     activation = MappingActivation.objects.create(
         run=run, mapping=mapping, activated_by=user, reason=reason, overrode_minimum=below
@@ -284,7 +286,9 @@ def compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
         "computed_at": now,
     }
     weights = step_turn_weights(result) if run.turn_weights and not inputs.frame.empty else {}
-    uniform = {} if run.turn_weights else None  # null: the run gives no turn weights
+    uniform: dict[str, float] | None = {} if run.turn_weights else None  # null: the run gives no turn weights
+    # A row's fields are the frame's columns, whose types pandas-stubs cannot know.
+    rec: Any
     # `lambda` is a keyword, so itertuples would rename the column positionally.
     for rec in result.rename(columns={"lambda": "lambda_value"}).itertuples(index=False):
         graded = rec.status == "graded"
@@ -395,7 +399,7 @@ def store_credit_moved(*, step: Step, result: pd.DataFrame) -> None:
     """Each group's Σ|A* − A| (what a wrong verdict costs the trainer), which the review queue
     orders by: two queries, plus one UPDATE per hundred groups whose value changed. Groups
     missing from `result` (filtered for an unknown reward) move nothing."""
-    moved: dict[int, float] = {}
+    moved: dict[Hashable, float] = {}  # group id -> Σ|A* − A|
     if not result.empty:
         moved = (result["redistributed_advantage"] - result["advantage"]).abs().groupby(result["group"]).sum().to_dict()
     changed = [

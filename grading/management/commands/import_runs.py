@@ -100,7 +100,7 @@ class Command(BaseCommand):
                 w(f"  … and {len(items) - LISTED} more")
         if s.refused:
             w(f"refused groups: {len(s.refused)}")
-            for item in s.refused[:LISTED]:
-                w(f"  {item['uid']}: {item['error']}")
+            for refusal in s.refused[:LISTED]:
+                w(f"  {refusal['uid']}: {refusal['error']}")
         if s.aborted:
             w(f"aborted: {s.aborted}")
