@@ -32,10 +32,10 @@ class SearchHitSerializer(serializers.Serializer):
         help_text="which field holds it: a turn's content, thought, "
         "action (the command), tool_call or observation; a patch line or path; a test id",
     )
-    occurrences = serializers.IntegerField(help_text="literal mode: how often the text occurs in that field")
     turn = serializers.IntegerField(allow_null=True, help_text="the message's position (the group page's #turn-<index>-<turn>)")
     path = serializers.CharField(allow_blank=True, help_text="patch hits: the file")
     line = serializers.IntegerField(allow_null=True, help_text="patch hits: the new-side line number")
+    occurrences = serializers.IntegerField(help_text="literal mode: how often the text occurs in that field")
     snippet = serializers.CharField(help_text="HTML: the surrounding text escaped, the match in <mark>")
     url = serializers.CharField(help_text="opens the group page at the turn, the patch row, or the tests")
 
@@ -66,6 +66,8 @@ class ScanSerializer(serializers.Serializer):
     complete = serializers.BooleanField(help_text="true: nothing of the scope is left to read")
 
 
+# What GET /api/v1/search/ answers: the page the view assembles, rendered through it, so the response
+# and its schema are one (fields in the order the view writes them).
 class SearchPageSerializer(serializers.Serializer):
     count = serializers.IntegerField(
         help_text=f"matching rollouts, counted exactly up to {COUNT_CAP:,} (or estimated: `count_estimated`)"
@@ -79,14 +81,14 @@ class SearchPageSerializer(serializers.Serializer):
     auto = serializers.BooleanField(help_text="true: the mode was chosen from the query (mode=auto, the default)")
     indexed = serializers.BooleanField(help_text="false: some rollouts of the scope are stored but not indexed yet (`pending`)")
     pending = serializers.IntegerField(help_text="rollouts of the scope waiting for the search index")
+    scan_capped = serializers.BooleanField(
+        help_text="SQLite (`make run`) words only: not every candidate was checked "
+        "(more than 50,000, or more text than one search may read); narrow the search"
+    )
     scan = ScanSerializer(
         allow_null=True,
         help_text="set when the index could not narrow the query (a literal like `==`): "
         "rollouts are read in turn, a bounded number a page, and `count` is this page's",
-    )
-    scan_capped = serializers.BooleanField(
-        help_text="SQLite (`make run`) words only: not every candidate was checked "
-        "(more than 50,000, or more text than one search may read); narrow the search"
     )
     results = SearchResultSerializer(many=True)
     next = serializers.CharField(allow_null=True, help_text="cursor of the next page, or null")
@@ -184,18 +186,17 @@ class SearchView(APIView):
             )
         )
         scan = page.scan
-        return Response(
-            {
-                "count": page.count,
-                "count_capped": page.count_capped,
-                "count_estimated": page.count_estimated,
-                "mode": search.query.mode,
-                "auto": search.query.auto,
-                "indexed": page.indexed,
-                "pending": page.pending,
-                "scan_capped": page.scan_capped,
-                "scan": {"scanned": scan.scanned, "in_scope": scan.in_scope, "complete": scan.complete} if scan else None,
-                "results": [_result(r) for r in page.results],
-                "next": str(page.next_cursor) if page.next_cursor is not None else None,
-            }
-        )
+        body = {
+            "count": page.count,
+            "count_capped": page.count_capped,
+            "count_estimated": page.count_estimated,
+            "mode": search.query.mode,
+            "auto": search.query.auto,
+            "indexed": page.indexed,
+            "pending": page.pending,
+            "scan_capped": page.scan_capped,
+            "scan": {"scanned": scan.scanned, "in_scope": scan.in_scope, "complete": scan.complete} if scan else None,
+            "results": [_result(r) for r in page.results],
+            "next": str(page.next_cursor) if page.next_cursor is not None else None,
+        }
+        return Response(SearchPageSerializer(body).data)
