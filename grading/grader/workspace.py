@@ -8,6 +8,7 @@ instructions: tools return it inside fields, and backends must quote it as such.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ class RolloutView:
     index: int
     passed: bool | None
     patch: str = ""
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: Sequence[dict[str, Any]] = field(default_factory=list)  # read, never changed
     tests: dict[str, Any] = field(default_factory=dict)
     test_log: str = ""
     exit_status: str = ""

@@ -383,7 +383,9 @@ def search_rollouts(
     if probes(query):  # the chunks' check is the cost: done once, the count and the page from the same ids
         found = _within_index_time(lambda: list(rows.order_by("pk").values_list("pk", flat=True)[: COUNT_CAP + 1]))
         if found is None:  # the index names too many chunks to check in time: read rollouts in turn after all
-            return _probed_page(query, scope, sees_grader, after, limit, pending, walk=True)
+            walked = _probed_page(query, scope, sees_grader, after, limit, pending, walk=True)
+            assert walked is not None  # a walk answers with what it read, whatever that is
+            return walked
         count = len(found)
         ids = [pk for pk in found if after is None or pk > after][: limit + 1]
     elif has_index():
@@ -470,7 +472,9 @@ def _probed_page(
     if after is not None:
         window_rows = window_rows.filter(pk__gt=after)
     size = max(PROBE_ROLLOUTS, 2 * (limit + 1))  # a string in half the rollouts or more fills a page from here
-    window, held, whole = [], [], False
+    window: list[int] = []
+    held: list[int] = []
+    whole = False
     with _planned(enable_seqscan="off") if query.mode != "literal" else nullcontext():  # a phrase's words: their index
         while len(held) <= limit and not whole and len(window) < (PROBE_MAX if walk else size):
             batch = list(
@@ -535,6 +539,7 @@ def _scanned_page(query: Query, scope: SearchScope, sees_grader: bool, after: in
         window_rows = window_rows.filter(pk__gt=after)
     window = list(window_rows.values_list("pk", flat=True)[:SCAN_ROLLOUTS])
     found = _window_matches(query, window)
+    next_cursor: int | None
     if len(found) > limit:
         ids, next_cursor = found[:limit], found[limit - 1]
         scanned = window.index(next_cursor) + 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, TypedDict
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
@@ -23,6 +24,18 @@ from grading.models import CheatDecision, Project, Rollout
 from grading.templatetags.gagar import patch_anchor
 from reviews.models import CheatAudit
 from reviews.selectors.blind import open_blind_group_ids
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class AuditAnnotations(TypedDict):
+    has_open: bool  # a signal of the rollout is not decided yet
+    in_force: bool | None  # the confirmed flag of its latest decided signal, None when none is
+
+
+if TYPE_CHECKING:
+    AuditedRollout = WithAnnotations[Rollout, AuditAnnotations]
 
 STATES = ("pending", "confirmed", "overturned", "all")
 # A prescreen signal's reason is "<rule>: <detail>" (grading.grader.jobs.record_prescreen).
@@ -80,7 +93,7 @@ def _by_search(query: str) -> Q:
     return Q(source=CheatDecision.Source.SEARCH, reason=query)
 
 
-def _audited(project: Project, *, hidden_from=None) -> QuerySet[Rollout]:
+def _audited(project: Project, *, hidden_from=None) -> QuerySet[AuditedRollout]:
     """Rollouts of the project with a signal, each with `has_open` and `in_force` (the
     confirmed flag of its latest decided signal, None when none is decided). Groups the
     auditor still judges blind stay out: a grader flag and its evidence are grader fields."""
@@ -99,7 +112,7 @@ STATE_FILTERS = {
 }
 
 
-def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> QuerySet[Rollout]:
+def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> QuerySet[AuditedRollout]:
     """The rollouts the queue lists for `scope`, newest signal first."""
     rollouts = _audited(project, hidden_from=hidden_from).filter(STATE_FILTERS[scope.status])
     if scope.source:
@@ -235,9 +248,11 @@ def evidence_links(group_url: str, index: int, evidence) -> list[EvidenceLink]:
         if not isinstance(item, dict):
             continue
         kind, locator = str(item.get("kind", "")), str(item.get("locator", ""))
-        lane = item.get("rollout") if isinstance(item.get("rollout"), int) and item.get("rollout") >= 0 else index
+        rollout = item.get("rollout")
+        lane = rollout if isinstance(rollout, int) and rollout >= 0 else index
         if kind == "turn" and locator.isdigit() and len(locator) < 10:
-            href = f"{group_url}?{urlencode({'lane': lane, 'start': locator})}#turn-{lane}-{locator}"
+            turn: dict[str, int | str] = {"lane": lane, "start": locator}
+            href = f"{group_url}?{urlencode(turn)}#turn-{lane}-{locator}"
         elif kind == "patch" and ":" in locator and locator.rpartition(":")[2].isdigit():
             path, _, line = locator.rpartition(":")
             href = f"{group_url}#{patch_anchor(lane, path, line)}"
@@ -253,7 +268,7 @@ def _search_url(project: Project, reason: str) -> str:
     return reverse("search", args=[project.name]) + "?" + urlencode(query)
 
 
-def audit_rows(project: Project, rollouts: list[Rollout]) -> list[AuditRow]:
+def audit_rows(project: Project, rollouts: list[AuditedRollout]) -> list[AuditRow]:
     """The rows for a page of `audit_rollouts` (rollouts annotated there): two queries."""
     ids = [r.pk for r in rollouts]
     signals: dict[int, list[CheatDecision]] = {}

@@ -175,7 +175,8 @@ def judgment_frames(
         .order_by("rollout_id", "-decided_at", "-id")
         .values_list("rollout_id", "confirmed")
     ):
-        audits.setdefault(rollout_id, confirmed)
+        if confirmed is not None:  # always so (the filter); this tells mypy
+            audits.setdefault(rollout_id, confirmed)
 
     reviews = human[human["kind"] == Judgment.Kind.REVIEW]
     adjudications = human[human["kind"] == Judgment.Kind.ADJUDICATION].assign(rater=ADJUDICATED)
@@ -563,7 +564,9 @@ def warm_figures(*, project: Project, run: Run | None) -> Figures:
     shown = figures(project=project, run=run)  # the calibration page
     figures(project=project, run=run, with_slices=False)  # the agreement API's default
     last = run.steps.order_by("-number").first() if run is not None else None
-    if last is not None and shown.fitted.n_judgments:  # the page previews the fitted mapping on the last step
+    if (
+        run is not None and last is not None and shown.fitted.n_judgments
+    ):  # (a `last` has a run) the page previews the fitted mapping on the last step
         proposed = MappingSpec.from_dict(shown.fitted.bands())
         preview(step=last, proposed=proposed)
         activation_impact(run=run, proposed=proposed)  # and its admins' confirmation says what it changes in the run

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
+from types import EllipsisType
 
 from django.db.models import F, QuerySet
 
@@ -116,12 +117,12 @@ def _fields(assignment: Assignment, group: Group) -> BlindFields:
         return BlindFields.parse(default())
 
 
-def lanes_for(*, user, group: Group, assignment: Assignment | type | None = Ellipsis, indexes=None) -> Lanes:
+def lanes_for(*, user, group: Group, assignment: Assignment | EllipsisType | None = Ellipsis, indexes=None) -> Lanes:
     """This person's names for `group`'s rollouts. `assignment`: theirs, if already read
     (one query otherwise: it brings the project's blind fields along); `indexes`: the group's
     rollout indexes, if already read (one query otherwise, only for someone holding a blind
     assignment). An assignment read without `with_blind_fields` costs a query for them."""
-    if assignment is Ellipsis:
+    if isinstance(assignment, EllipsisType):  # not given: read it
         assignment = (
             with_blind_fields(Assignment.objects.filter(group=group, reviewer=user)).first()
             if getattr(user, "is_authenticated", False)

@@ -43,15 +43,18 @@ def hides_verdict_when_browsing(membership: Membership) -> bool:
     return Capability.REVIEW in caps and not (caps & SEES_VERDICT)
 
 
+_ASSIGNMENT_REFUSALS: dict[str, str] = {
+    Assignment.Status.OPEN: "",
+    Assignment.Status.SUBMITTED: "you already judged this group",
+    Assignment.Status.SKIPPED: "you skipped this group; it is not served to you again",
+}
+
+
 def _refusal(*, group: Group, reviewer, assignment: Assignment | None, judged: bool, revealed: bool, policy: ReviewPolicy) -> str:
     if not group.is_mixed:
         return "only mixed groups are judged"
     if assignment is not None:
-        return {
-            Assignment.Status.OPEN: "",
-            Assignment.Status.SUBMITTED: "you already judged this group",
-            Assignment.Status.SKIPPED: "you skipped this group; it is not served to you again",
-        }[assignment.status]
+        return _ASSIGNMENT_REFUSALS[assignment.status]
     if judged:
         return "you already judged this group"
     if revealed:

@@ -6,7 +6,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +53,7 @@ def _tool_commands(calls: Iterable[Any]) -> list[str]:
     return out
 
 
-def commands(messages: list[Any]) -> list[Command]:
+def commands(messages: Sequence[Any]) -> list[Command]:
     """What the agent ran, in order, each with the observation that came back."""
     found = []
     for i, message in enumerate(messages):
@@ -343,7 +343,7 @@ def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _command_signals(index: int, messages: list[Any], *, repo: str, base: str) -> list[Signal]:
+def _command_signals(index: int, messages: Sequence[Any], *, repo: str, base: str) -> list[Signal]:
     names = package_names(repo)
     url = _project_url(repo, names)
     known: set[str] = set()
