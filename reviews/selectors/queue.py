@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When, Window
 from django.db.models.functions import Coalesce, Mod
@@ -27,6 +28,20 @@ from django.utils import timezone
 from grading.models import Group, Project, Run
 from reviews.models import Assignment, Judgment, Reveal, ReviewPolicy
 from reviews.selectors.lanes import with_blind_fields
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class QueueAnnotations(TypedDict):
+    wanted: int  # reviewers the group wants (wanted_reviewers)
+    taken: int  # its assignments that count toward the policy (counts_toward)
+    graded: bool  # has_valid_verdict
+    impact: float  # credit_moved
+
+
+if TYPE_CHECKING:
+    QueuedGroup = WithAnnotations[Group, QueueAnnotations]
 
 OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids
 
@@ -44,7 +59,9 @@ def wanted_reviewers(policy: ReviewPolicy):
     return Case(When(LessThan(slot, round(policy.overlap * 100)), then=Value(2)), default=Value(1), output_field=IntegerField())
 
 
-def queue_groups(*, project: Project, reviewer, run: Run | None = None, policy: ReviewPolicy | None = None) -> QuerySet[Group]:
+def queue_groups(
+    *, project: Project, reviewer, run: Run | None = None, policy: ReviewPolicy | None = None
+) -> QuerySet[QueuedGroup]:
     """Mixed groups this reviewer may be served, best first.
 
     The order and the reviews a group still wants are stored on the group (Group.

@@ -8,8 +8,8 @@ tabs, a double click) gets `JudgmentConflict` and their first judgment stays.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -63,11 +63,18 @@ class SubmitResult:
     concurrent: list[Judgment]
 
 
+@dataclass(frozen=True)
+class _CheckedItem(ItemInput):
+    """An item that passed `_checked_items`: its rank filled (from its tier where it was blank)."""
+
+    rank: int = 0
+
+
 def _checked_items(
     group: Group,
     items: list[ItemInput],
     names: Mapping[int, str] | None = None,
-) -> tuple[dict[int, Rollout], list[ItemInput]]:
+) -> tuple[dict[int, Rollout], list[_CheckedItem]]:
     """Every passing rollout judged exactly once with a valid tier; ranks consistent with
     tiers, blank ones derived from them. Messages name a rollout as `names` does (a blind
     judge's lane labels), else "#<index>"; never by a form field's name."""
@@ -107,8 +114,7 @@ def _checked_items(
     if problems:
         raise JudgmentError({"rank": "ranks contradict tiers: " + "; ".join(problems[:3])})
     ranks = consensus.fill_ranks({i.index: (i.tier, i.rank) for i in items})
-    items = [replace(i, rank=ranks[i.index]) for i in items]
-    return rollouts, items
+    return rollouts, [_CheckedItem(i.index, i.tier, ranks[i.index], i.cheat, i.scores, i.note) for i in items]
 
 
 def refresh_review_state(*, group: Group, review: GroupReview | None = None) -> GroupReview:
@@ -184,7 +190,7 @@ def submit_judgment(
         refusal = adjudication_refusal(group=group, user=reviewer, review=review)
         if refusal is not None:
             raise refusal
-    rollouts, items = _checked_items(group, items, names)
+    rollouts, checked = _checked_items(group, items, names)
 
     assignment = (
         Assignment.objects.select_for_update().filter(group=group, reviewer=reviewer).first()
@@ -220,7 +226,9 @@ def submit_judgment(
                 seconds_spent=seconds_spent,
             )
     except IntegrityError:  # the constraints are the last word if a writer got past the lock
-        raise JudgmentConflict(Judgment.objects.filter(group=group, kind=kind).select_related("reviewer").first()) from None
+        stored = Judgment.objects.filter(group=group, kind=kind).select_related("reviewer").first()
+        assert stored is not None  # the row the constraint refused this one for
+        raise JudgmentConflict(stored) from None
     JudgmentItem.objects.bulk_create(
         JudgmentItem(
             judgment=judgment,
@@ -231,7 +239,7 @@ def submit_judgment(
             scores=i.scores,
             note=i.note[:5000],
         )
-        for i in items
+        for i in checked
     )
     if kind == Judgment.Kind.ADJUDICATION:  # settled: nobody's draft of this adjudication is needed any more
         AdjudicationDraft.objects.filter(group=group).delete()
@@ -241,7 +249,7 @@ def submit_judgment(
         assignment.draft = {}
         assignment.save(update_fields=["status", "finished_at", "draft"])
         refresh_awaits_review(project=group.run.project, group_ids=[group.pk])
-    _flag_cheats(judgment=judgment, rollouts=rollouts, items=items)
+    _flag_cheats(judgment=judgment, rollouts=rollouts, items=checked)
     verdict = Verdict.objects.filter(group=group).first()
     if verdict is not None:
         log_reveal(group=group, user=reviewer, verdict=verdict, reason=Reveal.Reason.SUBMITTED)
@@ -252,7 +260,7 @@ def submit_judgment(
     return SubmitResult(judgment=judgment, concurrent=concurrent)
 
 
-def _flag_cheats(*, judgment: Judgment, rollouts: dict[int, Rollout], items: list[ItemInput]) -> None:
+def _flag_cheats(*, judgment: Judgment, rollouts: dict[int, Rollout], items: Sequence[ItemInput]) -> None:
     """A person's cheat call goes to the audit queue like any other signal; it changes no
     reward until an auditor confirms it (docs/method.md §1)."""
     flagged = [rollouts[i.index] for i in items if i.cheat]
