@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
@@ -33,6 +34,9 @@ from grading.models import (
     StepComputation,
     Verdict,
 )
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 
 def ping_database() -> None:
@@ -135,9 +139,36 @@ GROUP_TOTALS = {
 NO_GROUPS = dict.fromkeys(GROUP_TOTALS, 0)
 
 
-def distinct_per_group(totals) -> float | None:
+class RunTotals(TypedDict):
+    totals: dict[str, Any]  # its group totals (GROUP_TOTALS), NO_GROUPS without groups
+
+
+class StepCounts(TypedDict):
+    n_groups: int
+    n_mixed: int
+    n_rollouts: int
+    n_passed: int
+    n_multi_pass: int
+    n_distinct: int
+    distinct_per_group: float | None
+
+
+class RolloutPatch(TypedDict):
+    patch_text: str
+    test_outcomes: Any  # RolloutContent.tests (JSON), {} without content
+    response_text: str | None  # a text-only rollout's final response
+
+
+if TYPE_CHECKING:
+    # Model instances with the attributes these selectors set on them.
+    RunWithTotals = WithAnnotations[Run, RunTotals]
+    StepWithCounts = WithAnnotations[Step, StepCounts]
+    RolloutWithPatch = WithAnnotations[Rollout, RolloutPatch]
+
+
+def distinct_per_group(totals: object) -> float | None:
     """Mean distinct solutions per group with two passes or more, None without such groups."""
-    get = totals.get if isinstance(totals, dict) else lambda name: getattr(totals, name)
+    get: Callable[[str], Any] = totals.get if isinstance(totals, dict) else lambda name: getattr(totals, name)
     return get("n_distinct") / get("n_multi_pass") if get("n_multi_pass") else None
 
 
@@ -153,10 +184,10 @@ def group_totals_by_run(project: Project) -> dict[int, dict]:
     return {row.pop("run_id"): row for row in rows}
 
 
-def runs_with_totals(project: Project) -> list[Run]:
+def runs_with_totals(project: Project) -> list[RunWithTotals]:
     """The project's runs by name, each with `n_steps` and its group `totals` (NO_GROUPS for a
     run without groups): two queries however many runs."""
-    runs = list(runs_for_project(project))
+    runs = cast("list[RunWithTotals]", list(runs_for_project(project)))  # `totals` is set below
     totals = group_totals_by_run(project)
     for run in runs:
         run.totals = totals.get(run.pk, NO_GROUPS)
@@ -171,7 +202,7 @@ def step_totals(step: Step) -> dict:
 STEPS_PER_PAGE = 50
 
 
-def steps_page(run: Run, number) -> tuple[Page, list[Step]]:
+def steps_page(run: Run, number) -> tuple[Page, list[StepWithCounts]]:
     """Page `number` (as the request gives it) of the run's steps, and its steps with their
     counts (steps_with_counts): a few queries whatever the run's size."""
     page = Paginator(run.steps.order_by("number"), STEPS_PER_PAGE).get_page(number)
@@ -183,20 +214,23 @@ def step_for_page(run: Run, number: int) -> Step:
     return get_object_or_404(run.steps, number=number)
 
 
-def steps_with_counts(steps: list[Step]) -> list[Step]:
+def steps_with_counts(steps: list[Step]) -> list[StepWithCounts]:
     """These steps (a page of them) with their group and rollout counts, in one query."""
     multi = Q(groups__n_passed__gte=2, groups__distinct_solutions__isnull=False)
-    rows = list(
-        Step.objects.filter(pk__in=[s.pk for s in steps])
-        .annotate(
-            n_groups=Count("groups"),
-            n_mixed=Count("groups", filter=Q(groups__is_mixed=True)),
-            n_rollouts=Sum("groups__n_rollouts", default=0),
-            n_passed=Sum("groups__n_passed", default=0),
-            n_multi_pass=Count("groups", filter=multi),
-            n_distinct=Sum("groups__distinct_solutions", filter=multi, default=0),
-        )
-        .order_by("number")
+    rows = cast(  # `distinct_per_group` is set below
+        "list[StepWithCounts]",
+        list(
+            Step.objects.filter(pk__in=[s.pk for s in steps])
+            .annotate(
+                n_groups=Count("groups"),
+                n_mixed=Count("groups", filter=Q(groups__is_mixed=True)),
+                n_rollouts=Sum("groups__n_rollouts", default=0),
+                n_passed=Sum("groups__n_passed", default=0),
+                n_multi_pass=Count("groups", filter=multi),
+                n_distinct=Sum("groups__distinct_solutions", filter=multi, default=0),
+            )
+            .order_by("number")
+        ),
     )
     for step in rows:
         step.distinct_per_group = distinct_per_group(step)
@@ -336,9 +370,9 @@ def group_for_page(run: Run, uid: str) -> Group:
     return get_object_or_404(Group.objects.select_related("run__project", "step", "task"), run=run, uid=uid)
 
 
-def rollouts_with_patches(group: Group) -> list[Rollout]:
+def rollouts_with_patches(group: Group) -> list[RolloutWithPatch]:
     """Every rollout of a group with its patch and test outcomes; messages and logs stay deferred."""
-    rollouts = list(group.rollouts.order_by("index"))
+    rollouts = cast("list[RolloutWithPatch]", list(group.rollouts.order_by("index")))  # the attributes are set below
     contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout__group=group).only("rollout_id", "patch", "tests")}
     for rollout in rollouts:
         content = contents.get(rollout.pk)

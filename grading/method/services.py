@@ -13,7 +13,7 @@ the commit. An export of a stale or never-computed step computes it first.
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -415,7 +415,7 @@ def refresh_stale_step(*, step: Step, mapping: FactorMapping) -> StepComputation
     return refresh_stale_steps(steps=[step], mapping=mapping)[step.pk]
 
 
-def refresh_stale_steps(*, steps: list[Step], mapping: FactorMapping) -> dict[int, StepComputation]:
+def refresh_stale_steps(*, steps: Sequence[Step], mapping: FactorMapping) -> dict[int, StepComputation]:
     """Current computations of these steps, by step id. A read that writes: the missing or
     stale ones are computed and stored first (compute_step), which is why a page that shows
     advantages calls it by name on GET; one query when all are current."""
