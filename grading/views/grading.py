@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -13,6 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 from grading import selectors
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
 from grading.grader.progress import step_status
+from grading.http import HtmxHttpRequest
 from grading.models import Capability
 from grading.projects.access import page_run
 
@@ -20,7 +21,7 @@ from grading.projects.access import page_run
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
-def step_grading(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
+def step_grading(request: HtmxHttpRequest, project: str, run: str, step: int) -> HttpResponse:
     project_obj, membership, run_obj = page_run(request, project, run, Capability.VIEW)
     step_obj = selectors.step_for_page(run_obj, step)
     if request.method == "POST":

@@ -181,7 +181,7 @@ def bulk_targets(project: Project, *, scope: AuditScope, hidden_from=None) -> li
     return None if len(ids) > MAX_BULK else ids
 
 
-def audit_rollout_for(project: Project, rollout_id: int, *, hidden_from=None) -> Rollout | None:
+def audit_rollout_for(project: Project, rollout_id: int, *, hidden_from=None) -> AuditedRollout | None:
     """One audited rollout of the project, as the queue lists it; None when it has no signal,
     is another project's or is on a group the auditor judges blind."""
     return audit_rollouts(project, scope=AuditScope(status="all"), hidden_from=hidden_from).filter(pk=rollout_id).first()

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from grading.http import HtmxHttpRequest
 from grading.models import Capability, CheatDecision
 from grading.projects.access import page_project
 from reviews.selectors import audit as selectors
@@ -70,7 +71,7 @@ def _back(project: str, scope: selectors.AuditScope) -> HttpResponse:
 @login_required
 @require_POST
 @vary_on_headers("HX-Request")
-def decide(request: HttpRequest, project: str, rollout_id: int) -> HttpResponse:
+def decide(request: HtmxHttpRequest, project: str, rollout_id: int) -> HttpResponse:
     """Confirm or overturn one rollout: every open signal of it, with one reason."""
     project_obj, membership = page_project(request, project, Capability.AUDIT)
     if selectors.audit_rollout_for(project_obj, rollout_id, hidden_from=request.user) is None:
@@ -90,6 +91,7 @@ def decide(request: HttpRequest, project: str, rollout_id: int) -> HttpResponse:
         error = str(exc)
     if request.htmx:
         rollout = selectors.audit_rollout_for(project_obj, rollout_id, hidden_from=request.user)
+        assert rollout is not None  # found above, and deciding it keeps its signals
         row = selectors.audit_rows(project_obj, [rollout])[0]
         # Decided, the row leaves a "pending" list at once (a short line in its place); the
         # filter bar and bulk bar follow out of band.
@@ -114,7 +116,7 @@ def decide(request: HttpRequest, project: str, rollout_id: int) -> HttpResponse:
 @login_required
 @require_POST
 @vary_on_headers("HX-Request")
-def decide_bulk(request: HttpRequest, project: str) -> HttpResponse:
+def decide_bulk(request: HtmxHttpRequest, project: str) -> HttpResponse:
     """Confirm or overturn every pending rollout of a prescreen rule or a search at once."""
     project_obj, membership = page_project(request, project, Capability.AUDIT)
     target = selectors.read_scope(request.POST)

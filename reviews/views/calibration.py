@@ -58,6 +58,7 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         if can_activate:  # what the confirmation dialog says activating changes
             impact = data.activation_impact(run=run, proposed=proposed)
     trend = frames.trend
+    assert frames.slices is not None  # figures() reads them unless told not to
     rows, hidden_steps = data.latest_step_slices(
         frames.slices, None if request.GET.get("steps") == "all" else data.STEP_SLICES_SHOWN
     )

@@ -58,7 +58,8 @@ def search(request: HttpRequest, project: str) -> HttpResponse:
     other_mode_url = "?" + urlencode({**found.params(), "mode": found.query.other_mode})
     next_url = None
     if page.next_cursor is not None:
-        next_url = "?" + urlencode({**found.params(), "cursor": page.next_cursor})
+        next_page: dict[str, str | int] = {**found.params(), "cursor": page.next_cursor}
+        next_url = "?" + urlencode(next_page)
     return render(
         request,
         "reviews/search.html",
