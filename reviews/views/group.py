@@ -12,6 +12,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from grading.http import HtmxHttpRequest
 from grading.models import Capability, Group
 from grading.projects.access import page_group
 from reviews.models import Reveal
@@ -40,7 +41,7 @@ def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> Http
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
+def rollout_diff(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
     group, _ = page_group(request, project, run, uid, Capability.VIEW)
     if request.GET.get("format") == "raw":  # the whole text, as data: never rendered by the browser
         found = presenter.raw_patch(user=request.user, group=group, lane=lane)
@@ -49,7 +50,9 @@ def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, lane: s
         key, patch = found
         response = HttpResponse(patch, content_type="text/plain; charset=utf-8")
         response["X-Content-Type-Options"] = "nosniff"
-        response["Content-Disposition"] = content_disposition_header(True, f"rollout-{key}.patch")
+        disposition = content_disposition_header(True, f"rollout-{key}.patch")
+        assert disposition is not None  # an attachment always has one
+        response["Content-Disposition"] = disposition
         patch_cache_control(response, private=True, no_store=True)
         return response
     view = "split" if request.GET.get("view") == "split" else "unified"
@@ -63,7 +66,7 @@ def rollout_diff(request: HttpRequest, project: str, run: str, uid: str, lane: s
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
+def rollout_turns(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
     group, _ = page_group(request, project, run, uid, Capability.VIEW)
     try:
         start = max(0, int(request.GET.get("start", 0)))
@@ -87,7 +90,7 @@ def rollout_turns(request: HttpRequest, project: str, run: str, uid: str, lane: 
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
-def rollout_log(request: HttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
+def rollout_log(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
     group, _ = page_group(request, project, run, uid, Capability.VIEW)
     part = presenter.log_part(user=request.user, group=group, lane=lane)
     if part is None:

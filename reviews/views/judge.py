@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils.formats import date_format
 from django.views.decorators.http import require_GET, require_POST
 
+from grading.http import HtmxHttpRequest
 from grading.models import Capability
 from grading.projects.access import page_group
 from reviews.access import get_assignment_for_reviewer
@@ -75,7 +76,7 @@ def _concurrent_message(result) -> str | None:
     )
 
 
-def _to(request: HttpRequest, url: str) -> HttpResponse:
+def _to(request: HtmxHttpRequest, url: str) -> HttpResponse:
     """Where the page goes next. The judge page submits through htmx (static/js/judge.js): it is
     told by HX-Redirect, so only a failure the server could not answer (a 503, a lost
     connection) stays on the page, which then keeps the form filled and offers a retry."""
@@ -88,7 +89,7 @@ def _to(request: HttpRequest, url: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def submit(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
+def submit(request: HtmxHttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     """Store the judgment; `then=next` (Submit and next, Shift+S) goes on to the next queued group."""
     assignment, membership = get_assignment_for_reviewer(request, project, run, uid)
     group = assignment.group
@@ -180,6 +181,7 @@ def draft(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespons
         return JsonResponse({"error": "this group is already judged or skipped"}, status=409)
     except ValueError as error:
         return JsonResponse({"error": str(error)}, status=400)
+    assert saved.draft_saved_at is not None  # save_draft sets it
     return JsonResponse({"saved_at": saved.draft_saved_at.isoformat()})
 
 
