@@ -1,5 +1,5 @@
 """The lint configuration in pyproject.toml keeps its promises: every pure core (the import-linter
-contract) is type-checked strictly, and none of them hides on mypy's ignore_errors list."""
+contract) is type-checked strictly, and no module hides on an ignore_errors list of mypy's."""
 
 from __future__ import annotations
 
@@ -20,16 +20,10 @@ def _override(flag: str) -> list[str]:
     return override["module"]
 
 
-def _covers(patterns: list[str], module: str) -> bool:
-    return module in patterns or any(p.endswith(".*") and module.startswith(p[:-1]) for p in patterns)
-
-
 def test_every_pure_core_is_checked_strictly():
     strict = _override("disallow_untyped_defs")
     assert [m for m in _pure_cores() if m not in strict] == []
 
 
-def test_no_pure_core_is_on_the_ignore_errors_list():
-    ignored = _override("ignore_errors")
-    assert [m for m in ignored if any(m == core or m.startswith(core + ".") for core in _pure_cores())] == []
-    assert not any(_covers(ignored, core) for core in _pure_cores())
+def test_no_module_hides_on_an_ignore_errors_list():
+    assert [o["module"] for o in PYPROJECT["tool"]["mypy"]["overrides"] if o.get("ignore_errors")] == []

@@ -182,9 +182,10 @@ class AdvantageExportView(APIView):
                 step=step,
                 seconds=wait,
                 slot=slot,
+                # djangorestframework-stubs want a Response; finalize_response takes any HttpResponse.
                 serve=lambda: self.finalize_response(
                     self.request,
-                    self._serve(
+                    self._serve(  # type: ignore[arg-type]
                         step, mapping, fmt, state=step_status(step), version=version, headers=headers, turn_weights=turn_weights
                     ),
                 ),

@@ -66,12 +66,11 @@ class ImportJobSerializer(serializers.ModelSerializer):
         return reverse("api-import", args=[job.pk])
 
 
-def _run_name(value: str) -> str:
+def _run_name(value: str) -> None:  # a field validator: DRF ignores what it returns
     try:
         check_name(value, "run", kind="run")
     except LineError as exc:
         raise serializers.ValidationError(str(exc)) from None
-    return value
 
 
 class ImportUploadSerializer(serializers.Serializer):

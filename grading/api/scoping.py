@@ -8,6 +8,8 @@ Http404 and PermissionDenied from the access check a 404/403, each as {"detail":
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 from django.http import Http404
 from rest_framework.exceptions import NotFound, ValidationError
 
@@ -49,6 +51,10 @@ def membership_for_request(request, *capabilities: Capability, token_default: bo
     return get_project_for(request.user, name, *capabilities, token=token)
 
 
+@overload
+def run_for_request(request, project: Project, *, required: Literal[True] = True) -> Run: ...
+@overload
+def run_for_request(request, project: Project, *, required: bool) -> Run | None: ...
 def run_for_request(request, project: Project, *, required: bool = True) -> Run | None:
     """The run of `?run=` in `project`; None when it is optional and not given. Raises
     ValidationError (a 400) when it is required and missing, NotFound when no such run."""

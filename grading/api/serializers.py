@@ -138,7 +138,8 @@ class IngestReportSerializer(serializers.Serializer):
     groups = GroupCountsSerializer()
     rollouts = CountsSerializer()
     refused = serializers.IntegerField()
-    errors = LineErrorSerializer(many=True)
+    # DRF's metaclass moves declared fields off the class, so this shadows no Serializer.errors.
+    errors = LineErrorSerializer(many=True)  # type: ignore[assignment]
     errors_truncated = serializers.BooleanField()
     aborted = serializers.CharField(allow_null=True)
     grading = GradingQueuedSerializer()
@@ -165,7 +166,10 @@ def fit_summary(fit: dict) -> dict | None:
 
 
 class MappingSerializer(serializers.ModelSerializer):
-    label = serializers.CharField(read_only=True, help_text="name@version, as the advantages export takes it")
+    # A declared field, moved off the class by DRF's metaclass: it shadows no Field.label.
+    label = serializers.CharField(  # type: ignore[assignment]
+        read_only=True, help_text="name@version, as the advantages export takes it"
+    )
     project = serializers.CharField(
         source="project.name",
         allow_null=True,
@@ -214,7 +218,7 @@ class MappingDetailSerializer(MappingListItemSerializer):
 
 
 class MappingRefSerializer(serializers.ModelSerializer):
-    label = serializers.CharField(read_only=True)
+    label = serializers.CharField(read_only=True)  # type: ignore[assignment]  # a field, as in MappingSerializer
 
     class Meta:
         model = FactorMapping
