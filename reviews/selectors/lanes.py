@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import EllipsisType
 
 from django.db.models import F, QuerySet
 
-from grading.models import Group, Rollout
+from grading.models import Group, Project, Rollout
 from grading.projects.viewers import BlindView
 from grading.rollouts.blinding import BlindFields, lane_label, lane_position
 from grading.rollouts.clusters import cluster_label
@@ -166,7 +167,7 @@ def cluster_text(rollout: Rollout, members: list[int], lanes: Lanes) -> str:
     return cluster_label(rollout.index, tuple(ordered), empty=empty, extra=len(rollout.extra_files or ()), name=lanes.name)
 
 
-def search_lanes(*, project, user):
+def search_lanes(*, project: Project, user) -> Callable[[Rollout], str]:
     """SearchScope.lane_of for `user`: a rollout of a group they judge blind is named by its
     lane label, any other by its index. Their open blind assignments are read when first
     asked (one query), so a search that finds nothing costs none; a rollout added to such a
