@@ -20,12 +20,11 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 
 import orjson
-from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 
+from grading.grader.loading import workspace_for
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.method.guide import Guide
 from grading.method.project_guides import guide_for
@@ -261,19 +260,11 @@ def _line(loaded: dict, run_name: str) -> dict:
     }
 
 
-def _checkout(instance_id: str) -> Path | None:
-    # As grading.grader.loading.load_workspace finds it: with a checkout the live grader
-    # offers read_file and get_task says has_checkout, so the SFT example must too.
-    root = getattr(settings, "GAGAR_CHECKOUT_ROOT", None)
-    checkout = Path(root) / instance_id if root else None
-    return checkout if checkout and checkout.is_dir() else None
-
-
 def _workspace(loaded: dict, guide: Guide) -> GroupWorkspace:
     """The grader's view of the group (grading.grader.loading.load_workspace), from the
     chunk's rows and without the trajectories' text: the tools the SFT example calls
     (labeled.reading_rounds) return the same JSON on it as on the loader's workspace."""
-    group, task = loaded["group"], loaded["group"].task
+    group = loaded["group"]
     views = []
     for r in loaded["rollouts"]:
         patch, tests, test_log = loaded["contents"].get(r.pk) or ("", {}, "")
@@ -289,20 +280,7 @@ def _workspace(loaded: dict, guide: Guide) -> GroupWorkspace:
                 stats=r.stats,
             )
         )
-    return GroupWorkspace(
-        uid=group.uid,
-        instance_id=task.instance_id,
-        repo=task.repo,
-        base_commit=task.base_commit,
-        problem_statement=task.problem_statement,
-        gold_patch=task.gold_patch,
-        test_patch=task.test_patch,
-        fail_to_pass=list(task.fail_to_pass or []),
-        pass_to_pass=list(task.pass_to_pass or []),
-        rollouts=views,
-        checkout_path=_checkout(task.instance_id),
-        guide=guide,
-    )
+    return workspace_for(group, views, guide=guide)
 
 
 # Characters JSON allows raw inside strings but Python's str.splitlines() (and JavaScript
