@@ -7,9 +7,6 @@ stack that is in the project's own code (grading/, reviews/, gagar_web/), and th
 module must not be a `views` or `api` module. A URL pattern with no request here fails the
 test, so a new page or endpoint is checked the day it lands.
 
-KNOWN_OFFENDERS lists the (module, function) pairs that still query today; it must equal what
-is found, so moving a query out of a view without removing its entry fails, as does a new one.
-
 People: alice is admin of acme (sees and may do everything there); her API token is acme's.
 """
 
@@ -53,14 +50,6 @@ THIN = ("views", "api")  # a module under a package of one of these names runs n
 
 # Patterns outside this test's reach: Django's admin (its own views, under django.contrib).
 NOT_OURS = ("admin/",)
-
-# (module, function) that issue a query themselves today. Shrink it; never grow it.
-KNOWN_OFFENDERS: set[tuple[str, str]] = set()
-
-
-def test_no_api_module_nor_grading_view_is_a_known_offender():
-    """The API and grading's pages are done: none of them may come back to the list."""
-    assert not {o for o in KNOWN_OFFENDERS if ".api." in f"{o[0]}." or o[0].startswith("grading.views")}
 
 
 @dataclass
@@ -431,13 +420,9 @@ def test_no_view_or_api_module_queries_the_database(world, alice, alice_token):
     with recording() as origins:
         run_calls(planned, clients, origins, fill)
     found = origins.offenders()
-    new = {o: r for o, r in found.items() if o not in KNOWN_OFFENDERS}
-    fixed = KNOWN_OFFENDERS - set(found)
-    assert not new, "queries issued from a view or API module (move them to a selector, service or presenter):\n" + (
-        offenders_report(new)
+    assert not found, "queries issued from a view or API module (move them to a selector, service or presenter):\n" + (
+        offenders_report(found)
     )
-    assert not fixed, f"these no longer query: remove them from KNOWN_OFFENDERS: {sorted(fixed)}"
-    assert set(found) == KNOWN_OFFENDERS
 
 
 PLANTED_VIEW = """
