@@ -164,7 +164,8 @@ def judgment_frames(
     )
     grader_of = {g: name for g, (_, name) in latest.items()}
     human = human[human["group"].isin(grader_of.keys())] if grader else human
-    human["grader"] = human["group"].map(grader_of).fillna("")
+    # object dtype first: with no group graded the map is all-NaN float64, which pandas will refuse to fill with ""
+    human["grader"] = human["group"].map(grader_of).astype(object).fillna("")
     group_info = human.drop_duplicates("group").set_index("group")[["uid", "step", "repo"]]
     machine = machine.join(group_info, on="group")
     machine["rater"], machine["grader"] = GRADER, machine["group"].map(grader_of)
