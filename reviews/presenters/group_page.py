@@ -36,12 +36,12 @@ from grading.templatetags.gagar import patch_anchor
 from reviews.forms import draft_fields
 from reviews.models import AdjudicationDraft, Judgment
 from reviews.selectors.blind import needs_browse_reveal
+from reviews.selectors.browse import browse_choice
 from reviews.selectors.judge_panel import grader_says, start_rankings
 from reviews.selectors.lanes import Lanes, lanes_for, withhold_on_page
 from reviews.selectors.overview import cluster_labels, lane_order, rollout_test_counts
 from reviews.selectors.queue import queue_place
 from reviews.selectors.review_context import ReviewContext, items_from_fields, review_context
-from reviews.services.browse import browse_choice
 from reviews.services.judgments import RUBRIC
 
 TURNS_PER_PAGE = 40

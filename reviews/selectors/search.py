@@ -12,15 +12,15 @@ from grading.models import Membership, Project, Run
 from grading.search.query import Query, QueryError, parse_query
 from grading.search.selectors import CHEAT_FILTERS, GraderFieldsHidden, SearchRefused, SearchScope
 from reviews.selectors.blind import open_blind_group_ids
+from reviews.selectors.browse import SEES_VERDICT
 from reviews.selectors.lanes import search_lanes
-from reviews.services.browse import SEES_VERDICT
 
 FIELDS = ("q", "mode", "run", "step_min", "step_max", "passed", "tier", "cheat")
 
 
 def sees_grader(membership: Membership) -> bool:
     """Whether this role may see, and so filter by, grader fields (the tier, cheat signals):
-    auditors, adjudicators and admins; a reviewer never (reviews.services.browse)."""
+    auditors, adjudicators and admins; a reviewer never (reviews.selectors.browse)."""
     return bool(membership.capabilities & SEES_VERDICT)
 
 

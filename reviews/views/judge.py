@@ -19,10 +19,11 @@ from reviews.models import Judgment, Reveal
 from reviews.presenters.group_page import group_page
 from reviews.presenters.patch_compare import patch_comparison
 from reviews.selectors.adjudication import AdjudicationRefused, adjudication_refusal, group_review
+from reviews.selectors.browse import hides_verdict_when_browsing
 from reviews.selectors.judge_panel import passing_indexes
 from reviews.selectors.lanes import lanes_for
 from reviews.selectors.queue import open_assignment
-from reviews.services.browse import ClaimRefused, claim_blind, hides_verdict_when_browsing, show_verdict
+from reviews.services.browse import ClaimRefused, claim_blind, show_verdict
 from reviews.services.judgments import (
     AssignmentFinished,
     JudgmentConflict,

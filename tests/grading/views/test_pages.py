@@ -60,7 +60,7 @@ def test_project_run_step_pages_show_counts(client, bob, group_uid, django_asser
 def test_group_page_shows_rollouts_side_by_side(client, bob, group_uid, django_assert_num_queries):
     client.force_login(bob)
     # session, user, project, membership, run, group; assignment, own judgments, review state; rollouts, contents;
-    # the rubric guide; and, as bob is a reviewer outside an assignment, his choice (reviews/services/browse.py):
+    # the rubric guide; and, as bob is a reviewer outside an assignment, his choice (reviews/selectors/browse.py):
     # the review policy, reveal-or-verdict in one, the queue check (the stored queue order: no mapping lookups)
     with django_assert_num_queries(15):
         r = client.get(f"/projects/acme/runs/r1/groups/{group_uid}/")
