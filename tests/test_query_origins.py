@@ -124,6 +124,11 @@ class Call:
     client: str = "alice"  # alice's session; "token": her API token; "anonymous": nobody
 
 
+def json_body(value: dict) -> dict:
+    """The test client's keyword arguments for a JSON request body."""
+    return {"data": json.dumps(value), "content_type": "application/json"}
+
+
 @pytest.fixture
 def world(acme, alice, alice_token):
     """Two real groups of four rollouts each (long trajectories) in run "long", step 0, and a
@@ -228,10 +233,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             "api/v1/mappings/",
             "post",
             f"{api}mappings/?project=acme",
-            kwargs={
-                "data": json.dumps({"name": "steep", "bands": {"T1": 1.0, "T2": 0.5, "T3": 0.1}}),
-                "content_type": "application/json",
-            },
+            kwargs=json_body({"name": "steep", "bands": {"T1": 1.0, "T2": 0.5, "T3": 0.1}}),
             ok=(201,),
             client="token",
         ),
@@ -239,7 +241,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             "api/v1/mappings/<int:pk>/activate/",
             "post",
             f"{api}mappings/{{steep}}/activate/?project=acme",
-            kwargs={"data": json.dumps({"run": "long", "reason": "steeper"}), "content_type": "application/json"},
+            kwargs=json_body({"run": "long", "reason": "steeper"}),
             ok=(201,),
             client="token",
         ),
@@ -247,7 +249,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             "api/v1/runs/",
             "post",
             f"{api}runs/?project=acme",
-            kwargs={"data": json.dumps({"name": "fresh", "baseline": "mean"}), "content_type": "application/json"},
+            kwargs=json_body({"name": "fresh", "baseline": "mean"}),
             ok=(201,),
             client="token",
         ),
@@ -255,14 +257,14 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             "api/v1/runs/<str:name>/",
             "patch",
             f"{api}runs/long/?project=acme",
-            kwargs={"data": json.dumps({"grading_deadline_seconds": 600}), "content_type": "application/json"},
+            kwargs=json_body({"grading_deadline_seconds": 600}),
             client="token",
         ),
         Call(
             "api/v1/steps/<int:number>/grade/",
             "post",
             f"{api}steps/0/grade/?project=acme&run=long",
-            kwargs={"data": json.dumps({"backend": "heuristic"}), "content_type": "application/json"},
+            kwargs=json_body({"backend": "heuristic"}),
             ok=(202,),
             client="token",
         ),
