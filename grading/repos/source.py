@@ -1,0 +1,393 @@
+"""A task's `repo` resolved through a URL template into a bare mirror cache. Pure: no Django.
+
+`RepoSource(url_template, cache, budget_bytes)` keeps one bare mirror per repository under
+`<cache>/mirrors/<safe name>.git`, fetched the first time a task needs it and reused after
+that; a base commit the mirror lacks makes it fetch once more (then `MissingCommit`). The
+mirrors (with the worktrees made from them, `<cache>/trees`) are held under `budget_bytes`
+by evicting the least recently used; a repository bigger than the whole budget is refused.
+
+Every git command runs here through `run_git`: a timeout, no terminal prompt, no hooks,
+the system and global git configuration ignored (so a worker's `apply.whitespace` or
+`core.autocrlf` cannot change a state) except for fetches, which may need the worker's
+credential helpers; whatever git says back is bounded and has credentials in URLs masked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from grading.repos.types import FetchRefused, MissingCommit, RepoError, UnknownRepo
+
+DEFAULT_URL_TEMPLATE = "https://github.com/{repo}.git"
+DEFAULT_BUDGET_BYTES = 20 * 1024**3
+MAX_REPO_CHARS = 200
+MAX_MESSAGE_CHARS = 2_000  # of git's stderr kept in an error's message
+REPO_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+_USERINFO = re.compile(r"://[^/@\s]{1,512}@")
+
+
+def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`text` cut to `limit` characters (its end kept: git's last lines say why), URL credentials masked."""
+    text = text.strip()
+    if len(text) > limit:
+        text = "…" + text[-limit:]
+    return _USERINFO.sub("://***@", text)
+
+
+def git_env(*, isolated: bool = True, **extra: str) -> dict[str, str]:
+    """The environment every git command runs in (see the module's docstring)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        GIT_ASKPASS="",
+        SSH_ASKPASS="",
+        GIT_SSH_COMMAND="ssh -o BatchMode=yes",
+        GIT_CONFIG_NOSYSTEM="1",
+        LC_ALL="C",
+        LANG="C",
+    )
+    if isolated:
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env.update(extra)
+    return env
+
+
+def run_git(
+    git_dir: Path | None,
+    args: Sequence[str],
+    *,
+    timeout: float,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    config: Sequence[str] = (),
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `git <args>` on the bare repository `git_dir`; RepoError on a non-zero exit (with `check`) or the timeout."""
+    command = ["git", "-c", "core.hooksPath=" + os.devnull, "-c", "core.fsmonitor=false"]
+    for item in config:
+        command += ["-c", item]
+    if git_dir is not None:
+        command += ["--git-dir", str(git_dir)]
+    command += list(args)
+    try:
+        done = subprocess.run(
+            command, input=input, capture_output=True, timeout=timeout, env=env if env is not None else git_env(), check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise RepoError(f"git {args[0]} took longer than {timeout:g} s and was stopped") from exc
+    if check and done.returncode != 0:
+        raise RepoError(f"git {args[0]} failed: {bounded(done.stderr.decode('utf-8', 'replace'))}")
+    return done
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes on disk under `path` (files and links themselves, never followed)."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in files + dirs:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+    return total
+
+
+def remove_tree(path: Path) -> None:
+    """Delete `path` (a read-only worktree included), never following a link out of it."""
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
+        return
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            full = os.path.join(root, name)
+            st = os.lstat(full)
+            if not os.path.islink(full):
+                os.chmod(full, (st.st_mode & 0o7777) | 0o700)
+    os.chmod(path, 0o700)
+    shutil.rmtree(path)
+
+
+@contextlib.contextmanager
+def flocked(lock_path: Path, *, blocking: bool = True) -> Iterator[bool]:
+    """Hold an exclusive flock on `lock_path` (yields False when `blocking` is off and it is taken)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def validate_repo(repo: str) -> str:
+    """The task's repository name if it reads as `owner/name` (a few more segments allowed); UnknownRepo otherwise."""
+    if not isinstance(repo, str) or not repo.strip():
+        raise UnknownRepo("the task names no repository")
+    if len(repo) > MAX_REPO_CHARS:
+        raise UnknownRepo(f"the task's repository name is {len(repo)} characters long (at most {MAX_REPO_CHARS})")
+    segments = repo.split("/")
+    shown = repo.encode("unicode_escape").decode("ascii")[:100]
+    if len(segments) < 2 or len(segments) > 4:
+        raise UnknownRepo(f"the task's repository {shown!r} is not of the form owner/name")
+    for segment in segments:
+        if not segment or segment in {".", ".."} or segment[0] in "-." or not set(segment) <= REPO_CHARS:
+            raise UnknownRepo(
+                f"the task's repository {shown!r} is not a repository name "
+                "(letters, digits, '.', '_', '-' in owner/name, none starting with '-' or '.')"
+            )
+    return repo
+
+
+def is_local_template(template: str) -> bool:
+    return template.startswith(("file://", "/", "./"))
+
+
+@dataclass(frozen=True)
+class RepoSource:
+    """Where repositories come from and where their mirrors are kept.
+
+    `url_template` names the repository with `{repo}`: an https URL (the default), an ssh URL,
+    `file:///srv/git/{repo}.git` or a local path `/srv/git/{repo}`. `fetch_timeout` bounds one
+    fetch, `git_timeout` every other git command.
+    """
+
+    cache: Path
+    url_template: str = DEFAULT_URL_TEMPLATE
+    budget_bytes: int = DEFAULT_BUDGET_BYTES
+    fetch_timeout: float = 600.0
+    git_timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if "{repo}" not in self.url_template:
+            raise ValueError(f"the repository URL template {self.url_template!r} has no {{repo}}")
+        object.__setattr__(self, "cache", Path(self.cache))
+
+    # -- names -------------------------------------------------------------------------
+
+    @property
+    def mirrors_dir(self) -> Path:
+        return self.cache / "mirrors"
+
+    @property
+    def trees_dir(self) -> Path:
+        return self.cache / "trees"
+
+    @property
+    def local(self) -> bool:
+        return is_local_template(self.url_template)
+
+    def url_for(self, repo: str) -> str:
+        """The URL (or local path) `repo` is fetched from; UnknownRepo for a name that is not a repository's."""
+        return self.url_template.replace("{repo}", validate_repo(repo))
+
+    def safe_name(self, repo: str) -> str:
+        """`owner+name-<8 hex>`: a directory name per repository (the digest keeps `a_b/c` and `a/b_c` apart)."""
+        repo = validate_repo(repo)
+        digest = hashlib.sha256(repo.encode()).hexdigest()[:8]
+        return f"{repo.replace('/', '+')}-{digest}"
+
+    def mirror_path(self, repo: str) -> Path:
+        return self.mirrors_dir / f"{self.safe_name(repo)}.git"
+
+    def fetches(self, repo: str) -> int:
+        """How many fetches this cache has made of `repo` (the first one included); 0 before any."""
+        return self.fetches_by_name(self.safe_name(repo))
+
+    # -- git --------------------------------------------------------------------------
+
+    def git(
+        self,
+        git_dir: Path,
+        args: Sequence[str],
+        *,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+        timeout: float | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        """A local git command on a mirror (isolated configuration, `git_timeout`)."""
+        return run_git(git_dir, args, timeout=timeout or self.git_timeout, input=input, env=env, check=check)
+
+    def has_commit(self, git_dir: Path, commit: str) -> bool:
+        if not commit or len(commit) > 64 or not set(commit) <= set("0123456789abcdefABCDEF"):
+            return False
+        done = self.git(git_dir, ["cat-file", "-e", f"{commit}^{{commit}}"], check=False)
+        return done.returncode == 0
+
+    # -- mirrors ----------------------------------------------------------------------
+
+    def mirror(self, repo: str, commit: str) -> Path:
+        """The bare mirror of `repo` holding `commit`, fetched the first time and reused after.
+
+        UnknownRepo (bad name), FetchRefused (the source said no, timed out, or the repository is
+        bigger than the budget), MissingCommit (fetched, fetched again, still no `commit`).
+        """
+        url = self.url_for(repo)
+        if not commit or len(commit) > 64 or not set(commit) <= set("0123456789abcdefABCDEF"):
+            raise MissingCommit(f"the task's base commit {commit[:80]!r} is not a commit id (hex digits)")
+        path = self.mirror_path(repo)
+        name = self.safe_name(repo)
+        with flocked(self.mirrors_dir / f"{name}.lock"):
+            fresh = False
+            if not (path / "HEAD").exists():
+                self._fetch(url, path, name, create=True)
+                fresh = True
+            if not self.has_commit(path, commit):
+                # Once more: the source may have moved on since the mirror was made, or it may send a
+                # commit on no branch or tag when asked for it by id.
+                self._fetch(url, path, name, create=False, commit=commit)
+                if not self.has_commit(path, commit):
+                    raise MissingCommit(self._missing(repo, commit))
+            self._touch(name)
+        if fresh:
+            self.evict(keep={repo})
+        return path
+
+    def _missing(self, repo: str, commit: str) -> str:
+        return f"{repo} has no commit {commit} (the source was fetched and fetched again)"
+
+    def _touch(self, name: str) -> None:
+        used = self.mirrors_dir / f"{name}.used"
+        used.touch()
+        os.utime(used)
+
+    def _fetch(self, url: str, path: Path, name: str, *, create: bool, commit: str = "") -> None:
+        """Fetch `url` into the mirror at `path` (made in a scratch directory and renamed when `create`)."""
+        self.mirrors_dir.mkdir(parents=True, exist_ok=True)
+        target = path.with_name(f"{path.name}.tmp-{os.getpid()}") if create else path
+        if create:
+            remove_tree(target)
+            run_git(None, ["init", "--bare", "--quiet", "--template=", str(target)], timeout=self.git_timeout)
+            for key, value in (("gc.auto", "0"), ("maintenance.auto", "false"), ("core.logAllRefUpdates", "false")):
+                run_git(target, ["config", key, value], timeout=self.git_timeout)
+        counter = self.mirrors_dir / f"{name}.fetches"
+        counter.write_text(str(self.fetches_by_name(name) + 1))
+        try:
+            self._run_fetch(target, url, list(FETCH_REFSPECS))
+            if commit:
+                # A commit on no branch or tag (a pull request's, say): servers that allow it send it by id.
+                with contextlib.suppress(FetchRefused):
+                    self._run_fetch(target, url, [commit])
+        except BaseException:
+            if create:
+                remove_tree(target)
+            raise
+        size = tree_bytes(target)
+        if size > self.budget_bytes:
+            if create:
+                remove_tree(target)
+            raise FetchRefused(
+                f"the repository is {size / 1024**2:,.0f} MB, more than the whole cache budget of "
+                f"{self.budget_bytes / 1024**2:,.0f} MB (GAGAR_REPO_CACHE_BYTES)"
+            )
+        if create:
+            target.rename(path)
+
+    def fetches_by_name(self, name: str) -> int:
+        try:
+            return int((self.mirrors_dir / f"{name}.fetches").read_text() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _run_fetch(self, git_dir: Path, url: str, refspecs: list[str]) -> None:
+        """One `git fetch`, killed at `fetch_timeout` or when the mirror outgrows the budget."""
+        config = ["protocol.file.allow=always"] if self.local else ["protocol.file.allow=never"]
+        config += ["protocol.ext.allow=never", "fetch.recurseSubmodules=false", "transfer.fsckObjects=false"]
+        command = ["git", "-c", "core.hooksPath=" + os.devnull]
+        for item in config:
+            command += ["-c", item]
+        command += ["--git-dir", str(git_dir), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, *refspecs]
+        started = time.monotonic()
+        with subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=git_env(isolated=False),
+            start_new_session=True,
+        ) as proc:
+            reason = ""
+            stderr = b""
+            while True:
+                try:
+                    _, stderr = proc.communicate(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() - started > self.fetch_timeout:
+                        reason = f"the fetch took longer than {self.fetch_timeout:g} s and was stopped"
+                    elif tree_bytes(git_dir) > self.budget_bytes:
+                        reason = (
+                            f"the repository is bigger than the whole cache budget of "
+                            f"{self.budget_bytes / 1024**2:,.0f} MB (GAGAR_REPO_CACHE_BYTES); the fetch was stopped"
+                        )
+                    if reason:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(proc.pid, signal.SIGKILL)
+                        proc.communicate()
+                        break
+        shown = bounded(url)
+        if reason:
+            raise FetchRefused(f"fetching {shown}: {reason}")
+        if proc.returncode != 0:
+            said = bounded(stderr.decode("utf-8", "replace")) or f"exit status {proc.returncode}"
+            raise FetchRefused(f"fetching {shown} failed: {said}")
+
+    # -- budget -----------------------------------------------------------------------
+
+    def evict(self, keep: set[str] | frozenset[str] = frozenset()) -> list[str]:
+        """Remove the least recently used mirrors (and the worktrees made from them) until the cache is
+        under `budget_bytes`; never one of `keep` (repository names) nor one in use. The names removed."""
+        if not self.mirrors_dir.is_dir():
+            return []
+        kept = {self.safe_name(r) for r in keep}
+        entries: list[tuple[float, str, int]] = []
+        total = 0
+        for mirror in self.mirrors_dir.glob("*.git"):
+            name = mirror.name[: -len(".git")]
+            size = tree_bytes(mirror) + sum(tree_bytes(t) for t in self._trees_of(name))
+            total += size
+            used = self.mirrors_dir / f"{name}.used"
+            entries.append((used.stat().st_mtime if used.exists() else 0.0, name, size))
+        removed = []
+        for _used, name, size in sorted(entries):
+            if total <= self.budget_bytes:
+                break
+            if name in kept:
+                continue
+            with flocked(self.mirrors_dir / f"{name}.lock", blocking=False) as got:
+                if not got:
+                    continue
+                for tree in self._trees_of(name):
+                    remove_tree(tree)
+                remove_tree(self.mirrors_dir / f"{name}.git")
+                (self.mirrors_dir / f"{name}.used").unlink(missing_ok=True)
+            total -= size
+            removed.append(name)
+        return removed
+
+    def _trees_of(self, name: str) -> list[Path]:
+        """The group worktree directories (`<trees>/<key>`) made from mirror `name` (their `.mirror` says)."""
+        if not self.trees_dir.is_dir():
+            return []
+        out = []
+        for group in self.trees_dir.iterdir():
+            with contextlib.suppress(OSError):
+                if (group / ".mirror").read_text().strip() == name:
+                    out.append(group)
+        return out

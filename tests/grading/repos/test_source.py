@@ -1,0 +1,151 @@
+"""RepoSource: repository names, URL templates, the mirror cache (fetched once, reused, locked,
+under a budget) and its errors, on repositories built in the tests and served as file://."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from grading.repos.source import RepoSource, tree_bytes
+from grading.repos.types import FetchRefused, MissingCommit, UnknownRepo
+from grading.repos.view import GitRepoView
+from tests.helpers.gitrepos import TinyRepo, commit_all, git, tiny_package
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "   ",
+        "..",
+        "a/..",
+        "../etc",
+        "-x/y",
+        "a/-b",
+        "owner",
+        "a/b/c/d/e",
+        "a b/c",
+        "a/b\n",
+        "a/b\x00",
+        "a\\b/c",
+        "o/.git",
+        "x" * 300,
+    ],
+)
+def test_url_for_refuses_what_is_not_a_repository_name(name):
+    source = RepoSource(cache=Path("unused"))
+    with pytest.raises(UnknownRepo):
+        source.url_for(name)
+
+
+def test_url_for_fills_in_the_template_of_each_kind():
+    assert RepoSource(cache=Path("c")).url_for("django/django") == "https://github.com/django/django.git"
+    assert RepoSource(cache=Path("c"), url_template="file:///srv/git/{repo}").url_for("o/n.x_1-2") == "file:///srv/git/o/n.x_1-2"
+    local = RepoSource(cache=Path("c"), url_template="/srv/git/{repo}.git")
+    assert local.url_for("o/n") == "/srv/git/o/n.git"
+    assert local.local and not RepoSource(cache=Path("c")).local
+    with pytest.raises(ValueError, match="no \\{repo\\}"):
+        RepoSource(cache=Path("c"), url_template="https://example.com/fixed.git")
+
+
+def test_safe_names_keep_look_alike_repositories_apart():
+    source = RepoSource(cache=Path("c"))
+    assert source.safe_name("a_b/c") != source.safe_name("a/b_c")
+    assert "/" not in source.safe_name("a/b")
+
+
+def test_the_mirror_is_fetched_once_then_reused(source, tiny: TinyRepo):
+    first = source.mirror(tiny.repo, tiny.base)
+    assert (first / "HEAD").exists() and source.fetches(tiny.repo) == 1
+    assert source.mirror(tiny.repo, tiny.commits[-1]) == first
+    # A second group on the same mirror: states and reads, and still no fetch.
+    GitRepoView(source, tiny.repo, tiny.base, {0: ""}).read("base", "README.md")
+    assert source.fetches(tiny.repo) == 1
+    assert not list(first.glob("hooks/*")), "the mirror is made without git's sample hooks"
+
+
+def test_a_commit_missing_from_the_mirror_is_fetched_again_once(tmp_path):
+    origin = tiny_package(tmp_path / "origin")
+    source = RepoSource(cache=tmp_path / "cache", url_template=origin.template)
+    source.mirror(origin.repo, origin.base)
+    (origin.path / "NEW").write_text("new\n")
+    newer = commit_all(origin.path, "a commit made after the mirror")
+    assert source.mirror(origin.repo, newer).is_dir()
+    assert source.fetches(origin.repo) == 2
+    with pytest.raises(MissingCommit, match="fetched again"):
+        source.mirror(origin.repo, "0123456789abcdef0123456789abcdef01234567")
+    assert source.fetches(origin.repo) == 3
+    with pytest.raises(MissingCommit, match="not a commit id"):
+        source.mirror(origin.repo, "HEAD; rm -rf /")
+
+
+def test_a_fetch_the_source_refuses_says_what_git_said(tmp_path):
+    source = RepoSource(cache=tmp_path / "cache", url_template=f"file://{tmp_path}/nowhere/{{repo}}")
+    with pytest.raises(FetchRefused) as caught:
+        source.mirror("acme/tiny", "0" * 40)
+    assert "nowhere/acme/tiny" in str(caught.value) and "failed" in str(caught.value)
+    assert not list((tmp_path / "cache" / "mirrors").glob("*.git*")), "no half-made mirror is left behind"
+
+
+def test_credentials_in_the_url_never_reach_the_message(tmp_path):
+    source = RepoSource(
+        cache=tmp_path / "cache", url_template="https://bot:s3cret-token@127.0.0.1:9/{repo}.git", fetch_timeout=20
+    )
+    with pytest.raises(FetchRefused) as caught:
+        source.mirror("acme/tiny", "0" * 40)
+    assert "s3cret-token" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)
+
+
+def test_a_repository_bigger_than_the_whole_budget_is_refused(tmp_path, tiny: TinyRepo):
+    source = RepoSource(cache=tmp_path / "cache", url_template=tiny.template, budget_bytes=4096)
+    with pytest.raises(FetchRefused, match=r"(more|bigger) than the whole cache budget"):
+        source.mirror(tiny.repo, tiny.base)
+    assert not source.mirror_path(tiny.repo).exists()
+
+
+def test_the_least_recently_used_mirror_and_its_worktrees_are_evicted(tmp_path):
+    one, two = tiny_package(tmp_path / "origins"), tiny_package(tmp_path / "origins", repo="acme/other")
+    probe = RepoSource(cache=tmp_path / "probe", url_template=one.template)
+    size = tree_bytes(probe.mirror(one.repo, one.base))
+    source = RepoSource(cache=tmp_path / "cache", url_template=one.template, budget_bytes=int(size * 1.7))
+    tree = GitRepoView(source, one.repo, one.base, {0: ""}).checkout("base")
+    assert source.evict() == [], "one mirror (with its worktree) is under the budget"
+    source.mirror(two.repo, two.base)  # the second one passes the budget: the older goes, with its worktree
+    assert not source.mirror_path(one.repo).exists() and not tree.exists()
+    assert source.mirror_path(two.repo).exists()
+    # Gone, then made again on demand, with the same state commits (fixed author and dates).
+    patch = "diff --git a/NEW b/NEW\nnew file mode 100644\n--- /dev/null\n+++ b/NEW\n@@ -0,0 +1 @@\n+new\n"
+    before = GitRepoView(probe, one.repo, one.base, {0: patch}).applied()[0]
+    after = GitRepoView(source, one.repo, one.base, {0: patch}).applied()[0]
+    assert before.how == after.how == "clean" and before.commit == after.commit
+    assert source.fetches(one.repo) == 2
+
+
+def test_two_threads_asking_for_one_mirror_make_one_clone(tmp_path, tiny: TinyRepo):
+    source = RepoSource(cache=tmp_path / "cache", url_template=tiny.template)
+    paths: list[Path] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def ask() -> None:
+        start.wait()
+        try:
+            paths.append(source.mirror(tiny.repo, tiny.base))
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(set(paths)) == 1
+    assert source.fetches(tiny.repo) == 1
+
+
+def test_a_local_path_template_works_too(tmp_path, tiny: TinyRepo):
+    source = RepoSource(cache=tmp_path / "cache", url_template=f"{tiny.root}/{{repo}}")
+    mirror = source.mirror(tiny.repo, tiny.base)
+    assert git(mirror, "cat-file", "-t", tiny.base).strip() == "commit"
