@@ -36,6 +36,11 @@ class PathRefused(RepoError):
     """A path that is absolute, climbs out of the tree, or names .git."""
 
 
+class SandboxUnavailable(RepoError):
+    """No check can run: the runner is missing or refused here (bubblewrap not installed, user
+    namespaces denied, the SWE-ReX server unreachable), or it could not lay out the worktree."""
+
+
 ApplyHow = Literal["base", "clean", "three_way", "partial", "failed"]
 
 

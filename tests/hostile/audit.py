@@ -60,6 +60,19 @@ ACCEPTED = {
     ): "argv is [sys.executable, '-I', this module's path], no shell and nothing from a request; patch text goes over "
     "the pipe as data",
     ("grading/management/commands/simulate_training.py", "B311"): "seeded random for the simulated trainer's generated steps",
+    (
+        "grading/repos/sandbox.py",
+        "B404",
+    ): "subprocess starts bubblewrap and tar: the only way to run a check in a sandbox (tests/grading/repos/test_sandbox.py)",
+    (
+        "grading/repos/sandbox.py",
+        "B603",
+    ): "argv lists only fixed flags, the worktree's path and the check's command as one argument to `sh -c` inside the "
+    "sandbox (no network, read-only root, a non-root uid, rlimits); never a shell on the host",
+    (
+        "grading/repos/sandbox.py",
+        "B108",
+    ): "/tmp there is the sandbox's own tmpfs in its own mount namespace (the throwaway layer), not the host's /tmp",
     ("reviews/selectors/overview.py", "B105"): "'f2p' and 'p2p' are the short names of SWE-bench's test categories",
 }
 

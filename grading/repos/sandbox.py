@@ -1,0 +1,567 @@
+"""Targeted checks: one shell command run in a copy of a worktree, in a sandbox. Pure: no Django.
+
+The command comes from a model that has read untrusted trajectories, so nothing here trusts it:
+the sandbox, not the prompt, is the defence. Two runners implement `types.Sandbox`:
+
+- `Bubblewrap` (Debian's `bubblewrap`, 0.8 or later; no overlay needed): new user, pid, net, ipc,
+  uts and cgroup namespaces; the host's root read-only; /run, /home, /root and /var/tmp hidden
+  behind empty read-only tmpfs; a fresh /tmp tmpfs sized to the worktree plus `Limits.disk_bytes`
+  into which the worktree is copied (streamed by `tar` from the host, so the sandbox never sees a
+  writable handle on it) and which vanishes with the sandbox; a seccomp filter refusing
+  `socket(AF_UNIX)` (the net namespace cuts TCP and abstract sockets, not sockets on the file
+  system); a minimal fixed environment; rlimits (processes, CPU, address space, file size, no
+  core files); wall time and output enforced by the parent. When the worker is root the sandbox
+  runs as a non-root uid, one per concurrent slot (chosen under flock), so `RLIMIT_NPROC` binds
+  and concurrent checks never share a process budget.
+- `SweRex`: the task's own environment image, through a SWE-ReX remote server
+  (`swerex-remote`, in a container the deployment starts); wall time and output are enforced
+  here too.
+
+`sandbox_from(config)` builds the configured one (docs/workspace.md, "Sandbox").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import fcntl
+import json
+import os
+import platform
+import resource
+import secrets
+import selectors
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from grading.repos.types import CheckResult, Limits, RepoError, Sandbox, SandboxUnavailable
+
+# What a command sees of an environment: fixed, never the worker's (which holds its secrets).
+SANDBOX_ENV: dict[str, str] = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+    "TERM": "dumb",
+}
+WORKDIR = "/tmp/work"  # where the command runs, on the throwaway layer
+DEFAULT_UID = 65534  # nobody; GAGAR_SANDBOX_UID="61000-61007" gives one uid per concurrent slot
+# Host directories replaced by an empty read-only tmpfs: sockets (/run holds PostgreSQL's and
+# MySQL's), people's and root's files, other programs' scratch space. /tmp is the layer itself.
+DEFAULT_HIDE: tuple[str, ...] = ("/run", "/home", "/root", "/var/tmp", "/var/run", "/mnt", "/media", "/srv")
+SHM_BYTES = 16 * 1024**2  # /dev/shm, on top of the layer (POSIX semaphores, multiprocessing)
+OUTPUT_STOP_FACTOR = 16  # output past this many times Limits.output_bytes stops the sandbox
+SETUP_NOISE_BYTES = 64_000  # what setup may print before the command starts
+PAGE = 4096
+_READ = 65536
+
+
+class _Capture:
+    """stdout and stderr as they came: the first and last halves of `cap` bytes kept, all counted."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.cap // 2 - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        keep = self.cap - self.cap // 2
+        if data and keep > 0:
+            self.tail += data[-keep:]
+            if len(self.tail) > keep:
+                del self.tail[:-keep]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        if not self.truncated:
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", errors="replace")
+        left_out = self.total - len(self.head) - len(self.tail)
+        return f"{head}\n[... {left_out} bytes of output left out ...]\n{tail}"
+
+
+# A classic-BPF seccomp program: socket(AF_UNIX, ...) fails with EACCES; any other architecture
+# than the native one (32-bit compat, whose socketcall() hides its arguments; x32) fails outright.
+# socketpair() stays allowed (asyncio's self-pipe uses it). None where the architecture is unknown.
+_ARCHES = {"x86_64": (0xC000003E, 41, True), "aarch64": (0xC00000B7, 198, False)}
+_BPF_LD_ABS, _BPF_JEQ, _BPF_JGE, _BPF_RET = 0x20, 0x15, 0x35, 0x06
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    arch = _ARCHES.get(machine or platform.machine())
+    if arch is None:
+        return None
+    audit_arch, nr_socket, x32 = arch
+    deny = _RET_ERRNO | errno.EACCES
+    prog: list[tuple[int, int, int, int]] = [
+        (_BPF_LD_ABS, 0, 0, 4),  # seccomp_data.arch
+        (_BPF_JEQ, 1, 0, audit_arch),
+        (_BPF_RET, 0, 0, deny),
+        (_BPF_LD_ABS, 0, 0, 0),  # seccomp_data.nr
+    ]
+    if x32:
+        prog += [(_BPF_JGE, 0, 1, 0x40000000), (_BPF_RET, 0, 0, deny)]
+    prog += [
+        (_BPF_JEQ, 0, 3, nr_socket),
+        (_BPF_LD_ABS, 0, 0, 16),  # low word of seccomp_data.args[0] (little-endian): the domain
+        (_BPF_JEQ, 0, 1, 1),  # AF_UNIX
+        (_BPF_RET, 0, 0, deny),
+        (_BPF_RET, 0, 0, _RET_ALLOW),
+    ]
+    return b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in prog)
+
+
+def tree_bytes(root: Path) -> int:
+    """What a copy of `root` takes on tmpfs: each file rounded up to whole pages."""
+    total = 0
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(entry.path)
+                    total += PAGE
+                elif stat.S_ISREG(st.st_mode):
+                    total += (st.st_size + PAGE - 1) // PAGE * PAGE
+                else:
+                    total += PAGE
+    return total
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                count += os.stat(f"/proc/{name}").st_uid == uid
+    return count
+
+
+_probed: dict[tuple[str, int | None], str] = {}
+_probe_lock = threading.Lock()
+
+
+def _namespace_flags() -> list[str]:
+    # --as-pid-1: the command is the pid namespace's init, bwrap's direct child. With bwrap's own
+    # init in between, bwrap exits on its exit code without reaping it, leaving a zombie of the
+    # sandbox uid (counted by RLIMIT_NPROC) to whatever reaps orphans on the host, if anything.
+    # When the command's process exits, the kernel kills the rest of the namespace before bwrap
+    # can reap it: a check is over when bwrap is.
+    return ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--as-pid-1"]
+
+
+def probe(bwrap: str, uid: int | None) -> None:
+    """Raise SandboxUnavailable unless bwrap can make its namespaces here as `uid`; cached."""
+    key = (bwrap, uid)
+    with _probe_lock:
+        if key not in _probed:
+            argv = [bwrap, *_namespace_flags(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
+            ids: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+            try:
+                done = subprocess.run(
+                    argv, env=SANDBOX_ENV, cwd="/", stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False, **ids
+                )
+                said = done.stderr.decode("utf-8", errors="replace").strip()
+                message = "" if done.returncode == 0 else said or f"exit status {done.returncode}"
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                message = str(exc)
+            if message:
+                message = (
+                    f"bubblewrap cannot make a sandbox here ({message[:500]}): user namespaces are refused "
+                    "(kernel.unprivileged_userns_clone, user.max_user_namespaces, or a container's seccomp/AppArmor "
+                    "profile); allow them, or set GAGAR_SANDBOX=swe-rex"
+                )
+            _probed[key] = message
+        message = _probed[key]
+    if message:
+        raise SandboxUnavailable(message)
+
+
+class Bubblewrap:
+    """Run a check with bubblewrap on this machine (see the module's docstring for what holds).
+
+    `uids`: when the worker is root, the sandbox runs as one of these (never root), one check per
+    uid at a time, chosen under an flock in `lock_dir`; give a worker host as many as it runs
+    checks at once, and no other process those uids. Ignored when the worker is not root: bwrap
+    then runs as the worker's own uid.
+    """
+
+    name = "bubblewrap"
+
+    def __init__(
+        self,
+        *,
+        bwrap: str = "bwrap",
+        uids: tuple[int, ...] = (DEFAULT_UID,),
+        lock_dir: Path | None = None,
+        hide: tuple[str, ...] = DEFAULT_HIDE,
+        tar: str = "tar",
+    ) -> None:
+        if not uids or any(uid <= 0 for uid in uids):
+            raise ValueError("sandbox uids must be non-root (> 0)")
+        self.bwrap = bwrap
+        self.uids = tuple(uids)
+        self.lock_dir = lock_dir or Path(tempfile.gettempdir()) / f"gagar-sandbox-{os.getuid()}"
+        self.hide = hide
+        self.tar = tar
+
+    def __repr__(self) -> str:
+        return f"Bubblewrap(uids={self.uids!r})"
+
+    def _binary(self, name: str) -> str:
+        found = shutil.which(name, path=SANDBOX_ENV["PATH"])
+        if found is None:
+            package = "bubblewrap" if name == self.bwrap else name
+            raise SandboxUnavailable(f"{name} is not installed here: apt-get install {package}, or set GAGAR_SANDBOX=swe-rex")
+        return found
+
+    def run(self, root: Path, command: str, limits: Limits) -> CheckResult:
+        root = Path(root)
+        if not root.is_dir():
+            raise RepoError(f"no worktree at {root.name!r} to run a check in")
+        bwrap, tar = self._binary(self.bwrap), self._binary(self.tar)
+        with self._slot(limits.wall_s) as uid:
+            probe(bwrap, uid)
+            return self._run(bwrap, tar, uid, root, command, limits)
+
+    @contextlib.contextmanager
+    def _slot(self, wait_s: float) -> Iterator[int | None]:
+        """One of `uids` for this check alone (None when the worker is not root)."""
+        if os.geteuid() != 0:
+            yield None
+            return
+        self.lock_dir.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(self.lock_dir)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise SandboxUnavailable(f"the sandbox's lock directory {self.lock_dir} is not the worker's own")
+        start = os.getpid() % len(self.uids)
+        order = self.uids[start:] + self.uids[:start]
+        deadline = time.monotonic() + max(wait_s, 1.0)
+        while True:
+            for uid in order:
+                fd = os.open(self.lock_dir / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                try:
+                    yield uid
+                finally:
+                    os.close(fd)
+                return
+            if time.monotonic() > deadline:
+                raise SandboxUnavailable(f"all {len(self.uids)} sandbox uids were busy for {wait_s:.0f} s (GAGAR_SANDBOX_UID)")
+            time.sleep(0.05)
+
+    def argv(self, bwrap: str, layer_bytes: int, seccomp_fd: int | None, info_fd: int, marker: str, command: str) -> list[str]:
+        args = [bwrap, *_namespace_flags(), "--hostname", "gagar-check", "--ro-bind", "/", "/"]
+        args += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc"]
+        for path in self.hide:
+            if os.path.isdir(path) and not os.path.islink(path):
+                args += ["--tmpfs", path, "--remount-ro", path]
+        args += ["--size", str(layer_bytes), "--tmpfs", "/tmp", "--dir", WORKDIR, "--chdir", WORKDIR]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        args += ["--info-fd", str(info_fd), "--", "/bin/sh", "-c", _SETUP, "gagar-check", marker, command]
+        return args
+
+    def _run(self, bwrap: str, tar: str, uid: int | None, root: Path, command: str, limits: Limits) -> CheckResult:
+        started = time.monotonic()
+        deadline = started + limits.wall_s
+        layer = tree_bytes(root) + max(limits.disk_bytes, 0) + 1024**2
+        nproc = limits.processes if uid is not None else limits.processes + _processes_of(os.getuid())
+        marker = f"\n:gagar-check-started:{secrets.token_hex(8)}:\n"
+        program = seccomp_program()
+        fds: list[int] = []
+        seccomp_r: int | None = None
+        if program is not None:
+            seccomp_r, seccomp_w = os.pipe()
+            os.write(seccomp_w, program)
+            os.close(seccomp_w)
+            fds.append(seccomp_r)
+        info_r, info_w = os.pipe()
+        fds.append(info_w)
+        # The worktree goes in as a tar stream read by the worker's tar: the sandbox needs no
+        # permission on the path to it and gets no handle on the host's (writable) mount.
+        packer = subprocess.Popen(
+            [tar, "-C", str(root), "--one-file-system", "--numeric-owner", "-cf", "-", "."],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=SANDBOX_ENV,
+            cwd="/",
+            start_new_session=True,
+        )
+        assert packer.stdout is not None  # stdout=PIPE
+        assert packer.stderr is not None  # stderr=PIPE
+        ids: dict[str, Any] = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+        try:
+            proc = subprocess.Popen(
+                self.argv(bwrap, layer, seccomp_r, info_w, marker, command),
+                stdin=packer.stdout,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=SANDBOX_ENV,
+                cwd="/",
+                start_new_session=True,
+                pass_fds=tuple(fds),
+                umask=0o022,
+                preexec_fn=_rlimits(limits, nproc, layer),  # setrlimit only, run after the uid drop
+                **ids,
+            )
+        except BaseException:
+            packer.kill()
+            packer.wait()
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+            packer.stdout.close()
+        assert proc.stdout is not None  # stdout=PIPE
+        return _Supervisor(proc, packer, info_r, marker, limits, started, deadline, command).wait()
+
+
+_SETUP = (
+    f'tar -xpf - -C {WORKDIR} --no-same-owner --numeric-owner || exit 125; exec </dev/null; printf %s "$1"; exec /bin/sh -c "$2"'
+)
+
+
+def _rlimits(limits: Limits, nproc: int, file_bytes: int) -> Callable[[], None]:
+    caps = [
+        (resource.RLIMIT_NPROC, max(nproc, 1)),
+        (resource.RLIMIT_CPU, max(limits.cpu_s, 1)),
+        (resource.RLIMIT_AS, max(limits.memory_bytes, 64 * 1024**2)),
+        (resource.RLIMIT_FSIZE, max(file_bytes, PAGE)),
+        (resource.RLIMIT_CORE, 0),
+    ]
+
+    def apply() -> None:
+        for which, value in caps:
+            hard = value + 1 if which == resource.RLIMIT_CPU else value  # SIGXCPU first, SIGKILL a second later
+            resource.setrlimit(which, (value, hard))
+
+    return apply
+
+
+class _Supervisor:
+    """The parent's side of one bwrap run: output, wall time, and a kill that takes the whole sandbox."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        packer: subprocess.Popen[bytes],
+        info_fd: int,
+        marker: str,
+        limits: Limits,
+        started: float,
+        deadline: float,
+        command: str,
+    ) -> None:
+        self.proc, self.packer, self.info_fd = proc, packer, info_fd
+        self.marker = marker.encode()
+        self.limits, self.started, self.deadline, self.command = limits, started, deadline, command
+        self.capture = _Capture(max(limits.output_bytes, 0))
+        self.setup = bytearray()  # before the marker: bwrap's and tar's complaints, if any
+        self.began = False
+        self.info = bytearray()
+        self.child_pidfd: int | None = None
+        self.killed = ""
+        self.killed_at = 0.0
+        self.child_killed = False
+        self.packer_err = bytearray()
+
+    def _on_output(self, data: bytes) -> None:
+        if self.began:
+            self.capture.feed(data)
+            return
+        self.setup += data
+        at = self.setup.find(self.marker)
+        if at >= 0:
+            self.began = True
+            rest = bytes(self.setup[at + len(self.marker) :])
+            del self.setup[at:]
+            self.capture.feed(rest)
+        elif len(self.setup) > SETUP_NOISE_BYTES:
+            self._kill("setup")
+
+    def _on_info(self, data: bytes) -> None:
+        if self.child_pidfd is not None or len(self.info) > 4096:
+            return  # bwrap said it once; the rest is not bwrap's
+        self.info += data
+        try:
+            child = int(json.loads(self.info)["child-pid"])
+        except (ValueError, KeyError, TypeError):
+            return
+        with contextlib.suppress(OSError):
+            self.child_pidfd = os.pidfd_open(child)
+
+    def _kill(self, why: str) -> None:
+        """SIGKILL the sandbox's pid 1, which takes every process of its pid namespace with it, and
+        bwrap, still alive, reaps it and exits. Before bwrap has said its child's pid, or when that
+        did not end bwrap, bwrap itself (--die-with-parent then kills the child)."""
+        if not self.killed:
+            self.killed, self.killed_at = why, time.monotonic()
+        if self.child_pidfd is not None and not self.child_killed:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.child_pidfd, signal.SIGKILL)
+                self.child_killed = True
+        if not self.child_killed or time.monotonic() > self.killed_at + 5:
+            self._killpg(self.proc)
+        self._killpg(self.packer)
+
+    @staticmethod
+    def _killpg(proc: subprocess.Popen[bytes]) -> None:
+        if proc.returncode is None:  # not reaped yet, so its pid (and group) is still its own
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def wait(self) -> CheckResult:
+        assert self.proc.stdout is not None  # stdout=PIPE
+        assert self.packer.stderr is not None  # stderr=PIPE
+        stop_at = OUTPUT_STOP_FACTOR * max(self.limits.output_bytes, 1)
+        readers: dict[int, Callable[[bytes], None]] = {
+            self.proc.stdout.fileno(): self._on_output,
+            self.info_fd: self._on_info,
+            self.packer.stderr.fileno(): self._on_packer_err,
+        }
+        rusage_cpu = 0.0
+        try:
+            with selectors.DefaultSelector() as sel:
+                for fd in readers:
+                    sel.register(fd, selectors.EVENT_READ)
+                while readers:
+                    timeout = self.deadline - time.monotonic()
+                    if timeout <= 0 and not self.killed:
+                        self._kill("wall time")
+                    # after a kill the writers are gone: what is left drains at once
+                    for key, _ in sel.select(max(timeout, 0.05) if not self.killed else 1.0):
+                        data = os.read(key.fd, _READ)
+                        if not data:
+                            sel.unregister(key.fd)
+                            readers.pop(key.fd)
+                            continue
+                        readers[key.fd](data)
+                    if self.capture.total > stop_at and not self.killed:
+                        self._kill("output")
+                    if self.killed and time.monotonic() > self.killed_at + 10:
+                        break  # a writer that a SIGKILL did not end: give up on its pipe
+            rusage_cpu = self._reap()
+        finally:
+            self._kill_if_alive()
+            for stream in (self.proc.stdout, self.packer.stderr):
+                stream.close()
+            os.close(self.info_fd)
+            if self.child_pidfd is not None:
+                os.close(self.child_pidfd)
+        seconds = time.monotonic() - self.started
+        status = self.proc.returncode
+        if not self.began and not self.killed:
+            said = (bytes(self.setup) + bytes(self.packer_err)).decode("utf-8", errors="replace").strip()
+            raise SandboxUnavailable(f"the sandbox could not start or copy the worktree (exit status {status}): {said[:2000]}")
+        if self.killed == "setup":
+            said = bytes(self.setup[:2000]).decode("utf-8", errors="replace")
+            raise SandboxUnavailable(f"the sandbox printed too much before the check started: {said}")
+        killed = self.killed
+        if not killed and (
+            status == 128 + signal.SIGXCPU or (status == 128 + signal.SIGKILL and rusage_cpu >= self.limits.cpu_s)
+        ):
+            killed = "cpu time"
+        return CheckResult(
+            command=self.command,
+            exit_status=None if killed else status,
+            seconds=round(seconds, 3),
+            output=self.capture.text(),
+            truncated=self.capture.truncated,
+            output_bytes=self.capture.total,
+            killed=killed,
+            sandbox="bubblewrap",
+        )
+
+    def _on_packer_err(self, data: bytes) -> None:
+        if len(self.packer_err) < 4000:
+            self.packer_err += data[:4000]
+
+    def _reap(self) -> float:
+        """Wait for bwrap (and the packer) within the wall time; bwrap's CPU time with its reaped descendants."""
+        cpu = 0.0
+        while True:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid:
+                code = os.waitstatus_to_exitcode(status)
+                self.proc.returncode = code if code >= 0 else 128 - code
+                cpu = usage.ru_utime + usage.ru_stime
+                break
+            if time.monotonic() > self.deadline or self.killed:
+                self._kill(self.killed or "wall time")  # escalates to bwrap itself after 5 s
+            time.sleep(0.01)
+        try:
+            self.packer.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.packer.kill()
+            self.packer.wait()
+        return cpu
+
+    def _kill_if_alive(self) -> None:
+        if self.proc.returncode is None:  # an exception on the way: leave nothing running
+            self._kill(self.killed or "error")
+            self._killpg(self.proc)
+            self.proc.wait()
+
+
+def _uid_range(text: str) -> tuple[int, ...]:
+    """'65534' or '61000-61007' (inclusive) as uids."""
+    first, _, last = text.strip().partition("-")
+    low, high = int(first), int(last or first)
+    if low <= 0 or high < low or high - low >= 4096:
+        raise ValueError(f"GAGAR_SANDBOX_UID must be a non-root uid or a range low-high, not {text!r}")
+    return tuple(range(low, high + 1))
+
+
+def sandbox_from(config: Mapping[str, Any] | Any) -> Sandbox | None:
+    """The runner that `config` (a mapping or a dataclass with the GAGAR_* names, as settings
+    hold them) asks for: GAGAR_SANDBOX = "bubblewrap" (the default), "swe-rex", or "none"/"off"
+    (None: checks cannot run here)."""
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        config = dataclasses.asdict(config)
+    if not isinstance(config, Mapping):
+        config = {name: getattr(config, name) for name in dir(config) if name.startswith("GAGAR_")}
+
+    def get(name: str) -> str:
+        value = config.get(name)
+        return "" if value is None else str(value).strip()
+
+    kind = (get("GAGAR_SANDBOX") or "bubblewrap").lower()
+    if kind in {"none", "off", "0", "false"}:
+        return None
+    if kind in {"bubblewrap", "bwrap"}:
+        return Bubblewrap(uids=_uid_range(get("GAGAR_SANDBOX_UID") or str(DEFAULT_UID)))
+    raise ValueError(f"GAGAR_SANDBOX must be bubblewrap, swe-rex or none, not {kind!r}")
