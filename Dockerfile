@@ -6,6 +6,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONPATH=/app \
     GAGAR_MEDIA_ROOT=/data/media
 WORKDIR /app
+# bubblewrap: the sandbox of the grader's checks (GAGAR_SANDBOX=bubblewrap; docs/workspace.md says
+# what the container needs for it), tar to copy a worktree into it.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap tar \
+    && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml ./
 COPY gagar_web gagar_web
 COPY grading grading
