@@ -44,6 +44,7 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
     "waiters": (["--waiters", "6", "--tokens", "2", "--wait", "10", "--probes", "6"], "goal <= 2x"),
+    "workspace": (["--files", "300", "--rollouts", "4"], "disk per group"),
     "training_loop": (
         ["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--concurrency", "2"],
         "ideal / actual",
