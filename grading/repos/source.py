@@ -297,6 +297,7 @@ class RepoSource:
                 f"{self.budget_bytes / 1024**2:,.0f} MB (GAGAR_REPO_CACHE_BYTES)"
             )
         if create:
+            remove_tree(path)  # what a worker killed mid-rename may have left (no HEAD, so not a mirror)
             target.rename(path)
 
     def fetches_by_name(self, name: str) -> int:

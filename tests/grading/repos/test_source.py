@@ -149,3 +149,10 @@ def test_a_local_path_template_works_too(tmp_path, tiny: TinyRepo):
     source = RepoSource(cache=tmp_path / "cache", url_template=f"{tiny.root}/{{repo}}")
     mirror = source.mirror(tiny.repo, tiny.base)
     assert git(mirror, "cat-file", "-t", tiny.base).strip() == "commit"
+
+
+def test_a_half_made_mirror_left_by_a_killed_worker_is_made_again(source, tiny: TinyRepo):
+    leftover = source.mirror_path(tiny.repo)
+    (leftover / "objects").mkdir(parents=True)  # no HEAD: a rename cut short
+    assert (source.mirror(tiny.repo, tiny.base) / "HEAD").exists()
+    assert source.fetches(tiny.repo) == 1

@@ -80,6 +80,12 @@ def test_links_are_listed_as_links_and_read_as_their_target(view: GitRepoView):
     assert [e.name for e in view.list("base", "docs")] == ["guide.md", "readme-link"]
     with pytest.raises(RepoError, match="not a directory"):
         view.list("base", "README.md")
+    # A link to a directory is a link: nothing is read or listed through it.
+    assert view.read("base", "docs-link") == b"docs"
+    with pytest.raises(RepoError, match="not a directory"):
+        view.list("base", "docs-link")
+    with pytest.raises(RepoError, match=r"no 'docs-link/guide\.md'"):
+        view.read("base", "docs-link/guide.md")
 
 
 def test_a_file_bigger_than_a_read_returns_is_refused(source: RepoSource, tiny: TinyRepo):
