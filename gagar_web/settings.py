@@ -357,7 +357,29 @@ GRADER_API_KEY = os.environ.get("GRADER_API_KEY", "")
 GRADER_ALLOW_PRIVATE_NETWORK = _env_bool("GRADER_ALLOW_PRIVATE_NETWORK", False)
 GRADER_MAX_TURNS = _env_int("GRADER_MAX_TURNS", 24, minimum=2)
 GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
-GAGAR_CHECKOUT_ROOT = os.environ.get("GAGAR_CHECKOUT_ROOT", "") or None
+# The grader's workspace (grading.repos, docs/workspace.md): a task's repo + base_commit resolve
+# through the URL template ({repo} is the task's "owner/name"; https://, file:// or a local path)
+# into bare mirrors under the cache, with every rollout's patch applied as a commit there. An
+# empty GAGAR_REPO_CACHE turns the repository tools off.
+GAGAR_REPO_URL_TEMPLATE = os.environ.get("GAGAR_REPO_URL_TEMPLATE", "").strip() or "https://github.com/{repo}.git"
+if "{repo}" not in GAGAR_REPO_URL_TEMPLATE:
+    raise ImproperlyConfigured(f"Unexpected value GAGAR_REPO_URL_TEMPLATE={GAGAR_REPO_URL_TEMPLATE!r}: it must contain {{repo}}")
+_REPO_CACHE = os.environ.get("GAGAR_REPO_CACHE")
+GAGAR_REPO_CACHE = (
+    str(BASE_DIR / "var" / "repos") if _REPO_CACHE is None else (_REPO_CACHE.strip() and str(Path(_REPO_CACHE.strip()).resolve()))
+)
+GAGAR_REPO_CACHE_BYTES = _env_int("GAGAR_REPO_CACHE_BYTES", 20 * 1024**3, minimum=1024 * 1024)
+GAGAR_REPO_FETCH_TIMEOUT = _env_int("GAGAR_REPO_FETCH_TIMEOUT", 600, minimum=1)
+# Where the grader's checks run: "bubblewrap" (this machine, no network, a non-root uid) or
+# "swe-rex" (a SWE-ReX remote server in the task's environment image); "none" offers no checks.
+GAGAR_SANDBOX = os.environ.get("GAGAR_SANDBOX", "").strip() or "bubblewrap"
+if GAGAR_SANDBOX not in ("bubblewrap", "swe-rex", "none"):
+    raise ImproperlyConfigured(f"Unexpected value GAGAR_SANDBOX={GAGAR_SANDBOX!r}: use bubblewrap, swe-rex or none")
+# The non-root uid a root worker runs bubblewrap checks as, or a range "61000-61007": one uid per
+# check running at once on this host (grading.repos.sandbox).
+GAGAR_SANDBOX_UID = os.environ.get("GAGAR_SANDBOX_UID", "").strip() or "65534"
+GAGAR_SWEREX_URL = os.environ.get("GAGAR_SWEREX_URL", "").strip()
+GAGAR_SWEREX_TOKEN = os.environ.get("GAGAR_SWEREX_TOKEN", "")
 # When ingest's rollouts become searchable: "inline" indexes them in the ingest transaction
 # (searchable the moment they are stored; the default with eager Celery, so `make run` and the
 # tests), "task" queues them for a worker right after it (ingest stays fast; a search says how

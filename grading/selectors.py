@@ -33,6 +33,7 @@ from grading.models import (
     Step,
     StepComputation,
     Verdict,
+    VerdictCheck,
 )
 
 if TYPE_CHECKING:
@@ -472,6 +473,22 @@ def latest_verdict(group: Group):
         .only("tier", "rank", "scores", "cheat", "evidence", "rollout__index")
     }
     return verdict, grades
+
+
+CHECK_FIELDS = ("number", "command", "exit_status", "seconds", "output", "truncated", "killed", "sandbox", "rollout")
+
+
+def verdict_checks(verdict: Verdict) -> list[VerdictCheck]:
+    """The commands `verdict`'s grader ran in its sandbox, in order, with their rollouts' indexes
+    (one query; none for a verdict that ran none)."""
+    if not verdict.n_checks:
+        return []
+    return list(
+        VerdictCheck.objects.filter(verdict=verdict)
+        .select_related("rollout")
+        .only(*CHECK_FIELDS, "rollout__index")
+        .order_by("number")
+    )
 
 
 def turn_weights_of(group: Group, grades: dict) -> dict[int, list[tuple[int, float, str]]]:

@@ -51,6 +51,15 @@ def eager_celery():
 
 
 @pytest.fixture(autouse=True)
+def offline_repositories(settings, tmp_path_factory):
+    """Repositories come from nowhere unless a test serves one (tests.helpers.gitrepos builds
+    them and points GAGAR_REPO_URL_TEMPLATE at file://): no test reaches GitHub, and mirrors
+    land in a directory of the test session's, never the checkout's var/repos."""
+    settings.GAGAR_REPO_URL_TEMPLATE = "file:///nonexistent-gagar-repositories/{repo}"
+    settings.GAGAR_REPO_CACHE = str(tmp_path_factory.getbasetemp() / "repo-cache")
+
+
+@pytest.fixture(autouse=True)
 def empty_cache():
     """Each test starts with an empty cache (local memory in tests): memoised figures and
     login counts of one test must not answer for another, whose rows may reuse its ids."""

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from grading.method.turn_weights import CITED_CATEGORIES
 
 if TYPE_CHECKING:  # the workspace imports this module's RUBRIC (through the guide)
-    from grading.grader.workspace import GroupWorkspace
+    from grading.grader.workspace import CheckRecord, GroupWorkspace
 
 RUBRIC = ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency")
 SCORE_RANGE = (1, 5)  # scores at or below LOW_SCORE need evidence
 LOW_SCORE = 2
-EVIDENCE_KINDS = ("patch", "turn", "test")
+EVIDENCE_KINDS = ("patch", "turn", "test", "file", "check")
 # What a turn citation may say of its turn: it was spent for nothing. Such turns weigh less
 # in per-token advantages (grading.method.turn_weights, docs/method.md §9).
 TURN_CATEGORIES = CITED_CATEGORIES
@@ -27,9 +27,11 @@ TURN_CATEGORIES = CITED_CATEGORIES
 
 @dataclass
 class Evidence:
-    kind: str  # patch | turn | test
+    kind: str  # patch | turn | test | file | check
     rollout: int
-    locator: str  # patch: "path:line" (new side); turn: message index; test: test id or "log:line"
+    # patch: "path:line" (new side); turn: message index; test: test id or "log:line";
+    # file: "<rollout|base>:path:line" (the repository at that state); check: the check's number
+    locator: str
     note: str = ""
     category: str = ""  # turn citations only: one of TURN_CATEGORIES, or "" for anything else
 
@@ -57,6 +59,7 @@ class GraderResult:
     errors: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)  # turns, prompt_tokens, completion_tokens, latency_s, ...
     raw: dict[str, Any] = field(default_factory=dict)
+    checks: list[CheckRecord] = field(default_factory=list)  # run in the sandbox, citable as check:<number>
 
 
 class Grader(Protocol):

@@ -1,8 +1,10 @@
 """Resolve a grader's evidence citations against the stored group. Pure: no Django.
 
 A citation resolves when what it names exists: a patch line on the new side of one of
-the rollout's files ("path:line"), a message of its trajectory (its index), or a test of
-its outcomes (a test id, or "log:line" of its test log). Negative judgments — a tier
+the rollout's files ("path:line"), a message of its trajectory (its index), a test of
+its outcomes (a test id, or "log:line" of its test log), a line of a file in the
+repository at the base commit or at a rollout's state ("file", "<rollout|base>:path:line"),
+or a check the grader ran on the rollout ("check", its number). Negative judgments — a tier
 below T1, a score at or below LOW_SCORE, a cheat flag — need at least one citation that
 resolves; `problems()` lists what is missing, which is what a grader is re-asked with.
 """
@@ -13,6 +15,7 @@ from grading.formats.params import MAX_ID, ParamError, whole
 from grading.grader.base import EVIDENCE_KINDS, LOW_SCORE, RUBRIC, SCORE_RANGE, Evidence, RolloutJudgment
 from grading.grader.workspace import GroupWorkspace
 from grading.method.tiers import TIERS
+from grading.repos.types import BASE, At, RepoError
 
 
 def _number(text: str) -> int | None:
@@ -52,6 +55,16 @@ def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:
                     return None
                 return f"rollout {item.rollout}'s patch does not show line {line} of {path}"
         return f"rollout {item.rollout}'s patch does not touch {path!r}"
+    if item.kind == "file":
+        return _resolve_file(workspace, locator)
+    if item.kind == "check":
+        check_no = _number(locator.removeprefix("check:"))
+        check = workspace.check(check_no) if check_no is not None else None
+        if check is None:
+            return f"no check {locator!r} was run on this group (checks are numbered from 1 as they run)"
+        if check.rollout != item.rollout:
+            return f"check {check_no} ran on rollout {check.rollout}, not rollout {item.rollout}"
+        return None
     # test
     if locator.startswith("log:"):
         number = locator[4:]
@@ -64,6 +77,38 @@ def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:
         if isinstance(outcome, dict) and any(locator in (outcome.get(k) or []) for k in ("success", "failure")):
             return None
     return f"rollout {item.rollout} has no test {locator!r}"
+
+
+def split_file_locator(locator: str) -> tuple[At, str, int] | None:
+    """(state, path, line) of a file locator "<rollout|base>:<path>:<line>", else None."""
+    state, _, rest = locator.partition(":")
+    path, _, line = rest.rpartition(":")
+    line_no = _number(line)
+    if not path or line_no is None or line_no < 1:
+        return None
+    if state == BASE:
+        return BASE, path, line_no
+    index = _number(state)
+    return None if index is None else (index, path, line_no)
+
+
+def _resolve_file(workspace: GroupWorkspace, locator: str) -> str | None:
+    parts = split_file_locator(locator)
+    if parts is None:
+        return f"file locator {locator!r} must be '<rollout|base>:<path>:<line>'"
+    at, path, line = parts
+    if workspace.repo_view is None:
+        return "this group has no repository to cite"
+    if at != BASE and not any(r.index == at for r in workspace.rollouts):
+        return f"rollout {at} does not exist in this group"
+    try:
+        data = workspace.repo_view.read(at, path)
+    except RepoError as exc:
+        return f"{path!r} at {at}: {exc}"
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    if not 1 <= line <= max(lines, 1):
+        return f"{path!r} at {at} has no line {line} (it has {lines})"
+    return None
 
 
 def problems(workspace: GroupWorkspace, judgments: list[RolloutJudgment]) -> list[str]:

@@ -23,6 +23,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from grading.grader.base import GraderResult
+from grading.grader.check_policy import check_budget_for
 from grading.grader.heuristic import HeuristicGrader
 from grading.grader.llm import LLMGrader
 from grading.grader.loading import load_workspace
@@ -161,7 +162,7 @@ def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool)
 def grade_group(*, group_id: int, backend: str) -> Verdict:
     """Grade one group once per grader; returns its verdict (stored earlier, or now)."""
     grader = grader_for(backend)
-    group = Group.objects.select_related("task", "step").get(pk=group_id)
+    group = Group.objects.select_related("task", "step", "run").get(pk=group_id)
     existing = Verdict.objects.filter(group=group, grader=grader.name).first()
     job, _ = GradingJob.objects.get_or_create(group=group, grader=grader.name)
     if existing is not None:  # a redelivery, or graded by another path: no second call
@@ -171,6 +172,10 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
         status=GradingJob.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1
     )
     workspace = load_workspace(group)
+    # Checks run only while the group can still make its deadline (the run policy's, from queued_at).
+    workspace.checks = check_budget_for(
+        group.run.project_id, deadline=job.queued_at.timestamp() + group.run.grading_deadline_seconds
+    )
     record_prescreen(group=group, workspace=workspace)
     started = time.monotonic()
     try:
@@ -197,7 +202,13 @@ def store_result(*, group: Group, grader_name: str, result: GraderResult) -> Ver
     raw = {**result.raw, "usage": result.usage}
     try:
         verdict, _ = record_verdict(
-            group=group, grader=grader_name, status=result.status, grades=grades, errors=result.errors, raw=raw
+            group=group,
+            grader=grader_name,
+            status=result.status,
+            grades=grades,
+            errors=result.errors,
+            raw=raw,
+            checks=result.checks,
         )
     except IntegrityError:  # a concurrent delivery stored it first
         verdict = Verdict.objects.get(group=group, grader=grader_name)

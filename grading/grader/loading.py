@@ -9,7 +9,10 @@ from django.conf import settings
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.method.guide import Guide
 from grading.method.project_guides import guide_for
-from grading.models import Group, RolloutContent
+from grading.models import Group, RolloutContent, Task
+from grading.repos.source import RepoSource
+from grading.repos.types import RepoView
+from grading.repos.view import GitRepoView
 
 
 def load_workspace(group: Group) -> GroupWorkspace:
@@ -32,12 +35,29 @@ def load_workspace(group: Group) -> GroupWorkspace:
     return workspace_for(group, rollouts, guide=guide_for(group.run.project_id))
 
 
-def checkout_path(instance_id: str) -> Path | None:
-    """The task's checkout under GAGAR_CHECKOUT_ROOT, if one is laid out there: with it the grader
-    offers read_file and get_task says has_checkout."""
-    root = getattr(settings, "GAGAR_CHECKOUT_ROOT", None)
-    checkout = Path(root) / instance_id if root else None
-    return checkout if checkout and checkout.is_dir() else None
+def find_group(*, project: str, run: str, uid: str) -> Group | None:
+    return Group.objects.select_related("task", "run").filter(run__project__name=project, run__name=run, uid=uid).first()
+
+
+def repo_source() -> RepoSource | None:
+    """The configured repository source (grading.repos.source), or None when GAGAR_REPO_CACHE is empty."""
+    if not settings.GAGAR_REPO_CACHE:
+        return None
+    return RepoSource(
+        url_template=settings.GAGAR_REPO_URL_TEMPLATE,
+        cache=Path(settings.GAGAR_REPO_CACHE),
+        budget_bytes=settings.GAGAR_REPO_CACHE_BYTES,
+        fetch_timeout=settings.GAGAR_REPO_FETCH_TIMEOUT,
+    )
+
+
+def repo_view_for(task: Task, rollouts: list[RolloutView]) -> RepoView | None:
+    """The repository at the task's base commit and at each rollout's state, or None when the
+    task names no repository or none is configured. Lazy: it fetches and applies on first read."""
+    source = repo_source()
+    if source is None or not task.repo or not task.base_commit:
+        return None
+    return GitRepoView(source, task.repo, task.base_commit, {r.index: r.patch for r in rollouts})
 
 
 def workspace_for(group: Group, rollouts: list[RolloutView], *, guide: Guide) -> GroupWorkspace:
@@ -55,6 +75,6 @@ def workspace_for(group: Group, rollouts: list[RolloutView], *, guide: Guide) ->
         fail_to_pass=list(task.fail_to_pass or []),
         pass_to_pass=list(task.pass_to_pass or []),
         rollouts=rollouts,
-        checkout_path=checkout_path(task.instance_id),
+        repo_view=repo_view_for(task, rollouts),
         guide=guide,  # the project's rubric guide goes into the grader's prompt
     )

@@ -23,13 +23,12 @@ show new-side numbers ("path:line"), trajectories 0-based message positions, tes
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
-from grading.grader.workspace import MAX_TEXT, GroupWorkspace, RolloutView, clip
+from grading.grader.workspace import MAX_TEXT, CheckRecord, GroupWorkspace, RolloutView, clip
+from grading.repos.types import BASE, At, RepoError, RepoView
 from grading.rollouts.diffs import parse_patch
 from grading.rollouts.turns import to_turn
 
@@ -39,7 +38,11 @@ MAX_LINES_PER_READ = 400
 MAX_TEST_IDS = 200  # per category and outcome
 SUMMARY_CHARS = 160
 MAX_DIR_ENTRIES = 500
-MAX_FILE_BYTES = 2_000_000
+MAX_MATCHES = 200
+MAX_COMMAND = 4_000
+MAX_PATTERN = 1_000
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ def validate(schema: dict[str, Any], value: Any, where: str = "") -> list[str]:
     """Errors of `value` against `schema`; empty when it conforms.
 
     Supports type (object, array, string, integer, boolean), properties, required,
-    additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems.
+    additionalProperties: false, items, enum, minimum, maximum, minItems, maxItems, maxLength.
     Booleans are not integers here, unlike in Python.
     """
     label = where or "arguments"
@@ -96,6 +99,8 @@ def validate(schema: dict[str, Any], value: Any, where: str = "") -> list[str]:
         return [f"{label}: must be an integer (got {_short(value)})"]
     if kind == "string" and not isinstance(value, str):
         return [f"{label}: must be a string (got {_short(value)})"]
+    if kind == "string" and "maxLength" in schema and len(value) > schema["maxLength"]:
+        return [f"{label}: at most {schema['maxLength']} characters (got {len(value)})"]
     if kind == "boolean" and not isinstance(value, bool):
         return [f"{label}: must be true or false (got {_short(value)})"]
     if "enum" in schema and value not in schema["enum"]:
@@ -217,7 +222,8 @@ def get_task(workspace: GroupWorkspace) -> dict[str, Any]:
         "pass_to_pass_count": len(workspace.pass_to_pass),
         "has_gold_patch": bool(workspace.gold_patch),
         "has_test_patch": bool(workspace.test_patch),
-        "has_checkout": workspace.checkout_path is not None,
+        "has_repository": workspace.repo_view is not None,
+        "checks_left": workspace.checks_left,
         "passing_rollouts": [r.index for r in workspace.passing],
         "failing_rollouts": [r.index for r in workspace.rollouts if not r.passed],
     }
@@ -327,31 +333,173 @@ def read_reference_patch(workspace: GroupWorkspace, which: str = "gold") -> dict
     return {"which": which, "present": True, **rendered}
 
 
-def read_file(workspace: GroupWorkspace, path: str, start: int = 1, count: int = 200) -> dict[str, Any]:
-    root = workspace.checkout_path
-    if root is None:
-        raise ToolError("no repository checkout is configured for this group")
-    if not path or path.startswith(("/", "\\")) or os.path.isabs(path) or (len(path) > 1 and path[1] == ":"):
-        raise ToolError(f"path {path!r} must be relative to the repository root")
-    if ".." in Path(path.replace("\\", "/")).parts:
-        raise ToolError(f"path {path!r} may not contain '..'")
-    base = Path(root).resolve()
-    target = (base / path).resolve()  # follows symlinks, so one pointing outside is caught below
-    if target != base and base not in target.parents:
-        raise ToolError(f"path {path!r} leads outside the repository checkout")
-    if not target.exists():
-        raise ToolError(f"no file or directory {path!r} in the checkout")
-    if target.is_dir():
-        entries = sorted(target.iterdir(), key=lambda p: p.name)
-        names = [e.name + ("/" if e.is_dir() else "") for e in entries[:MAX_DIR_ENTRIES]]
-        return {"path": path, "directory": True, "entries": names, "total_entries": len(entries)}
-    if target.stat().st_size > MAX_FILE_BYTES:
-        raise ToolError(f"{path!r} is larger than {MAX_FILE_BYTES} bytes")
-    data = target.read_bytes()
+# --- the repository: base and every rollout's state (grading.repos) --------------------
+
+
+def _view(workspace: GroupWorkspace) -> RepoView:
+    if workspace.repo_view is None:
+        raise ToolError("no repository is configured for this group")
+    return workspace.repo_view
+
+
+def _at(workspace: GroupWorkspace, rollout: int | None) -> At:
+    """The state a tool reads: `rollout`'s when given (it must exist), else the base commit."""
+    if rollout is None:
+        return BASE
+    _rollout(workspace, rollout)
+    return rollout
+
+
+def _repo_call(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except RepoError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def file_locator(at: At, path: str, line: int) -> str:
+    """How a file citation names line `line` of `path` at state `at`: "<rollout|base>:<path>:<line>"."""
+    return f"{at}:{path}:{line}"
+
+
+def read_file(
+    workspace: GroupWorkspace, path: str = "", rollout: int | None = None, start: int = 1, count: int = 200
+) -> dict[str, Any]:
+    view = _view(workspace)
+    at = _at(workspace, rollout)
+    path = path.strip().strip("/")
+    entries = None if path else _repo_call(lambda: view.list(at, ""))
+    if entries is None:
+        try:
+            data = view.read(at, path)
+        except RepoError as exc:
+            if "directory" not in str(exc):
+                raise ToolError(str(exc)) from None
+            entries = _repo_call(lambda: view.list(at, path))
+    if entries is not None:
+        names = [e.name + ("/" if e.kind == "directory" else "") for e in entries[:MAX_DIR_ENTRIES]]
+        return {"at": at, "path": path, "directory": True, "entries": names, "total_entries": len(entries)}
     if b"\0" in data[:8192]:
-        raise ToolError(f"{path!r} is a binary file")
+        raise ToolError(f"{path!r} is a binary file at {at}")
     lines = data.decode("utf-8", errors="replace").split("\n")
-    return {"path": path, "directory": False, **_line_range(lines, start, count)}
+    return {
+        "at": at,
+        "path": path,
+        "directory": False,
+        "cite_as": f"kind file, locator {file_locator(at, path, start)} (state:path:line)",
+        **_line_range(lines, start, count, prefix=f"{at}:{path}:"),
+    }
+
+
+def search_code(
+    workspace: GroupWorkspace,
+    pattern: str,
+    rollout: int | None = None,
+    path: str = "",
+    fixed: bool = False,
+    ignore_case: bool = False,
+    max_matches: int = 100,
+) -> dict[str, Any]:
+    view = _view(workspace)
+    at = _at(workspace, rollout)
+    if not pattern:
+        raise ToolError("pattern must not be empty")
+    under = path.strip().strip("/")
+    found = _repo_call(lambda: view.grep(at, pattern, path=under, fixed=fixed, ignore_case=ignore_case, max_matches=max_matches))
+    return {
+        "at": at,
+        "pattern": pattern,
+        "matches": [
+            {"locator": file_locator(at, m.path, m.line), "path": m.path, "line": m.line, "text": clip(m.text, 500)["text"]}
+            for m in found.matches
+        ],
+        "truncated": found.truncated,
+        "timed_out": found.timed_out,
+        "cite_as": "kind file with a match's locator",
+    }
+
+
+def diff_file(workspace: GroupWorkspace, path: str, rollout: int, against: int | None = None) -> dict[str, Any]:
+    view = _view(workspace)
+    at = _at(workspace, rollout)
+    other = _at(workspace, against)
+    text = _repo_call(lambda: view.diff(path.strip().strip("/"), other, at))
+    rendered = _render_patch(text)
+    rendered.pop("cite_as", None)
+    return {
+        "path": path,
+        "from": other,
+        "to": at,
+        "identical": not text.strip(),
+        "cite_as": f"kind file, locator {at}:<path>:<new-side line> (or {other}:<path>:<old-side line>)",
+        **rendered,
+    }
+
+
+def touched_files(workspace: GroupWorkspace, rollout: int, context: int = 10) -> dict[str, Any]:
+    view = _view(workspace)
+    r = _rollout(workspace, rollout)
+    applied = _repo_call(view.applied).get(r.index)
+    state: dict[str, Any] = {"how": applied.how if applied else "unknown"}
+    if applied is not None and applied.error:
+        state["error"] = clip(applied.error, 2_000)["text"]
+    if applied is not None and applied.skipped:
+        state["left_at_base"] = list(applied.skipped)
+    if applied is None or not applied.usable:
+        return {"rollout": rollout, "patch_applies": False, "state": state, "files": []}
+    text = _repo_call(lambda: view.diff("", BASE, r.index, context=context))
+    rendered = _render_patch(text)
+    rendered.pop("cite_as", None)
+    return {
+        "rollout": rollout,
+        "patch_applies": True,
+        "state": state,
+        "cite_as": f"kind file, locator {rollout}:<path>:<new-side line>",
+        **rendered,
+    }
+
+
+def run_check(workspace: GroupWorkspace, rollout: int, command: str) -> dict[str, Any]:
+    budget = workspace.checks
+    if budget is None:
+        raise ToolError("checks are off for this project")
+    if workspace.checks_left <= 0:
+        raise ToolError(f"the check budget is spent: {budget.max_checks} checks per group")
+    if not command.strip():
+        raise ToolError("command must not be empty")
+    view = _view(workspace)
+    at = _at(workspace, rollout)
+    limits = budget.limits
+    left = budget.seconds_left()
+    if left is not None:
+        if left < 1:
+            raise ToolError("the group's grading deadline leaves no time for a check")
+        limits = replace(limits, wall_s=min(limits.wall_s, left))
+    root = _repo_call(lambda: view.checkout(at))
+    result = _repo_call(lambda: budget.sandbox.run(root, command, limits))
+    record = CheckRecord(
+        number=len(workspace.check_log) + 1,
+        rollout=rollout,
+        command=command,
+        exit_status=result.exit_status,
+        seconds=round(result.seconds, 3),
+        output=result.output,
+        truncated=result.truncated,
+        killed=result.killed,
+        sandbox=result.sandbox or budget.sandbox.name,
+    )
+    workspace.check_log.append(record)
+    return {
+        "check": record.number,
+        "cite_as": f"kind check, locator {record.number}",
+        "rollout": rollout,
+        "exit_status": record.exit_status,
+        "killed": record.killed,
+        "seconds": record.seconds,
+        "output": clip(record.output, MAX_TEXT),
+        "output_truncated_by_sandbox": record.truncated,
+        "checks_left": workspace.checks_left,
+    }
 
 
 _ROLLOUT = {"type": "integer", "description": "rollout index, as list_rollouts gives it"}
@@ -365,7 +513,7 @@ TOOLS: dict[str, Tool] = {
     "get_task": Tool(
         get_task,
         "The task: repository, problem statement, FAIL_TO_PASS and PASS_TO_PASS test ids, which rollouts passed, and "
-        "whether a gold/test patch and a repository checkout are available.",
+        "whether a gold/test patch, the repository and checks are available.",
         _schema(),
     ),
     "list_rollouts": Tool(
@@ -432,16 +580,65 @@ TOOLS: dict[str, Tool] = {
     ),
     "read_file": Tool(
         read_file,
-        "Read-only view of the repository checkout at the task's base commit (when has_checkout): a directory listing, "
-        f"or lines of a file from `start` (1-based), at most {MAX_LINES_PER_READ}. `path` is relative to the repository "
-        "root.",
+        "The repository at the task's base commit, or as a rollout's patch left it (`rollout`; omit for base): a "
+        f"directory listing, or lines of a file from `start` (1-based), at most {MAX_LINES_PER_READ}. `path` is "
+        "relative to the repository root. Cite a line as kind file, locator '<rollout|base>:<path>:<line>'.",
         _schema(
             {
                 "path": {"type": "string"},
+                "rollout": {**_ROLLOUT, "description": "read this rollout's state; omit for the base commit"},
                 "start": {"type": "integer", "minimum": 1},
                 "count": {"type": "integer", "minimum": 1, "maximum": MAX_LINES_PER_READ},
             },
-            ("path",),
+        ),
+    ),
+    "search_code": Tool(
+        search_code,
+        "git grep over the repository at base or at a rollout's state: lines matching `pattern` (a POSIX extended "
+        "regular expression, or a fixed string with fixed=true), optionally under `path`, at most `max_matches`. Use it "
+        "to find other callers of what a patch changed. Each match has a file locator.",
+        _schema(
+            {
+                "pattern": {"type": "string", "maxLength": MAX_PATTERN},
+                "rollout": {**_ROLLOUT, "description": "search this rollout's state; omit for the base commit"},
+                "path": {"type": "string", "description": "a directory or file to search under"},
+                "fixed": {"type": "boolean"},
+                "ignore_case": {"type": "boolean"},
+                "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_MATCHES},
+            },
+            ("pattern",),
+        ),
+    ),
+    "diff_file": Tool(
+        diff_file,
+        "One file (or the whole tree with path '') compared between two states: from `against` (another rollout; omit "
+        "for the base commit) to `rollout`. Shows how two rollouts' versions of a file differ.",
+        _schema(
+            {
+                "path": {"type": "string"},
+                "rollout": _ROLLOUT,
+                "against": {**_ROLLOUT, "description": "the other rollout; omit to compare with the base commit"},
+            },
+            ("path", "rollout"),
+        ),
+    ),
+    "touched_files": Tool(
+        touched_files,
+        "The files a rollout's patch touches as applied to the base commit, each hunk with `context` lines of the "
+        "surrounding code, and how the patch applied (clean, three_way, partial, failed).",
+        _schema({"rollout": _ROLLOUT, "context": {"type": "integer", "minimum": 0, "maximum": 50}}, ("rollout",)),
+    ),
+    "run_check": Tool(
+        run_check,
+        "Run a shell command in a sandboxed copy of a rollout's state (no network, nothing kept afterwards, time, "
+        "memory and output capped), for evidence no file shows: run a test, import a module, try an input. Returns the "
+        "exit status and output; cite it as kind check, locator '<check number>'. Checks per group are limited.",
+        _schema(
+            {"rollout": _ROLLOUT, "command": {"type": "string", "maxLength": MAX_COMMAND}},
+            ("rollout", "command"),
         ),
     ),
 }
+
+REPO_TOOLS = frozenset({"read_file", "search_code", "diff_file", "touched_files"})
+CHECK_TOOLS = frozenset({"run_check"})

@@ -13,8 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.grader.hooks import verdict_recorded
+from grading.grader.workspace import CheckRecord
 from grading.method.services import mark_stale
-from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict
+from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict, VerdictCheck
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,13 @@ def record_verdict(
     grades: Sequence[GradeInput] = (),
     errors: list | None = None,
     raw: dict | None = None,
+    checks: Sequence[CheckRecord] = (),
 ) -> tuple[Verdict, bool]:
     """Store the verdict of `grader` on `group` once; a second call for the same pair returns the first.
 
-    Returns (verdict, created). Grades must name passing rollouts of the group.
+    Returns (verdict, created). Grades must name passing rollouts of the group; `checks` are
+    the commands the grader ran (any rollout of the group), stored with the verdict whatever
+    its status, since they are what it saw.
     """
     existing = Verdict.objects.filter(group=group, grader=grader).first()
     if existing is not None:
@@ -53,7 +57,27 @@ def record_verdict(
             raise ValueError(f"rollout {grade.index} of {group.uid} did not pass; only passing rollouts are graded")
         if grade.tier not in RolloutGrade.Tier.values:
             raise ValueError(f"tier must be one of {', '.join(RolloutGrade.Tier.values)}, got {grade.tier!r}")
-    verdict = Verdict.objects.create(group=group, grader=grader, status=status, errors=errors or [], raw=raw or {})
+    for check in checks:
+        if check.rollout not in rollouts:
+            raise ValueError(f"check {check.number}: group {group.uid} has no rollout {check.rollout}")
+    verdict = Verdict.objects.create(
+        group=group, grader=grader, status=status, errors=errors or [], raw=raw or {}, n_checks=len(checks)
+    )
+    VerdictCheck.objects.bulk_create(
+        VerdictCheck(
+            verdict=verdict,
+            number=c.number,
+            rollout=rollouts[c.rollout],
+            command=c.command,
+            exit_status=c.exit_status,
+            seconds=c.seconds,
+            output=c.output,
+            truncated=c.truncated,
+            killed=c.killed[:40],
+            sandbox=c.sandbox[:40],
+        )
+        for c in checks
+    )
     if status == Verdict.Status.VALID and not group.has_valid_verdict:  # the review queue serves graded groups first
         Group.objects.filter(pk=group.pk).update(has_valid_verdict=True)
         group.has_valid_verdict = True

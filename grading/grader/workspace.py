@@ -8,12 +8,13 @@ instructions: tools return it inside fields, and backends must quote it as such.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from grading.method.guide import DEFAULT_GUIDE, Guide
+from grading.repos.types import Limits, RepoView, Sandbox
 from grading.rollouts.diffs import ParsedPatch, parse_patch
 
 MAX_TEXT = 20_000  # characters of one field a tool returns before it truncates (and says so)
@@ -50,7 +51,11 @@ class GroupWorkspace:
     fail_to_pass: list[str] = field(default_factory=list)
     pass_to_pass: list[str] = field(default_factory=list)
     rollouts: list[RolloutView] = field(default_factory=list)
-    checkout_path: Path | None = None
+    # The repository at base and at every rollout's state (grading.repos); None when the task
+    # names no repository or none is configured. Lazy: nothing is fetched until a tool reads it.
+    repo_view: RepoView | None = None
+    checks: CheckBudget | None = None  # None: no more checks may run (the project runs none)
+    check_log: list[CheckRecord] = field(default_factory=list)  # checks run on this group, in order
     guide: Guide = DEFAULT_GUIDE  # the project's rubric guide: what the tiers and scores mean
     # prescreen.screen_group's answers per base commit (the rollouts do not change once loaded)
     screened: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -64,6 +69,55 @@ class GroupWorkspace:
     @property
     def passing(self) -> list[RolloutView]:
         return [r for r in self.rollouts if r.passed]
+
+    def check(self, number: int) -> CheckRecord | None:
+        return next((c for c in self.check_log if c.number == number), None)
+
+    @property
+    def checks_left(self) -> int:
+        return 0 if self.checks is None else max(0, self.checks.max_checks - len(self.check_log))
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """One check the grader ran: evidence of kind "check", cited as "check:<number>"."""
+
+    number: int  # 1-based, in the order they ran
+    rollout: int
+    command: str
+    exit_status: int | None  # None when the sandbox stopped it (see killed)
+    seconds: float
+    output: str
+    truncated: bool = False
+    killed: str = ""
+    sandbox: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "rollout": self.rollout,
+            "command": self.command,
+            "exit_status": self.exit_status,
+            "seconds": self.seconds,
+            "output": self.output,
+            "truncated": self.truncated,
+            "killed": self.killed,
+            "sandbox": self.sandbox,
+        }
+
+
+@dataclass
+class CheckBudget:
+    """What a grading conversation may run: at most `max_checks` checks in `sandbox`, each under
+    `limits` and none past `deadline` (a time.time() instant: the run policy's grading deadline)."""
+
+    sandbox: Sandbox
+    limits: Limits = field(default_factory=Limits)
+    max_checks: int = 8
+    deadline: float | None = None
+
+    def seconds_left(self, now: float | None = None) -> float | None:
+        return None if self.deadline is None else self.deadline - (time.time() if now is None else now)
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> dict[str, Any]:

@@ -4,7 +4,8 @@ migrations keep working whichever module a model lives in.
 - projects: tenancy (projects, members and roles, API tokens)
 - runs: the store (runs, steps, tasks, groups, rollouts and their bodies, import jobs,
   trainers waiting for a step)
-- grades: what the grader said (verdicts, rollout grades, cheat decisions, grading jobs)
+- grades: what the grader said (verdicts, rollout grades, checks, cheat decisions, grading jobs)
+  and each project's check policy
 - method: factor mappings, their activations, step computations and stored advantages,
   each project's rubric guide and calibration minimum
 - search: the search index (one row of searchable text per rollout)
@@ -12,9 +13,11 @@ migrations keep working whichever module a model lives in.
 """
 
 from grading.models.grades import CheatDecision as CheatDecision
+from grading.models.grades import CheckPolicy as CheckPolicy
 from grading.models.grades import GradingJob as GradingJob
 from grading.models.grades import RolloutGrade as RolloutGrade
 from grading.models.grades import Verdict as Verdict
+from grading.models.grades import VerdictCheck as VerdictCheck
 from grading.models.method import AdvantageResult as AdvantageResult
 from grading.models.method import CalibrationMinimum as CalibrationMinimum
 from grading.models.method import FactorMapping as FactorMapping

@@ -1,5 +1,5 @@
-"""What the grader said: verdicts, per-rollout grades, cheat decisions, and the grading jobs
-that produce them."""
+"""What the grader said: verdicts, per-rollout grades, the checks it ran, cheat decisions, the
+grading jobs that produce them, and each project's policy for checks."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class Verdict(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices)
     errors = models.JSONField(default=list, blank=True)
     raw = models.JSONField(default=dict, blank=True)
+    n_checks = models.PositiveIntegerField(default=0, help_text="commands the grader ran in its sandbox (VerdictCheck rows)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -30,6 +31,46 @@ class Verdict(models.Model):
 
     def __str__(self) -> str:
         return f"{self.grader} on {self.group_id} ({self.status})"
+
+
+class CheckPolicy(models.Model):
+    """Whether the grader may run checks in a sandbox on this project's groups, and how many and
+    how long (grading.grader.check_policy). No row means checks are off."""
+
+    project = models.OneToOneField("grading.Project", on_delete=models.CASCADE, related_name="check_policy")
+    enabled = models.BooleanField(default=False)
+    max_checks = models.PositiveIntegerField(default=8, help_text="checks per group")
+    seconds = models.PositiveIntegerField(default=60, help_text="wall-clock and CPU seconds per check")
+    memory_mb = models.PositiveIntegerField(default=2048, help_text="address space per process, MiB")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"check policy of {self.project}"
+
+
+class VerdictCheck(models.Model):
+    """A command the grader ran in a sandbox on one rollout's state while grading: evidence of
+    kind "check", cited as check:<number> (grading.grader.evidence). Shown to reviewers after
+    the reveal and exported with the labeled group."""
+
+    verdict = models.ForeignKey(Verdict, on_delete=models.CASCADE, related_name="checks")
+    number = models.PositiveIntegerField(help_text="1-based, in the order the grader ran them")
+    rollout = models.ForeignKey("grading.Rollout", on_delete=models.CASCADE, related_name="checks")
+    command = models.TextField()
+    exit_status = models.IntegerField(null=True, blank=True, help_text="empty when the sandbox stopped it")
+    seconds = models.FloatField()
+    output = models.TextField(blank=True, help_text="stdout and stderr, capped by the sandbox")
+    truncated = models.BooleanField(default=False)
+    killed = models.CharField(max_length=40, blank=True, help_text="why the sandbox stopped it, if it did")
+    sandbox = models.CharField(max_length=40, blank=True)
+
+    class Meta:
+        ordering = ["verdict_id", "number"]
+        constraints = [models.UniqueConstraint(fields=["verdict", "number"], name="one_check_per_number_per_verdict")]
+
+    def __str__(self) -> str:
+        return f"check {self.number} of verdict {self.verdict_id}"
 
 
 class RolloutGrade(models.Model):

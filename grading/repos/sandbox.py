@@ -240,6 +240,13 @@ class Bubblewrap:
             raise SandboxUnavailable(f"{name} is not installed here: apt-get install {package}, or set GAGAR_SANDBOX=swe-rex")
         return found
 
+    def available(self) -> None:
+        """Raise SandboxUnavailable unless bwrap and tar are installed and bwrap can make its
+        namespaces here as the uid a check would run as (probed once, then cached)."""
+        bwrap = self._binary(self.bwrap)
+        self._binary(self.tar)
+        probe(bwrap, self.uids[0] if os.geteuid() == 0 else None)
+
     def run(self, root: Path, command: str, limits: Limits) -> CheckResult:
         root = Path(root)
         if not root.is_dir():

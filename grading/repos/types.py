@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-BASE = "base"  # what `at` says for the task's base commit; otherwise a rollout index
+BASE: Literal["base"] = "base"  # what `at` says for the task's base commit; otherwise a rollout index
 
 At = int | Literal["base"]
 
@@ -92,6 +92,10 @@ class CheckResult:
 
 class Sandbox(Protocol):
     name: str
+
+    def available(self) -> None:
+        """Raise SandboxUnavailable unless checks can run here (cheap: probed once, then cached)."""
+        ...
 
     def run(self, root: Path, command: str, limits: Limits) -> CheckResult:
         """Run `command` (a shell command line) with `root` as its working directory's contents."""

@@ -47,7 +47,7 @@ from typing import Any, NoReturn
 
 from grading.grader.base import RUBRIC, SCORE_RANGE, Evidence
 from grading.grader.evidence import resolve
-from grading.grader.llm import SUBMIT, opening_message, system_prompt, tool_specs
+from grading.grader.llm import SUBMIT, opening_message, system_prompt_for, tool_specs
 from grading.grader.llm import VERSION as GRADER_PROTOCOL_VERSION
 from grading.grader.tools import call_tool
 from grading.grader.workspace import GroupWorkspace
@@ -250,7 +250,7 @@ def conversation(workspace: GroupWorkspace, verdict: dict[str, Any]) -> list[dic
     call_1, ... in order), then one tool message per call holding `call_tool`'s result.
     """
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(workspace.guide)},
+        {"role": "system", "content": system_prompt_for(workspace)},
         {"role": "user", "content": opening_message(workspace)},
     ]
     next_id = 0

@@ -28,7 +28,7 @@ from grading.grader.loading import workspace_for
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.method.guide import Guide
 from grading.method.project_guides import guide_for
-from grading.models import CheatDecision, Group, Rollout, RolloutContent, RolloutGrade, Run, Verdict
+from grading.models import CheatDecision, Group, Rollout, RolloutContent, RolloutGrade, Run, Verdict, VerdictCheck
 from reviews.formats import labeled
 from reviews.models import CheatAudit, Judgment, JudgmentItem
 
@@ -169,10 +169,19 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
 
     verdicts: dict[int, list[dict]] = defaultdict(list)
     by_verdict: dict[int, dict] = {}
+    checks_run: dict[int, int] = {}
     for v in Verdict.objects.filter(group_id__in=ids).defer("raw").order_by("-created_at", "-id"):
-        entry = {"grader": v.grader, "status": v.status, "created_at": v.created_at, "errors": v.errors or [], "grades": []}
+        entry = {
+            "grader": v.grader,
+            "status": v.status,
+            "created_at": v.created_at,
+            "errors": v.errors or [],
+            "grades": [],
+            "checks": [],
+        }
         verdicts[v.group_id].append(entry)
         by_verdict[v.pk] = entry
+        checks_run[v.pk] = v.n_checks
     for grade in (
         RolloutGrade.objects.filter(verdict__group_id__in=ids)
         .order_by("verdict_id", "rank", "rollout__index")
@@ -188,6 +197,16 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
                 "evidence": grade["evidence"] or [],
             }
         )
+    # What the grader ran in its sandbox, cited by its evidence as check:<number> (no query
+    # when no verdict of the chunk ran a check).
+    with_checks = [pk for pk, n in checks_run.items() if n]
+    for check in (
+        VerdictCheck.objects.filter(verdict_id__in=with_checks)  # [] runs no query
+        .order_by("verdict_id", "number")
+        .values("verdict_id", "number", "rollout__index", "command", "exit_status", "seconds", "output", "truncated", "killed")
+    ):
+        row: dict = dict(check)
+        by_verdict[row.pop("verdict_id")]["checks"].append({"rollout": row.pop("rollout__index"), **row})
 
     return [
         {

@@ -9,7 +9,6 @@ injection addressed to the grader.
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -63,7 +62,7 @@ def _messages(extra: str = "") -> list[dict]:
     ]
 
 
-def make_workspace(*, passing=(0, 2, 3), n=4, checkout=None) -> GroupWorkspace:
+def make_workspace(*, passing=(0, 2, 3), n=4) -> GroupWorkspace:
     rollouts = []
     for i in range(n):
         passed = i in passing
@@ -87,7 +86,6 @@ def make_workspace(*, passing=(0, 2, 3), n=4, checkout=None) -> GroupWorkspace:
         fail_to_pass=F2P,
         pass_to_pass=P2P,
         rollouts=rollouts,
-        checkout_path=checkout,
     )
 
 
@@ -146,6 +144,7 @@ def test_clean_verdict_after_tool_calls(fake):
         "completion_tokens": 60,
         "latency_s": 0,
         "submissions": 1,
+        "checks": 0,
     }
     assert result.raw["verdict"] == {"judgments": GOOD}
     assert [c["name"] for t in result.raw["transcript"] for c in t["calls"]] == [
@@ -159,7 +158,8 @@ def test_clean_verdict_after_tool_calls(fake):
     assert fake.headers[0]["authorization"] == "Bearer test-key"
     assert first["model"] == "fake-model"
     offered = [t["function"]["name"] for t in first["tools"]]
-    assert offered[-1] == "submit_verdict" and "read_file" not in offered  # no checkout configured
+    assert offered[-1] == "submit_verdict" and "read_file" not in offered  # no repository configured
+    assert "run_check" not in offered
     schema = first["tools"][-1]["function"]["parameters"]["properties"]["judgments"]["items"]
     assert schema["properties"]["tier"]["enum"] == ["T1", "T2", "T3"]
     assert set(schema["properties"]["scores"]["required"]) == set(schema["properties"]["scores"]["properties"])
@@ -370,7 +370,8 @@ def test_bad_tool_arguments_are_refused_with_a_clear_error():
     assert "unknown tool 'exec'" in call_tool(ws, "exec", {})["error"]
     assert "rollout 9 does not exist" in call_tool(ws, "read_patch", {"rollout": 9})["error"]
     assert call_tool(ws, "read_reference_patch", {"which": "gold"}) == {"which": "gold", "present": False}
-    assert "no repository checkout" in call_tool(ws, "read_file", {"path": "pkg/mod.py"})["error"]
+    assert "no repository is configured" in call_tool(ws, "read_file", {"path": "pkg/mod.py"})["error"]
+    assert "checks are off" in call_tool(ws, "run_check", {"rollout": 0, "command": "true"})["error"]
     assert set(TOOLS) >= {
         "get_task",
         "list_rollouts",
@@ -381,40 +382,11 @@ def test_bad_tool_arguments_are_refused_with_a_clear_error():
         "read_test_log",
         "read_reference_patch",
         "read_file",
+        "search_code",
+        "diff_file",
+        "touched_files",
+        "run_check",
     }
-
-
-def test_file_view_stays_inside_the_checkout(tmp_path):
-    checkout = tmp_path / "repo"
-    (checkout / "pkg").mkdir(parents=True)
-    (checkout / "pkg" / "mod.py").write_text("".join(f"line {i}\n" for i in range(1, 11)))
-    (tmp_path / "secret.txt").write_text("outside")
-    os.symlink(tmp_path / "secret.txt", checkout / "escape.txt")
-    os.symlink(tmp_path, checkout / "up")
-    os.symlink("mod.py", checkout / "pkg" / "alias.py")  # a symlink inside the checkout is fine
-    ws = make_workspace(checkout=checkout)
-
-    view = call_tool(ws, "read_file", {"path": "pkg/mod.py", "start": 3, "count": 2})
-    assert [(line["locator"], line["text"]) for line in view["lines"]] == [("3", "line 3"), ("4", "line 4")]
-    assert call_tool(ws, "read_file", {"path": "pkg/alias.py"})["lines"][0]["text"] == "line 1"
-    assert call_tool(ws, "read_file", {"path": "pkg"})["entries"] == ["alias.py", "mod.py"]
-    for path, why in [
-        ("../secret.txt", "may not contain '..'"),
-        ("pkg/../../secret.txt", "may not contain '..'"),
-        (str(tmp_path / "secret.txt"), "must be relative"),
-        ("escape.txt", "leads outside"),
-        ("up/secret.txt", "leads outside"),
-        ("nope.py", "no file or directory"),
-    ]:
-        assert why in call_tool(ws, "read_file", {"path": path})["error"], path
-
-
-def test_read_file_is_offered_only_with_a_checkout(fake, tmp_path):
-    fake.script += [call("read_file", {"path": "../../etc/passwd"}), submit(GOOD)]
-    result = grader(fake).grade(make_workspace(checkout=tmp_path))
-    assert result.status == "valid"
-    assert "read_file" in [t["function"]["name"] for t in fake.requests[0]["tools"]]
-    assert "may not contain '..'" in tool_messages(fake.requests[1])[0]["content"]
 
 
 def test_a_turn_citation_may_say_the_turn_was_wasted_and_only_a_turn_keeps_it(fake):

@@ -25,7 +25,7 @@ from grading.grader.llm import SYSTEM_PROMPT, VERDICT_SCHEMA, LLMGrader, parse_v
 from grading.grader.loading import load_workspace
 from grading.grader.tools import call_tool, validate
 from grading.grader.verdicts import GradeInput, record_verdict
-from grading.models import CheatDecision, Group, Verdict
+from grading.models import CheatDecision, Group, Task, Verdict
 from reviews.models import CheatAudit, Judgment, JudgmentItem
 from reviews.selectors import labeled as selectors_labeled
 from reviews.services.audit import audit_cheat
@@ -407,7 +407,7 @@ def test_sft_examples_replay_the_graders_live_protocol_and_validate(as_alice, la
             assert message["content"] == _live_result(workspace, by_id[message["tool_call_id"]])
             assert "error" not in json.loads(message["content"])
         task = json.loads(tool_messages[0]["content"])
-        assert (task["uid"], task["passing_rollouts"], task["has_checkout"]) == (group.uid, passing, False)
+        assert (task["uid"], task["passing_rollouts"], task["has_repository"]) == (group.uid, passing, False)
         assert example["tools"] == tool_specs(workspace)
         arguments = _verdict_of(example)
         assert validate(VERDICT_SCHEMA, arguments) == []
@@ -466,16 +466,16 @@ def test_sft_examples_replay_the_graders_live_protocol_and_validate(as_alice, la
     assert [e["metadata"]["uid"] for e in get(as_alice, format="sft", label="adjudicated")[1]] == ["g1@1"]
 
 
-def test_sft_examples_see_the_checkout_the_live_grader_sees(as_alice, labeled_run, settings, tmp_path):
-    (tmp_path / "t-1").mkdir()  # g1's task has a checkout; the others do not
-    settings.GAGAR_CHECKOUT_ROOT = str(tmp_path)
+def test_sft_examples_see_the_repository_the_live_grader_sees(as_alice, labeled_run):
+    Task.objects.filter(instance_id="t-1").update(base_commit="a" * 40)  # g1's task names a commit; the others do not
     for example in get(as_alice, format="sft")[1]:
         workspace = load_workspace(labeled_run[example["metadata"]["uid"]])
-        assert (workspace.checkout_path is not None) == (example["metadata"]["uid"] == "g1@1")
-        assert example["tools"] == tool_specs(workspace)  # read_file offered exactly when the grader offers it
+        assert (workspace.repo_view is not None) == (example["metadata"]["uid"] == "g1@1")
+        assert example["tools"] == tool_specs(workspace)  # the repository tools offered exactly when the grader offers them
+        assert ("read_file" in [t["function"]["name"] for t in example["tools"]]) is (workspace.repo_view is not None)
         get_task = example["messages"][3]
         assert get_task["content"] == _live_result(workspace, example["messages"][2]["tool_calls"][0])
-        assert json.loads(get_task["content"])["has_checkout"] is (workspace.checkout_path is not None)
+        assert json.loads(get_task["content"])["has_repository"] is (workspace.repo_view is not None)
 
 
 def test_an_overturned_audit_clears_the_labels_cheat_flag(as_alice, labeled_run, erin):
