@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from grading.views import grading, guide, imports, pages, team
+from grading.views import checks, grading, guide, imports, pages, team
 
 RUN = "projects/<slug:project>/runs/<str:run>/"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("projects/new/", pages.new_project, name="new-project"),  # before <slug:project>/: "new" is a reserved name
     path("projects/<slug:project>/", pages.project_detail, name="project"),
     path("projects/<slug:project>/guide/", guide.rubric_guide, name="rubric-guide"),
+    path("projects/<slug:project>/checks/", checks.check_policy, name="check-policy"),
     path("projects/<slug:project>/team/", team.team_page, name="team"),
     path("projects/<slug:project>/team/members/", team.add_member, name="team-add-member"),
     path("projects/<slug:project>/team/invites/", team.invite_member, name="team-invite"),
