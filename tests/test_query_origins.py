@@ -180,6 +180,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call("projects/new/", "get", "/projects/new/"),
         Call(R, "get", p),
         Call(R + "guide/", "get", f"{p}guide/"),
+        Call(R + "checks/", "get", f"{p}checks/"),
         Call(R + "team/", "get", f"{p}team/"),
         Call(RUN, "get", run),
         Call(RUN + "steps/<int:step>/", "get", f"{run}steps/0/"),
@@ -197,6 +198,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call(L + "turns/", "get", f"{g}rollouts/0/turns/", kwargs=htmx),
         Call(L + "diff/", "get", f"{g}rollouts/0/diff/", kwargs={"data": {"view": "split"}, **htmx}),
         Call(L + "log/", "get", f"{g}rollouts/0/log/", kwargs=htmx),
+        Call(L + "files/", "get", f"{g}rollouts/0/files/", kwargs={"data": {"path": "README.md"}, **htmx}),
         # the API, read
         Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}, client="token"),
         Call("api/v1/groups/<path:uid>/", "get", f"{api}groups/{world['uid']}/", kwargs={"data": qr}, client="token"),
@@ -275,6 +277,13 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             "post",
             f"{p}guide/",
             kwargs={"data": {"action": "reset"}},
+            ok=(302,),
+        ),
+        Call(
+            R + "checks/",
+            "post",
+            f"{p}checks/",
+            kwargs={"data": {"enabled": "on", "max_checks": "3", "seconds": "20", "memory_mb": "512"}},
             ok=(302,),
         ),
         Call(

@@ -62,17 +62,30 @@ def diff_table(table) -> str:
     a tenth of the cost (a group page holds thousands of diff rows). Marked safe because
     every piece of it is escaped: the code cells are pygments' output, which escapes every
     source character it emits, or the line through html.escape() where the highlighting
-    budget stopped; hunk headers and budget notes go through escape(); the rest are line
+    budget stopped; hunk headers, budget notes and the file URL go through escape(); the rest are line
     numbers, fixed class names, the lane's key (a digit or a letter, escaped all the same)
     and a hex digest of the path. Nothing else from a rollout is ever marked safe.
     """
     file, lane = table.file, str(escape(table.lane))
     shown = visible_html if table.marks else (lambda html: html)
     key = path_key(file.path)
+    file_url = getattr(table, "file_url", "")
+
+    def header(hunk) -> str:
+        text = shown(escape(hunk.header))
+        start = next((row.new_no for row in hunk.unified if row.new_no), None)
+        if not file_url or start is None:
+            return text
+        url = escape(f"{file_url}&line={start}")
+        return (
+            f'<a class="hunk-link" href="{url}#file-{lane}-L{start}" hx-get="{url}" hx-target="#files-{lane}" '
+            f'hx-swap="innerHTML" title="Open the file as this rollout left it">{text}</a>'
+        )
+
     if table.view == "split":
         out = ['<table class="diff split hl">\n<colgroup><col class="ln"><col><col class="ln"><col></colgroup>\n']
         for hunk in file.hunks:
-            out.append(f'<tr class="hunk"><td colspan="4">{shown(escape(hunk.header))}</td></tr>\n')
+            out.append(f'<tr class="hunk"><td colspan="4">{header(hunk)}</td></tr>\n')
             if hunk.note:  # why its text is shown unhighlighted (diffs.HighlightBudget)
                 out.append(f'<tr class="hunk note"><td colspan="4">{escape(hunk.note)}</td></tr>\n')
             out.extend(
@@ -84,7 +97,7 @@ def diff_table(table) -> str:
     else:
         out = ['<table class="diff unified hl">\n<colgroup><col class="ln"><col class="ln"><col></colgroup>\n']
         for hunk in file.hunks:
-            out.append(f'<tr class="hunk"><td colspan="3">{shown(escape(hunk.header))}</td></tr>\n')
+            out.append(f'<tr class="hunk"><td colspan="3">{header(hunk)}</td></tr>\n')
             if hunk.note:  # why its text is shown unhighlighted (diffs.HighlightBudget)
                 out.append(f'<tr class="hunk note"><td colspan="3">{escape(hunk.note)}</td></tr>\n')
             out.extend(

@@ -22,11 +22,13 @@ from django.utils.http import urlencode
 
 from grading import selectors
 from grading.formats import params
+from grading.grader.evidence import split_file_locator
 from grading.method.partial import drop_of
 from grading.method.project_guides import guide_for
 from grading.method.tiers import TIERS
 from grading.method.turn_weights import CATEGORY_WORDS
 from grading.models import Group, Membership, Rollout, RolloutContent
+from grading.repos.types import BASE
 from grading.rollouts.diffs import FileDiff, HighlightBudget, ParsedPatch, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
 from grading.rollouts.patch_files import COLLAPSED, order_files
@@ -90,6 +92,7 @@ class DiffTable:
     lane: str
     view: str  # unified | split
     marks: bool  # the patch holds bidi / zero-width characters: show them as ⟨U+…⟩
+    file_url: str = ""  # the lane's files view of this file (hunk headers open it at their line)
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,8 @@ class GroupPage:
     queue_place: Any
     group_note: str
     draft_reason: str
+    # The commands the shown verdict's grader ran (evidence check:<n>); none while it is hidden.
+    checks: tuple[dict, ...] = ()
     # Not rendered: the verdict a person browsing is shown for the first time, for the view
     # to log as a reveal (reviews.services.judgments.log_reveal); None when there is none.
     browse_reveal: Any = None
@@ -283,13 +288,27 @@ def _grade(grade) -> GradeView | None:
     return GradeView(tier=grade.tier, rank=grade.rank, cheat=grade.cheat, scores=grade.scores)
 
 
-def diff_of(parsed: ParsedPatch, lane: str, view: str, extra_files=(), **values) -> Diff:
+def files_url(group: Group, lane: str, path: str, *, at: str = "rollout", line: int | None = None) -> str:
+    """The lane's files view of `path` (at the rollout's state, or `at="base"`), opened at `line`."""
+    query: dict[str, str | int] = {"path": path, **({"at": "base"} if at == "base" else {}), **({"line": line} if line else {})}
+    return reverse("rollout-files", args=[*_group_args(group), lane]) + "?" + urlencode(query)
+
+
+def diff_of(parsed: ParsedPatch, lane: str, view: str, extra_files=(), *, group: Group | None = None, **values) -> Diff:
     """A parsed patch's files in the unified or split view, core change first and the agent's
     scratch files last (grading.rollouts.patch_files). `extra_files`: the rollout's cluster's
-    (Rollout.extra_files)."""
+    (Rollout.extra_files). With `group` (whose task names a repository), each file links to
+    the lane's files view (a removed file: at the base commit)."""
     marks = bool(INVISIBLE.search(parsed.raw or ""))
+    linked = group is not None and bool(group.task.repo and group.task.base_commit)
+
+    def url(file: FileDiff) -> str:
+        if not linked or group is None:
+            return ""
+        return files_url(group, lane, file.path, at="base" if file.status == "removed" else "rollout")
+
     tables = tuple(
-        DiffTable(file=file, kind=kind, lane=lane, view=view, marks=marks)
+        DiffTable(file=file, kind=kind, lane=lane, view=view, marks=marks, file_url=url(file))
         for kind, file in order_files(parsed.files, extra_files=extra_files or ())
     )
     return Diff(
@@ -318,8 +337,9 @@ def _group_args(group: Group) -> list:
 
 def _evidence_links(group: Group, evidence: object, lanes: Lanes, deferred: AbstractSet[int] = frozenset()) -> tuple[dict, ...]:
     """Where each citation opens: the patch line's row on this page, the turn (turns load
-    lazily, so the turns view starting at it), or the rollout's test outcomes; each rollout
-    named as this person names it (`lanes`)."""
+    lazily, so the turns view starting at it), the line in the lane's files view, the check
+    in the verdict's checks, or the rollout's test outcomes; each rollout named as this
+    person names it (`lanes`)."""
     links = []
     for item in evidence if isinstance(evidence, list) else []:
         if not isinstance(item, dict):
@@ -333,6 +353,24 @@ def _evidence_links(group: Group, evidence: object, lanes: Lanes, deferred: Abst
             href = f"#{patch_anchor(lane, path, line)}"
             if index in deferred:  # that lane's patch loads on demand: open the patch's own page there
                 href = reverse("rollout-diff", args=[*_group_args(group), lane]) + href
+        elif kind == "file" and (parts := split_file_locator(locator)) is not None:
+            at, path, line_no = parts
+            # A rollout's state opens in that rollout's lane; the base commit in the cited rollout's.
+            state_lane = lane if at == BASE else lanes.key(at)
+            hx = files_url(group, state_lane, path, at="base" if at == BASE else "rollout", line=line_no)
+            links.append(
+                {
+                    "kind": kind,
+                    "locator": locator,
+                    "note": str(item.get("note", "")),
+                    "href": f"{hx}#file-{state_lane}-L{line_no}",
+                    "hx": hx,  # loads into the lane's files box on the page
+                    "lane": state_lane,
+                }
+            )
+            continue
+        elif kind == "check":
+            href = f"#check-{locator.removeprefix('check:')}"
         elif kind == "turn" and locator.isdigit():
             base = reverse("rollout-turns", args=[*_group_args(group), lane])
             href = f"{base}?start={locator}#turn-{lane}-{locator}"
@@ -501,7 +539,7 @@ def group_page(
             continue
         budget -= size
         parsed = parse_patch(rollout.patch_text, budget=highlight_budget)
-        values["diff"] = diff_of(parsed, lanes.key(rollout.index), "unified", rollout.extra_files)
+        values["diff"] = diff_of(parsed, lanes.key(rollout.index), "unified", rollout.extra_files, group=group)
     turns_lane, open_turns = _open_turns(query, shown, lanes)
     if turns_lane is not None:
         on_page[turns_lane]["open_turns"] = open_turns
@@ -579,6 +617,21 @@ def group_page(
         group_note=fields_.get("note", ""),
         draft_reason=fields_.get("reason", ""),
         browse_reveal=browse_reveal,
+        checks=tuple(
+            {
+                "number": c.number,
+                "lane": lanes.key(c.rollout.index),
+                "lane_name": lanes.name(c.rollout.index),
+                "command": c.command,
+                "exit_status": c.exit_status,
+                "seconds": c.seconds,
+                "output": c.output,
+                "truncated": c.truncated,
+                "killed": c.killed,
+                "sandbox": c.sandbox,
+            }
+            for c in (selectors.verdict_checks(verdict) if verdict is not None else ())
+        ),
     )
 
 
@@ -630,7 +683,7 @@ def diff_part(*, user, group: Group, lane: str, view: str) -> RolloutPart | None
         )
     raw_url = reverse("rollout-diff", args=[*_group_args(group), lane]) + "?format=raw" if note else ""
     key = lanes.key(rollout.index)
-    diff = diff_of(parsed, key, view, rollout.extra_files, note=note, raw_url=raw_url)
+    diff = diff_of(parsed, key, view, rollout.extra_files, group=group, note=note, raw_url=raw_url)
     return _part(group, _lane(rollout, lanes, diff=diff), "diff", diff_view=view)
 
 

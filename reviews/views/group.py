@@ -16,6 +16,7 @@ from grading.http import HtmxHttpRequest
 from grading.models import Capability, Group
 from grading.projects.access import page_group
 from reviews.models import Reveal
+from reviews.presenters import files_view
 from reviews.presenters import group_page as presenter
 from reviews.services.judgments import log_reveal
 
@@ -96,4 +97,31 @@ def rollout_log(request: HtmxHttpRequest, project: str, run: str, uid: str, lane
     if part is None:
         raise Http404(NO_SUCH_ROLLOUT)
     template = "reviews/group.html#rollout-log" if request.htmx else "reviews/rollout_part.html"
+    return render(request, template, part.context())
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def rollout_files(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
+    """The lane's files view: `?path=` (a file or directory, the root by default), `?at=base`
+    for the task's base commit instead of the rollout's state, `?line=` to open a file at."""
+    group, _ = page_group(request, project, run, uid, Capability.VIEW)
+    path = request.GET.get("path", "")
+    if len(path) > files_view.MAX_PATH:
+        return HttpResponse(
+            f"path: at most {files_view.MAX_PATH} characters.", status=400, content_type="text/plain; charset=utf-8"
+        )
+    line = request.GET.get("line", "")
+    part = files_view.files_part(
+        user=request.user,
+        group=group,
+        lane=lane,
+        at="base" if request.GET.get("at") == "base" else "rollout",
+        path=path,
+        line=int(line) if line.isascii() and line.isdigit() and len(line) < 10 else None,
+    )
+    if part is None:
+        raise Http404(NO_SUCH_ROLLOUT)
+    template = "reviews/group.html#rollout-files" if request.htmx else "reviews/rollout_part.html"
     return render(request, template, part.context())

@@ -283,6 +283,10 @@
       if (elt && elt.dataset && elt.dataset.jump !== undefined) id = "turn-" + elt.dataset.jump + "-" + elt.querySelector("[name=start]").value;
       else if (elt && elt.dataset && elt.dataset.land) id = elt.dataset.land;
       if (id) land(document.getElementById(id));
+      else if (box && box.querySelector) {  // a files view opened at a line (a hunk, a file: citation)
+        var line = box.querySelector(".files-view tr.target");
+        if (line) land(line);
+      }
       sizeScroller();
     });
     var hash = window.location.hash.slice(1);

@@ -131,7 +131,7 @@ def test_evidence_links_open_at_the_cited_line_or_turn(client, alice):
         page = client.get(f"/projects/acme/runs/demo-run/groups/{group.uid}/").content.decode()
         if "Grader verdict" in page:
             with_verdict += 1
-        for href in re.findall(r'<li><a href="([^"]+)">(?:patch|turn|test) ', page):
+        for href in re.findall(r'<li><a href="([^"]+)"[^>]*>(?:patch|turn|test) ', page):
             href = href.replace("&amp;", "&")
             if href.startswith("#"):
                 assert f'id="{href[1:]}"' in page, href

@@ -1,0 +1,87 @@
+"""The group page's files view: a lane's repository state (or the base commit) as the reviewer
+sees it, opened from a diff hunk or a grader's citation; what it refuses and how it says so."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from reviews.selectors.lanes import lanes_for
+from tests.factories import make_assignment
+from tests.helpers.people import member
+from tests.helpers.repo_groups import HOSTILE_LINE, tiny_group
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(tmp_path, settings, acme):
+    group, _ = tiny_group(tmp_path, settings, acme)
+    return group
+
+
+def files(client, group, lane, **query):
+    url = f"/projects/acme/runs/{group.run.name}/groups/{group.uid}/rollouts/{lane}/files/"
+    return client.get(url, query, HTTP_HX_REQUEST="true")
+
+
+def test_a_hunk_header_opens_the_file_at_its_line_with_the_patch_lines_marked(client, world, alice):
+    client.force_login(alice)
+    page = client.get(f"/projects/acme/runs/{world.run.name}/groups/{world.uid}/").content.decode()
+    assert 'data-testid="browse-files-0"' in page
+    hunk = re.search(r'<a class="hunk-link" href="([^"#]+)#file-0-L(\d+)"', page)
+    assert hunk is not None, "the diff's hunk headers open the files view"
+    url, line = hunk.group(1).replace("&amp;", "&"), int(hunk.group(2))
+    html = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert f'id="file-0-L{line}" class=" target"' in html or f'id="file-0-L{line}" class="added target"' in html
+    assert 'id="file-0-L9" class="added"' in html and "if values else 0.0" in html
+    assert html.count('class="added') == 1  # the one line the patch wrote
+
+
+def test_the_base_commit_and_a_directory_list_and_markup_stays_text(client, world, alice):
+    client.force_login(alice)
+    base = files(client, world, "0", path="tiny/calc.py", at="base").content.decode()
+    assert "Base commit" in base and "if values else 0.0" not in base and 'class="added' not in base
+    listing = files(client, world, "1", path="tiny").content.decode()
+    assert "notes.html" in listing and "calc.py" in listing
+    notes = files(client, world, "1", path="tiny/notes.html").content.decode()
+    assert HOSTILE_LINE not in notes and "&lt;script&gt;" in notes
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "/etc/passwd", ".git/config", "docs-link/guide.md", "nope.py"])
+def test_a_path_it_cannot_show_is_a_message_not_an_error(client, world, alice, path):
+    client.force_login(alice)
+    r = files(client, world, "0", path=path)
+    assert r.status_code == 200 and 'data-testid="files-problem-0"' in r.content.decode()
+    assert "root:" not in r.content.decode()
+
+
+def test_a_patch_that_does_not_apply_is_shown_as_such(client, world, alice):
+    client.force_login(alice)
+    html = files(client, world, "3", path="tiny/calc.py").content.decode()
+    assert 'data-testid="files-applied-3"' in html and "not at all" in html
+    assert "does not apply at the base commit" in html
+
+
+def test_a_task_without_a_repository_says_so(client, world, alice, settings):
+    settings.GAGAR_REPO_CACHE = ""
+    client.force_login(alice)
+    assert "none is configured" in files(client, world, "0").content.decode()
+
+
+def test_a_blind_reviewer_opens_their_own_lanes_by_label(client, world, acme):
+    bob = member("bob", acme, "reviewer")
+    make_assignment(world, bob, blind=True)
+    lanes = lanes_for(user=bob, group=world)
+    label = lanes.key(0)
+    client.force_login(bob)
+    html = files(client, world, label, path="tiny/calc.py").content.decode()
+    assert f'id="file-{label}-L9" class="added"' in html
+    assert files(client, world, "0", path="tiny/calc.py").status_code == 404  # an index names no lane when blind
+
+
+def test_a_too_long_path_is_refused_plainly(client, world, alice):
+    client.force_login(alice)
+    r = files(client, world, "0", path="a" * 1001)
+    assert r.status_code == 400 and "path: at most 1000 characters" in r.content.decode()
