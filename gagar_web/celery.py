@@ -14,4 +14,5 @@ app.autodiscover_tasks(["grading.ingest", "grading.search", "grading.grader", "g
 # `celery -A gagar_web beat` (docker-compose.yml's beat service) sends these; any worker runs them.
 app.conf.beat_schedule = {
     "remove-orphan-uploads": {"task": "grading.remove_orphan_uploads", "schedule": 3600.0},
+    "tidy-repo-cache": {"task": "grading.tidy_repo_cache", "schedule": 3600.0},
 }

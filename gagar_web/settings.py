@@ -370,6 +370,8 @@ GAGAR_REPO_CACHE = (
 )
 GAGAR_REPO_CACHE_BYTES = _env_int("GAGAR_REPO_CACHE_BYTES", 20 * 1024**3, minimum=1024 * 1024)
 GAGAR_REPO_FETCH_TIMEOUT = _env_int("GAGAR_REPO_FETCH_TIMEOUT", 600, minimum=1)
+# Worktrees (made for checks) unused this long are removed by the hourly tidy (Celery beat).
+GAGAR_REPO_TREE_MAX_AGE = _env_int("GAGAR_REPO_TREE_MAX_AGE", 24 * 3600, minimum=60)
 # Where the grader's checks run: "bubblewrap" (this machine, no network, a non-root uid) or
 # "swe-rex" (a SWE-ReX remote server in the task's environment image); "none" offers no checks.
 GAGAR_SANDBOX = os.environ.get("GAGAR_SANDBOX", "").strip() or "bubblewrap"

@@ -12,7 +12,7 @@ from grading.method.project_guides import guide_for
 from grading.models import Group, RolloutContent, Task
 from grading.repos.source import RepoSource
 from grading.repos.types import RepoView
-from grading.repos.view import GitRepoView
+from grading.repos.view import GitRepoView, cleanup
 
 
 def load_workspace(group: Group) -> GroupWorkspace:
@@ -49,6 +49,17 @@ def repo_source() -> RepoSource | None:
         budget_bytes=settings.GAGAR_REPO_CACHE_BYTES,
         fetch_timeout=settings.GAGAR_REPO_FETCH_TIMEOUT,
     )
+
+
+def tidy_repo_cache() -> dict[str, int]:
+    """Worktrees unused for GAGAR_REPO_TREE_MAX_AGE seconds removed, then the least recently used
+    until they fit half the cache's budget; then mirrors past the budget, least recently used
+    first (each with its worktrees). What was removed, counted. Periodic (Celery beat)."""
+    source = repo_source()
+    if source is None:
+        return {"trees": 0, "mirrors": 0}
+    trees = cleanup(source.trees_dir, max_age_s=settings.GAGAR_REPO_TREE_MAX_AGE, max_bytes=source.budget_bytes // 2)
+    return {"trees": len(trees), "mirrors": len(source.evict())}
 
 
 def repo_view_for(task: Task, rollouts: list[RolloutView]) -> RepoView | None:

@@ -17,3 +17,11 @@ def grade_group_task(*, group_id: int, backend: str) -> str:
         return grade_group(group_id=group_id, backend=backend).status
     except SoftTimeLimitExceeded:
         return record_timeout(group_id=group_id, backend=backend, why="grading exceeded the task's time limit").status
+
+
+@shared_task(name="grading.tidy_repo_cache")
+def tidy_repo_cache_task() -> dict:
+    """Celery beat, hourly (gagar_web/celery.py): old worktrees, then mirrors past the budget."""
+    from grading.grader.loading import tidy_repo_cache
+
+    return tidy_repo_cache()
