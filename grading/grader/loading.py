@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.core.cache import cache
 
+from grading.grader.tasks import fetch_repo_task
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.method.guide import Guide
 from grading.method.project_guides import guide_for
 from grading.models import Group, RolloutContent, Task
 from grading.repos.source import RepoSource
-from grading.repos.types import RepoView
+from grading.repos.types import RepoError, RepoView
 from grading.repos.view import GitRepoView, cleanup
 
 
@@ -60,6 +63,66 @@ def tidy_repo_cache() -> dict[str, int]:
         return {"trees": 0, "mirrors": 0}
     trees = cleanup(source.trees_dir, max_age_s=settings.GAGAR_REPO_TREE_MAX_AGE, max_bytes=source.budget_bytes // 2)
     return {"trees": len(trees), "mirrors": len(source.evict())}
+
+
+FETCH_STATE_KEY = "gagar:repo-fetch:{name}"
+
+
+@dataclass(frozen=True)
+class FetchState:
+    """Where a task's repository is for the group page: `fetched`, being fetched (`pending`, queued
+    from the page), or `error` (why the last fetch from the page failed)."""
+
+    fetched: bool
+    pending: bool = False
+    error: str = ""
+
+
+def fetch_state(task: Task) -> FetchState | None:
+    """None when the task names no repository or none is configured. No git command runs."""
+    source = repo_source()
+    if source is None or not task.repo or not task.base_commit:
+        return None
+    try:
+        name = source.safe_name(task.repo)
+    except RepoError as exc:
+        return FetchState(fetched=False, error=str(exc))
+    if (source.mirror_path(task.repo) / "HEAD").exists():
+        return FetchState(fetched=True)
+    said = cache.get(FETCH_STATE_KEY.format(name=name)) or {}
+    return FetchState(fetched=False, pending=said.get("pending", False), error=said.get("error", ""))
+
+
+def queue_fetch(task: Task) -> None:
+    """Fetch the task's repository in the background (grading.fetch_repo), once at a time; the
+    group page polls fetch_state until it is there. A page request never waits on a fetch."""
+    source = repo_source()
+    if source is None or not task.repo or not task.base_commit:
+        return
+    key = FETCH_STATE_KEY.format(name=source.safe_name(task.repo))
+    if cache.add(key, {"pending": True}, timeout=int(source.fetch_timeout) + 60):
+        fetch_repo_task.delay(repo=task.repo, base_commit=task.base_commit)
+    elif not (cache.get(key) or {}).get("pending"):  # a failure on record: try again
+        cache.set(key, {"pending": True}, timeout=int(source.fetch_timeout) + 60)
+        fetch_repo_task.delay(repo=task.repo, base_commit=task.base_commit)
+
+
+def fetch_repo(*, repo: str, base_commit: str) -> str:
+    """Fetch `repo` into the mirror cache with `base_commit` in it; why not ("" when it is there)."""
+    source = repo_source()
+    if source is None:
+        return "no repository cache is configured (GAGAR_REPO_CACHE)"
+    try:
+        key = FETCH_STATE_KEY.format(name=source.safe_name(repo))
+    except RepoError as exc:
+        return str(exc)
+    try:
+        source.mirror(repo, base_commit)
+    except RepoError as exc:
+        cache.set(key, {"error": str(exc)}, 600)  # the page shows it, and offers to try again
+        return str(exc)
+    cache.delete(key)
+    return ""
 
 
 def repo_view_for(task: Task, rollouts: list[RolloutView]) -> RepoView | None:

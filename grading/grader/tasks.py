@@ -25,3 +25,11 @@ def tidy_repo_cache_task() -> dict:
     from grading.grader.loading import tidy_repo_cache
 
     return tidy_repo_cache()
+
+
+@shared_task(name="grading.fetch_repo", acks_late=True)
+def fetch_repo_task(*, repo: str, base_commit: str) -> str:
+    """Fetch a task's repository for the group page's files view ("" when it is there, else why not)."""
+    from grading.grader.loading import fetch_repo
+
+    return fetch_repo(repo=repo, base_commit=base_commit)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from grading.grader.loading import repo_view_for
+from grading.grader.loading import FetchState, fetch_state, repo_view_for
 from grading.grader.workspace import RolloutView
 from grading.models import Group
 from grading.repos.types import BASE, At, Entry, RepoError, RepoView
@@ -45,6 +45,8 @@ class FilesView:
     applied: str = ""  # how the patch went on: clean, three_way, partial, failed
     applied_note: str = ""
     problem: str = ""  # why nothing can be shown
+    fetch: FetchState | None = None  # the repository is not fetched yet: being fetched, or why not
+    can_fetch: bool = False  # this person may ask for it to be fetched (a project admin)
 
     @property
     def first_line(self) -> int:
@@ -131,12 +133,20 @@ def _with(view: FilesView, **values) -> FilesView:
     return replace(view, **values)
 
 
-def files_part(*, user, group: Group, lane: str, at: str, path: str, line: int | None) -> RolloutPart | None:
-    """The lane's files view for this person; None when `lane` names none of the group's rollouts."""
+def files_part(
+    *, user, group: Group, lane: str, at: str, path: str, line: int | None, can_fetch: bool = False
+) -> RolloutPart | None:
+    """The lane's files view for this person; None when `lane` names none of the group's rollouts.
+    A repository not fetched yet is never fetched here (a page request does not wait on git):
+    the view says so, and whether it is being fetched (grading.grader.loading.queue_fetch)."""
     found = _part_rollout(user=user, group=group, lane=lane, body="patch")
     if found is None:
         return None
     rollout, content, lanes = found
+    state = fetch_state(group.task)
+    if state is not None and not state.fetched:
+        waiting = FilesView(at=at, path=path.strip().strip("/"), line=line, fetch=state, can_fetch=can_fetch)
+        return _part(group, _lane(rollout, lanes), "files", files=waiting)
     view = repo_view_for(group.task, [RolloutView(index=rollout.index, passed=rollout.passed, patch=content.patch or "")])
     shown = files_view(view, rollout.index, at=at, path=path, line=line)
     return _part(group, _lane(rollout, lanes), "files", files=shown)

@@ -5,13 +5,15 @@ they show is read and assembled by reviews.presenters.group_page."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_cache_control
 from django.utils.http import content_disposition_header
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
+from grading.grader.loading import queue_fetch
 from grading.http import HtmxHttpRequest
 from grading.models import Capability, Group
 from grading.projects.access import page_group
@@ -101,25 +103,32 @@ def rollout_log(request: HtmxHttpRequest, project: str, run: str, uid: str, lane
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def rollout_files(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
     """The lane's files view: `?path=` (a file or directory, the root by default), `?at=base`
-    for the task's base commit instead of the rollout's state, `?line=` to open a file at."""
-    group, _ = page_group(request, project, run, uid, Capability.VIEW)
-    path = request.GET.get("path", "")
+    for the task's base commit instead of the rollout's state, `?line=` to open a file at. A
+    POST (project admins) fetches a repository not fetched yet, in the background."""
+    group, membership = page_group(request, project, run, uid, Capability.VIEW)
+    can_fetch = Capability.MANAGE in membership.capabilities
+    if request.method == "POST":
+        if not can_fetch:
+            raise PermissionDenied("Only a project admin can fetch a repository")
+        queue_fetch(group.task)
+    query = request.GET
+    path = query.get("path", "")
     if len(path) > files_view.MAX_PATH:
-        return HttpResponse(
-            f"path: at most {files_view.MAX_PATH} characters.", status=400, content_type="text/plain; charset=utf-8"
-        )
-    line = request.GET.get("line", "")
+        message = f"path: at most {files_view.MAX_PATH} characters."
+        return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+    line = query.get("line", "")
     part = files_view.files_part(
         user=request.user,
         group=group,
         lane=lane,
-        at="base" if request.GET.get("at") == "base" else "rollout",
+        at="base" if query.get("at") == "base" else "rollout",
         path=path,
         line=int(line) if line.isascii() and line.isdigit() and len(line) < 10 else None,
+        can_fetch=can_fetch,
     )
     if part is None:
         raise Http404(NO_SUCH_ROLLOUT)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.core.cache import cache
 
+from grading.grader.loading import FETCH_STATE_KEY, fetch_repo, repo_source
 from reviews.selectors.lanes import lanes_for
 from tests.factories import make_assignment
 from tests.helpers.people import member
@@ -16,9 +18,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def world(tmp_path, settings, acme):
-    group, _ = tiny_group(tmp_path, settings, acme)
-    return group
+def unfetched(tmp_path, settings, acme):
+    return tiny_group(tmp_path, settings, acme)[0]
+
+
+@pytest.fixture
+def world(unfetched):
+    assert fetch_repo(repo=unfetched.task.repo, base_commit=unfetched.task.base_commit) == ""
+    return unfetched
 
 
 def files(client, group, lane, **query):
@@ -85,3 +92,36 @@ def test_a_too_long_path_is_refused_plainly(client, world, alice):
     client.force_login(alice)
     r = files(client, world, "0", path="a" * 1001)
     assert r.status_code == 400 and "path: at most 1000 characters" in r.content.decode()
+
+
+def test_a_page_never_fetches_an_admin_asks_for_it_and_then_it_shows(client, unfetched, alice, acme):
+    client.force_login(alice)
+    html = files(client, unfetched, "0", path="tiny/calc.py").content.decode()
+    assert 'data-testid="files-unfetched-0"' in html and 'data-testid="files-fetch-0"' in html
+    assert not list(repo_source().mirrors_dir.glob("*.git"))  # the GET fetched nothing
+    url = f"/projects/acme/runs/{unfetched.run.name}/groups/{unfetched.uid}/rollouts/0/files/?path=tiny%2Fcalc.py"
+    fetched = client.post(url, HTTP_HX_REQUEST="true").content.decode()  # Celery runs eagerly in tests
+    assert 'id="file-0-L9" class="added"' in fetched
+
+
+def test_a_reviewer_is_told_and_cannot_fetch(client, unfetched, acme):
+    bob = member("bob", acme, "reviewer")
+    client.force_login(bob)
+    html = files(client, unfetched, "0").content.decode()
+    assert "a project admin can fetch it here" in html and "files-fetch-0" not in html
+    url = f"/projects/acme/runs/{unfetched.run.name}/groups/{unfetched.uid}/rollouts/0/files/"
+    assert client.post(url).status_code == 403
+    assert not list(repo_source().mirrors_dir.glob("*.git"))
+
+
+def test_a_fetch_being_made_polls_and_a_failed_one_says_why(client, unfetched, alice, settings):
+    client.force_login(alice)
+    key = FETCH_STATE_KEY.format(name=repo_source().safe_name(unfetched.task.repo))
+    cache.set(key, {"pending": True})
+    html = files(client, unfetched, "0").content.decode()
+    assert 'data-testid="files-fetching-0"' in html and 'hx-trigger="load delay:3s"' in html
+    cache.delete(key)
+    settings.GAGAR_REPO_URL_TEMPLATE = "file:///nonexistent-gagar-repositories/{repo}"
+    url = f"/projects/acme/runs/{unfetched.run.name}/groups/{unfetched.uid}/rollouts/0/files/"
+    failed = client.post(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "could not be fetched" in failed and "Try again" in failed
