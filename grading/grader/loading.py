@@ -66,6 +66,15 @@ def tidy_repo_cache() -> dict[str, int]:
 
 
 FETCH_STATE_KEY = "gagar:repo-fetch:{name}"
+HEX = frozenset("0123456789abcdef")
+
+
+def names_a_repository(task: Task) -> bool:
+    """Whether the task names a repository and a full commit id in it (40 or 64 hex digits, as
+    SWE-bench-style tasks do): only then has it a workspace. An abbreviation could name another
+    commit tomorrow, and made-up ids (the demo's) name none."""
+    commit = (task.base_commit or "").lower()
+    return bool(task.repo) and len(commit) in (40, 64) and set(commit) <= HEX
 
 
 @dataclass(frozen=True)
@@ -78,10 +87,15 @@ class FetchState:
     error: str = ""
 
 
+def has_workspace(task: Task) -> bool:
+    """The task's repository can be read here: it names one at a full commit and a cache is configured."""
+    return names_a_repository(task) and bool(settings.GAGAR_REPO_CACHE)
+
+
 def fetch_state(task: Task) -> FetchState | None:
     """None when the task names no repository or none is configured. No git command runs."""
     source = repo_source()
-    if source is None or not task.repo or not task.base_commit:
+    if source is None or not names_a_repository(task):
         return None
     try:
         name = source.safe_name(task.repo)
@@ -97,7 +111,7 @@ def queue_fetch(task: Task) -> None:
     """Fetch the task's repository in the background (grading.fetch_repo), once at a time; the
     group page polls fetch_state until it is there. A page request never waits on a fetch."""
     source = repo_source()
-    if source is None or not task.repo or not task.base_commit:
+    if source is None or not names_a_repository(task):
         return
     key = FETCH_STATE_KEY.format(name=source.safe_name(task.repo))
     if cache.add(key, {"pending": True}, timeout=int(source.fetch_timeout) + 60):
@@ -129,7 +143,7 @@ def repo_view_for(task: Task, rollouts: list[RolloutView]) -> RepoView | None:
     """The repository at the task's base commit and at each rollout's state, or None when the
     task names no repository or none is configured. Lazy: it fetches and applies on first read."""
     source = repo_source()
-    if source is None or not task.repo or not task.base_commit:
+    if source is None or not names_a_repository(task):
         return None
     return GitRepoView(source, task.repo, task.base_commit, {r.index: r.patch for r in rollouts})
 

@@ -23,6 +23,7 @@ from django.utils.http import urlencode
 from grading import selectors
 from grading.formats import params
 from grading.grader.evidence import split_file_locator
+from grading.grader.loading import has_workspace
 from grading.method.partial import drop_of
 from grading.method.project_guides import guide_for
 from grading.method.tiers import TIERS
@@ -81,6 +82,7 @@ class TaskHead:
     base_commit: str
     problem_statement: str
     gold_patch: str
+    has_workspace: bool = False  # its repository can be read here (the lanes' files views)
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,7 @@ def _task_head(group: Group) -> TaskHead:
         base_commit=task.base_commit,
         problem_statement=task.problem_statement,
         gold_patch=task.gold_patch,
+        has_workspace=has_workspace(task),
     )
 
 
@@ -300,7 +303,7 @@ def diff_of(parsed: ParsedPatch, lane: str, view: str, extra_files=(), *, group:
     (Rollout.extra_files). With `group` (whose task names a repository), each file links to
     the lane's files view (a removed file: at the base commit)."""
     marks = bool(INVISIBLE.search(parsed.raw or ""))
-    linked = group is not None and bool(group.task.repo and group.task.base_commit)
+    linked = group is not None and has_workspace(group.task)
 
     def url(file: FileDiff) -> str:
         if not linked or group is None:

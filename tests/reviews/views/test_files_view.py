@@ -8,7 +8,7 @@ import re
 import pytest
 from django.core.cache import cache
 
-from grading.grader.loading import FETCH_STATE_KEY, fetch_repo, repo_source
+from grading.grader.loading import FETCH_STATE_KEY, fetch_repo, load_workspace, repo_source
 from reviews.selectors.lanes import lanes_for
 from tests.factories import make_assignment
 from tests.helpers.people import member
@@ -125,3 +125,13 @@ def test_a_fetch_being_made_polls_and_a_failed_one_says_why(client, unfetched, a
     url = f"/projects/acme/runs/{unfetched.run.name}/groups/{unfetched.uid}/rollouts/0/files/"
     failed = client.post(url, HTTP_HX_REQUEST="true").content.decode()
     assert "could not be fetched" in failed and "Try again" in failed
+
+
+@pytest.mark.parametrize("commit", ["abc1234", "", "g" * 40])
+def test_a_task_without_a_full_commit_id_has_no_workspace(client, world, alice, commit):
+    world.task.base_commit = commit  # an abbreviation could name another commit tomorrow; the demo's are made up
+    world.task.save(update_fields=["base_commit"])
+    client.force_login(alice)
+    page = client.get(f"/projects/acme/runs/{world.run.name}/groups/{world.uid}/").content.decode()
+    assert "browse-files-" not in page and "hunk-link" not in page
+    assert load_workspace(world).repo_view is None
