@@ -22,10 +22,13 @@ the sandbox, not the prompt, is the defence. Two runners implement `types.Sandbo
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import dataclasses
 import errno
 import fcntl
+import http.client
 import json
 import os
 import platform
@@ -40,9 +43,10 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from grading.repos.types import CheckResult, Limits, RepoError, Sandbox, SandboxUnavailable
 
@@ -315,9 +319,10 @@ class Bubblewrap:
         info_r, info_w = os.pipe()
         fds.append(info_w)
         # The worktree goes in as a tar stream read by the worker's tar: the sandbox needs no
-        # permission on the path to it and gets no handle on the host's (writable) mount.
+        # permission on the path to it and gets no handle on the host's (writable) mount. The
+        # copy is writable by its owner (--mode=u+w) though `checkout()`'s worktrees are read-only.
         packer = subprocess.Popen(
-            [tar, "-C", str(root), "--one-file-system", "--numeric-owner", "-cf", "-", "."],
+            [tar, "-C", str(root), "--one-file-system", "--numeric-owner", "--mode=u+w", "-cf", "-", "."],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -544,6 +549,201 @@ class _Supervisor:
             self.proc.wait()
 
 
+# The SWE-ReX side, as one POSIX sh script run by the server's /execute: unpack the uploaded tree
+# into a directory of its own, run the command there under ulimits and `timeout` (which signals
+# the command's whole process group), keep at most `stop` bytes of its merged output, print the
+# exit status and the output (base64) on stdout, and remove the directory. The command's output
+# never reaches the server's memory beyond `stop` bytes.
+_REMOTE = r"""d=$1 cmd=$2 wall=$3 stop=$4 cpu=$5 mem_kb=$6 procs=$7
+w="$d/work"
+if ! { mkdir -p "$w" && tar -xf "$d/tree.tar" -C "$w" && rm -f "$d/tree.tar"; } >"$d/setup" 2>&1; then
+  printf 'setup\n'; head -c 4000 "$d/setup"; rm -rf "$d"; exit 0
+fi
+cd "$w" || exit 125
+{ (
+  ulimit -c 0; ulimit -t "$cpu"; ulimit -v "$mem_kb"
+  ulimit -u "$procs" 2>/dev/null || ulimit -p "$procs" 2>/dev/null
+  exec timeout -k 2 "$wall" sh -c "$cmd"
+) </dev/null 2>&1; echo $? >"$d/status"; } | head -c "$stop" >"$d/out"
+printf 'status %s\n' "$(cat "$d/status")"
+base64 "$d/out" | tr -d '\n'
+cd / && rm -rf "$d"
+"""
+
+
+_ANSWER_BYTES = 64 * 1024**2  # what we read of one answer of the server
+
+
+def _multipart(file: IO[bytes], size: int, fields: Mapping[str, str]) -> tuple[Iterator[bytes], str, int]:
+    """A multipart/form-data body streaming `file` as the field "file", with its length."""
+    boundary = f"gagar-{secrets.token_hex(16)}"
+    head = b"".join(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        for name, value in fields.items()
+    )
+    head += (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="tree.tar"\r\n'
+        "Content-Type: application/x-tar\r\n\r\n"
+    ).encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+
+    def chunks() -> Iterator[bytes]:
+        yield head
+        while block := file.read(_READ):
+            yield block
+        yield tail
+
+    return chunks(), f"multipart/form-data; boundary={boundary}", len(head) + size + len(tail)
+
+
+class SweRex:
+    """Run a check in the task's own environment through a SWE-ReX remote server (`swerex-remote`,
+    started by the deployment in a container of the task's image; docs/workspace.md).
+
+    Protocol (swe-rex 1.4, HTTP + JSON, the token in the X-API-Key header): GET /is_alive once
+    (cached), POST /upload the worktree as a tar (multipart: file, target_path, unzip=false),
+    POST /execute one `sh -c` script (the command is its argument, never interpolated into it).
+    No bash session: a check is one command with its own exit status, and /run_in_session finds
+    a command's end by its prompt in the output, which a command can print. Wall time is held
+    by `timeout` in the container and by our read timeout; output by `head -c` there and the same
+    head-and-tail capture as Bubblewrap here. What else holds is the container's doing (network,
+    memory, pids): RLIMIT_NPROC does not bind a server running as root there.
+    """
+
+    name = "swe-rex"
+
+    def __init__(self, url: str, token: str, *, scratch: str = "/tmp", tar: str = "tar", margin_s: float = 15.0) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"GAGAR_SWEREX_URL must be an http(s) URL, not {url!r}")
+        self.url = url.rstrip("/")
+        self.token = token
+        self.scratch = scratch.rstrip("/") or "/tmp"
+        self.tar = tar
+        self.margin_s = margin_s
+        self._alive = False
+
+    def __repr__(self) -> str:
+        return f"SweRex({self.url!r})"  # never the token
+
+    def _call(
+        self, method: str, path: str, *, read_s: float, body: Any = None, headers: Mapping[str, str] = {}
+    ) -> tuple[int, Any]:
+        """One request (stdlib http.client: no dependency); (status, parsed JSON or text). Socket
+        errors are the caller's; a read past `read_s` is TimeoutError."""
+        url = urllib.parse.urlsplit(self.url)
+        kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        conn = kind(url.hostname or "", url.port, timeout=30)
+        try:
+            conn.request(method, url.path + path, body=body, headers={"X-API-Key": self.token, **headers})
+            if conn.sock is not None:
+                conn.sock.settimeout(read_s)
+            response = conn.getresponse()
+            data = response.read(_ANSWER_BYTES)
+        finally:
+            conn.close()
+        try:
+            return response.status, json.loads(data)
+        except ValueError:
+            return response.status, data.decode("utf-8", errors="replace")
+
+    def _refusal(self, status: int, answer: Any, what: str) -> SandboxUnavailable:
+        if status in (401, 403):
+            return SandboxUnavailable(f"the SWE-ReX server at {self.url} refused the token (GAGAR_SWEREX_TOKEN)")
+        detail = answer
+        if isinstance(answer, dict):
+            detail = (answer.get("swerexception") or {}).get("message") or answer.get("detail") or answer
+        return SandboxUnavailable(f"the SWE-ReX server at {self.url} failed {what} ({status}): {str(detail)[:500]}")
+
+    def run(self, root: Path, command: str, limits: Limits) -> CheckResult:
+        root = Path(root)
+        if not root.is_dir():
+            raise RepoError(f"no worktree at {root.name!r} to run a check in")
+        tar = shutil.which(self.tar, path=SANDBOX_ENV["PATH"])
+        if tar is None:
+            raise SandboxUnavailable(f"{self.tar} is not installed here")
+        here = f"{self.scratch}/gagar-check-{secrets.token_hex(8)}"
+        stop = OUTPUT_STOP_FACTOR * max(limits.output_bytes, 1)
+        wall = max(limits.wall_s, 0.1)
+        args = [here, command, f"{wall:.3f}", str(stop), str(max(limits.cpu_s, 1))]
+        args += [str(max(limits.memory_bytes, 64 * 1024**2) // 1024), str(max(limits.processes, 1))]
+        started = time.monotonic()
+        try:
+            if not self._alive:
+                status, answer = self._call("GET", "/is_alive", read_s=30)
+                if status != 200 or not (isinstance(answer, dict) and answer.get("is_alive")):
+                    raise self._refusal(status, answer, "/is_alive")
+                self._alive = True
+            with tempfile.TemporaryFile() as packed:
+                subprocess.run(
+                    [tar, "-C", str(root), "--one-file-system", "--numeric-owner", "--mode=u+w", "-cf", "-", "."],
+                    stdout=packed,
+                    stderr=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL,
+                    env=SANDBOX_ENV,
+                    check=True,
+                    timeout=wall + self.margin_s,
+                )
+                size = packed.tell()
+                packed.seek(0)
+                body, content_type, length = _multipart(packed, size, {"target_path": f"{here}/tree.tar", "unzip": "false"})
+                status, answer = self._call(
+                    "POST", "/upload", read_s=60, body=body, headers={"Content-Type": content_type, "Content-Length": str(length)}
+                )
+            if status != 200:
+                raise self._refusal(status, answer, "the upload")
+            payload = {"command": ["sh", "-c", _REMOTE, "gagar-check", *args], "shell": False, "check": False}
+            payload["timeout"] = wall + self.margin_s
+            status, answer = self._call(
+                "POST",
+                "/execute",
+                read_s=wall + self.margin_s,
+                body=json.dumps(payload),
+                headers={"Content-Type": "application/json"},
+            )
+        except TimeoutError:
+            return CheckResult(command, None, round(time.monotonic() - started, 3), "", killed="wall time", sandbox=self.name)
+        except (OSError, http.client.HTTPException) as exc:
+            raise SandboxUnavailable(f"the SWE-ReX server at {self.url} cannot be reached: {exc}") from exc
+        except subprocess.CalledProcessError as exc:
+            raise SandboxUnavailable(f"could not pack the worktree: {exc.stderr.decode(errors='replace')[:500]}") from exc
+        seconds = time.monotonic() - started
+        if status != 200 or not isinstance(answer, dict):
+            raise self._refusal(status, answer, "the check")
+        return self._result(command, limits, answer, seconds, stop)
+
+    def _result(self, command: str, limits: Limits, body: dict[str, Any], seconds: float, stop: int) -> CheckResult:
+        said = str(body.get("stdout", ""))
+        first, _, rest = said.partition("\n")
+        if first == "setup":
+            raise SandboxUnavailable(f"the SWE-ReX server could not unpack the worktree: {rest[:2000]}")
+        if not first.startswith("status "):
+            raise SandboxUnavailable(f"the SWE-ReX server's answer is not a check's: {said[:500]!r} {body.get('stderr', '')!r}")
+        try:
+            status = int(first.removeprefix("status "))
+            output = base64.b64decode(rest, validate=True)
+        except (ValueError, binascii.Error) as exc:
+            raise SandboxUnavailable(f"the SWE-ReX server's answer is not a check's: {said[:500]!r}") from exc
+        capture = _Capture(max(limits.output_bytes, 0))
+        capture.feed(output)
+        killed = ""
+        if len(output) >= stop:
+            killed = "output"
+        elif status == 124 or (status == 128 + signal.SIGKILL and seconds >= limits.wall_s):
+            killed = "wall time"
+        elif status == 128 + signal.SIGXCPU:
+            killed = "cpu time"
+        return CheckResult(
+            command=command,
+            exit_status=None if killed else status,
+            seconds=round(seconds, 3),
+            output=capture.text(),
+            truncated=capture.truncated,
+            output_bytes=capture.total,
+            killed=killed,
+            sandbox=self.name,
+        )
+
+
 def _uid_range(text: str) -> tuple[int, ...]:
     """'65534' or '61000-61007' (inclusive) as uids."""
     first, _, last = text.strip().partition("-")
@@ -571,4 +771,9 @@ def sandbox_from(config: Mapping[str, Any] | Any) -> Sandbox | None:
         return None
     if kind in {"bubblewrap", "bwrap"}:
         return Bubblewrap(uids=_uid_range(get("GAGAR_SANDBOX_UID") or str(DEFAULT_UID)))
+    if kind in {"swe-rex", "swerex"}:
+        url, token = get("GAGAR_SWEREX_URL"), get("GAGAR_SWEREX_TOKEN")
+        if not url or not token:
+            raise ValueError("GAGAR_SANDBOX=swe-rex needs GAGAR_SWEREX_URL and GAGAR_SWEREX_TOKEN")
+        return SweRex(url, token)
     raise ValueError(f"GAGAR_SANDBOX must be bubblewrap, swe-rex or none, not {kind!r}")

@@ -48,6 +48,11 @@ def worktree(tmp_path: Path) -> Path:
     return _package(tmp_path / "wt")
 
 
+def _read_only(root: Path) -> None:
+    for path in [*root.rglob("*"), root]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+
+
 def _snapshot(root: Path) -> dict[str, bytes | str]:
     out: dict[str, bytes | str] = {}
     for path in sorted(root.rglob("*")):
@@ -174,6 +179,7 @@ def test_nothing_outside_the_copy_can_be_written(sandbox: Bubblewrap) -> None:
     base = REPO / f".sandbox-test-{uuid.uuid4().hex[:8]}"
     try:
         root = _package(base / "wt")
+        _read_only(root)  # as RepoView.checkout() leaves its worktrees: the copy is writable all the same
         before = _snapshot(root)
         home = Path.home()
         targets = [f"/etc/{base.name}", f"{REPO}/{base.name}.x", f"{root}/README", f"{root}/new", f"{home}/{base.name}", "/usr/x"]
@@ -189,6 +195,9 @@ def test_nothing_outside_the_copy_can_be_written(sandbox: Bubblewrap) -> None:
         again = sandbox.run(root, "cat README; ls; ls /tmp", LIMITS)  # a fresh layer each time
         assert again.output.splitlines() == ["a tiny package", "README", "calc", "tests", "work"]
     finally:
+        for path in [base, *base.rglob("*")]:
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o755)
         shutil.rmtree(base, ignore_errors=True)
 
 
