@@ -40,6 +40,7 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "import_runs": (["--trajectories", "8", "--runs", "2"], "re-import:"),
     "importer_regex": (["--sizes", "100", "--big", "10000", "--repeat", "1"], "well-formed inputs"),
     "ingest": (["--groups", "3", "--rollouts", "4", "--rollout-kb", "5"], "ratio REST/COPY"),
+    "sandbox": (["--files", "200", "--small", "20", "--repeat", "2"], "overhead = median"),
     "scale": (["--scale", "0.005", "--requests", "2", "--api-requests", "1"], "judge next group"),
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
