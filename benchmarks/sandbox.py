@@ -1,10 +1,11 @@
 """Benchmark: what the check sandbox costs — `true` run in it against `true` run directly.
 
-    .venv/bin/python benchmarks/sandbox.py [--files 30000] [--small 100] [--repeat 10] [--no-swerex]
+    .venv/bin/python benchmarks/sandbox.py [--files 30000] [--small 100] [--repeat 10] [--extra DIR ...] [--no-swerex]
 
 Builds two worktrees in a scratch directory: `--small` generated Python modules (a small
-package) and a large one of up to `--files` files copied from this Python's site-packages
-and then its standard library (no .pyc, none over 1 MB). Then times, `--repeat` times each (median and slowest):
+package) and a large one of up to `--files` files copied from this Python's site-packages,
+its standard library, then `--extra` (default /usr/include); no .pyc, none over 1 MB. Then
+times, `--repeat` times each (median and slowest):
 
 1. `sh -c true` started directly (subprocess, no sandbox): the floor.
 2. `true` through `Bubblewrap.run` on each worktree: the namespaces, the tmpfs layer, the size
@@ -53,10 +54,12 @@ def small_tree(root: Path, files: int) -> Path:
     return root
 
 
-def large_tree(root: Path, files: int) -> Path:
-    """Up to `files` files of this Python's site-packages, then of its standard library."""
+def large_tree(root: Path, files: int, extra: list[str]) -> Path:
+    """Up to `files` files of this Python's site-packages, its standard library, then `extra`."""
     copied = 0
-    for prefix, source in (("site-packages", sysconfig.get_paths()["purelib"]), ("stdlib", sysconfig.get_paths()["stdlib"])):
+    sources = [("site-packages", sysconfig.get_paths()["purelib"]), ("stdlib", sysconfig.get_paths()["stdlib"])]
+    sources += [(Path(e).name or "extra", e) for e in extra if Path(e).is_dir()]
+    for prefix, source in sources:
         for folder, dirs, names in os.walk(source):
             dirs[:] = sorted(d for d in dirs if d not in {"__pycache__", "site-packages"})
             for name in sorted(names):
@@ -84,7 +87,7 @@ def timed(fn: Callable[[], object], repeat: int) -> list[float]:
 def start_swerex() -> tuple[subprocess.Popen[bytes], str, str]:
     token = uuid.uuid4().hex
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "swerex-remote"), "--host", "127.0.0.1", "--port", "0", "--auth-token", token],
+        [sys.executable, "-m", "swerex.server", "--host", "127.0.0.1", "--port", "0", "--auth-token", token],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -110,6 +113,7 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=30_000, help="files in the large worktree")
     parser.add_argument("--small", type=int, default=100, help="files in the small worktree")
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--extra", nargs="*", default=["/usr/include"], help="more folders for the large worktree")
     parser.add_argument("--no-swerex", action="store_true", help="skip the SWE-ReX runner")
     args = parser.parse_args()
 
@@ -118,7 +122,7 @@ def main() -> int:
         base = Path(scratch)
         started = time.perf_counter()
         small = small_tree(base / "small", args.small)
-        large = large_tree(base / "large", args.files)
+        large = large_tree(base / "large", args.files, args.extra)
         trees = {"small": small, "large": large}
         sizes = {}
         for name, tree in trees.items():

@@ -30,11 +30,10 @@ LIMITS = Limits(wall_s=3.0, cpu_s=3, memory_bytes=1024**3, processes=256, output
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, str]]:
-    """(URL, token) of a swerex-remote on a free loopback port; its banner names the port."""
+    """(URL, token) of a swerex-remote (its module, as the script runs it) on a free loopback port; its banner names the port."""
     token = uuid.uuid4().hex
-    binary = Path(sys.executable).parent / "swerex-remote"
     proc = subprocess.Popen(
-        [str(binary), "--host", "127.0.0.1", "--port", "0", "--auth-token", token],
+        [sys.executable, "-m", "swerex.server", "--host", "127.0.0.1", "--port", "0", "--auth-token", token],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
