@@ -601,7 +601,7 @@ class SweRex:
     started by the deployment in a container of the task's image; docs/workspace.md).
 
     Protocol (swe-rex 1.4, HTTP + JSON, the token in the X-API-Key header): GET /is_alive once
-    (cached), POST /upload the worktree as a tar (multipart: file, target_path, unzip=false),
+    (`available()`, cached), POST /upload the worktree as a tar (multipart: file, target_path, unzip=false),
     POST /execute one `sh -c` script (the command is its argument, never interpolated into it).
     No bash session: a check is one command with its own exit status, and /run_in_session finds
     a command's end by its prompt in the output, which a command can print. Wall time is held
@@ -654,6 +654,18 @@ class SweRex:
             detail = (answer.get("swerexception") or {}).get("message") or answer.get("detail") or answer
         return SandboxUnavailable(f"the SWE-ReX server at {self.url} failed {what} ({status}): {str(detail)[:500]}")
 
+    def available(self) -> None:
+        """Raise SandboxUnavailable unless the server answers GET /is_alive to our token (once, then cached)."""
+        if self._alive:
+            return
+        try:
+            status, answer = self._call("GET", "/is_alive", read_s=30)
+        except (OSError, http.client.HTTPException) as exc:
+            raise SandboxUnavailable(f"the SWE-ReX server at {self.url} cannot be reached: {exc}") from exc
+        if status != 200 or not (isinstance(answer, dict) and answer.get("is_alive")):
+            raise self._refusal(status, answer, "/is_alive")
+        self._alive = True
+
     def run(self, root: Path, command: str, limits: Limits) -> CheckResult:
         root = Path(root)
         if not root.is_dir():
@@ -666,13 +678,9 @@ class SweRex:
         wall = max(limits.wall_s, 0.1)
         args = [here, command, f"{wall:.3f}", str(stop), str(max(limits.cpu_s, 1))]
         args += [str(max(limits.memory_bytes, 64 * 1024**2) // 1024), str(max(limits.processes, 1))]
+        self.available()
         started = time.monotonic()
         try:
-            if not self._alive:
-                status, answer = self._call("GET", "/is_alive", read_s=30)
-                if status != 200 or not (isinstance(answer, dict) and answer.get("is_alive")):
-                    raise self._refusal(status, answer, "/is_alive")
-                self._alive = True
             with tempfile.TemporaryFile() as packed:
                 subprocess.run(
                     [tar, "-C", str(root), "--one-file-system", "--numeric-owner", "--mode=u+w", "-cf", "-", "."],

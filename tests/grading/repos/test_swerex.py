@@ -129,6 +129,9 @@ def test_output_is_capped_there_and_here(runner: SweRex, worktree: Path) -> None
 def test_a_wrong_token_or_no_server_is_a_clear_error(server: tuple[str, str], worktree: Path) -> None:
     with pytest.raises(SandboxUnavailable, match="refused the token"):
         SweRex(server[0], "not-the-token").run(worktree, "true", LIMITS)
+    with pytest.raises(SandboxUnavailable, match="refused the token"):
+        SweRex(server[0], "not-the-token").available()
+    SweRex(*server).available()  # the right one is let in
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
