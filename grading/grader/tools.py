@@ -149,12 +149,14 @@ def _rollout(workspace: GroupWorkspace, index: int) -> RolloutView:
         raise ToolError(f"rollout {index} does not exist; rollouts are {[r.index for r in workspace.rollouts]}") from None
 
 
-def _render_patch(text: str, only: str | None = None) -> dict[str, Any]:
+def _render_patch(text: str, only: str | None = None, *, cite_as: str | None = "path:<new-side line>") -> dict[str, Any]:
     """Files of a unified diff with a line-numbered rendering of each.
 
     Each row is "<new-side line> <old-side line> |<sign><code>", so "path:<new-side line>"
-    is a citation that resolves; removed lines have no new-side number. The rows are
-    grading.rollouts.diffs' (parsed without rendering), the same ones evidence resolution reads.
+    is a citation that resolves for a rollout's patch (`cite_as` says how its rows are cited:
+    a diff between states cites file lines; a reference patch is not citable, None); removed
+    lines have no new-side number. The rows are grading.rollouts.diffs' (parsed without
+    rendering), the same ones evidence resolution reads.
     """
     if not (text or "").strip():
         return {"files": [], "empty": True}
@@ -187,7 +189,7 @@ def _render_patch(text: str, only: str | None = None) -> dict[str, Any]:
     return {
         "parses": True,
         "columns": "new-side line, old-side line, |, sign (+ added, - removed, space context), code",
-        "cite_as": "path:<new-side line>",
+        **({"cite_as": cite_as} if cite_as else {}),
         "files": files,
     }
 
@@ -328,9 +330,8 @@ def read_reference_patch(workspace: GroupWorkspace, which: str = "gold") -> dict
     text = workspace.gold_patch if which == "gold" else workspace.test_patch
     if not text:
         return {"which": which, "present": False}
-    rendered = _render_patch(text)
-    rendered.pop("cite_as", None)  # reference patches are context, not citable evidence
-    return {"which": which, "present": True, **rendered}
+    # reference patches are context, not citable evidence
+    return {"which": which, "present": True, **_render_patch(text, cite_as=None)}
 
 
 # --- the repository: base and every rollout's state (grading.repos) --------------------
@@ -424,15 +425,12 @@ def diff_file(workspace: GroupWorkspace, path: str, rollout: int, against: int |
     at = _at(workspace, rollout)
     other = _at(workspace, against)
     text = _repo_call(lambda: view.diff(path.strip().strip("/"), other, at))
-    rendered = _render_patch(text)
-    rendered.pop("cite_as", None)
     return {
         "path": path,
         "from": other,
         "to": at,
         "identical": not text.strip(),
-        "cite_as": f"kind file, locator {at}:<path>:<new-side line> (or {other}:<path>:<old-side line>)",
-        **rendered,
+        **_render_patch(text, cite_as=f"kind file, locator {at}:<path>:<new-side line> (or {other}:<path>:<old-side line>)"),
     }
 
 
@@ -448,14 +446,11 @@ def touched_files(workspace: GroupWorkspace, rollout: int, context: int = 10) ->
     if applied is None or not applied.usable:
         return {"rollout": rollout, "patch_applies": False, "state": state, "files": []}
     text = _repo_call(lambda: view.diff("", BASE, r.index, context=context))
-    rendered = _render_patch(text)
-    rendered.pop("cite_as", None)
     return {
         "rollout": rollout,
         "patch_applies": True,
         "state": state,
-        "cite_as": f"kind file, locator {rollout}:<path>:<new-side line>",
-        **rendered,
+        **_render_patch(text, cite_as=f"kind file, locator {rollout}:<path>:<new-side line>"),
     }
 
 
