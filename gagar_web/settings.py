@@ -382,6 +382,8 @@ if GAGAR_SANDBOX not in ("bubblewrap", "swe-rex", "none"):
 GAGAR_SANDBOX_UID = os.environ.get("GAGAR_SANDBOX_UID", "").strip() or "65534"
 GAGAR_SWEREX_URL = os.environ.get("GAGAR_SWEREX_URL", "").strip()
 GAGAR_SWEREX_TOKEN = os.environ.get("GAGAR_SWEREX_TOKEN", "")
+if GAGAR_SANDBOX == "swe-rex" and not (GAGAR_SWEREX_URL and GAGAR_SWEREX_TOKEN):
+    raise ImproperlyConfigured("GAGAR_SANDBOX=swe-rex needs GAGAR_SWEREX_URL and GAGAR_SWEREX_TOKEN")
 # When ingest's rollouts become searchable: "inline" indexes them in the ingest transaction
 # (searchable the moment they are stored; the default with eager Celery, so `make run` and the
 # tests), "task" queues them for a worker right after it (ingest stays fast; a search says how

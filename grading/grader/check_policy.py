@@ -87,7 +87,10 @@ def configured_sandbox() -> Sandbox:
 
 @cache
 def _sandbox(values: tuple[str, ...]) -> Sandbox | None:
-    return sandbox_from(dict(zip(SANDBOX_SETTINGS, values, strict=True)))
+    try:
+        return sandbox_from(dict(zip(SANDBOX_SETTINGS, values, strict=True)))
+    except ValueError as exc:  # a setting it cannot run with (swe-rex without its URL, a bad uid range)
+        raise SandboxUnavailable(str(exc)) from None
 
 
 def sandbox_problem() -> str:

@@ -62,10 +62,16 @@ def test_a_refused_value_names_its_field_and_stores_nothing(client, acme, alice,
     assert not CheckPolicy.objects.exists()
 
 
-def test_checks_cannot_be_turned_on_where_no_sandbox_runs(client, acme, alice, settings):
-    settings.GAGAR_SANDBOX = "none"
+@pytest.mark.parametrize(
+    ("sandbox", "why"),
+    [("none", "runs no checks"), ("swe-rex", "needs GAGAR_SWEREX_URL"), ("bubblewrap:0", "must be a non-root uid")],
+)
+def test_checks_cannot_be_turned_on_where_no_sandbox_runs(client, acme, alice, settings, sandbox, why):
+    settings.GAGAR_SANDBOX, _, uid = sandbox.partition(":")
+    settings.GAGAR_SANDBOX_UID = uid or "65534"
+    settings.GAGAR_SWEREX_URL = ""
     r = post(client, alice, enabled="on")
-    assert r.status_code == 422 and "checks cannot run here" in r.content.decode()
+    assert r.status_code == 422 and "checks cannot run here" in r.content.decode() and why in r.content.decode()
     assert 'data-testid="sandbox-problem"' in r.content.decode()
     assert not CheckPolicy.objects.exists()
     CheckPolicy.objects.create(project=acme, enabled=True)  # set while a sandbox ran; it no longer does
