@@ -15,7 +15,7 @@ from grading.grader.workspace import RolloutView
 from grading.models import Group
 from grading.repos.types import BASE, At, Entry, RepoError, RepoView
 from grading.rollouts.diffs import parse_patch
-from reviews.presenters.group_page import RolloutPart, _lane, _part, _part_rollout
+from reviews.presenters.group_page import RolloutPart, lane_of, part_rollout, rollout_part
 
 MAX_LINES = 2_000  # of one file shown at once: a window around the asked-for line past that
 MAX_ENTRIES = 1_000
@@ -139,14 +139,14 @@ def files_part(
     """The lane's files view for this person; None when `lane` names none of the group's rollouts.
     A repository not fetched yet is never fetched here (a page request does not wait on git):
     the view says so, and whether it is being fetched (grading.grader.loading.queue_fetch)."""
-    found = _part_rollout(user=user, group=group, lane=lane, body="patch")
+    found = part_rollout(user=user, group=group, lane=lane, body="patch")
     if found is None:
         return None
     rollout, content, lanes = found
     state = fetch_state(group.task)
     if state is not None and not state.fetched:
         waiting = FilesView(at=at, path=path.strip().strip("/"), line=line, fetch=state, can_fetch=can_fetch)
-        return _part(group, _lane(rollout, lanes), "files", files=waiting)
+        return rollout_part(group, lane_of(rollout, lanes), "files", files=waiting)
     view = repo_view_for(group.task, [RolloutView(index=rollout.index, passed=rollout.passed, patch=content.patch or "")])
     shown = files_view(view, rollout.index, at=at, path=path, line=line)
-    return _part(group, _lane(rollout, lanes), "files", files=shown)
+    return rollout_part(group, lane_of(rollout, lanes), "files", files=shown)

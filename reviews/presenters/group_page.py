@@ -258,7 +258,7 @@ def _task_head(group: Group) -> TaskHead:
     )
 
 
-def _lane(rollout: Rollout, lanes: Lanes, **values) -> Lane:
+def lane_of(rollout: Rollout, lanes: Lanes, **values) -> Lane:
     """A rollout's lane from its stored fields (after withhold_on_page blanked a blind judge's)."""
     return Lane(
         index=rollout.index,
@@ -558,7 +558,7 @@ def group_page(
         scores = mine.get("scores", {})
         key = lanes.key(rollout.index)
         all_lanes.append(
-            _lane(
+            lane_of(
                 rollout,
                 lanes,
                 grade=_grade(grade),
@@ -641,7 +641,7 @@ def group_page(
 # --- the rollout partials ---------------------------------------------------------------
 
 
-def _part_rollout(*, user, group: Group, lane: str, body: str) -> tuple[Rollout, RolloutContent, Lanes] | None:
+def part_rollout(*, user, group: Group, lane: str, body: str) -> tuple[Rollout, RolloutContent, Lanes] | None:
     """The rollout `lane` names for this person (its index, or their label when they judge
     the group blind) and its `body`; None when it names none of the group's."""
     lanes = lanes_for(user=user, group=group)
@@ -652,13 +652,13 @@ def _part_rollout(*, user, group: Group, lane: str, body: str) -> tuple[Rollout,
     return rollout, content, lanes
 
 
-def _part(group: Group, lane: Lane, part: str, **values) -> RolloutPart:
+def rollout_part(group: Group, lane: Lane, part: str, **values) -> RolloutPart:
     return RolloutPart(project=group.run.project, run=group.run, group=group_head(group), rollout=lane, part=part, values=values)
 
 
 def raw_patch(*, user, group: Group, lane: str) -> tuple[str, str] | None:
     """(the lane's key, its whole patch) for the plain-text download; None: no such lane."""
-    found = _part_rollout(user=user, group=group, lane=lane, body="patch")
+    found = part_rollout(user=user, group=group, lane=lane, body="patch")
     if found is None:
         return None
     rollout, content, lanes = found
@@ -668,7 +668,7 @@ def raw_patch(*, user, group: Group, lane: str) -> tuple[str, str] | None:
 def diff_part(*, user, group: Group, lane: str, view: str) -> RolloutPart | None:
     """A rollout's patch in the unified or split view, at most DIFF_PARTIAL_ROWS lines and
     DIFF_PARTIAL_CHARS characters of it (saying so, with a link to the whole text)."""
-    found = _part_rollout(user=user, group=group, lane=lane, body="patch")
+    found = part_rollout(user=user, group=group, lane=lane, body="patch")
     if found is None:
         return None
     rollout, content, lanes = found
@@ -687,7 +687,7 @@ def diff_part(*, user, group: Group, lane: str, view: str) -> RolloutPart | None
     raw_url = reverse("rollout-diff", args=[*_group_args(group), lane]) + "?format=raw" if note else ""
     key = lanes.key(rollout.index)
     diff = diff_of(parsed, key, view, rollout.extra_files, group=group, note=note, raw_url=raw_url)
-    return _part(group, _lane(rollout, lanes, diff=diff), "diff", diff_view=view)
+    return rollout_part(group, lane_of(rollout, lanes, diff=diff), "diff", diff_view=view)
 
 
 class TurnQueryTooLong(ValueError):
@@ -697,7 +697,7 @@ class TurnQueryTooLong(ValueError):
 def turns_part(*, user, group: Group, lane: str, start: int, query: str) -> RolloutPart | None:
     """A page of a rollout's turns from `start`, or of those containing `query` (raises
     TurnQueryTooLong past TURN_QUERY_CHARS, once the lane is known to exist)."""
-    found = _part_rollout(user=user, group=group, lane=lane, body="messages")
+    found = part_rollout(user=user, group=group, lane=lane, body="messages")
     if found is None:
         return None
     if len(query) > TURN_QUERY_CHARS:
@@ -710,9 +710,9 @@ def turns_part(*, user, group: Group, lane: str, start: int, query: str) -> Roll
         turns = to_turns(messages, start, start + TURNS_PER_PAGE)
         next_start = start + TURNS_PER_PAGE if start + TURNS_PER_PAGE < len(messages) else None
     turns = [replace(turn, fold=fold_head(turn.observation)) for turn in turns]
-    return _part(
+    return rollout_part(
         group,
-        _lane(rollout, lanes),
+        lane_of(rollout, lanes),
         "turns",
         query=query,
         start=start,
@@ -724,15 +724,15 @@ def turns_part(*, user, group: Group, lane: str, start: int, query: str) -> Roll
 
 def log_part(*, user, group: Group, lane: str) -> RolloutPart | None:
     """A rollout's test log, its last LOG_PREVIEW_CHARS characters where it is longer."""
-    found = _part_rollout(user=user, group=group, lane=lane, body="test_log")
+    found = part_rollout(user=user, group=group, lane=lane, body="test_log")
     if found is None:
         return None
     rollout, content, lanes = found
     log = content.test_log or ""
     truncated = len(log) > LOG_PREVIEW_CHARS
-    return _part(
+    return rollout_part(
         group,
-        _lane(rollout, lanes),
+        lane_of(rollout, lanes),
         "log",
         log=log[-LOG_PREVIEW_CHARS:] if truncated else log,
         log_truncated=truncated,
