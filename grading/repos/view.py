@@ -206,7 +206,8 @@ class GitRepoView:
             env=git_env(GIT_LITERAL_PATHSPECS="1"),
             start_new_session=True,
         ) as proc:
-            assert proc.stdout is not None and proc.stderr is not None  # noqa: S101 (both are pipes)
+            assert proc.stdout is not None  # a pipe (stdout=PIPE above)
+            assert proc.stderr is not None  # a pipe (stderr=PIPE above)
             selector = selectors.DefaultSelector()
             selector.register(proc.stdout, selectors.EVENT_READ)
             done = False

@@ -73,6 +73,27 @@ ACCEPTED = {
         "grading/repos/sandbox.py",
         "B108",
     ): "/tmp there is the sandbox's own tmpfs in its own mount namespace (the throwaway layer), not the host's /tmp",
+    (
+        "grading/repos/source.py",
+        "B404",
+    ): "subprocess runs git on the mirror cache: the workspace is git's objects (tests/grading/repos/test_source.py)",
+    (
+        "grading/repos/source.py",
+        "B603",
+    ): "argv is git with fixed flags, the mirror's path and arguments validated first (repository names, hex commit "
+    "ids, literal pathspecs); no shell, no hooks, the terminal prompt off",
+    (
+        "grading/repos/view.py",
+        "B404",
+    ): "subprocess runs git grep with a bound on matches, bytes and time (tests/grading/repos/test_view.py)",
+    (
+        "grading/repos/view.py",
+        "B603",
+    ): "argv is git grep with fixed flags and the pattern after -e (never an option); no shell",
+    (
+        "grading/repos/view.py",
+        "B103",
+    ): "0o555 takes the write bits off a worktree's root (read-only for checks); it grants nothing not granted before",
     ("reviews/selectors/overview.py", "B105"): "'f2p' and 'p2p' are the short names of SWE-bench's test categories",
 }
 
