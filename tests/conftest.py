@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
 from grading.models import Project, Role
 from grading.projects.tokens import issue_api_token
@@ -51,12 +52,16 @@ def eager_celery():
 
 
 @pytest.fixture(autouse=True)
-def offline_repositories(settings, tmp_path_factory):
+def offline_repositories(tmp_path_factory):
     """Repositories come from nowhere unless a test serves one (tests.helpers.gitrepos builds
     them and points GAGAR_REPO_URL_TEMPLATE at file://): no test reaches GitHub, and mirrors
-    land in a directory of the test session's, never the checkout's var/repos."""
-    settings.GAGAR_REPO_URL_TEMPLATE = "file:///nonexistent-gagar-repositories/{repo}"
-    settings.GAGAR_REPO_CACHE = str(tmp_path_factory.getbasetemp() / "repo-cache")
+    land in a directory of the test session's, never the checkout's var/repos. Through
+    override_settings, not the `settings` fixture: some tests take a parameter of that name."""
+    with override_settings(
+        GAGAR_REPO_URL_TEMPLATE="file:///nonexistent-gagar-repositories/{repo}",
+        GAGAR_REPO_CACHE=str(tmp_path_factory.getbasetemp() / "repo-cache"),
+    ):
+        yield
 
 
 @pytest.fixture(autouse=True)
