@@ -212,6 +212,13 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call("api/v1/runs/<str:name>/", "get", f"{api}runs/long/", kwargs={"data": q}, client="token"),
         Call("api/v1/steps/<int:number>/", "get", f"{api}steps/0/", kwargs={"data": qr}, client="token"),
         Call("api/v1/agreement/", "get", f"{api}agreement/", kwargs={"data": qr}, client="token"),
+        Call(
+            "api/v1/graders/compare/",
+            "get",
+            f"{api}graders/compare/",
+            kwargs={"data": {**qr, "graders": "heuristic@1,jury:j@1", "n_boot": "20"}},
+            client="token",
+        ),
         Call("api/v1/labeled-groups/", "get", f"{api}labeled-groups/", kwargs={"data": qr}, client="token"),
         Call("api/v1/search/", "get", f"{api}search/", kwargs={"data": {**q, "q": "django"}}, client="token"),
         Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}),  # a session, too

@@ -3,11 +3,13 @@
 from django.urls import path
 
 from reviews.api.agreement import AgreementView
+from reviews.api.bench import GraderCompareView
 from reviews.api.labeled import LabeledGroupExportView
 from reviews.api.search import SearchView
 
 urlpatterns = [
     path("agreement/", AgreementView.as_view(), name="api-agreement"),
+    path("graders/compare/", GraderCompareView.as_view(), name="api-graders-compare"),
     path("labeled-groups/", LabeledGroupExportView.as_view(), name="api-labeled-groups"),
     path("search/", SearchView.as_view(), name="api-search"),
 ]

@@ -1,0 +1,162 @@
+"""Reads for the grader bench: several graders' verdicts and people's judgments on one run.
+
+Any `Verdict.grader` value is a grader on the bench, juries (`jury:<name>@<version>`)
+included. The people's word follows docs/method.md §5 (an adjudication where there is one,
+else the reviews); the ceiling uses the reviews. Five queries whatever the number of
+graders and judgments (six with `hidden_from`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from grading.models import CheatDecision, Project, RolloutGrade, Run, Verdict
+from reviews.models import Judgment, JudgmentItem
+from reviews.selectors.blind import open_blind_groups
+from reviews.selectors.calibration import ADJUDICATED, _figure, ceiling
+from reviews.stats.bench import JURY_PREFIX, compare, jury_n_eff, usage_per_group
+
+MAX_GRADERS = 8
+N_BOOT = 1000
+
+
+@dataclass(frozen=True)
+class BenchFrames:
+    frame: pd.DataFrame  # every grader (rater = its name) and the people's word
+    reviews: pd.DataFrame  # the reviews alone: the ceiling's material
+    usage: dict[str, dict[int, dict]]  # grader -> group id -> Verdict.raw["usage"]
+    members: dict[str, list[str]]  # jury -> its members (from its verdicts' raw["jury"]["members"])
+    uids: dict[int, str]
+    withheld: int
+
+
+_COLUMNS = ["group", "rollout", "rater", "tier", "rank", "cheat", "audit"]
+
+
+def _members(raw: Any) -> list[str]:
+    jury = raw.get("jury") if isinstance(raw, dict) else None
+    members = jury.get("members") if isinstance(jury, dict) else None
+    return [m for m in members if isinstance(m, str)] if isinstance(members, list) else []
+
+
+def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=None) -> BenchFrames:
+    hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
+    items = JudgmentItem.objects.filter(judgment__group__run=run)
+    if hidden:
+        items = items.exclude(judgment__group_id__in=hidden)
+    human = pd.DataFrame(
+        list(
+            items.values_list(
+                "judgment__group_id",
+                "judgment__group__uid",
+                "rollout__index",
+                "rollout_id",
+                "judgment__reviewer__username",
+                "judgment__kind",
+                "tier",
+                "rank",
+                "cheat",
+            )
+        ),
+        columns=["group", "uid", "rollout", "rollout_id", "rater", "kind", "tier", "rank", "cheat"],
+    )
+    empty = pd.DataFrame({c: pd.Series(dtype=object) for c in _COLUMNS})
+    if human.empty:
+        return BenchFrames(empty, empty, {g: {} for g in graders}, {}, {}, len(hidden))
+    group_ids = human["group"].unique().tolist()
+    verdict_rows = list(
+        Verdict.objects.filter(group_id__in=group_ids, status=Verdict.Status.VALID, grader__in=graders)
+        .order_by("id")
+        .values_list("id", "group_id", "grader", "raw")
+    )
+    members: dict[str, list[str]] = {}
+    usage: dict[str, dict[int, dict]] = {g: {} for g in graders}
+    for _, group_id, name, raw in verdict_rows:
+        raw = raw if isinstance(raw, dict) else {}
+        got = raw.get("usage")
+        usage[name][group_id] = got if isinstance(got, dict) else {}
+        if name.startswith(JURY_PREFIX):
+            for member in _members(raw):
+                members.setdefault(name, [])
+                if member not in members[name]:
+                    members[name].append(member)
+    extra = sorted({m for ms in members.values() for m in ms} - set(graders))
+    grade_filter = RolloutGrade.objects.filter(verdict__group_id__in=group_ids, verdict__status=Verdict.Status.VALID)
+    machine = pd.DataFrame(
+        list(
+            grade_filter.filter(verdict__grader__in=[*graders, *extra]).values_list(
+                "verdict__group_id", "rollout__index", "rollout_id", "verdict__grader", "tier", "rank", "cheat"
+            )
+        ),
+        columns=["group", "rollout", "rollout_id", "rater", "tier", "rank", "cheat"],
+    )
+    audits: dict[int, bool] = {}
+    for rollout_id, confirmed in (
+        CheatDecision.objects.filter(rollout_id__in=human["rollout_id"].unique().tolist(), confirmed__isnull=False)
+        .order_by("rollout_id", "-decided_at", "-id")
+        .values_list("rollout_id", "confirmed")
+    ):
+        if confirmed is not None:
+            audits.setdefault(rollout_id, confirmed)
+    reviews = human[human["kind"] == Judgment.Kind.REVIEW]
+    adjudications = human[human["kind"] == Judgment.Kind.ADJUDICATION].assign(rater=ADJUDICATED)
+    settled = set(adjudications["group"])
+    word = pd.concat([reviews[~reviews["group"].isin(settled)], adjudications], ignore_index=True)
+
+    def finish(data: pd.DataFrame) -> pd.DataFrame:
+        data = data.copy()
+        data["audit"] = data["rollout_id"].map(audits).astype(object)
+        data["cheat"] = data["cheat"].astype(bool)
+        data["rank"] = data["rank"].astype(float)
+        return data[_COLUMNS].sort_values(["group", "rollout", "rater"], kind="stable").reset_index(drop=True)
+
+    uids = dict(human.drop_duplicates("group")[["group", "uid"]].itertuples(index=False, name=None))
+    return BenchFrames(finish(pd.concat([machine, word], ignore_index=True)), finish(reviews), usage, members, uids, len(hidden))
+
+
+def _plain(x: float) -> float | None:
+    return None if x is None or np.isnan(x) else round(float(x), 6)
+
+
+def _interval(figure) -> dict:
+    f = _figure(figure)
+    return {"value": f["value"], "low": f["lo"], "high": f["hi"], "n": f["n"]}
+
+
+def comparison(*, project: Project, run: Run, graders: list[str], hidden_from=None, n_boot: int = N_BOOT) -> dict:
+    """The compare API's body (and the bench page's material)."""
+    data = bench_frames(project=project, run=run, graders=graders, hidden_from=hidden_from)
+    frame = data.frame
+    members_only = {m for ms in data.members.values() for m in ms} - set(graders)  # fetched for n_eff alone
+    compared = frame[~frame["rater"].isin(members_only)]
+    bench = compare(compared, graders, n_boot=n_boot, seed=0)
+    groups = bench.group_keys
+    rows = []
+    for grader in graders:
+        row: dict[str, Any] = {"grader": grader, "groups": bench.groups}
+        row.update({name: _interval(figure) for name, figure in bench.graders[grader].items()})
+        row["usage_per_group"] = {k: _plain(v) for k, v in usage_per_group(data.usage[grader], groups).items()}
+        if grader.startswith(JURY_PREFIX):
+            jury = jury_n_eff(frame, data.members.get(grader, []), groups)
+            row["jury"] = {**jury, "mean_kappa": _plain(jury["mean_kappa"]), "n_eff": _plain(jury["n_eff"])}
+        rows.append(row)
+    people = data.reviews[data.reviews["group"].isin(set(groups))]
+    return {
+        "project": project.name,
+        "run": run.name,
+        "n_boot": n_boot,
+        "groups": bench.groups,
+        "withheld_open_blind_groups": data.withheld,
+        "graders": rows,
+        "human_ceiling": ceiling(people, n_boot=n_boot) if len(people) else {"n_groups": 0, "figures": {}},
+        "paired": [
+            {"a": a, "b": b, **{name: _interval(f) for name, f in figures.items()}} for (a, b), figures in bench.paired.items()
+        ],
+        "between_graders": [
+            {"a": a, "b": b, **{name: _interval(f) for name, f in figures.items()}} for (a, b), figures in bench.between.items()
+        ],
+    }
