@@ -6,7 +6,7 @@ ends with (adjudication/draft/ before draft/)."""
 
 from django.urls import path, register_converter
 
-from reviews.views import audit, calibration, group, hits, judge, queue, search
+from reviews.views import audit, bench, calibration, group, hits, judge, queue, search
 
 
 class LaneConverter:
@@ -33,6 +33,7 @@ urlpatterns = [
     path("adjudication/", queue.adjudication_queue, name="adjudication-queue"),
     path("calibration/", calibration.calibration, name="calibration"),
     path("calibration/activate/", calibration.activate, name="calibration-activate"),
+    path("calibration/bench/", bench.bench, name="grader-bench"),
     path("calibration/minimum/", calibration.minimum, name="calibration-minimum"),
     path("audit/", audit.audit_queue, name="audit-queue"),
     path("audit/rollouts/<int:rollout_id>/", audit.decide, name="audit-decide"),

@@ -191,6 +191,12 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call(R + "adjudication/", "get", f"{p}adjudication/"),
         Call(R + "calibration/", "get", f"{p}calibration/"),
         Call(R + "audit/", "get", f"{p}audit/"),
+        Call(
+            R + "calibration/bench/",
+            "get",
+            f"{p}calibration/bench/",
+            kwargs={"data": {"run": "long", "grader": ["heuristic@1", "jury:j@1"]}},
+        ),
         Call(R + "search/", "get", f"{p}search/", kwargs={"data": {"q": "django"}}),
         Call(G, "get", g),
         Call(G + "compare/", "get", f"{g}compare/", kwargs={"data": {"a": "0", "b": "1"}, **htmx}),

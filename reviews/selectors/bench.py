@@ -160,3 +160,19 @@ def comparison(*, project: Project, run: Run, graders: list[str], hidden_from=No
             {"a": a, "b": b, **{name: _interval(f) for name, f in figures.items()}} for (a, b), figures in bench.between.items()
         ],
     }
+
+
+def bench_runs(project: Project) -> list[Run]:
+    return list(Run.objects.filter(project=project).order_by("name"))
+
+
+def run_graders(run: Run) -> list[str]:
+    """Every grader (any `Verdict.grader`, juries included) with a valid verdict on a group of
+    `run` that people judged: the names the bench page offers."""
+    return sorted(
+        set(
+            Verdict.objects.filter(group__run=run, status=Verdict.Status.VALID, group__judgments__isnull=False).values_list(
+                "grader", flat=True
+            )
+        )
+    )

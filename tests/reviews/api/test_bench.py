@@ -8,51 +8,22 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from grading.models import Role
-from tests.factories import make_group, make_judgment, make_project, make_run, make_step, make_verdict
+from tests.factories import make_project
+from tests.helpers.bench import flat, make_bench
 from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/graders/compare/"
-CODE = {"T1": 1, "T2": 2, "T3": 3}
-# per group: heuristic, ext, jury, bob's tiers of rollouts 0..3
-GROUPS = [
-    (("T1", "T2", "T3", "T3"), ("T1", "T3", "T3", "T2"), ("T1", "T2", "T3", "T3"), ("T1", "T2", "T3", "T2")),
-    (("T2", "T2", "T1", "T3"), ("T2", "T1", "T1", "T3"), ("T2", "T2", "T1", "T3"), ("T2", "T1", "T1", "T3")),
-    (("T3", "T1", "T2", "T2"), ("T3", "T1", "T1", "T2"), ("T3", "T1", "T2", "T2"), ("T3", "T1", "T2", "T1")),
-    (("T1", "T1", "T2", "T3"), ("T2", "T1", "T2", "T3"), ("T1", "T1", "T2", "T3"), ("T1", "T2", "T2", "T3")),
-]
-
-
-def ranked(tiers):
-    order = sorted(range(len(tiers)), key=lambda i: (tiers[i], i))
-    return {i: (tiers[i], order.index(i) + 1) for i in range(len(tiers))}
 
 
 @pytest.fixture
 def bench(client):
     project = make_project()
-    run = make_run(project)
-    step = make_step(run)
     admin = member("alice", project, Role.ADMIN)
-    bob = member("bob", project, Role.REVIEWER)
-    for n, (heuristic, ext, jury, person) in enumerate(GROUPS):
-        group = make_group(f"t-{n}@1", step=step, rewards=(1, 0, 1, 0))
-        make_verdict(group, grader="heuristic@1", tiers=ranked(heuristic), raw={"usage": {"prompt_tokens": 0}})
-        make_verdict(
-            group,
-            grader="ext@1",
-            tiers=ranked(ext),
-            raw={"usage": {"prompt_tokens": 100, "completion_tokens": 20, "cost_usd": 0.01}},
-        )
-        make_verdict(group, grader="jury:j@1", tiers=ranked(jury), raw={"jury": {"members": ["heuristic@1", "ext@1"]}})
-        make_judgment(group, bob, tiers=ranked(person))
+    make_bench(project, member("bob", project, Role.REVIEWER))
     client.force_login(admin)
     return client
-
-
-def flat(column: int) -> np.ndarray:
-    return np.array([CODE[t] for group in GROUPS for t in group[column]])
 
 
 def test_compare_recomputes_per_grader_figures_and_the_paired_difference(bench, django_assert_num_queries):

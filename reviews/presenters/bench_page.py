@@ -1,0 +1,87 @@
+"""The bench page's view model: the compare API's body laid out as table rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reviews.stats.bench import BENCH_FIGURES, BETWEEN_FIGURES
+
+LABELS = {
+    "exact_agreement": "Exact tier",
+    "kappa": "κ (quadratic)",
+    "alpha": "α (ordinal)",
+    "tau": "τ-b",
+    "pairwise_accuracy": "Pairwise",
+    "top1": "Top-1",
+    "cheat_precision": "Cheat precision",
+    "cheat_recall": "Cheat recall",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    cells: list[Cell]
+    tokens: float | None = None
+    cost: float | None = None
+    n_eff: float | None = None
+    members: tuple[str, ...] = ()
+    mean_kappa: float | None = None
+
+
+@dataclass(frozen=True)
+class BenchPage:
+    groups: int
+    withheld: int
+    figures: list[str]  # labels of the grader table's columns
+    between_figures: list[str]
+    graders: list[Row]
+    paired: list[Row]
+    between: list[Row]
+    ceiling: list[tuple[str, Cell]]
+
+
+def _cell(figure: dict | None) -> Cell:
+    figure = figure or {}
+    return Cell(
+        figure.get("value"), figure.get("low", figure.get("lo")), figure.get("high", figure.get("hi")), int(figure.get("n", 0))
+    )
+
+
+def bench_page(body: dict) -> BenchPage:
+    graders = []
+    for row in body["graders"]:
+        jury = row.get("jury") or {}
+        usage = row.get("usage_per_group") or {}
+        graders.append(
+            Row(
+                name=row["grader"],
+                cells=[_cell(row.get(name)) for name in BENCH_FIGURES],
+                tokens=usage.get("tokens"),
+                cost=usage.get("cost"),
+                n_eff=jury.get("n_eff"),
+                members=tuple(jury.get("members", ())),
+                mean_kappa=jury.get("mean_kappa"),
+            )
+        )
+    paired = [Row(f"{p['a']} − {p['b']}", [_cell(p.get(name)) for name in BENCH_FIGURES]) for p in body["paired"]]
+    between = [Row(f"{p['a']} vs {p['b']}", [_cell(p.get(name)) for name in BETWEEN_FIGURES]) for p in body["between_graders"]]
+    ceiling = [(f["label"], _cell(f)) for f in body["human_ceiling"].get("figures", {}).values()]
+    return BenchPage(
+        groups=body["groups"],
+        withheld=body["withheld_open_blind_groups"],
+        figures=[LABELS[name] for name in BENCH_FIGURES],
+        between_figures=[LABELS[name] for name in BETWEEN_FIGURES],
+        graders=graders,
+        paired=paired,
+        between=between,
+        ceiling=ceiling,
+    )
