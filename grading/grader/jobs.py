@@ -25,11 +25,16 @@ from django.utils import timezone
 from grading.grader.base import GraderResult
 from grading.grader.check_policy import check_budget_for
 from grading.grader.heuristic import HeuristicGrader
+from grading.grader.llm import VERSION as LLM_VERSION
 from grading.grader.llm import LLMGrader
 from grading.grader.loading import load_workspace
 from grading.grader.prescreen import screen_group
+from grading.grader.registry import ensure_version
 from grading.grader.tasks import grade_group_task
+from grading.grader.tools import TOOLS
 from grading.grader.verdicts import GradeInput, record_verdict
+from grading.method.guide import DEFAULT_GUIDE, Guide, guide_json, guide_version
+from grading.method.project_guides import guide_for
 from grading.models import CheatDecision, GradingJob, Group, Rollout, Step, Verdict
 
 logger = logging.getLogger(__name__)
@@ -70,16 +75,18 @@ def check_grader_url(url: str) -> None:
             )
 
 
-def grader_name(backend: str) -> str:
-    """The name `backend` grades under (e.g. heuristic@1), without building it: no DNS lookup
-    of the grader's host and no client, so pages and ingest can ask it cheaply. Raises
-    GraderUnavailable when the backend is unknown or not configured."""
+def grader_name(backend: str, project_id: int | None = None) -> str:
+    """The name `backend` grades under in the project (e.g. heuristic@1, or llm:<model>@1.g<guide>
+    when the project edited its rubric guide), without building it: no DNS lookup of the
+    grader's host and no client, so pages and ingest can ask it cheaply (the LLM grader's name
+    reads the project's guide: one query). Raises GraderUnavailable when the backend is
+    unknown or not configured."""
     if backend == "heuristic":
         return HeuristicGrader.name
     if backend == "llm":
         if not (settings.GRADER_BASE_URL and settings.GRADER_MODEL):
             raise GraderUnavailable("the LLM grader needs GRADER_BASE_URL and GRADER_MODEL")
-        return LLMGrader.name_for(settings.GRADER_MODEL)
+        return LLMGrader.name_for(settings.GRADER_MODEL, guide_for(project_id))
     raise GraderUnavailable(f"unknown grader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
@@ -102,16 +109,22 @@ def grader_for(backend: str):
 
 def queue_step(*, step: Step, backend: str) -> list[GradingJob]:
     """Queue (or queue again) every mixed group of the step that has no verdict from this grader yet."""
-    grader = grader_for(backend)  # fail here, in the request, if it cannot run
-    groups = list(step.groups.filter(is_mixed=True).exclude(verdicts__grader=grader.name).values_list("id", flat=True))
-    return _queue(groups, backend=backend, grader_name=grader.name, again=True)
+    grader_for(backend)  # fail here, in the request, if it cannot run
+    name = grader_name(backend, step.run.project_id)
+    groups = list(step.groups.filter(is_mixed=True).exclude(verdicts__grader=name).values_list("id", flat=True))
+    return _queue(groups, backend=backend, grader_name=name, again=True)
 
 
 def queue_new_groups(*, group_ids: list[int], backend: str) -> list[GradingJob]:
     """Auto-grading at ingest: queue the mixed groups among `group_ids` that this grader has
     neither graded nor been asked to grade -- one job per group per grader, never twice, also
     when the same step is posted again. Call it inside the transaction that stored them."""
-    name = grader_name(backend)  # once per ingest batch: the name only, the task builds the grader
+    if not group_ids:
+        return []
+    project_id = None
+    if backend == "llm":  # its name depends on the project's rubric guide
+        project_id = Group.objects.filter(pk=group_ids[0]).values_list("run__project_id", flat=True).first()
+    name = grader_name(backend, project_id)  # once per ingest batch: the name only, the task builds the grader
     groups = list(
         Group.objects.filter(pk__in=group_ids, is_mixed=True)
         .exclude(verdicts__grader=name)
@@ -163,6 +176,7 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
     """Grade one group once per grader; returns its verdict (stored earlier, or now)."""
     grader = grader_for(backend)
     group = Group.objects.select_related("task", "step", "run").get(pk=group_id)
+    guide = _name_for_project(grader, group.run.project_id)
     existing = Verdict.objects.filter(group=group, grader=grader.name).first()
     job, _ = GradingJob.objects.get_or_create(group=group, grader=grader.name)
     if existing is not None:  # a redelivery, or graded by another path: no second call
@@ -171,7 +185,7 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
     GradingJob.objects.filter(pk=job.pk).update(
         status=GradingJob.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1
     )
-    workspace = load_workspace(group)
+    workspace = load_workspace(group, guide=guide)
     # Checks run only while the group can still make its deadline (the run policy's, from queued_at).
     workspace.checks = check_budget_for(
         group.run.project_id, deadline=job.queued_at.timestamp() + group.run.grading_deadline_seconds
@@ -186,7 +200,36 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
     result.usage.setdefault("latency_s", round(time.monotonic() - started, 3))
     verdict = store_result(group=group, grader_name=grader.name, result=result)
     _finish(job, verdict, error="; ".join(result.errors)[:2000])
+    _register(grader, group.run.project_id, guide)
     return verdict
+
+
+def _name_for_project(grader, project_id: int) -> Guide:
+    """The project's rubric guide, and the grader named for it (an LLM grader's name carries the guide's version)."""
+    guide = guide_for(project_id)
+    if isinstance(grader, LLMGrader):
+        grader.name = LLMGrader.name_for(grader.model, guide)
+    return guide
+
+
+def _register(grader, project_id: int, guide: Guide) -> None:
+    """The version that graded, in the project's grader registry (grading.grader.registry)."""
+    if isinstance(grader, LLMGrader):
+        ensure_version(
+            project_id=project_id,
+            name=grader.name,
+            backend="llm",
+            model=grader.model,
+            endpoint_env="GRADER_BASE_URL",
+            api_key_env="GRADER_API_KEY",
+            prompt_version=LLM_VERSION,
+            guide_version=guide_version(guide),
+            guide={} if guide == DEFAULT_GUIDE else dict(zip(("tiers", "dimensions"), guide_json(guide), strict=True)),
+            tools=sorted(TOOLS),
+            budgets={"max_turns": grader.max_turns, "max_tokens": grader.max_tokens_budget},
+        )
+    else:
+        ensure_version(project_id=project_id, name=grader.name, backend="heuristic", prompt_version=1)
 
 
 def store_result(*, group: Group, grader_name: str, result: GraderResult) -> Verdict:
@@ -218,7 +261,8 @@ def store_result(*, group: Group, grader_name: str, result: GraderResult) -> Ver
 def record_timeout(*, group_id: int, backend: str, why: str) -> Verdict:
     """The task ran out of time: store a timeout verdict so the group falls back."""
     grader = grader_for(backend)
-    group = Group.objects.get(pk=group_id)
+    group = Group.objects.select_related("run").get(pk=group_id)
+    _name_for_project(grader, group.run.project_id)
     verdict = store_result(group=group, grader_name=grader.name, result=GraderResult(status=Verdict.Status.TIMEOUT, errors=[why]))
     job, _ = GradingJob.objects.get_or_create(group=group, grader=grader.name)
     _finish(job, verdict, error=why)

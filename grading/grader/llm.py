@@ -43,7 +43,7 @@ from grading.grader.base import EVIDENCE_KINDS, RUBRIC, SCORE_RANGE, TURN_CATEGO
 from grading.grader.evidence import problems
 from grading.grader.tools import CHECK_TOOLS, REPO_TOOLS, TOOLS, call_tool, validate
 from grading.grader.workspace import GroupWorkspace
-from grading.method.guide import DEFAULT_GUIDE, Guide, describe_dimensions, describe_tiers
+from grading.method.guide import DEFAULT_GUIDE, Guide, describe_dimensions, describe_tiers, guide_version
 from grading.method.tiers import TIERS
 
 log = logging.getLogger(__name__)
@@ -258,9 +258,12 @@ class LLMGrader:
     """Grader protocol over an OpenAI-compatible chat completions server."""
 
     @staticmethod
-    def name_for(model: str) -> str:
-        """The name verdicts of this grader are stored under: the model and the protocol version."""
-        return f"llm:{model}@{VERSION}"
+    def name_for(model: str, guide: Guide = DEFAULT_GUIDE) -> str:
+        """The name verdicts of this grader are stored under: the model, the protocol version and,
+        when the project edited its rubric guide, the guide's version (llm:<model>@1.g1a2b3c4d),
+        so verdicts made under different guides are different graders to calibration."""
+        edited = guide_version(guide)
+        return f"llm:{model}@{VERSION}" + (f".{edited}" if edited else "")
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from grading.repos.types import RepoError, RepoView
 from grading.repos.view import GitRepoView, cleanup
 
 
-def load_workspace(group: Group) -> GroupWorkspace:
+def load_workspace(group: Group, *, guide: Guide | None = None) -> GroupWorkspace:
     contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout__group=group)}
     rollouts = []
     for rollout in group.rollouts.order_by("index"):
@@ -35,7 +35,7 @@ def load_workspace(group: Group) -> GroupWorkspace:
                 stats=rollout.stats,
             )
         )
-    return workspace_for(group, rollouts, guide=guide_for(group.run.project_id))
+    return workspace_for(group, rollouts, guide=guide if guide is not None else guide_for(group.run.project_id))
 
 
 def find_group(*, project: str, run: str, uid: str) -> Group | None:

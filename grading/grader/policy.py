@@ -32,7 +32,7 @@ def auto_grader_name(run: Run) -> str | None:
     if run.auto_grade == Run.AutoGrade.NONE:
         return None
     try:
-        return grader_name(run.auto_grade)
+        return grader_name(run.auto_grade, run.project_id)
     except GraderUnavailable:
         return None
 

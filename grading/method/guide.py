@@ -11,6 +11,8 @@ into the grader SFT export, which replays that prompt.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,3 +163,13 @@ def describe_tiers(guide: Guide = DEFAULT_GUIDE) -> str:
 def describe_dimensions(guide: Guide = DEFAULT_GUIDE) -> str:
     """One line per rubric dimension, as the grader's prompt gives them."""
     return "\n".join(f"  - {d.name} ({d.label}): {d.meaning} Example: {d.example}" for d in guide.dimensions)
+
+
+def guide_version(guide: Guide) -> str:
+    """The guide's version as a grader name carries it: "" for the method's default text, else
+    "g" and 8 hex digits of its text's hash -- the same text is the same version, whatever
+    edits and resets came between, so a grader's name changes exactly when its prompt does."""
+    if guide == DEFAULT_GUIDE:
+        return ""
+    digest = hashlib.blake2b(json.dumps(guide_json(guide), sort_keys=True).encode(), digest_size=4).hexdigest()
+    return f"g{digest}"

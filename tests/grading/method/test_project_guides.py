@@ -12,7 +12,7 @@ from grading.grader.llm import SYSTEM_PROMPT, system_prompt
 from grading.method.guide import DEFAULT_DIMENSIONS, DEFAULT_GUIDE, MAX_TIER_CHARS, guide_from_fields
 from grading.method.project_guides import guide_for
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS
-from grading.models import Group, RubricGuide, Verdict
+from grading.models import GraderVersion, Group, RubricGuide, Verdict
 from tests.helpers.fake_openai import FakeOpenAI, scripted_model
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
@@ -104,3 +104,36 @@ def test_the_llm_graders_prompt_carries_the_projects_edited_guide(client, acme, 
         assert system["role"] == "system"
         assert f"T1 = {EDITED_T1}" in system["content"] and EDITED_MINIMALITY in system["content"]
         assert TIER_DESCRIPTIONS["T1"] not in system["content"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_editing_the_guide_makes_a_new_llm_grader_version_and_calibration_fits_each_apart(client, acme, alice, bob):
+    from reviews.selectors.calibration import fitted_mapping, judgment_frames
+    from tests.factories import make_judgment
+
+    ingest_groups(acme, small_group("g@1", rewards=(1, 0, 1)))
+    group = Group.objects.get(uid="g@1")
+    with (
+        FakeOpenAI(responder=scripted_model(1)) as fake,
+        override_settings(GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True),
+    ):
+        before = grade_group(group_id=group.pk, backend="llm")
+        edit(client, alice)
+        after = grade_group(group_id=group.pk, backend="llm")
+        again = grade_group(group_id=group.pk, backend="llm")  # the same guide: the same version, no new call
+    assert before.grader == "llm:fake-model@1"  # the default guide keeps the existing name
+    assert after.grader.startswith("llm:fake-model@1.g") and len(after.grader) == len("llm:fake-model@1.g") + 8
+    assert again.pk == after.pk and before.status == after.status == Verdict.Status.VALID
+    versions = GraderVersion.objects.filter(project=acme).order_by("id")
+    assert [v.name for v in versions] == [before.grader, after.grader]
+    assert {v.grader.name for v in versions} == {"llm:fake-model"}
+    assert versions[0].guide_version == "" and versions[1].guide_version == after.grader.rsplit(".", 1)[1]
+    assert versions[1].guide["tiers"]["T1"] == EDITED_T1 and versions[1].endpoint_env == "GRADER_BASE_URL"
+
+    make_judgment(group, bob, tiers={0: "T2", 2: "T1"})
+    for name in (before.grader, after.grader):
+        frames = judgment_frames(project=acme, grader=name)
+        assert frames.graders == [name]  # one version's rows, never both
+        machine = frames.frame[frames.frame["rater"] != "bob"]
+        assert set(machine["grader"]) == {name} and len(machine) == 2
+        assert fitted_mapping(frames.frame, n_boot=10).n_judgments == 2
