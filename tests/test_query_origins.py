@@ -29,6 +29,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, clear_url_caches, get_resolver, path
 
+from grading.grader.base import RUBRIC
 from grading.method.services import default_mapping
 from grading.models import ApiToken, CheatDecision, FactorMapping, ImportJob, Membership, Rollout
 from grading.projects.tokens import issue_api_token
@@ -281,6 +282,25 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             f"{api}steps/0/grade/?project=acme&run=long",
             kwargs=json_body({"backend": "heuristic"}),
             ok=(202,),
+            client="token",
+        ),
+        Call(
+            "api/v1/verdicts/",
+            "post",
+            f"{api}verdicts/?project=acme",
+            kwargs=json_body(
+                {
+                    "run": "r1",
+                    "step": 1,
+                    "uid": "t-1@1",
+                    "grader": "acme-fleet@1",
+                    "judgments": [
+                        {"rollout": r, "tier": "T1", "rank": 1, "scores": dict.fromkeys(RUBRIC, 4), "cheat": False}
+                        for r in (0, 2)
+                    ],
+                }
+            ),
+            ok=(201,),
             client="token",
         ),
         # pages, written

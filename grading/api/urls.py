@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from grading.api import groups, imports, runs
+from grading.api import groups, imports, runs, verdicts
 from grading.api.advantages import advantage_export
 
 urlpatterns = [
@@ -16,4 +16,5 @@ urlpatterns = [
     path("runs/<str:name>/", runs.RunDetailView.as_view(), name="api-run"),
     path("steps/<int:number>/", runs.StepStatusView.as_view(), name="api-step"),
     path("steps/<int:number>/grade/", runs.StepGradeView.as_view(), name="api-step-grade"),
+    path("verdicts/", verdicts.VerdictPostView.as_view(), name="api-verdicts"),
 ]

@@ -1,0 +1,54 @@
+"""Verdicts from a grader that runs elsewhere (grading.grader.external).
+
+    POST /api/v1/verdicts/?project=P   {"run", "step", "uid", "grader": "name@version", "judgments": [...]}
+
+201 with {"result": "stored", ...} when stored, 200 with "unchanged" for the same verdict again,
+409 for a different verdict from the same grader version on the same group, 400 naming the
+`field` (and the checks' `errors`) for bad input, 404 when there is no such group. Admins and
+the project's service accounts may post.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from grading.api.errors import error
+from grading.api.parsers import StrictJSONParser
+from grading.api.scoping import membership_for_request
+from grading.grader.external import ExternalVerdictError, may_post_verdicts, record_external_verdict
+from grading.models import Capability
+from grading.projects.accounts import acting_name
+
+PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
+
+
+class VerdictPostView(APIView):
+    parser_classes = [StrictJSONParser]
+
+    @extend_schema(
+        parameters=[PROJECT],
+        request=OpenApiTypes.OBJECT,
+        responses={
+            201: OpenApiResponse(description="stored"),
+            200: OpenApiResponse(description="the same verdict was stored before: unchanged"),
+            400: OpenApiResponse(description="a refused field, named in `field`; the checks' messages in `errors`"),
+            409: OpenApiResponse(description="this grader version gave the group a different verdict"),
+        },
+        summary="Store an external grader's verdict on a group (admin or the project's service account)",
+    )
+    def post(self, request):
+        project, membership = membership_for_request(request, *Capability)
+        if not may_post_verdicts(request.user, project, membership.capabilities):
+            raise PermissionDenied("posting verdicts needs a project admin or one of the project's service accounts")
+        try:
+            outcome = record_external_verdict(project=project, body=request.data, posted_by=acting_name(request.user))
+        except ExternalVerdictError as exc:
+            extra = {"errors": exc.errors} if exc.errors else {}
+            return error(exc.status, str(exc), field=exc.field, **extra)
+        verdict = outcome.verdict
+        data = {"result": outcome.result, "grader": verdict.grader, "uid": verdict.group.uid, "status": verdict.status}
+        return Response(data, status=201 if outcome.result == "stored" else 200)

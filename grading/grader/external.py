@@ -1,0 +1,144 @@
+"""Verdicts from a grader that runs elsewhere (services): what POST /api/v1/verdicts/ stores.
+
+The body is the shape the LLM grader submits (grading.grader.llm.VERDICT_SCHEMA) with the group
+named by run, step and uid and the grader by "name@version"; evidence is optional. It is checked
+the same way -- the schema, then grading.grader.evidence.problems on the group's workspace
+(citations must resolve; a judgment posted without evidence need not cite) -- and stored all
+or nothing through grading.grader.verdicts.record_verdict, so the method, calibration and the
+bench treat it as any grader's verdict. The same verdict posted again is unchanged; a
+different one from the same grader version on the same group is a conflict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from grading.formats import params
+from grading.grader.evidence import problems
+from grading.grader.llm import parse_verdict
+from grading.grader.loading import load_workspace
+from grading.grader.registry import GraderNameError, check_external_name, ensure_version
+from grading.grader.verdicts import GradeInput, record_verdict
+from grading.models import Group, Project, Verdict
+
+FIELDS = ("run", "step", "uid", "grader", "judgments")
+CITATION_NEEDED = "a tier below T1, a low score or a cheat flag needs at least one citation that resolves"
+MAX_JUDGMENTS = 1000
+
+
+class ExternalVerdictError(ValueError):
+    """A refused verdict: `field` names what is wrong, `status` is the HTTP status to answer with."""
+
+    def __init__(self, field: str, message: str, status: int = 400, errors: list[str] | None = None):
+        super().__init__(message)
+        self.field, self.status, self.errors = field, status, errors or []
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: Verdict
+    result: str  # "stored" or "unchanged"
+
+
+def _text(body: dict, name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value or not params.usable_name(value) or len(value) > 500:
+        raise ExternalVerdictError(name, f"{name} must be a non-empty string without NUL")
+    return value
+
+
+def _canonical(judgments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(
+        (
+            {
+                "rollout": j["rollout"],
+                "tier": j["tier"],
+                "rank": j["rank"],
+                "scores": dict(sorted(j["scores"].items())),
+                "cheat": j["cheat"],
+                "evidence": j.get("evidence", []),
+            }
+            for j in judgments
+        ),
+        key=lambda j: j["rollout"],
+    )
+
+
+def record_external_verdict(*, project: Project, body: object, posted_by: str | None) -> Outcome:
+    if not isinstance(body, dict):
+        raise ExternalVerdictError("body", "the body must be a JSON object")
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise ExternalVerdictError(unknown[0], f"unknown field {unknown[0]!r}; a verdict has {', '.join(FIELDS)}")
+    for name in FIELDS:
+        if name not in body:
+            raise ExternalVerdictError(name, f"{name} is required")
+    run, uid = _text(body, "run"), _text(body, "uid")
+    step = body["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ExternalVerdictError("step", "step must be a whole number")
+    try:
+        check_external_name(body["grader"])
+    except GraderNameError as exc:
+        raise ExternalVerdictError("grader", str(exc)) from None
+    grader: str = body["grader"]
+    raw_judgments = body["judgments"]
+    if not isinstance(raw_judgments, list) or not all(isinstance(j, dict) for j in raw_judgments):
+        raise ExternalVerdictError("judgments", "judgments must be a list of objects")
+    if len(raw_judgments) > MAX_JUDGMENTS:
+        raise ExternalVerdictError("judgments", f"at most {MAX_JUDGMENTS} judgments")
+    cited = {j.get("rollout") for j in raw_judgments if "evidence" in j}
+    submitted = [{**j, "evidence": j.get("evidence", [])} for j in raw_judgments]
+    judgments, errors = parse_verdict({"judgments": submitted})
+    if errors:
+        raise ExternalVerdictError("judgments", "the judgments do not match the verdict schema", errors=errors)
+    group = (
+        Group.objects.select_related("task", "step", "run")
+        .filter(run__project=project, run__name=run, step__number=step, uid=uid)
+        .first()
+    )
+    if group is None:
+        raise ExternalVerdictError("uid", f"no group {uid!r} in step {step} of run {run!r}", status=404)
+    # A judgment posted without evidence need not cite: the grader runs elsewhere, its reasons with it.
+    uncited = {f"rollout {j.index}: {CITATION_NEEDED}" for j in judgments if j.index not in cited}
+    found = [p for p in problems(load_workspace(group), judgments) if p not in uncited]
+    if found:
+        raise ExternalVerdictError("judgments", "the verdict does not hold for this group", errors=found)
+    canonical = _canonical(submitted)
+    with transaction.atomic():
+        existing = Verdict.objects.select_for_update().filter(group=group, grader=grader).first()
+        if existing is not None:
+            if (existing.raw or {}).get("verdict") == {"judgments": canonical}:
+                return Outcome(existing, "unchanged")
+            raise ExternalVerdictError(
+                "grader", f"{grader} already gave group {uid!r} a different verdict; post it under a new version", status=409
+            )
+        try:
+            ensure_version(project_id=project.pk, name=grader, backend="external")
+        except GraderNameError as exc:
+            raise ExternalVerdictError("grader", str(exc)) from None
+        verdict, _ = record_verdict(
+            group=group,
+            grader=grader,
+            status=Verdict.Status.VALID,
+            grades=[
+                GradeInput(j.index, j.tier, j.rank, cheat=j.cheat, scores=j.scores, evidence=[e.as_dict() for e in j.evidence])
+                for j in judgments
+            ],
+            raw={"verdict": {"judgments": canonical}, "external": {"posted_by": posted_by or ""}},
+        )
+    return Outcome(verdict, "stored")
+
+
+def may_post_verdicts(user, project: Project, capabilities: frozenset) -> bool:
+    """Admins of the project (MANAGE), and the project's own service accounts, whatever their role."""
+    from grading.models import Capability
+    from grading.projects.accounts import service_account_of
+
+    if Capability.MANAGE in capabilities:
+        return True
+    account = service_account_of(user)
+    return account is not None and account.project_id == project.pk

@@ -1,0 +1,127 @@
+"""POST /api/v1/verdicts/: an external grader's verdict, checked as the LLM grader's is, stored
+all or nothing; the same one again is unchanged, a different one a conflict."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grading.grader.base import RUBRIC
+from grading.models import CheatDecision, Grader, GraderVersion, Role, RolloutGrade, Verdict
+from grading.projects.team import create_token
+from grading.projects.tokens import issue_api_token
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/verdicts/?project=acme"
+SCORES = dict.fromkeys(RUBRIC, 4)
+
+
+def body(**changes) -> dict:
+    out = {
+        "run": "r1",
+        "step": 1,
+        "uid": "t-1@1",
+        "grader": "acme-fleet@3",
+        "judgments": [
+            {"rollout": 0, "tier": "T1", "rank": 1, "scores": dict(SCORES), "cheat": False},
+            {
+                "rollout": 2,
+                "tier": "T2",
+                "rank": 2,
+                "scores": dict(SCORES),
+                "cheat": False,
+                "evidence": [{"kind": "test", "rollout": 2, "locator": "log:1", "note": "slower"}],
+            },
+        ],
+    }
+    out.update(changes)
+    return out
+
+
+def post(client, token: str, data) -> tuple[int, dict]:
+    r = client.post(URL, json.dumps(data), content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}")
+    return r.status_code, r.json()
+
+
+@pytest.fixture
+def group(acme):
+    ingest_groups(acme, small_group("t-1@1", rewards=(1, 0, 1)))
+
+
+def test_an_admin_posts_a_verdict_stored_as_any_graders_and_again_it_is_unchanged(client, group, alice_token):
+    code, answer = post(client, alice_token, body())
+    assert code == 201 and answer == {"result": "stored", "grader": "acme-fleet@3", "uid": "t-1@1", "status": "valid"}
+    verdict = Verdict.objects.get(grader="acme-fleet@3")
+    grades = {g.rollout.index: (g.tier, g.rank) for g in RolloutGrade.objects.filter(verdict=verdict).select_related("rollout")}
+    assert grades == {0: ("T1", 1), 2: ("T2", 2)} and verdict.group.has_valid_verdict
+    version = GraderVersion.objects.get(name="acme-fleet@3")
+    assert version.version == "3" and version.grader.backend == Grader.Backend.EXTERNAL
+    assert verdict.raw["external"]["posted_by"] == "alice"
+    # the same verdict, its judgments in another order: unchanged, nothing more stored
+    again = body()
+    again["judgments"] = list(reversed(again["judgments"]))
+    assert post(client, alice_token, again) == (200, {**answer, "result": "unchanged"})
+    assert Verdict.objects.count() == 1 and RolloutGrade.objects.count() == 2
+    # a different verdict from the same version: a conflict; a new version is a new grader
+    changed = body()
+    changed["judgments"][1]["tier"] = "T3"
+    code, answer = post(client, alice_token, changed)
+    assert code == 409 and answer["field"] == "grader"
+    assert RolloutGrade.objects.get(verdict=verdict, rollout__index=2).tier == "T2"
+    assert post(client, alice_token, {**changed, "grader": "acme-fleet@4"})[0] == 201
+    assert sorted(Verdict.objects.values_list("grader", flat=True)) == ["acme-fleet@3", "acme-fleet@4"]
+    assert GraderVersion.objects.filter(grader__name="acme-fleet").count() == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ({"grader": "no-version"}, "grader", "name@version"),
+        ({"grader": "heuristic@9"}, "grader", "built-in"),
+        ({"grader": "jury:panel@1"}, "grader", "built-in"),
+        ({"step": "1"}, "step", "whole number"),
+        ({"run": ""}, "run", "non-empty"),
+        ({"colour": "red"}, "colour", "unknown field"),
+        ({"judgments": "T1"}, "judgments", "list of objects"),
+        ({"uid": "nope@1"}, "uid", "no group"),
+    ],
+)
+def test_bad_input_names_the_field_and_stores_nothing(client, group, alice_token, change, field, says):
+    code, answer = post(client, alice_token, body(**change))
+    assert code in (400, 404) and answer["field"] == field and says in answer["detail"]
+    assert not Verdict.objects.exists() and not GraderVersion.objects.exists()
+
+
+def test_the_verdict_is_checked_as_the_llm_graders_is(client, group, alice_token):
+    missing = body()
+    del missing["judgments"][0]["scores"]["minimality"]
+    code, answer = post(client, alice_token, missing)
+    assert code == 400 and answer["field"] == "judgments" and any("minimality" in e for e in answer["errors"])
+    failing = body()
+    failing["judgments"][0]["rollout"] = 1  # rollout 1 did not pass
+    code, answer = post(client, alice_token, failing)
+    assert code == 400 and any("did not pass" in e for e in answer["errors"]), answer
+    unresolved = body()
+    unresolved["judgments"][1]["evidence"] = [{"kind": "patch", "rollout": 2, "locator": "nowhere.py:999", "note": "x"}]
+    code, answer = post(client, alice_token, unresolved)
+    assert code == 400 and any("citation" in e for e in answer["errors"])
+    cheat_uncited = body()
+    cheat_uncited["judgments"][0]["cheat"] = True
+    cheat_uncited["judgments"][1]["evidence"] = []  # given, and empty: a T2 must then cite
+    code, answer = post(client, alice_token, cheat_uncited)
+    assert code == 400 and any("needs at least one citation" in e for e in answer["errors"])
+    assert not Verdict.objects.exists() and not CheatDecision.objects.exists()
+
+
+def test_the_projects_service_account_may_post_and_a_trainer_or_reviewer_may_not(client, group, acme, alice, trainer_token):
+    _, bot_secret = create_token(project=acme, username="fleet-bot", role=Role.TRAINER, name="fleet", actor=alice)
+    assert post(client, trainer_token, body())[0] == 403
+    _, reviewer = issue_api_token(username="rita", project_name="acme", role=Role.REVIEWER)
+    assert post(client, reviewer, body())[0] == 403
+    assert not Verdict.objects.exists()
+    assert post(client, bot_secret, body())[0] == 201
+    assert Verdict.objects.get().raw["external"]["posted_by"] == "fleet-bot (service account made by alice)"
