@@ -4,7 +4,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.grader.jobs import BACKENDS, GraderUnavailable, grader_for, queue_step
+from grading.grader.jobs import BACKENDS, GraderUnavailable, grader_for, grader_name, queue_step
 from grading.models import GradingJob, Step, Verdict
 
 
@@ -24,13 +24,14 @@ class Command(BaseCommand):
         if step_obj is None:
             raise CommandError(f"no step {step} of run {run!r} in project {project!r}")
         try:
-            grader = grader_for(backend)
+            grader_for(backend)
+            name = grader_name(backend, step_obj.run.project_id)  # the LLM grader's carries the project's guide version
             queue_step(step=step_obj, backend=backend)
         except GraderUnavailable as exc:
             raise CommandError(str(exc)) from None
-        jobs = GradingJob.objects.filter(group__step=step_obj, grader=grader.name)
+        jobs = GradingJob.objects.filter(group__step=step_obj, grader=name)
         total = jobs.count()
-        bar = tqdm(total=total, unit="group", disable=no_progress, file=sys.stderr, desc=f"{grader.name} step {step}")
+        bar = tqdm(total=total, unit="group", disable=no_progress, file=sys.stderr, desc=f"{name} step {step}")
         deadline = time.monotonic() + timeout
         finished = 0
         while True:
@@ -41,7 +42,7 @@ class Command(BaseCommand):
                 break
             time.sleep(0.5)
         bar.close()
-        verdicts = Verdict.objects.filter(group__step=step_obj, grader=grader.name)
+        verdicts = Verdict.objects.filter(group__step=step_obj, grader=name)
         counts = {status: verdicts.filter(status=status).count() for status in Verdict.Status.values}
         latencies = sorted(j.latency_s for j in jobs if j.latency_s is not None)
         median = f"{latencies[len(latencies) // 2]:.2f} s" if latencies else "–"
