@@ -226,6 +226,8 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             kwargs={"data": {**qr, "graders": "heuristic@1,jury:j@1", "n_boot": "20"}},
             client="token",
         ),
+        Call("api/v1/grader-bench/", "get", f"{api}grader-bench/", kwargs={"data": qr}, client="token"),
+        Call("api/v1/grader-bench/", "get", f"{api}grader-bench/", kwargs={"data": {**qr, "format": "parquet"}}, client="token"),
         Call("api/v1/labeled-groups/", "get", f"{api}labeled-groups/", kwargs={"data": qr}, client="token"),
         Call("api/v1/search/", "get", f"{api}search/", kwargs={"data": {**q, "q": "django"}}, client="token"),
         Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}),  # a session, too
