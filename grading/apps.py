@@ -7,3 +7,7 @@ class GradingConfig(AppConfig):
 
     def ready(self):
         from grading.api import schema  # noqa: F401  registers the token scheme with drf-spectacular
+        from grading.grader.hooks import verdict_recorded
+        from grading.grader.juries import on_verdict_recorded
+
+        verdict_recorded.connect(on_verdict_recorded, dispatch_uid="grading.juries")

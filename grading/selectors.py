@@ -51,9 +51,13 @@ def projects_for_user(user) -> list[Project]:
 
 
 def runs_for_project(project: Project) -> QuerySet[Run]:
-    return project.runs.annotate(
-        n_steps=Count("steps", distinct=True),
-    ).order_by("name")
+    return (
+        project.runs.select_related("jury")
+        .annotate(
+            n_steps=Count("steps", distinct=True),
+        )
+        .order_by("name")
+    )
 
 
 def run_named(project: Project, name: str) -> Run | None:
@@ -76,7 +80,7 @@ def run_list(project: Project) -> list[Run]:
 
 def run_with_step_count(run: Run) -> Run:
     """The run read again with `n_steps`, as run_list gives it."""
-    return Run.objects.annotate(n_steps=Count("steps", distinct=True)).get(pk=run.pk)
+    return Run.objects.select_related("jury").annotate(n_steps=Count("steps", distinct=True)).get(pk=run.pk)
 
 
 def steps_of_run(run: Run, *, number: int | None = None) -> list[Step]:

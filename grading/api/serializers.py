@@ -50,6 +50,12 @@ class RunSerializer(serializers.Serializer):
     auto_grade = serializers.ChoiceField(Run.AutoGrade.values)
     grading_deadline_seconds = serializers.IntegerField()
     grader = AutoGraderField()
+    jury = serializers.CharField(
+        source="jury.grader",
+        allow_null=True,
+        default=None,
+        help_text="the jury the policy names (jury:<name>@<version>), or null",
+    )
     drop_policy = serializers.DictField(
         child=serializers.ChoiceField(["mask", "recompute"]),
         help_text='drop reason -> mask (the default) or recompute; "*" for reasons not named',

@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from grading.api import groups, imports, runs, verdicts
+from grading.api import groups, imports, juries, runs, verdicts
 from grading.api.advantages import advantage_export
 
 urlpatterns = [
@@ -11,6 +11,7 @@ urlpatterns = [
     path("imports/", imports.ImportListCreateView.as_view(), name="api-imports"),
     path("imports/<int:pk>/", imports.ImportDetailView.as_view(), name="api-import"),
     path("advantages/", advantage_export, name="api-advantages"),
+    path("juries/", juries.JuryListCreateView.as_view(), name="api-juries"),
     path("mappings/", include("grading.api.mappings")),
     path("runs/", runs.RunListCreateView.as_view(), name="api-runs"),
     path("runs/<str:name>/", runs.RunDetailView.as_view(), name="api-run"),

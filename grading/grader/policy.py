@@ -13,9 +13,9 @@ from grading.formats.groupline import MAX_NAME, LineError, check_name
 from grading.grader.jobs import GraderUnavailable, grader_for, grader_name
 from grading.method import partial
 from grading.method.services import mark_stale
-from grading.models import Project, Run
+from grading.models import Jury, Project, Run
 
-POLICY_FIELDS = ("baseline", "auto_grade", "grading_deadline_seconds", "description", "drop_policy", "turn_weights")
+POLICY_FIELDS = ("baseline", "auto_grade", "jury", "grading_deadline_seconds", "description", "drop_policy", "turn_weights")
 MAX_DESCRIPTION = 10_000
 
 
@@ -28,7 +28,11 @@ class PolicyError(ValueError):
 
 
 def auto_grader_name(run: Run) -> str | None:
-    """The grader version auto-grading uses (e.g. heuristic@1), or None when it is off or cannot run."""
+    """The grader whose verdicts the run's method uses: its jury's name (jury:<name>@<version>)
+    when the policy names one, else the version auto-grading uses (e.g. heuristic@1), or None
+    when it is off or cannot run."""
+    if run.jury is not None:
+        return run.jury.grader
     if run.auto_grade == Run.AutoGrade.NONE:
         return None
     try:
@@ -37,8 +41,9 @@ def auto_grader_name(run: Run) -> str | None:
         return None
 
 
-def check_policy(fields: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    # Returns `fields` itself, with its `drop_policy` (if any) replaced in place by the checked one.
+def check_policy(fields: MutableMapping[str, Any], *, project: Project | None = None) -> MutableMapping[str, Any]:
+    # Returns `fields` itself, with its `drop_policy` (if any) replaced in place by the checked
+    # one and its `jury` (a name, or null for none) by the jury's current version.
     unknown = set(fields) - set(POLICY_FIELDS)
     if unknown:
         name = sorted(unknown)[0]
@@ -67,12 +72,33 @@ def check_policy(fields: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
             raise PolicyError("description", f"description must be text of at most {MAX_DESCRIPTION} characters, without NUL")
     if "turn_weights" in fields and not isinstance(fields["turn_weights"], bool):
         raise PolicyError("turn_weights", f"turn_weights must be true or false, got {fields['turn_weights']!r}")
+    if "jury" in fields:
+        fields["jury"] = _policy_jury(fields["jury"], project)
     if "drop_policy" in fields:
         try:
             fields["drop_policy"] = partial.check_policy(fields["drop_policy"])
         except ValueError as exc:
             raise PolicyError("drop_policy", str(exc)) from None
     return fields
+
+
+def _policy_jury(value: Any, project: Project | None) -> Jury | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or project is None:
+        raise PolicyError("jury", "jury must be the name of one of the project's juries, or null")
+    name = value.removeprefix("jury:").split("@")[0]
+    jury = Jury.objects.filter(project=project, name=name).order_by("-version").first()
+    if jury is None:
+        raise PolicyError("jury", f"the project has no jury {name[:80]!r}")
+    for backend in ("heuristic", "llm"):  # a member this desk runs must be able to run now
+        try:
+            if grader_name(backend) in jury.members:
+                grader_for(backend)
+        except GraderUnavailable as exc:
+            if backend == "heuristic":
+                raise PolicyError("jury", f"jury {name} cannot run here: {exc}") from None
+    return jury
 
 
 def create_run(*, project: Project, name: str, policy: MutableMapping[str, Any]) -> Run:
@@ -86,7 +112,7 @@ def create_run(*, project: Project, name: str, policy: MutableMapping[str, Any])
         check_name(name, "name", kind="run")
     except LineError as exc:
         raise PolicyError("name", str(exc)) from None
-    fields = check_policy(policy)
+    fields = check_policy(policy, project=project)
     try:
         with transaction.atomic():
             return Run.objects.create(project=project, name=name, **fields)
@@ -101,13 +127,13 @@ def update_run_policy(*, run: Run, changes: MutableMapping[str, Any]) -> Run:
     turning turn weights on or off (what the rows hold); a new auto-grader applies to groups
     stored from now on (grade earlier steps from their grading page or POST
     /api/v1/steps/{n}/grade/); a new deadline applies at once."""
-    fields = check_policy(changes)
+    fields = check_policy(changes, project=run.project)
     run = Run.objects.select_for_update().get(pk=run.pk)
     changed = [name for name, value in fields.items() if getattr(run, name) != value]
     for name in changed:
         setattr(run, name, fields[name])
     if changed:
         run.save(update_fields=changed)
-    if {"baseline", "drop_policy", "turn_weights"} & set(changed):
+    if {"baseline", "drop_policy", "turn_weights", "jury"} & set(changed):  # a jury changes which verdict counts
         mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
     return run

@@ -56,11 +56,10 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     groups = step.groups.count()
     mixed = dict(step.groups.filter(is_mixed=True).values_list("id", "created_at"))
     latest: dict[int, str] = {}
-    for group_id, status in (
-        Verdict.objects.filter(group__step=step, group__is_mixed=True)
-        .order_by("group_id", "-created_at", "-id")
-        .values_list("group_id", "status")
-    ):
+    verdicts = Verdict.objects.filter(group__step=step, group__is_mixed=True)
+    if (jury := run.jury) is not None:  # a jury's members' verdicts are not the group's until the jury's is made
+        verdicts = verdicts.filter(grader=jury.grader)
+    for group_id, status in verdicts.order_by("group_id", "-created_at", "-id").values_list("group_id", "status"):
         latest.setdefault(group_id, status)
     waiting = [group_id for group_id in mixed if group_id not in latest]
     requeued = (

@@ -23,6 +23,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, canonical_hash, parse_group_line
 from grading.formats.linereader import OversizeLine
 from grading.grader.jobs import GraderUnavailable, queue_new_groups
+from grading.grader.juries import member_backends
 from grading.ingest.cluster_storage import clusters_to_store, recluster
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 from grading.models.bulk import copy_rows, jsonb
@@ -312,6 +313,10 @@ class _BatchWriter:
     def _auto_grade(self, run: Run, group_ids: list[int]) -> None:
         """The run's grading policy: its grader is asked to tier every mixed group once,
         in the transaction that stores the group (the tasks are sent after the commit)."""
+        if run.jury is not None and group_ids:  # a jury: every member this desk runs grades them
+            for backend in member_backends(run.jury):
+                self.report.grading_queued += len(queue_new_groups(group_ids=group_ids, backend=backend))
+            return
         if run.auto_grade == Run.AutoGrade.NONE or not group_ids:
             return
         try:

@@ -224,10 +224,11 @@ def step_inputs(step: Step) -> StepInputs:
     frame = pd.DataFrame(rows, columns=["rollout_id", "group", "index", "reward", "uid", "instance_id", "dropped"])
 
     latest_verdict: dict[int, tuple[int, str]] = {}
-    for verdict_id, group_id, status in (
-        Verdict.objects.filter(group__step=step)
-        .order_by("group_id", "-created_at", "-id")
-        .values_list("id", "group_id", "status")
+    verdicts = Verdict.objects.filter(group__step=step)
+    if (jury := step.run.jury) is not None:  # the run's policy names a jury: only its verdicts count
+        verdicts = verdicts.filter(grader=jury.grader)
+    for verdict_id, group_id, status in verdicts.order_by("group_id", "-created_at", "-id").values_list(
+        "id", "group_id", "status"
     ):
         latest_verdict.setdefault(group_id, (verdict_id, status))
     valid_ids = [vid for vid, status in latest_verdict.values() if status == Verdict.Status.VALID]

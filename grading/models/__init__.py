@@ -4,8 +4,8 @@ migrations keep working whichever module a model lives in.
 - projects: tenancy (projects, members and roles, API tokens)
 - runs: the store (runs, steps, tasks, groups, rollouts and their bodies, import jobs,
   trainers waiting for a step)
-- grades: what the grader said (verdicts, rollout grades, checks, cheat decisions, grading jobs)
-  and each project's check policy
+- grades: what the grader said (verdicts, rollout grades, checks, cheat decisions, grading jobs,
+  juries) and each project's check policy
 - graders: a project's graders and their versions (what Verdict.grader names)
 - method: factor mappings, their activations, step computations and stored advantages,
   each project's rubric guide and calibration minimum
@@ -18,6 +18,7 @@ from grading.models.graders import GraderVersion as GraderVersion
 from grading.models.grades import CheatDecision as CheatDecision
 from grading.models.grades import CheckPolicy as CheckPolicy
 from grading.models.grades import GradingJob as GradingJob
+from grading.models.grades import Jury as Jury
 from grading.models.grades import RolloutGrade as RolloutGrade
 from grading.models.grades import Verdict as Verdict
 from grading.models.grades import VerdictCheck as VerdictCheck

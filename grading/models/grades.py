@@ -141,3 +141,39 @@ class GradingJob(models.Model):
     class Meta:
         ordering = ["group_id"]
         constraints = [models.UniqueConstraint(fields=["group", "grader"], name="one_grading_job_per_group_per_grader")]
+
+
+class Jury(models.Model):
+    """A project's jury: grader versions (names as Verdict.grader stores them) whose verdicts
+    are combined by a rule (grading.grader.jury) into one, stored as the verdict of
+    ``jury:<name>@<version>`` (grading.grader.juries). Editing a jury makes a new version."""
+
+    class Rule(models.TextChoices):
+        MAJORITY = "majority", "per-rollout majority tier (ties to the better median tier)"
+        MEAN_RANK = "mean_rank", "majority tier, mean of ranks"
+        AGREE_OR_ABSTAIN = "agree_or_abstain", "agree or abstain"
+
+    class OnAbstain(models.TextChoices):
+        FALLBACK = "fallback", "fall back at once"
+        WAIT = "wait", "wait for a person until the step's deadline, then fall back"
+
+    project = models.ForeignKey("grading.Project", on_delete=models.CASCADE, related_name="juries")
+    name = models.CharField(max_length=60)
+    version = models.PositiveIntegerField()
+    members = models.JSONField(help_text="grader names, e.g. heuristic@1")
+    rule = models.CharField(max_length=20, choices=Rule.choices)
+    max_gap = models.PositiveIntegerField(default=1, help_text="agree or abstain: tiers further apart than this abstain")
+    on_abstain = models.CharField(max_length=10, choices=OnAbstain.choices, default=OnAbstain.FALLBACK)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "name", "-version"]
+        constraints = [models.UniqueConstraint(fields=["project", "name", "version"], name="jury_version_unique_in_project")]
+
+    def __str__(self) -> str:
+        return self.grader
+
+    @property
+    def grader(self) -> str:
+        """The name its verdicts are stored under."""
+        return f"jury:{self.name}@{self.version}"

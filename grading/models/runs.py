@@ -66,6 +66,9 @@ class Run(models.Model):
     # The grading policy a trainer relies on: which grader tiers every mixed group as it is
     # stored, and how long a step waits for it before its ungraded groups fall back.
     auto_grade = models.CharField(max_length=10, choices=AutoGrade.choices, default=AutoGrade.NONE)
+    # Or a jury (grading.grader.juries): its members grade every mixed group and its combined
+    # verdict is the one the method uses. Set, it takes the place of auto_grade's grader.
+    jury = models.ForeignKey("grading.Jury", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     grading_deadline_seconds = models.PositiveIntegerField(
         default=DEFAULT_DEADLINE_SECONDS,
         help_text="a mixed group still without a verdict this long after it was stored (or queued again) falls back",

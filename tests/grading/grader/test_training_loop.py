@@ -60,6 +60,7 @@ def test_admin_creates_a_run_with_its_policy_before_any_group(client, alice_toke
         "auto_grade": "heuristic",
         "grading_deadline_seconds": 600,
         "grader": "heuristic@1",
+        "jury": None,
         "drop_policy": {},
         "turn_weights": False,
         "description": "",

@@ -1,0 +1,190 @@
+"""Juries (services): a project's named sets of grader versions whose verdicts are combined
+into one (grading.grader.jury), stored as the verdict of ``jury:<name>@<version>`` like any
+grader's, so the method, calibration and the bench treat a jury as a grader.
+
+A jury's verdict of a group is made when the last of its members' verdicts arrives
+(on_verdict_recorded, connected in grading/apps.py to grading.grader.hooks.verdict_recorded):
+
+- every member valid: the members' rankings combined by the jury's rule; valid, unless the
+  rule is agree-or-abstain and two members' tiers differ by more than ``max_gap`` on a
+  rollout. Then the jury abstains: with ``on_abstain="fallback"`` it stores an invalid
+  verdict (``raw["jury"]["abstained"]``), so the group falls back at once; with ``"wait"`` it
+  stores nothing, the group stays pending for a person until the step's grading deadline
+  (grading.grader.progress) and falls back then;
+- a member invalid or timed out: an invalid verdict naming it (the group falls back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import median_low
+
+from django.db import IntegrityError, transaction
+
+from grading.grader.jobs import GraderUnavailable, grader_name
+from grading.grader.jury import MAX_MEMBERS, RULES, combine
+from grading.grader.verdicts import GradeInput, record_verdict
+from grading.models import Group, Jury, Project, RolloutGrade, Verdict
+
+JURY_PREFIX = "jury:"
+MAX_JURY_NAME = 60
+MAX_GAP = 2  # tiers T1..T3: a gap of 2 is the widest
+
+
+class JuryError(ValueError):
+    """A refused jury definition; `field` names the offending field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def is_jury(grader: str) -> bool:
+    return grader.startswith(JURY_PREFIX)
+
+
+def _check(name, members, rule, max_gap, on_abstain) -> None:
+    if not isinstance(name, str) or not name or len(name) > MAX_JURY_NAME or not all(c.isalnum() or c in "-_." for c in name):
+        raise JuryError("name", f"name must be 1 to {MAX_JURY_NAME} letters, digits, '-', '_' or '.'")
+    if (
+        not isinstance(members, list)
+        or not 2 <= len(members) <= MAX_MEMBERS
+        or not all(isinstance(m, str) and 0 < len(m) <= 100 and "@" in m for m in members)
+    ):
+        raise JuryError("members", f"members must be 2 to {MAX_MEMBERS} grader names (name@version)")
+    if len(set(members)) != len(members):
+        raise JuryError("members", "a grader may sit on a jury once")
+    if any(is_jury(m) for m in members):
+        raise JuryError("members", "a jury cannot sit on a jury")
+    if rule not in RULES:
+        raise JuryError("rule", f"rule must be one of {', '.join(RULES)}")
+    if isinstance(max_gap, bool) or not isinstance(max_gap, int) or not 0 <= max_gap <= MAX_GAP:
+        raise JuryError("max_gap", f"max_gap must be a whole number of tiers from 0 to {MAX_GAP}")
+    if on_abstain not in Jury.OnAbstain.values:
+        raise JuryError("on_abstain", f"on_abstain must be one of {', '.join(Jury.OnAbstain.values)}")
+
+
+@transaction.atomic
+def save_jury(
+    *, project: Project, name: str, members: list[str], rule: str, max_gap: int = 1, on_abstain: str = "fallback"
+) -> tuple[Jury, bool]:
+    """Define a jury, or edit it: a changed definition is a new version (its verdicts are a new
+    grader's); the same definition again returns the current version. Returns (jury, created)."""
+    _check(name, members, rule, max_gap, on_abstain)
+    current = Jury.objects.select_for_update().filter(project=project, name=name).order_by("-version").first()
+    if current is not None and (current.members, current.rule, current.max_gap, current.on_abstain) == (
+        members,
+        rule,
+        max_gap,
+        on_abstain,
+    ):
+        return current, False
+    jury = Jury.objects.create(
+        project=project,
+        name=name,
+        version=(current.version + 1) if current else 1,
+        members=list(members),
+        rule=rule,
+        max_gap=max_gap,
+        on_abstain=on_abstain,
+    )
+    return jury, True
+
+
+def jury_list(project: Project) -> list[Jury]:
+    return list(Jury.objects.filter(project=project).order_by("name", "-version"))
+
+
+def current_jury(project: Project, name: str) -> Jury | None:
+    return Jury.objects.filter(project=project, name=name).order_by("-version").first()
+
+
+def member_backends(jury: Jury) -> list[str]:
+    """The backends that grade here as one of the jury's members (heuristic, llm); members
+    that match none are graders that run elsewhere and post their verdicts."""
+    backends = []
+    for backend in ("heuristic", "llm"):
+        try:
+            if grader_name(backend) in jury.members:
+                backends.append(backend)
+        except GraderUnavailable:
+            continue
+    return backends
+
+
+def on_verdict_recorded(sender, *, group: Group, verdict: Verdict, **kwargs) -> None:
+    """A member's verdict arrived: make the verdict of every jury of the project it sits on."""
+    if is_jury(verdict.grader):
+        return
+    for jury in Jury.objects.filter(project_id=group.run.project_id):
+        if verdict.grader in jury.members:
+            record_jury_verdict(jury=jury, group=group)
+
+
+def record_jury_verdict(*, jury: Jury, group: Group) -> Verdict | None:
+    """The jury's verdict of `group` once all its members have one (None before, and while it
+    waits for a person); stored once, like any grader's."""
+    existing = Verdict.objects.filter(group=group, grader=jury.grader).first()
+    if existing is not None:
+        return existing
+    verdicts = {v.grader: v for v in Verdict.objects.filter(group=group, grader__in=jury.members)}
+    if len(verdicts) < len(jury.members):
+        return None
+    info: dict = {"members": list(jury.members), "rule": jury.rule, "max_gap": jury.max_gap, "abstained": False}
+    failed = [m for m in jury.members if verdicts[m].status != Verdict.Status.VALID]
+    if failed:
+        info["failed"] = failed
+        return _store(group, jury, Verdict.Status.INVALID, [], [f"member {m} gave no valid verdict" for m in failed], info)
+    grades: dict[str, dict[int, RolloutGrade]] = {m: {} for m in jury.members}
+    for grade in RolloutGrade.objects.filter(verdict__in=[verdicts[m] for m in jury.members]).select_related("rollout"):
+        grades[next(m for m in jury.members if verdicts[m].pk == grade.verdict_id)][grade.rollout.index] = grade
+    rankings = [{i: (g.tier, g.rank) for i, g in grades[m].items()} for m in jury.members]
+    outcome = combine(jury.rule, rankings, max_gap=jury.max_gap)
+    info.update(abstained=outcome.abstained, widest_gap=outcome.max_gap, split=outcome.split)
+    if outcome.abstained:
+        info["on_abstain"] = jury.on_abstain
+        if jury.on_abstain == Jury.OnAbstain.WAIT:
+            return None
+        why = f"members' tiers differ by more than {jury.max_gap} on rollouts {', '.join(f'#{i}' for i in outcome.split)}"
+        return _store(group, jury, Verdict.Status.INVALID, [], [why], info)
+    combined = []
+    for index, (tier, rank) in sorted(outcome.ranking.items()):
+        given = [grades[m][index] for m in jury.members if index in grades[m]]
+        combined.append(
+            GradeInput(
+                index,
+                tier,
+                rank,
+                cheat=sum(g.cheat for g in given) * 2 > len(given),
+                scores=_scores(given),
+                evidence=_evidence(given),
+            )
+        )
+    return _store(group, jury, Verdict.Status.VALID, combined, [], info)
+
+
+def _scores(given: Sequence[RolloutGrade]) -> dict:
+    names = sorted({k for g in given for k in (g.scores or {}) if isinstance(g.scores.get(k), int)})
+    return {k: median_low([g.scores[k] for g in given if isinstance(g.scores.get(k), int)]) for k in names}
+
+
+def _evidence(given: Sequence[RolloutGrade]) -> list:
+    seen, out = set(), []
+    for g in given:
+        for item in g.evidence or []:
+            key = repr(item)
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
+
+
+def _store(group: Group, jury: Jury, status: str, grades: list[GradeInput], errors: list[str], info: dict) -> Verdict:
+    try:
+        with transaction.atomic():
+            verdict, _ = record_verdict(
+                group=group, grader=jury.grader, status=status, grades=grades, errors=errors, raw={"jury": info}
+            )
+    except IntegrityError:  # a concurrent member's verdict made it first
+        verdict = Verdict.objects.get(group=group, grader=jury.grader)
+    return verdict

@@ -1,0 +1,132 @@
+"""Juries: combining members' verdicts into a stored verdict, versions, and a jury as a run's
+grading policy (its members grade every mixed group; the method uses the jury's verdict)."""
+
+import orjson
+import pytest
+
+from grading.grader.juries import JuryError, record_jury_verdict, save_jury
+from grading.grader.jury import combine
+from grading.grader.progress import step_status
+from grading.grader.verdicts import GradeInput, record_verdict
+from grading.method import services
+from grading.models import AdvantageResult, Group, Jury, Run, Verdict
+from tests.factories import make_group, make_project, make_run, make_step
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import post_groups
+
+
+def test_majority_breaks_a_tie_to_the_better_median_tier_and_ranks_follow_tiers():
+    a = {0: ("T1", 1), 1: ("T2", 2), 2: ("T3", 3)}
+    b = {0: ("T2", 2), 1: ("T2", 1), 2: ("T3", 3)}
+    c = {0: ("T3", 3), 1: ("T1", 1), 2: ("T3", 2)}
+    # 0: one vote each -> lower median of (T1, T2, T3) = T2; 1: T2 twice; 2: T3 thrice
+    assert combine("majority", [a, b, c]).ranking == {0: ("T2", 2), 1: ("T2", 1), 2: ("T3", 3)}
+    # two members, a tie: the better of the two tiers, as the people's consensus
+    assert combine("majority", [{0: ("T1", 1)}, {0: ("T2", 1)}]).ranking == {0: ("T1", 1)}
+
+
+def test_mean_rank_orders_within_a_tier_by_the_mean_of_ranks():
+    a = {0: ("T1", 1), 1: ("T1", 2), 2: ("T1", 3)}
+    b = {0: ("T1", 3), 1: ("T1", 1), 2: ("T1", 1)}
+    # means 2, 1.5, 2 ; median_low would give 1, 1, 1
+    assert combine("mean_rank", [a, b]).ranking == {0: ("T1", 2), 1: ("T1", 1), 2: ("T1", 2)}
+    assert combine("majority", [a, b]).ranking == {0: ("T1", 1), 1: ("T1", 1), 2: ("T1", 1)}
+
+
+def test_agree_or_abstain_abstains_only_beyond_the_set_gap():
+    a = {0: ("T1", 1), 1: ("T2", 2)}
+    near = {0: ("T2", 1), 1: ("T2", 1)}
+    far = {0: ("T3", 2), 1: ("T2", 1)}
+    assert not combine("agree_or_abstain", [a, near], max_gap=1).abstained
+    out = combine("agree_or_abstain", [a, far], max_gap=1)
+    assert out.abstained and out.split == [0] and out.ranking == {} and out.max_gap == 2
+    assert combine("agree_or_abstain", [a, near], max_gap=0).split == [0]  # rollout 1: both T2
+
+
+@pytest.mark.django_db
+def test_editing_a_jury_makes_a_new_version_and_the_same_definition_does_not():
+    project = make_project()
+    one, created = save_jury(project=project, name="pair", members=["heuristic@1", "ext@1"], rule="majority")
+    same, again = save_jury(project=project, name="pair", members=["heuristic@1", "ext@1"], rule="majority")
+    two, _ = save_jury(project=project, name="pair", members=["heuristic@1", "ext@1"], rule="agree_or_abstain", max_gap=1)
+    assert (one.pk, one.grader, created, again) == (same.pk, "jury:pair@1", True, False) and two.grader == "jury:pair@2"
+    for bad, field in (
+        ({"members": ["heuristic@1"]}, "members"),
+        ({"members": ["heuristic@1", "jury:x@1"]}, "members"),
+        ({"rule": "vote"}, "rule"),
+        ({"max_gap": 3}, "max_gap"),
+    ):
+        with pytest.raises(JuryError) as refused:
+            save_jury(**{"project": project, "name": "pair", "members": ["a@1", "b@1"], "rule": "majority", **bad})
+        assert refused.value.field == field
+
+
+@pytest.mark.django_db
+def test_a_jury_verdict_is_stored_when_the_last_member_arrives_with_members_in_raw():
+    project = make_project()
+    group = make_group("g1", step=make_step(make_run(project)), rewards=(1, 1, 0))
+    jury, _ = save_jury(project=project, name="pair", members=["a@1", "b@1"], rule="majority")
+    record_verdict(group=group, grader="a@1", status="valid", grades=[GradeInput(0, "T1", 1), GradeInput(1, "T3", 2, cheat=True)])
+    assert not Verdict.objects.filter(grader=jury.grader).exists()  # b has not spoken
+    record_verdict(group=group, grader="b@1", status="valid", grades=[GradeInput(0, "T2", 2), GradeInput(1, "T3", 1)])
+    verdict = Verdict.objects.get(group=group, grader="jury:pair@1")
+    assert verdict.status == "valid" and verdict.raw["jury"]["members"] == ["a@1", "b@1"]
+    assert verdict.raw["jury"]["rule"] == "majority" and verdict.raw["jury"]["abstained"] is False
+    grades = {g.rollout.index: (g.tier, g.rank, g.cheat) for g in verdict.grades.select_related("rollout")}
+    assert grades == {0: ("T1", 1, False), 1: ("T3", 2, False)}  # one of two flags a cheat: not a majority
+    assert record_jury_verdict(jury=jury, group=group).pk == verdict.pk  # stored once
+
+
+def _ext_grades(heuristic: Verdict, *, disagree: bool) -> list[GradeInput]:
+    """The external grader's judgment: the heuristic's, or every tier at the other extreme."""
+    out = []
+    for g in heuristic.grades.select_related("rollout"):
+        tier = ("T1" if g.tier != "T1" else "T3") if disagree else g.tier
+        out.append(GradeInput(g.rollout.index, tier, g.rank))
+    return out
+
+
+def api(client, method, path, token, body=None):
+    kwargs = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    if body is not None:
+        kwargs.update(data=orjson.dumps(body), content_type="application/json")
+    return getattr(client, method)(f"{path}?project=acme", **kwargs)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("on_abstain", ["fallback", "wait"])
+def test_a_jury_as_run_policy_grades_with_its_members_and_its_verdict_moves_the_numbers(client, alice_token, acme, on_abstain):
+    body = {"name": "pair", "members": ["heuristic@1", "ext@1"], "rule": "agree_or_abstain", "max_gap": 1}
+    r = api(client, "post", "/api/v1/juries/", alice_token, body | {"on_abstain": on_abstain})
+    assert r.status_code == 201 and r.json()["grader"] == "jury:pair@1", r.content
+    assert api(client, "post", "/api/v1/juries/", alice_token, body | {"on_abstain": on_abstain}).status_code == 200
+    jury = Jury.objects.get(name="pair")
+    assert api(client, "post", "/api/v1/runs/", alice_token, {"name": "rl"}).status_code == 201
+    r = api(client, "patch", "/api/v1/runs/rl/", alice_token, {"jury": "pair", "grading_deadline_seconds": 600})
+    assert r.status_code == 200, r.content
+    assert (r.json()["jury"], r.json()["grader"]) == ("jury:pair@1", "jury:pair@1")
+    groups = [small_group(f"g{i}", run="rl", step=1, instance_id=f"t-{i}", rewards=(1, 0, 1, 1)) for i in range(2)]
+    post_groups(client, alice_token, *groups)
+    run = Run.objects.get(name="rl")
+    agree, split = Group.objects.get(uid="g0"), Group.objects.get(uid="g1")
+    # the heuristic member graded both groups at ingest; the jury waits for the external member
+    assert set(Verdict.objects.filter(group__run=run).values_list("grader", flat=True)) == {"heuristic@1"}
+    assert step_status(run.steps.get()).pending == 2
+    for group, disagree in ((agree, False), (split, True)):
+        heuristic = Verdict.objects.get(group=group, grader="heuristic@1")
+        record_verdict(group=group, grader="ext@1", status="valid", grades=_ext_grades(heuristic, disagree=disagree))
+    assert Verdict.objects.get(group=agree, grader=jury.grader).status == "valid"
+    split_verdict = Verdict.objects.filter(group=split, grader=jury.grader).first()
+    status = step_status(run.steps.get())
+    if on_abstain == "fallback":
+        assert split_verdict.status == "invalid" and split_verdict.raw["jury"]["abstained"] is True
+        assert (status.graded, status.invalid, status.pending, status.final) == (1, 1, 0, True)
+    else:  # waits for a person until the deadline: no verdict yet, the step is not final
+        assert split_verdict is None
+        assert (status.graded, status.pending, status.final) == (1, 1, False)
+    step = run.steps.get()
+    services.refresh_stale_step(step=step, mapping=services.active_mapping(run))
+    statuses = dict(AdvantageResult.objects.filter(step=step, passed=True).values_list("uid", "status").distinct())
+    assert statuses == {"g0": "graded", "g1": "fallback"}
+    used = set(AdvantageResult.objects.filter(step=step, uid="g0").values_list("verdict__grader", flat=True))
+    assert used == {jury.grader}  # the jury's verdict, not the heuristic's newer or older one
