@@ -166,13 +166,13 @@ def bench_runs(project: Project) -> list[Run]:
     return list(Run.objects.filter(project=project).order_by("name"))
 
 
-def run_graders(run: Run) -> list[str]:
+def run_graders(run: Run, *, hidden_from=None) -> list[str]:
     """Every grader (any `Verdict.grader`, juries included) with a valid verdict on a group of
-    `run` that people judged: the names the bench page offers."""
-    return sorted(
-        set(
-            Verdict.objects.filter(group__run=run, status=Verdict.Status.VALID, group__judgments__isnull=False).values_list(
-                "grader", flat=True
-            )
-        )
-    )
+    `run` that people judged: the names the bench page offers. Verdicts on groups `hidden_from`
+    judges blind and has not submitted are left out, so a grader seen only there is not named."""
+    verdicts = Verdict.objects.filter(group__run=run, status=Verdict.Status.VALID, group__judgments__isnull=False)
+    if hidden_from is not None:
+        hidden = open_blind_groups(project=run.project, user=hidden_from)
+        if hidden:
+            verdicts = verdicts.exclude(group_id__in=hidden)
+    return sorted(set(verdicts.values_list("grader", flat=True)))

@@ -20,7 +20,7 @@ def bench(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = get_project_for(request.user, project, Capability.MANAGE, Capability.ADJUDICATE)
     runs = data.bench_runs(project_obj)
     run = next((r for r in runs if r.name == request.GET.get("run")), runs[0] if runs else None)
-    offered = data.run_graders(run) if run else []
+    offered = data.run_graders(run, hidden_from=request.user) if run else []
     chosen = [g for g in request.GET.getlist("grader") if g in offered][: data.MAX_GRADERS]
     page = None
     if run and chosen:

@@ -33,7 +33,14 @@ QUERY = "?project=acme&run=r1&step=1&slices=true&n_boot=0&show=all&status=all&mo
 
 # Search (and a rollout's hits) need a query, and take `mode` as their own (the last value of a repeated parameter wins):
 # a search that finds g1's rollouts, so the door is opened onto them.
-DOOR_QUERY = {"search": "&q=w.py&mode=words", "api-search": "&q=w.py&mode=words", "rollout-hits": "&q=w.py&mode=words"}
+# The grader bench's API needs graders to compare: the one whose verdicts are open to everyone
+# (a blind judge typing the blind grader's name gets it echoed, never its figures on g1).
+DOOR_QUERY = {
+    "search": "&q=w.py&mode=words",
+    "api-search": "&q=w.py&mode=words",
+    "rollout-hits": "&q=w.py&mode=words",
+    "api-graders-compare": "&graders=open-grader@1",
+}
 
 
 def doors(lane: str = "1") -> list[tuple[str, str]]:
