@@ -5,7 +5,9 @@ creating and activating need "manage". A mapping is immutable once created: a ch
 a new version (there is no PUT or PATCH). Activation goes through
 `grading.method.services.activate_mapping`, which logs who/when/why and queues the
 run's recomputation after the commit; a calibrated mapping below the project's minimum
-evidence is refused (409, with what it rests on) unless the body says `"force": true`.
+evidence is refused (409, with what it rests on) unless the body says `"force": true`, and
+one fitted on a grader version's verdicts (its `grader`) is refused (409) for a run another
+grader grades, whatever `force` says.
 
 Mounted at /api/v1/mappings/ by `include("grading.api.mappings")`; `urlpatterns` is at the end.
 """
@@ -32,9 +34,10 @@ from grading.api.serializers import (
     MappingDetailSerializer,
     MappingListItemSerializer,
 )
+from grading.grader.policy import auto_grader_name
 from grading.method import selectors
 from grading.method.evidence import TooLittleEvidence
-from grading.method.services import activate_mapping, active_mapping, create_mapping
+from grading.method.services import GraderMismatch, activate_mapping, active_mapping, create_mapping
 from grading.models import Capability
 from grading.selectors import run_named
 
@@ -110,8 +113,10 @@ class MappingActivateView(APIView):
             409: OpenApiResponse(
                 OpenApiTypes.OBJECT,
                 description=(
-                    "The mapping is already active for the run, or it is a calibrated mapping whose fit is below the"
-                    " project's minimum evidence and `force` was not sent; then `evidence` says what it rests on"
+                    "The mapping is already active for the run; or it is a calibrated mapping fitted on another grader"
+                    " than the run's (`grader` names it, `run_grader` the run's policy grader or null when it names"
+                    " none); or its fit is below the project's minimum evidence and `force` was not sent; then"
+                    " `evidence` says what it rests on"
                 ),
             ),
         },
@@ -141,6 +146,8 @@ class MappingActivateView(APIView):
                 reason=fields.validated_data["reason"],
                 override=fields.validated_data["force"],
             )
+        except GraderMismatch as mismatch:
+            return error(status.HTTP_409_CONFLICT, str(mismatch), grader=mapping.grader, run_grader=auto_grader_name(run))
         except TooLittleEvidence as refused:
             return error(
                 status.HTTP_409_CONFLICT,

@@ -195,6 +195,7 @@ class MappingSerializer(serializers.ModelSerializer):
             "project",
             "bands",
             "source",
+            "grader",
             "fit_summary",
             "note",
             "created_by",

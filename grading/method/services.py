@@ -148,6 +148,7 @@ def create_mapping(
     user=None,
     source: str = FactorMapping.Source.MANUAL,
     fit: dict | None = None,
+    grader: str = "",
 ) -> FactorMapping:
     """A new mapping `name@N`, N one past the newest version of that name the project can see.
 
@@ -171,6 +172,7 @@ def create_mapping(
                     note=note,
                     source=source,
                     fit=fit or {},
+                    grader=grader,
                     created_by=user,
                 )
         except IntegrityError:  # someone took that version meanwhile
@@ -179,15 +181,27 @@ def create_mapping(
                 raise
 
 
+class GraderMismatch(ValueError):
+    """A calibrated mapping fitted on one grader's verdicts, refused for a run another grader grades."""
+
+
 @transaction.atomic
 def activate_mapping(
     *, run: Run, mapping: FactorMapping, user=None, reason: str = "", override: bool = False
 ) -> MappingActivation:
     """Make `mapping` the run's active one. A calibrated mapping whose recorded fit is below
     the project's minimum evidence (grading.method.evidence) raises TooLittleEvidence unless
-    `override`; an activation that overrode the minimum says so."""
+    `override`; an activation that overrode the minimum says so. A mapping fitted on one
+    grader version's verdicts (`mapping.grader`) raises GraderMismatch on a run whose numbers
+    rest on another grader's (grading.grader.policy.mapping_grader_refusal), override or not."""
     if mapping.project_id not in (None, run.project_id):
         raise ValueError("that mapping belongs to another project")
+    if mapping.grader:
+        from grading.grader.policy import mapping_grader_refusal  # grading.grader imports this module
+
+        refused = mapping_grader_refusal(run, mapping.grader)
+        if refused is not None:
+            raise GraderMismatch(f"{mapping.label} cannot be activated for {run.name}: {refused}")
     evidence = mapping_evidence(mapping, project=run.project_id)
     below = evidence is not None and not evidence.sufficient
     if below and evidence is not None and not override:  # `below` already says it is not None

@@ -32,6 +32,13 @@ class FactorMapping(models.Model):
     bands = models.JSONField(help_text='{"T1": [hi, lo], "T2": [hi, lo], "T3": [hi, lo]}')
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
     fit = models.JSONField(default=dict, blank=True, help_text="judgments, counts and intervals a calibrated mapping came from")
+    # A calibrated mapping fits one grader version's tiers (or one jury's): it is activated
+    # only on runs that grader grades (grading.grader.policy.mapping_grader_refusal).
+    grader = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="the grader version (or jury) a calibrated mapping was fitted on; empty for default, manual mappings",
+    )
     note = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

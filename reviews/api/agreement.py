@@ -27,7 +27,12 @@ class AgreementView(APIView):
         parameters=[
             OpenApiParameter("project", str, description="required with a session login; a token implies its project"),
             OpenApiParameter("run", str, description="one run; every run of the project when omitted"),
-            OpenApiParameter("grader", str, description="grader name@version; the newest valid verdict per group when omitted"),
+            OpenApiParameter(
+                "grader",
+                str,
+                description="grader name@version (or a jury); when omitted, the run's policy grader, else the version "
+                "that graded the most judged groups. Figures are always one version's, never several pooled",
+            ),
             OpenApiParameter("step", int, description="one step number"),
             OpenApiParameter("n_boot", int, description=f"bootstrap resamples over groups (default 1000, at most {MAX_BOOT})"),
             OpenApiParameter("slices", bool, description="also per grader, step and repo (default false)"),
@@ -67,7 +72,9 @@ class AgreementView(APIView):
             },
             "n_judged_rollouts": figures.n_judgments,
             "withheld_open_blind_groups": figures.withheld,
+            "grader": figures.grader,
             "graders": figures.graders,
+            "grader_versions": figures.versions,
             "n_boot": n_boot,
             **figures.overall,
             "ceiling": figures.ceiling,

@@ -2,8 +2,9 @@
 
 The frame is what reviews.stats.agreement takes: one row per (rollout, rater) with group, rollout,
 rater, tier (T1..T3), rank, cheat and audit, plus step, repo and grader columns to slice by.
-The grader's rows come from the newest valid verdict of each group (or of the chosen
-grader). People's rows are their reviews; where an adjudicator settled a group, the
+The grader's rows are one grader version's valid verdicts (or one jury's), never several
+versions pooled: the chosen one, else the run's policy grader, else the version that graded
+the most judged groups (judgment_frames). People's rows are their reviews; where an adjudicator settled a group, the
 adjudication is the people's word for the grader comparison (`frame`), while the
 reviews stay the material of the people-vs-people ceiling (`people`).
 """
@@ -11,7 +12,7 @@ reviews stay the material of the people-vs-people ceiling (`people`).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from grading.formats import params
+from grading.grader.policy import auto_grader_name
 from grading.method.advantage import MappingSpec, group_summary, redistribute
 from grading.method.services import active_mapping, step_balance, step_inputs
 from grading.models import (
@@ -89,15 +91,31 @@ def _memo(name: str, frame: pd.DataFrame, compute, **params):
 
 @dataclass
 class JudgmentFrames:
-    frame: pd.DataFrame  # grader rows + the people's word per group (adjudication where there is one)
-    people: pd.DataFrame  # reviews only: the ceiling's material
-    graders: list[str]
+    frame: pd.DataFrame  # one grader version's rows + the people's word on the groups it graded
+    people: pd.DataFrame  # the reviews of those groups: the ceiling's material
+    graders: list[str]  # [grader] when it graded a judged group of the scope, else []
     n_judgments: int
     withheld: int = 0  # groups left out because the viewer judges them blind (open_blind_groups)
+    grader: str | None = None  # the one grader version (or jury) the frame holds: chosen, or the default
+    versions: dict[str, int] = field(default_factory=dict)  # each version with a valid verdict on a judged group: its groups
+    version_frames: dict[str, pd.DataFrame] = field(default_factory=dict)  # each version's own frame (every_version=True)
 
 
 def _empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in COLUMNS})
+
+
+def policy_grader(run: Run | None, grader: str | None = None) -> str | None:
+    """The grader version a fit is for when none is chosen: the run's policy grader or jury
+    (grading.grader.policy.auto_grader_name), whose verdicts its numbers rest on."""
+    if grader:
+        return grader
+    return auto_grader_name(run) if run is not None else None
+
+
+def default_version(versions: dict[str, int]) -> str | None:
+    """The version that graded the most judged groups (the first name on a tie), if any."""
+    return min(versions, key=lambda name: (-versions[name], name)) if versions else None
 
 
 def judgment_frames(
@@ -108,8 +126,17 @@ def judgment_frames(
     step: int | None = None,
     hidden_from=None,
     hidden: set[int] | None = None,
+    every_version: bool = False,
 ) -> JudgmentFrames:
-    """Four queries whatever the number of judgments (five with `hidden_from`).
+    """Four queries whatever the number of judgments (five with `hidden_from`, one more for the
+    run's policy grader when none is chosen).
+
+    The grader's rows are one grader version's (or one jury's), never several pooled: a
+    version's tiers are what a mapping fitted on them describes. `grader` when given, else
+    the run's policy grader (policy_grader), else the version that graded the most judged
+    groups of the scope (default_version). `versions` counts every version's judged groups,
+    for a picker; `every_version` also builds each version's own frame (`version_frames`),
+    for the agreement table's per-version rows.
 
     `hidden_from`: the person the figures are for. Their open blind groups are left out of
     every frame (grader rows and people's rows alike), so no figure, slice or trend computed
@@ -117,6 +144,7 @@ def judgment_frames(
     `withheld` counts them so the page or API can say so. `hidden`: those groups, when the
     caller has already read them.
     """
+    chosen = policy_grader(run, grader)
     items = JudgmentItem.objects.filter(judgment__group__run__project=project)
     if hidden is None:
         hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
@@ -145,30 +173,31 @@ def judgment_frames(
         columns=["group", "uid", "rollout", "rollout_id", "rater", "kind", "tier", "rank", "cheat", "step", "repo"],
     )
     if human.empty:
-        return JudgmentFrames(_empty(), _empty(), [], 0, len(hidden))
+        return JudgmentFrames(_empty(), _empty(), [], 0, len(hidden), chosen)
     group_ids = human["group"].unique().tolist()
 
-    verdicts = Verdict.objects.filter(group_id__in=group_ids, status=Verdict.Status.VALID)
-    if grader:
-        verdicts = verdicts.filter(grader=grader)
-    latest: dict[int, tuple[int, str]] = {}
-    for verdict_id, group_id, name in verdicts.order_by("group_id", "-created_at", "-id").values_list("id", "group_id", "grader"):
-        latest.setdefault(group_id, (verdict_id, name))
+    # One verdict per group per grader version (a constraint); the newest first all the same.
+    verdict_of: dict[str, dict[int, int]] = {}  # version -> group -> verdict id
+    for verdict_id, group_id, name in (
+        Verdict.objects.filter(group_id__in=group_ids, status=Verdict.Status.VALID)
+        .order_by("group_id", "-created_at", "-id")
+        .values_list("id", "group_id", "grader")
+    ):
+        verdict_of.setdefault(name, {}).setdefault(group_id, verdict_id)
+    versions = {name: len(groups) for name, groups in sorted(verdict_of.items())}
+    chosen = chosen or default_version(versions)
+    wanted = sorted(verdict_of) if every_version else [chosen] if chosen in verdict_of else []
     machine = pd.DataFrame(
         list(
-            RolloutGrade.objects.filter(verdict_id__in=[v for v, _ in latest.values()]).values_list(
-                "verdict__group_id", "rollout__index", "rollout_id", "tier", "rank", "cheat"
+            RolloutGrade.objects.filter(verdict_id__in=[v for name in wanted for v in verdict_of[name].values()]).values_list(
+                "verdict_id", "verdict__group_id", "rollout__index", "rollout_id", "tier", "rank", "cheat"
             )
         ),
-        columns=["group", "rollout", "rollout_id", "tier", "rank", "cheat"],
+        columns=["verdict", "group", "rollout", "rollout_id", "tier", "rank", "cheat"],
     )
-    grader_of = {g: name for g, (_, name) in latest.items()}
-    human = human[human["group"].isin(grader_of.keys())] if grader else human
-    # object dtype first: with no group graded the map is all-NaN float64, which pandas will refuse to fill with ""
-    human["grader"] = human["group"].map(grader_of).astype(object).fillna("")
     group_info = human.drop_duplicates("group").set_index("group")[["uid", "step", "repo"]]
     machine = machine.join(group_info, on="group")
-    machine["rater"], machine["grader"] = GRADER, machine["group"].map(grader_of)
+    machine["rater"] = GRADER
 
     audits: dict[int, bool] = {}
     for rollout_id, confirmed in (
@@ -179,12 +208,6 @@ def judgment_frames(
         if confirmed is not None:  # always so (the filter); this tells mypy
             audits.setdefault(rollout_id, confirmed)
 
-    reviews = human[human["kind"] == Judgment.Kind.REVIEW]
-    adjudications = human[human["kind"] == Judgment.Kind.ADJUDICATION].assign(rater=ADJUDICATED)
-    settled = set(adjudications["group"])
-    people_word = pd.concat([reviews[~reviews["group"].isin(settled)], adjudications], ignore_index=True)
-    frame = pd.concat([machine, people_word], ignore_index=True)
-
     def finish(data: pd.DataFrame) -> pd.DataFrame:
         data = data.copy()
         data["audit"] = data["rollout_id"].map(audits).astype(object)
@@ -192,7 +215,31 @@ def judgment_frames(
         data["rank"] = data["rank"].astype(float)
         return data[COLUMNS].sort_values(["group", "rollout", "rater"], kind="stable").reset_index(drop=True)
 
-    return JudgmentFrames(finish(frame), finish(reviews), sorted(set(grader_of.values())), int(human.shape[0]), len(hidden))
+    def version(name: str | None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        """The version's frame, its reviews and the people's rows it rests on. A version that
+        graded none of the judged groups keeps every person's rows (the page says none pairs)."""
+        graded = verdict_of.get(name or "", {})
+        own = human[human["group"].isin(graded.keys())] if graded else human
+        rows = machine[machine["verdict"].isin(set(graded.values()))].drop(columns=["verdict"])
+        reviews = own[own["kind"] == Judgment.Kind.REVIEW]
+        adjudications = own[own["kind"] == Judgment.Kind.ADJUDICATION].assign(rater=ADJUDICATED)
+        settled = set(adjudications["group"])
+        people_word = pd.concat([reviews[~reviews["group"].isin(settled)], adjudications], ignore_index=True)
+        frame = pd.concat([rows, people_word], ignore_index=True).assign(grader=name or "")
+        return finish(frame), finish(reviews.assign(grader=name or "")), own
+
+    frame, reviews, own = version(chosen)
+    frames = {name: frame if name == chosen else version(name)[0] for name in wanted} if every_version else {}
+    return JudgmentFrames(
+        frame,
+        reviews,
+        [chosen] if chosen in verdict_of else [],
+        int(own.shape[0]),
+        len(hidden),
+        chosen,
+        versions,
+        frames,
+    )
 
 
 FIGURE_LABELS = {
@@ -276,15 +323,23 @@ def _ceiling(people: pd.DataFrame, *, n_boot: int, seed: int) -> dict:
     }
 
 
-def slices(frame: pd.DataFrame, *, n_boot: int, max_repos: int = 8) -> list[dict]:
-    """The agreement table's rows: everything, then per grader version, per step, per repo."""
+def slices(
+    frame: pd.DataFrame, *, n_boot: int, max_repos: int = 8, versions: dict[str, pd.DataFrame] | None = None
+) -> list[dict]:
+    """The agreement table's rows: everything (the fitted version's), then per grader version
+    (each on its own frame, `versions`, when given), per step, per repo."""
     rows = [{"slice": "all", "value": "all judgments", **report(frame, n_boot=n_boot)}]
+    for name in sorted(versions or {}):
+        assert versions is not None  # (the loop says so) for mypy
+        rows.append({"slice": "grader", "value": name, **report(versions[name], n_boot=n_boot)})
     for column, label in (("grader", "grader"), ("step", "step"), ("repo", "repo")):
+        if column == "grader" and versions:
+            continue
         values = frame[column].dropna().unique().tolist()
         if column == "repo":
             sizes = frame.groupby("repo")["group"].nunique().sort_values(ascending=False)
             values = [v for v in sizes.index.tolist()[:max_repos] if v]
-        for value in sorted(values, key=str):
+        for value in sorted((v for v in values if v != "" or column != "grader"), key=str):
             rows.append({"slice": label, "value": value, **report(frame[frame[column] == value], n_boot=n_boot)})
     return rows
 
@@ -480,7 +535,8 @@ def _impact(*, run: Run, mapping: FactorMapping, proposed: MappingSpec, step_ids
 
 @dataclass
 class Figures:
-    """Everything the calibration page and the agreement API show for one scope."""
+    """Everything the calibration page and the agreement API show for one scope: the figures
+    and the fit of one grader version (`grader`), and the versions there are to choose from."""
 
     graders: list[str]
     n_judgments: int  # judged rollouts in the scope
@@ -490,6 +546,8 @@ class Figures:
     ceiling: dict
     trend: list[dict]
     slices: list[dict] | None
+    grader: str | None = None  # the version the figures and the fit are for
+    versions: dict[str, int] = field(default_factory=dict)  # every version with judged groups here: how many
 
 
 def scope_fingerprint(*, project: Project, run: Run | None, grader: str | None, step: int | None, hidden: set[int]) -> str:
@@ -534,8 +592,12 @@ def figures(
     """The scope's figures, kept in the cache under the scope's fingerprint: a view of
     unchanged judgments reads four small queries and one cache entry, not the frames (tens of
     thousands of rows at a run's size). On a change, the frames are read again and only the
-    reports whose rows changed are resampled (the per-report memo, _memo)."""
+    reports whose rows changed are resampled (the per-report memo, _memo).
+
+    The figures are one grader version's (judgment_frames): `grader`, else the run's policy
+    grader, else the version that graded the most judged groups."""
     hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
+    grader = policy_grader(run, grader)
     given = (n_boot, with_slices, N_BOOT_TREND, N_BOOT_SLICES)
     key = (
         f"gagar:calibration:figures:{scope_fingerprint(project=project, run=run, grader=grader, step=step, hidden=hidden)}"
@@ -543,7 +605,7 @@ def figures(
     )
     found = cache.get(key)
     if found is None:
-        frames = judgment_frames(project=project, run=run, grader=grader, step=step, hidden=hidden)
+        frames = judgment_frames(project=project, run=run, grader=grader, step=step, hidden=hidden, every_version=with_slices)
         found = Figures(
             graders=frames.graders,
             n_judgments=frames.n_judgments,
@@ -552,7 +614,11 @@ def figures(
             fitted=fitted_mapping(frames.frame, n_boot=n_boot),
             ceiling=ceiling(frames.people, n_boot=n_boot),
             trend=trends(frames.frame, n_boot=min(n_boot, N_BOOT_TREND)),
-            slices=slices(frames.frame, n_boot=min(n_boot, N_BOOT_SLICES)) if with_slices else None,
+            slices=slices(frames.frame, n_boot=min(n_boot, N_BOOT_SLICES), versions=frames.version_frames)
+            if with_slices
+            else None,
+            grader=frames.grader,
+            versions=frames.versions,
         )
         cache.set(key, found, MEMO_SECONDS)
     return found

@@ -2,9 +2,11 @@
 
 A calibrated mapping is a new, immutable FactorMapping version whose `fit` records what it
 came from — the count table, k, q, the bootstrap intervals, how many judgments and
-groups, and the slice (run / grader / step) they were drawn from — and activating it is
+groups, and the slice (run / grader / step) they were drawn from — and, in `grader`, the
+one grader version (or jury) whose verdicts it was fitted on; activating it is
 the same versioned, logged, recomputing step as any other mapping (MappingActivation),
-held to the project's minimum evidence (grading.method.evidence) like any other.
+held to the project's minimum evidence (grading.method.evidence) like any other, and
+refused for a run another grader grades (grading.grader.policy.mapping_grader_refusal).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import time
 
 from django.db import transaction
 
-from grading.method.services import activate_mapping, create_mapping
+from grading.grader.policy import mapping_grader_refusal
+from grading.method.services import GraderMismatch, activate_mapping, create_mapping
 from grading.models import FactorMapping, MappingActivation, Run
 from reviews.stats.calibration import FittedMapping
 
@@ -22,18 +25,33 @@ MIN_REASON_CHARS = 3
 
 @transaction.atomic
 def activate_fitted_mapping(
-    *, run: Run, fitted: FittedMapping, user, reason: str, scope: dict, n_judgments: int, override: bool = False
+    *,
+    run: Run,
+    fitted: FittedMapping,
+    grader: str,
+    user,
+    reason: str,
+    scope: dict,
+    n_judgments: int,
+    override: bool = False,
 ) -> tuple[FactorMapping, MappingActivation]:
-    """Store the fit as a new calibrated version and make it the run's active mapping.
+    """Store the fit of `grader`'s verdicts as a new calibrated version and make it the run's
+    active mapping.
 
     Below the project's minimum evidence it raises TooLittleEvidence (and stores nothing)
-    unless `override`: the person has been shown what the fit rests on and confirmed."""
+    unless `override`: the person has been shown what the fit rests on and confirmed. For a
+    run graded by another grader it raises GraderMismatch (and stores nothing), override or not."""
     reason = (reason or "").strip()
     if len(reason) < MIN_REASON_CHARS:
         raise ValueError("say why: activating a mapping needs a reason")
     if fitted.n_judgments == 0:
         raise ValueError("no judgments pair a grader tier with a person's: nothing to fit")
-    fit = {**fitted.to_dict(), "n_judgments": n_judgments, "n_pairs": fitted.n_judgments, "scope": scope}
+    if not grader:
+        raise ValueError("a fit is of one grader version's verdicts: name it")
+    refused = mapping_grader_refusal(run, grader)
+    if refused is not None:
+        raise GraderMismatch(f"the fit cannot be activated for {run.name}: {refused}")
+    fit = {**fitted.to_dict(), "n_judgments": n_judgments, "n_pairs": fitted.n_judgments, "scope": scope, "grader": grader}
     mapping = create_mapping(
         project=run.project,
         name=f"{run.project.name}-calibrated",
@@ -42,6 +60,7 @@ def activate_fitted_mapping(
         user=user,
         source=FactorMapping.Source.CALIBRATED,
         fit=fit,
+        grader=grader,
     )
     return mapping, activate_mapping(run=run, mapping=mapping, user=user, reason=reason, override=override)
 

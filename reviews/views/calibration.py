@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.formats import params
+from grading.grader.policy import auto_grader_name, mapping_grader_refusal
 from grading.method.advantage import MappingSpec
 from grading.method.evidence import MAX_MINIMUM, TooLittleEvidence, assess
 from grading.method.minimums import minimum_for, save_minimum
@@ -46,8 +47,11 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
     run = scope["run"]
     active = active_mapping(run) if run else None
     steps = data.run_steps(run) if run else []
-    preview = impact = None
+    preview = impact = refusal = None
     can_activate = Capability.MANAGE in membership.capabilities and run is not None
+    if can_activate and frames.grader and fitted.n_judgments:  # a fit of another grader than the run's is refused
+        refusal = mapping_grader_refusal(run, frames.grader)
+        can_activate = refusal is None
     minimum = minimum_for(project_obj)
     evidence = assess(counts=fitted.counts, n_groups=fitted.n_groups, minimum=minimum)
     if run and steps and fitted.n_judgments:
@@ -80,6 +84,8 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         "preview": preview,
         "trend": trend,
         "can_activate": can_activate,
+        "refusal": refusal,
+        "fits": _fits(scope, frames, run),
         "impact": impact,
         "evidence": evidence,
         "minimum": minimum,
@@ -99,6 +105,21 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         "lambda_chart": _lambda_chart(preview) if preview else None,
     }
     return render(request, "reviews/calibration.html", context)
+
+
+def _fits(scope, frames: data.Figures, run) -> dict:
+    """Which grader version the figures and the fit are for, and why that one; the picker's
+    versions (the one fitted first among them when it graded none of the judged groups)."""
+    if scope["grader"]:
+        why = "chosen"
+    elif run is not None and auto_grader_name(run) is not None:
+        why = "the run's grader"
+    else:
+        why = "the version that graded the most judged groups here"
+    versions = dict(frames.versions)
+    if frames.grader and frames.grader not in versions:
+        versions = {frames.grader: 0, **versions}
+    return {"grader": frames.grader, "why": why, "versions": list(versions.items())}
 
 
 def _mapping_rows(fitted, active) -> list[dict]:
@@ -194,7 +215,8 @@ def activate(request: HttpRequest, project: str) -> HttpResponse:
             fitted=fitted,
             user=request.user,
             reason=request.POST.get("reason", ""),
-            scope={"run": scope["run"].name, "grader": scope["grader"], "step": scope["step"]},
+            scope={"run": scope["run"].name, "grader": frames.grader, "step": scope["step"]},
+            grader=frames.grader or "",
             n_judgments=frames.n_judgments,
             override=request.POST.get("override") == "1",
         )

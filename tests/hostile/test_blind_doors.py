@@ -194,20 +194,30 @@ def test_no_door_shows_grader_data_to_a_reviewer_browsing_outside_an_assignment(
 def test_agreement_figures_leave_out_the_callers_blind_group(client, people, world, who):
     client.force_login(people["gus"])  # an adjudicator without an assignment: everything counts
     full = client.get("/api/v1/agreement/?project=acme&step=1&slices=true&n_boot=0").json()
-    assert full["n_groups"] == 2 and BLIND_GRADER in full["graders"]
+    assert full["grader_versions"] == {BLIND_GRADER: 1, OPEN_GRADER: 1}  # one version's figures, never pooled
+    assert full["n_groups"] == 1 and full["graders"] == [BLIND_GRADER]  # the first of two that graded one group each
+    assert [(s["value"], s["n_groups"]) for s in full["slices"] if s["slice"] == "grader"] == [
+        (BLIND_GRADER, 1),
+        (OPEN_GRADER, 1),
+    ]
     assign(group=world["g1@1"], reviewer=people[who])
     client.force_login(people[who])
     for query in ("", "&step=1", "&run=r1", "&grader=" + BLIND_GRADER):
         body = client.get("/api/v1/agreement/?project=acme&slices=true&n_boot=0" + query).json()
         assert body["withheld_open_blind_groups"] == 1
         assert body["graders"] == ([] if "grader=" in query else [OPEN_GRADER]), query
+        assert body["grader_versions"] == {OPEN_GRADER: 1}, query
         for row in [body, *body["slices"]]:  # every slice counts g2's three rollouts at most
             assert row["n_groups"] <= 1 and sum(map(sum, row["confusion"])) <= 3, (query, row.get("slice"), row.get("value"))
         assert all(t["grader_t1_share"] in (None, pytest.approx(2 / 3, abs=1e-5)) for t in body["by_step"])
     # Once they submit, the group counts again for them.
     submit_judgment(reviewer=people[who], group=world["g1@1"], items=items(G1_TIERS))
     body = client.get("/api/v1/agreement/?project=acme&step=1&slices=true&n_boot=0").json()
-    assert body["withheld_open_blind_groups"] == 0 and body["n_groups"] == 2
+    assert body["withheld_open_blind_groups"] == 0 and body["grader_versions"] == {BLIND_GRADER: 1, OPEN_GRADER: 1}
+    assert [(s["value"], s["n_groups"]) for s in body["slices"] if s["slice"] == "grader"] == [
+        (BLIND_GRADER, 1),
+        (OPEN_GRADER, 1),
+    ]
 
 
 def test_calibration_page_leaves_out_the_viewers_blind_group(client, people, world):

@@ -64,7 +64,9 @@ def test_activating_the_fitted_mapping_versions_it_and_changes_graded_advantages
     activation = MappingActivation.objects.get()
     assert (activation.mapping, activation.activated_by, activation.reason) == (mapping, alice, "two reviewers, 6 pairs")
     assert activation.overrode_minimum and mapping.fit["n_groups"] == 2
-    assert mapping.fit["scope"] == {"run": "r1", "grader": None, "step": None}
+    # no grader chosen: the version that graded the judged groups, recorded on the mapping
+    assert mapping.fit["scope"] == {"run": "r1", "grader": GRADER, "step": None}
+    assert mapping.grader == GRADER and mapping.fit["grader"] == GRADER
     assert mapping.fit["counts"] == [[2, 0, 0], [0, 1, 2], [0, 0, 1]] and mapping.fit["n_boot"] == 1000
     assert mapping.bands["T1"] == [1.0, 1.0] and mapping.bands["T2"][0] == mapping.bands["T2"][1]
     refresh_stale_steps(steps=steps, mapping=mapping)
@@ -91,7 +93,7 @@ def test_uninformative_grader_gives_equal_factors_and_baseline_advantages(alice,
     fitted = fit_mapping([[3, 3, 3], [3, 3, 3], [3, 3, 3]], k=0)
     assert fitted.f == (1.0, 1.0, 1.0)
     mapping, _ = activate_fitted_mapping(
-        run=run, fitted=fitted, user=alice, reason="uninformative", scope={}, n_judgments=27, override=True
+        run=run, fitted=fitted, grader=GRADER, user=alice, reason="uninformative", scope={}, n_judgments=27, override=True
     )  # a table with no groups recorded is below any minimum but 0
     refresh_stale_steps(steps=list(run.steps.all()), mapping=mapping)
     rows = list(AdvantageResult.objects.filter(mapping=mapping))
@@ -203,7 +205,7 @@ def test_below_the_minimum_the_fit_says_too_little_evidence_and_the_dialog_what_
 def test_a_tier_without_pairs_shows_no_interval_and_says_why(client, alice, judged):
     from grading.grader.verdicts import GradeInput, record_verdict
 
-    # a newer verdict on g1@1 (another grader's) gives no T3: the grader's T3 row is now 0 / 0 / 0
+    # another grader's verdict on g1@1 gives no T3: that grader's T3 row is 0 / 0 / 0
     record_verdict(
         group=judged["g1@1"],
         grader="second-grader@1",
@@ -211,14 +213,14 @@ def test_a_tier_without_pairs_shows_no_interval_and_says_why(client, alice, judg
         grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2), GradeInput(3, "T2", 2)],
     )
     client.force_login(alice)
-    r = client.get("/projects/acme/calibration/?run=r1")
+    r = client.get("/projects/acme/calibration/?run=r1&grader=second-grader@1")
     html = r.content.decode()
     cell = html.split('data-testid="interval-T3">')[1].split("</td>")[0]
     assert cell.startswith("–") and "no pairs: the grader gave T3 to none of the judged rollouts, so f is the prior" in cell
     assert html.split('data-testid="interval-T2">')[1].startswith("[")
     assert r.context["mapping_chart"]["intervals"]["data"][2] is None
     assert "<li>T3 seen in 0 pairs, 5 needed</li>" in html
-    body = client.get("/api/v1/agreement/?project=acme&run=r1&n_boot=50").json()
+    body = client.get("/api/v1/agreement/?project=acme&run=r1&n_boot=50&grader=second-grader@1").json()
     assert body["fitted_mapping"]["intervals"][2] is None and body["fitted_mapping"]["intervals"][0] is not None
 
 
