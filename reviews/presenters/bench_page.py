@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reviews.stats.bench import BENCH_FIGURES, BETWEEN_FIGURES
 
@@ -38,6 +38,20 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Move:
+    """What a grader's fitted mapping would move on the run (the compare API's `would_move`)."""
+
+    name: str
+    factors: tuple[float, ...]  # fitted f of T1, T2, T3; empty without pairs
+    n_pairs: int
+    credit_moved: float | None
+    n_changed: int | None
+    n_rows: int | None
+    t1_share: float | None
+    run_grader: bool  # the run's policy grader: the one whose fit the run may activate
+
+
+@dataclass(frozen=True)
 class BenchPage:
     groups: int
     withheld: int
@@ -47,6 +61,8 @@ class BenchPage:
     paired: list[Row]
     between: list[Row]
     ceiling: list[tuple[str, Cell]]
+    moves: list[Move] = field(default_factory=list)
+    run_grader: str | None = None
 
 
 def _cell(figure: dict | None) -> Cell:
@@ -75,6 +91,22 @@ def bench_page(body: dict) -> BenchPage:
     paired = [Row(f"{p['a']} − {p['b']}", [_cell(p.get(name)) for name in BENCH_FIGURES]) for p in body["paired"]]
     between = [Row(f"{p['a']} vs {p['b']}", [_cell(p.get(name)) for name in BETWEEN_FIGURES]) for p in body["between_graders"]]
     ceiling = [(f["label"], _cell(f)) for f in body["human_ceiling"].get("figures", {}).values()]
+    moves = []
+    for row in body["graders"]:
+        move = row.get("would_move") or {}
+        bands = move.get("mapping") or {}
+        moves.append(
+            Move(
+                name=row["grader"],
+                factors=tuple(bands[t][0] for t in ("T1", "T2", "T3")) if bands else (),
+                n_pairs=int(move.get("n_pairs") or 0),
+                credit_moved=move.get("credit_moved"),
+                n_changed=move.get("n_changed"),
+                n_rows=move.get("n_rows"),
+                t1_share=move.get("t1_share"),
+                run_grader=row["grader"] == body.get("run_grader"),
+            )
+        )
     return BenchPage(
         groups=body["groups"],
         withheld=body["withheld_open_blind_groups"],
@@ -84,4 +116,6 @@ def bench_page(body: dict) -> BenchPage:
         paired=paired,
         between=between,
         ceiling=ceiling,
+        moves=moves,
+        run_grader=body.get("run_grader"),
     )

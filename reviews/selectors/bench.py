@@ -3,7 +3,8 @@
 Any `Verdict.grader` value is a grader on the bench, juries (`jury:<name>@<version>`)
 included. The people's word follows docs/method.md §5 (an adjudication where there is one,
 else the reviews); the ceiling uses the reviews. Five queries whatever the number of
-graders and judgments (six with `hidden_from`).
+graders and judgments (six with `hidden_from`), and five more for what each grader's fitted
+mapping would move on the run (would_move), also whatever the number of graders.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.db.models import Count, Q
 
+from grading.grader.policy import auto_grader_name
+from grading.method.advantage import MappingSpec
 from grading.models import CheatDecision, Project, RolloutGrade, Run, Verdict
 from reviews.models import Judgment, JudgmentItem
 from reviews.selectors.blind import open_blind_groups
-from reviews.selectors.calibration import ADJUDICATED, _figure, ceiling
+from reviews.selectors.calibration import ADJUDICATED, _figure, activation_impacts, ceiling, fitted_mapping
+from reviews.stats.agreement.frame import GRADER
 from reviews.stats.bench import JURY_PREFIX, compare, jury_n_eff, usage_per_group
 
 MAX_GRADERS = 8
@@ -32,6 +37,7 @@ class BenchFrames:
     members: dict[str, list[str]]  # jury -> its members (from its verdicts' raw["jury"]["members"])
     uids: dict[int, str]
     withheld: int
+    hidden: frozenset[int] = frozenset()  # the viewer's open blind groups, left out
 
 
 _COLUMNS = ["group", "rollout", "rater", "tier", "rank", "cheat", "audit"]
@@ -66,7 +72,7 @@ def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=
     )
     empty = pd.DataFrame({c: pd.Series(dtype=object) for c in _COLUMNS})
     if human.empty:
-        return BenchFrames(empty, empty, {g: {} for g in graders}, {}, {}, len(hidden))
+        return BenchFrames(empty, empty, {g: {} for g in graders}, {}, {}, len(hidden), frozenset(hidden))
     group_ids = human["group"].unique().tolist()
     verdict_rows = list(
         Verdict.objects.filter(group_id__in=group_ids, status=Verdict.Status.VALID, grader__in=graders)
@@ -115,7 +121,8 @@ def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=
         return data[_COLUMNS].sort_values(["group", "rollout", "rater"], kind="stable").reset_index(drop=True)
 
     uids = dict(human.drop_duplicates("group")[["group", "uid"]].itertuples(index=False, name=None))
-    return BenchFrames(finish(pd.concat([machine, word], ignore_index=True)), finish(reviews), usage, members, uids, len(hidden))
+    frame = finish(pd.concat([machine, word], ignore_index=True))
+    return BenchFrames(frame, finish(reviews), usage, members, uids, len(hidden), frozenset(hidden))
 
 
 def _plain(x: float) -> float | None:
@@ -144,6 +151,9 @@ def comparison(*, project: Project, run: Run, graders: list[str], hidden_from=No
             jury = jury_n_eff(frame, data.members.get(grader, []), groups)
             row["jury"] = {**jury, "mean_kappa": _plain(jury["mean_kappa"]), "n_eff": _plain(jury["n_eff"])}
         rows.append(row)
+    moves = would_move(run=run, data=data, graders=graders)
+    for row in rows:
+        row["would_move"] = moves[row["grader"]]
     people = data.reviews[data.reviews["group"].isin(set(groups))]
     return {
         "project": project.name,
@@ -151,6 +161,7 @@ def comparison(*, project: Project, run: Run, graders: list[str], hidden_from=No
         "n_boot": n_boot,
         "groups": bench.groups,
         "withheld_open_blind_groups": data.withheld,
+        "run_grader": auto_grader_name(run),
         "graders": rows,
         "human_ceiling": ceiling(people, n_boot=n_boot) if len(people) else {"n_groups": 0, "figures": {}},
         "paired": [
@@ -160,6 +171,58 @@ def comparison(*, project: Project, run: Run, graders: list[str], hidden_from=No
             {"a": a, "b": b, **{name: _interval(f) for name, f in figures.items()}} for (a, b), figures in bench.between.items()
         ],
     }
+
+
+def would_move(*, run: Run, data: BenchFrames, graders: list[str]) -> dict[str, dict]:
+    """Per grader: the mapping fitted on its verdicts and people's judgments of the run (what
+    the calibration page fits for the run and that grader: every judged group it graded, not
+    only the groups all compared graders share), what activating it would move on the run
+    (Σ|A* − A| against the stored numbers of the active mapping, activation_impacts) and the
+    T1 share of its tiers over its valid verdicts on the run. The viewer's open blind groups
+    count in none of it. Five queries whatever the number of graders (four when the
+    impacts are in the cache)."""
+    machine = data.frame["rater"].isin(graders) | data.frame["rater"].isin({m for ms in data.members.values() for m in ms})
+    word = data.frame[~machine]
+    fits = {}
+    for grader in graders:
+        own = pd.concat([data.frame[data.frame["rater"] == grader].assign(rater=GRADER), word], ignore_index=True)
+        fitted = fitted_mapping(own, n_boot=0)
+        if fitted.n_judgments:
+            fits[grader] = fitted
+    impacts = activation_impacts(
+        run=run, proposed={g: MappingSpec.from_dict(f.bands()) for g, f in fits.items()}, hidden=set(data.hidden)
+    )
+    grades = RolloutGrade.objects.filter(
+        verdict__group__run=run, verdict__status=Verdict.Status.VALID, verdict__grader__in=graders
+    )
+    if data.hidden:
+        grades = grades.exclude(verdict__group_id__in=data.hidden)
+    shares = {
+        name: (t1 / n if n else None)
+        for name, n, t1 in grades.order_by()
+        .values("verdict__grader")
+        .annotate(n=Count("id"), t1=Count("id", filter=Q(tier="T1")))
+        .values_list("verdict__grader", "n", "t1")
+    }
+    out = {}
+    for grader in graders:
+        share = shares.get(grader)
+        move: dict[str, Any] = {"t1_share": None if share is None else round(float(share), 6), "mapping": None}
+        if grader in fits:
+            impact = impacts[grader]
+            move.update(
+                mapping=fits[grader].bands(),
+                n_pairs=int(fits[grader].n_judgments),
+                credit_moved=round(impact.credit_moved, 6),
+                n_changed=impact.n_changed,
+                n_groups_changed=impact.n_groups_changed,
+                n_rows=impact.n_rows,
+                n_steps_pending=impact.n_steps_pending,
+            )
+        else:
+            move.update(n_pairs=0, credit_moved=None)
+        out[grader] = move
+    return out
 
 
 def bench_runs(project: Project) -> list[Run]:

@@ -488,6 +488,13 @@ def activation_impact(*, run: Run, proposed: MappingSpec) -> Impact:
     """Three queries (and one cache read) when the run's stored numbers have not changed since
     the last look; otherwise one more for the stored rows of its graded groups. Only graded
     groups can change: a fallback or filtered group keeps A* = A under every mapping."""
+    return activation_impacts(run=run, proposed={"": proposed})[""]
+
+
+def activation_impacts(*, run: Run, proposed: dict[str, MappingSpec], hidden: set[int] | None = None) -> dict[str, Impact]:
+    """activation_impact for several proposed mappings at once (the bench: one per grader) in
+    the same queries: the stored rows are read once for every mapping not in the cache.
+    `hidden`: groups left out of the rows (a viewer's open blind groups)."""
     mapping = active_mapping(run)
     n_steps = run.steps.count()
     current = list(
@@ -495,29 +502,43 @@ def activation_impact(*, run: Run, proposed: MappingSpec) -> Impact:
         .order_by("step_id")
         .values_list("step_id", "computed_at", "n_rows")
     )
-    bands = _short(sorted(proposed.to_dict().items()))
-    key = f"gagar:calibration:impact:{run.pk}:{run.baseline}:{mapping.pk}:{bands}:{_short(current)}"
-    found = cache.get(key)
-    if found is None:
-        found = _impact(run=run, mapping=mapping, proposed=proposed, step_ids=[c[0] for c in current])
-        found.n_rows = sum(c[2] for c in current)
-        found.n_steps, found.n_steps_pending = n_steps, n_steps - len(current)
-        cache.set(key, found, MEMO_SECONDS)
-    return found
+    left_out = f":{_short(sorted(hidden))}" if hidden else ""
+    keys = {
+        name: f"gagar:calibration:impact:{run.pk}:{run.baseline}:{mapping.pk}:{_short(sorted(spec.to_dict().items()))}"
+        f":{_short(current)}{left_out}"
+        for name, spec in proposed.items()
+    }
+    found = cache.get_many(sorted(set(keys.values())))
+    missing = {name: spec for name, spec in proposed.items() if keys[name] not in found}
+    if missing:
+        rows = _stored_rows(mapping=mapping, step_ids=[c[0] for c in current], hidden=hidden)
+        fresh = {}
+        for name, spec in missing.items():
+            impact = _impact(rows, run=run, proposed=spec)
+            impact.n_rows = sum(c[2] for c in current)
+            impact.n_steps, impact.n_steps_pending = n_steps, n_steps - len(current)
+            fresh[keys[name]] = impact
+        cache.set_many(fresh, MEMO_SECONDS)
+        found.update(fresh)
+    return {name: found[keys[name]] for name in proposed}
 
 
-def _impact(*, run: Run, mapping: FactorMapping, proposed: MappingSpec, step_ids: list[int]) -> Impact:
+def _stored_rows(*, mapping: FactorMapping, step_ids: list[int], hidden: set[int] | None) -> pd.DataFrame:
+    stored = AdvantageResult.objects.filter(step_id__in=step_ids, mapping=mapping, status="graded")
+    if hidden:
+        stored = stored.exclude(rollout__group_id__in=hidden)
     rows = pd.DataFrame(
-        list(
-            AdvantageResult.objects.filter(step_id__in=step_ids, mapping=mapping, status="graded").values_list(
-                "step_id", "uid", "reward", "tier", "rank", "redistributed_advantage"
-            )
-        ),
+        list(stored.values_list("step_id", "uid", "reward", "tier", "rank", "redistributed_advantage")),
         columns=["step", "uid", "reward", "tier", "rank", "stored"],
     )
+    if not rows.empty:
+        rows["group"] = rows.groupby(["step", "uid"], sort=False).ngroup()
+    return rows
+
+
+def _impact(rows: pd.DataFrame, *, run: Run, proposed: MappingSpec) -> Impact:
     if rows.empty:
         return Impact(0, 0, 0, 0.0, 0, 0)
-    rows["group"] = rows.groupby(["step", "uid"], sort=False).ngroup()
     # Stored rewards are after cheat zeroing, and tiers are stored for passing rollouts only.
     frame = rows.assign(cheat=False, graded=True, tier=rows["tier"].where(rows["tier"] != "", None))
     then = redistribute(frame, mapping=proposed, baseline=run.baseline)

@@ -39,6 +39,9 @@ def test_the_bench_compares_two_graders_and_a_jury(live_server, page, acme, alic
     expect(page.get_by_test_id("bench-paired")).to_contain_text("ext@1 − heuristic@1")
     expect(page.get_by_test_id("bench-between")).to_contain_text("ext@1 vs heuristic@1")
     expect(page.get_by_test_id("bench-between")).to_contain_text(f"{kappa:.3f}")
+    moves = page.get_by_test_id("bench-would-move")  # each grader's own fit, and the T1 share of its tiers
+    expect(moves.locator("tbody tr")).to_have_count(3)
+    expect(moves.locator("tr[data-grader='ext@1']").get_by_test_id("t1-share")).to_have_text(f"{(flat(1) == 1).mean():.3f}")
     assert page.console_log.errors == []
 
 

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from sklearn.metrics import cohen_kappa_score
 
-from grading.models import Role
-from tests.factories import make_project
-from tests.helpers.bench import flat, make_bench
+from grading.method.services import active_mapping, compute_step, create_mapping, refresh_stale_steps
+from grading.models import AdvantageResult, Group, Role, Run
+from reviews.selectors import calibration
+from tests.factories import make_assignment, make_project
+from tests.helpers.bench import GRADERS, flat, make_bench
 from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db
@@ -27,8 +32,10 @@ def bench(client):
 
 
 def test_compare_recomputes_per_grader_figures_and_the_paired_difference(bench, django_assert_num_queries):
-    # session, user, project, membership, run; then blind groups, judgments, verdicts, grades, audits
-    with django_assert_num_queries(10):
+    # session, user, project, membership, run; then blind groups, judgments, verdicts, grades, audits;
+    # then what each fit would move: the active mapping (its activation, the default), the run's
+    # steps, their stored computations (none here: no rows to read) and the graders' T1 shares
+    with django_assert_num_queries(15):
         response = bench.get(URL, {"project": "acme", "run": "r1", "graders": "heuristic@1,ext@1,jury:j@1", "n_boot": "200"})
     assert response.status_code == 200, response.content
     body = response.json()
@@ -74,3 +81,71 @@ def test_bad_parameters_name_the_field(bench, params, field):
 def test_run_is_required(bench):
     response = bench.get(URL, {"project": "acme", "graders": "heuristic@1"})
     assert response.status_code == 400 and "run" in response.content.decode()
+
+
+def _computed(run):
+    refresh_stale_steps(steps=list(run.steps.all()), mapping=active_mapping(run))
+
+
+def test_each_grader_shows_what_its_own_fit_would_move_on_the_run(bench, django_assert_num_queries):
+    """Per grader: the mapping the calibration page fits on that grader alone, the credit it
+    would move against the run's stored numbers (recomputed here by computing the run under
+    it), and the T1 share of its tiers."""
+    run = Run.objects.get(name="r1")
+    _computed(run)
+    body = bench.get(URL, {"project": "acme", "run": "r1", "graders": ",".join(GRADERS), "n_boot": "0"}).json()
+    rows = {row["grader"]: row for row in body["graders"]}
+    assert body["run_grader"] is None  # no policy grader: nothing names one
+    stored = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=active_mapping(run))}
+    fits = set()
+    for name, column in (("heuristic@1", 0), ("ext@1", 1), ("jury:j@1", 2)):
+        move = rows[name]["would_move"]
+        alone = calibration.figures(project=run.project, run=run, grader=name, n_boot=0, with_slices=False)
+        assert alone.grader == name and move["mapping"] == alone.fitted.bands()  # the calibration page's fit of that grader
+        assert move["n_pairs"] == 16 and move["t1_share"] == pytest.approx(np.mean(flat(column) == 1), abs=1e-6)
+        mapping = create_mapping(project=run.project, name=f"check-{column}", bands=move["mapping"])
+        for step in run.steps.all():
+            compute_step(step=step, mapping=mapping)
+        then = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=mapping)}
+        moved = sum(abs(then[k] - stored[k]) for k in stored)
+        assert move["credit_moved"] == pytest.approx(moved, abs=1e-5)
+        assert move["n_changed"] == sum(abs(then[k] - stored[k]) > 1e-12 for k in stored) and move["n_rows"] == len(stored)
+        fits.add(tuple(map(tuple, move["mapping"].values())))
+    assert len(fits) > 1 and any(rows[g]["would_move"]["credit_moved"] > 0 for g in GRADERS)  # the graders' fits differ
+    # the page shows the same, one row per grader
+    page = bench.get("/projects/acme/calibration/bench/", {"run": "r1", "grader": list(GRADERS)}).content.decode()
+    table = page.split('data-testid="bench-would-move"')[1].split("</table>")[0]
+    for name in GRADERS:
+        cell = table.split(f'data-grader="{name}"')[1].split('data-testid="credit-moved">')[1].split("<")[0]
+        assert float(cell) == pytest.approx(rows[name]["would_move"]["credit_moved"], abs=1e-4)
+
+
+def test_compare_reads_the_same_number_of_queries_for_one_grader_or_three(bench, django_assert_num_queries):
+    _computed(Run.objects.get(name="r1"))
+    counts = []
+    for graders in ("ext@1", ",".join(GRADERS)):
+        cache.clear()  # the impacts are read from the stored rows, not the cache
+        with CaptureQueriesContext(connection) as ctx:
+            assert bench.get(URL, {"project": "acme", "run": "r1", "graders": graders, "n_boot": "0"}).status_code == 200
+        counts.append(len(ctx.captured_queries))
+    assert counts[0] == counts[1] == 16  # the 15 of the pin above, and the stored rows once for every grader's fit
+
+
+def test_what_would_move_leaves_out_the_callers_open_blind_group(client):
+    project = make_project()
+    bob = member("bob", project, Role.REVIEWER)
+    make_bench(project, member("dan", project, Role.REVIEWER))
+    run = Run.objects.get(name="r1")
+    _computed(run)
+    make_assignment(Group.objects.get(uid="t-0@1"), bob)  # bob still judges t-0 blind
+    client.force_login(bob)
+    body = client.get(URL, {"project": "acme", "run": "r1", "graders": "ext@1", "n_boot": "0"}).json()
+    move = body["graders"][0]["would_move"]
+    assert body["withheld_open_blind_groups"] == 1
+    assert move["t1_share"] == pytest.approx(np.mean(flat(1)[4:] == 1), abs=1e-6)  # groups t-1..t-3 only
+    assert move["n_pairs"] == 12
+    stored = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=active_mapping(run))}
+    mapping = create_mapping(project=project, name="check", bands=move["mapping"])
+    compute_step(step=run.steps.get(), mapping=mapping)
+    then = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=mapping)}
+    assert move["credit_moved"] == pytest.approx(sum(abs(then[k] - stored[k]) for k in stored if k[0] != "t-0@1"), abs=1e-5)
