@@ -2,7 +2,20 @@ from django.contrib import admin
 from django.utils import timezone
 
 from grading.grader.policy import PolicyError, check_policy
-from grading.models import ApiToken, Group, Membership, Project, Rollout, RolloutContent, Run, Step, Task
+from grading.models import (
+    ApiToken,
+    Grader,
+    GraderVersion,
+    Group,
+    Jury,
+    Membership,
+    Project,
+    Rollout,
+    RolloutContent,
+    Run,
+    Step,
+    Task,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -141,8 +154,8 @@ class RolloutGradeInline(admin.TabularInline):
 
 @admin.register(Verdict)
 class VerdictAdmin(admin.ModelAdmin):
-    list_display = ["group", "grader", "status", "created_at"]
-    list_filter = ["status", "grader"]
+    list_display = ["group", "grader", "status", "settled_by", "created_at"]
+    list_filter = ["status", "settled_by", "grader"]
     raw_id_fields = ["group"]
     inlines = [RolloutGradeInline]
     list_select_related = ["group"]
@@ -196,3 +209,39 @@ class ImportJobAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "run", "step", "format", "status", "progress_done", "progress_total", "created_at"]
     raw_id_fields = ["run"]
     list_filter = ["status", "project"]
+
+
+class VersionedOnly:
+    """Graders and juries are versioned: a change is a new version, made where the version is
+    checked (POST /api/v1/juries/, grading.grader.registry), so the admin site only shows them."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Jury)
+class JuryAdmin(VersionedOnly, admin.ModelAdmin):
+    list_display = ["name", "version", "project", "rule", "max_gap", "on_abstain", "created_at"]
+    list_filter = ["project", "rule", "on_abstain"]
+    search_fields = ["name"]
+
+
+class GraderVersionInline(admin.TabularInline):
+    model = GraderVersion
+    extra = 0
+    fields = readonly_fields = ("name", "model", "endpoint_env", "prompt_version", "guide_version", "created_at")
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Grader)
+class GraderAdmin(VersionedOnly, admin.ModelAdmin):
+    list_display = ["name", "backend", "project", "created_at"]
+    list_filter = ["project", "backend"]
+    search_fields = ["name"]
+    inlines = [GraderVersionInline]

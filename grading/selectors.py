@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.conf import settings
@@ -24,6 +25,7 @@ from grading.models import (
     GradingJob,
     Group,
     ImportJob,
+    Jury,
     Membership,
     Project,
     Rollout,
@@ -467,7 +469,7 @@ def group_as_line(group: Group) -> dict:
 
 def latest_verdict(group: Group):
     """The group's newest verdict and its grades by rollout index (two queries)."""
-    verdict = Verdict.objects.filter(group=group).first()  # ordered newest first
+    verdict = Verdict.objects.by_graders().filter(group=group).first()  # ordered newest first
     if verdict is None:
         return None, {}
     grades = {
@@ -568,3 +570,29 @@ def grading_job_counts(step: Step) -> dict[str, int]:
         done=Count("id", filter=Q(status=GradingJob.Status.DONE)),
         failed=Count("id", filter=Q(status=GradingJob.Status.FAILED)),
     )
+
+
+@dataclass(frozen=True)
+class JuryChoice:
+    value: str  # "<name>@<version>", as the run policy form posts it
+    label: str
+    selected: bool
+
+
+def policy_juries(run: Run) -> list[JuryChoice]:
+    """The juries the run's policy form offers: each of the project's juries at its current
+    version, and the run's own if it uses an older one (one query)."""
+    current = run.jury
+    choices: list[JuryChoice] = []
+    seen: set[str] = set()
+    for jury in Jury.objects.filter(project_id=run.project_id).order_by("name", "-version"):
+        is_current = jury.name not in seen
+        seen.add(jury.name)
+        if not is_current and (current is None or jury.pk != current.pk):
+            continue
+        rule = jury.get_rule_display()
+        if jury.rule == Jury.Rule.AGREE_OR_ABSTAIN:
+            rule += f" (gap {jury.max_gap}, then {jury.get_on_abstain_display()})"
+        label = f"{jury.grader}: {rule} of {', '.join(jury.members)}" + ("" if is_current else " (an older version)")
+        choices.append(JuryChoice(f"{jury.name}@{jury.version}", label, current is not None and jury.pk == current.pk))
+    return choices

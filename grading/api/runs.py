@@ -23,6 +23,7 @@ from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
 from grading.api.serializers import RunSerializer, StepGradingSerializer, StepStatusSerializer
 from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
+from grading.grader.juries import queue_jury_step
 from grading.grader.policy import PolicyError, create_run, update_run_policy
 from grading.grader.progress import step_status
 from grading.models import Capability, Run, Step
@@ -126,18 +127,20 @@ class StepGradeView(APIView):
         parameters=[PROJECT, RUN],
         request=OpenApiTypes.OBJECT,
         responses={202: StepGradingSerializer},
-        summary="Start or restart grading the step's mixed groups that have no verdict from this grader (admin)",
+        summary="Start or restart grading the step's mixed groups that have no verdict from this grader (admin); "
+        "without a backend, a run with a jury queues the members this desk runs and makes the jury's verdicts it can",
     )
     def post(self, request, number: int):
         step = _step(request, number, Capability.MANAGE)
         body = _body(request)
         if isinstance(body, Response):
             return body
+        jury = step.run.jury if "backend" not in body else None  # the run's jury: its members grade
         backend = body.get("backend", step.run.auto_grade if step.run.auto_grade != Run.AutoGrade.NONE else "heuristic")
         if backend not in BACKENDS:
             return error(status.HTTP_400_BAD_REQUEST, f"backend must be one of {', '.join(BACKENDS)}", field="backend")
         try:
-            jobs = queue_step(step=step, backend=backend)
+            jobs = queue_jury_step(step=step, jury=jury) if jury is not None else queue_step(step=step, backend=backend)
         except GraderUnavailable as exc:
             return error(status.HTTP_400_BAD_REQUEST, str(exc), field="backend")
         data = StepGradingSerializer({**step_status(step).as_dict(), "queued": len(jobs)}).data

@@ -119,10 +119,16 @@ def _policy_jury(value: Any, project: Project | None) -> Jury | None:
         return None
     if not isinstance(value, str) or project is None:
         raise PolicyError("jury", "jury must be the name of one of the project's juries, or null")
-    name = value.removeprefix("jury:").split("@")[0]
-    jury = Jury.objects.filter(project=project, name=name).order_by("-version").first()
+    # "pair" is the jury's current version; "pair@2" (or "jury:pair@2") that version
+    name, _, version = value.removeprefix("jury:").partition("@")
+    juries = Jury.objects.filter(project=project, name=name)
+    if version:
+        if not version.isdecimal() or len(version) > 9:
+            raise PolicyError("jury", f"a jury's version is a whole number, got {version[:20]!r}")
+        juries = juries.filter(version=int(version))
+    jury = juries.order_by("-version").first()
     if jury is None:
-        raise PolicyError("jury", f"the project has no jury {name[:80]!r}")
+        raise PolicyError("jury", f"the project has no jury {value.removeprefix('jury:')[:80]!r}")
     for backend in ("heuristic", "llm"):  # a member this desk runs must be able to run now
         try:
             if grader_name(backend) in jury.members:

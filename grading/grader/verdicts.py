@@ -38,12 +38,15 @@ def record_verdict(
     errors: list | None = None,
     raw: dict | None = None,
     checks: Sequence[CheckRecord] = (),
+    settled_by: str = Verdict.SettledBy.GRADER,
+    raise_cheat_signals: bool = True,
 ) -> tuple[Verdict, bool]:
     """Store the verdict of `grader` on `group` once; a second call for the same pair returns the first.
 
     Returns (verdict, created). Grades must name passing rollouts of the group; `checks` are
     the commands the grader ran (any rollout of the group), stored with the verdict whatever
-    its status, since they are what it saw.
+    its status, since they are what it saw. A grade's cheat call opens a signal in the audit
+    queue unless `raise_cheat_signals` is off (a jury's: its members raised theirs).
     """
     existing = Verdict.objects.filter(group=group, grader=grader).first()
     if existing is not None:
@@ -61,7 +64,7 @@ def record_verdict(
         if check.rollout not in rollouts:
             raise ValueError(f"check {check.number}: group {group.uid} has no rollout {check.rollout}")
     verdict = Verdict.objects.create(
-        group=group, grader=grader, status=status, errors=errors or [], raw=raw or {}, n_checks=len(checks)
+        group=group, grader=grader, status=status, errors=errors or [], raw=raw or {}, n_checks=len(checks), settled_by=settled_by
     )
     VerdictCheck.objects.bulk_create(
         VerdictCheck(
@@ -94,7 +97,7 @@ def record_verdict(
         for g in grades
     )
     for grade in grades:
-        if grade.cheat:
+        if grade.cheat and raise_cheat_signals:
             CheatDecision.objects.create(
                 rollout=rollouts[grade.index],
                 source=CheatDecision.Source.GRADER,

@@ -9,6 +9,15 @@ from django.db import models
 from grading.method.tiers import TIER_CHOICES
 
 
+class VerdictQuerySet(models.QuerySet):
+    def by_graders(self) -> VerdictQuerySet:
+        """Verdicts a grader made: not those a person settled (a jury that waited for a person
+        takes their judgment as its verdict, grading.grader.juries.settle_with_person). Those
+        move credit like any verdict of the run's jury, but are never a grader's word to show,
+        to compare with people or to calibrate on: they are the people's own."""
+        return self.exclude(settled_by=Verdict.SettledBy.PERSON)
+
+
 class Verdict(models.Model):
     """A grader's judgment of one mixed group. One per group per grader version."""
 
@@ -17,13 +26,20 @@ class Verdict(models.Model):
         INVALID = "invalid", "Invalid (falls back)"
         TIMEOUT = "timeout", "Timed out (falls back)"
 
+    class SettledBy(models.TextChoices):
+        GRADER = "", "The grader"
+        PERSON = "person", "A person's judgment (a jury waited for one)"
+
     group = models.ForeignKey("grading.Group", on_delete=models.CASCADE, related_name="verdicts")
     grader = models.CharField(max_length=100, help_text="grader name and version, e.g. heuristic@1 or gpt-x@2026-11")
     status = models.CharField(max_length=10, choices=Status.choices)
     errors = models.JSONField(default=list, blank=True)
     raw = models.JSONField(default=dict, blank=True)
     n_checks = models.PositiveIntegerField(default=0, help_text="commands the grader ran in its sandbox (VerdictCheck rows)")
+    settled_by = models.CharField(max_length=20, choices=SettledBy.choices, default=SettledBy.GRADER, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VerdictQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -88,6 +88,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             **progress,
             "baselines": Run.Baseline.choices,
             "auto_grades": Run.AutoGrade.choices,
+            "juries": selectors.policy_juries(run_obj) if Capability.MANAGE in membership.capabilities else [],
         },
     )
 
@@ -95,16 +96,18 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @login_required
 @require_POST
 def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
-    """The run page's policy form (admin): baseline, auto-grading and its deadline."""
+    """The run page's policy form (admin): baseline, auto-grading, its deadline and the jury."""
     project_obj, _, run_obj = page_run(request, project, run, Capability.MANAGE)
     deadline = request.POST.get("grading_deadline_seconds", "")
-    changes = {
+    changes: dict = {
         "baseline": request.POST.get("baseline", run_obj.baseline),
         "auto_grade": request.POST.get("auto_grade", run_obj.auto_grade),
         "grading_deadline_seconds": params.whole_or(
             deadline, "grading_deadline_seconds", default=deadline, maximum=params.MAX_INT
         ),
     }
+    if "jury" in request.POST:  # "" for none, else "<name>@<version>" as the select offers it
+        changes["jury"] = request.POST["jury"]
     try:
         update_run_policy(run=run_obj, changes=changes)
     except PolicyError as exc:

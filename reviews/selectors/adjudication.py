@@ -144,7 +144,10 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> DisagreementsShown
         return DisagreementsShown(rows, [])
     latest: dict[int, int] = {}
     for group_id, verdict_id in (
-        Verdict.objects.filter(group_id__in=shown).order_by("group_id", "-created_at", "-id").values_list("group_id", "id")
+        Verdict.objects.by_graders()
+        .filter(group_id__in=shown)
+        .order_by("group_id", "-created_at", "-id")
+        .values_list("group_id", "id")
     ):
         latest.setdefault(group_id, verdict_id)
     seen = set(Reveal.objects.filter(user=user, group_id__in=shown).values_list("group_id", "verdict_id"))

@@ -75,7 +75,8 @@ def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=
         return BenchFrames(empty, empty, {g: {} for g in graders}, {}, {}, len(hidden), frozenset(hidden))
     group_ids = human["group"].unique().tolist()
     verdict_rows = list(
-        Verdict.objects.filter(group_id__in=group_ids, status=Verdict.Status.VALID, grader__in=graders)
+        Verdict.objects.by_graders()
+        .filter(group_id__in=group_ids, status=Verdict.Status.VALID, grader__in=graders)
         .order_by("id")
         .values_list("id", "group_id", "grader", "raw")
     )
@@ -233,7 +234,7 @@ def run_graders(run: Run, *, hidden_from=None) -> list[str]:
     """Every grader (any `Verdict.grader`, juries included) with a valid verdict on a group of
     `run` that people judged: the names the bench page offers. Verdicts on groups `hidden_from`
     judges blind and has not submitted are left out, so a grader seen only there is not named."""
-    verdicts = Verdict.objects.filter(group__run=run, status=Verdict.Status.VALID, group__judgments__isnull=False)
+    verdicts = Verdict.objects.by_graders().filter(group__run=run, status=Verdict.Status.VALID, group__judgments__isnull=False)
     if hidden_from is not None:
         hidden = open_blind_groups(project=run.project, user=hidden_from)
         if hidden:

@@ -179,7 +179,8 @@ def judgment_frames(
     # One verdict per group per grader version (a constraint); the newest first all the same.
     verdict_of: dict[str, dict[int, int]] = {}  # version -> group -> verdict id
     for verdict_id, group_id, name in (
-        Verdict.objects.filter(group_id__in=group_ids, status=Verdict.Status.VALID)
+        Verdict.objects.by_graders()
+        .filter(group_id__in=group_ids, status=Verdict.Status.VALID)
         .order_by("group_id", "-created_at", "-id")
         .values_list("id", "group_id", "grader")
     ):
@@ -582,7 +583,11 @@ def scope_fingerprint(*, project: Project, run: Run | None, grader: str | None, 
     if step is not None:
         groups = groups.filter(step_number=step)
     judged = Judgment.objects.filter(group__in=groups).aggregate(n=Count("id"), last=Max("id"))
-    verdicts = Verdict.objects.filter(group__in=groups, status=Verdict.Status.VALID).aggregate(n=Count("id"), last=Max("id"))
+    verdicts = (
+        Verdict.objects.by_graders()
+        .filter(group__in=groups, status=Verdict.Status.VALID)
+        .aggregate(n=Count("id"), last=Max("id"))
+    )
     audited = CheatDecision.objects.filter(rollout__group__in=groups, confirmed__isnull=False).aggregate(
         n=Count("id"), last=Max("decided_at")
     )

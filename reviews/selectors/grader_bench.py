@@ -45,7 +45,8 @@ def _chunk_lines(ids: list[int], run_name: str) -> list[dict]:
     verdicts: dict[int, list[dict]] = defaultdict(list)
     by_verdict: dict[int, dict] = {}
     for verdict_id, group_id, grader, status, raw in (
-        Verdict.objects.filter(group_id__in=ids)
+        Verdict.objects.by_graders()
+        .filter(group_id__in=ids)
         .order_by("group_id", "grader", "id")
         .values_list("id", "group_id", "grader", "status", "raw")
     ):

@@ -170,7 +170,7 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
     verdicts: dict[int, list[dict]] = defaultdict(list)
     by_verdict: dict[int, dict] = {}
     checks_run: dict[int, int] = {}
-    for v in Verdict.objects.filter(group_id__in=ids).defer("raw").order_by("-created_at", "-id"):
+    for v in Verdict.objects.by_graders().filter(group_id__in=ids).defer("raw").order_by("-created_at", "-id"):
         entry = {
             "grader": v.grader,
             "status": v.status,

@@ -8,7 +8,7 @@ from reviews.stats import consensus
 
 
 def grader_ranking(group: Group) -> tuple[Verdict | None, consensus.Ranking]:
-    verdict = Verdict.objects.filter(group=group).first()
+    verdict = Verdict.objects.by_graders().filter(group=group).first()
     if verdict is None or verdict.status != Verdict.Status.VALID:
         return verdict, {}
     grades = RolloutGrade.objects.filter(verdict=verdict).values_list("rollout__index", "tier", "rank")

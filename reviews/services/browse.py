@@ -50,4 +50,6 @@ def claim_blind(*, group: Group, reviewer) -> Assignment:
 
 def show_verdict(*, group: Group, user) -> Reveal:
     """The reviewer chose to see the grader's verdict: logged, and the group leaves their queue."""
-    return log_reveal(group=group, user=user, verdict=Verdict.objects.filter(group=group).first(), reason=Reveal.Reason.BROWSE)
+    return log_reveal(
+        group=group, user=user, verdict=Verdict.objects.by_graders().filter(group=group).first(), reason=Reveal.Reason.BROWSE
+    )

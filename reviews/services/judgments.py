@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.grader.base import RUBRIC, SCORE_RANGE
+from grading.grader.juries import PersonRanking, settle_with_person
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, Verdict
 from reviews.formats.labeled import citations
@@ -250,9 +251,18 @@ def submit_judgment(
         assignment.save(update_fields=["status", "finished_at", "draft"])
         refresh_awaits_review(project=group.run.project, group_ids=[group.pk])
     _flag_cheats(judgment=judgment, rollouts=rollouts, items=checked)
-    verdict = Verdict.objects.filter(group=group).first()
+    verdict = Verdict.objects.by_graders().filter(group=group).first()
     if verdict is not None:
         log_reveal(group=group, user=reviewer, verdict=verdict, reason=Reveal.Reason.SUBMITTED)
+    # A jury that waits for a person on this group takes the first judgment as its verdict.
+    settle_with_person(
+        group=group,
+        ranking=PersonRanking(
+            judgment_id=judgment.pk,
+            person=reviewer.username,
+            items={i.index: (i.tier, i.rank, i.scores) for i in checked},
+        ),
+    )
     review.version += 1
     review.save(update_fields=["version", "updated_at"])
     refresh_review_state(group=group, review=review)
@@ -331,7 +341,7 @@ def reveal_early(*, assignment: Assignment) -> Assignment:
     log_reveal(
         group=assignment.group,
         user=assignment.reviewer,
-        verdict=Verdict.objects.filter(group=assignment.group).first(),
+        verdict=Verdict.objects.by_graders().filter(group=assignment.group).first(),
         reason=Reveal.Reason.EARLY,
     )
     return assignment

@@ -3,14 +3,19 @@ grading policy (its members grade every mixed group; the method uses the jury's 
 
 import orjson
 import pytest
+from django.db import transaction
 
-from grading.grader.juries import JuryError, record_jury_verdict, save_jury
+from grading.grader.juries import JuryError, record_jury_verdict, save_jury, waiting_jury
 from grading.grader.jury import combine
 from grading.grader.progress import step_status
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method import services
-from grading.models import AdvantageResult, Group, Jury, Run, Verdict
-from tests.factories import make_group, make_project, make_run, make_step
+from grading.models import AdvantageResult, CheatDecision, Group, Jury, Run, Verdict
+from reviews.selectors.bench import run_graders
+from reviews.selectors.calibration import judgment_frames
+from reviews.selectors.rankings import grader_ranking
+from reviews.services.judgments import ItemInput, submit_judgment
+from tests.factories import make_group, make_project, make_run, make_step, make_user
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import post_groups
 
@@ -90,7 +95,7 @@ def api(client, method, path, token, body=None):
     kwargs = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     if body is not None:
         kwargs.update(data=orjson.dumps(body), content_type="application/json")
-    return getattr(client, method)(f"{path}?project=acme", **kwargs)
+    return getattr(client, method)(f"{path}{'&' if '?' in path else '?'}project=acme", **kwargs)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -130,3 +135,115 @@ def test_a_jury_as_run_policy_grades_with_its_members_and_its_verdict_moves_the_
     assert statuses == {"g0": "graded", "g1": "fallback"}
     used = set(AdvantageResult.objects.filter(step=step, uid="g0").values_list("verdict__grader", flat=True))
     assert used == {jury.grader}  # the jury's verdict, not the heuristic's newer or older one
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_person_settles_a_group_the_jury_waits_on_and_that_verdict_is_never_a_graders():
+    project = make_project()
+    jury, _ = save_jury(
+        project=project, name="pair", members=["a@1", "b@1"], rule="agree_or_abstain", max_gap=1, on_abstain="wait"
+    )
+    run = make_run(project, jury=jury, grading_deadline_seconds=600)
+    group = make_group("g1", step=make_step(run), rewards=(1, 1, 0))
+    record_verdict(group=group, grader="a@1", status="valid", grades=[GradeInput(0, "T1", 1), GradeInput(1, "T1", 1)])
+    record_verdict(group=group, grader="b@1", status="valid", grades=[GradeInput(0, "T3", 2), GradeInput(1, "T1", 1)])
+    assert waiting_jury(group) == jury and not Verdict.objects.filter(grader=jury.grader).exists()
+    assert step_status(group.step).pending == 1
+    bob = make_user("bob")
+    with transaction.atomic():
+        submit_judgment(reviewer=bob, group=group, items=[ItemInput(0, "T2", cheat=True), ItemInput(1, "T1")])
+
+    settled = Verdict.objects.get(group=group, grader=jury.grader)
+    assert (settled.status, settled.settled_by) == ("valid", "person")
+    assert settled.raw["jury"]["person"] == "bob" and settled.raw["jury"]["split"] == [0]
+    assert {g.rollout.index: (g.tier, g.rank) for g in settled.grades.select_related("rollout")} == {0: ("T2", 2), 1: ("T1", 1)}
+    status = step_status(group.step)
+    assert (status.graded, status.pending, status.final) == (1, 0, True)
+    assert waiting_jury(group) is None
+    # bob's cheat call is his, in the audit queue once; the settled verdict raises none
+    assert list(CheatDecision.objects.values_list("source", "author")) == [("reviewer", "bob")]
+    # never shown, compared or exported as a grader's word
+    shown, _ = grader_ranking(group)
+    assert shown is not None and shown.grader == "b@1"
+    assert run_graders(run) == ["a@1", "b@1"]
+    frames = judgment_frames(project=project, run=run)  # the run's jury: only bob's own rows, none as the grader's
+    assert set(frames.frame["rater"]) == {"bob"}
+    # a second person's judgment changes nothing: the jury's verdict is stored once
+    with transaction.atomic():
+        submit_judgment(reviewer=make_user("carol"), group=group, items=[ItemInput(0, "T3"), ItemInput(1, "T1")])
+    assert Verdict.objects.filter(group=group, grader=jury.grader).count() == 1
+
+
+@pytest.mark.django_db
+def test_no_jury_waits_where_it_falls_back_or_its_members_agree():
+    project = make_project()
+    for on_abstain, tiers in (("fallback", ("T1", "T3")), ("wait", ("T1", "T2"))):
+        jury, _ = save_jury(
+            project=project, name=f"j-{on_abstain}", members=["a@1", "b@1"], rule="agree_or_abstain", on_abstain=on_abstain
+        )
+        group = make_group(f"g-{on_abstain}", step=make_step(make_run(project, name=on_abstain, jury=jury)), rewards=(1, 0))
+        for member, tier in zip(("a@1", "b@1"), tiers, strict=True):
+            record_verdict(group=group, grader=member, status="valid", grades=[GradeInput(0, tier, 1)])
+        assert waiting_jury(group) is None
+        assert Verdict.objects.get(group=group, grader=jury.grader).settled_by == ""
+
+
+@pytest.mark.django_db
+def test_an_admin_picks_a_jury_on_the_run_page_and_an_older_version_stays_until_changed(client, alice, bob, acme):
+    v1, _ = save_jury(project=acme, name="pair", members=["heuristic@1", "ext@1"], rule="majority")
+    run = make_run(acme, name="rl")
+    client.force_login(alice)
+    page = client.get("/projects/acme/runs/rl/").content.decode()
+    assert 'data-testid="policy-jury"' in page and 'value="pair@1"' in page
+    form = {"baseline": run.baseline, "auto_grade": run.auto_grade, "grading_deadline_seconds": "600"}
+    r = client.post("/projects/acme/runs/rl/policy/", form | {"jury": "pair@1"}, follow=True)
+    assert b"Grading policy saved." in r.content
+    run.refresh_from_db()
+    assert run.jury == v1
+    assert "Jury <code>jury:pair@1</code>" in r.content.decode()
+    v2, _ = save_jury(project=acme, name="pair", members=["heuristic@1", "ext@1"], rule="mean_rank")
+    page = client.get("/projects/acme/runs/rl/").content.decode()
+    assert 'value="pair@1" selected' in page and "an older version" in page and 'value="pair@2"' in page
+    client.post("/projects/acme/runs/rl/policy/", form | {"jury": "pair@1"})  # saving the form as shown keeps v1
+    run.refresh_from_db()
+    assert run.jury == v1
+    client.post("/projects/acme/runs/rl/policy/", form | {"jury": ""})
+    run.refresh_from_db()
+    assert run.jury is None
+    r = client.post("/projects/acme/runs/rl/policy/", form | {"jury": "pair@9"}, follow=True)
+    assert b"Policy not changed: the project has no jury &#x27;pair@9&#x27;" in r.content
+    assert v2.version == 2
+    client.force_login(bob)  # a reviewer sees the policy, not the form
+    assert 'data-testid="policy-jury"' not in client.get("/projects/acme/runs/rl/").content.decode()
+
+
+@pytest.mark.django_db
+def test_the_admin_site_shows_juries_and_graders_but_changes_none(admin_client, acme):
+    jury, _ = save_jury(project=acme, name="pair", members=["heuristic@1", "ext@1"], rule="majority")
+    page = admin_client.get("/admin/grading/jury/")
+    assert page.status_code == 200 and b"pair" in page.content
+    assert admin_client.get(f"/admin/grading/jury/{jury.pk}/change/").status_code == 200  # a view, read-only
+    assert admin_client.post(f"/admin/grading/jury/{jury.pk}/change/", {"rule": "mean_rank"}).status_code == 403
+    assert admin_client.get("/admin/grading/jury/add/").status_code == 403
+    assert admin_client.get("/admin/grading/grader/").status_code == 200
+    assert Jury.objects.get().rule == "majority"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_grading_a_step_for_its_jury_queues_the_members_here_and_makes_the_verdicts_it_can(client, alice_token, acme):
+    body = {"name": "pair", "members": ["heuristic@1", "ext@1"], "rule": "majority"}
+    assert api(client, "post", "/api/v1/juries/", alice_token, body).status_code == 201
+    assert api(client, "post", "/api/v1/runs/", alice_token, {"name": "rl"}).status_code == 201
+    post_groups(
+        client, alice_token, *[small_group(f"g{i}", run="rl", step=1, instance_id=f"t-{i}", rewards=(1, 0, 1)) for i in range(2)]
+    )
+    run = Run.objects.get(name="rl")
+    assert not Verdict.objects.exists()  # auto-grading off, no jury yet: nothing graded
+    for group in Group.objects.filter(run=run):
+        record_verdict(group=group, grader="ext@1", status="valid", grades=[GradeInput(0, "T1", 1), GradeInput(2, "T2", 2)])
+    assert api(client, "patch", "/api/v1/runs/rl/", alice_token, {"jury": "pair"}).status_code == 200
+    r = api(client, "post", "/api/v1/steps/1/grade/?run=rl", alice_token, {})  # no backend: the jury's
+    assert r.status_code == 202 and r.json()["queued"] == 2, r.content
+    assert Verdict.objects.filter(grader="heuristic@1").count() == 2  # the member this desk runs
+    assert Verdict.objects.filter(grader="jury:pair@1", status="valid").count() == 2
+    assert step_status(run.steps.get()).graded == 2
