@@ -28,6 +28,20 @@ def _env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: use true or false")
 
 
+def _env_price(name: str) -> float | None:
+    """A price in US dollars (e.g. per million tokens), or None when unset: unknown, never 0."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: must be a finite number >= 0")
+    return value
+
+
 def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -357,6 +371,10 @@ GRADER_API_KEY = os.environ.get("GRADER_API_KEY", "")
 GRADER_ALLOW_PRIVATE_NETWORK = _env_bool("GRADER_ALLOW_PRIVATE_NETWORK", False)
 GRADER_MAX_TURNS = _env_int("GRADER_MAX_TURNS", 24, minimum=2)
 GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
+# What the LLM grader's model costs, US dollars per million prompt (in) and completion (out)
+# tokens. With both set, each verdict's usage carries cost_usd; unset, cost stays unknown.
+GRADER_PRICE_PER_MTOK_IN = _env_price("GRADER_PRICE_PER_MTOK_IN")
+GRADER_PRICE_PER_MTOK_OUT = _env_price("GRADER_PRICE_PER_MTOK_OUT")
 # The grader's workspace (grading.repos, docs/workspace.md): a task's repo + base_commit resolve
 # through the URL template ({repo} is the task's "owner/name"; https://, file:// or a local path)
 # into bare mirrors under the cache, with every rollout's patch applied as a commit there. An

@@ -172,6 +172,17 @@ def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool)
     return jobs
 
 
+def cost_usd(backend: str, usage: dict) -> float | None:
+    """What one grading cost in US dollars: its tokens at the LLM grader's configured prices
+    (GRADER_PRICE_PER_MTOK_IN / _OUT, per million prompt / completion tokens); None when a
+    price is not set or the backend has none, so an unknown cost is never shown as 0."""
+    price_in, price_out = settings.GRADER_PRICE_PER_MTOK_IN, settings.GRADER_PRICE_PER_MTOK_OUT
+    if backend != "llm" or price_in is None or price_out is None:
+        return None
+    prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    return round((prompt * price_in + completion * price_out) / 1_000_000, 8)
+
+
 def grade_group(*, group_id: int, backend: str) -> Verdict:
     """Grade one group once per grader; returns its verdict (stored earlier, or now)."""
     grader = grader_for(backend)
@@ -198,6 +209,9 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
         logger.exception("grader %s failed on group %s", grader.name, group.uid)
         result = GraderResult(status=Verdict.Status.INVALID, errors=[f"{type(exc).__name__}: {exc}"])
     result.usage.setdefault("latency_s", round(time.monotonic() - started, 3))
+    cost = cost_usd(backend, result.usage)
+    if cost is not None:
+        result.usage.setdefault("cost_usd", cost)
     verdict = store_result(group=group, grader_name=grader.name, result=result)
     _finish(job, verdict, error="; ".join(result.errors)[:2000])
     _register(grader, group.run.project_id, guide)

@@ -141,3 +141,14 @@ def test_evidence_links_open_at_the_cited_line_or_turn(client, alice):
                 assert f'id="{fragment}"' in turns, href
             checked += 1
     assert with_verdict == step.groups.filter(is_mixed=True).count() and checked > 0
+
+
+def test_a_grading_costs_its_tokens_at_the_configured_prices_or_nothing_is_said():
+    from grading.grader.jobs import cost_usd
+
+    usage = {"prompt_tokens": 200_000, "completion_tokens": 10_000}
+    with override_settings(GRADER_PRICE_PER_MTOK_IN=3.0, GRADER_PRICE_PER_MTOK_OUT=15.0):
+        assert cost_usd("llm", usage) == pytest.approx(0.6 + 0.15)
+        assert cost_usd("heuristic", usage) is None  # no model, no price
+    with override_settings(GRADER_PRICE_PER_MTOK_IN=3.0, GRADER_PRICE_PER_MTOK_OUT=None):
+        assert cost_usd("llm", usage) is None  # half a price is no price
