@@ -6,7 +6,7 @@ ends with (adjudication/draft/ before draft/)."""
 
 from django.urls import path, register_converter
 
-from reviews.views import audit, bench, calibration, group, hits, judge, queue, search
+from reviews.views import audit, bench, calibration, campaigns, group, hits, judge, queue, search
 
 
 class LaneConverter:
@@ -34,6 +34,8 @@ urlpatterns = [
     path("calibration/", calibration.calibration, name="calibration"),
     path("calibration/activate/", calibration.activate, name="calibration-activate"),
     path("calibration/bench/", bench.bench, name="grader-bench"),
+    path("calibration/campaigns/", campaigns.campaigns, name="grader-campaigns"),
+    path("calibration/campaigns/<int:pk>/cancel/", campaigns.cancel, name="grader-campaign-cancel"),
     path("calibration/minimum/", calibration.minimum, name="calibration-minimum"),
     path("audit/", audit.audit_queue, name="audit-queue"),
     path("audit/rollouts/<int:rollout_id>/", audit.decide, name="audit-decide"),

@@ -31,7 +31,7 @@ from django.urls import URLPattern, URLResolver, clear_url_caches, get_resolver,
 
 from grading.grader.base import RUBRIC
 from grading.method.services import default_mapping
-from grading.models import ApiToken, CheatDecision, FactorMapping, ImportJob, Membership, Rollout
+from grading.models import ApiToken, Campaign, CheatDecision, FactorMapping, ImportJob, Membership, Rollout
 from grading.projects.tokens import issue_api_token
 from tests.helpers.groups import jsonl, small_group
 from tests.helpers.ingest import NDJSON, ingest_groups
@@ -198,6 +198,8 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             f"{p}calibration/bench/",
             kwargs={"data": {"run": "long", "grader": ["heuristic@1", "jury:j@1"]}},
         ),
+        Call(R + "calibration/campaigns/", "get", f"{p}calibration/campaigns/"),
+        Call(R + "calibration/campaigns/", "get", f"{p}calibration/campaigns/", kwargs=htmx),
         Call(R + "search/", "get", f"{p}search/", kwargs={"data": {"q": "django"}}),
         Call(G, "get", g),
         Call(G + "compare/", "get", f"{g}compare/", kwargs={"data": {"a": "0", "b": "1"}, **htmx}),
@@ -229,6 +231,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         ),
         Call("api/v1/grader-bench/", "get", f"{api}grader-bench/", kwargs={"data": qr}, client="token"),
         Call("api/v1/grader-bench/", "get", f"{api}grader-bench/", kwargs={"data": {**qr, "format": "parquet"}}, client="token"),
+        Call("api/v1/campaigns/", "get", f"{api}campaigns/", kwargs={"data": q}, client="token"),
         Call("api/v1/labeled-groups/", "get", f"{api}labeled-groups/", kwargs={"data": qr}, client="token"),
         Call("api/v1/search/", "get", f"{api}search/", kwargs={"data": {**q, "q": "django"}}, client="token"),
         Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}),  # a session, too
@@ -314,7 +317,31 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             ok=(201,),
             client="token",
         ),
+        Call(
+            "api/v1/campaigns/",
+            "post",
+            f"{api}campaigns/?project=acme",
+            kwargs=json_body({"grader": "heuristic", "scope": {"run": "long", "step": 0}}),
+            ok=(202,),
+            client="token",
+        ),
+        Call("api/v1/campaigns/<int:pk>/", "get", f"{api}campaigns/{{campaign}}/", kwargs={"data": q}, client="token"),
+        Call(
+            "api/v1/campaigns/<int:pk>/cancel/",
+            "post",
+            f"{api}campaigns/{{campaign}}/cancel/?project=acme",
+            ok=(200, 409),
+            client="token",
+        ),
         # pages, written
+        Call(
+            R + "calibration/campaigns/",
+            "post",
+            f"{p}calibration/campaigns/",
+            kwargs={"data": {"grader": "heuristic", "run": "long"}},
+            ok=(302,),
+        ),
+        Call(R + "calibration/campaigns/<int:pk>/cancel/", "post", f"{p}calibration/campaigns/{{campaign}}/cancel/", ok=(302,)),
         Call("projects/new/", "post", "/projects/new/", kwargs={"data": {"name": "fresh-project"}}, ok=(302,)),
         Call(
             R + "guide/",
@@ -470,6 +497,8 @@ def test_no_view_or_api_module_queries_the_database(world, alice, alice_token):
     def fill(url: str) -> str:
         if "{steep}" in url:
             return url.replace("{steep}", str(FactorMapping.objects.get(name="steep", project__name="acme").pk))
+        if "{campaign}" in url:
+            return url.replace("{campaign}", str(Campaign.objects.filter(project__name="acme").latest("pk").pk))
         return url
 
     with recording() as origins:

@@ -183,8 +183,9 @@ def cost_usd(backend: str, usage: dict) -> float | None:
     return round((prompt * price_in + completion * price_out) / 1_000_000, 8)
 
 
-def grade_group(*, group_id: int, backend: str) -> Verdict:
-    """Grade one group once per grader; returns its verdict (stored earlier, or now)."""
+def grade_group(*, group_id: int, backend: str, bench_only: bool = False) -> Verdict:
+    """Grade one group once per grader; returns its verdict (stored earlier, or now). A
+    `bench_only` verdict stays out of the method's numbers (a campaign's, grading.grader.campaigns)."""
     grader = grader_for(backend)
     group = Group.objects.select_related("task", "step", "run").get(pk=group_id)
     guide = _name_for_project(grader, group.run.project_id)
@@ -212,7 +213,7 @@ def grade_group(*, group_id: int, backend: str) -> Verdict:
     cost = cost_usd(backend, result.usage)
     if cost is not None:
         result.usage.setdefault("cost_usd", cost)
-    verdict = store_result(group=group, grader_name=grader.name, result=result)
+    verdict = store_result(group=group, grader_name=grader.name, result=result, bench_only=bench_only)
     _finish(job, verdict, error="; ".join(result.errors)[:2000])
     _register(grader, group.run.project_id, guide)
     return verdict
@@ -246,7 +247,7 @@ def _register(grader, project_id: int, guide: Guide) -> None:
         ensure_version(project_id=project_id, name=grader.name, backend="heuristic", prompt_version=1)
 
 
-def store_result(*, group: Group, grader_name: str, result: GraderResult) -> Verdict:
+def store_result(*, group: Group, grader_name: str, result: GraderResult, bench_only: bool = False) -> Verdict:
     valid = result.status == Verdict.Status.VALID
     grades = (
         [
@@ -266,18 +267,24 @@ def store_result(*, group: Group, grader_name: str, result: GraderResult) -> Ver
             errors=result.errors,
             raw=raw,
             checks=result.checks,
+            bench_only=bench_only,
         )
     except IntegrityError:  # a concurrent delivery stored it first
         verdict = Verdict.objects.get(group=group, grader=grader_name)
     return verdict
 
 
-def record_timeout(*, group_id: int, backend: str, why: str) -> Verdict:
+def record_timeout(*, group_id: int, backend: str, why: str, bench_only: bool = False) -> Verdict:
     """The task ran out of time: store a timeout verdict so the group falls back."""
     grader = grader_for(backend)
     group = Group.objects.select_related("run").get(pk=group_id)
     _name_for_project(grader, group.run.project_id)
-    verdict = store_result(group=group, grader_name=grader.name, result=GraderResult(status=Verdict.Status.TIMEOUT, errors=[why]))
+    verdict = store_result(
+        group=group,
+        grader_name=grader.name,
+        result=GraderResult(status=Verdict.Status.TIMEOUT, errors=[why]),
+        bench_only=bench_only,
+    )
     job, _ = GradingJob.objects.get_or_create(group=group, grader=grader.name)
     _finish(job, verdict, error=why)
     return verdict

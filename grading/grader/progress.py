@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from django.db.models import Max
 from django.utils import timezone
 
+from grading.method.services import policy_verdicts
 from grading.models import Group, Step, Verdict
 
 
@@ -56,9 +57,9 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     groups = step.groups.count()
     mixed = dict(step.groups.filter(is_mixed=True).values_list("id", "created_at"))
     latest: dict[int, str] = {}
-    verdicts = Verdict.objects.filter(group__step=step, group__is_mixed=True)
-    if (jury := run.jury) is not None:  # a jury's members' verdicts are not the group's until the jury's is made
-        verdicts = verdicts.filter(grader=jury.grader)
+    # A jury's members' verdicts are not the group's until the jury's is made; a campaign's
+    # bench-only verdicts never are (the advantages read the same ones).
+    verdicts = policy_verdicts(Verdict.objects.filter(group__step=step, group__is_mixed=True), run)
     for group_id, status in verdicts.order_by("group_id", "-created_at", "-id").values_list("group_id", "status"):
         latest.setdefault(group_id, status)
     waiting = [group_id for group_id in mixed if group_id not in latest]

@@ -19,6 +19,16 @@ def grade_group_task(*, group_id: int, backend: str) -> str:
         return record_timeout(group_id=group_id, backend=backend, why="grading exceeded the task's time limit").status
 
 
+@shared_task(name="grading.grade_campaign_chunk", acks_late=True, reject_on_worker_lost=True, max_retries=0)
+def grade_campaign_chunk_task(*, campaign_id: int, group_ids: list[int]) -> int:
+    """Grade a chunk of a campaign's groups (grading.grader.campaigns); a redelivered chunk
+    counts only the groups not counted yet. Each group's grading has its own fallback, so
+    no time limit is caught here: a killed chunk is delivered again."""
+    from grading.grader.campaigns import grade_chunk
+
+    return grade_chunk(campaign_id=campaign_id, group_ids=group_ids)
+
+
 @shared_task(name="grading.tidy_repo_cache")
 def tidy_repo_cache_task() -> dict:
     """Celery beat, hourly (gagar_web/celery.py): old worktrees, then mirrors past the budget."""

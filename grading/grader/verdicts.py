@@ -40,13 +40,16 @@ def record_verdict(
     checks: Sequence[CheckRecord] = (),
     settled_by: str = Verdict.SettledBy.GRADER,
     raise_cheat_signals: bool = True,
+    bench_only: bool = False,
 ) -> tuple[Verdict, bool]:
     """Store the verdict of `grader` on `group` once; a second call for the same pair returns the first.
 
     Returns (verdict, created). Grades must name passing rollouts of the group; `checks` are
     the commands the grader ran (any rollout of the group), stored with the verdict whatever
     its status, since they are what it saw. A grade's cheat call opens a signal in the audit
-    queue unless `raise_cheat_signals` is off (a jury's: its members raised theirs).
+    queue unless `raise_cheat_signals` is off (a jury's: its members raised theirs). A
+    `bench_only` verdict (a campaign's, of a grader the run's policy does not use) leaves the
+    step's advantages as they are.
     """
     existing = Verdict.objects.filter(group=group, grader=grader).first()
     if existing is not None:
@@ -64,7 +67,14 @@ def record_verdict(
         if check.rollout not in rollouts:
             raise ValueError(f"check {check.number}: group {group.uid} has no rollout {check.rollout}")
     verdict = Verdict.objects.create(
-        group=group, grader=grader, status=status, errors=errors or [], raw=raw or {}, n_checks=len(checks), settled_by=settled_by
+        group=group,
+        grader=grader,
+        status=status,
+        errors=errors or [],
+        raw=raw or {},
+        n_checks=len(checks),
+        settled_by=settled_by,
+        bench_only=bench_only,
     )
     VerdictCheck.objects.bulk_create(
         VerdictCheck(
@@ -105,7 +115,8 @@ def record_verdict(
                 author=grader[:150],
                 evidence=[e for e in grade.evidence or [] if isinstance(e, dict)],
             )
-    mark_stale(step_ids=[group.step_id])
+    if not bench_only:  # the method never reads a bench-only verdict (grading.method.services.step_inputs)
+        mark_stale(step_ids=[group.step_id])
     verdict_recorded.send(sender=Verdict, group=group, verdict=verdict)  # people may have judged the group already
     return verdict, True
 

@@ -222,6 +222,14 @@ def activate_mapping(
     return activation
 
 
+def policy_verdicts(verdicts, run: Run):
+    """Those of `verdicts` (of `run`'s groups) the method may read: its jury's alone when the
+    policy names one, else any grader's but a campaign's bench-only ones (docs/method.md §2)."""
+    if (jury := run.jury) is not None:  # the run's policy names a jury: only its verdicts count
+        return verdicts.filter(grader=jury.grader)
+    return verdicts.filter(bench_only=False)
+
+
 @dataclass
 class StepInputs:
     frame: pd.DataFrame  # one row per rollout with known reward, engine input columns + ids
@@ -238,9 +246,7 @@ def step_inputs(step: Step) -> StepInputs:
     frame = pd.DataFrame(rows, columns=["rollout_id", "group", "index", "reward", "uid", "instance_id", "dropped"])
 
     latest_verdict: dict[int, tuple[int, str]] = {}
-    verdicts = Verdict.objects.filter(group__step=step)
-    if (jury := step.run.jury) is not None:  # the run's policy names a jury: only its verdicts count
-        verdicts = verdicts.filter(grader=jury.grader)
+    verdicts = policy_verdicts(Verdict.objects.filter(group__step=step), step.run)
     for verdict_id, group_id, status in verdicts.order_by("group_id", "-created_at", "-id").values_list(
         "id", "group_id", "status"
     ):

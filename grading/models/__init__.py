@@ -6,13 +6,16 @@ migrations keep working whichever module a model lives in.
   trainers waiting for a step)
 - grades: what the grader said (verdicts, rollout grades, checks, cheat decisions, grading jobs,
   juries) and each project's check policy
-- graders: a project's graders and their versions (what Verdict.grader names)
+- graders: a project's graders and their versions (what Verdict.grader names), and campaigns
+  running one on a scope of groups
 - method: factor mappings, their activations, step computations and stored advantages,
   each project's rubric guide and calibration minimum
 - search: the search index (one row of searchable text per rollout)
 - throttle: shared attempt counts (login throttling) where no Redis is configured
 """
 
+from grading.models.graders import Campaign as Campaign
+from grading.models.graders import CampaignGroup as CampaignGroup
 from grading.models.graders import Grader as Grader
 from grading.models.graders import GraderVersion as GraderVersion
 from grading.models.grades import CheatDecision as CheatDecision

@@ -6,6 +6,10 @@ of it (model, endpoint, prompt version, rubric guide, tools, budgets) is a new v
 verdict names the version it was made by as `<grader>@<version>` in `Verdict.grader`, so two
 versions are two graders to calibration and the bench. Endpoints and keys are stored as the
 NAMES of environment variables, never as values.
+
+A campaign runs one built-in grader version on a scope of groups (a step, a run, the groups
+people judged) in the background (grading.grader.campaigns); a group it finds graded by
+that version already is skipped, so running it again does nothing.
 """
 
 from __future__ import annotations
@@ -64,3 +68,91 @@ class GraderVersion(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Campaign(models.Model):
+    """One grader version run on a scope of mixed groups, with its progress and what it cost.
+
+    Counts move by atomic updates as each group finishes (CampaignGroup says which have);
+    `graded + skipped_existing + failed == total` finishes it. Tokens and cost are the sums of
+    its verdicts' usage; `cost_usd` stays empty while no verdict reports a cost."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Scope(models.TextChoices):
+        STEP = "step", "A step"
+        RUN = "run", "A run"
+        JUDGED = "judged", "The groups people judged"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    project = models.ForeignKey("grading.Project", on_delete=models.CASCADE, related_name="campaigns")
+    grader = models.CharField(max_length=100, help_text="the version it runs, as Verdict.grader holds it")
+    backend = models.CharField(max_length=10, choices=Grader.Backend.choices)
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    run = models.ForeignKey("grading.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="campaigns")
+    step_number = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    total = models.PositiveIntegerField(default=0, help_text="mixed groups in the scope")
+    graded = models.PositiveIntegerField(default=0, help_text="given a valid verdict by this campaign")
+    skipped_existing = models.PositiveIntegerField(default=0, help_text="had a verdict of this version already")
+    failed = models.PositiveIntegerField(default=0, help_text="an invalid or timed-out verdict, or an error")
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True, help_text="empty while no verdict reports a cost")
+    latency_sum_s = models.FloatField(default=0.0)
+    latency_p50_s = models.FloatField(null=True, blank=True, help_text="set when it ends")
+    latency_max_s = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "-created_at"], name="campaign_project_recent")]
+
+    def __str__(self) -> str:
+        return f"campaign {self.pk}: {self.grader} on {self.scope} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    @property
+    def done(self) -> int:
+        return self.graded + self.skipped_existing + self.failed
+
+    @property
+    def percent(self) -> int:
+        return 100 if not self.total else int(100 * self.done / self.total)
+
+    @property
+    def latency_mean_s(self) -> float | None:
+        finished = self.graded + self.failed
+        return self.latency_sum_s / finished if finished else None
+
+
+class CampaignGroup(models.Model):
+    """A group a campaign grades: pending until its outcome is counted, once."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "pending", "Pending"
+        GRADED = "graded", "Graded"
+        FAILED = "failed", "Failed"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="groups")
+    group = models.ForeignKey("grading.Group", on_delete=models.CASCADE, related_name="+")
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.PENDING)
+    latency_s = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["campaign_id", "group_id"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "group"], name="one_row_per_group_per_campaign")]

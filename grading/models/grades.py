@@ -37,6 +37,11 @@ class Verdict(models.Model):
     raw = models.JSONField(default=dict, blank=True)
     n_checks = models.PositiveIntegerField(default=0, help_text="commands the grader ran in its sandbox (VerdictCheck rows)")
     settled_by = models.CharField(max_length=20, choices=SettledBy.choices, default=SettledBy.GRADER, blank=True)
+    # A campaign's verdict by a grader the run's policy does not use (grading.grader.campaigns):
+    # on the bench and in calibration like any other, never in the method's numbers.
+    bench_only = models.BooleanField(
+        default=False, help_text="made by a campaign of a grader the run's policy does not use: never in the advantages"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VerdictQuerySet.as_manager()

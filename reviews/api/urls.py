@@ -4,12 +4,16 @@ from django.urls import path
 
 from reviews.api.agreement import AgreementView
 from reviews.api.bench import GraderCompareView
+from reviews.api.campaigns import CampaignCancelView, CampaignDetailView, CampaignListCreateView
 from reviews.api.grader_bench import GraderBenchExportView
 from reviews.api.labeled import LabeledGroupExportView
 from reviews.api.search import SearchView
 
 urlpatterns = [
     path("agreement/", AgreementView.as_view(), name="api-agreement"),
+    path("campaigns/", CampaignListCreateView.as_view(), name="api-campaigns"),
+    path("campaigns/<int:pk>/", CampaignDetailView.as_view(), name="api-campaign"),
+    path("campaigns/<int:pk>/cancel/", CampaignCancelView.as_view(), name="api-campaign-cancel"),
     path("graders/compare/", GraderCompareView.as_view(), name="api-graders-compare"),
     path("grader-bench/", GraderBenchExportView.as_view(), name="api-grader-bench"),
     path("labeled-groups/", LabeledGroupExportView.as_view(), name="api-labeled-groups"),

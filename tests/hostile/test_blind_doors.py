@@ -374,3 +374,30 @@ def test_the_group_overview_has_no_grader_field_until_the_judgment_is_submitted(
     overview = _overview(client.get("/projects/acme/runs/r1/groups/g1@1/").content.decode())
     assert "grader tier" in overview and 'data-tier="T3"' in overview and 'data-rank="3"' in overview
     assert '<span class="badge tier-T3">T3</span>' in overview
+
+
+def test_campaigns_show_an_admin_judging_blind_counts_and_costs_never_a_verdict(
+    client, people, world, django_capture_on_commit_callbacks
+):
+    """Campaigns are an admin's (every other role is refused at the door, above); an admin who
+    holds a blind assignment on g1 sees on them how many groups a grader graded and what it
+    cost, never a tier, a rank or evidence, nor the grader that graded g1."""
+    alice = people["alice"]
+    assign(group=world["g1@1"], reviewer=alice)
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = client.post(
+            "/api/v1/campaigns/?project=acme", {"grader": "heuristic", "scope": {"run": "r1"}}, content_type="application/json"
+        )
+    assert r.status_code == 202
+    assert client.get(f"/api/v1/campaigns/{r.json()['id']}/?project=acme").json()["counts"]["graded"] == 3
+    for url in ("/api/v1/campaigns/?project=acme", f"/api/v1/campaigns/{r.json()['id']}/?project=acme"):
+        body = client.get(url).content.decode()
+        assert not re.search(r"\bT[123]\b|\brank\b|evidence", body), url
+        for text in FORBIDDEN:
+            assert text not in body, (url, text)
+    for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+        page = client.get("/projects/acme/calibration/campaigns/", **headers).content.decode()
+        assert 'data-status="done"' in page and not TIER_BADGE.search(page) and not re.search(r"\bT[123]\b", page)
+        for text in FORBIDDEN:
+            assert text not in page, text

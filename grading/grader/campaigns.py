@@ -1,0 +1,305 @@
+"""Campaigns (services): run one built-in grader version on a scope of mixed groups in the
+background, with progress, tokens, cost and latency.
+
+A scope is a step, a run, or the groups people judged (in a run or the whole project). The
+judged groups are the review desk's to name: its caller passes them in as `judged` (a
+queryset of group ids), since grading never reads reviews. `start_campaign` counts the
+scope's mixed groups, skips those the version has a verdict on (`skipped_existing`: running
+a version again on a group it graded does nothing, no call and no new verdict), and queues
+the rest in chunks of at most CHUNK groups (grading.grade_campaign_chunk), sent once the
+campaign is committed. Each group, as it finishes, moves the campaign's counts, tokens, cost
+and latency by atomic updates, once (its CampaignGroup row goes from pending to its
+outcome); the campaign is done when every group is counted, failures included. A failing
+group counts as failed and the rest go on; a grader that cannot run fails the campaign.
+Cancelling stops it before its next group.
+
+Which verdict the run's method uses is the run's policy's to say, never a campaign's: a
+campaign of a grader the policy uses (its auto-grader, or a member of its jury) makes that
+grader's verdict, as grading the step would; any other grader's verdicts are stored
+`bench_only` and stay out of the advantages (grading.method.services.policy_verdicts).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from statistics import median
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import transaction
+from django.db.models import F, QuerySet, Value
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from grading import selectors
+from grading.formats.groupline import MAX_INT, MAX_NAME
+from grading.grader.jobs import BACKENDS, GraderUnavailable, grade_group, grader_for, grader_name, record_timeout
+from grading.grader.policy import auto_grader_name
+from grading.grader.tasks import grade_campaign_chunk_task
+from grading.models import Campaign, CampaignGroup, Group, Project, Run, Verdict
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 20  # groups per task: one task never holds a worker for a whole run
+
+
+class CampaignError(ValueError):
+    """A refused campaign; `field` names what was wrong, `status` the HTTP status it is."""
+
+    def __init__(self, field: str, message: str, *, status: int = 400):
+        super().__init__(message)
+        self.field = field
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Scope:
+    kind: str  # Campaign.Scope
+    run: Run | None = None
+    step: int | None = None
+
+
+SCOPE_KEYS = ("run", "step", "judged")
+
+
+def parse_scope(project: Project, value: object) -> Scope:
+    """The scope of `{"run", "step"}`, `{"run"}` or `{"judged": true, "run"?}` in `project`;
+    CampaignError naming the field (`scope.run`, ...) otherwise, a 404 for a run or step that
+    is not there."""
+    shapes = '{"run": R, "step": N}, {"run": R} or {"judged": true} with an optional "run"'
+    if not isinstance(value, dict):
+        raise CampaignError("scope", f"scope must be an object: {shapes}")
+    unknown = sorted(set(value) - set(SCOPE_KEYS))
+    if unknown:
+        raise CampaignError(f"scope.{unknown[0][:40]}", f"unknown field {unknown[0][:40]!r}; a scope is {shapes}")
+    judged = value.get("judged", False)
+    if not isinstance(judged, bool):
+        raise CampaignError("scope.judged", "judged must be true or false")
+    run = None
+    if "run" in value:
+        name = value["run"]
+        if not isinstance(name, str) or not name:
+            raise CampaignError("scope.run", "run must be a run's name")
+        run = selectors.run_named(project, name)
+        if run is None:
+            raise CampaignError("scope.run", f"no run {name[:MAX_NAME]!r} in {project.name}", status=404)
+    step = value.get("step")
+    if step is not None:
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_INT:
+            raise CampaignError("scope.step", f"step must be a whole number from 0 to {MAX_INT}")
+        if judged:
+            raise CampaignError("scope.step", "a judged scope takes a run or the whole project, not a step")
+        if run is None:
+            raise CampaignError("scope.run", "a step's scope needs its run")
+        if selectors.step_numbered(run, step) is None:
+            raise CampaignError("scope.step", f"run {run.name!r} has no step {step}", status=404)
+        return Scope(Campaign.Scope.STEP, run, step)
+    if judged:
+        return Scope(Campaign.Scope.JUDGED, run)
+    if run is None:
+        raise CampaignError("scope.run", f"scope needs a run, or judged: true; a scope is {shapes}")
+    return Scope(Campaign.Scope.RUN, run)
+
+
+def resolve_grader(project: Project, value: object) -> tuple[str, str]:
+    """(backend, version name) of `value`: a backend ("heuristic", "llm") or the name of a
+    built-in's current version in the project (e.g. heuristic@1). CampaignError otherwise."""
+    if not isinstance(value, str) or not value:
+        raise CampaignError("grader", f"grader must be one of {', '.join(BACKENDS)} or the name of one's current version")
+    current: dict[str, str] = {}
+    for backend in BACKENDS:
+        try:
+            current[backend] = grader_name(backend, project.pk)
+        except GraderUnavailable as exc:
+            if value == backend:
+                raise CampaignError("grader", str(exc)) from None
+    chosen = value if value in BACKENDS else next((b for b, name in current.items() if name == value), None)
+    if chosen is None:
+        offered = ", ".join([*BACKENDS, *current.values()])
+        raise CampaignError(
+            "grader", f"grader {value[:100]!r} is not a built-in grader's current version; choose one of {offered}"
+        )
+    try:
+        grader_for(chosen)  # refused now, in the request, if it cannot run here
+    except GraderUnavailable as exc:
+        raise CampaignError("grader", str(exc)) from None
+    return chosen, current[chosen]
+
+
+def scope_groups(project: Project, scope: Scope, judged: QuerySet | None = None) -> QuerySet:
+    """The scope's mixed groups."""
+    groups = Group.objects.filter(run__project=project, is_mixed=True)
+    if scope.run is not None:
+        groups = groups.filter(run=scope.run)
+    if scope.kind == Campaign.Scope.STEP:
+        if scope.step is None:
+            raise TypeError("a step's scope needs its step number")
+        groups = groups.filter(step__number=scope.step)
+    elif scope.kind == Campaign.Scope.JUDGED:
+        if judged is None:
+            raise TypeError("a judged scope needs the judged groups' ids")
+        groups = groups.filter(pk__in=judged)
+    return groups
+
+
+def start_campaign(*, project: Project, grader: str, scope: Scope, judged: QuerySet | None = None, user=None) -> Campaign:
+    """A campaign of `grader` (see resolve_grader) on `scope`, its groups queued after the commit."""
+    backend, name = resolve_grader(project, grader)
+    with transaction.atomic():
+        groups = scope_groups(project, scope, judged)
+        ids = list(groups.order_by("pk").values_list("pk", flat=True))
+        graded = set(Verdict.objects.filter(group_id__in=groups, grader=name).values_list("group_id", flat=True))
+        todo = [pk for pk in ids if pk not in graded]
+        campaign = Campaign.objects.create(
+            project=project,
+            grader=name,
+            backend=backend,
+            scope=scope.kind,
+            run=scope.run,
+            step_number=scope.step,
+            total=len(ids),
+            skipped_existing=len(ids) - len(todo),
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+        if not todo:  # nothing to grade: done at once, having done nothing
+            now = timezone.now()
+            Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.DONE, started_at=now, finished_at=now)
+        else:
+            CampaignGroup.objects.bulk_create(CampaignGroup(campaign=campaign, group_id=pk) for pk in todo)
+            chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+
+            def enqueue():
+                for chunk in chunks:
+                    grade_campaign_chunk_task.delay(campaign_id=campaign.pk, group_ids=chunk)
+
+            transaction.on_commit(enqueue)
+    campaign.refresh_from_db()
+    return campaign
+
+
+def cancel_campaign(campaign: Campaign) -> bool:
+    """Stop a queued or running campaign before its next group; False when it had ended."""
+    stopped = Campaign.objects.filter(pk=campaign.pk, status__in=Campaign.ACTIVE).update(
+        status=Campaign.Status.CANCELLED, finished_at=timezone.now()
+    )
+    if stopped:
+        _settle_latency(campaign.pk)
+    campaign.refresh_from_db()
+    return bool(stopped)
+
+
+def grade_chunk(*, campaign_id: int, group_ids: list[int]) -> int:
+    """Grade the chunk's groups one by one while the campaign runs; how many were counted."""
+    Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.QUEUED).update(
+        status=Campaign.Status.RUNNING, started_at=timezone.now()
+    )
+    counted = 0
+    policy: dict[int, bool] = {}  # run id -> whether the campaign's grader is one its policy uses
+    for position, group_id in enumerate(group_ids):
+        campaign = Campaign.objects.filter(pk=campaign_id).only("status", "grader", "backend", "project_id").first()
+        if campaign is None or campaign.status != Campaign.Status.RUNNING:
+            break  # cancelled, failed, or gone
+        row = CampaignGroup.objects.filter(campaign_id=campaign_id, group_id=group_id).select_related("group__run").first()
+        if row is None or row.outcome != CampaignGroup.Outcome.PENDING:
+            continue  # counted already (a redelivered chunk)
+        run = row.group.run
+        if run.pk not in policy:
+            policy[run.pk] = _policy_uses(run, campaign.grader)
+        try:
+            counted += _grade_one(campaign, row, bench_only=not policy[run.pk])
+        except GraderUnavailable as exc:  # it cannot run here (any more): no group will do better
+            _fail(campaign_id, str(exc))
+            break
+        except SoftTimeLimitExceeded:  # the group in flight timed out (counted); the rest go on in a new task
+            counted += 1
+            if rest := group_ids[position + 1 :]:
+                grade_campaign_chunk_task.delay(campaign_id=campaign_id, group_ids=rest)
+            break
+    return counted
+
+
+def _policy_uses(run: Run, grader: str) -> bool:
+    """Whether `run`'s policy uses `grader`'s verdicts: its auto-grader, or a member of its jury."""
+    if run.jury is not None and grader in run.jury.members:
+        return True
+    return auto_grader_name(run) == grader
+
+
+def _grade_one(campaign: Campaign, row: CampaignGroup, *, bench_only: bool) -> int:
+    name = grader_name(campaign.backend, campaign.project_id)
+    if name != campaign.grader:  # the project's rubric guide changed: another version now
+        raise GraderUnavailable(f"the {campaign.backend} grader is {name} now, not {campaign.grader}; start a new campaign")
+    started = time.monotonic()
+    try:
+        verdict = grade_group(group_id=row.group_id, backend=campaign.backend, bench_only=bench_only)
+    except GraderUnavailable:
+        raise
+    except SoftTimeLimitExceeded:  # as the grading task does: a timeout verdict, the group falls back
+        verdict = record_timeout(
+            group_id=row.group_id, backend=campaign.backend, why="grading exceeded the task's time limit", bench_only=bench_only
+        )
+        _count(row, CampaignGroup.Outcome.FAILED, {}, round(time.monotonic() - started, 3), "; ".join(verdict.errors or []))
+        raise
+    except Exception as exc:  # one group's failure is counted and the rest go on
+        logger.exception("campaign %s: group %s failed", campaign.pk, row.group_id)
+        return _count(row, CampaignGroup.Outcome.FAILED, {}, round(time.monotonic() - started, 3), f"{type(exc).__name__}: {exc}")
+    usage = verdict.raw.get("usage") if isinstance(verdict.raw, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    latency = usage.get("latency_s")
+    latency = float(latency) if isinstance(latency, (int, float)) else round(time.monotonic() - started, 3)
+    if verdict.status == Verdict.Status.VALID:
+        return _count(row, CampaignGroup.Outcome.GRADED, usage, latency, "")
+    return _count(row, CampaignGroup.Outcome.FAILED, usage, latency, "; ".join(map(str, verdict.errors or []))[:2000])
+
+
+def _number(usage: dict, key: str) -> float | None:
+    value = usage.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _count(row: CampaignGroup, outcome: str, usage: dict, latency: float, error: str) -> int:
+    """Count the group once (its row leaves pending), move the campaign's figures, and finish
+    the campaign when this was its last group. Returns 1 when counted now, 0 when it was before."""
+    with transaction.atomic():
+        moved = CampaignGroup.objects.filter(pk=row.pk, outcome=CampaignGroup.Outcome.PENDING).update(
+            outcome=outcome, latency_s=latency, error=error
+        )
+        if not moved:
+            return 0
+        counter = "graded" if outcome == CampaignGroup.Outcome.GRADED else "failed"
+        changes = {
+            counter: F(counter) + 1,
+            "prompt_tokens": F("prompt_tokens") + int(_number(usage, "prompt_tokens") or 0),
+            "completion_tokens": F("completion_tokens") + int(_number(usage, "completion_tokens") or 0),
+            "latency_sum_s": F("latency_sum_s") + latency,
+            "latency_max_s": Greatest(Coalesce(F("latency_max_s"), Value(latency)), Value(latency)),
+        }
+        cost = _number(usage, "cost_usd")
+        if cost is not None:
+            changes["cost_usd"] = Coalesce(F("cost_usd"), Value(0.0)) + cost
+        Campaign.objects.filter(pk=row.campaign_id).update(**changes)
+        finished = Campaign.objects.filter(
+            pk=row.campaign_id,
+            status=Campaign.Status.RUNNING,
+            total=F("graded") + F("skipped_existing") + F("failed"),
+        ).update(status=Campaign.Status.DONE, finished_at=timezone.now())
+    if finished:
+        _settle_latency(row.campaign_id)
+    return 1
+
+
+def _fail(campaign_id: int, why: str) -> None:
+    failed = Campaign.objects.filter(pk=campaign_id, status__in=Campaign.ACTIVE).update(
+        status=Campaign.Status.FAILED, error=why[:2000], finished_at=timezone.now()
+    )
+    if failed:
+        _settle_latency(campaign_id)
+
+
+def _settle_latency(campaign_id: int) -> None:
+    """The median latency per group of the groups it graded, once it has ended."""
+    rows = CampaignGroup.objects.filter(campaign_id=campaign_id, latency_s__isnull=False).values_list("latency_s", flat=True)
+    latencies = [latency for latency in rows if latency is not None]
+    if latencies:
+        Campaign.objects.filter(pk=campaign_id).update(latency_p50_s=round(median(latencies), 3))
