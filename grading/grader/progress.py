@@ -18,7 +18,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from grading.method.services import policy_verdicts
-from grading.models import Group, Step, Verdict
+from grading.models import Group, Run, Step, Verdict
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,12 @@ class StepStatus:
         )
 
 
+def falls_back_at(run: Run, *, stored_at: datetime, queued_at: datetime | None) -> datetime:
+    """When a mixed group without a verdict falls back: the run's grading deadline after it
+    was stored, or after it was last queued for grading again."""
+    return max(stored_at, queued_at or stored_at) + timedelta(seconds=run.grading_deadline_seconds)
+
+
 def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     """Counts of one step in four queries, whatever its size."""
     now = now or timezone.now()
@@ -68,8 +74,7 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
         if waiting
         else {}
     )
-    limit = timedelta(seconds=run.grading_deadline_seconds)
-    deadlines = [max(mixed[g], requeued.get(g) or mixed[g]) + limit for g in waiting]
+    deadlines = [falls_back_at(run, stored_at=mixed[g], queued_at=requeued.get(g)) for g in waiting]
     open_deadlines = [d for d in deadlines if d > now]
     graded = sum(1 for s in latest.values() if s == Verdict.Status.VALID)
     invalid = sum(1 for s in latest.values() if s == Verdict.Status.INVALID)
