@@ -11,3 +11,7 @@ class GradingConfig(AppConfig):
         from grading.grader.juries import on_verdict_recorded
 
         verdict_recorded.connect(on_verdict_recorded, dispatch_uid="grading.juries")
+        # After the jury's receiver: a verdict the jury made on this one's arrival is counted.
+        from grading.grader.disagreements import on_verdict_recorded as refresh_disagreement_on_verdict
+
+        verdict_recorded.connect(refresh_disagreement_on_verdict, dispatch_uid="grading.disagreements")

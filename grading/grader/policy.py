@@ -10,6 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
+from grading.grader.disagreements import refresh_run
 from grading.grader.jobs import GraderUnavailable, grader_for, grader_name
 from grading.method import partial
 from grading.method.services import mark_stale
@@ -174,4 +175,6 @@ def update_run_policy(*, run: Run, changes: MutableMapping[str, Any]) -> Run:
         run.save(update_fields=changed)
     if {"baseline", "drop_policy", "turn_weights", "jury"} & set(changed):  # a jury changes which verdict counts
         mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
+    if {"jury", "grading_deadline_seconds"} & set(changed):  # whether, and until when, a jury waits for a person
+        refresh_run(run)
     return run

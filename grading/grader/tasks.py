@@ -43,3 +43,11 @@ def fetch_repo_task(*, repo: str, base_commit: str) -> str:
     from grading.grader.loading import fetch_repo
 
     return fetch_repo(repo=repo, base_commit=base_commit)
+
+
+@shared_task(name="grading.expire_person_waits")
+def expire_person_waits_task() -> int:
+    """Celery beat, every minute (gagar_web/celery.py): groups a jury waited on past the deadline."""
+    from grading.grader.disagreements import expire_person_waits
+
+    return expire_person_waits()

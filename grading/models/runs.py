@@ -150,6 +150,16 @@ class Group(models.Model):
     has_valid_verdict = models.BooleanField(default=False)
     credit_moved = models.FloatField(default=0.0)
     awaits_review = models.BooleanField(default=True)
+    # How far its graders disagree, for the queue's "disagreements first" order (kept by
+    # grading.grader.disagreements when a verdict lands): the widest tier gap in levels
+    # between two graders' valid verdicts on one rollout (juries left out: they are made of
+    # their members), and on how many rollouts; and whether the run's jury abstained and
+    # waits for a person, until when (the step's grading deadline; cleared when the jury's
+    # verdict lands or the deadline passes).
+    grader_gap = models.PositiveSmallIntegerField(default=0)
+    grader_gap_rollouts = models.PositiveSmallIntegerField(default=0)
+    awaits_person = models.BooleanField(default=False)
+    awaits_person_until = models.DateTimeField(null=True, blank=True)
     # Distinct solutions among the passing rollouts: how many patch clusters they fall in
     # (grading.rollouts.clusters, stored by grading.ingest.cluster_storage); null until clustered.
     distinct_solutions = models.PositiveIntegerField(null=True, blank=True)
@@ -166,6 +176,12 @@ class Group(models.Model):
                 condition=Q(is_mixed=True, awaits_review=True),
                 name="group_review_queue",
             ),
+            models.Index(  # the same queue with the review policy's disagreements first
+                fields=["run", "-awaits_person", "-grader_gap", "-has_valid_verdict", "-credit_moved", "step_number", "uid"],
+                condition=Q(is_mixed=True, awaits_review=True),
+                name="group_review_queue_split",
+            ),
+            models.Index(fields=["awaits_person_until"], condition=Q(awaits_person=True), name="group_awaits_person"),
         ]
 
     def __str__(self) -> str:
@@ -202,6 +218,9 @@ class Rollout(models.Model):
     cluster = models.PositiveIntegerField(null=True, blank=True)
     extra_files = models.JSONField(default=list, blank=True)
     cluster_label = models.CharField(max_length=200, blank=True)
+    # Two graders' valid verdicts differ on its cheat call (grading.grader.disagreements):
+    # the cheat audit can put such signals first.
+    cheat_split = models.BooleanField(default=False)
     source_format = models.CharField(max_length=64, blank=True)
     source_ref = models.CharField(max_length=1000, blank=True)
     # Why the trainer dropped this rollout from its batch ("timeout", "error", ...); "" = kept.
