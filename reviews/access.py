@@ -1,5 +1,6 @@
-"""The review desk's one access rule beyond the project check (grading.projects.access):
-a reviewer judges only a group assigned to them."""
+"""The review desk's access rules beyond the project check (grading.projects.access): a
+reviewer judges only a group assigned to them, and why the queue serves a group next is
+said only to those who manage the project."""
 
 from __future__ import annotations
 
@@ -19,3 +20,10 @@ def get_assignment_for_reviewer(request: HttpRequest, project: str, run: str, ui
     if assignment is None:
         raise Http404("This group is not assigned to you")
     return assignment, membership
+
+
+def sees_why_next(membership: Membership, assignment: Assignment | None = None) -> bool:
+    """Why the queue serves a group next (reviews.selectors.queue.why_next) is derived from its
+    graders' verdicts (how far they differ, what a verdict moves): said to those who manage
+    the project, and not on a group they judge blind (`assignment`, theirs on it)."""
+    return Capability.MANAGE in membership.capabilities and not (assignment is not None and assignment.is_open_blind)

@@ -40,6 +40,10 @@ class ReviewPolicy(models.Model):
     lease_minutes = models.PositiveIntegerField(
         default=120, help_text="an assignment left open this long stops counting toward a group's reviewers"
     )
+    disagreements_first = models.BooleanField(
+        default=True,
+        help_text="first the groups a jury waits on for a person, then the widest grader gaps; audit: split cheat calls",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

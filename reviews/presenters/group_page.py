@@ -36,6 +36,7 @@ from grading.rollouts.patch_files import COLLAPSED, order_files
 from grading.rollouts.turns import find_turns, fold_head, to_turns
 from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor
+from reviews.access import sees_why_next
 from reviews.forms import draft_fields
 from reviews.models import AdjudicationDraft, Judgment
 from reviews.selectors.blind import needs_browse_reveal
@@ -616,7 +617,13 @@ def group_page(
         start_rankings=rankings,
         start_sources=sources,
         off_page=tuple(lane for lane in all_lanes if lane.passed and lane.index not in shown_indexes),
-        queue_place=(queue_place(assignment=review.assignment, group=group, reviewer=user) if review.assignment else None),
+        queue_place=(
+            queue_place(
+                assignment=review.assignment, group=group, reviewer=user, explain=sees_why_next(membership, review.assignment)
+            )
+            if review.assignment
+            else None
+        ),
         group_note=fields_.get("note", ""),
         draft_reason=fields_.get("reason", ""),
         browse_reveal=browse_reveal,

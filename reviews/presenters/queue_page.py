@@ -8,12 +8,14 @@ from typing import Any
 
 from django.core.paginator import Page, Paginator
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
 from grading.models import Capability, Membership, Project, Run
+from reviews.access import sees_why_next
 from reviews.models import GroupReview
 from reviews.selectors.adjudication import adjudication_counts, adjudication_queue, adjudication_rows
 from reviews.selectors.progress import my_assignments, my_progress, project_review_totals, team_progress
-from reviews.selectors.queue import policy_for, queue_groups
+from reviews.selectors.queue import policy_for, queue_groups, why_next
 
 UPCOMING = 10
 ADJUDICATION_PER_PAGE = 50
@@ -33,7 +35,8 @@ class QueuePage:
     policy: Any
     progress: dict
     assignments: tuple
-    upcoming: tuple
+    upcoming: tuple  # (group, why it is next: "" unless the viewer sees_why_next)
+    explained: bool  # the viewer is told why each group is next
     totals: dict
     team: list | None
 
@@ -46,7 +49,10 @@ def queue_page(*, project: Project, membership: Membership, reviewer, run: Run |
     totals, and the team's progress for those who manage the project."""
     policy = policy_for(project)
     runs = tuple(project.runs.all())
-    upcoming = tuple(queue_groups(project=project, reviewer=reviewer, run=run, policy=policy)[:UPCOMING])
+    groups = list(queue_groups(project=project, reviewer=reviewer, run=run, policy=policy)[:UPCOMING])
+    explained = sees_why_next(membership)  # none of these is theirs yet, so none is judged blind
+    now = timezone.now()
+    upcoming = tuple((g, why_next(g, policy=policy, now=now) if explained else "") for g in groups)
     return QueuePage(
         project=project,
         membership=membership,
@@ -56,6 +62,7 @@ def queue_page(*, project: Project, membership: Membership, reviewer, run: Run |
         progress=my_progress(project=project, reviewer=reviewer),
         assignments=tuple(my_assignments(project=project, reviewer=reviewer)),
         upcoming=upcoming,
+        explained=explained,
         totals=project_review_totals(project),
         team=team_progress(project) if Capability.MANAGE in membership.capabilities else None,
     )

@@ -15,14 +15,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
+from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
 from django.urls import reverse
 from django.utils.http import urlencode
 
 from grading.grader.prescreen import LEAK_SIGNALS
 from grading.models import CheatDecision, Project, Rollout
 from grading.templatetags.gagar import patch_anchor
-from reviews.models import CheatAudit
+from reviews.models import CheatAudit, ReviewPolicy
 from reviews.selectors.blind import open_blind_group_ids
 
 if TYPE_CHECKING:
@@ -112,8 +112,17 @@ STATE_FILTERS = {
 }
 
 
+def split_first(project: Project) -> Q:
+    """A rollout whose cheat call the graders split on (Rollout.cheat_split), where the
+    project's review policy puts disagreements first (reviews.models.ReviewPolicy; on when
+    none is stored). In the listing's own query: no query of its own."""
+    off = ReviewPolicy.objects.filter(project_id=project.pk, disagreements_first=False)
+    return Q(cheat_split=True) & ~Q(Exists(off))
+
+
 def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> QuerySet[AuditedRollout]:
-    """The rollouts the queue lists for `scope`, newest signal first."""
+    """The rollouts the queue lists for `scope`: with the policy's disagreements first, those
+    whose cheat call graders split on first; then newest signal first."""
     rollouts = _audited(project, hidden_from=hidden_from).filter(STATE_FILTERS[scope.status])
     if scope.source:
         rollouts = rollouts.filter(Exists(_signals(source=scope.source)))
@@ -122,11 +131,21 @@ def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> 
     if scope.search:
         rollouts = rollouts.filter(Exists(CheatDecision.objects.filter(_by_search(scope.search), rollout=OuterRef("pk"))))
     newest = _signals().order_by("-id").values("id")[:1]
+    first = Case(When(split_first(project), then=Value(1)), default=Value(0), output_field=IntegerField())
     return (
-        rollouts.annotate(newest_signal=Subquery(newest))
+        rollouts.annotate(newest_signal=Subquery(newest), split_first=first)
         .select_related("group__run", "group__task")
-        .only("id", "index", "group_id", "group__uid", "group__step_number", "group__run__name", "group__task__instance_id")
-        .order_by("-newest_signal", "-id")
+        .only(
+            "id",
+            "index",
+            "cheat_split",
+            "group_id",
+            "group__uid",
+            "group__step_number",
+            "group__run__name",
+            "group__task__instance_id",
+        )
+        .order_by("-split_first", "-newest_signal", "-id")
     )
 
 
@@ -234,6 +253,7 @@ class AuditRow:
     state: str  # pending | confirmed | overturned
     in_force: bool | None  # what the advantage engine reads now (a confirmed cheat: True)
     signals: list[SignalView]
+    graders_split: bool = False  # graders' valid verdicts differ on its cheat call (Rollout.cheat_split)
 
     @property
     def n_open(self) -> int:
@@ -312,7 +332,17 @@ def audit_rows(project: Project, rollouts: list[AuditedRollout]) -> list[AuditRo
         state = "pending" if r.has_open else ("confirmed" if r.in_force else "overturned")
         rows.append(
             AuditRow(
-                r.pk, r.index, group.uid, group.run.name, group.step_number, group.task.instance_id, url, state, r.in_force, views
+                r.pk,
+                r.index,
+                group.uid,
+                group.run.name,
+                group.step_number,
+                group.task.instance_id,
+                url,
+                state,
+                r.in_force,
+                views,
+                graders_split=r.cheat_split,
             )
         )
     return rows

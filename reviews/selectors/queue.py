@@ -10,14 +10,20 @@ lease, then the group goes back to the queue.
 Order: groups with a valid grader verdict first (only they pair a grader tier with a
 human one), by how much credit the verdict moves, Σ|A* − A| over the group under the
 run's active mapping (what a wrong verdict costs the trainer), then by step and uid.
-Both are stored on the group when they change (a verdict, a step's computation, a mapping
-activation), never recomputed per request.
+With the policy's `disagreements_first` (the default), ahead of that order: the groups
+the run's jury waits on for a person (until the step's deadline), then the widest tier gap
+between two graders (where a person's word teaches the most). All of it is stored on the
+group when it changes (a verdict, a step's computation, a mapping activation:
+grading.grader.disagreements, grading.method.services), never recomputed per request.
+
+Why a group is next (`why_next`) is said only to those who manage the project, and never
+on a group they judge blind (reviews.access.sees_why_next): it is derived from verdicts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When, Window
@@ -42,6 +48,11 @@ class QueueAnnotations(TypedDict):
 
 if TYPE_CHECKING:
     QueuedGroup = WithAnnotations[Group, QueueAnnotations]
+
+# The two orders, each the column order of a partial index (grading.Group.Meta.indexes), so
+# the first candidate is one index walk whichever the policy names.
+QUEUE_ORDER = ("-has_valid_verdict", "-credit_moved", "step_number", "uid")  # group_review_queue
+DISAGREEMENTS_FIRST = ("-awaits_person", "-grader_gap", *QUEUE_ORDER)  # group_review_queue_split
 
 OVERLAP_STRIDE = 19  # coprime with 100: id·19 mod 100 runs through every residue once per hundred ids
 
@@ -93,8 +104,27 @@ def queue_groups(
         )
         .filter(taken__lt=F("wanted"))
         .select_related("step", "task", "run")
-        .order_by("-has_valid_verdict", "-credit_moved", "step_number", "uid")
+        .order_by(*queue_order(policy))
     )
+
+
+def queue_order(policy: ReviewPolicy) -> tuple[str, ...]:
+    return DISAGREEMENTS_FIRST if policy.disagreements_first else QUEUE_ORDER
+
+
+def why_next(group: Group, *, policy: ReviewPolicy, now: datetime | None = None) -> str:
+    """Why the queue puts `group` where it is, in a few words (the first key of the policy's
+    order that sets it apart). Derived from verdicts: for those reviews.access.sees_why_next allows."""
+    if policy.disagreements_first:
+        until = group.awaits_person_until
+        if group.awaits_person and until is not None and until > (now or timezone.now()):
+            return f"a jury waits for you until {timezone.localtime(until):%H:%M}"
+        if group.grader_gap:
+            tiers, rollouts = group.grader_gap, group.grader_gap_rollouts
+            return f"graders differ by {tiers} tier{'s' * (tiers != 1)} on {rollouts} rollout{'s' * (rollouts != 1)}"
+    if group.has_valid_verdict:
+        return f"its verdict moves {group.credit_moved:.3f} of credit (Σ|A* − A|)"
+    return "no grader verdict yet: by step"
 
 
 def counts_toward(policy: ReviewPolicy) -> Q:
@@ -119,6 +149,7 @@ class QueuePlace:
     waiting: int | None  # None when this group is not theirs to judge now (nothing counted)
     capped: bool  # more than QUEUE_COUNT_CAP wait
     previous: Assignment | None
+    why: str = ""  # why the queue served it (why_next), when asked for and the group is theirs to judge now
 
     @property
     def position(self) -> int:
@@ -129,12 +160,13 @@ class QueuePlace:
         return self.done + 1 + (self.waiting or 0)
 
 
-def queue_place(*, assignment: Assignment, group: Group, reviewer) -> QueuePlace:
+def queue_place(*, assignment: Assignment, group: Group, reviewer, explain: bool = False) -> QueuePlace:
     """This person's place in their queue on `assignment`'s group (the group page's "group 3
     of 12 in your queue" and "previous group"): their finished assignments of the project
     other than this one, counted with the latest of them in one query; while the assignment
     is open, the groups the queue could still serve them after it (queue_groups, counted up
-    to QUEUE_COUNT_CAP: two more queries, the policy and the count).
+    to QUEUE_COUNT_CAP: two more queries, the policy and the count), and with `explain`
+    why it was served (why_next, from the same policy: no query).
     `group` and `reviewer`: the assignment's, as the page already holds them."""
     project = group.run.project
     latest = (
@@ -148,12 +180,14 @@ def queue_place(*, assignment: Assignment, group: Group, reviewer) -> QueuePlace
         .first()
     )
     done = latest.n_done if latest is not None else 0
-    waiting = None
+    waiting, why = None, ""
     if assignment.is_open:
-        waiting = queue_groups(project=project, reviewer=reviewer)[: QUEUE_COUNT_CAP + 1].count()
+        policy = policy_for(project)
+        waiting = queue_groups(project=project, reviewer=reviewer, policy=policy)[: QUEUE_COUNT_CAP + 1].count()
+        why = why_next(group, policy=policy) if explain else ""
     capped = waiting is not None and waiting > QUEUE_COUNT_CAP
     return QueuePlace(
-        done=done, waiting=min(waiting, QUEUE_COUNT_CAP) if waiting is not None else None, capped=capped, previous=latest
+        done=done, waiting=min(waiting, QUEUE_COUNT_CAP) if waiting is not None else None, capped=capped, previous=latest, why=why
     )
 
 

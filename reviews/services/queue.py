@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce
 from django.db.models.lookups import LessThan
 from django.utils import timezone
 
+from grading.grader.disagreements import expire_person_waits
 from grading.models import Group, Project, Run
 from grading.rollouts.blinding import BlindFields
 from reviews.models import Assignment, Reveal, ReviewPolicy
@@ -20,10 +21,17 @@ from reviews.selectors.queue import policy_for, queue_groups, taken_slots, wante
 
 @transaction.atomic
 def update_policy(
-    *, project: Project, overlap: float, blind: bool, lease_minutes: int, blind_fields: list[str] | None = None
+    *,
+    project: Project,
+    overlap: float,
+    blind: bool,
+    lease_minutes: int,
+    blind_fields: list[str] | None = None,
+    disagreements_first: bool | None = None,
 ) -> ReviewPolicy:
     """`blind_fields`: what a blind judge is not shown of a rollout (grading.rollouts.blinding;
-    BlindFieldError for a name it does not know); None keeps the project's."""
+    BlindFieldError for a name it does not know); `disagreements_first`: the queue's order
+    (reviews.selectors.queue); None keeps the project's."""
     if not 0.0 <= overlap <= 1.0:
         raise ValueError("overlap must be between 0 and 1")
     if not 1 <= lease_minutes <= 7 * 24 * 60:
@@ -32,7 +40,9 @@ def update_policy(
     policy.overlap, policy.blind, policy.lease_minutes = overlap, blind, lease_minutes
     if blind_fields is not None:
         policy.blind_fields = BlindFields.parse(blind_fields).names
-    policy.save(update_fields=["overlap", "blind", "lease_minutes", "blind_fields", "updated_at"])
+    if disagreements_first is not None:
+        policy.disagreements_first = disagreements_first
+    policy.save(update_fields=["overlap", "blind", "lease_minutes", "blind_fields", "disagreements_first", "updated_at"])
     refresh_awaits_review(project=project, policy=policy)
     return policy
 
@@ -77,6 +87,8 @@ def next_assignment(*, project: Project, reviewer, run: Run | None = None) -> As
     if open_ is not None and (run is None or open_.group.run_id == run.pk):
         return open_
     policy = policy_for(project)
+    if policy.disagreements_first:  # a jury's wait past the step's deadline no longer puts a group first
+        expire_person_waits()
     for _ in range(20):  # a candidate taken by someone else between read and lock: try the next best
         with transaction.atomic():
             candidates = queue_groups(project=project, reviewer=reviewer, run=run, policy=policy)

@@ -59,6 +59,7 @@ def policy(request: HttpRequest, project: str) -> HttpResponse:
             project=project_obj,
             overlap=overlap,
             blind=request.POST.get("blind") == "on",
+            disagreements_first=request.POST.get("disagreements_first") == "on",
             lease_minutes=lease,
             blind_fields=fields + [f"metadata:{w}" for w in words],
         )

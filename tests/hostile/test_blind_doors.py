@@ -49,7 +49,8 @@ FORBIDDEN = (
     "tiers differ on",
     'data-sort="tier"',
     "data-tier=",
-)  # the last two: the group overview's grader columns
+    'data-testid="why-next"',
+)  # the two before last: the group overview's grader columns; the last: why a group is next
 TIER_BADGE = re.compile(r"badge tier-T\d")
 G1_TIERS = {0: "T1", 1: "T2", 3: "T3"}
 
@@ -159,6 +160,49 @@ def test_no_door_shows_grader_data_to_a_blind_judge(client, people, world, who):
     assert opened >= 20
     assert not Reveal.objects.filter(user=people[who], group=world["g1@1"]).exists()
     assert Judgment.objects.filter(group=world["g1@1"], reviewer=people[who]).count() == 0
+
+
+# Text only "why this group is next" (reviews.selectors.queue.why_next) can put on a page.
+WHY_NEXT = ("graders differ by", "a jury waits for you", "of credit (Σ|A* − A|)", 'data-testid="why-next"')
+
+
+def test_no_door_says_why_a_group_is_next_to_a_blind_judge_and_an_admin_is_told(client, people, world):
+    """Why the queue serves a group next is derived from its graders' verdicts: with a second
+    grader two tiers from the first on g1 and g2, an admin is told on the queue page; a
+    reviewer, an auditor and an adjudicator holding a blind assignment on g1 read it on no
+    door, and neither does the admin on g1's page while judging it blind."""
+    for uid in ("g1@1", "g2@1"):
+        record_verdict(
+            group=world[uid],
+            grader="second-grader@1",
+            status="valid",
+            grades=[GradeInput(0, "T3", 3), GradeInput(1, "T2", 2), GradeInput(3, "T1", 1)],
+        )
+    assert Group.objects.get(uid="g2@1").grader_gap == 2
+    client.force_login(people["alice"])
+    assert "graders differ by 2 tiers on 1 rollout" in client.get("/projects/acme/review/").content.decode()
+    for who in ("bob", "erin", "fay"):
+        assign(group=world["g1@1"], reviewer=people[who])
+        client.force_login(people[who])
+        lanes = lanes_for(user=people[who], group=world["g1@1"])
+        compare = f"&a={lanes.key(0)}&b={lanes.key(1)}"
+        opened = 0
+        for name, url in doors(lanes.key(1)):
+            for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+                r = client.get(url + QUERY + DOOR_QUERY.get(name, "") + compare, **headers)
+                if r.status_code in (403, 404, 405):
+                    continue
+                body = (b"".join(r.streaming_content) if r.streaming else r.content).decode()
+                opened += 1
+                for text in WHY_NEXT:
+                    assert text not in body, (who, name, text)
+        assert opened >= 20
+    assign(group=world["g1@1"], reviewer=people["alice"])
+    client.force_login(people["alice"])
+    page = client.get("/projects/acme/runs/r1/groups/g1@1/").content.decode()
+    assert "in your queue" in page
+    for text in WHY_NEXT:
+        assert text not in page, text
 
 
 def test_no_door_shows_grader_data_to_a_reviewer_browsing_outside_an_assignment(client, acme, world):
