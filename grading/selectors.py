@@ -22,6 +22,7 @@ from grading.method.turn_weights import cited_turns
 from grading.models import (
     AdvantageResult,
     ApiToken,
+    Grader,
     GradingJob,
     Group,
     ImportJob,
@@ -596,3 +597,8 @@ def policy_juries(run: Run) -> list[JuryChoice]:
         label = f"{jury.grader}: {rule} of {', '.join(jury.members)}" + ("" if is_current else " (an older version)")
         choices.append(JuryChoice(f"{jury.name}@{jury.version}", label, current is not None and jury.pk == current.pk))
     return choices
+
+
+def project_graders(project: Project) -> list[Grader]:
+    """The project's graders, each with its versions in order: two queries."""
+    return list(Grader.objects.filter(project=project).prefetch_related("versions").order_by("name"))

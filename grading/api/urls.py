@@ -2,10 +2,11 @@
 
 from django.urls import include, path
 
-from grading.api import groups, imports, juries, runs, verdicts
+from grading.api import graders, groups, imports, juries, runs, verdicts
 from grading.api.advantages import advantage_export
 
 urlpatterns = [
+    path("graders/", graders.GraderListCreateView.as_view(), name="api-graders"),
     path("groups/", groups.GroupListIngestView.as_view(), name="api-groups"),
     path("groups/<path:uid>/", groups.GroupDetailView.as_view(), name="api-group"),
     path("imports/", imports.ImportListCreateView.as_view(), name="api-imports"),

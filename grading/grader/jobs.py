@@ -24,7 +24,10 @@ from django.utils import timezone
 
 from grading.grader.base import GraderResult
 from grading.grader.check_policy import check_budget_for
+from grading.grader.defined import defined_version, endpoint_of, version_guide
 from grading.grader.heuristic import HeuristicGrader
+from grading.grader.llm import DEFAULT_MAX_TOKENS as LLM_DEFAULT_TOKENS
+from grading.grader.llm import DEFAULT_MAX_TURNS as LLM_DEFAULT_TURNS
 from grading.grader.llm import VERSION as LLM_VERSION
 from grading.grader.llm import LLMGrader
 from grading.grader.loading import load_workspace
@@ -86,11 +89,20 @@ def grader_name(backend: str, project_id: int | None = None) -> str:
     if backend == "llm":
         if not (settings.GRADER_BASE_URL and settings.GRADER_MODEL):
             raise GraderUnavailable("the LLM grader needs GRADER_BASE_URL and GRADER_MODEL")
-        return LLMGrader.name_for(settings.GRADER_MODEL, guide_for(project_id))
-    raise GraderUnavailable(f"unknown grader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        return LLMGrader.name_for(settings.GRADER_MODEL, guide_for(project_id), max_turns=settings.GRADER_MAX_TURNS)
+    if defined_version(project_id, backend) is not None:
+        return backend
+    raise GraderUnavailable(_unknown(backend))
 
 
-def grader_for(backend: str):
+def _unknown(backend: str) -> str:
+    choices = ", ".join(BACKENDS)
+    return f"unknown grader {backend[:100]!r}; choose one of {choices} or one of the project's defined graders (name@version)"
+
+
+def grader_for(backend: str, project_id: int | None = None):
+    """The grader `backend` names: a built-in backend, or a version of one of the project's
+    defined LLM graders (grading.grader.defined), built from the worker's environment."""
     if backend == "heuristic":
         return HeuristicGrader()
     if backend == "llm":
@@ -104,12 +116,30 @@ def grader_for(backend: str):
             max_turns=settings.GRADER_MAX_TURNS,
             request_timeout=settings.GRADER_REQUEST_TIMEOUT,
         )
-    raise GraderUnavailable(f"unknown grader backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    version = defined_version(project_id, backend)
+    if version is None:
+        raise GraderUnavailable(_unknown(backend))
+    try:
+        base_url, api_key = endpoint_of(version)
+    except ValueError as exc:
+        raise GraderUnavailable(str(exc)) from None
+    check_grader_url(base_url)
+    grader = LLMGrader(
+        base_url=base_url,
+        model=version.model,
+        api_key=api_key or "none",
+        max_turns=version.budgets.get("max_turns", LLM_DEFAULT_TURNS),
+        max_tokens_budget=version.budgets.get("max_tokens", LLM_DEFAULT_TOKENS),
+        request_timeout=version.budgets.get("request_timeout_s", settings.GRADER_REQUEST_TIMEOUT),
+    )
+    grader.name = version.name
+    grader.fixed_guide = version_guide(version)
+    return grader
 
 
 def queue_step(*, step: Step, backend: str) -> list[GradingJob]:
     """Queue (or queue again) every mixed group of the step that has no verdict from this grader yet."""
-    grader_for(backend)  # fail here, in the request, if it cannot run
+    grader_for(backend, step.run.project_id)  # fail here, in the request, if it cannot run
     name = grader_name(backend, step.run.project_id)
     groups = list(step.groups.filter(is_mixed=True).exclude(verdicts__grader=name).values_list("id", flat=True))
     return _queue(groups, backend=backend, grader_name=name, again=True)
@@ -122,7 +152,7 @@ def queue_new_groups(*, group_ids: list[int], backend: str) -> list[GradingJob]:
     if not group_ids:
         return []
     project_id = None
-    if backend == "llm":  # its name depends on the project's rubric guide
+    if backend != "heuristic":  # the LLM grader's name depends on the project's rubric guide; a defined one is the project's
         project_id = Group.objects.filter(pk=group_ids[0]).values_list("run__project_id", flat=True).first()
     name = grader_name(backend, project_id)  # once per ingest batch: the name only, the task builds the grader
     groups = list(
@@ -186,8 +216,8 @@ def cost_usd(backend: str, usage: dict) -> float | None:
 def grade_group(*, group_id: int, backend: str, bench_only: bool = False) -> Verdict:
     """Grade one group once per grader; returns its verdict (stored earlier, or now). A
     `bench_only` verdict stays out of the method's numbers (a campaign's, grading.grader.campaigns)."""
-    grader = grader_for(backend)
     group = Group.objects.select_related("task", "step", "run").get(pk=group_id)
+    grader = grader_for(backend, group.run.project_id)
     guide = _name_for_project(grader, group.run.project_id)
     existing = Verdict.objects.filter(group=group, grader=grader.name).first()
     job, _ = GradingJob.objects.get_or_create(group=group, grader=grader.name)
@@ -220,15 +250,21 @@ def grade_group(*, group_id: int, backend: str, bench_only: bool = False) -> Ver
 
 
 def _name_for_project(grader, project_id: int) -> Guide:
-    """The project's rubric guide, and the grader named for it (an LLM grader's name carries the guide's version)."""
+    """The project's rubric guide, and the grader named for it (an LLM grader's name carries the
+    guide's version); a defined grader's own guide, its name unchanged."""
+    if (fixed := getattr(grader, "fixed_guide", None)) is not None:
+        return fixed
     guide = guide_for(project_id)
     if isinstance(grader, LLMGrader):
-        grader.name = LLMGrader.name_for(grader.model, guide)
+        grader.name = LLMGrader.name_for(grader.model, guide, max_turns=grader.max_turns, max_tokens=grader.max_tokens_budget)
     return guide
 
 
 def _register(grader, project_id: int, guide: Guide) -> None:
-    """The version that graded, in the project's grader registry (grading.grader.registry)."""
+    """The version that graded, in the project's grader registry (grading.grader.registry); a
+    defined grader's is there already."""
+    if getattr(grader, "fixed_guide", None) is not None:
+        return
     if isinstance(grader, LLMGrader):
         ensure_version(
             project_id=project_id,
@@ -276,8 +312,8 @@ def store_result(*, group: Group, grader_name: str, result: GraderResult, bench_
 
 def record_timeout(*, group_id: int, backend: str, why: str, bench_only: bool = False) -> Verdict:
     """The task ran out of time: store a timeout verdict so the group falls back."""
-    grader = grader_for(backend)
     group = Group.objects.select_related("run").get(pk=group_id)
+    grader = grader_for(backend, group.run.project_id)
     _name_for_project(grader, group.run.project_id)
     verdict = store_result(
         group=group,

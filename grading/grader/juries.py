@@ -23,6 +23,7 @@ from statistics import median_low
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 
+from grading.grader.defined import defined_names
 from grading.grader.jobs import GraderUnavailable, grader_name, queue_step
 from grading.grader.jury import MAX_MEMBERS, RULES, JuryOutcome, combine
 from grading.grader.verdicts import GradeInput, record_verdict
@@ -102,16 +103,17 @@ def current_jury(project: Project, name: str) -> Jury | None:
 
 
 def member_backends(jury: Jury) -> list[str]:
-    """The backends that grade here as one of the jury's members (heuristic, llm); members
-    that match none are graders that run elsewhere and post their verdicts."""
+    """The graders that grade here as the jury's members: the built-in backends (heuristic,
+    llm) whose current version sits on it, and the project's defined LLM graders that do
+    (grading.grader.defined). Members that match none run elsewhere and post their verdicts."""
     backends = []
     for backend in ("heuristic", "llm"):
         try:
-            if grader_name(backend) in jury.members:
+            if grader_name(backend, jury.project_id) in jury.members:
                 backends.append(backend)
         except GraderUnavailable:
             continue
-    return backends
+    return backends + defined_names(jury.project_id, list(jury.members))
 
 
 def queue_jury_step(*, step: Step, jury: Jury) -> list[GradingJob]:

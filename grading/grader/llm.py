@@ -49,6 +49,8 @@ from grading.method.tiers import TIERS
 log = logging.getLogger(__name__)
 
 VERSION = 1
+DEFAULT_MAX_TURNS = 24
+DEFAULT_MAX_TOKENS = 400_000  # prompt + completion tokens over a conversation
 SUBMIT = "submit_verdict"
 MAX_SUBMISSIONS = 2  # the first, and one resubmission after the errors are sent back
 TRANSCRIPT_TEXT = 200
@@ -258,12 +260,20 @@ class LLMGrader:
     """Grader protocol over an OpenAI-compatible chat completions server."""
 
     @staticmethod
-    def name_for(model: str, guide: Guide = DEFAULT_GUIDE) -> str:
+    def name_for(
+        model: str, guide: Guide = DEFAULT_GUIDE, *, max_turns: int = DEFAULT_MAX_TURNS, max_tokens: int = DEFAULT_MAX_TOKENS
+    ) -> str:
         """The name verdicts of this grader are stored under: the model, the protocol version and,
         when the project edited its rubric guide, the guide's version (llm:<model>@1.g1a2b3c4d),
-        so verdicts made under different guides are different graders to calibration."""
+        and budgets other than the defaults (.t<turns>, .k<thousand tokens>), so verdicts made
+        under different guides or budgets are different graders to calibration and the bench."""
         edited = guide_version(guide)
-        return f"llm:{model}@{VERSION}" + (f".{edited}" if edited else "")
+        name = f"llm:{model}@{VERSION}" + (f".{edited}" if edited else "")
+        if max_turns != DEFAULT_MAX_TURNS:
+            name += f".t{max_turns}"
+        if max_tokens != DEFAULT_MAX_TOKENS:
+            name += f".k{max_tokens // 1000}"
+        return name
 
     def __init__(
         self,
@@ -271,15 +281,17 @@ class LLMGrader:
         base_url: str,
         model: str,
         api_key: str = "none",
-        max_turns: int = 24,
-        max_tokens_budget: int = 400_000,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        max_tokens_budget: int = DEFAULT_MAX_TOKENS,
         request_timeout: float = 120.0,
         max_retries: int = 2,
     ) -> None:
         if max_turns < 2:
             raise ValueError("max_turns must leave room for at least one tool call and the verdict")
         self.model = model
-        self.name = self.name_for(model)
+        self.name = self.name_for(model, max_turns=max_turns, max_tokens=max_tokens_budget)
+        # A project's defined grader grades with the guide it was defined with (grading.grader.defined)
+        self.fixed_guide: Guide | None = None
         self.max_turns = max_turns
         self.max_tokens_budget = max_tokens_budget
         self.max_retries = max_retries

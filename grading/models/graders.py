@@ -37,6 +37,11 @@ class Grader(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.backend}) in {self.project_id}"
 
+    @property
+    def is_defined(self) -> bool:
+        """One of the project's own LLM graders (grading.grader.defined), not the built-in one."""
+        return self.backend == self.Backend.LLM and not self.name.startswith("llm:")
+
 
 class GraderVersion(models.Model):
     """One immutable configuration of a grader. `name` is what verdicts store ("<grader>@<version>")."""

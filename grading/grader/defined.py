@@ -1,0 +1,176 @@
+"""A project's own LLM graders (services): a named configuration of the LLM grader — model,
+the environment variables that hold its endpoint and key (never the secrets themselves),
+budgets and the rubric guide it grades with — stored as versions of a Grader
+(grading.models.graders). Each change is a new version (``<name>@<n>``); the same
+configuration again is the version it already is. A defined grader grades wherever a
+built-in backend does (a step's grading, a campaign, a jury's member) under its version's
+name, with the guide it was defined with: editing the project's guide afterwards changes
+nothing it grades until it is defined again, which makes a new version.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from grading.grader.llm import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
+from grading.grader.llm import VERSION as LLM_VERSION
+from grading.grader.registry import RESERVED_NAMES, RESERVED_PREFIXES, fingerprint
+from grading.grader.tools import TOOLS
+from grading.method.guide import DEFAULT_GUIDE, Guide, guide_from_json, guide_json, guide_version
+from grading.method.project_guides import guide_for
+from grading.models import Grader, GraderVersion, Project
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,59}")
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,99}")
+MAX_MODEL = 200
+BUDGETS: dict[str, tuple[int, int, int]] = {  # name: (minimum, maximum, default)
+    "max_turns": (2, 200, DEFAULT_MAX_TURNS),
+    "max_tokens": (1_000, 10_000_000, DEFAULT_MAX_TOKENS),
+    "request_timeout_s": (1, 3_600, 120),
+}
+
+
+class DefinitionError(ValueError):
+    """A refused grader definition; `field` names the offending field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    model: str
+    endpoint_env: str
+    api_key_env: str
+    budgets: dict[str, int]
+    description: str
+
+
+def check_definition(data: Any) -> Definition:
+    if not isinstance(data, dict):
+        raise DefinitionError("body", "a grader definition is a JSON object")
+    unknown = sorted(set(data) - {"name", "backend", "model", "endpoint_env", "api_key_env", "budgets", "description"})
+    if unknown:
+        raise DefinitionError(unknown[0], f"unknown field {unknown[0]!r}")
+    name = data.get("name")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise DefinitionError("name", "name must be 1 to 60 letters, digits, '.', '_' or '-', starting with a letter or digit")
+    if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES):
+        raise DefinitionError("name", f"{name!r} is a built-in grader's or a jury's name")
+    if data.get("backend", "llm") != "llm":
+        raise DefinitionError("backend", "a project defines LLM graders (backend 'llm'); other graders post their verdicts")
+    model = data.get("model")
+    if not isinstance(model, str) or not model.strip() or len(model) > MAX_MODEL or not model.isprintable():
+        raise DefinitionError("model", f"model must be the model's name, 1 to {MAX_MODEL} printable characters")
+    envs = {}
+    for field in ("endpoint_env", "api_key_env"):
+        value = data.get(field, "" if field == "api_key_env" else None)
+        if not isinstance(value, str) or ((value or field == "endpoint_env") and not ENV_NAME.fullmatch(value)):
+            raise DefinitionError(
+                field,
+                f"{field} must name an environment variable (A-Z, 0-9, _), not hold its value: the secret stays on the workers",
+            )
+        envs[field] = value
+    given = data.get("budgets", {})
+    if not isinstance(given, dict) or set(given) - set(BUDGETS):
+        raise DefinitionError("budgets", f"budgets may set {', '.join(BUDGETS)}")
+    budgets = {}
+    for key, (low, high, default) in BUDGETS.items():
+        value = given.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise DefinitionError(f"budgets.{key}", f"budgets.{key} must be a whole number from {low:,} to {high:,}")
+        budgets[key] = value
+    description = data.get("description", "")
+    if not isinstance(description, str) or len(description) > 2_000 or "\x00" in description:
+        raise DefinitionError("description", "description must be text of at most 2,000 characters")
+    return Definition(name, model.strip(), envs["endpoint_env"], envs["api_key_env"], budgets, description)
+
+
+@transaction.atomic
+def define_grader(*, project: Project, data: Any, user=None) -> tuple[GraderVersion, bool]:
+    """Define, or change, the project's LLM grader `data["name"]` with the project's current
+    rubric guide. Returns (version, created): a new version for a new configuration, the
+    existing one for a configuration it already has."""
+    spec = check_definition(data)
+    grader, _ = Grader.objects.select_for_update().get_or_create(
+        project=project, name=spec.name, defaults={"backend": Grader.Backend.LLM, "description": spec.description}
+    )
+    if grader.backend != Grader.Backend.LLM:
+        raise DefinitionError("name", f"{spec.name!r} is the project's {grader.backend} grader")
+    guide = guide_for(project)
+    edited = guide_version(guide)
+    config = {
+        "model": spec.model,
+        "endpoint_env": spec.endpoint_env,
+        "api_key_env": spec.api_key_env,
+        "prompt_version": LLM_VERSION,
+        "guide_version": edited,
+        "budgets": spec.budgets,
+    }
+    key = fingerprint(config)
+    existing = GraderVersion.objects.filter(grader=grader, fingerprint=key).first()
+    if existing is not None:
+        return existing, False
+    if spec.description and spec.description != grader.description:
+        grader.description = spec.description
+        grader.save(update_fields=["description"])
+    number = GraderVersion.objects.filter(grader=grader).count() + 1
+    version = GraderVersion.objects.create(
+        grader=grader,
+        project=project,
+        version=str(number),
+        name=f"{spec.name}@{number}",
+        model=spec.model,
+        endpoint_env=spec.endpoint_env,
+        api_key_env=spec.api_key_env,
+        prompt_version=LLM_VERSION,
+        guide_version=edited,
+        guide={} if guide == DEFAULT_GUIDE else dict(zip(("tiers", "dimensions"), guide_json(guide), strict=True)),
+        tools=sorted(TOOLS),
+        budgets=spec.budgets,
+        fingerprint=key,
+        created_by=user,
+    )
+    return version, True
+
+
+def defined_version(project_id: int | None, name: str) -> GraderVersion | None:
+    """The project's defined LLM grader version called `name` (e.g. "gpt-b@2"), if there is one."""
+    if project_id is None or "@" not in name or name.startswith(RESERVED_PREFIXES):
+        return None
+    return (
+        GraderVersion.objects.filter(project_id=project_id, name=name, grader__backend=Grader.Backend.LLM)
+        .exclude(grader__name__startswith="llm:")  # the built-in LLM grader's versions
+        .first()
+    )
+
+
+def defined_names(project_id: int, names: list[str]) -> list[str]:
+    """Those of `names` that are the project's defined LLM graders (one query)."""
+    return sorted(
+        GraderVersion.objects.filter(project_id=project_id, name__in=names, grader__backend=Grader.Backend.LLM)
+        .exclude(grader__name__startswith="llm:")
+        .values_list("name", flat=True)
+    )
+
+
+def version_guide(version: GraderVersion) -> Guide:
+    """The rubric guide the version grades with (the one the project had when it was defined)."""
+    if not version.guide:
+        return DEFAULT_GUIDE
+    return guide_from_json(version.guide.get("tiers"), version.guide.get("dimensions"))
+
+
+def endpoint_of(version: GraderVersion) -> tuple[str, str]:
+    """(base URL, API key) from the worker's environment; ValueError naming the variable when unset."""
+    base_url = os.environ.get(version.endpoint_env, "")
+    if not base_url:
+        raise ValueError(f"grader {version.name} reads its endpoint from ${version.endpoint_env}, which is not set here")
+    return base_url, (os.environ.get(version.api_key_env, "") if version.api_key_env else "")

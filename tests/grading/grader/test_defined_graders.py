@@ -1,0 +1,98 @@
+"""A project's own LLM graders: defined through the API by configuration (model, the names of
+the environment variables holding endpoint and key, budgets, the guide of the moment), each
+change a new version, graded against the local scripted model server like the built-in one,
+and usable as a jury's member."""
+
+import orjson
+import pytest
+from django.test import override_settings
+
+from grading.grader.defined import define_grader
+from grading.grader.jobs import GraderUnavailable, grade_group, grader_name, queue_step
+from grading.grader.juries import member_backends, save_jury
+from grading.models import Group, Verdict
+from tests.helpers.fake_openai import FakeOpenAI, scripted_model
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+
+B = {"name": "judge-b", "model": "model-b", "endpoint_env": "JUDGE_B_URL", "api_key_env": "JUDGE_B_KEY"}
+
+
+def api(client, method, token, body=None):
+    kwargs = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    if body is not None:
+        kwargs.update(data=orjson.dumps(body), content_type="application/json")
+    return getattr(client, method)("/api/v1/graders/?project=acme", **kwargs)
+
+
+@pytest.mark.django_db
+def test_each_change_is_a_new_version_and_the_same_configuration_is_the_version_it_is(client, alice_token, acme):
+    r = api(client, "post", alice_token, B)
+    assert r.status_code == 201 and r.json()["grader"] == "judge-b@1", r.content
+    assert r.json()["endpoint_env"] == "JUDGE_B_URL" and r.json()["budgets"]["max_turns"] == 24
+    assert api(client, "post", alice_token, B).status_code == 200  # unchanged
+    r = api(client, "post", alice_token, B | {"budgets": {"max_turns": 40}})
+    assert r.status_code == 201 and r.json()["grader"] == "judge-b@2"
+    listed = api(client, "get", alice_token).json()
+    assert [(g["name"], g["defined"], [v["grader"] for v in g["versions"]]) for g in listed] == [
+        ("judge-b", True, ["judge-b@1", "judge-b@2"])
+    ]
+    assert "secret" not in orjson.dumps(listed).decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (B | {"endpoint_env": "https://api.example.org/v1"}, "endpoint_env"),  # a value, not a variable's name
+        (B | {"api_key_env": "sk-live-123"}, "api_key_env"),
+        (B | {"name": "heuristic"}, "name"),
+        (B | {"name": "llm:gpt"}, "name"),
+        (B | {"name": "jury:x"}, "name"),
+        (B | {"budgets": {"max_turns": 1}}, "budgets.max_turns"),
+        (B | {"budgets": {"temperature": 1}}, "budgets"),
+        (B | {"backend": "heuristic"}, "backend"),
+        (B | {"api_key": "sk-live-123"}, "api_key"),
+        ({k: v for k, v in B.items() if k != "model"}, "model"),
+    ],
+)
+def test_refused_definitions_name_the_field_and_store_nothing(client, alice_token, acme, body, field):
+    r = api(client, "post", alice_token, body)
+    assert r.status_code == 400 and r.json()["field"] == field, r.content
+    assert api(client, "get", alice_token).json() == []
+
+
+@pytest.mark.django_db
+def test_only_an_admin_defines_a_grader(client, acme, bob):
+    client.force_login(bob)
+    r = client.post("/api/v1/graders/?project=acme", data=orjson.dumps(B), content_type="application/json")
+    assert r.status_code == 403
+    assert client.get("/api/v1/graders/?project=acme").status_code == 200
+
+
+@pytest.mark.django_db
+def test_budgets_other_than_the_defaults_are_in_the_built_in_llm_graders_name(acme):
+    with override_settings(GRADER_BASE_URL="https://grader.example.org/v1", GRADER_MODEL="m"):
+        assert grader_name("llm", acme.pk) == "llm:m@1"
+        with override_settings(GRADER_MAX_TURNS=40):
+            assert grader_name("llm", acme.pk) == "llm:m@1.t40"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_defined_grader_grades_from_its_environment_and_sits_on_a_jury(acme, monkeypatch):
+    ingest_groups(acme, small_group("g@1", rewards=(1, 0, 1)))
+    group = Group.objects.get(uid="g@1")
+    define_grader(project=acme, data=B | {"budgets": {"max_turns": 6}})
+    with pytest.raises(GraderUnavailable, match=r"\$JUDGE_B_URL"):
+        queue_step(step=group.step, backend="judge-b@1")
+    with FakeOpenAI(responder=scripted_model(2)) as fake, override_settings(GRADER_ALLOW_PRIVATE_NETWORK=True):
+        monkeypatch.setenv("JUDGE_B_URL", fake.base_url)
+        monkeypatch.setenv("JUDGE_B_KEY", "sk-test-b")
+        verdict = grade_group(group_id=group.pk, backend="judge-b@1")
+        again = grade_group(group_id=group.pk, backend="judge-b@1")
+    assert (verdict.grader, verdict.status) == ("judge-b@1", Verdict.Status.VALID)
+    assert again.pk == verdict.pk and len(fake.requests) == 3  # get_task, one tool call, the verdict: then nothing
+    assert {r["model"] for r in fake.requests} == {"model-b"}
+    assert verdict.raw["usage"]["prompt_tokens"] > 0
+    jury, _ = save_jury(project=acme, name="pair", members=["heuristic@1", "judge-b@1"], rule="majority")
+    assert member_backends(jury) == ["heuristic", "judge-b@1"]
