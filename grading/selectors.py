@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404
 from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME, MAX_UID, stored_rollout
 from grading.method.partial import drop_of
-from grading.method.services import active_mapping
+from grading.method.services import active_mapping, policy_verdicts
 from grading.method.turn_weights import cited_turns
 from grading.models import (
     AdvantageResult,
@@ -468,9 +468,22 @@ def group_as_line(group: Group) -> dict:
     }
 
 
+def shown_verdict(group: Group) -> Verdict | None:
+    """The grader's verdict of `group` as people see it (the group page, a reveal, a reviewer's
+    disagreement with the grader): the newest the run's method reads (policy_verdicts: its
+    jury's when it names one; never a campaign's bench-only verdict), else — a jury still
+    waiting — its members' newest; never one a person settled (Verdict.objects.by_graders).
+    `group.run` is read (select it with the group)."""
+    made = Verdict.objects.by_graders().filter(group=group)  # ordered newest first
+    verdict = policy_verdicts(made, group.run).first()
+    if verdict is None and group.run.jury is not None:
+        verdict = made.filter(bench_only=False).first()
+    return verdict
+
+
 def latest_verdict(group: Group):
-    """The group's newest verdict and its grades by rollout index (two queries)."""
-    verdict = Verdict.objects.by_graders().filter(group=group).first()  # ordered newest first
+    """The group's verdict as people see it (shown_verdict) and its grades by rollout index."""
+    verdict = shown_verdict(group)
     if verdict is None:
         return None, {}
     grades = {

@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from grading import selectors
 from grading.formats.groupline import MAX_INT, MAX_NAME
+from grading.grader.defined import defined_version
 from grading.grader.jobs import BACKENDS, GraderUnavailable, grade_group, grader_for, grader_name, record_timeout
 from grading.grader.policy import auto_grader_name
 from grading.grader.tasks import grade_campaign_chunk_task
@@ -103,10 +104,17 @@ def parse_scope(project: Project, value: object) -> Scope:
 
 
 def resolve_grader(project: Project, value: object) -> tuple[str, str]:
-    """(backend, version name) of `value`: a backend ("heuristic", "llm") or the name of a
-    built-in's current version in the project (e.g. heuristic@1). CampaignError otherwise."""
+    """(backend, version name) of `value`: a backend ("heuristic", "llm"), the name of a
+    built-in's current version in the project (e.g. heuristic@1), or a version of one of the
+    project's defined LLM graders (grading.grader.defined; its backend "llm"). CampaignError otherwise."""
     if not isinstance(value, str) or not value:
         raise CampaignError("grader", f"grader must be one of {', '.join(BACKENDS)} or the name of one's current version")
+    if defined_version(project.pk, value) is not None:
+        try:
+            grader_for(value, project.pk)  # refused now if its endpoint is not configured here
+        except GraderUnavailable as exc:
+            raise CampaignError("grader", str(exc)) from None
+        return "llm", value
     current: dict[str, str] = {}
     for backend in BACKENDS:
         try:
@@ -121,7 +129,7 @@ def resolve_grader(project: Project, value: object) -> tuple[str, str]:
             "grader", f"grader {value[:100]!r} is not a built-in grader's current version; choose one of {offered}"
         )
     try:
-        grader_for(chosen)  # refused now, in the request, if it cannot run here
+        grader_for(chosen, project.pk)  # refused now, in the request, if it cannot run here
     except GraderUnavailable as exc:
         raise CampaignError("grader", str(exc)) from None
     return chosen, current[chosen]
@@ -226,18 +234,26 @@ def _policy_uses(run: Run, grader: str) -> bool:
     return auto_grader_name(run) == grader
 
 
+def _runner(campaign: Campaign) -> str:
+    """What grades the campaign's groups: its backend, or the version of a defined LLM grader."""
+    if campaign.backend == "llm" and not campaign.grader.startswith("llm:"):
+        return campaign.grader
+    return campaign.backend
+
+
 def _grade_one(campaign: Campaign, row: CampaignGroup, *, bench_only: bool) -> int:
-    name = grader_name(campaign.backend, campaign.project_id)
+    runner = _runner(campaign)
+    name = grader_name(runner, campaign.project_id)
     if name != campaign.grader:  # the project's rubric guide changed: another version now
         raise GraderUnavailable(f"the {campaign.backend} grader is {name} now, not {campaign.grader}; start a new campaign")
     started = time.monotonic()
     try:
-        verdict = grade_group(group_id=row.group_id, backend=campaign.backend, bench_only=bench_only)
+        verdict = grade_group(group_id=row.group_id, backend=runner, bench_only=bench_only)
     except GraderUnavailable:
         raise
     except SoftTimeLimitExceeded:  # as the grading task does: a timeout verdict, the group falls back
         verdict = record_timeout(
-            group_id=row.group_id, backend=campaign.backend, why="grading exceeded the task's time limit", bench_only=bench_only
+            group_id=row.group_id, backend=runner, why="grading exceeded the task's time limit", bench_only=bench_only
         )
         _count(row, CampaignGroup.Outcome.FAILED, {}, round(time.monotonic() - started, 3), "; ".join(verdict.errors or []))
         raise

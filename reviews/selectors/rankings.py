@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from grading.models import Group, RolloutGrade, Verdict
+from grading.selectors import shown_verdict
 from reviews.models import Judgment, JudgmentItem
 from reviews.stats import consensus
 
 
 def grader_ranking(group: Group) -> tuple[Verdict | None, consensus.Ranking]:
-    verdict = Verdict.objects.by_graders().filter(group=group).first()
+    verdict = shown_verdict(group)
     if verdict is None or verdict.status != Verdict.Status.VALID:
         return verdict, {}
     grades = RolloutGrade.objects.filter(verdict=verdict).values_list("rollout__index", "tier", "rank")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from grading.models import Group, Verdict
+from grading.models import Group
+from grading.selectors import shown_verdict
 from reviews.models import Assignment, Reveal
 from reviews.selectors.browse import claim_refusal
 from reviews.selectors.lanes import shuffled_order
@@ -50,6 +51,4 @@ def claim_blind(*, group: Group, reviewer) -> Assignment:
 
 def show_verdict(*, group: Group, user) -> Reveal:
     """The reviewer chose to see the grader's verdict: logged, and the group leaves their queue."""
-    return log_reveal(
-        group=group, user=user, verdict=Verdict.objects.by_graders().filter(group=group).first(), reason=Reveal.Reason.BROWSE
-    )
+    return log_reveal(group=group, user=user, verdict=shown_verdict(group), reason=Reveal.Reason.BROWSE)

@@ -18,6 +18,7 @@ from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.grader.juries import PersonRanking, settle_with_person
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, Verdict
+from grading.selectors import shown_verdict
 from reviews.formats.labeled import citations
 from reviews.models import AdjudicationDraft, Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 from reviews.selectors.adjudication import AdjudicationRow, adjudication_refusal, disagreements_for
@@ -251,7 +252,7 @@ def submit_judgment(
         assignment.save(update_fields=["status", "finished_at", "draft"])
         refresh_awaits_review(project=group.run.project, group_ids=[group.pk])
     _flag_cheats(judgment=judgment, rollouts=rollouts, items=checked)
-    verdict = Verdict.objects.by_graders().filter(group=group).first()
+    verdict = shown_verdict(group)
     if verdict is not None:
         log_reveal(group=group, user=reviewer, verdict=verdict, reason=Reveal.Reason.SUBMITTED)
     # A jury that waits for a person on this group takes the first judgment as its verdict.
@@ -341,7 +342,7 @@ def reveal_early(*, assignment: Assignment) -> Assignment:
     log_reveal(
         group=assignment.group,
         user=assignment.reviewer,
-        verdict=Verdict.objects.by_graders().filter(group=assignment.group).first(),
+        verdict=shown_verdict(assignment.group),
         reason=Reveal.Reason.EARLY,
     )
     return assignment

@@ -7,10 +7,11 @@ import orjson
 import pytest
 from django.test import override_settings
 
+from grading.grader.campaigns import CampaignError, Scope, start_campaign
 from grading.grader.defined import define_grader
 from grading.grader.jobs import GraderUnavailable, grade_group, grader_name, queue_step
 from grading.grader.juries import member_backends, save_jury
-from grading.models import Group, Verdict
+from grading.models import Campaign, Group, Verdict
 from tests.helpers.fake_openai import FakeOpenAI, scripted_model
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
@@ -96,3 +97,20 @@ def test_a_defined_grader_grades_from_its_environment_and_sits_on_a_jury(acme, m
     assert verdict.raw["usage"]["prompt_tokens"] > 0
     jury, _ = save_jury(project=acme, name="pair", members=["heuristic@1", "judge-b@1"], rule="majority")
     assert member_backends(jury) == ["heuristic", "judge-b@1"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_campaign_runs_a_defined_grader_and_refuses_one_whose_endpoint_is_not_set(acme, monkeypatch):
+    ingest_groups(acme, *[small_group(f"g{i}@1", instance_id=f"t-{i}", rewards=(1, 0, 1)) for i in range(2)])
+    run = Group.objects.get(uid="g0@1").run
+    define_grader(project=acme, data=B)
+    with pytest.raises(CampaignError, match=r"\$JUDGE_B_URL") as refused:
+        start_campaign(project=acme, grader="judge-b@1", scope=Scope(Campaign.Scope.RUN, run))
+    assert refused.value.field == "grader" and not Campaign.objects.exists()
+    with FakeOpenAI(responder=scripted_model(1)) as fake, override_settings(GRADER_ALLOW_PRIVATE_NETWORK=True):
+        monkeypatch.setenv("JUDGE_B_URL", fake.base_url)
+        campaign = start_campaign(project=acme, grader="judge-b@1", scope=Scope(Campaign.Scope.RUN, run))
+    campaign.refresh_from_db()
+    assert (campaign.status, campaign.graded, campaign.failed) == ("done", 2, 0), campaign.error
+    assert campaign.cost_usd is None  # the configured prices are the built-in model's, not this one's
+    assert Verdict.objects.filter(grader="judge-b@1", status="valid").count() == 2

@@ -11,6 +11,7 @@ from grading.grader.progress import step_status
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method import services
 from grading.models import AdvantageResult, CheatDecision, Group, Jury, Run, Verdict
+from grading.selectors import latest_verdict
 from reviews.selectors.bench import run_graders
 from reviews.selectors.calibration import judgment_frames
 from reviews.selectors.rankings import grader_ranking
@@ -247,3 +248,22 @@ def test_grading_a_step_for_its_jury_queues_the_members_here_and_makes_the_verdi
     assert Verdict.objects.filter(grader="heuristic@1").count() == 2  # the member this desk runs
     assert Verdict.objects.filter(grader="jury:pair@1", status="valid").count() == 2
     assert step_status(run.steps.get()).graded == 2
+
+
+@pytest.mark.django_db
+def test_people_see_the_verdict_the_runs_method_reads_not_a_campaigns_or_a_persons():
+    project = make_project()
+    group = make_group("g1", step=make_step(make_run(project)), rewards=(1, 1, 0))
+    record_verdict(group=group, grader="heuristic@1", status="valid", grades=[GradeInput(0, "T1", 1), GradeInput(1, "T2", 2)])
+    record_verdict(
+        group=group, grader="judge-b@1", status="valid", grades=[GradeInput(0, "T3", 2), GradeInput(1, "T1", 1)], bench_only=True
+    )
+    group = Group.objects.select_related("run").get(pk=group.pk)
+    assert latest_verdict(group)[0].grader == grader_ranking(group)[0].grader == "heuristic@1"
+    # a jury run: the jury's verdict once made; its members' newest while it waits
+    jury, _ = save_jury(project=project, name="pair", members=["heuristic@1", "judge-b@1"], rule="agree_or_abstain", on_abstain="wait")
+    Run.objects.filter(pk=group.run_id).update(jury=jury)
+    group = Group.objects.select_related("run").get(pk=group.pk)
+    assert latest_verdict(group)[0].grader in {"heuristic@1", "judge-b@1"}
+    record_jury_verdict(jury=jury, group=group)
+    assert latest_verdict(group)[0].grader in {"heuristic@1", "judge-b@1"}  # it abstained and waits: no jury verdict
