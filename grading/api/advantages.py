@@ -250,7 +250,20 @@ _drf_advantage_export = AdvantageExportView.as_view()
 
 async def advantage_export(request, *args, **kwargs):
     """The DRF view (authentication, checks, a waiter slot) in a thread; a wait in between."""
-    response = await sync_to_async(_drf_advantage_export)(request, *args, **kwargs)
+    view = asyncio.ensure_future(sync_to_async(_drf_advantage_export)(request, *args, **kwargs))
+    try:
+        response = await asyncio.shield(view)
+    except asyncio.CancelledError:
+        # The client went away while the view ran in its thread. The thread runs on (a thread
+        # cannot be stopped) and may take a waiter slot after the hang-up: once it is done (it
+        # never waits), that slot is given back, or it would stay taken until it expires.
+        try:
+            taken = await asyncio.shield(view)
+        except Exception:  # noqa: BLE001  the view's own error, after the hang-up: nobody is left to answer
+            taken = None
+        if isinstance(taken, PendingWait):
+            await asyncio.shield(sync_to_async(release_waiter_slot)(taken.slot))
+        raise
     if isinstance(response, PendingWait):
         response = await response.answer(in_event_loop=isinstance(request, ASGIRequest))
     return response

@@ -261,7 +261,9 @@ def test_people_see_the_verdict_the_runs_method_reads_not_a_campaigns_or_a_perso
     group = Group.objects.select_related("run").get(pk=group.pk)
     assert latest_verdict(group)[0].grader == grader_ranking(group)[0].grader == "heuristic@1"
     # a jury run: the jury's verdict once made; its members' newest while it waits
-    jury, _ = save_jury(project=project, name="pair", members=["heuristic@1", "judge-b@1"], rule="agree_or_abstain", on_abstain="wait")
+    jury, _ = save_jury(
+        project=project, name="pair", members=["heuristic@1", "judge-b@1"], rule="agree_or_abstain", on_abstain="wait"
+    )
     Run.objects.filter(pk=group.run_id).update(jury=jury)
     group = Group.objects.select_related("run").get(pk=group.pk)
     assert latest_verdict(group)[0].grader in {"heuristic@1", "judge-b@1"}

@@ -10,6 +10,7 @@ tess holds a trainer token of acme; alice (admin) posts the steps.
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import timedelta
 
 import pytest
@@ -98,6 +99,38 @@ def test_a_waiter_that_goes_away_gives_its_slot_back(two_pending_steps, trainer_
         return False
 
     assert run(scenario)
+
+
+def test_a_trainer_that_hangs_up_while_its_slot_is_being_taken_leaves_none_taken(two_pending_steps, trainer_token, monkeypatch):
+    """The hang-up lands while the view's thread is still taking the slot (the row is written,
+    the view has not returned): the thread finishes anyway, and the slot it took is given back
+    at once rather than staying taken until it expires. Deterministic: the view is held until
+    the cancel was delivered."""
+    from grading.api import advantages
+
+    taken, release = threading.Event(), threading.Event()
+    real = advantages.take_waiter_slot
+
+    def held(**kwargs):
+        slot = real(**kwargs)
+        taken.set()
+        assert release.wait(30), "the test never let the view go on"
+        return slot
+
+    monkeypatch.setattr(advantages, "take_waiter_slot", held)
+
+    async def scenario():
+        waiter = asyncio.create_task(asgi_get(WAIT.format(step=1, wait=60), trainer_token))
+        await until_waiting(1)
+        assert taken.is_set()
+        waiter.cancel()
+        await asyncio.sleep(0)  # the cancel reaches the view, which still waits on its thread
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        return await StepWaiter.objects.acount()
+
+    assert run(scenario) == 0
 
 
 def test_one_round_asks_once_per_watched_step_however_many_wait(two_pending_steps, monkeypatch):
