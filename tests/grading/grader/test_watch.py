@@ -121,11 +121,13 @@ def test_a_trainer_that_hangs_up_while_its_slot_is_being_taken_leaves_none_taken
 
     async def scenario():
         waiter = asyncio.create_task(asgi_get(WAIT.format(step=1, wait=60), trainer_token))
-        await until_waiting(1)
-        assert taken.is_set()
-        waiter.cancel()
-        await asyncio.sleep(0)  # the cancel reaches the view, which still waits on its thread
-        release.set()
+        try:
+            # the slot is taken and the view's thread is held before it returns
+            assert await asyncio.to_thread(taken.wait, 30), "the view never took a slot"
+            waiter.cancel()
+            await asyncio.sleep(0)  # the cancel reaches the view, which still waits on its thread
+        finally:
+            release.set()
         with pytest.raises(asyncio.CancelledError):
             await waiter
         return await StepWaiter.objects.acount()
