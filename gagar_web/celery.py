@@ -16,4 +16,5 @@ app.conf.beat_schedule = {
     "remove-orphan-uploads": {"task": "grading.remove_orphan_uploads", "schedule": 3600.0},
     "tidy-repo-cache": {"task": "grading.tidy_repo_cache", "schedule": 3600.0},
     "expire-person-waits": {"task": "grading.expire_person_waits", "schedule": 60.0},
+    "sweep-grading-jobs": {"task": "grading.sweep_grading_jobs", "schedule": 60.0},
 }

@@ -360,6 +360,20 @@ CELERY_TASK_SOFT_TIME_LIMIT = (
 if CELERY_TASK_TIME_LIMIT >= CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]:
     raise ImproperlyConfigured("CELERY_TASK_TIME_LIMIT must be below CELERY_VISIBILITY_TIMEOUT")
 
+# A grading task that meets a database or broker error before or after the model call is
+# retried this many times, after GAGAR_GRADING_RETRY_BACKOFF * 2**n seconds (capped, jittered);
+# then its job fails. The sweep (every minute) sends a job again when it sat queued past
+# GAGAR_GRADING_QUEUED_LIMIT while no worker started any grading, or running past the task's
+# hard time limit + GAGAR_GRADING_SWEEP_MARGIN; after GAGAR_GRADING_SWEEP_RESENDS it fails.
+GAGAR_GRADING_RETRIES = _env_int("GAGAR_GRADING_RETRIES", 5, minimum=0)
+GAGAR_GRADING_RETRY_BACKOFF = _env_int("GAGAR_GRADING_RETRY_BACKOFF", 2, minimum=1)
+GAGAR_GRADING_RETRY_BACKOFF_MAX = _env_int("GAGAR_GRADING_RETRY_BACKOFF_MAX", 300, minimum=1)
+GAGAR_GRADING_SWEEP_MARGIN = _env_int("GAGAR_GRADING_SWEEP_MARGIN", 60, minimum=0)
+GAGAR_GRADING_QUEUED_LIMIT = _env_int(
+    "GAGAR_GRADING_QUEUED_LIMIT", CELERY_TASK_TIME_LIMIT + GAGAR_GRADING_SWEEP_MARGIN, minimum=10
+)
+GAGAR_GRADING_SWEEP_RESENDS = _env_int("GAGAR_GRADING_SWEEP_RESENDS", 3, minimum=0)
+
 # --- Grader ---------------------------------------------------------------------
 # Any OpenAI-compatible server. Loopback, link-local and private addresses are refused
 # unless GRADER_ALLOW_PRIVATE_NETWORK is set (a local model server, or the tests).

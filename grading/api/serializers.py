@@ -72,6 +72,14 @@ class RunSerializer(serializers.Serializer):
 # A step's grading status, as GET /api/v1/steps/{n}/ answers: StepStatus.as_dict() (grading.grader.
 # progress) rendered through it, so the response and its schema are one. `deadline` arrives as its
 # isoformat() string, which DateTimeField passes through unchanged.
+class GradingFailureSerializer(serializers.Serializer):
+    group = serializers.CharField(help_text="the group's uid")
+    grader = serializers.CharField()
+    retries = serializers.IntegerField(help_text="the task's retries after database or broker errors")
+    resends = serializers.IntegerField(help_text="times the sweep sent the job again")
+    error = serializers.CharField(help_text="why it gave up (at most 500 characters)")
+
+
 class StepStatusSerializer(serializers.Serializer):
     run = serializers.CharField()
     step = serializers.IntegerField()
@@ -85,6 +93,8 @@ class StepStatusSerializer(serializers.Serializer):
     final = serializers.BooleanField()
     inputs_version = serializers.IntegerField()
     deadline = serializers.DateTimeField(allow_null=True)
+    failed = serializers.IntegerField(help_text="groups falling back because their grading gave up (among fallback)")
+    failures = GradingFailureSerializer(many=True, help_text="the first five of them, by group uid")
 
 
 # What POST /api/v1/steps/{n}/grade/ answers: the step's status, and how many jobs it queued.

@@ -3,8 +3,10 @@
 One verdict per group per grader name (a database constraint). `grade_group` looks for
 that verdict before calling the grader, so a task redelivered after a worker died makes
 no second model call once the first one was recorded; if two deliveries race, the
-constraint keeps one verdict and the loser returns it. Retries live in one layer only:
-the grader backend (the openai client's own retries); the Celery task never retries.
+constraint keeps one verdict and the loser returns it. The model call is retried in one
+layer only: the grader backend (the openai client's own retries). The Celery task retries
+only a database or broker error around it, and a sweep sends again a job no task holds
+(grading.grader.recovery).
 A grader that fails, times out or returns an invalid verdict leaves an invalid/timeout
 verdict, which makes the group fall back (docs/method.md §2).
 """
@@ -186,12 +188,13 @@ def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool)
                 fresh.append(job)
             elif again and job.status in (GradingJob.Status.DONE, GradingJob.Status.FAILED):
                 job.status, job.queued_at = GradingJob.Status.QUEUED, now
+                job.retries = job.resends = 0  # a fresh start: its retries and resends count again
                 requeued.append(job)
             elif not again:
                 continue
             jobs.append(job)
         GradingJob.objects.bulk_create(fresh)
-        GradingJob.objects.bulk_update(requeued, ["status", "queued_at"])
+        GradingJob.objects.bulk_update(requeued, ["status", "queued_at", "retries", "resends"])
         sent = [job.group_id for job in jobs]
 
         def enqueue():

@@ -2,7 +2,9 @@
 
 A mixed group is *graded* when its latest verdict is valid, *invalid* or *timeout* when it
 is not, and *pending* while it has no verdict and its run's grading deadline has not passed
-since it was stored or last queued for grading. A step is *final* when no group is pending:
+since it was stored or last queued for grading, unless its grading *failed*: a job of it gave
+up with no verdict (retries and resends spent, grading.grader.recovery) and none is queued or
+running, so nothing will grade it; it falls back at once. A step is *final* when no group is pending:
 from then on its advantages only change if someone changes the method's inputs (a late
 verdict, a cheat decision, a mapping), and each such change bumps `inputs_version`.
 Groups that are not graded when the step turns final fall back to baseline advantages.
@@ -14,11 +16,11 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Max
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from grading.method.services import policy_verdicts
-from grading.models import Group, Run, Step, Verdict
+from grading.models import GradingJob, Group, Run, Step, Verdict
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class StepStatus:
     final: bool
     inputs_version: int
     deadline: datetime | None  # when the last pending group falls back; None when nothing is pending
+    failed: int = 0  # groups falling back because their grading gave up (among `fallback`)
+    failures: tuple[dict, ...] = ()  # the first FAILURES_SHOWN of them: group, grader, retries, resends, error
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -56,7 +60,7 @@ def falls_back_at(run: Run, *, stored_at: datetime, queued_at: datetime | None) 
 
 
 def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
-    """Counts of one step in four queries, whatever its size."""
+    """Counts of one step in four queries, whatever its size (five when grading failed)."""
     now = now or timezone.now()
     run = step.run
     version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
@@ -69,12 +73,18 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     for group_id, status in verdicts.order_by("group_id", "-created_at", "-id").values_list("group_id", "status"):
         latest.setdefault(group_id, status)
     waiting = [group_id for group_id in mixed if group_id not in latest]
-    requeued = (
-        dict(Group.objects.filter(pk__in=waiting).annotate(q=Max("grading_jobs__queued_at")).values_list("id", "q"))
-        if waiting
-        else {}
+    jobs = Group.objects.filter(pk__in=waiting).annotate(
+        q=Max("grading_jobs__queued_at"),
+        live=Count("grading_jobs", filter=Q(grading_jobs__status__in=[GradingJob.Status.QUEUED, GradingJob.Status.RUNNING])),
+        gave_up=Count("grading_jobs", filter=Q(grading_jobs__status=GradingJob.Status.FAILED, grading_jobs__verdict=None)),
     )
-    deadlines = [falls_back_at(run, stored_at=mixed[g], queued_at=requeued.get(g)) for g in waiting]
+    requeued, failed = {}, []
+    for group_id, queued_at, live, gave_up in jobs.values_list("id", "q", "live", "gave_up") if waiting else ():
+        requeued[group_id] = queued_at
+        if gave_up and not live:
+            failed.append(group_id)
+    lost = set(failed)
+    deadlines = [falls_back_at(run, stored_at=mixed[g], queued_at=requeued.get(g)) for g in waiting if g not in lost]
     open_deadlines = [d for d in deadlines if d > now]
     graded = sum(1 for s in latest.values() if s == Verdict.Status.VALID)
     invalid = sum(1 for s in latest.values() if s == Verdict.Status.INVALID)
@@ -93,6 +103,24 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
         final=pending == 0,
         inputs_version=version,
         deadline=max(open_deadlines) if open_deadlines else None,
+        failed=len(failed),
+        failures=_failures(failed) if failed else (),
+    )
+
+
+FAILURES_SHOWN = 5
+
+
+def _failures(group_ids: list[int]) -> tuple[dict, ...]:
+    """The first FAILURES_SHOWN failed groups' jobs that gave up, by group uid (one query)."""
+    rows = (
+        GradingJob.objects.filter(group_id__in=group_ids, status=GradingJob.Status.FAILED, verdict=None)
+        .order_by("group__uid", "grader")
+        .values_list("group__uid", "grader", "retries", "resends", "error")[:FAILURES_SHOWN]
+    )
+    return tuple(
+        {"group": uid, "grader": grader, "retries": retries, "resends": resends, "error": error[:500]}
+        for uid, grader, retries, resends, error in rows
     )
 
 

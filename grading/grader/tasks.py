@@ -7,16 +7,31 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
 
-@shared_task(name="grading.grade_group", acks_late=True, reject_on_worker_lost=True, max_retries=0)
-def grade_group_task(*, group_id: int, backend: str) -> str:
-    """Grade one mixed group. No task-level retries: the backend retries its API calls;
-    a soft time limit (below the broker's visibility timeout) stores a timeout verdict."""
+@shared_task(name="grading.grade_group", bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+def grade_group_task(self, *, group_id: int, backend: str) -> str:
+    """Grade one mixed group. The model call is not retried here (the backend retries its API
+    calls); a database or broker error before or after it retries the task with backoff, a
+    bounded number of times, then fails the job (grading.grader.recovery). A soft time limit
+    (below the broker's visibility timeout) stores a timeout verdict."""
+    from django.conf import settings
+
     from grading.grader.jobs import grade_group, record_timeout
+    from grading.grader.recovery import INFRASTRUCTURE_ERRORS, describe, give_up, note_retry, retry_delay
 
     try:
         return grade_group(group_id=group_id, backend=backend).status
     except SoftTimeLimitExceeded:
         return record_timeout(group_id=group_id, backend=backend, why="grading exceeded the task's time limit").status
+    except INFRASTRUCTURE_ERRORS as exc:
+        retries, done = settings.GAGAR_GRADING_RETRIES, self.request.retries
+        if done >= retries:
+            give_up(group_id=group_id, backend=backend, error=f"{describe(exc)} (gave up after {done} retries)")
+            return "failed"
+        delay = retry_delay(done, base=settings.GAGAR_GRADING_RETRY_BACKOFF, cap=settings.GAGAR_GRADING_RETRY_BACKOFF_MAX)
+        note_retry(group_id=group_id, backend=backend, retry=done + 1, of=retries, delay=delay, exc=exc)
+        if self.request.is_eager:  # eager Celery propagates the Retry: retry in place, at once, as its own eager retries do
+            return self.apply(kwargs={"group_id": group_id, "backend": backend}, retries=done + 1).result
+        raise self.retry(exc=exc, countdown=delay, max_retries=retries) from exc
 
 
 @shared_task(name="grading.grade_campaign_chunk", acks_late=True, reject_on_worker_lost=True, max_retries=0)
@@ -43,6 +58,15 @@ def fetch_repo_task(*, repo: str, base_commit: str) -> str:
     from grading.grader.loading import fetch_repo
 
     return fetch_repo(repo=repo, base_commit=base_commit)
+
+
+@shared_task(name="grading.sweep_grading_jobs")
+def sweep_grading_jobs_task() -> dict:
+    """Celery beat, every minute (gagar_web/celery.py): send again the grading jobs no task
+    holds, or fail them past their resends (grading.grader.recovery)."""
+    from grading.grader.recovery import sweep
+
+    return sweep()
 
 
 @shared_task(name="grading.expire_person_waits")

@@ -139,7 +139,12 @@ class CheatDecision(models.Model):
 
 class GradingJob(models.Model):
     """One group queued for one grader: what the grader-run page shows. The verdict itself is
-    unique per (group, grader), so a redelivered task finds it and makes no second call."""
+    unique per (group, grader), so a redelivered task finds it and makes no second call.
+
+    `retries` counts the task's retries after an infrastructure error (grading.grader.recovery),
+    `resends` the times the sweep sent it again after no worker took it or finished it;
+    `due_at` is when its latest retry or resend was due to start. A job `failed` with no
+    verdict gave up: its group falls back at once (grading.grader.progress)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -156,8 +161,11 @@ class GradingJob(models.Model):
     usage = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     queued_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, db_index=True)  # the sweep asks for recent starts
     finished_at = models.DateTimeField(null=True, blank=True)
+    retries = models.PositiveSmallIntegerField(default=0)
+    resends = models.PositiveSmallIntegerField(default=0)
+    due_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["group_id"]

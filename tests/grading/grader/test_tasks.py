@@ -92,3 +92,51 @@ def test_killed_worker_leaves_one_verdict_per_group(acme, tmp_path):
             app.conf.task_always_eager = True
             stop_process(first)
             stop_process(second)
+
+
+def test_a_job_whose_worker_cannot_reach_the_database_is_graded_after_the_sweep(acme, tmp_path):
+    """PostgreSQL refuses the worker: its task retries, cannot even write that it gave up, and
+    leaves the job `queued`; the sweep sends it again and a worker that can reach it grades it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from gagar_web.celery import app
+    from grading.grader.recovery import sweep
+    from grading.models import GradingJob
+
+    ingest_groups(acme, small_group("lost@1", instance_id="t-lost", rewards=(1, 0)))
+    step = Group.objects.get(uid="lost@1").step
+    app.conf.task_always_eager = False
+    app.control.purge()
+    log_path = tmp_path / "workers.log"
+    log = log_path.open("w+")
+    refused = start_celery_worker(
+        "refused",
+        log,
+        DATABASE_URL="postgres://nobody@127.0.0.1:1/none",  # nothing listens: every query is refused
+        GAGAR_GRADING_RETRIES="2",
+        GAGAR_GRADING_RETRY_BACKOFF="1",
+    )
+    able = None
+    try:
+        queue_step(step=step, backend="heuristic")
+        deadline = time.monotonic() + 60
+        while "could not mark the job" not in log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "could not mark the job" in log_path.read_text(), log_path.read_text()[-3000:]
+        stop_process(refused)
+        job = GradingJob.objects.get()
+        assert (job.status, job.verdict_id) == ("queued", None)  # nothing could be written: it looks lost
+        GradingJob.objects.update(queued_at=timezone.now() - timedelta(hours=1))
+        able = start_celery_worker("able", log)
+        assert sweep()["resent"] == 1
+        deadline = time.monotonic() + 60
+        while not Verdict.objects.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job.refresh_from_db()
+        assert (job.status, job.resends, Verdict.objects.get().status) == ("done", 1, "valid"), log_path.read_text()[-3000:]
+    finally:
+        app.conf.task_always_eager = True
+        stop_process(refused)
+        stop_process(able)
