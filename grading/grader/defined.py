@@ -145,19 +145,19 @@ def defined_version(project_id: int | None, name: str) -> GraderVersion | None:
     """The project's defined LLM grader version called `name` (e.g. "gpt-b@2"), if there is one."""
     if project_id is None or "@" not in name or name.startswith(RESERVED_PREFIXES):
         return None
-    return (
-        GraderVersion.objects.filter(project_id=project_id, name=name, grader__backend=Grader.Backend.LLM)
-        .exclude(grader__name__startswith="llm:")  # the built-in LLM grader's versions
-        .first()
-    )
+    return _defined_versions(project_id).filter(name=name).first()
 
 
 def defined_names(project_id: int, names: list[str]) -> list[str]:
     """Those of `names` that are the project's defined LLM graders (one query)."""
-    return sorted(
-        GraderVersion.objects.filter(project_id=project_id, name__in=names, grader__backend=Grader.Backend.LLM)
-        .exclude(grader__name__startswith="llm:")
-        .values_list("name", flat=True)
+    return sorted(_defined_versions(project_id).filter(name__in=names).values_list("name", flat=True))
+
+
+def _defined_versions(project_id: int):
+    """The versions of the project's defined LLM graders (Grader.is_defined, as a query): LLM
+    graders not named as the built-in one's (llm:<model>)."""
+    return GraderVersion.objects.filter(project_id=project_id, grader__backend=Grader.Backend.LLM).exclude(
+        grader__name__startswith="llm:"
     )
 
 
