@@ -123,7 +123,7 @@ def _abstained(groups: list[Group], ranks: dict[int, dict[str, Ranking]]) -> set
         statuses.setdefault(group_id, {})[grader] = status
     out = set()
     for group_id, jury in juries.items():
-        assert jury is not None
+        assert jury is not None  # juries holds only groups whose run names a jury
         have = statuses.get(group_id, {})
         if jury.grader in have or any(have.get(m) != Verdict.Status.VALID for m in jury.members):
             continue

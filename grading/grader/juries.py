@@ -252,7 +252,7 @@ def settle_with_person(*, group: Group, ranking: PersonRanking) -> Verdict | Non
     if jury is None:
         return None
     deliberation = _deliberate(jury, group)
-    assert deliberation is not None
+    assert deliberation is not None  # waiting_jury found a verdict from every member
     info = _info(jury, deliberation) | {"settled_by": "person", "judgment": ranking.judgment_id, "person": ranking.person}
     grades = [GradeInput(index, tier, rank, scores=dict(scores)) for index, (tier, rank, scores) in sorted(ranking.items.items())]
     return _store(group, jury, Verdict.Status.VALID, grades, [], info, settled_by=Verdict.SettledBy.PERSON)

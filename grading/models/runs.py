@@ -156,9 +156,11 @@ class Group(models.Model):
     # their members), and on how many rollouts; and whether the run's jury abstained and
     # waits for a person, until when (the step's grading deadline; cleared when the jury's
     # verdict lands or the deadline passes).
-    grader_gap = models.PositiveSmallIntegerField(default=0)
-    grader_gap_rollouts = models.PositiveSmallIntegerField(default=0)
-    awaits_person = models.BooleanField(default=False)
+    # The database holds their defaults too (db_default), so rows written by COPY, which names
+    # only the columns it fills (benchmarks/export.py, benchmarks/search.py), stay valid.
+    grader_gap = models.PositiveSmallIntegerField(default=0, db_default=0)
+    grader_gap_rollouts = models.PositiveSmallIntegerField(default=0, db_default=0)
+    awaits_person = models.BooleanField(default=False, db_default=False)
     awaits_person_until = models.DateTimeField(null=True, blank=True)
     # Distinct solutions among the passing rollouts: how many patch clusters they fall in
     # (grading.rollouts.clusters, stored by grading.ingest.cluster_storage); null until clustered.
@@ -220,7 +222,7 @@ class Rollout(models.Model):
     cluster_label = models.CharField(max_length=200, blank=True)
     # Two graders' valid verdicts differ on its cheat call (grading.grader.disagreements):
     # the cheat audit can put such signals first.
-    cheat_split = models.BooleanField(default=False)
+    cheat_split = models.BooleanField(default=False, db_default=False)
     source_format = models.CharField(max_length=64, blank=True)
     source_ref = models.CharField(max_length=1000, blank=True)
     # Why the trainer dropped this rollout from its batch ("timeout", "error", ...); "" = kept.

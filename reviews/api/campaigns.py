@@ -85,6 +85,7 @@ class CampaignListCreateView(APIView):
     @extend_schema(
         parameters=[PROJECT, OpenApiParameter("before", int, description="only campaigns with a smaller id: the next page")],
         responses=OpenApiTypes.OBJECT,
+        operation_id="v1_campaigns_list",
         summary=f"The project's campaigns, newest first, {data.PAGE} a page (admin)",
     )
     def get(self, request):
