@@ -128,3 +128,40 @@ def stop_server(server: subprocess.Popen, first_signal: int = signal.SIGTERM) ->
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def checkpoint(url: str) -> None:
+    """Start each path with clean shared buffers (needs superuser; skipped otherwise)."""
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+    except psycopg.errors.InsufficientPrivilege:
+        pass
+
+
+def copy_baseline(url: str, path: Path, expected_rows: int, *, nbytes: int | None = None) -> float:
+    """Seconds to COPY the JSON Lines of `path` (its first `nbytes`, else all), one line a row,
+    into a fresh one-column jsonb table (a normal, logged table like the app's own), dropped after.
+    The raw floor the REST ingest is measured against."""
+    # CSV with quote/delimiter bytes that JSON never contains raw: every line is one
+    # field, passed to jsonb untouched (text format would unescape backslashes).
+    copy_sql = "COPY copy_baseline (doc) FROM STDIN WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"
+    left = path.stat().st_size if nbytes is None else nbytes
+    with psycopg.connect(url) as conn:
+        conn.execute("DROP TABLE IF EXISTS copy_baseline")
+        conn.execute("CREATE TABLE copy_baseline (doc jsonb NOT NULL)")
+        conn.commit()
+        checkpoint(url)
+        started = time.perf_counter()
+        with conn.cursor() as cur, cur.copy(copy_sql) as copy, path.open("rb") as f:
+            while left > 0 and (chunk := f.read(min(1 << 20, left))):
+                copy.write(chunk)
+                left -= len(chunk)
+        conn.commit()
+        elapsed = time.perf_counter() - started
+        rows = conn.execute("SELECT count(*) FROM copy_baseline").fetchone()[0]
+        conn.execute("DROP TABLE copy_baseline")
+        conn.commit()
+    if rows != expected_rows:
+        raise SystemExit(f"COPY stored {rows} rows, expected {expected_rows}")
+    return elapsed

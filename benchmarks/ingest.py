@@ -40,6 +40,8 @@ from urllib.parse import urlparse
 import orjson
 import psycopg
 from _support import (
+    checkpoint,
+    copy_baseline,
     cpu_model,
     database_urls,
     free_port,
@@ -114,35 +116,6 @@ def write_step(path: Path, *, groups: int, rollouts: int, rollout_bytes: int, se
 
 
 # --- PostgreSQL ----------------------------------------------------------------------
-
-
-def checkpoint(url: str) -> None:
-    """Start each path with clean shared buffers (needs superuser; skipped otherwise)."""
-    try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CHECKPOINT")
-    except psycopg.errors.InsufficientPrivilege:
-        pass
-
-
-def copy_baseline(url: str, path: Path, expected_rows: int) -> float:
-    # CSV with quote/delimiter bytes that JSON never contains raw: every line is one
-    # field, passed to jsonb untouched (text format would unescape backslashes).
-    copy_sql = "COPY copy_baseline (doc) FROM STDIN WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"
-    with psycopg.connect(url) as conn:
-        conn.execute("CREATE TABLE copy_baseline (doc jsonb NOT NULL)")
-        conn.commit()
-        checkpoint(url)
-        started = time.perf_counter()
-        with conn.cursor() as cur, cur.copy(copy_sql) as copy, path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                copy.write(chunk)
-        conn.commit()
-        elapsed = time.perf_counter() - started
-        rows = conn.execute("SELECT count(*) FROM copy_baseline").fetchone()[0]
-    if rows != expected_rows:
-        raise SystemExit(f"COPY stored {rows} rows, expected {expected_rows}")
-    return elapsed
 
 
 # --- the service -----------------------------------------------------------------------

@@ -39,14 +39,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from _real_step import joined_to_length, real_rollouts
 from _support import cpu_model, in_process_django, load_average, memory_gib, postgres_version, recreate_database, usable_cores
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DB_NAME = "gagar_bench_search"
-FIXTURES = ROOT / "tests" / "fixtures"
-SOURCES = [FIXTURES / "mini-swe-agent-gemini-3-pro", FIXTURES / "mini-swe-agent-gemini-3-pro-more"]
 GROUP_SIZE = 16
 RUNS = 4
 STEPS_PER_RUN = 100
@@ -54,25 +53,6 @@ WORDS_PER_BODY = 40
 TARGET_CHARS = 170_000
 LOAD_BATCH = 2_000
 INGEST_ROLLOUTS = 480  # 30 groups of 16: ~80 MB of lines
-
-
-def real_rollouts() -> list[dict]:
-    """The real trajectories as the importer makes rollouts of them (messages, patch, tests)."""
-    from grading.ingest.importers.mini_swe_agent import rollout_from_trajectory
-
-    out = []
-    for folder in SOURCES:
-        for path in sorted((folder / "trajs").glob("*/*.traj.json")):
-            report = folder / "logs" / path.parent.name / "report.json"
-            out.append(
-                rollout_from_trajectory(
-                    json.loads(path.read_text()),
-                    index=0,
-                    report=json.loads(report.read_text()) if report.exists() else None,
-                    ref=path.name,
-                )
-            )
-    return out
 
 
 def vocabulary(sources: list[dict]) -> tuple[list[str], list[int], list[str]]:
@@ -148,14 +128,8 @@ def main() -> None:
             return list(fields(rollout["messages"], rollout["patch"], rollout["tests"]))
 
         bodies = []
-        for i, first in enumerate(sources):
-            messages, patch = list(first["messages"]), first["patch"]
-            size = sum(len(t) for t in source_fields(first))
-            j = i
-            while size < TARGET_CHARS:
-                j = (j + 7) % len(sources)
-                messages += sources[j]["messages"]
-                size += sum(len(t) for t in source_fields(sources[j]))
+        for first, messages in joined_to_length(sources, TARGET_CHARS, lambda r: sum(len(t) for t in source_fields(r))):
+            patch = first["patch"]
             texts = list(fields(messages, patch, first["tests"]))
             bodies.append(
                 {

@@ -25,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# name -> (arguments for a tiny load, a piece of the output that only a finished run prints)
+# name -> (arguments for a tiny load, a piece of the output that only a finished run prints);
+# `script:mode` runs benchmarks/<script>.py again in another mode.
 RUNS: dict[str, tuple[list[str], str]] = {
     "advantage": (["--groups", "500", "--repeat", "1"], "speed-up of redistribute()"),
     "agreement": (
@@ -50,11 +51,30 @@ RUNS: dict[str, tuple[list[str], str]] = {
         ["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--concurrency", "2"],
         "ideal / actual",
     ),
+    "training_loop:paper": (
+        [
+            "--paper",
+            *("--sizes", "2,4", "--rollouts", "4", "--rollout-kb", "20", "--batch", "3"),
+            *("--turns", "3", "--delay", "0.001", "--concurrency", "4"),
+        ],
+        "peak DB connections",
+    ),
 }
 TIMEOUT_S = 600
 # Scripts that create a PostgreSQL database get one of their own here, so a smoke run never
 # drops a database a full run was asked to keep (--keep) under the script's default name.
-OWN_DATABASE = {"export", "group_page", "import_formats", "import_runs", "ingest", "scale", "search", "training_loop", "waiters"}
+OWN_DATABASE = {
+    "export",
+    "group_page",
+    "import_formats",
+    "import_runs",
+    "ingest",
+    "scale",
+    "search",
+    "training_loop",
+    "training_loop:paper",
+    "waiters",
+}
 
 
 def main() -> int:
@@ -63,7 +83,8 @@ def main() -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(RUNS)}", file=sys.stderr)
         return 2
-    missing = sorted({p.stem for p in (ROOT / "benchmarks").glob("*.py")} - set(RUNS) - {"_support", "smoke"})
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py") if not p.stem.startswith("_")} - {"smoke"}
+    missing = sorted(scripts - {name.split(":")[0] for name in RUNS})
     if missing:
         print(f"benchmarks with no smoke run here: {', '.join(missing)} (add them to RUNS)", file=sys.stderr)
         return 2
@@ -71,11 +92,11 @@ def main() -> int:
     for name in names:
         args, marker = RUNS[name]
         if name in OWN_DATABASE:
-            args = [*args, "--database", f"gagar_smoke_{name}"]
+            args = [*args, "--database", f"gagar_smoke_{name.replace(':', '_')}"]
         started = time.perf_counter()
         try:
             done = subprocess.run(
-                [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args],
+                [sys.executable, str(ROOT / "benchmarks" / f"{name.split(':')[0]}.py"), *args],
                 cwd=ROOT,
                 env=os.environ.copy(),
                 capture_output=True,

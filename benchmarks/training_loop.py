@@ -27,6 +27,7 @@ Goals (the training-loop issue): LLM >= 80 % of ideal with <= 5 s overhead; heur
 from __future__ import annotations
 
 import argparse
+import heapq
 import math
 import multiprocessing
 import os
@@ -35,10 +36,13 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+from _real_step import read_groups, write_step
 from _support import (
+    copy_baseline,
     cpu_model,
     database_urls,
     free_port,
@@ -64,23 +68,68 @@ from tests.helpers.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
 
 PYTHON = sys.executable
 DB_NAME = "gagar_bench_training_loop"
+MB = 1_000_000
+
+
+# --paper: one step of the method's industrial runs (1,568 prompts x 16 rollouts of 47k-114k
+# tokens), graded by the LLM backend at a real model's pace, in three sizes to show memory flat.
+PAPER = {
+    "sizes": "392,784,1568",
+    "rollouts": 16,
+    "rollout_kb": 170.0,
+    "backend": "llm",
+    "turns": 19,  # + the verdict: 20 calls a group
+    "delay": 1.0,
+    "workers": 1,
+    "concurrency": 256,
+    "batch": 16,
+}
+ORDINARY = {
+    "sizes": "512",
+    "rollouts": 16,
+    "rollout_kb": None,
+    "backend": "both",
+    "turns": 20,
+    "delay": 0.05,
+    "workers": 2,
+    "concurrency": 16,
+    "batch": 0,
+}
 
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--groups", type=int, default=512)
-    p.add_argument("--rollouts", type=int, default=16)
-    p.add_argument("--backend", choices=["both", "llm", "heuristic"], default="both")
-    p.add_argument("--turns", type=int, default=20, help="the fake grader's tool calls per group before its verdict")
-    p.add_argument("--delay", type=float, default=0.05, help="seconds the fake server waits before each answer")
-    p.add_argument("--workers", type=int, default=2, help="Celery worker processes")
-    p.add_argument("--concurrency", type=int, default=16, help="threads per Celery worker")
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="the method's step size: real-length rollouts streamed from disk in batches, the LLM grader at 1 s a "
+        "call (defaults: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in PAPER.items()) + ")",
+    )
+    p.add_argument("--groups", type=int, help="groups in the step (default 512; --paper: --sizes)")
+    p.add_argument("--sizes", help="comma-separated step sizes in groups, one step each on the same services")
+    p.add_argument("--rollouts", type=int)
+    p.add_argument("--rollout-kb", type=float, help="--paper: average size of one rollout's JSON, kB")
+    p.add_argument("--batch", type=int, help="--paper: groups a POST (the trainer posts as rollouts finish)")
+    p.add_argument("--backend", choices=["both", "llm", "heuristic"])
+    p.add_argument("--turns", type=int, help="the fake grader's tool calls per group before its verdict")
+    p.add_argument("--delay", type=float, help="seconds the fake server waits before each answer")
+    p.add_argument("--workers", type=int, help="Celery worker processes that grade")
+    p.add_argument("--concurrency", type=int, help="conversations (pool slots) per grading worker")
     p.add_argument("--web-workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=16, help="gunicorn threads per web worker")
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--database", default=DB_NAME, help="created and dropped by this script")
     p.add_argument("--keep", action="store_true", help="keep the database")
-    return p.parse_args()
+    args = p.parse_args()
+    for key, value in (PAPER if args.paper else ORDINARY).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.groups is not None:
+        args.sizes = str(args.groups)
+    args.sizes = [int(n) for n in str(args.sizes).split(",")]
+    if args.paper and args.backend == "both":
+        p.error("--paper grades with one backend: --backend llm or heuristic")
+    return args
 
 
 def _serve_fake(turns: int, delay: float, ports, stop) -> None:
@@ -144,11 +193,272 @@ def play_step(gagar: Client, db_url: str, *, backend: str, groups: list[dict], a
     }
 
 
+# --- the paper-size step ------------------------------------------------------------------
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        todo.extend(int(c) for c in children)
+    return out
+
+
+def _rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class Sampler(threading.Thread):
+    """Every half second: each service process's RSS (gunicorn's workers and the Celery workers
+    with their children, one by one) and the database's connections; the peaks of each phase
+    (`phase()` starts one)."""
+
+    def __init__(self, roles: dict[str, list[int]], db_url: str, database: str, every: float = 0.5):
+        super().__init__(daemon=True)
+        self.roles, self.db_url, self.database, self.every = roles, db_url, database, every
+        self._done, self._lock = threading.Event(), threading.Lock()
+        self._peaks: dict[str, float] = {}
+
+    def phase(self) -> dict[str, float]:
+        """The peaks since the last call; starts the next phase."""
+        with self._lock:
+            peaks, self._peaks = self._peaks, {}
+        return peaks
+
+    def _note(self, key: str, value: float) -> None:
+        with self._lock:
+            self._peaks[key] = max(self._peaks.get(key, 0.0), value)
+
+    def run(self) -> None:
+        with psycopg.connect(self.db_url, autocommit=True) as conn:
+            while not self._done.wait(self.every):
+                for role, pids in self.roles.items():
+                    for pid in pids:
+                        for member in _descendants(pid):
+                            if role == "web" and member == pid:
+                                continue  # gunicorn's arbiter serves nothing
+                            self._note(role, _rss_mib(member))
+                (connections,) = conn.execute(
+                    "SELECT count(*) - 1 FROM pg_stat_activity WHERE datname = %s", [self.database]
+                ).fetchone()
+                self._note("connections", connections)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join(10)
+
+
+def ideal_finish(arrivals: list[float], servers: int, service: float) -> float:
+    """When the last group would finish if every group, from the moment it is queued, took
+    `service` seconds on one of `servers` slots, first come first served: the fake model's
+    waits alone, for groups that arrive over the post."""
+    free = [0.0] * servers
+    end = 0.0
+    for at in sorted(arrivals):
+        start = max(at, heapq.heappop(free))
+        heapq.heappush(free, start + service)
+        end = max(end, start + service)
+    return end
+
+
+def most_in_flight(spans: list[tuple[float, float]]) -> int:
+    """The most intervals open at once (a conversation is in flight from start to finish)."""
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    now = best = 0
+    for _, change in events:
+        now += change
+        best = max(best, now)
+    return best
+
+
+def paper_jobs(db_url: str, run: str) -> tuple[list[float], list[tuple[float, float]]]:
+    """Of a run's grading jobs: their queue times and their (start, finish) times, Unix seconds."""
+    with psycopg.connect(db_url) as conn:
+        rows = conn.execute(
+            "SELECT j.queued_at, j.started_at, j.finished_at FROM grading_gradingjob j "
+            "JOIN grading_group g ON g.id = j.group_id JOIN grading_run r ON r.id = g.run_id WHERE r.name = %s",
+            [run],
+        ).fetchall()
+    queued = [q.timestamp() for q, _, _ in rows if q]
+    spans = [(a.timestamp(), b.timestamp()) for _, a, b in rows if a and b]
+    return queued, spans
+
+
+def play_paper_step(
+    gagar: Client, db_url: str, sampler: Sampler, *, step_file: Path, groups: int, nbytes: int, copy_s: float, args
+) -> dict:
+    """Post the first `groups` of the step file in batches, as a trainer does while its rollouts
+    finish, wait for the step's final advantages, and take them."""
+    run = f"paper-{groups}"
+    gagar.create_run(run, auto_grade=args.backend)  # the policy's own deadline
+    sampler.phase()
+    started = time.perf_counter()
+    for batch in read_groups(step_file, groups, args.batch):
+        gagar.post_step(run, 1, batch, compress=False)  # loopback: gzip would only cost both ends CPU
+    posted, posted_wall = time.perf_counter(), time.time()
+    rows = gagar.wait_for_step(run, 1, timeout=3600, min_interval=0.5)
+    final, final_wall = time.perf_counter(), time.time()
+    status = gagar.step_status(run, 1)
+    peaks = sampler.phase()
+    queued, spans = paper_jobs(db_url, run)
+    with psycopg.connect(db_url) as conn:
+        (backlog,) = conn.execute("SELECT count(*) FROM grading_searchbacklog").fetchone()
+    assert status["final"] and len(rows) == groups * args.rollouts, (status, len(rows))
+    service = (args.turns + 1) * args.delay
+    first = min(queued) if queued else posted_wall
+    ideal_end = ideal_finish(queued, args.workers * args.concurrency, service) if queued else first
+    last = max(b for _, b in spans) if spans else posted_wall
+    return {
+        "groups": groups,
+        "mixed": status["mixed"],
+        "graded": status["graded"],
+        "fallback": status["fallback"],
+        "mb": nbytes / MB,  # the step file's lines, as COPY took them (the posts add run and step)
+        "post_s": posted - started,
+        "copy_s": copy_s,
+        "grading_s": last - first,
+        "ideal_s": ideal_end - first,
+        "in_flight": most_in_flight(spans),
+        "tail_s": final_wall - last,
+        "after_post_s": final - posted,
+        "backlog": backlog,
+        "peaks": peaks,
+    }
+
+
+def print_paper(results: list[dict], args) -> None:
+    print(
+        f"Steps: {', '.join(str(r['groups']) for r in results)} groups x {args.rollouts} real-length rollouts "
+        f"(~{args.rollout_kb:.0f} kB each), posted {args.batch} groups a request; fake LLM: {args.turns} tool calls + "
+        f"the verdict, {args.delay:.2f} s each; search index on (GAGAR_SEARCH_INDEX=task), checks off"
+    )
+    print()
+    print(
+        "| groups (mixed) | MB | post MB/s | COPY MB/s | post / COPY | graded / fell back | grading (s) | ideal (s) | "
+        "ideal / actual | in flight | last verdict -> final seen (s) | trainer waits after its last post (s) | "
+        "peak RSS web / grading worker (MiB) | peak DB connections | search backlog at final |"
+    )
+    print("|" + "---:|" * 15)
+    for r in results:
+        post_rate, copy_rate = r["mb"] / r["post_s"], r["mb"] / r["copy_s"]
+        ratio = r["ideal_s"] / r["grading_s"] if r["grading_s"] else 0.0
+        peaks = r["peaks"]
+        cells = [
+            f"{r['groups']} ({r['mixed']})",
+            f"{r['mb']:,.0f}",
+            f"{post_rate:.1f}",
+            f"{copy_rate:.1f}",
+            f"{post_rate / copy_rate:.2f}",
+            f"{r['graded']} / {r['fallback']}",
+            f"{r['grading_s']:.0f}",
+            f"{r['ideal_s']:.0f}",
+            f"{ratio:.0%}",
+            str(r["in_flight"]),
+            f"{r['tail_s']:.2f}",
+            f"{r['after_post_s']:.1f}",
+            f"{peaks.get('web', 0):.0f} / {peaks.get('grading worker', 0):.0f}",
+            f"{peaks.get('connections', 0):.0f}",
+            f"{r['backlog']:,}",
+        ]
+        print("| " + " | ".join(cells) + " |")
+    print(
+        "\nideal: every group graded in (calls x delay) seconds from the moment it was queued, on "
+        f"{args.workers * args.concurrency} slots, first come first served (the fake model's waits alone); 'in flight': "
+        "the most grading conversations open at once (the jobs' start and finish times)."
+    )
+
+
+def start_services(args, env: dict, logs: Path) -> tuple[list[subprocess.Popen], dict[str, list[int]], int]:
+    """gunicorn and the Celery workers; (processes, their pids by role, the web port)."""
+    port = free_port()
+    web = subprocess.Popen(
+        [
+            PYTHON,
+            "-m",
+            "gunicorn",
+            "gagar_web.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.web_workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            str(args.threads),
+            "--timeout",
+            "600",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=open(logs / "web.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
+    processes, roles = [web], {"web": [web.pid], "grading worker": []}
+    for n in range(args.workers):
+        worker = subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "celery",
+                "-A",
+                "gagar_web",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(args.concurrency),
+                "--hostname",
+                f"bench{n}@%h",
+                "--loglevel",
+                "WARNING",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=open(logs / f"worker{n}.log", "w"),
+            stderr=subprocess.STDOUT,
+        )
+        processes.append(worker)
+        roles["grading worker"].append(worker.pid)
+    wait_until_healthy(web, port)
+    return processes, roles, port
+
+
 def main() -> None:
     args = parse_args()
     admin_url, db_url = database_urls(args.database)
     recreate_database(admin_url, args.database)
     broker = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
+    workdir = Path(tempfile.mkdtemp(prefix="gagar-loop-"))
+    step_file = None
+    if args.paper:  # on disk before anything starts: generating is the trainer's work, not the service's
+        step_file = workdir / "step.jsonl"
+        started = time.perf_counter()
+        made = write_step(
+            step_file,
+            groups=max(args.sizes),
+            rollouts=args.rollouts,
+            rollout_bytes=int(args.rollout_kb * 1000),
+            seed=args.seed,
+        )
+        print(
+            f"generated {made['groups']} groups x {args.rollouts} rollouts, {made['ends'][-1] / MB:,.0f} MB, "
+            f"average rollout {made['avg_rollout_bytes'] / 1000:.0f} kB ({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
+        copies = {n: copy_baseline(db_url, step_file, n, nbytes=made["ends"][n - 1]) for n in args.sizes}
     ctx = multiprocessing.get_context("fork")
     ports, stop_fake = ctx.Queue(), ctx.Event()
     fake = ctx.Process(target=_serve_fake, args=(args.turns, args.delay, ports, stop_fake), daemon=True)
@@ -162,80 +472,50 @@ def main() -> None:
         "GRADER_ALLOW_PRIVATE_NETWORK": "true",
         "GRADER_MAX_TURNS": str(args.turns + 4),
     }
-    logs = Path(tempfile.mkdtemp(prefix="gagar-loop-"))
-    processes = []
+    if args.paper:
+        env["GAGAR_SEARCH_INDEX"] = "task"  # the index on, as deployed: built by a worker after each post
+    processes: list[subprocess.Popen] = []
     try:
         manage(env, "migrate", "--no-input", "-v0")
         subprocess.run(["redis-cli", "-u", broker, "FLUSHDB"], check=False, capture_output=True)
         token = manage(
             env, "create_api_token", "bench-trainer", "--project", "bench", "--create-project", "--role", "admin"
         ).strip()
-        port = free_port()
-        web = subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "gunicorn",
-                "gagar_web.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                str(args.web_workers),
-                "--worker-class",
-                "gthread",
-                "--threads",
-                str(args.threads),
-                "--timeout",
-                "600",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=open(logs / "web.log", "w"),
-            stderr=subprocess.STDOUT,
-        )
-        processes.append(web)
-        for n in range(args.workers):
-            processes.append(
-                subprocess.Popen(
-                    [
-                        PYTHON,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "gagar_web",
-                        "worker",
-                        "--pool",
-                        "threads",
-                        "--concurrency",
-                        str(args.concurrency),
-                        "--hostname",
-                        f"bench{n}@%h",
-                        "--loglevel",
-                        "WARNING",
-                        "--without-gossip",
-                        "--without-mingle",
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=open(logs / f"worker{n}.log", "w"),
-                    stderr=subprocess.STDOUT,
+        processes, roles, port = start_services(args, env, workdir)
+        gagar = Client(f"http://127.0.0.1:{port}", token, project="bench", timeout=600)
+        if args.paper:
+            assert step_file is not None  # written above under the same condition
+            sampler = Sampler(roles, db_url, args.database)
+            sampler.start()
+            results = [
+                play_paper_step(
+                    gagar,
+                    db_url,
+                    sampler,
+                    step_file=step_file,
+                    groups=n,
+                    nbytes=made["ends"][n - 1],
+                    copy_s=copies[n],
+                    args=args,
                 )
-            )
-        wait_until_healthy(web, port)
-        base = f"http://127.0.0.1:{port}"
-        gagar = Client(base, token, project="bench", timeout=600)
-        rng = random.Random(args.seed)
-        groups = [make_group(rng, run="x", step=1, task_number=t, n_rollouts=args.rollouts) for t in range(args.groups)]
-        body_mb = sum(len(str(g)) for g in groups) / 1e6
-        results = [
-            play_step(gagar, db_url, backend=b, groups=groups, args=args)
-            for b in (["heuristic", "llm"] if args.backend == "both" else [args.backend])
-        ]
+                for n in args.sizes
+            ]
+            sampler.stop()
+        else:
+            rng = random.Random(args.seed)
+            groups = [make_group(rng, run="x", step=1, task_number=t, n_rollouts=args.rollouts) for t in range(args.sizes[0])]
+            body_mb = sum(len(str(g)) for g in groups) / 1e6
+            results = [
+                play_step(gagar, db_url, backend=b, groups=groups, args=args)
+                for b in (["heuristic", "llm"] if args.backend == "both" else [args.backend])
+            ]
     finally:
         for process in processes:
             stop_server(process)
         stop_fake.set()
         fake.join(10)
+        if step_file is not None:
+            step_file.unlink(missing_ok=True)
         if not args.keep:
             recreate_database(admin_url, args.database, drop_only=True)
 
@@ -243,11 +523,19 @@ def main() -> None:
     print(
         f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; Python "
         f"{platform.python_version()}, PostgreSQL {postgres_version(admin_url)}, Redis broker; gunicorn {args.web_workers} x "
-        f"{args.threads} threads, {args.workers} Celery workers x {args.concurrency} threads"
+        f"{args.threads} threads, {args.workers} Celery grading worker(s) x {args.concurrency}"
     )
+    if args.paper:
+        print_paper(results, args)
+    else:
+        print_ordinary(results, args, body_mb, concurrency)
+    print(f"\nLogs: {workdir}")
+
+
+def print_ordinary(results: list[dict], args, body_mb: float, concurrency: int) -> None:
     print(
-        f"Step: {args.groups} groups x {args.rollouts} rollouts (~{body_mb:.0f} MB of group JSON); fake LLM: {args.turns} tool "
-        f"turns + verdict, {args.delay * 1000:.0f} ms each"
+        f"Step: {args.sizes[0]} groups x {args.rollouts} rollouts (~{body_mb:.0f} MB of group JSON); fake LLM: {args.turns} "
+        f"tool turns + verdict, {args.delay * 1000:.0f} ms each"
     )
     print()
     print(
@@ -269,7 +557,6 @@ def main() -> None:
         "grading span overlaps the post; 'last verdict -> final seen' is the overhead after grading (recomputation, "
         "the wait's poll, the answer)."
     )
-    print(f"\nLogs: {logs}")
 
 
 if __name__ == "__main__":
