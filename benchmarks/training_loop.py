@@ -22,6 +22,21 @@
    trainer seeing `final`), and the export of the step's rows that follows.
 (Waiting trainers vs pages, through the shipped deployment: benchmarks/waiters.py.)
 Goals (the training-loop issue): LLM >= 80 % of ideal with <= 5 s overhead; heuristic final <= 15 s after the post.
+
+    .venv/bin/python benchmarks/training_loop.py --paper              # 392, 784 and 1,568 groups x 16, ~170 kB each
+
+--paper, the method's step: the step is written to disk first (benchmarks/_real_step.py: rollouts
+built from the vendored real trajectories, ~4.3 GB of JSON Lines at 1,568 groups) and COPYed,
+each size's prefix alone, into a one-column jsonb table for the baseline. Then one run per
+size: the trainer reads the file a batch at a time (--batch groups, never the step whole) and
+posts each batch as it would when those rollouts finish; the LLM backend grades against the
+fake server at --delay seconds a call (default 1 s, 20 calls a group); the search index is
+built by a worker after each post (GAGAR_SEARCH_INDEX=task); the run's own deadline applies.
+Reported per size: post MB/s and its ratio to COPY (goal >= 0.5), grading time against the
+ideal for the slots when groups arrive over the post (goal >= 80 %), the most conversations
+in flight, last verdict -> final seen (goal <= 5 s), what the trainer waits after its last
+post, each service process's peak RSS (flat as the step grows) and the database's peak
+connections.
 """
 
 from __future__ import annotations
