@@ -468,17 +468,43 @@ def group_as_line(group: Group) -> dict:
     }
 
 
+def _shown_from(made: QuerySet, run: Run) -> list[QuerySet]:
+    """Where shown_verdict looks, in order, among `made` (verdicts by graders, of `run`'s
+    groups): the verdicts the run's method reads, then — a jury still waiting — its members'."""
+    read = policy_verdicts(made, run)
+    return [read] if run.jury_id is None else [read, made.filter(bench_only=False)]
+
+
 def shown_verdict(group: Group) -> Verdict | None:
     """The grader's verdict of `group` as people see it (the group page, a reveal, a reviewer's
     disagreement with the grader): the newest the run's method reads (policy_verdicts: its
     jury's when it names one; never a campaign's bench-only verdict), else — a jury still
     waiting — its members' newest; never one a person settled (Verdict.objects.by_graders).
-    `group.run` is read (select it with the group)."""
+    `group.run` is read (select it with the group). Many groups at once: shown_verdict_ids."""
     made = Verdict.objects.by_graders().filter(group=group)  # ordered newest first
-    verdict = policy_verdicts(made, group.run).first()
-    if verdict is None and group.run.jury is not None:
-        verdict = made.filter(bench_only=False).first()
-    return verdict
+    for where in _shown_from(made, group.run):
+        if (verdict := where.first()) is not None:
+            return verdict
+    return None
+
+
+def shown_verdict_ids(groups: Iterable[Group]) -> dict[int, int]:
+    """shown_verdict's id for each of `groups` that has one (their `run` read: select it with
+    them), by group id: one query a run, two on a run whose jury still waits on some."""
+    by_run: dict[int, tuple[Run, list[int]]] = {}
+    for group in groups:
+        by_run.setdefault(group.run_id, (group.run, []))[1].append(group.pk)
+    out: dict[int, int] = {}
+    for run, ids in by_run.values():
+        for where in _shown_from(Verdict.objects.by_graders(), run):
+            left = [i for i in ids if i not in out]
+            if not left:
+                break
+            for group_id, verdict_id in (
+                where.filter(group_id__in=left).order_by("group_id", "-created_at", "-id").values_list("group_id", "id")
+            ):
+                out.setdefault(group_id, verdict_id)
+    return out
 
 
 def latest_verdict(group: Group):

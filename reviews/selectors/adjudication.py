@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
 
-from grading.models import Group, Project, Verdict
+from grading.models import Group, Project
+from grading.selectors import shown_verdict_ids
 from reviews.models import Assignment, GroupReview, Judgment, Reveal
 
 
@@ -41,6 +42,7 @@ def adjudication_rows(group_ids: list[int]) -> list[GroupReview]:
             "group__uid",
             "group__step_number",
             "group__run__name",
+            "group__run__jury",
             "group__task__instance_id",
         )
     }
@@ -130,7 +132,8 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> DisagreementsShown
     Which rollouts a reviewer and the grader disagree on is a grader field. It is withheld
     (`hidden_reason` set, `disagreement` empty) on groups where the person holds an open
     blind assignment. Of those shown that name the grader, `unlogged` are the groups whose
-    latest verdict this person has no Reveal of. Three queries whatever the page size."""
+    shown verdict (grading.selectors.shown_verdict) this person has no Reveal of. Two queries
+    and one a run on the page (two where a run's jury waits)."""
     ids = [r.group_id for r in reviews]
     blind_here = set(Assignment.objects.filter(reviewer=user, group_id__in=ids).open_blind().values_list("group_id", flat=True))
     rows = [
@@ -142,14 +145,7 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> DisagreementsShown
     shown = [r.group_id for r in reviews if r.group_id not in blind_here and _names_grader(r.disagreement)]
     if not shown:
         return DisagreementsShown(rows, [])
-    latest: dict[int, int] = {}
-    for group_id, verdict_id in (
-        Verdict.objects.by_graders()
-        .filter(group_id__in=shown)
-        .order_by("group_id", "-created_at", "-id")
-        .values_list("group_id", "id")
-    ):
-        latest.setdefault(group_id, verdict_id)
+    latest = shown_verdict_ids(r.group for r in reviews if r.group_id in set(shown))
     seen = set(Reveal.objects.filter(user=user, group_id__in=shown).values_list("group_id", "verdict_id"))
     return DisagreementsShown(rows, [(g, latest.get(g)) for g in shown if (g, latest.get(g)) not in seen])
 

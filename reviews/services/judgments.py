@@ -147,7 +147,7 @@ def reveal_disagreements(*, user, reviews: list[GroupReview]) -> list[Adjudicati
     """The adjudication queue's "why" column as this person may see it (selectors.adjudication.
     disagreements_for), with each showing that names the grader logged as a `Reveal` (browse),
     so the queue never serves that group to them blind afterwards and a judgment they make on
-    it is not stored as blind. Four queries whatever the page size."""
+    it is not stored as blind. Three queries and one a run on the page."""
     shown = disagreements_for(user=user, reviews=reviews)
     Reveal.objects.bulk_create(
         Reveal(group_id=group_id, user=user, verdict_id=verdict_id, reason=Reveal.Reason.BROWSE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal, ReviewPolicy
@@ -377,6 +378,23 @@ def test_reviewer_against_grader_disagreement_also_needs_adjudication(client, bo
     assert review.needs_adjudication
     assert {d["kind"] for d in review.disagreement} == {"tier", "top1"}
     assert all(d["between"] == ["bob", "grader"] for d in review.disagreement)
+
+
+def test_the_adjudication_queue_logs_the_verdict_people_are_shown(client, bob, fay, groups):
+    """A campaign's bench-only verdict, newer than the run's, is not the grader's verdict people
+    see (grading.selectors.shown_verdict): showing the adjudicator a reason that names the grader
+    logs a reveal of the run's verdict, the one the group page shows."""
+    assign(group=groups["g1@1"], reviewer=bob)
+    client.force_login(bob)
+    client.post(group_url("g1@1", "judgment/"), as_lanes(judgment_post({0: "T2", 1: "T1", 3: "T3"}), client, "g1@1"))
+    shown = groups["g1@1"].verdicts.get(grader=GRADER)
+    bench, _ = record_verdict(
+        group=groups["g1@1"], grader="bench@1", status="valid", grades=[GradeInput(0, "T3", 1)], bench_only=True
+    )
+    assert bench.created_at >= shown.created_at
+    client.force_login(fay)
+    assert "g1@1" in client.get("/projects/acme/adjudication/").content.decode()
+    assert list(Reveal.objects.filter(user=fay).values_list("verdict_id", flat=True)) == [shown.pk]
 
 
 # --- query counts --------------------------------------------------------------------------------
