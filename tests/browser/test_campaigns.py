@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from grading.models import Campaign, Group, Verdict
+from grading.models import Campaign, Verdict
 from tests.helpers.browser import log_in
-from tests.helpers.groups import small_group
-from tests.helpers.ingest import ingest_groups
+from tests.helpers.campaigns import campaign_groups
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -20,14 +19,7 @@ PAGE = "/projects/acme/calibration/campaigns/"
 
 @pytest.fixture
 def mixed(acme):
-    ingest_groups(
-        acme,
-        small_group("a@1", rewards=(1, 0, 1)),
-        small_group("b@1", instance_id="t-2", rewards=(1, 0)),
-        small_group("all-pass@1", instance_id="t-3", rewards=(1, 1)),
-        small_group("c@2", instance_id="t-4", step=2, rewards=(0, 1)),
-    )
-    return Group.objects.filter(is_mixed=True).count()
+    return sum(g.is_mixed for g in campaign_groups(acme).values())
 
 
 def _settled(page):

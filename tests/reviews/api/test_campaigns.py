@@ -9,10 +9,9 @@ import json
 import pytest
 
 from grading.grader import campaigns as service
-from grading.models import Campaign, Group, Verdict
+from grading.models import Campaign, Verdict
 from tests.factories import make_judgment
-from tests.helpers.groups import small_group
-from tests.helpers.ingest import ingest_groups
+from tests.helpers.campaigns import campaign_groups
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,14 +21,7 @@ PAGE = "/projects/acme/calibration/campaigns/"
 
 @pytest.fixture
 def groups(acme):
-    ingest_groups(
-        acme,
-        small_group("a@1", rewards=(1, 0, 1)),
-        small_group("b@1", instance_id="t-2", rewards=(1, 0)),
-        small_group("all-pass@1", instance_id="t-3", rewards=(1, 1)),
-        small_group("c@2", instance_id="t-4", step=2, rewards=(0, 1)),
-    )
-    return {g.uid: g for g in Group.objects.all()}
+    return campaign_groups(acme)
 
 
 def post(client, body, token=None, path=URL):
