@@ -90,7 +90,7 @@ class RunDetailView(APIView):
         request=OpenApiTypes.OBJECT,
         responses=RunSerializer,
         summary="Change a run's grading policy (admin): baseline, auto_grade, grading_deadline_seconds, drop_policy, "
-        "turn_weights",
+        "turn_weights, settle_identical",
     )
     def patch(self, request, name: str):
         run = self._run(request, name, Capability.MANAGE)

@@ -64,6 +64,10 @@ class RunSerializer(serializers.Serializer):
         help_text="per-token advantages: rows carry turn weights from the grader's "
         "turn citations (GET /api/v1/advantages/?turn_weights=1)"
     )
+    settle_identical = serializers.BooleanField(
+        help_text="a mixed group whose passing rollouts' patches are byte-identical is settled without a model "
+        'call, as a fallback (settled_by "identical-patches"); off by default'
+    )
     description = serializers.CharField()
     created_at = IsoDateTimeField()
     steps = serializers.IntegerField(source="n_steps")
@@ -95,6 +99,10 @@ class StepStatusSerializer(serializers.Serializer):
     deadline = serializers.DateTimeField(allow_null=True)
     failed = serializers.IntegerField(help_text="groups falling back because their grading gave up (among fallback)")
     failures = GradingFailureSerializer(many=True, help_text="the first five of them, by group uid")
+    settled = serializers.IntegerField(
+        help_text="groups settled without a model call because their passing patches are byte-identical "
+        "(among fallback, not in invalid; the run policy's settle_identical)"
+    )
 
 
 # What POST /api/v1/steps/{n}/grade/ answers: the step's status, and how many jobs it queued.

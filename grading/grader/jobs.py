@@ -8,7 +8,8 @@ layer only: the grader backend (the openai client's own retries). The Celery tas
 only a database or broker error around it, and a sweep sends again a job no task holds
 (grading.grader.recovery).
 A grader that fails, times out or returns an invalid verdict leaves an invalid/timeout
-verdict, which makes the group fall back (docs/method.md §2).
+verdict, which makes the group fall back (docs/method.md §2); so does a group the run's
+policy settles without a model call (grading.grader.settling).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from grading.grader.llm import LLMGrader
 from grading.grader.loading import load_workspace
 from grading.grader.prescreen import screen_group
 from grading.grader.registry import ensure_version
+from grading.grader.settling import settle_identical
 from grading.grader.tasks import grade_group_task
 from grading.grader.tools import TOOLS
 from grading.grader.verdicts import GradeInput, record_verdict
@@ -171,7 +173,9 @@ def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool)
 
     The jobs are written before any task is sent, so a verdict can tell whether it is the
     step's last one in flight (grading.method.services.mark_stale recomputes only then).
-    A job queued again restarts its group's grading deadline (queued_at).
+    A job queued again restarts its group's grading deadline (queued_at). One message per
+    job; the task that takes a message grades the best job then queued in its run, not
+    necessarily the one it names (grading.grader.scheduling).
     """
     if not group_ids:
         return []
@@ -187,14 +191,14 @@ def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool)
                 job = GradingJob(group_id=group_id, grader=grader_name)
                 fresh.append(job)
             elif again and job.status in (GradingJob.Status.DONE, GradingJob.Status.FAILED):
-                job.status, job.queued_at = GradingJob.Status.QUEUED, now
+                job.status, job.queued_at, job.claimed_by = GradingJob.Status.QUEUED, now, ""
                 job.retries = job.resends = 0  # a fresh start: its retries and resends count again
                 requeued.append(job)
             elif not again:
                 continue
             jobs.append(job)
         GradingJob.objects.bulk_create(fresh)
-        GradingJob.objects.bulk_update(requeued, ["status", "queued_at", "retries", "resends"])
+        GradingJob.objects.bulk_update(requeued, ["status", "queued_at", "retries", "resends", "claimed_by"])
         sent = [job.group_id for job in jobs]
 
         def enqueue():
@@ -236,6 +240,9 @@ def grade_group(*, group_id: int, backend: str, bench_only: bool = False) -> Ver
         group.run.project_id, deadline=job.queued_at.timestamp() + group.run.grading_deadline_seconds
     )
     record_prescreen(group=group, workspace=workspace)
+    if not bench_only and (settled := settle_identical(group=group, grader=grader.name, workspace=workspace)) is not None:
+        _finish(job, settled, error="")  # no model call: the run's policy settles identical patches
+        return settled
     started = time.monotonic()
     try:
         result = grader.grade(workspace)

@@ -192,7 +192,11 @@ def record_jury_verdict(*, jury: Jury, group: Group) -> Verdict | None:
     info = _info(jury, deliberation)
     if deliberation.failed:
         errors = [f"member {m} gave no valid verdict" for m in deliberation.failed]
-        return _store(group, jury, Verdict.Status.INVALID, [], errors, info)
+        # Members the run's policy settled without a model call (grading.grader.settling): the
+        # jury's fallback is settled the same way, and kept out of what compares graders too.
+        settled = all(deliberation.verdicts[m].settled_by == Verdict.SettledBy.IDENTICAL_PATCHES for m in deliberation.failed)
+        by = Verdict.SettledBy.IDENTICAL_PATCHES if settled else Verdict.SettledBy.GRADER
+        return _store(group, jury, Verdict.Status.INVALID, [], errors, info, settled_by=by)
     outcome = deliberation.outcome
     assert outcome is not None  # every member valid
     if outcome.abstained:

@@ -16,7 +16,16 @@ from grading.method import partial
 from grading.method.services import mark_stale
 from grading.models import Jury, Project, Run, Verdict
 
-POLICY_FIELDS = ("baseline", "auto_grade", "jury", "grading_deadline_seconds", "description", "drop_policy", "turn_weights")
+POLICY_FIELDS = (
+    "baseline",
+    "auto_grade",
+    "jury",
+    "grading_deadline_seconds",
+    "description",
+    "drop_policy",
+    "turn_weights",
+    "settle_identical",
+)
 MAX_DESCRIPTION = 10_000
 
 
@@ -103,8 +112,9 @@ def check_policy(fields: MutableMapping[str, Any], *, project: Project | None = 
         value = fields["description"]
         if not isinstance(value, str) or "\x00" in value or len(value) > MAX_DESCRIPTION:
             raise PolicyError("description", f"description must be text of at most {MAX_DESCRIPTION} characters, without NUL")
-    if "turn_weights" in fields and not isinstance(fields["turn_weights"], bool):
-        raise PolicyError("turn_weights", f"turn_weights must be true or false, got {fields['turn_weights']!r}")
+    for flag in ("turn_weights", "settle_identical"):
+        if flag in fields and not isinstance(fields[flag], bool):
+            raise PolicyError(flag, f"{flag} must be true or false, got {fields[flag]!r}")
     if "jury" in fields:
         fields["jury"] = _policy_jury(fields["jury"], project)
     if "drop_policy" in fields:
@@ -165,7 +175,8 @@ def update_run_policy(*, run: Run, changes: MutableMapping[str, Any]) -> Run:
     recomputed), and so do a new drop policy (what a dropped rollout does to its group) and
     turning turn weights on or off (what the rows hold); a new auto-grader applies to groups
     stored from now on (grade earlier steps from their grading page or POST
-    /api/v1/steps/{n}/grade/); a new deadline applies at once."""
+    /api/v1/steps/{n}/grade/); a new deadline applies at once, and so does identical-patch
+    settling, to the groups a worker takes from then on (grading.grader.settling)."""
     fields = check_policy(changes, project=run.project)
     run = Run.objects.select_for_update().get(pk=run.pk)
     changed = [name for name, value in fields.items() if getattr(run, name) != value]

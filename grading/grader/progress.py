@@ -1,7 +1,9 @@
 """How far the grading of a step has come, and whether its advantages are final (a selector).
 
-A mixed group is *graded* when its latest verdict is valid, *invalid* or *timeout* when it
-is not, and *pending* while it has no verdict and its run's grading deadline has not passed
+A mixed group is *graded* when its latest verdict is valid, *settled* when that verdict
+settled it without a model call because its passing patches are byte-identical (a
+fallback, grading.grader.settling), *invalid* or *timeout* when it is otherwise not valid,
+and *pending* while it has no verdict and its run's grading deadline has not passed
 since it was stored or last queued for grading, unless its grading *failed*: a job of it gave
 up with no verdict (retries and resends spent, grading.grader.recovery) and none is queued or
 running, so nothing will grade it; it falls back at once. A step is *final* when no group is pending:
@@ -22,6 +24,8 @@ from django.utils import timezone
 from grading.method.services import policy_verdicts
 from grading.models import GradingJob, Group, Run, Step, Verdict
 
+SETTLED = "settled"  # a latest verdict settled without a model call (grading.grader.settling)
+
 
 @dataclass(frozen=True)
 class StepStatus:
@@ -39,6 +43,7 @@ class StepStatus:
     deadline: datetime | None  # when the last pending group falls back; None when nothing is pending
     failed: int = 0  # groups falling back because their grading gave up (among `fallback`)
     failures: tuple[dict, ...] = ()  # the first FAILURES_SHOWN of them: group, grader, retries, resends, error
+    settled: int = 0  # groups settled without a model call, identical patches (among `fallback`, not in `invalid`)
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -49,7 +54,8 @@ class StepStatus:
     def header(self) -> str:
         """The counts as one response header value."""
         return ", ".join(
-            f"{key}={getattr(self, key)}" for key in ("groups", "mixed", "graded", "invalid", "timeout", "pending", "fallback")
+            f"{key}={getattr(self, key)}"
+            for key in ("groups", "mixed", "graded", "invalid", "timeout", "pending", "fallback", "settled")
         )
 
 
@@ -70,7 +76,10 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     # A jury's members' verdicts are not the group's until the jury's is made; a campaign's
     # bench-only verdicts never are (the advantages read the same ones).
     verdicts = policy_verdicts(Verdict.objects.filter(group__step=step, group__is_mixed=True), run)
-    for group_id, status in verdicts.order_by("group_id", "-created_at", "-id").values_list("group_id", "status"):
+    rows = verdicts.order_by("group_id", "-created_at", "-id").values_list("group_id", "status", "settled_by")
+    for group_id, status, settled_by in rows:
+        if settled_by == Verdict.SettledBy.IDENTICAL_PATCHES:
+            status = SETTLED  # counted apart from the grader's own invalid verdicts
         latest.setdefault(group_id, status)
     waiting = [group_id for group_id in mixed if group_id not in latest]
     jobs = Group.objects.filter(pk__in=waiting).annotate(
@@ -87,6 +96,7 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     deadlines = [falls_back_at(run, stored_at=mixed[g], queued_at=requeued.get(g)) for g in waiting if g not in lost]
     open_deadlines = [d for d in deadlines if d > now]
     graded = sum(1 for s in latest.values() if s == Verdict.Status.VALID)
+    settled = sum(1 for s in latest.values() if s == SETTLED)
     invalid = sum(1 for s in latest.values() if s == Verdict.Status.INVALID)
     timeout = sum(1 for s in latest.values() if s == Verdict.Status.TIMEOUT)
     pending = len(open_deadlines)
@@ -105,6 +115,7 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
         deadline=max(open_deadlines) if open_deadlines else None,
         failed=len(failed),
         failures=_failures(failed) if failed else (),
+        settled=settled,
     )
 
 

@@ -27,7 +27,9 @@ Two ways a group could sit `queued` with nothing behind it, each closed here:
   in that window: workers busy on a backlog start a task at least once a time limit, so a
   quiet window means nobody is taking messages, whatever order they are taken in. A job sent
   again while its first message still waits costs nothing once a verdict exists; two
-  deliveries graded at once keep one verdict (the constraint) at one extra call.
+  deliveries graded at once keep one verdict (the constraint) at one extra call. A job sent
+  again loses its claim (grading.grader.scheduling): the task that held it is taken for dead,
+  and the new message claims the best job then queued, which may be this one or another.
 
 A campaign's groups are left to the campaign (its chunk is redelivered and counts each group
 once), so the sweep skips the jobs of a grader a campaign runs on that group.
@@ -73,20 +75,25 @@ def retry_delay(retry: int, *, base: float, cap: float, rng: random.Random | Non
     return step / 2 + (rng or random).uniform(0, step / 2)
 
 
-def _job(group_id: int, backend: str):
-    """The group's job for `backend`'s grader (a query to name it, one to read it)."""
+def _job(group_id: int, backend: str, *, task_id: str, unclaimed: bool):
+    """The group's job for `backend`'s grader when the task `task_id` holds it, or (when
+    `unclaimed`) when no task does (a query to name the grader, one to read the job). Never
+    a job another task claimed (grading.grader.scheduling): that one is not this task's to write."""
     project_id = Group.objects.filter(pk=group_id).values_list("run__project_id", flat=True).first()
     if project_id is None:
         return GradingJob.objects.none()
-    return GradingJob.objects.filter(group_id=group_id, grader=grader_name(backend, project_id))
+    held = Q(claimed_by=task_id) | Q(claimed_by="") if unclaimed else Q(claimed_by=task_id)
+    return GradingJob.objects.filter(held, group_id=group_id, grader=grader_name(backend, project_id))
 
 
-def note_retry(*, group_id: int, backend: str, retry: int, of: int, delay: float, exc: BaseException) -> None:
-    """Write retry number `retry` (1-based) of `of` on the job: queued again, due after `delay`,
-    the error it met. Best effort: with the database down nothing can be written, the retry
-    still runs (and the sweep finds a job whose retries all went unrecorded)."""
+def note_retry(*, group_id: int, backend: str, task_id: str, retry: int, of: int, delay: float, exc: BaseException) -> None:
+    """Write retry number `retry` (1-based) of `of` on the job the task claimed: queued again
+    (still claimed: the retry goes on with it), due after `delay`, the error it met. Nothing
+    when it claimed none yet (the retry claims one). Best effort: with the database down
+    nothing can be written, the retry still runs (and the sweep finds a job whose retries all
+    went unrecorded)."""
     try:
-        _job(group_id, backend).filter(verdict__isnull=True).update(
+        _job(group_id, backend, task_id=task_id, unclaimed=False).filter(verdict__isnull=True).update(
             status=GradingJob.Status.QUEUED,
             retries=retry,
             due_at=timezone.now() + timedelta(seconds=delay),
@@ -96,11 +103,15 @@ def note_retry(*, group_id: int, backend: str, retry: int, of: int, delay: float
         logger.warning("could not record retry %s of group %s", retry, group_id, exc_info=True)
 
 
-def give_up(*, group_id: int, backend: str, error: str) -> bool:
-    """The task's retries are spent: the job is `failed` with `error` (or finished, when its
-    verdict did land meanwhile). False when even that could not be written (the sweep will)."""
+def give_up(*, group_id: int, backend: str, task_id: str, error: str) -> bool:
+    """The task's retries are spent: its job is `failed` with `error` (or finished, when its
+    verdict did land meanwhile). Its job is the one it claimed, else the one its message names
+    while no other task holds that: a message that dies without a claim leaves one job without
+    a message, and failing the named one keeps each queued job one message. (When another task
+    holds the named job, the job left without a message is found by the sweep.) False when
+    even that could not be written (the sweep will)."""
     try:
-        jobs = _job(group_id, backend)
+        jobs = _job(group_id, backend, task_id=task_id, unclaimed=True)
         job = jobs.first()
         if job is None:
             return False
@@ -186,7 +197,9 @@ def sweep(*, now: datetime | None = None) -> dict[str, int]:
                 what = "never picked up by a worker" if never_started else "its worker stopped without finishing"
                 error = f"lost: {what} (sent {job.resends + 1} times)"
             else:
-                GradingJob.objects.filter(pk=job.pk).update(status=GradingJob.Status.QUEUED, resends=job.resends + 1, due_at=now)
+                GradingJob.objects.filter(pk=job.pk).update(  # unclaimed: the task that held it is gone
+                    status=GradingJob.Status.QUEUED, resends=job.resends + 1, due_at=now, claimed_by=""
+                )
                 sends.append((job.group_id, backend))
                 counts["resent"] += 1
                 continue

@@ -9,28 +9,38 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 @shared_task(name="grading.grade_group", bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def grade_group_task(self, *, group_id: int, backend: str) -> str:
-    """Grade one mixed group. The model call is not retried here (the backend retries its API
-    calls); a database or broker error before or after it retries the task with backoff, a
-    bounded number of times, then fails the job (grading.grader.recovery). A soft time limit
+    """Grade one mixed group of the run of `group_id`: the best one it still has queued, which
+    this task claims (grading.grader.scheduling), not necessarily the one named; "nothing"
+    when no job is left to claim. The model call is not retried here (the backend retries its
+    API calls); a database or broker error before or after it retries the task with backoff,
+    a bounded number of times, then fails the job (grading.grader.recovery); a retry or a
+    redelivery keeps the task's id, so it goes on with the job it claimed. A soft time limit
     (below the broker's visibility timeout) stores a timeout verdict."""
     from django.conf import settings
 
     from grading.grader.jobs import grade_group, record_timeout
     from grading.grader.recovery import INFRASTRUCTURE_ERRORS, describe, give_up, note_retry, retry_delay
+    from grading.grader.scheduling import claim
 
+    task_id, named = self.request.id or "", group_id
     try:
+        claimed = claim(group_id=group_id, backend=backend, task_id=task_id)
+        if claimed is None:
+            return "nothing"
+        group_id = claimed  # from here on, the job this task holds
         return grade_group(group_id=group_id, backend=backend).status
     except SoftTimeLimitExceeded:
         return record_timeout(group_id=group_id, backend=backend, why="grading exceeded the task's time limit").status
     except INFRASTRUCTURE_ERRORS as exc:
         retries, done = settings.GAGAR_GRADING_RETRIES, self.request.retries
         if done >= retries:
-            give_up(group_id=group_id, backend=backend, error=f"{describe(exc)} (gave up after {done} retries)")
+            give_up(group_id=group_id, backend=backend, task_id=task_id, error=f"{describe(exc)} (gave up after {done} retries)")
             return "failed"
         delay = retry_delay(done, base=settings.GAGAR_GRADING_RETRY_BACKOFF, cap=settings.GAGAR_GRADING_RETRY_BACKOFF_MAX)
-        note_retry(group_id=group_id, backend=backend, retry=done + 1, of=retries, delay=delay, exc=exc)
+        note_retry(group_id=group_id, backend=backend, task_id=task_id, retry=done + 1, of=retries, delay=delay, exc=exc)
+        kwargs = {"group_id": named, "backend": backend}  # as the first message: the retry claims through its id
         if self.request.is_eager:  # eager Celery propagates the Retry: retry in place, at once, as its own eager retries do
-            return self.apply(kwargs={"group_id": group_id, "backend": backend}, retries=done + 1).result
+            return self.apply(kwargs=kwargs, retries=done + 1, task_id=task_id).result
         raise self.retry(exc=exc, countdown=delay, max_retries=retries) from exc
 
 

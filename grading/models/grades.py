@@ -11,10 +11,18 @@ from grading.method.tiers import TIER_CHOICES
 
 class VerdictQuerySet(models.QuerySet):
     def by_graders(self) -> VerdictQuerySet:
-        """Verdicts a grader made: not those a person settled (a jury that waited for a person
-        takes their judgment as its verdict, grading.grader.juries.settle_with_person). Those
-        move credit like any verdict of the run's jury, but are never a grader's word to show,
-        to compare with people or to calibrate on: they are the people's own."""
+        """Verdicts a grader made: none that was settled otherwise. Not those a person settled
+        (a jury that waited for a person takes their judgment as its verdict,
+        grading.grader.juries.settle_with_person): they move credit like any verdict of the
+        run's jury, but are the people's own. Nor those settled without a model call because
+        the passing patches were byte-identical (grading.grader.settling): no grader read
+        those rollouts, and one might still have told them apart by their trajectories. Neither
+        is ever a grader's word to show, to compare with people or to calibrate on."""
+        return self.filter(settled_by=Verdict.SettledBy.GRADER)
+
+    def on_record(self) -> VerdictQuerySet:
+        """The verdicts an export of the record lists, each with its `settled_by`: the graders'
+        and those settled without a model call; not a person's (theirs are in the judgments)."""
         return self.exclude(settled_by=Verdict.SettledBy.PERSON)
 
 
@@ -29,6 +37,7 @@ class Verdict(models.Model):
     class SettledBy(models.TextChoices):
         GRADER = "", "The grader"
         PERSON = "person", "A person's judgment (a jury waited for one)"
+        IDENTICAL_PATCHES = "identical-patches", "No model call: the passing patches are byte-identical (falls back)"
 
     group = models.ForeignKey("grading.Group", on_delete=models.CASCADE, related_name="verdicts")
     grader = models.CharField(max_length=100, help_text="grader name and version, e.g. heuristic@1 or gpt-x@2026-11")
@@ -144,7 +153,8 @@ class GradingJob(models.Model):
     `retries` counts the task's retries after an infrastructure error (grading.grader.recovery),
     `resends` the times the sweep sent it again after no worker took it or finished it;
     `due_at` is when its latest retry or resend was due to start. A job `failed` with no
-    verdict gave up: its group falls back at once (grading.grader.progress)."""
+    verdict gave up: its group falls back at once (grading.grader.progress). `claimed_by`
+    names the task grading it (grading.grader.scheduling)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -166,6 +176,9 @@ class GradingJob(models.Model):
     retries = models.PositiveSmallIntegerField(default=0)
     resends = models.PositiveSmallIntegerField(default=0)
     due_at = models.DateTimeField(null=True, blank=True)
+    # The id of the grading task that claimed it (grading.grader.scheduling): a task grades
+    # the best job its run still has queued, not the one its message names; "" while unclaimed.
+    claimed_by = models.CharField(max_length=64, blank=True, default="", db_index=True)
 
     class Meta:
         ordering = ["group_id"]

@@ -80,6 +80,9 @@ class Run(models.Model):
     # also store the passing rollouts' turn weights from the grader's turn citations, the
     # export gives them with ?turn_weights=1 and the group page shows them. Off by default.
     turn_weights = models.BooleanField(default=False)
+    # Identical-patch settling (grading.grader.settling): a mixed group whose passing rollouts'
+    # patches are byte-identical is settled without a model call, as a fallback. Off by default.
+    settle_identical = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

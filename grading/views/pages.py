@@ -96,7 +96,8 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @login_required
 @require_POST
 def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
-    """The run page's policy form (admin): baseline, auto-grading, its deadline and the jury."""
+    """The run page's policy form (admin): baseline, auto-grading, its deadline, identical-patch
+    settling and the jury."""
     project_obj, _, run_obj = page_run(request, project, run, Capability.MANAGE)
     deadline = request.POST.get("grading_deadline_seconds", "")
     changes: dict = {
@@ -108,6 +109,8 @@ def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
     }
     if "jury" in request.POST:  # "" for none, else "<name>@<version>" as the select offers it
         changes["jury"] = request.POST["jury"]
+    if "settle_identical_shown" in request.POST:  # an unticked checkbox sends nothing: the marker says it was there
+        changes["settle_identical"] = "settle_identical" in request.POST
     try:
         update_run_policy(run=run_obj, changes=changes)
     except PolicyError as exc:

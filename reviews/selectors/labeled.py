@@ -170,10 +170,11 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
     verdicts: dict[int, list[dict]] = defaultdict(list)
     by_verdict: dict[int, dict] = {}
     checks_run: dict[int, int] = {}
-    for v in Verdict.objects.by_graders().filter(group_id__in=ids).defer("raw").order_by("-created_at", "-id"):
+    for v in Verdict.objects.on_record().filter(group_id__in=ids).defer("raw").order_by("-created_at", "-id"):
         entry = {
             "grader": v.grader,
             "status": v.status,
+            "settled_by": v.settled_by,
             "created_at": v.created_at,
             "errors": v.errors or [],
             "grades": [],
@@ -326,14 +327,15 @@ def labeled_lines(*, run: Run, since: datetime | None = None, adjudicated_only: 
 
 
 def sft_examples(*, run: Run, since: datetime | None = None, adjudicated_only: bool = False) -> Iterator[dict]:
-    """Grader fine-tuning examples, one per labeled group whose label fills the verdict schema.
+    """Grader fine-tuning examples, one per labeled group whose label fills the verdict schema
+    and that no verdict settled without a model call (identical patches).
     Their system prompt carries the project's rubric guide, as the live grader's does."""
     guide = guide_for(run.project_id)
     for ids in _chunks(labeled_group_ids(run=run, since=since, adjudicated_only=adjudicated_only), SFT_CHUNK_GROUPS):
         for loaded in _load_chunk(ids, sft=True):
             label = labeled.final_label(loaded["judgments"])
-            if label is None:
-                continue
+            if label is None or any(v["settled_by"] == Verdict.SettledBy.IDENTICAL_PATCHES for v in loaded["verdicts"]):
+                continue  # a group settled without a model call teaches no grader (grading.grader.settling)
             group = loaded["group"]
             example = labeled.sft_example(
                 _workspace(loaded, guide),

@@ -63,6 +63,7 @@ def test_admin_creates_a_run_with_its_policy_before_any_group(client, alice_toke
         "jury": None,
         "drop_policy": {},
         "turn_weights": False,
+        "settle_identical": False,
         "description": "",
         "created_at": None,
         "steps": 0,
@@ -261,7 +262,8 @@ def test_the_step_grading_page_shows_the_same_numbers(client, alice, alice_token
     post_groups(client, alice_token, *step_groups("rl", 1))
     client.force_login(alice)
     html = client.get("/projects/acme/runs/rl/steps/1/grading/").content.decode()
-    assert 'data-final="true"' in html and "<dt>Graded</dt><dd>2</dd>" in html and "<dt>Fall back</dt><dd>0</dd>" in html
+    assert 'data-final="true"' in html and '<dt>Graded</dt><dd id="step-graded">2</dd>' in html
+    assert '<dt>Fall back</dt><dd id="step-fallback">0</dd>' in html
 
 
 # --- what the trainer takes ------------------------------------------------------------------
@@ -273,7 +275,7 @@ def test_a_final_step_answers_a_wait_at_once_with_its_version_and_counts(client,
     assert r.status_code == 200
     assert r["Gagar-Step-Final"] == "true"
     assert r["Gagar-Inputs-Version"] == str(Step.objects.get().inputs_version)
-    assert r["Gagar-Step-Counts"] == "groups=3, mixed=2, graded=2, invalid=0, timeout=0, pending=0, fallback=0"
+    assert r["Gagar-Step-Counts"] == "groups=3, mixed=2, graded=2, invalid=0, timeout=0, pending=0, fallback=0, settled=0"
     rows = [orjson.loads(x) for x in r.content.splitlines()]
     assert {row["status"] for row in rows if row["uid"] != "t-2@1"} == {"graded"}
     assert {row["tier"] for row in rows if row["passed"] and row["uid"] != "t-2@1"} <= {"T1", "T2", "T3"}
