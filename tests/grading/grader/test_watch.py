@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -50,11 +51,17 @@ def run(scenario):
     return asyncio.run(main())
 
 
-async def until_waiting(n: int) -> None:
-    """Until n waiter slots are taken (each a StepWaiter row); bounded in attempts."""
-    for _ in range(1500):
+async def until_waiting(n: int, requests: list[asyncio.Task]) -> None:
+    """Until n waiter slots are taken (each a StepWaiter row). A request that ends first fails
+    the test with its answer, at once; the bound (two minutes: a loaded machine's first request
+    imports the whole API) only keeps a broken view from hanging the suite."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
         if await StepWaiter.objects.acount() >= n:
             return
+        if ended := [r for r in requests if r.done()]:
+            answer = ended[0].result()
+            pytest.fail(f"a wait ended before {n} were waiting: {answer.status_code} {answer.content[:500]!r}")
         await asyncio.sleep(0.02)
     pytest.fail(f"never {n} waiting")
 
@@ -72,7 +79,7 @@ def test_waiters_on_a_step_are_answered_when_it_turns_final_and_others_at_their_
     async def scenario():
         waiting = [asyncio.create_task(asgi_get(WAIT.format(step=1, wait=60), trainer_token)) for _ in range(3)]
         waiting.append(asyncio.create_task(asgi_get(WAIT.format(step=2, wait=1), trainer_token)))
-        await until_waiting(4)
+        await until_waiting(4, waiting)
         # Step 1's deadline passes: it is final at the watcher's next round.
         await Group.objects.filter(step__number=1).aupdate(created_at=timezone.now() - timedelta(days=1))
         return await asyncio.wait_for(asyncio.gather(*waiting), timeout=30)
@@ -88,7 +95,7 @@ def test_waiters_on_a_step_are_answered_when_it_turns_final_and_others_at_their_
 def test_a_waiter_that_goes_away_gives_its_slot_back(two_pending_steps, trainer_token):
     async def scenario():
         waiter = asyncio.create_task(asgi_get(WAIT.format(step=1, wait=60), trainer_token))
-        await until_waiting(1)
+        await until_waiting(1, [waiter])
         waiter.cancel()  # the trainer hung up: Django cancels the view
         with pytest.raises(asyncio.CancelledError):
             await waiter
