@@ -64,9 +64,11 @@ class RunAdmin(admin.ModelAdmin):
                 data = super().clean()
                 policy = {k: data[k] for k in ("baseline", "auto_grade", "grading_deadline_seconds") if k in data}
                 try:
-                    check_policy(policy)
+                    check_policy(policy, project=data.get("project") or getattr(self.instance, "project", None))
                 except PolicyError as exc:
                     self.add_error(exc.field if exc.field in self.fields else None, str(exc))
+                else:
+                    data.update(policy)  # a defined grader's bare name, pinned to its newest version
                 return data
 
         return PolicyCheckedForm

@@ -47,7 +47,9 @@ class AutoGraderField(serializers.Field):
 class RunSerializer(serializers.Serializer):
     name = serializers.CharField()
     baseline = serializers.ChoiceField(Run.Baseline.values)
-    auto_grade = serializers.ChoiceField(Run.AutoGrade.values)
+    auto_grade = serializers.CharField(
+        help_text="none, heuristic, llm, or one of the project's defined graders at the version the policy pinned (<name>@<n>)"
+    )
     grading_deadline_seconds = serializers.IntegerField()
     grader = AutoGraderField()
     jury = serializers.CharField(

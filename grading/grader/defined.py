@@ -148,6 +148,21 @@ def defined_version(project_id: int | None, name: str) -> GraderVersion | None:
     return _defined_versions(project_id).filter(name=name).first()
 
 
+def newest_defined(project_id: int, value: str) -> GraderVersion | None:
+    """The defined grader version `value` names: "gpt-b@2" that version, "gpt-b" its newest."""
+    if "@" in value:
+        return defined_version(project_id, value)
+    return _defined_versions(project_id).filter(grader__name=value).order_by("-created_at", "-pk").first()
+
+
+def newest_defined_versions(project_id: int) -> list[GraderVersion]:
+    """Each of the project's defined LLM graders at its newest version, by name (one query)."""
+    newest: dict[int, GraderVersion] = {}
+    for version in _defined_versions(project_id).select_related("grader").order_by("grader__name", "-created_at", "-pk"):
+        newest.setdefault(version.grader_id, version)
+    return list(newest.values())
+
+
 def defined_names(project_id: int, names: list[str]) -> list[str]:
     """Those of `names` that are the project's defined LLM graders (one query)."""
     return sorted(_defined_versions(project_id).filter(name__in=names).values_list("name", flat=True))

@@ -10,6 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
+from grading.grader.defined import newest_defined
 from grading.grader.disagreements import refresh_run
 from grading.grader.jobs import GraderUnavailable, grader_for, grader_name
 from grading.method import partial
@@ -85,7 +86,8 @@ def mapping_grader_refusal(run: Run, grader: str) -> str | None:
 
 def check_policy(fields: MutableMapping[str, Any], *, project: Project | None = None) -> MutableMapping[str, Any]:
     # Returns `fields` itself, with its `drop_policy` (if any) replaced in place by the checked
-    # one and its `jury` (a name, or null for none) by the jury's current version.
+    # one, its `jury` (a name, or null for none) by the jury's current version and an
+    # `auto_grade` naming a defined grader by the version it names (its newest for a bare name).
     unknown = set(fields) - set(POLICY_FIELDS)
     if unknown:
         name = sorted(unknown)[0]
@@ -93,14 +95,7 @@ def check_policy(fields: MutableMapping[str, Any], *, project: Project | None = 
     if "baseline" in fields and fields["baseline"] not in Run.Baseline.values:
         raise PolicyError("baseline", f"baseline must be one of {', '.join(Run.Baseline.values)}")
     if "auto_grade" in fields:
-        value = fields["auto_grade"]
-        if value not in Run.AutoGrade.values:
-            raise PolicyError("auto_grade", f"auto_grade must be one of {', '.join(Run.AutoGrade.values)}")
-        if value != Run.AutoGrade.NONE:
-            try:
-                grader_for(value)  # refused now, when it is set, not later when a job fails
-            except GraderUnavailable as exc:
-                raise PolicyError("auto_grade", f"auto_grade={value} cannot run here: {exc}") from None
+        fields["auto_grade"] = _policy_auto_grade(fields["auto_grade"], project)
     if "grading_deadline_seconds" in fields:
         value = fields["grading_deadline_seconds"]
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= Run.MAX_DEADLINE_SECONDS:
@@ -123,6 +118,29 @@ def check_policy(fields: MutableMapping[str, Any], *, project: Project | None = 
         except ValueError as exc:
             raise PolicyError("drop_policy", str(exc)) from None
     return fields
+
+
+def _policy_auto_grade(value: Any, project: Project | None) -> str:
+    built_in = ", ".join(Run.AutoGrade.values)
+    if not isinstance(value, str) or not value:
+        raise PolicyError("auto_grade", f"auto_grade must be one of {built_in} or one of the project's defined graders")
+    if value == Run.AutoGrade.NONE:
+        return value
+    project_id = project.pk if project is not None else None
+    if value not in Run.AutoGrade.values:
+        version = newest_defined(project_id, value[:MAX_NAME]) if project_id is not None else None
+        if version is None:
+            raise PolicyError(
+                "auto_grade",
+                f"auto_grade must be one of {built_in} or one of the project's defined graders (name, or name@version); "
+                f"{value[:100]!r} is none of them",
+            )
+        value = version.name
+    try:
+        grader_for(value, project_id)  # refused now, when it is set, not later when a job fails
+    except GraderUnavailable as exc:
+        raise PolicyError("auto_grade", f"auto_grade={value} cannot run here: {exc}") from None
+    return value
 
 
 def _policy_jury(value: Any, project: Project | None) -> Jury | None:

@@ -65,7 +65,13 @@ class Run(models.Model):
     description = models.TextField(blank=True)
     # The grading policy a trainer relies on: which grader tiers every mixed group as it is
     # stored, and how long a step waits for it before its ungraded groups fall back.
-    auto_grade = models.CharField(max_length=10, choices=AutoGrade.choices, default=AutoGrade.NONE)
+    # A built-in (AutoGrade) or a version of one of the project's defined LLM graders
+    # (grading.grader.defined, "<name>@<n>": pinned, so defining it again changes no run).
+    auto_grade = models.CharField(
+        max_length=100,
+        default=AutoGrade.NONE,
+        help_text="none, heuristic, llm, or one of the project's defined graders as <name>@<version>",
+    )
     # Or a jury (grading.grader.juries): its members grade every mixed group and its combined
     # verdict is the one the method uses. Set, it takes the place of auto_grade's grader.
     jury = models.ForeignKey("grading.Jury", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
@@ -91,6 +97,14 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project}/{self.name}"
+
+    @property
+    def auto_grade_label(self) -> str:
+        """How pages name the auto-grader: a built-in's label, else the defined grader's version."""
+        try:
+            return str(self.AutoGrade(self.auto_grade).label)
+        except ValueError:
+            return self.auto_grade
 
 
 class Step(models.Model):

@@ -87,7 +87,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             "caps": membership.capabilities,
             **progress,
             "baselines": Run.Baseline.choices,
-            "auto_grades": Run.AutoGrade.choices,
+            "auto_grades": selectors.policy_graders(run_obj) if Capability.MANAGE in membership.capabilities else [],
             "juries": selectors.policy_juries(run_obj) if Capability.MANAGE in membership.capabilities else [],
         },
     )

@@ -114,3 +114,67 @@ def test_a_campaign_runs_a_defined_grader_and_refuses_one_whose_endpoint_is_not_
     assert (campaign.status, campaign.graded, campaign.failed) == ("done", 2, 0), campaign.error
     assert campaign.cost_usd is None  # the configured prices are the built-in model's, not this one's
     assert Verdict.objects.filter(grader="judge-b@1", status="valid").count() == 2
+
+
+def run_api(client, token, run, body):
+    return client.patch(
+        f"/api/v1/runs/{run}/?project=acme",
+        data=orjson.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_runs_auto_grade_names_a_defined_grader_pinned_to_a_version(client, alice_token, acme, monkeypatch):
+    """The run policy names a defined grader as it names a built-in: a bare name is pinned to its
+    newest version (defining the grader again changes no run), and ingest grades with it."""
+    ingest_groups(acme, small_group("g@1", rewards=(1, 0, 1)))
+    define_grader(project=acme, data=B)
+    define_grader(project=acme, data=B | {"budgets": {"max_turns": 6}})
+    r = run_api(client, alice_token, "r1", {"auto_grade": "judge-b"})
+    assert r.status_code == 400 and r.json()["field"] == "auto_grade" and "$JUDGE_B_URL" in r.json()["detail"], r.content
+    with FakeOpenAI(responder=scripted_model(2)) as fake, override_settings(GRADER_ALLOW_PRIVATE_NETWORK=True):
+        monkeypatch.setenv("JUDGE_B_URL", fake.base_url)
+        r = run_api(client, alice_token, "r1", {"auto_grade": "judge-b"})
+        assert r.status_code == 200, r.content
+        assert (r.json()["auto_grade"], r.json()["grader"]) == ("judge-b@2", "judge-b@2")
+        define_grader(project=acme, data=B | {"budgets": {"max_turns": 8}})  # judge-b@3: the run keeps @2
+        ingest_groups(acme, small_group("h@1", instance_id="t-2", rewards=(0, 1)))
+        pinned = run_api(client, alice_token, "r1", {"auto_grade": "judge-b@1"}).json()["auto_grade"]
+        assert run_api(client, alice_token, "r1", {"auto_grade": "judge-b@2"}).status_code == 200
+    assert pinned == "judge-b@1"
+    run = Group.objects.get(uid="h@1").run
+    run.refresh_from_db()
+    assert run.auto_grade == "judge-b@2"
+    assert list(Verdict.objects.values_list("group__uid", "grader", "status")) == [("h@1", "judge-b@2", "valid")]
+    assert {req["model"] for req in fake.requests} == {"model-b"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["judge-c", "judge-b@9", "", 3, None, "x" * 300])
+def test_an_auto_grade_that_names_no_grader_is_refused_by_its_field(client, alice_token, acme, value):
+    ingest_groups(acme, small_group("g@1", rewards=(1, 0, 1)))
+    define_grader(project=acme, data=B)
+    r = run_api(client, alice_token, "r1", {"auto_grade": value})
+    assert r.status_code == 400 and r.json()["field"] == "auto_grade", r.content
+    assert Group.objects.get(uid="g@1").run.auto_grade == "none"
+
+
+@pytest.mark.django_db
+def test_the_run_page_offers_the_defined_graders_newest_versions(client, alice, acme, monkeypatch):
+    ingest_groups(acme, small_group("g@1", rewards=(1, 0, 1)))
+    define_grader(project=acme, data=B)
+    define_grader(project=acme, data=B | {"budgets": {"max_turns": 6}})
+    client.force_login(alice)
+    html = client.get("/projects/acme/runs/r1/").content.decode()
+    assert '<option value="judge-b@2">judge-b@2: model-b</option>' in html and 'value="judge-b@1"' not in html
+    monkeypatch.setenv("JUDGE_B_URL", "https://judge.example.org/v1")
+    monkeypatch.setattr("grading.grader.jobs.check_grader_url", lambda url: None)  # no DNS lookup from a test
+    r = client.post(
+        "/projects/acme/runs/r1/policy/", {"auto_grade": "judge-b@1", "baseline": "mean", "grading_deadline_seconds": "600"}
+    )
+    assert r.status_code == 302
+    html = client.get("/projects/acme/runs/r1/").content.decode()
+    assert '<option value="judge-b@1" selected>judge-b@1 (an older version)</option>' in html
+    assert "Auto-grading: <strong>judge-b@1</strong>" in html
