@@ -162,3 +162,60 @@ def scratch_files_group(uid: str = "g1@1", *, run: str = "r1", step: int = 1, su
     rollouts[4]["patch"] = scratch + fix
     rollouts[1]["tests"] = {}
     return group
+
+
+# What agents leave in their patches beside the fix, by a rollout's index modulo 5: the
+# real-size groups' patches (real_size_group) reach 26-29 files and +1,600 lines this way.
+SCRATCH_PLANS = (
+    (),
+    (("reproduce_issue.py", 30), ("debug_issue.py", 12)),
+    (("FIX_SUMMARY.md", 200), ("test_fix.py", 60)),
+    tuple((f"debug_step_{n:02d}.py", 20) for n in range(25)),
+    (("FIX_SUMMARY.md", 1600), ("reproduce.py", 40)),
+)
+
+
+def real_size_group(number: int, *, size: int = 15, run: str = "real-size", step: int = 1) -> dict:
+    """A multi-model group of `size` real rollouts the size a reviewer meets: rollouts are the
+    64 real trajectories (load_real_long_groups' order) from `number * size` on, wrapping
+    around, so groups 0-3 of 15 share no trajectory; the first half named as one model's and
+    the second as another's (source, metadata, cost, as multi_model_group); each rollout's
+    real fix with the scratch files SCRATCH_PLANS gives its index put in front of it (their
+    lines taken from its own trajectory, up to 120 characters), so patches hold up to 26-29
+    files and +1,600 lines. The task is the first rollout's; uid `real-size-<number>@<step>`."""
+    singles = sorted(real_groups(MINI_SWE_AGENT) + real_groups(MINI_SWE_AGENT_MORE), key=lambda g: g["task"]["instance_id"])
+    members = [singles[(number * size + i) % len(singles)] for i in range(size)]
+    rollouts = []
+    for index, member in enumerate(members):
+        rollout = member["rollouts"][0]
+        producer = PRODUCERS[0 if index < size // 2 else 1]
+        text = [line[:120] for m in rollout["messages"] for line in str(m.get("content") or "").splitlines() if line.strip()] or [
+            "pass"
+        ]
+        scratch = "".join(
+            new_file_diff(path, [text[(n * 7 + k) % len(text)] for k in range(lines)])
+            for n, (path, lines) in enumerate(SCRATCH_PLANS[index % len(SCRATCH_PLANS)])
+        )
+        rollouts.append(
+            {
+                **rollout,
+                "index": index,
+                "patch": scratch + (rollout.get("patch") or ""),
+                "source": {"format": rollout["source"]["format"], "ref": f"{producer['dir']}/{rollout['source']['ref']}"},
+                "stats": {**rollout["stats"], "cost_usd": producer["cost"]},
+                "metadata": {
+                    **rollout.get("metadata", {}),
+                    "model": producer["model"],
+                    "agent": producer["agent"],
+                    "checkpoint": producer["checkpoint"],
+                },
+            }
+        )
+    return {
+        "format": "gagar-group/1",
+        "run": run,
+        "step": step,
+        "uid": f"real-size-{number}@{step}",
+        "task": {**members[0]["task"], "instance_id": f"real-size-{number}"},
+        "rollouts": rollouts,
+    }
