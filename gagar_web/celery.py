@@ -9,7 +9,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
 
 app = Celery("gagar_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["grading.ingest", "grading.search", "grading.grader", "grading.method", "reviews"])
+app.autodiscover_tasks(["grading.ingest", "grading.search", "grading.highlights", "grading.grader", "grading.method", "reviews"])
 
 # `celery -A gagar_web beat` (docker-compose.yml's beat service) sends these; any worker runs them.
 app.conf.beat_schedule = {

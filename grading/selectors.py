@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import Count, F, FloatField, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Case, Count, F, FloatField, JSONField, OuterRef, Q, QuerySet, Subquery, Sum, When
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast, Coalesce, Length
 from django.shortcuts import get_object_or_404
 
 from grading.formats import params
@@ -29,6 +29,7 @@ from grading.models import (
     ImportJob,
     Jury,
     Membership,
+    PatchHighlight,
     Project,
     Rollout,
     RolloutContent,
@@ -39,6 +40,7 @@ from grading.models import (
     Verdict,
     VerdictCheck,
 )
+from grading.rollouts.diffs import patch_digest
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -164,6 +166,7 @@ class StepCounts(TypedDict):
 
 class RolloutPatch(TypedDict):
     patch_text: str
+    patch_ahead: list | None  # its hunks as highlighted ahead (PatchHighlight.hunks), None without
     test_outcomes: Any  # RolloutContent.tests (JSON), {} without content
     response_text: str | None  # a text-only rollout's final response
 
@@ -379,15 +382,28 @@ def group_for_page(run: Run, uid: str) -> Group:
     return get_object_or_404(Group.objects.select_related("run__project", "step", "task"), run=run, uid=uid)
 
 
-def rollouts_with_patches(group: Group) -> list[RolloutWithPatch]:
-    """Every rollout of a group with its patch and test outcomes; messages and logs stay deferred."""
+def rollouts_with_patches(group: Group, *, highlighted_up_to: int = 0) -> list[RolloutWithPatch]:
+    """Every rollout of a group with its patch and test outcomes; messages and logs stay deferred.
+    `highlighted_up_to`: a patch of at most this many characters comes with its hunks as
+    highlighted ahead (`patch_ahead`, PatchHighlight.hunks) where they were made from its
+    current text; None otherwise (not highlighted yet, longer, or changed since)."""
     rollouts = cast("list[RolloutWithPatch]", list(group.rollouts.order_by("index")))  # the attributes are set below
-    contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout__group=group).only("rollout_id", "patch", "tests")}
+    contents_qs = RolloutContent.objects.filter(rollout__group=group).only("rollout_id", "patch", "tests")
+    if highlighted_up_to > 0:  # in the same query: the highlight joined only where it may be shown
+        short = Q(patch_length__lte=highlighted_up_to)
+        contents_qs = contents_qs.annotate(patch_length=Length("patch")).annotate(
+            ahead_digest=Case(When(short, then=F("rollout__patch_highlight__digest")), default=None),
+            ahead=Case(When(short, then=F("rollout__patch_highlight__hunks")), default=None, output_field=JSONField()),
+        )
+    contents = {c.rollout_id: c for c in contents_qs}
     for rollout in rollouts:
         content = contents.get(rollout.pk)
         rollout.patch_text = content.patch if content else ""
         rollout.test_outcomes = content.tests if content else {}
         rollout.response_text = None
+        ahead = getattr(content, "ahead", None)
+        fresh = ahead is not None and getattr(content, "ahead_digest", None) == patch_digest(rollout.patch_text)
+        rollout.patch_ahead = ahead if fresh and isinstance(ahead, list) else None
     # Text-only rollouts (a trainer's dump: a prompt and a response, no patch) show their response where a patch would be.
     text_only = {r.pk: r for r in rollouts if not r.patch_text and r.source_format in TEXT_ONLY_FORMATS}
     if text_only:
@@ -406,6 +422,15 @@ def final_response(messages) -> str:
             content = message.get("content")
             return content if isinstance(content, str) else ""
     return ""
+
+
+def patch_highlight(rollout: Rollout, patch: str) -> list | None:
+    """The rollout's patch as highlighted ahead (PatchHighlight.hunks) when it was made from
+    `patch`, its current text; None otherwise."""
+    row = PatchHighlight.objects.filter(rollout=rollout).values_list("digest", "hunks").first()
+    if row is None or row[0] != patch_digest(patch) or not isinstance(row[1], list):
+        return None
+    return row[1]
 
 
 def rollout_content(group: Group, index: int, *fields: str) -> tuple[Rollout, RolloutContent]:

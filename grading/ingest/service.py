@@ -24,6 +24,7 @@ from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, can
 from grading.formats.linereader import OversizeLine
 from grading.grader.jobs import GraderUnavailable, queue_new_groups
 from grading.grader.juries import member_backends
+from grading.highlights.service import queue_highlights
 from grading.ingest.cluster_storage import clusters_to_store, recluster
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 from grading.models.bulk import copy_rows, jsonb
@@ -433,6 +434,7 @@ class _BatchWriter:
         _insert_contents(rows, parsed)
         # Indexed in this transaction, or queued for a worker right after it (grading.search.index).
         index_or_queue(list(zip(rows, (g for g, rollouts in pairs for _ in rollouts), parsed)))
+        queue_highlights([row.pk for row in rows])  # patches highlighted after the commit (grading.highlights)
 
 
 _CONTENT_COLUMNS = ("rollout_id", "messages", "patch", "tests", "test_log", "metadata")

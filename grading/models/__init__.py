@@ -2,8 +2,8 @@
 migrations keep working whichever module a model lives in.
 
 - projects: tenancy (projects, members and roles, API tokens)
-- runs: the store (runs, steps, tasks, groups, rollouts and their bodies, import jobs,
-  trainers waiting for a step)
+- runs: the store (runs, steps, tasks, groups, rollouts and their bodies, their patches
+  highlighted ahead, import jobs, trainers waiting for a step)
 - grades: what the grader said (verdicts, rollout grades, checks, cheat decisions, grading jobs,
   juries) and each project's check policy
 - graders: a project's graders and their versions (what Verdict.grader names), and campaigns
@@ -42,6 +42,7 @@ from grading.models.projects import ServiceAccount as ServiceAccount
 from grading.models.runs import BulkJSONField as BulkJSONField
 from grading.models.runs import Group as Group
 from grading.models.runs import ImportJob as ImportJob
+from grading.models.runs import PatchHighlight as PatchHighlight
 from grading.models.runs import Rollout as Rollout
 from grading.models.runs import RolloutContent as RolloutContent
 from grading.models.runs import Run as Run

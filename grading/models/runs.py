@@ -282,6 +282,21 @@ class RolloutContent(models.Model):
         return f"content of rollout {self.rollout_id}"
 
 
+class PatchHighlight(models.Model):
+    """A rollout's patch highlighted ahead of the reviewer (grading.highlights, after ingest):
+    every hunk as grading.rollouts.diffs.highlight_patch made it, our highlighter's escaped
+    HTML, which the group page reads instead of lexing. `digest` is the sha256 of the patch
+    text it was made from: a row that does not match the rollout's patch is not used."""
+
+    rollout = models.OneToOneField(Rollout, on_delete=models.CASCADE, primary_key=True, related_name="patch_highlight")
+    digest = models.CharField(max_length=64)
+    hunks = BulkJSONField(default=list, blank=True)  # [old side's HTML lines, note, new side's HTML lines, note] per hunk
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"highlighted patch of rollout {self.rollout_id}"
+
+
 class ImportJob(models.Model):
     """One upload of agent runs (mini-swe-agent, SWE-agent, SWE-bench, OpenHands, verl dumps) imported by a Celery task.
 

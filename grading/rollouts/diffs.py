@@ -23,10 +23,12 @@ shown escaped, unhighlighted, with a warning.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape, unescape
 from typing import Any
@@ -248,10 +250,20 @@ def _hunk_lines(hunk: UnidiffHunk) -> list[tuple[str, int | None, int | None, st
     ]
 
 
-def _build_hunk(hunk: UnidiffHunk, lines: list[Any], path: str, colour: bool, budget: HighlightBudget) -> Hunk:
+def _build_hunk(
+    hunk: UnidiffHunk,
+    lines: list[Any],
+    path: str,
+    colour: bool,
+    budget: HighlightBudget,
+    ahead: HunkHighlight | None = None,
+) -> Hunk:
     old_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "-")]
     new_side = [i for i, entry in enumerate(lines) if entry[0] in (" ", "+")]
-    if colour:
+    if colour and ahead is not None:  # highlighted ahead, whole: `lines` may be a prefix of the hunk's
+        old_lines, old_note = tuple(ahead[0][: len(old_side)]), ahead[1]
+        new_lines, new_note = tuple(ahead[2][: len(new_side)]), ahead[3]
+    elif colour:
         old_lines, old_note = highlight_lines([lines[i][3] for i in old_side], path, budget)
         new_lines, new_note = highlight_lines([lines[i][3] for i in new_side], path, budget)
     else:
@@ -354,12 +366,18 @@ def parse_patch(
     budget: HighlightBudget | None = None,
     max_rows: int | None = None,
     max_chars: int | None = None,
+    ahead: Sequence[HunkHighlight] | None = None,
+    render_file: Callable[[str, str], bool] | None = None,
 ) -> ParsedPatch:
     """Files and hunks of a patch; with render=False the rows carry line numbers but no HTML
     (what evidence resolution needs, without pygments' cost).
 
     Highlighting spends `budget` (a fresh HighlightBudget when None; pass one to share it across a
-    page's patches). With max_rows / max_chars, rows stop at the first hunk line that would
+    page's patches). `ahead`: this patch's hunks as `highlight_patch` highlighted them ahead
+    (read, not lexed again; a hunk whose sides do not match it is lexed as usual);
+    `render_file(path, status)`: False leaves that file without hunks (a file not shown: its
+    path, status and counts only).
+    With max_rows / max_chars, rows stop at the first hunk line that would
     pass either (the patch is `cut`: shown_lines < total_lines; the files after it are left out).
     """
     patch_set, error = _patch_set(text or "")
@@ -369,12 +387,15 @@ def parse_patch(
     rows_left = max_rows if max_rows is not None else float("inf")
     chars_left = max_chars if max_chars is not None else float("inf")
     files, shown, total, cut = [], 0, 0, False
+    numbered = 0  # the hunk's number in the whole patch (what `ahead` is indexed by)
     for patched_file in patch_set:
         path = _strip_prefix(patched_file.path)
+        colour = render and (render_file is None or render_file(path, _status(patched_file)))
         hunks, cut_before = [], cut
         for h in patched_file:
             lines = _hunk_lines(h)
             total += len(lines)
+            number, numbered = numbered, numbered + 1
             if cut:
                 continue
             keep = 0
@@ -386,9 +407,10 @@ def parse_patch(
                 chars_left -= len(entry[3])
             rows_left -= keep
             shown += keep
-            if keep:
-                hunks.append(_build_hunk(h, lines[:keep], path, render, budget))
-        if cut_before or (cut and not hunks):
+            if keep and (colour or not render):  # a file render_file leaves out: counted, no rows built
+                whole = _ahead_of(ahead, number, lines) if colour else None
+                hunks.append(_build_hunk(h, lines[:keep], path, colour, budget, whole))
+        if cut_before or (cut and not hunks and (colour or not render)):
             continue  # cut before any of its rows: left out with the rest
         files.append(
             FileDiff(
@@ -402,6 +424,49 @@ def parse_patch(
             )
         )
     return ParsedPatch(raw=text, files=files, shown_lines=shown, total_lines=total)
+
+
+# A hunk highlighted ahead (highlight_patch): (old side's HTML per line, its note, new side's
+# HTML per line, its note), the sides as highlight_lines gives them for the whole hunk.
+HunkHighlight = tuple[Sequence[str], str, Sequence[str], str]
+
+
+def _ahead_of(ahead: Sequence[HunkHighlight] | None, number: int, lines: list[Any]) -> HunkHighlight | None:
+    """Hunk `number`'s highlight from `ahead` when its sides have the hunk's line counts."""
+    if ahead is None or number >= len(ahead):
+        return None
+    item = ahead[number]
+    n_old = sum(1 for entry in lines if entry[0] in (" ", "-"))
+    n_new = sum(1 for entry in lines if entry[0] in (" ", "+"))
+    if len(item) != 4 or len(item[0]) != n_old or len(item[2]) != n_new:
+        return None
+    return item
+
+
+def patch_digest(text: str) -> str:
+    """What a patch highlighted ahead is stored with (grading.models.PatchHighlight): the
+    sha256 of its text, so a highlight is only ever read for the text it was made from."""
+    return hashlib.sha256((text or "").encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def highlight_patch(text: str, budget: HighlightBudget | None = None) -> list[HunkHighlight] | None:
+    """Every hunk of a patch highlighted, in the patch's order, as parse_patch(ahead=...) reads
+    them: done ahead of the reviewer (grading.highlights), spending `budget` (a fresh
+    HighlightBudget, one patch's, when None) as parse_patch would. None: it does not parse
+    (it is shown as plain text)."""
+    patch_set, _error = _patch_set(text or "")
+    if patch_set is None:
+        return None
+    budget = budget if budget is not None else HighlightBudget()
+    out: list[HunkHighlight] = []
+    for patched_file in patch_set:
+        path = _strip_prefix(patched_file.path)
+        for h in patched_file:
+            lines = _hunk_lines(h)
+            old_html, old_note = highlight_lines([e[3] for e in lines if e[0] in (" ", "-")], path, budget)
+            new_html, new_note = highlight_lines([e[3] for e in lines if e[0] in (" ", "+")], path, budget)
+            out.append((old_html, old_note, new_html, new_note))
+    return out
 
 
 @dataclass(frozen=True)
