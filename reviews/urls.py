@@ -54,6 +54,7 @@ urlpatterns = [
     path(GROUP + "rollouts/<lane:lane>/hits/", hits.rollout_hits, name="rollout-hits"),
     path(GROUP + "rollouts/<lane:lane>/turns/", group.rollout_turns, name="rollout-turns"),
     path(GROUP + "rollouts/<lane:lane>/diff/", group.rollout_diff, name="rollout-diff"),
+    path(GROUP + "rollouts/<lane:lane>/extra-files/", group.rollout_extra_files, name="rollout-extra-files"),
     path(GROUP + "rollouts/<lane:lane>/log/", group.rollout_log, name="rollout-log"),
     path(GROUP + "rollouts/<lane:lane>/files/", group.rollout_files, name="rollout-files"),
     # The group page itself is named by the site's URLconf (gagar_web/urls.py), after these.

@@ -206,6 +206,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call(L + "hits/", "get", f"{g}rollouts/0/hits/", kwargs={"data": {"q": "django"}}),
         Call(L + "turns/", "get", f"{g}rollouts/0/turns/", kwargs=htmx),
         Call(L + "diff/", "get", f"{g}rollouts/0/diff/", kwargs={"data": {"view": "split"}, **htmx}),
+        Call(L + "extra-files/", "get", f"{g}rollouts/0/extra-files/", kwargs={"data": {"view": "split"}, **htmx}),
         Call(L + "log/", "get", f"{g}rollouts/0/log/", kwargs=htmx),
         Call(L + "files/", "get", f"{g}rollouts/0/files/", kwargs={"data": {"path": "README.md"}, **htmx}),
         # the API, read

@@ -12,7 +12,7 @@ through the service, so nothing here writes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -32,7 +32,7 @@ from grading.models import Group, Membership, Rollout, RolloutContent
 from grading.repos.types import BASE
 from grading.rollouts.diffs import FileDiff, HighlightBudget, ParsedPatch, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
-from grading.rollouts.patch_files import COLLAPSED, order_files
+from grading.rollouts.patch_files import COLLAPSED, file_kind, order_files
 from grading.rollouts.turns import find_turns, fold_head, to_turns
 from grading.search.query import QueryError, parse_query
 from grading.templatetags.gagar import patch_anchor
@@ -110,6 +110,7 @@ class Diff:
     extra: tuple[DiffTable, ...] = ()
     note: str = ""  # why the partial shows less than the whole patch
     raw_url: str = ""  # the whole patch as plain text, where it shows less
+    extra_url: str = ""  # where `extra`'s diffs load from when asked (the group page); "": rendered with it
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ class RolloutPart:
     run: Any
     group: GroupHead
     rollout: Lane
-    part: str  # diff | turns | log
+    part: str  # diff | extra (a patch's scratch files) | turns | log
     values: dict = field(default_factory=dict)
 
     def context(self) -> dict:
@@ -335,14 +336,34 @@ def _test_names(outcomes) -> str:
     return "\n".join(map(str, names))
 
 
+def _shown_inline(extra_files) -> Callable[[str, str], bool]:
+    """render_file for a lane's patch on the page: its scratch files (COLLAPSED kinds) are
+    not rendered there; their diffs load when asked (`extra_files_part`)."""
+    extra = frozenset(extra_files or ())
+    return lambda path, status: file_kind(path, status, extra_files=extra) not in COLLAPSED
+
+
+def _only_collapsed(extra_files) -> Callable[[str, str], bool]:
+    """render_file for the scratch files' partial: those files only."""
+    extra = frozenset(extra_files or ())
+    return lambda path, status: file_kind(path, status, extra_files=extra) in COLLAPSED
+
+
 def _group_args(group: Group) -> list:
     return [group.run.project.name, group.run.name, group.uid]
 
 
-def _evidence_links(group: Group, evidence: object, lanes: Lanes, deferred: AbstractSet[int] = frozenset()) -> tuple[dict, ...]:
-    """Where each citation opens: the patch line's row on this page, the turn (turns load
-    lazily, so the turns view starting at it), the line in the lane's files view, the check
-    in the verdict's checks, or the rollout's test outcomes; each rollout named as this
+def _evidence_links(
+    group: Group,
+    evidence: object,
+    lanes: Lanes,
+    deferred: AbstractSet[int] = frozenset(),
+    scratch: Mapping[int, AbstractSet[str]] | None = None,
+) -> tuple[dict, ...]:
+    """Where each citation opens: the patch line's row on this page (in a patch loaded on
+    demand, `deferred`, or a scratch file's, `scratch`: that part's own page), the turn (turns
+    load lazily, so the turns view starting at it), the line in the lane's files view, the
+    check in the verdict's checks, or the rollout's test outcomes; each rollout named as this
     person names it (`lanes`)."""
     links = []
     for item in evidence if isinstance(evidence, list) else []:
@@ -357,6 +378,8 @@ def _evidence_links(group: Group, evidence: object, lanes: Lanes, deferred: Abst
             href = f"#{patch_anchor(lane, path, line)}"
             if index in deferred:  # that lane's patch loads on demand: open the patch's own page there
                 href = reverse("rollout-diff", args=[*_group_args(group), lane]) + href
+            elif path in (scratch or {}).get(index, ()):  # a scratch file's diff loads on demand too
+                href = reverse("rollout-extra-files", args=[*_group_args(group), lane]) + href
         elif kind == "file" and (parts := split_file_locator(locator)) is not None:
             at, path, line_no = parts
             # A rollout's state opens in that rollout's lane; the base commit in the cited rollout's.
@@ -501,7 +524,7 @@ def group_page(
     if form_data is not None:
         review.items = items_from_fields(fields_)
     # Passing lanes first, still in the reviewer's own shuffle when blind; failing after.
-    rollouts = lane_order(selectors.rollouts_with_patches(group), review.order)
+    rollouts = lane_order(selectors.rollouts_with_patches(group, highlighted_up_to=DIFF_INLINE_CHARS), review.order)
     lanes = lanes_for(user=user, group=group, assignment=review.assignment, indexes=[r.index for r in rollouts])
     withhold_on_page(rollouts, lanes)  # a blind judge's page: no source, cost or producer metadata
     page_clusters = cluster_labels(rollouts, lanes)
@@ -532,6 +555,7 @@ def group_page(
     budget = DIFF_PAGE_CHARS
     highlight_budget = HighlightBudget()  # one for the page: a lane that stalls the lexer cannot multiply it
     deferred: set[int] = set()
+    scratch: dict[int, frozenset[str]] = {}  # a lane on the page -> its scratch files (their diffs load when asked)
     on_page: dict[int, dict] = {}
     for rollout in shown:  # only lanes on the page need their patch parsed and highlighted
         values = on_page.setdefault(rollout.index, {})
@@ -542,8 +566,17 @@ def group_page(
             deferred.add(rollout.index)
             continue
         budget -= size
-        parsed = parse_patch(rollout.patch_text, budget=highlight_budget)
-        values["diff"] = diff_of(parsed, lanes.key(rollout.index), "unified", rollout.extra_files, group=group)
+        # Highlighted ahead where it was (grading.highlights); the scratch files load on demand, unlexed here.
+        parsed = parse_patch(
+            rollout.patch_text,
+            budget=highlight_budget,
+            ahead=rollout.patch_ahead,
+            render_file=_shown_inline(rollout.extra_files),
+        )
+        key = lanes.key(rollout.index)
+        extra_url = reverse("rollout-extra-files", args=[*_group_args(group), key]) + "?view=unified"
+        values["diff"] = diff_of(parsed, key, "unified", rollout.extra_files, group=group, extra_url=extra_url)
+        scratch[rollout.index] = frozenset(t.file.path for t in values["diff"].extra)
     turns_lane, open_turns = _open_turns(query, shown, lanes)
     if turns_lane is not None:
         on_page[turns_lane]["open_turns"] = open_turns
@@ -563,7 +596,7 @@ def group_page(
                 rollout,
                 lanes,
                 grade=_grade(grade),
-                evidence_links=_evidence_links(group, grade.evidence, lanes, deferred) if grade else (),
+                evidence_links=_evidence_links(group, grade.evidence, lanes, deferred, scratch) if grade else (),
                 mine=mine,
                 grader_says=grader_says(mine, grade) if grade else "",
                 others=tuple(others.get(rollout.index, [])),
@@ -675,12 +708,29 @@ def raw_patch(*, user, group: Group, lane: str) -> tuple[str, str] | None:
 def diff_part(*, user, group: Group, lane: str, view: str) -> RolloutPart | None:
     """A rollout's patch in the unified or split view, at most DIFF_PARTIAL_ROWS lines and
     DIFF_PARTIAL_CHARS characters of it (saying so, with a link to the whole text)."""
+    return _patch_part(user=user, group=group, lane=lane, view=view, scratch=False)
+
+
+def extra_files_part(*, user, group: Group, lane: str, view: str) -> RolloutPart | None:
+    """The diffs of a rollout's scratch files (the COLLAPSED kinds the group page lists behind
+    "+N extra files" and loads from here when asked), within the diff partial's limits;
+    None: no such lane."""
+    return _patch_part(user=user, group=group, lane=lane, view=view, scratch=True)
+
+
+def _patch_part(*, user, group: Group, lane: str, view: str, scratch: bool) -> RolloutPart | None:
     found = part_rollout(user=user, group=group, lane=lane, body="patch")
     if found is None:
         return None
     rollout, content, lanes = found
     patch = content.patch or ""
-    parsed = parse_patch(patch, max_rows=DIFF_PARTIAL_ROWS, max_chars=DIFF_PARTIAL_CHARS)
+    parsed = parse_patch(
+        patch,
+        max_rows=DIFF_PARTIAL_ROWS,
+        max_chars=DIFF_PARTIAL_CHARS,
+        ahead=selectors.patch_highlight(rollout, patch),
+        render_file=_only_collapsed(rollout.extra_files) if scratch else None,
+    )
     note = ""
     if parsed.error and len(patch) > DIFF_PARTIAL_CHARS:
         parsed = replace(parsed, raw=patch[:DIFF_PARTIAL_CHARS])
@@ -694,7 +744,7 @@ def diff_part(*, user, group: Group, lane: str, view: str) -> RolloutPart | None
     raw_url = reverse("rollout-diff", args=[*_group_args(group), lane]) + "?format=raw" if note else ""
     key = lanes.key(rollout.index)
     diff = diff_of(parsed, key, view, rollout.extra_files, group=group, note=note, raw_url=raw_url)
-    return rollout_part(group, lane_of(rollout, lanes, diff=diff), "diff", diff_view=view)
+    return rollout_part(group, lane_of(rollout, lanes, diff=diff), "extra" if scratch else "diff", diff_view=view)
 
 
 class TurnQueryTooLong(ValueError):

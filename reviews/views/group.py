@@ -69,6 +69,20 @@ def rollout_diff(request: HtmxHttpRequest, project: str, run: str, uid: str, lan
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
+def rollout_extra_files(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
+    """The diffs of a lane's scratch files, which its patch lists behind "+N extra files"."""
+    group, _ = page_group(request, project, run, uid, Capability.VIEW)
+    view = "split" if request.GET.get("view") == "split" else "unified"
+    part = presenter.extra_files_part(user=request.user, group=group, lane=lane, view=view)
+    if part is None:
+        raise Http404(NO_SUCH_ROLLOUT)
+    template = "reviews/group.html#rollout-extra-files" if request.htmx else "reviews/rollout_part.html"
+    return render(request, template, part.context())
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
 def rollout_turns(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
     group, _ = page_group(request, project, run, uid, Capability.VIEW)
     try:

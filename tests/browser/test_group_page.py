@@ -108,3 +108,39 @@ def test_reviewer_reads_group_switches_diff_and_expands_turns(live_server, page,
     assert page.evaluate("window.__notReloaded") is True
 
     assert page.console_log.errors == [], "console errors (CSP violations included):\n" + "\n".join(page.console_log.errors)
+
+
+def test_a_real_size_group_loads_a_lanes_scratch_files_when_asked(live_server, page, bob):
+    """tests/helpers/real_groups.real_size_group: 15 real rollouts of two models, patches with
+    the scratch files agents leave (up to 29 files); ingested, its patches highlighted ahead
+    after the commit. bob judges it blind: rollout 11's two scratch files (reproduce_issue.py,
+    debug_issue.py) are listed under its fix, their diffs loaded when he opens the list."""
+    from grading.models import PatchHighlight, Project
+    from reviews.selectors.lanes import lanes_for
+    from tests.helpers.browser import group_path, open_blind_assignment
+    from tests.helpers.real_groups import producer_values, real_size_group
+
+    line = real_size_group(0, run="r1")
+    ingest_groups(Project.objects.get(name="acme"), line)
+    group = Group.objects.get(uid=line["uid"])
+    assert PatchHighlight.objects.filter(rollout__group=group).count() == 15
+    open_blind_assignment(page, live_server, bob, group)
+    expect(page).to_have_url(f"{live_server.url}{group_path(group.uid)}")
+    page.wait_for_selector('body[data-group-ready="true"]', state="attached")
+    lane = lanes_for(user=bob, group=group).key(11)
+
+    extra = page.get_by_test_id(f"extra-files-{lane}")
+    expect(extra.locator("> summary")).to_contain_text("+2 extra files")
+    expect(extra.locator("table.diff")).to_have_count(0)  # not on the page until asked
+    extra.locator("> summary").click()
+    page.wait_for_selector(f'[data-testid="extra-diffs-{lane}"][data-ready="extra-files"]', state="attached")
+    expect(extra.locator("details.file > summary code")).to_have_text(["reproduce_issue.py", "debug_issue.py"])
+    files = extra.locator("details.file")
+    files.first.locator("> summary").click()
+    expect(files.first.locator("table.diff.unified tr.added").first).to_be_visible()
+    assert files.first.locator("table.diff span[class^=hl-]").count() > 0  # highlighted ahead, read here
+    # The fix itself stayed on the page, open, above the list.
+    expect(page.locator(f"#diff-{lane} > details.file[open] > summary code").first).to_be_visible()
+    html = page.content()
+    assert [v for v in producer_values(line) if v in html] == []
+    assert page.console_log.errors == []

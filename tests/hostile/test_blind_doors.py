@@ -115,6 +115,7 @@ def test_the_matrix_covers_the_doors_that_show_grader_data(world):
     for expected in (
         "group",
         "rollout-diff",
+        "rollout-extra-files",
         "rollout-turns",
         "rollout-log",
         "patch-compare",

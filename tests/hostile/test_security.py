@@ -83,6 +83,7 @@ def test_the_matrix_covers_the_known_views(world):
         "group",
         "rollout-turns",
         "rollout-diff",
+        "rollout-extra-files",
         "rollout-log",
         "step",
         "run",
