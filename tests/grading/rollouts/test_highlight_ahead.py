@@ -138,3 +138,48 @@ def test_a_changed_patch_is_highlighted_again(acme, django_capture_on_commit_cal
     content.save(update_fields=["patch"])
     assert highlight_rollouts([rollout.pk]) == 1
     assert PatchHighlight.objects.get(rollout=rollout).digest == patch_digest(PATCHES[1])
+
+
+BROKER = "redis://127.0.0.1:6379/11"
+
+
+@pytest.fixture
+def worker(tmp_path):
+    from tests.helpers.workers import worker_on_own_queue
+
+    with worker_on_own_queue("highlight", tmp_path, BROKER) as w:
+        yield w
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_highlights_what_ingest_queued(acme, alice, client, worker, monkeypatch, no_lexing):
+    """Ingest commits, its task goes to a real Celery worker (subprocess, PostgreSQL, Redis),
+    which stores the highlights; the page then reads them without lexing (no_lexing: in
+    this process the highlighter may not be called)."""
+    import time
+
+    import grading.highlights.tasks
+    from gagar_web.celery import app as current_app
+
+    current_app.conf.task_always_eager = False  # tests/conftest.py makes tasks eager (and resets it after)
+    task, sent = grading.highlights.tasks.highlight_rollouts_task, []
+
+    class ToTestBroker:
+        @staticmethod
+        def delay(**kwargs):
+            with current_app.connection_for_write(BROKER) as conn:
+                sent.append(task.apply_async(kwargs=kwargs, connection=conn, queue=worker["queue"]))
+
+    monkeypatch.setattr(grading.highlights.tasks, "highlight_rollouts_task", ToTestBroker)
+    ingest_groups(acme, real_size_group(3, run="r1"))
+    assert len(sent) == 1
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and PatchHighlight.objects.count() < 15:  # the rows are the readiness marker
+        assert worker["proc"].poll() is None, worker["log"].read_text()[-3000:]
+        time.sleep(0.2)
+    assert PatchHighlight.objects.count() == 15, worker["log"].read_text()[-3000:]
+    assert "grading.highlight_rollouts" in worker["log"].read_text()
+    client.force_login(alice)
+    r = client.get("/projects/acme/runs/r1/groups/real-size-3@1/")
+    assert r.status_code == 200 and 'class="hl-' in r.content.decode()
