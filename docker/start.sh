@@ -13,6 +13,12 @@
 #                          wait is an await, not a thread, and the process's database connections
 #                          come from a pool of DATABASE_POOL_SIZE (docs/deployment.md). It starts
 #                          once the site's migrations are applied.
+#   docker/start.sh grader the grading worker: Celery's gevent pool on the grading queue only
+#                          (GAGAR_GRADING_QUEUE), GRADER_CONCURRENCY (256) model conversations in
+#                          one process, its database connections from a pool of DATABASE_POOL_SIZE
+#                          (8) whatever that concurrency; gevent leaves the sandbox's children to it
+#                          (GEVENT_NOWAITPID, grading/grader/worker.py). Other tasks run on the
+#                          prefork worker (`celery -A gagar_web worker -Q celery`).
 set -eu
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python}"
@@ -38,8 +44,16 @@ waits)
         --worker-class gagar_web.waits_worker.WaitsWorker \
         --timeout "${GUNICORN_TIMEOUT:-600}"
     ;;
+grader)
+    export GEVENT_NOWAITPID=1
+    export DATABASE_POOL_SIZE="${DATABASE_POOL_SIZE:-8}"
+    exec "$PYTHON" -m celery -A gagar_web worker \
+        --pool gevent --concurrency "${GRADER_CONCURRENCY:-256}" \
+        --queues "${GAGAR_GRADING_QUEUE:-grading}" \
+        --hostname "grader@%h" --loglevel "${CELERY_LOGLEVEL:-info}"
+    ;;
 *)
-    echo "usage: $0 [site|waits]" >&2
+    echo "usage: $0 [site|waits|grader]" >&2
     exit 2
     ;;
 esac

@@ -4,6 +4,7 @@ and keep the names they were queued under, so messages in flight survive a move.
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
 
@@ -18,3 +19,11 @@ app.conf.beat_schedule = {
     "expire-person-waits": {"task": "grading.expire_person_waits", "schedule": 60.0},
     "sweep-grading-jobs": {"task": "grading.sweep_grading_jobs", "schedule": 60.0},
 }
+
+
+@worker_init.connect
+def _check_grading_worker(**_) -> None:
+    """A gevent-pool worker must leave the sandbox's children to it (grading.grader.worker)."""
+    from grading.grader.worker import check_worker
+
+    check_worker()

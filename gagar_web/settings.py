@@ -343,6 +343,13 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Grading tasks go to a queue of their own, taken by the grading worker: Celery's gevent pool,
+# hundreds of model conversations in one process, its database connections from a pool
+# (`docker/start.sh grader`, grading.grader.pool). Every other task (imports, exports, beat's)
+# stays on the default queue and the prefork worker. Eager Celery (`make run`) routes nothing.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+GAGAR_GRADING_QUEUE = os.environ.get("GAGAR_GRADING_QUEUE", "").strip() or "grading"
+CELERY_TASK_ROUTES = {name: {"queue": GAGAR_GRADING_QUEUE} for name in ("grading.grade_group", "grading.grade_campaign_chunk")}
 # Task time limits must stay below the visibility timeout so a slow task is never
 # handed to a second worker while the first still runs it.
 CELERY_BROKER_TRANSPORT_OPTIONS = {

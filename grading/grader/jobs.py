@@ -40,6 +40,7 @@ from grading.grader.settling import settle_identical
 from grading.grader.tasks import grade_group_task
 from grading.grader.tools import TOOLS
 from grading.grader.verdicts import GradeInput, record_verdict
+from grading.grader.worker import release_connections
 from grading.method.guide import DEFAULT_GUIDE, Guide, guide_json, guide_version
 from grading.method.project_guides import guide_for
 from grading.models import CheatDecision, GradingJob, Group, Rollout, Step, Verdict
@@ -243,6 +244,8 @@ def grade_group(*, group_id: int, backend: str, bench_only: bool = False) -> Ver
     if not bench_only and (settled := settle_identical(group=group, grader=grader.name, workspace=workspace)) is not None:
         _finish(job, settled, error="")  # no model call: the run's policy settles identical patches
         return settled
+    if isinstance(grader, LLMGrader):  # a conversation waits on the model for minutes: it holds no connection meanwhile
+        release_connections()
     started = time.monotonic()
     try:
         result = grader.grade(workspace)

@@ -21,14 +21,16 @@ def grade_group_task(self, *, group_id: int, backend: str) -> str:
     from grading.grader.jobs import grade_group, record_timeout
     from grading.grader.recovery import INFRASTRUCTURE_ERRORS, describe, give_up, note_retry, retry_delay
     from grading.grader.scheduling import claim
+    from grading.grader.worker import soft_limit_of, soft_time_limit
 
     task_id, named = self.request.id or "", group_id
     try:
-        claimed = claim(group_id=group_id, backend=backend, task_id=task_id)
-        if claimed is None:
-            return "nothing"
-        group_id = claimed  # from here on, the job this task holds
-        return grade_group(group_id=group_id, backend=backend).status
+        with soft_time_limit(soft_limit_of(self)):  # the gevent pool has no soft limit of its own
+            claimed = claim(group_id=group_id, backend=backend, task_id=task_id)
+            if claimed is None:
+                return "nothing"
+            group_id = claimed  # from here on, the job this task holds
+            return grade_group(group_id=group_id, backend=backend).status
     except SoftTimeLimitExceeded:
         return record_timeout(group_id=group_id, backend=backend, why="grading exceeded the task's time limit").status
     except INFRASTRUCTURE_ERRORS as exc:

@@ -1,5 +1,6 @@
-"""A real Celery worker on the test database: `start_celery_worker(name, log, **env)`, then
-`stop_process(worker)`; `worker_database_url()` is the test database as another process
+"""A real Celery worker on the test database: `start_celery_worker(name, log, **env)` (or the
+grading worker, `start_grading_worker(log, ...)`), then `stop_process(worker)`;
+`worker_database_url()` is the test database as another process
 reaches it; `worker_on_own_queue(...)` a worker on a queue of its own."""
 
 from __future__ import annotations
@@ -24,10 +25,23 @@ def worker_database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{quote(db['NAME'], safe='')}"
 
 
-def start_celery_worker(name: str, log, *, queue: str | None = None, loglevel: str = "warning", **env: str) -> subprocess.Popen:
-    """A real Celery worker process (solo pool) on the test database and the broker the
-    environment names, its output in `log`, in a session of its own (stop_process ends it).
+def start_celery_worker(
+    name: str,
+    log,
+    *,
+    queue: str | None = None,
+    loglevel: str = "warning",
+    pool: str = "solo",
+    concurrency: int | None = None,
+    **env: str,
+) -> subprocess.Popen:
+    """A real Celery worker process on the test database and the broker the environment names,
+    its output in `log`, in a session of its own (stop_process ends it). It takes `queue`, or
+    every queue the desk sends to (the default one and the grading one). `pool`: solo, or gevent
+    as the grading worker runs (`docker/start.sh grader`), `concurrency` greenlets.
     `env`: more variables for it (e.g. CELERY_BROKER_URL, GAGAR_CACHE_URL)."""
+    from grading.grader.worker import GREEN_ENV, worker_queues
+
     command = [
         sys.executable,
         "-m",
@@ -35,7 +49,7 @@ def start_celery_worker(name: str, log, *, queue: str | None = None, loglevel: s
         "-A",
         "gagar_web",
         "worker",
-        "--pool=solo",
+        f"--pool={pool}",
         "-n",
         f"{name}@%h",
         f"--loglevel={loglevel}",
@@ -43,15 +57,38 @@ def start_celery_worker(name: str, log, *, queue: str | None = None, loglevel: s
         "--without-gossip",
         "--without-mingle",
     ]
-    if queue:
-        command += ["-Q", queue]
+    command += ["-Q", queue or ",".join(worker_queues())]
+    if concurrency:
+        command += [f"--concurrency={concurrency}"]
+    green = GREEN_ENV if pool == "gevent" else {}
     return subprocess.Popen(
         command,
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env={**os.environ, "DATABASE_URL": worker_database_url(), "DATABASE_CONN_MAX_AGE": "0", **env},
+        env={**os.environ, "DATABASE_URL": worker_database_url(), "DATABASE_CONN_MAX_AGE": "0", **green, **env},
+    )
+
+
+def start_grading_worker(log, *, concurrency: int, **env: str) -> subprocess.Popen:
+    """The grading worker as the deployment starts it (`docker/start.sh grader`: the gevent pool
+    on the grading queue, pooled connections) on the test database, `concurrency` greenlets,
+    in a session of its own (stop_process ends it). `env`: more variables (DATABASE_POOL_SIZE...)."""
+    return subprocess.Popen(
+        ["sh", str(ROOT / "docker" / "start.sh"), "grader"],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={
+            **os.environ,
+            "PYTHON": sys.executable,
+            "DATABASE_URL": worker_database_url(),
+            "GRADER_CONCURRENCY": str(concurrency),
+            "CELERY_LOGLEVEL": "warning",
+            **env,
+        },
     )
 
 

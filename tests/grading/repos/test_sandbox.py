@@ -352,3 +352,30 @@ def test_sandbox_from_reads_the_settings_names() -> None:
     for bad in ({"GAGAR_SANDBOX": "docker"}, {"GAGAR_SANDBOX_UID": "0"}, {"GAGAR_SANDBOX_UID": "70000-60000"}):
         with pytest.raises(ValueError, match="GAGAR_SANDBOX"):
             sandbox_from(bad)
+
+
+GREEN_CHECKS = ["passes", "cpu_beyond", "sleeping", "concurrent", "fork_bomb", "huge_output"]
+
+
+def test_checks_hold_in_the_grading_workers_gevent_process(sandbox: Bubblewrap) -> None:
+    """The grading worker runs checks in a gevent monkey-patched process with GEVENT_NOWAITPID=1
+    (docker/start.sh grader, grading.grader.worker): these tests of the sandbox hold there too."""
+    import subprocess
+    import sys
+
+    from grading.grader.worker import GREEN_ENV
+
+    code = (
+        "from gevent import monkey; monkey.patch_all()\n"
+        "import sys, pytest\n"
+        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {__file__!r}, '-k', {' or '.join(GREEN_CHECKS)!r}]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[3],
+        env={**os.environ, **GREEN_ENV},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and f"{len(GREEN_CHECKS)} passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
