@@ -28,8 +28,10 @@ once). `grade()` never raises.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -256,6 +258,14 @@ def opening_message(workspace: GroupWorkspace) -> str:
     )
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context per process, shared by every grader's client. A worker builds a grader
+    per group; building its context (loading the CA certificates) each time was a quarter of
+    the grading worker's CPU (docs/benchmarks.md, "Grading conversations")."""
+    return ssl.create_default_context()
+
+
 class LLMGrader:
     """Grader protocol over an OpenAI-compatible chat completions server."""
 
@@ -298,7 +308,7 @@ class LLMGrader:
         # The client is thread-safe; one grader serves concurrent grade() calls. The request
         # hook counts HTTP attempts (retries included) for the grade() running on this thread.
         self._attempts = threading.local()
-        http_client = DefaultHttpxClient(event_hooks={"request": [self._count_attempt]})
+        http_client = DefaultHttpxClient(verify=tls_context(), event_hooks={"request": [self._count_attempt]})
         self._client = OpenAI(
             base_url=base_url,
             api_key=api_key or "none",
