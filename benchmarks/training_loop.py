@@ -7,8 +7,10 @@
 1. Creates a fresh PostgreSQL database (dropped at the end) on the server DATABASE_URL names
    (default postgres://postgres@127.0.0.1:5432), migrates it, and makes an admin token.
 2. Starts, as separate processes: gunicorn (gthread, --web-workers x --threads), two Celery
-   workers (--workers, thread pool of --concurrency each) on Redis (CELERY_BROKER_URL,
-   default redis://127.0.0.1:6379/13), and tests/helpers/fake_openai.py answering every chat
+   grading workers (--workers, each on the gevent pool of --concurrency greenlets on the
+   grading queue as `docker/start.sh grader` runs it, with a thread worker for the default
+   queue; or --pool threads, each taking both queues; connections from a pool of --db-pool)
+   on Redis (CELERY_BROKER_URL, default redis://127.0.0.1:6379/13), and tests/helpers/fake_openai.py answering every chat
    completion after --delay seconds with the scripted grader (--turns tool calls, then a
    verdict).
 3. Per backend, a trainer (the real client, gagar_client) creates a run with that
@@ -19,7 +21,10 @@
    grader (ceil(mixed groups / total concurrency) x (turns + 1) x delay: the fake server's
    waits alone) and their ratio; the grading span (first job started to last finished, from
    the jobs' own timestamps); the overhead after grading (last verdict stored to the
-   trainer seeing `final`), and the export of the step's rows that follows.
+   trainer seeing `final`), and the export of the step's rows that follows. Sampled while the
+   step is graded: conversations in flight (jobs `running`) per grading worker process, their
+   CPU time per model call, their RSS (start -> peak, and the growth per conversation in
+   flight) and their database connections.
 (Waiting trainers vs pages, through the shipped deployment: benchmarks/waiters.py.)
 Goals (the training-loop issue): LLM >= 80 % of ideal with <= 5 s overhead; heuristic final <= 15 s after the post.
 
@@ -78,11 +83,14 @@ sys.path.insert(0, str(ROOT / "client"))
 import psycopg  # noqa: E402
 
 from gagar_client import Client  # noqa: E402
+from grading.grader.worker import GREEN_ENV  # noqa: E402  (reads no settings on import)
 from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
 from tests.helpers.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
 
 PYTHON = sys.executable
 DB_NAME = "gagar_bench_training_loop"
+WORKER_APP = "gagar-bench-worker"
+DEFAULT_QUEUE, GRADING_QUEUE = "celery", "grading"  # settings.CELERY_TASK_ROUTES
 MB = 1_000_000
 
 
@@ -130,6 +138,19 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--delay", type=float, help="seconds the fake server waits before each answer")
     p.add_argument("--workers", type=int, help="Celery worker processes that grade")
     p.add_argument("--concurrency", type=int, help="conversations (pool slots) per grading worker")
+    p.add_argument(
+        "--pool",
+        choices=["gevent", "threads"],
+        default="gevent",
+        help="the grading workers' Celery pool: gevent on the grading queue, as `docker/start.sh grader` runs it (a "
+        "thread worker takes the default queue), or threads taking both queues",
+    )
+    p.add_argument(
+        "--db-pool",
+        type=int,
+        default=8,
+        help="DATABASE_POOL_SIZE of each grading worker (0: a persistent connection per thread or greenlet)",
+    )
     p.add_argument("--web-workers", type=int, default=2)
     p.add_argument("--threads", type=int, default=16, help="gunicorn threads per web worker")
     p.add_argument("--seed", type=int, default=5)
@@ -152,6 +173,13 @@ def _serve_fake(turns: int, delay: float, ports, stop) -> None:
     ports.put(int(server.base_url.rsplit(":", 1)[1].split("/")[0]))
     stop.wait()
     server.stop()
+
+
+def celery_worker(name: str, pool: str, concurrency: int, queues: list[str], env: dict, logs: Path) -> subprocess.Popen:
+    command = [PYTHON, "-m", "celery", "-A", "gagar_web", "worker", "--pool", pool, "--concurrency", str(concurrency)]
+    command += ["--queues", ",".join(queues), "--hostname", f"{name}@%h", "--loglevel", "WARNING"]
+    command += ["--without-gossip", "--without-mingle"]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=open(logs / f"{name}.log", "w"), stderr=subprocess.STDOUT)
 
 
 def manage(env: dict, *args: str) -> str:
@@ -177,15 +205,72 @@ def grading_span(db_url: str, run: str) -> tuple[float, float, int, int]:
     return span, last.timestamp() if last else 0.0, jobs, valid
 
 
-def play_step(gagar: Client, db_url: str, *, backend: str, groups: list[dict], args) -> dict:
+class ConversationSampler(threading.Thread):
+    """Every 0.25 s while a step is graded (not --paper: its Sampler below keeps its own peaks):
+    the grading workers' RSS and CPU time (/proc), the grading jobs `running` (conversations in
+    flight) and the workers' database connections (pg_stat_activity, by application_name)."""
+
+    def __init__(self, db_url: str, pids: list[int]) -> None:
+        super().__init__(daemon=True)
+        self.db_url, self.pids = db_url, pids
+        self.stop = threading.Event()
+        self.rss_start = [_rss_mib(pid) for pid in self.pids]
+        self.cpu_start = [cpu_seconds(pid) for pid in self.pids]
+        self.rss_peak = list(self.rss_start)
+        self.running_peak = self.connections_peak = 0
+
+    def run(self) -> None:
+        with psycopg.connect(self.db_url, autocommit=True) as conn:
+            while not self.stop.wait(0.25):
+                running = conn.execute("SELECT count(*) FROM grading_gradingjob WHERE status = 'running'").fetchone()[0]
+                connections = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
+                    [WORKER_APP],
+                ).fetchone()[0]
+                self.running_peak = max(self.running_peak, running)
+                self.connections_peak = max(self.connections_peak, connections)
+                self.rss_peak = [max(peak, _rss_mib(pid)) for peak, pid in zip(self.rss_peak, self.pids, strict=True)]
+
+    def finish(self) -> dict:
+        self.stop.set()
+        self.join(10)
+        return {
+            "cpu_s": sum(cpu_seconds(pid) - start for pid, start in zip(self.pids, self.cpu_start, strict=True)),
+            "rss_start_mib": max(self.rss_start),
+            "rss_peak_mib": max(self.rss_peak),
+            "rss_growth_mib": max(peak - start for peak, start in zip(self.rss_peak, self.rss_start, strict=True)),
+            "in_flight": self.running_peak,
+            "connections": self.connections_peak,
+        }
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def model_calls(db_url: str, run: str) -> int:
+    """HTTP calls to the model server the run's conversations made (retries included)."""
+    with psycopg.connect(db_url) as conn:
+        return conn.execute(
+            "SELECT coalesce(sum((j.usage->>'api_calls')::int), 0) FROM grading_gradingjob j JOIN grading_group g "
+            "ON g.id = j.group_id JOIN grading_run r ON r.id = g.run_id WHERE r.name = %s",
+            [run],
+        ).fetchone()[0]
+
+
+def play_step(gagar: Client, db_url: str, *, backend: str, groups: list[dict], args, workers: list[int]) -> dict:
     run = f"loop-{backend}"
     gagar.create_run(run, auto_grade=backend, grading_deadline_seconds=3600)
     batch = [dict(g, run=run) for g in groups]
+    sampler = ConversationSampler(db_url, workers)
+    sampler.start()
     started = time.perf_counter()
     report = gagar.post_step(run, 1, batch)
     posted = time.perf_counter()
     rows = gagar.wait_for_step(run, 1, timeout=3600, min_interval=0.2)
     final, final_wall = time.perf_counter(), time.time()
+    sampled = sampler.finish()
     taken_started = time.perf_counter()
     again = gagar.advantage_rows(run, 1, inputs_version=rows.inputs_version)
     taken = time.perf_counter() - taken_started
@@ -205,6 +290,8 @@ def play_step(gagar: Client, db_url: str, *, backend: str, groups: list[dict], a
         "queued": report["grading"]["queued"],
         "export_s": taken,
         "rows": len(rows),
+        "calls": model_calls(db_url, run),
+        **sampled,
     }
 
 
@@ -420,33 +507,20 @@ def start_services(args, env: dict, logs: Path) -> tuple[list[subprocess.Popen],
         stderr=subprocess.STDOUT,
     )
     processes, roles = [web], {"web": [web.pid], "grading worker": []}
+    grading_env = env | {
+        "DATABASE_URL": f"{env['DATABASE_URL']}?application_name={WORKER_APP}",  # told apart in pg_stat_activity
+        "DATABASE_POOL_SIZE": str(args.db_pool),
+    }
+    grading_env |= GREEN_ENV if args.pool == "gevent" else {}
+    # gevent: the grading workers take the grading queue only and a thread worker the rest
+    # (recomputations, the search index), as deployed; threads: every worker takes both.
+    queues = [GRADING_QUEUE] if args.pool == "gevent" else [DEFAULT_QUEUE, GRADING_QUEUE]
     for n in range(args.workers):
-        worker = subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "celery",
-                "-A",
-                "gagar_web",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                str(args.concurrency),
-                "--hostname",
-                f"bench{n}@%h",
-                "--loglevel",
-                "WARNING",
-                "--without-gossip",
-                "--without-mingle",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=open(logs / f"worker{n}.log", "w"),
-            stderr=subprocess.STDOUT,
-        )
+        worker = celery_worker(f"bench{n}", args.pool, args.concurrency, queues, grading_env, logs)
         processes.append(worker)
         roles["grading worker"].append(worker.pid)
+    if args.pool == "gevent":
+        processes.append(celery_worker("rest", "threads", 4, [DEFAULT_QUEUE], env, logs))
     wait_until_healthy(web, port)
     return processes, roles, port
 
@@ -521,7 +595,7 @@ def main() -> None:
             groups = [make_group(rng, run="x", step=1, task_number=t, n_rollouts=args.rollouts) for t in range(args.sizes[0])]
             body_mb = sum(len(str(g)) for g in groups) / 1e6
             results = [
-                play_step(gagar, db_url, backend=b, groups=groups, args=args)
+                play_step(gagar, db_url, backend=b, groups=groups, args=args, workers=roles["grading worker"])
                 for b in (["heuristic", "llm"] if args.backend == "both" else [args.backend])
             ]
     finally:
@@ -538,7 +612,8 @@ def main() -> None:
     print(
         f"Machine: {usable_cores()} cores, {cpu_model()}, {memory_gib()} RAM, load {load_average():.2f}; Python "
         f"{platform.python_version()}, PostgreSQL {postgres_version(admin_url)}, Redis broker; gunicorn {args.web_workers} x "
-        f"{args.threads} threads, {args.workers} Celery grading worker(s) x {args.concurrency}"
+        f"{args.threads} threads, {args.workers} Celery grading worker(s) x {args.concurrency} ({args.pool} pool, "
+        f"DATABASE_POOL_SIZE {args.db_pool})"
     )
     if args.paper:
         print_paper(results, args)
@@ -566,6 +641,20 @@ def print_ordinary(results: list[dict], args, body_mb: float, concurrency: int) 
         print(
             f"| {r['backend']} | {r['mixed']} ({r['valid']} valid, {r['fallback']} fell back) | {r['post_s']:.1f} | "
             f"{r['final_s']:.1f} | {ideal_s} | {ratio} | {r['span_s']:.1f} | {r['tail_s']:.2f} | {r['export_s']:.2f} |"
+        )
+    print()
+    print(
+        "| Backend | conversations in flight per worker process (peak) | worker CPU per model call (ms) | "
+        "worker RSS: start -> peak (MiB) | RSS per conversation in flight (KiB) | workers' database connections (peak) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        per_process = r["in_flight"] / args.workers
+        per_call = r["cpu_s"] / r["calls"] * 1000 if r["calls"] else float("nan")
+        per_conversation = r["rss_growth_mib"] * 1024 / per_process if per_process else float("nan")
+        print(
+            f"| {r['backend']} | {per_process:.0f} | {per_call:.2f} ({r['calls']} calls) | {r['rss_start_mib']:.0f} -> "
+            f"{r['rss_peak_mib']:.0f} | {per_conversation:.0f} | {r['connections']} |"
         )
     print(
         "\nGrading starts while the step is still arriving (each ingest batch queues its groups at commit), so the "
