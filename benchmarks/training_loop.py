@@ -650,11 +650,11 @@ def print_ordinary(results: list[dict], args, body_mb: float, concurrency: int) 
     print("|---|---:|---:|---:|---:|---:|")
     for r in results:
         per_process = r["in_flight"] / args.workers
-        per_call = r["cpu_s"] / r["calls"] * 1000 if r["calls"] else float("nan")
-        per_conversation = r["rss_growth_mib"] * 1024 / per_process if per_process else float("nan")
+        per_call = f"{r['cpu_s'] / r['calls'] * 1000:.2f} ({r['calls']} calls)" if r["calls"] else "–"
+        per_conversation = f"{r['rss_growth_mib'] * 1024 / per_process:.0f}" if r["calls"] and per_process else "–"
         print(
-            f"| {r['backend']} | {per_process:.0f} | {per_call:.2f} ({r['calls']} calls) | {r['rss_start_mib']:.0f} -> "
-            f"{r['rss_peak_mib']:.0f} | {per_conversation:.0f} | {r['connections']} |"
+            f"| {r['backend']} | {per_process:.0f} | {per_call} | {r['rss_start_mib']:.0f} -> {r['rss_peak_mib']:.0f} | "
+            f"{per_conversation} | {r['connections']} |"
         )
     print(
         "\nGrading starts while the step is still arriving (each ingest batch queues its groups at commit), so the "
