@@ -165,72 +165,106 @@ def redistribute(rollouts: pd.DataFrame, *, mapping: MappingSpec = DEFAULT_MAPPI
         raise ValueError(f"Rollout table lacks columns: {', '.join(missing)}")
 
     groups = _Groups.of(rollouts["group"])
-    group, n_groups = groups.codes, groups.count
-    reward = pd.to_numeric(rollouts["reward"]).to_numpy(dtype=float, na_value=np.nan)
-    if not np.isin(reward, (0.0, 1.0)).all():
-        raise ValueError("Rewards must be binary (0 or 1)")
-    cheat = rollouts["cheat"].eq(True).to_numpy()
-    tier = _tier_codes(rollouts["tier"])
-    rank = pd.to_numeric(rollouts["rank"]).to_numpy(dtype=float, na_value=np.nan)
-    graded_row = rollouts["graded"].eq(True).to_numpy()
-
-    # Cheat zeroing comes first: every statistic below sees the zeroed rewards.
-    reward_used = np.where(cheat, 0.0, reward)
-    passed = reward_used == 1.0
-
-    size = groups.size
-    n_passed = groups.sum(passed)
-    mixed = (n_passed > 0) & (n_passed < size)  # dynamic sampling (DAPO)
-
-    graded_votes = groups.sum(graded_row)
-    if ((graded_votes != 0) & (graded_votes != size)).any():
-        raise ValueError("The `graded` flag must be the same on every row of a group")
-    incomplete = groups.sum(passed & ((tier < 0) | np.isnan(rank))) > 0
-    is_graded = mixed & (graded_votes > 0) & ~incomplete
-    status_code = np.where(~mixed, 2, np.where(is_graded, 0, 1))
-
-    # No np.where(mixed, ...) needed: in a group with no pass or no fail every reward
-    # equals the group's mean, so all three baselines give exactly 0 there already.
-    advantage = _baseline_advantage(reward_used, groups, baseline)
-
-    scored = passed & is_graded[group]
-    factor = np.ones(len(reward_used))
-    scored_group = group[scored]
-    scored_factor = _band_factors(scored_group, tier[scored], rank[scored], mapping)
-    factor[scored] = scored_factor
-
-    passing_advantage = np.where(passed, advantage, 0.0)
-    s_plus = groups.sum(passing_advantage)
-    sum_f_a = groups.sum(factor * passing_advantage)
-    usable = is_graded & (sum_f_a != 0)
-    lam = np.divide(s_plus, sum_f_a, out=np.ones(n_groups), where=usable)
-
-    # Equal factors make lambda * f exactly 1 in real arithmetic; keep A bit for bit.
-    # A group's factors are all equal iff none differs from the group's first one.
-    first_factor = np.zeros(n_groups)
-    first_factor[scored_group[::-1]] = scored_factor[::-1]  # fancy assignment: the last write wins
-    differs = np.bincount(scored_group, weights=scored_factor != first_factor[scored_group], minlength=n_groups) > 0
-    rescale = scored & differs[group]
-    lam_row = lam[group]
-
+    reward = _binary(rollouts["reward"])
+    columns, status_code = _redistribute_runs(
+        groups,
+        reward=groups.in_runs(reward),
+        cheat=groups.in_runs(_flags(rollouts["cheat"])),
+        tier=groups.in_runs(_tier_codes(rollouts["tier"])),
+        rank=groups.in_runs(_numbers(rollouts["rank"])),
+        graded=groups.in_runs(_flags(rollouts["graded"])),
+        mapping=mapping,
+        baseline=baseline,
+    )
+    added = pd.DataFrame({name: groups.in_input_order(columns[name]) for name in OUTPUT_COLUMNS[:-1]}, copy=False)
+    # Status as a categorical: codes per group, no million-string array to build.
+    added["status"] = pd.Categorical.from_codes(
+        groups.in_input_order(groups.spread(status_code)), dtype=_STATUS_DTYPE, validate=False
+    )
     # New columns are built apart and joined once; the input's columns are shared, not
     # copied (pandas copy-on-write keeps the caller's frame unchanged).
-    added = pd.DataFrame(
-        {
-            "reward_used": reward_used,
-            "passed": passed,
-            "advantage": advantage,
-            "factor": factor,
-            "lambda": lam_row,
-            "redistributed_advantage": np.where(rescale, lam_row * factor * advantage, advantage),
-            "discount_only_advantage": factor * advantage,
-            # Status as a categorical: codes per group, no million-string array to build.
-            "status": pd.Categorical.from_codes(status_code[group], categories=pd.Index([GRADED, FALLBACK, FILTERED])),
-        },
-        index=rollouts.index,
-        copy=False,
-    )
-    return pd.concat([rollouts.drop(columns=[c for c in OUTPUT_COLUMNS if c in rollouts.columns]), added], axis=1)
+    added.index = rollouts.index
+    replaced = [c for c in OUTPUT_COLUMNS if c in rollouts.columns]
+    return pd.concat([rollouts.drop(columns=replaced) if replaced else rollouts, added], axis=1)
+
+
+_STATUS_DTYPE = pd.CategoricalDtype([GRADED, FALLBACK, FILTERED])
+
+
+def _redistribute_runs(
+    groups: _Groups,
+    *,
+    reward: np.ndarray,
+    cheat: np.ndarray,
+    tier: np.ndarray,
+    rank: np.ndarray,
+    graded: np.ndarray,
+    mapping: MappingSpec,
+    baseline: str,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The numbers of `redistribute`, on rows already in runs of groups; also each group's status code.
+
+    Per-group statistics are one np.*.reduceat each and come back to the rows with
+    np.repeat. Choices between two per-row values are made by arithmetic (x * m + y * ~m
+    with m 0 or 1, exact for finite values) rather than np.where or boolean indexing:
+    with a random mask those mispredict a branch per row and cost ten times more.
+    """
+    # Cheat zeroing comes first: every statistic below sees the zeroed rewards.
+    passed = reward == 1.0
+    passed &= ~cheat
+    reward_used = passed.astype(float)
+
+    size = groups.sizes.astype(float)
+    n_passed = groups.sum(reward_used)
+    mixed = (n_passed > 0) & (n_passed < size)  # dynamic sampling (DAPO)
+
+    graded_group = graded[groups.starts]
+    if not (graded == groups.spread(graded_group)).all():
+        raise ValueError("The `graded` flag must be the same on every row of a group")
+    no_rank = np.isnan(rank)
+    lacking = tier < 0
+    lacking |= no_rank
+    lacking &= passed
+    is_graded = mixed & graded_group & ~groups.any(lacking)
+    status_code = np.where(~mixed, 2, np.where(is_graded, 0, 1)).astype(np.int8)
+
+    # Rewards are binary, so a group's rows take one of two baseline advantages: a pass's
+    # and a fail's. No np.where(mixed, ...) needed: in a group with no pass or no fail
+    # every reward equals the group's mean, so all three baselines give exactly 0 there.
+    pass_advantage, fail_advantage = _binary_baseline(n_passed, size, baseline)
+    pick = groups.spread(np.arange(0, 2 * groups.count, 2))  # a row's (group, passed) in the pairs below
+    pick += passed
+    advantage = np.column_stack((fail_advantage, pass_advantage)).ravel().take(pick)
+
+    scored = passed & groups.spread(is_graded)
+    factor, differs = _band_factors(groups, scored, tier, rank, no_rank, mapping)
+
+    # Passing rollouts share their group's pass advantage a, so S+ = n_passed * a and
+    # sum f*A = a * (sum of the passes' factors).
+    passing_factor = np.multiply(factor, passed, out=pick.view(float))
+    s_plus = n_passed * pass_advantage
+    sum_f_a = pass_advantage * groups.sum(passing_factor)
+    usable = is_graded & (sum_f_a != 0)
+    lam = np.divide(s_plus, sum_f_a, out=np.ones(groups.count), where=usable)
+
+    # Equal factors make lambda * f exactly 1 in real arithmetic; keep A bit for bit:
+    # A* = A * (1 + m (lambda f - 1)) with m 0 or 1 is A itself where m = 0.
+    lam_row = groups.spread(lam)
+    redistributed = lam_row * factor
+    redistributed -= 1.0
+    redistributed *= scored & groups.spread(differs)
+    redistributed += 1.0
+    redistributed *= advantage
+    columns = {
+        "reward_used": reward_used,
+        "passed": passed,
+        "advantage": advantage,
+        "factor": factor,
+        "lambda": lam_row,
+        "redistributed_advantage": redistributed,
+        "discount_only_advantage": factor * advantage,
+    }
+    return columns, status_code
 
 
 def group_summary(result: pd.DataFrame) -> pd.DataFrame:
@@ -336,8 +370,10 @@ def baseline_advantages(rewards: Sequence[float], baseline: str = "mean") -> np.
     if baseline not in BASELINES:
         raise ValueError(f"Unknown baseline {baseline!r}; expected one of {', '.join(BASELINES)}")
     reward = np.asarray(rewards, dtype=float)
-    group = np.zeros(len(reward), dtype=np.intp)
-    return _baseline_advantage(reward, _Groups(group, 1, None), baseline)
+    n = float(len(reward))
+    total = reward.sum()
+    centred_squares = ((reward - total / n) ** 2).sum() if n else 0.0
+    return _baseline_formula(reward, total, n, centred_squares, baseline)
 
 
 def band_factors(
@@ -346,132 +382,283 @@ def band_factors(
     """Factors of one group's rollouts; 1.0 where tier or rank is missing (failing)."""
     tier = _tier_codes(pd.Series(list(tiers), dtype=object))
     rank = pd.to_numeric(pd.Series(list(ranks), dtype=object)).to_numpy(dtype=float, na_value=np.nan)
-    scored = (tier >= 0) & ~np.isnan(rank)
-    factor = np.ones(len(tier))
-    factor[scored] = _band_factors(np.zeros(scored.sum(), dtype=np.intp), tier[scored], rank[scored], mapping)
+    no_rank = np.isnan(rank)
+    scored = (tier >= 0) & ~no_rank
+    factor, _ = _band_factors(_Groups.single(len(tier)), scored, tier, rank, no_rank, mapping)
     return factor
 
 
 @dataclass
 class _Groups:
-    """Integer group codes per row, and per-group sums over them.
+    """Rows as runs of groups: each group's rows together, groups in order of first appearance.
 
-    Rows usually arrive with each group's rows together and group ids ascending (the
-    store orders them so); then a group is a run of rows and sums are one
-    np.add.reduceat. Otherwise the ids are factorized and sums are np.bincount.
+    Rows usually arrive that way with group ids ascending (the store orders them so);
+    otherwise the ids are factorized and the rows put in runs by one stable sort
+    (`order`), and results go back to the input's order at the end. Per-group
+    reductions are then one np.*.reduceat over the runs and np.repeat spreads a
+    per-group value over its rows.
     """
 
-    codes: np.ndarray
-    count: int
-    starts: np.ndarray | None  # first row of each group when groups are runs in code order
+    starts: np.ndarray  # first row of each run
+    sizes: np.ndarray  # rows in each run
+    order: np.ndarray | None  # input row of each row in run order; None when the input is in runs
 
     @classmethod
     def of(cls, groups: pd.Series) -> _Groups:
         values = groups.to_numpy()
-        if values.dtype.kind in "iu" and len(values):
-            change = values[1:] != values[:-1]
-            if (values[1:] >= values[:-1]).all():
-                codes = np.empty(len(values), dtype=np.intp)
-                codes[0] = 0
-                np.cumsum(change, out=codes[1:])
-                return cls(codes, int(codes[-1]) + 1, np.r_[0, np.flatnonzero(change) + 1])
-        codes, uniques = pd.factorize(groups, sort=False)
+        if values.dtype.kind in "iu":
+            starts = cls._run_starts(values)
+            if (values[starts[1:]] > values[starts[:-1]]).all():  # ascending ids: already runs
+                return cls(starts, np.diff(np.r_[starts, len(values)]), None)
+        codes, _ = pd.factorize(groups, sort=False)
         if (codes < 0).any():
             raise ValueError("Every rollout needs a group id")
-        return cls(codes.astype(np.intp), len(uniques), None)
+        order = None
+        if not (codes[1:] >= codes[:-1]).all():
+            order = np.argsort(codes, kind="stable")
+            codes = codes[order]
+        starts = cls._run_starts(codes)
+        return cls(starts, np.diff(np.r_[starts, len(codes)]), order)
+
+    @staticmethod
+    def _run_starts(values: np.ndarray) -> np.ndarray:
+        """First row of each run of equal values."""
+        starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+        return np.r_[0, starts] if len(values) else starts
+
+    @classmethod
+    def single(cls, n: int) -> _Groups:
+        """n rows of one group (none for n = 0)."""
+        return cls(np.zeros(min(n, 1), dtype=np.intp), np.array([n][: min(n, 1)], dtype=np.intp), None)
 
     @property
-    def size(self) -> np.ndarray:
-        if self.starts is not None:
-            return np.diff(np.r_[self.starts, len(self.codes)])
-        return np.bincount(self.codes, minlength=self.count)
+    def count(self) -> int:
+        return len(self.starts)
 
-    def sum(self, weights: np.ndarray) -> np.ndarray:
-        if self.starts is not None:
-            return np.add.reduceat(weights, self.starts, dtype=float) if len(weights) else np.zeros(0)
-        return np.bincount(self.codes, weights=weights, minlength=self.count)
+    @property
+    def codes(self) -> np.ndarray:
+        """0-based group number of each row, in input order."""
+        return self.in_input_order(np.repeat(np.arange(self.count, dtype=np.intp), self.sizes))
+
+    def in_runs(self, values: np.ndarray) -> np.ndarray:
+        return values if self.order is None else values[self.order]
+
+    def in_input_order(self, values: np.ndarray) -> np.ndarray:
+        if self.order is None:
+            return values
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
+
+    def spread(self, per_group: np.ndarray) -> np.ndarray:
+        return np.repeat(per_group, self.sizes)
+
+    def _reduce(self, ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
+        return ufunc.reduceat(values, self.starts) if self.count else np.zeros(0, dtype=values.dtype)
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        return self._reduce(np.add, values)
+
+    def any(self, values: np.ndarray) -> np.ndarray:
+        return self._reduce(np.logical_or, values)
+
+    def maximum(self, values: np.ndarray) -> np.ndarray:
+        return self._reduce(np.maximum, values)
+
+    def minimum(self, values: np.ndarray) -> np.ndarray:
+        return self._reduce(np.minimum, values)
+
+    def bitwise_or(self, values: np.ndarray) -> np.ndarray:
+        return self._reduce(np.bitwise_or, values)
+
+
+def _numbers(column: pd.Series) -> np.ndarray:
+    """Floats, NaN where missing; a float column is used as it is, not copied."""
+    if column.dtype == np.float64:
+        return column.to_numpy()
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iub":
+        return column.to_numpy(dtype=float)
+    return pd.to_numeric(column).to_numpy(dtype=float, na_value=np.nan)
+
+
+def _binary(column: pd.Series) -> np.ndarray:
+    """The rewards as they are (integers are compared, not converted); anything but 0 and 1 is refused."""
+    values = column.to_numpy() if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iub" else _numbers(column)
+    if values.dtype.kind == "b" or not len(values):
+        return values
+    if values.dtype.kind in "iu":  # as unsigned, a negative is huge: one pass finds anything but 0 and 1
+        binary = values.view(f"u{values.dtype.itemsize}").max() <= 1
+    else:
+        binary = ((values == 0) | (values == 1)).all()
+    if not binary:
+        raise ValueError("Rewards must be binary (0 or 1)")
+    return values
+
+
+def _flags(column: pd.Series) -> np.ndarray:
+    """True where the value is True; missing and anything else is False."""
+    return column.to_numpy() if column.dtype == bool else column.eq(True).to_numpy()
 
 
 def _tier_codes(tiers: pd.Series) -> np.ndarray:
-    """0/1/2 for T1/T2/T3, -1 where the grader gave no tier.
+    """0/1/2 for T1/T2/T3, -1 where the grader gave no tier, as int8.
 
-    A categorical column (what the store hands over) costs nothing to code; any other
-    column is factorized.
+    A categorical column (what the store hands over) costs nothing to code: with the
+    categories T1, T2, T3 in that order its codes are the answer; any other column is
+    factorized.
     """
     if isinstance(tiers.dtype, pd.CategoricalDtype):
         codes = tiers.cat.codes.to_numpy()
-        lookup = np.array([_TIER_INDEX.get(c, -2) for c in tiers.cat.categories] + [-1], dtype=np.intp)
-        used = np.zeros(len(lookup), dtype=bool)
-        used[codes] = True  # code -1 (missing) lands on the trailing slot
-        if (used[:-1] & (lookup[:-1] == -2)).any():
-            unknown = [c for c, code, u in zip(tiers.cat.categories, lookup, used) if code == -2 and u]
-            raise ValueError(f"Unknown tier(s) {sorted(map(str, unknown))}; expected {', '.join(TIERS)}")
+        categories = list(tiers.cat.categories)
+        if categories == list(TIERS)[: len(categories)]:
+            return codes.astype(np.int8, copy=False)
+        lookup = np.array([_TIER_INDEX.get(c, -2) for c in categories] + [-1], dtype=np.int8)
+        if (lookup == -2).any():
+            used = np.bincount(codes + 1, minlength=len(lookup)) > 0  # code -1 (missing) counts in slot 0
+            unknown = [c for c, code, u in zip(categories, lookup, used[1:]) if code == -2 and u]
+            if unknown:
+                raise ValueError(f"Unknown tier(s) {sorted(map(str, unknown))}; expected {', '.join(TIERS)}")
         return lookup[codes]
     # factorize hashes each distinct value once; mapping a million strings one by one
     # was the engine's largest cost.
     codes, uniques = pd.factorize(tiers, use_na_sentinel=True)
-    lookup = np.array([_TIER_INDEX.get(u, -2) if isinstance(u, str) else -2 for u in uniques] + [-1], dtype=np.intp)
+    lookup = np.array([_TIER_INDEX.get(u, -2) if isinstance(u, str) else -2 for u in uniques] + [-1], dtype=np.int8)
     if (lookup[:-1] == -2).any():
         unknown = [u for u, code in zip(uniques, lookup[:-1]) if code == -2]
         raise ValueError(f"Unknown tier(s) {sorted(map(str, unknown))}; expected {', '.join(TIERS)}")
     return lookup[codes]  # the NA sentinel -1 picks the trailing -1
 
 
-def _baseline_advantage(reward: np.ndarray, groups: _Groups, baseline: str) -> np.ndarray:
-    # Statistics per group, gathered back to rows once.
-    group, size = groups.codes, groups.size
-    total = groups.sum(reward)
+def _baseline_formula(
+    reward: np.ndarray | float,
+    total: np.ndarray | float,
+    n: np.ndarray | float,
+    centred_squares: np.ndarray | float,
+    baseline: str,
+) -> np.ndarray:
+    """docs/method.md section 1: A for a reward in a group of n with this total and sum of (R - mean)^2."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = total / size
+        mean = np.divide(total, n)
+    centred: np.ndarray = np.subtract(reward, mean)
     if baseline == "mean":
-        centred: np.ndarray = reward - mean[group]
         return centred
-    n = size[group].astype(float)
     # A group of one has no "others" and no spread; 0 is its only signal-free value.
-    others = np.maximum(n - 1.0, 1.0)
+    others = np.maximum(np.subtract(n, 1.0), 1.0)
     if baseline == "loo":
-        return np.where(n > 1, reward - (total[group] - reward) / others, 0.0)
-    centred = reward - mean[group]
+        return np.where(np.greater(n, 1), reward - (total - reward) / others, 0.0)
     # ddof=1 as verl and TRL do; epsilon keeps all-equal groups finite.
-    std = np.sqrt(groups.sum(centred**2)[group] / others)
-    return np.where(n > 1, centred / (std + GRPO_EPSILON), 0.0)
+    std = np.sqrt(centred_squares / others)
+    return np.where(np.greater(n, 1), centred / (std + GRPO_EPSILON), 0.0)
 
 
-def _band_factors(group: np.ndarray, tier: np.ndarray, rank: np.ndarray, mapping: MappingSpec) -> np.ndarray:
-    """docs/method.md section 3: position j of a rank among the k distinct ranks of its tier."""
-    n = len(group)
-    if n == 0:
-        return np.empty(0)
-    band = group.astype(np.int64) * 3 + tier  # one id per (group, tier)
-    if np.array_equal(rank, np.floor(rank)) and rank.min() >= 1 and rank.max() <= 64:
-        j, k = _band_positions_table(band, rank.astype(np.intp) - 1)
-    else:
-        j, k = _band_positions_sorted(band, rank)
-    hi = np.array([mapping.band(x)[0] for x in TIERS])[tier]
-    lo = np.array([mapping.band(x)[1] for x in TIERS])[tier]
-    values: np.ndarray = np.where(k > 1, hi - (hi - lo) * j / np.maximum(k - 1.0, 1.0), hi)
-    return values
+def _binary_baseline(n_passed: np.ndarray, size: np.ndarray, baseline: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per group, the baseline advantage of a pass (R = 1) and of a fail (R = 0)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = n_passed / size
+    centred_squares = n_passed * (1.0 - mean) ** 2 + (size - n_passed) * mean**2
+    return (
+        _baseline_formula(1.0, n_passed, size, centred_squares, baseline),
+        _baseline_formula(0.0, n_passed, size, centred_squares, baseline),
+    )
 
 
-def _band_positions_table(band: np.ndarray, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ranks 1..64 (slot = rank - 1): a bands x ranks table of which ranks occur, no sort.
+_RANK_BITS = 21  # ranks 1..21 of three tiers fit one 64-bit word
+_LANE = np.uint64((1 << _RANK_BITS) - 1)
 
-    Its running count along each band's row is the number of distinct ranks up to a
-    rank; so j = count at the rank - 1 and k = count at the row's end.
+
+def _band_rule(hi: np.ndarray, drop: np.ndarray, j: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """docs/method.md section 3: f = hi - (hi - lo) j / (k - 1), and hi when k = 1 (then j = 0)."""
+    factor: np.ndarray = hi - drop * j / (np.maximum(k, 2) - 1)
+    return factor
+
+
+def _band_factors(
+    groups: _Groups, scored: np.ndarray, tier: np.ndarray, rank: np.ndarray, no_rank: np.ndarray, mapping: MappingSpec
+) -> tuple[np.ndarray, np.ndarray]:
+    """Factors of the `scored` rows (passes of graded groups) by the band rule, 1.0 elsewhere;
+    and per group whether its scored rows' factors differ.
+
+    Position j of a rank among the k distinct ranks of its (group, tier). Rows not
+    scored get band 0, whose hi is 1 and hi - lo is 0, so their factor is 1.0 exactly.
     """
-    bands, band_code = np.unique(band, return_inverse=True) if band.max() > 4 * len(band) else (None, band)
-    n_bands = len(bands) if bands is not None else int(band.max()) + 1
-    present = np.zeros((n_bands, int(slot.max()) + 1), dtype=np.int8)
-    present[band_code, slot] = 1
-    upto = present.cumsum(axis=1, dtype=np.int8)
-    return upto[band_code, slot] - 1.0, upto[band_code, -1].astype(float)
+    band = tier + 1  # 0 outside any band (set below), 1 + tier index inside
+    band *= scored.view(np.int8)
+    hi = np.array([1.0] + [mapping.band(x)[0] for x in TIERS])
+    drop = np.array([0.0] + [mapping.band(x)[0] - mapping.band(x)[1] for x in TIERS])
+    positions = _band_positions_bits(groups, scored, tier, rank, no_rank)
+    if positions is None:
+        j, k = _band_positions_sorted(groups, scored, tier, rank)
+        any_factor = _band_rule(hi[band], drop[band], j, k)
+        # Rows not scored count as 0 for the largest and 3 for the smallest factor.
+        differs = groups.maximum(any_factor * scored) != groups.minimum(any_factor + 2.0 * ~scored)
+        return any_factor, differs & groups.any(scored)
+    # j < k <= 21: the rule for every (band, j, k) at once, then one lookup per row.
+    j, k, group_word = positions
+    span = np.arange(_RANK_BITS + 1)
+    table = _band_rule(hi[:, None, None], drop[:, None, None], span[None, :, None], span[None, None, :])
+    index = band.astype(np.uint16)  # below 4 * 22 * 22: small integers, cheap to compute with
+    index *= _RANK_BITS + 1
+    index += j
+    index *= _RANK_BITS + 1
+    index += k
+    factor: np.ndarray = table.ravel().take(index.astype(np.intp))  # take is fastest with its own index type
+    # A band's largest factor is at j = 0 and its smallest at j = k - 1 (f falls as j grows),
+    # so a group's extremes come from its bands' counts rather than from its rows.
+    largest, smallest = np.full(groups.count, -np.inf), np.full(groups.count, np.inf)
+    for t in range(len(TIERS)):
+        k_band = np.bitwise_count((group_word >> np.uint64(t * _RANK_BITS)) & _LANE).astype(np.intp)
+        present = k_band > 0
+        k_band[~present] = 1
+        np.maximum(largest, np.where(present, table[t + 1, 0, k_band], -np.inf), out=largest)
+        np.minimum(smallest, np.where(present, table[t + 1, k_band - 1, k_band], np.inf), out=smallest)
+    return factor, np.isfinite(largest) & (largest != smallest)  # no band: -inf and inf
 
 
-def _band_positions_sorted(band: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Any ranks: one sort by (band, rank); a new rank inside a run of a band advances j."""
-    n = len(band)
-    order = np.lexsort((rank, band))
-    b, r = band[order], rank[order]
+def _band_positions_bits(
+    groups: _Groups, scored: np.ndarray, tier: np.ndarray, rank: np.ndarray, no_rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Ranks 1..21: one 64-bit word per group with a bit per (tier, rank) among its scored rows.
+
+    A row's tier lane of the word holds its band's distinct ranks: k is the lane's bit
+    count and j the count of bits below the row's rank. No sort. Returns j and k per row
+    and each group's word. Any other ranks (also on rows not scored, so a cheat's
+    rank 30 sends its table to the sort) give None. NumPy shifts by 64 or more give 0.
+    """
+    with np.errstate(invalid="ignore"):
+        position = rank.astype(np.uint8)  # NaN and ranks past 255 cast to some byte
+        usable = position == rank  # a whole number 0..255
+    position -= 1  # 0..20 for ranks 1..21; a rank 0 wraps to 255
+    usable &= position < _RANK_BITS
+    usable |= no_rank  # rows without a rank are not scored
+    if not usable.all():
+        return None
+    lane = tier.view(np.uint8) & 3  # 0, 1, 2 (3 where a row has no tier: not scored)
+    lane *= _RANK_BITS  # 0, 21, 42
+    shift = lane + position
+    shift &= 63
+    shift |= (~scored).view(np.uint8) << 6  # 64 and up: no bit
+    bit = np.left_shift(np.uint64(1), shift)
+    group_word = groups.bitwise_or(bit)
+    word = groups.spread(group_word)
+    np.right_shift(word, lane, out=word)
+    word &= _LANE  # the row's band
+    k = np.bitwise_count(word)
+    np.left_shift(word, 64 - position, out=word)  # keep the ranks below the row's
+    return np.bitwise_count(word), k, group_word
+
+
+def _band_positions_sorted(
+    groups: _Groups, scored: np.ndarray, tier: np.ndarray, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Any ranks: one sort of the scored rows by (band, rank); a new rank inside a run of a band advances j."""
+    rows = np.flatnonzero(scored)
+    j, k = np.zeros(len(scored)), np.ones(len(scored))
+    n = len(rows)
+    if n == 0:
+        return j, k
+    band = np.repeat(np.arange(groups.count, dtype=np.int64), groups.sizes)[rows] * 3 + tier[rows]
+    order = np.lexsort((rank[rows], band))
+    b, r = band[order], rank[rows][order]
     starts_band = np.empty(n, dtype=bool)
     starts_band[0] = True
     np.not_equal(b[1:], b[:-1], out=starts_band[1:])
@@ -481,7 +668,6 @@ def _band_positions_sorted(band: np.ndarray, rank: np.ndarray) -> tuple[np.ndarr
     run = np.cumsum(starts_band) - 1
     first = distinct[starts_band]
     last = distinct[np.r_[np.flatnonzero(starts_band)[1:] - 1, n - 1]]
-    j, k = np.empty(n), np.empty(n)
-    j[order] = distinct - first[run]
-    k[order] = (last - first + 1)[run]
+    j[rows[order]] = distinct - first[run]
+    k[rows[order]] = (last - first + 1)[run]
     return j, k
