@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Advantage engine benchmark: vectorised `redistribute()` vs a per-group Python loop.
+"""Advantage engine benchmark: `redistribute()` vs verl's GRPO estimators and per-group Python loops.
 
-    .venv/bin/python benchmarks/advantage.py                 # 62,500 groups x 16 = 1M rollouts
+    .venv/bin/python benchmarks/advantage.py --repeat 5     # 62,500 groups x 16 = 1M rollouts
     .venv/bin/python benchmarks/advantage.py --baseline grpo --repeat 5
 
 1. Generates one long table (one row per rollout, groups contiguous, integer group ids
@@ -16,9 +16,25 @@
    lists, one with small NumPy arrays per group), each from the same DataFrame to its
    natural output (the engine: its result DataFrame; the loops: per-row arrays),
    `--repeat` times back to back; reports every run and the median.
-3. Checks that all three give the same status, advantage, factor, lambda, A* and
-   discount-only values on every row (to 1e-9), then prints the machine and a table of
-   seconds, rollouts/s and the speed-up over the faster loop (goal >= 10x).
+3. In the same process, when verl is installed (`make install-trainers`), times verl's own
+   GRPO outcome estimators from `verl.trainer.ppo.core_algos` on the same rewards (cheats
+   zeroed, as the engine sees them) and groups, with the tensors verl's trainer passes:
+   `token_level_rewards` [rollouts, --response-length] float32 holding each reward on its
+   rollout's last valid token (lengths drawn from 1..--response-length), `response_mask`
+   int64 (a slice of the attention mask in verl) and `index` the `uid` array. verl's trainer
+   makes uids with `str(uuid.uuid4())` per prompt; the vectorised estimator is timed with
+   those and with integer group ids (its fast path, leaving the per-group statistics
+   alone). A short response keeps the comparison on the per-group statistics rather than
+   on broadcasting over tokens. The per-row loop `compute_grpo_outcome_advantage` takes
+   ~25 s on 1M rollouts, so it runs `--verl-loop-repeat` times (default 1).
+4. Checks that the engine and both loops give the same status, advantage, factor, lambda,
+   A* and discount-only values on every row (to 1e-9), and that verl's advantages on every
+   valid token equal the engine's `grpo` baseline advantage (the `advantage` column of
+   `redistribute(frame, baseline="grpo")`, before redistribution; to 1e-5, verl computes in
+   float32) on every row: every group here has 16 rollouts, and a group with no pass or
+   no fail is 0 in both. Masked tokens must be 0. Then prints the machine and a table of
+   seconds, rollouts/s and the ratios (goals: >= 10x over the faster loop, <= 50 ms, >= 5x
+   over verl's `grpo_vectorized`).
 """
 
 from __future__ import annotations
@@ -30,7 +46,10 @@ import platform
 import statistics
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,6 +73,9 @@ from grading.method.advantage import (  # noqa: E402  (pure module, no Django)
 )
 
 TOLERANCE = 1e-9
+VERL_TOLERANCE = 1e-5  # verl's estimators compute in float32
+GOAL_SECONDS = 0.050
+GOAL_OVER_VERL = 5.0
 COMPARED = ("advantage", "factor", "lambda", "redistributed_advantage", "discount_only_advantage")
 
 
@@ -67,6 +89,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--ungraded-rate", type=float, default=0.15, help="share of groups without a valid verdict")
     p.add_argument("--partial-rate", type=float, default=0.01, help="share of verdicts that skipped one pass")
     p.add_argument("--seed", type=int, default=2024)
+    p.add_argument("--response-length", type=int, default=4, help="tokens per response in verl's tensors")
+    p.add_argument("--verl-loop-repeat", type=int, default=1, help="timed runs of verl's per-row GRPO loop")
+    p.add_argument("--no-verl", action="store_true", help="skip verl even when it is installed")
     return p.parse_args()
 
 
@@ -290,6 +315,90 @@ def as_arrays(out) -> dict[str, np.ndarray]:
     return arrays
 
 
+# --- verl's estimators ------------------------------------------------------------------
+
+VERL_INSTALL = "verl is not installed: `make install-trainers` puts it in the venv (the `trainers` extra)"
+
+
+def import_verl() -> Any | None:
+    try:
+        from verl.trainer.ppo import core_algos
+    except ImportError:
+        return None
+    return core_algos
+
+
+def verl_inputs(frame: pd.DataFrame, *, response_length: int, seed: int) -> dict[str, Any]:
+    """The tensors verl's trainer hands an outcome estimator, for the engine's rewards and groups."""
+    import torch
+
+    rng = np.random.default_rng(seed + 1)
+    n = len(frame)
+    reward = np.where(frame["cheat"].to_numpy(dtype=bool), 0, frame["reward"].to_numpy()).astype(np.float32)
+    lengths = rng.integers(1, response_length + 1, n)
+    token_level_rewards = torch.zeros(n, response_length, dtype=torch.float32)
+    token_level_rewards[torch.arange(n), torch.from_numpy(lengths - 1)] = torch.from_numpy(reward)
+    response_mask = (torch.arange(response_length)[None, :] < torch.from_numpy(lengths)[:, None]).to(torch.int64)
+    group = frame["group"].to_numpy()
+    ids, first = np.unique(group, return_inverse=True)
+    prompt_uids = np.array([str(uuid.UUID(int=int(x), version=4)) for x in rng.integers(0, 2**62, len(ids))], dtype=object)
+    return {
+        "token_level_rewards": token_level_rewards,
+        "response_mask": response_mask,
+        "uid": prompt_uids[first],  # what verl's trainer stores in non_tensor_batch["uid"]
+        "group_id": group.copy(),  # integer ids (writable, as torch.from_numpy wants): the fast path
+    }
+
+
+def verl_estimators(core_algos: Any, inputs: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+    def call(fn: Callable[..., Any], index: np.ndarray) -> Callable[[], Any]:
+        def run() -> Any:
+            advantages, _returns = fn(
+                token_level_rewards=inputs["token_level_rewards"],
+                response_mask=inputs["response_mask"],
+                index=index,
+                epsilon=GRPO_EPSILON,
+                norm_adv_by_std_in_grpo=True,
+            )
+            return advantages
+
+        return run
+
+    vectorized = core_algos.compute_grpo_vectorized_outcome_advantage
+    return {
+        "verl grpo_vectorized, int ids": call(vectorized, inputs["group_id"]),
+        "verl grpo_vectorized, uuid uids": call(vectorized, inputs["uid"]),
+        "verl grpo (per-row loop), uids": call(core_algos.compute_grpo_outcome_advantage, inputs["uid"]),
+    }
+
+
+def check_verl(name: str, advantages: Any, grpo_advantage: np.ndarray, inputs: dict[str, Any]) -> float:
+    """verl's advantage on every valid token equals the engine's grpo baseline; masked tokens are 0."""
+    values = advantages.double().numpy()
+    mask = inputs["response_mask"].numpy().astype(bool)
+    if np.any(values[~mask] != 0.0):
+        raise SystemExit(f"{name}: a masked token has a non-zero advantage")
+    diff = np.abs(values - grpo_advantage[:, None])[mask]
+    worst = float(diff.max()) if diff.size else 0.0
+    if not worst <= VERL_TOLERANCE:
+        raise SystemExit(f"{name}: differs from the engine's grpo baseline by {worst:g} (> {VERL_TOLERANCE:g})")
+    return worst
+
+
+def time_runs(fn: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
+    """`repeat` timed calls back to back; the first call's output is kept for the checks."""
+    times, first = [], None
+    for run in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+        if run == 0:
+            first = out
+        del out
+    return times, first
+
+
 # --- checks and report ---------------------------------------------------------------
 
 
@@ -338,20 +447,13 @@ def main() -> None:
         "loop, plain Python per group": loop_python,
         "loop, NumPy per group": loop_numpy,
     }
-    times: dict[str, list[float]] = {name: [] for name in impls}
+    times: dict[str, list[float]] = {}
     outputs: dict[str, dict[str, np.ndarray]] = {}
     for name, fn in impls.items():
         # Back to back, as timeit does: the first call of each pays for lazy imports and for the
-        # allocator handing out fresh pages (the engine's ~0.5 s becomes ~0.9 s on a cold call);
-        # the median is the steady state. All runs are printed.
-        for run in range(args.repeat):
-            gc.collect()
-            start = time.perf_counter()
-            out = fn(frame, DEFAULT_MAPPING, args.baseline)
-            times[name].append(time.perf_counter() - start)
-            if run == 0:
-                outputs[name] = as_arrays(out)
-            del out
+        # allocator handing out fresh pages; the median is the steady state. All runs are printed.
+        times[name], out = time_runs(lambda fn=fn: fn(frame, DEFAULT_MAPPING, args.baseline), args.repeat)
+        outputs[name] = as_arrays(out)
         print(f"  {name}: " + " ".join(f"{t:.3f}" for t in times[name]) + " s")
 
     ref = outputs["vectorised redistribute()"]
@@ -362,17 +464,56 @@ def main() -> None:
         f"rows graded {counts.get(GRADED, 0):,} / fallback {counts.get(FALLBACK, 0):,} / filtered {counts.get(FILTERED, 0):,}"
     )
 
+    # verl after the engine: torch's worker threads keep spinning a while after each call.
+    core_algos = None if args.no_verl else import_verl()
+    verl_names: list[str] = []
+    if core_algos is None:
+        print("verl: skipped (--no-verl)" if args.no_verl else f"verl: {VERL_INSTALL}; its estimators are left out")
+    else:
+        import torch
+        import verl
+
+        inputs = verl_inputs(frame, response_length=args.response_length, seed=args.seed)
+        grpo = as_arrays(redistribute(frame, baseline="grpo"))["advantage"]
+        print(
+            f"verl {verl.__version__}, torch {torch.__version__} ({torch.get_num_threads()} threads): "
+            f"token_level_rewards {tuple(inputs['token_level_rewards'].shape)} float32, response lengths "
+            f"1..{args.response_length}, {len(set(inputs['uid'][:: args.size])):,} uids"
+        )
+        for name, fn in verl_estimators(core_algos, inputs).items():
+            repeat = args.verl_loop_repeat if "loop" in name else args.repeat
+            times[name], advantages = time_runs(fn, repeat)
+            worst_verl = check_verl(name, advantages, grpo, inputs)
+            verl_names.append(name)
+            print(
+                f"  {name}: " + " ".join(f"{t:.3f}" for t in times[name]) + " s; equals the engine's grpo "
+                f"baseline on every valid token (max |difference| {worst_verl:.3g} <= {VERL_TOLERANCE:g})"
+            )
+
     medians = {name: statistics.median(ts) for name, ts in times.items()}
     vec = medians["vectorised redistribute()"]
     fastest_loop = min(medians[name] for name in impls if name != "vectorised redistribute()")
     print()
-    print(f"{'implementation':<32} {'median s':>9} {'runs (s)':>29} {'rollouts/s':>12} {'vs vectorised':>14}")
-    for name in impls:
-        runs = " ".join(f"{t:.2f}" for t in times[name])
-        print(f"{name:<32} {medians[name]:>9.3f} {runs:>29} {len(frame) / medians[name]:>12,.0f} {medians[name] / vec:>13.1f}x")
+    print(f"{'implementation':<34} {'median s':>9} {'runs (s)':>34} {'rollouts/s':>12} {'/ redistribute()':>17}")
+    for name in [*impls, *verl_names]:
+        runs = " ".join(f"{t:.3f}" for t in times[name])
+        print(f"{name:<34} {medians[name]:>9.4f} {runs:>34} {len(frame) / medians[name]:>12,.0f} {medians[name] / vec:>16.1f}x")
     ratio = fastest_loop / vec
     print()
     print(f"speed-up of redistribute() over the faster loop: {ratio:.1f}x (goal >= 10x: {'met' if ratio >= 10 else 'MISSED'})")
+    if len(frame) >= 1_000_000:
+        met = "met" if vec <= GOAL_SECONDS else "MISSED"
+        print(
+            f"redistribute() median on {len(frame):,} rollouts: {vec * 1000:.1f} ms (goal <= {GOAL_SECONDS * 1000:.0f} ms: {met})"
+        )
+    if verl_names:
+        over = medians["verl grpo_vectorized, int ids"] / vec
+        over_uids = medians["verl grpo_vectorized, uuid uids"] / vec
+        print(
+            f"speed-up of redistribute() over verl's grpo_vectorized: {over:.1f}x with integer ids, {over_uids:.1f}x with "
+            f"uuid uids (goal >= {GOAL_OVER_VERL:.0f}x: {'met' if over >= GOAL_OVER_VERL else 'MISSED'})"
+        )
+    print(f"load average at the end: {load_average():.2f}")
 
 
 if __name__ == "__main__":
