@@ -240,10 +240,9 @@ def _redistribute_runs(
     factor, differs = _band_factors(groups, scored, tier, rank, no_rank, mapping)
 
     # Passing rollouts share their group's pass advantage a, so S+ = n_passed * a and
-    # sum f*A = a * (sum of the passes' factors).
-    passing_factor = np.multiply(factor, passed, out=pick.view(float))
+    # sum f*A = a * (sum of the passes' factors); a failing rollout's factor is exactly 1.
     s_plus = n_passed * pass_advantage
-    sum_f_a = pass_advantage * groups.sum(passing_factor)
+    sum_f_a = pass_advantage * (groups.sum(factor) - (size - n_passed))
     usable = is_graded & (sum_f_a != 0)
     lam = np.divide(s_plus, sum_f_a, out=np.ones(groups.count), where=usable)
 
