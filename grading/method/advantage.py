@@ -210,7 +210,7 @@ def _redistribute_runs(
     with a random mask those mispredict a branch per row and cost ten times more.
     """
     # Cheat zeroing comes first: every statistic below sees the zeroed rewards.
-    passed = reward == 1.0
+    passed = reward == 1  # an integer compare for integer rewards
     passed &= ~cheat
     reward_used = passed.astype(float)
 
@@ -232,9 +232,12 @@ def _redistribute_runs(
     # and a fail's. No np.where(mixed, ...) needed: in a group with no pass or no fail
     # every reward equals the group's mean, so all three baselines give exactly 0 there.
     pass_advantage, fail_advantage = _binary_baseline(n_passed, size, baseline)
-    pick = groups.spread(np.arange(0, 2 * groups.count, 2))  # a row's (group, passed) in the pairs below
-    pick += passed
-    advantage = np.column_stack((fail_advantage, pass_advantage)).ravel().take(pick)
+    if baseline == "mean":  # R - mean, as the formula reads: the same numbers in two steps
+        advantage = reward_used - groups.spread(n_passed / size)
+    else:
+        pick = groups.spread(np.arange(0, 2 * groups.count, 2))  # a row's (group, passed) in the pairs below
+        pick += passed
+        advantage = np.column_stack((fail_advantage, pass_advantage)).ravel().take(pick)
 
     scored = passed & groups.spread(is_graded)
     factor, differs = _band_factors(groups, scored, tier, rank, no_rank, mapping)
@@ -603,14 +606,14 @@ def _band_factors(
     factor: np.ndarray = table.ravel().take(index.astype(np.intp))  # take is fastest with its own index type
     # A band's largest factor is at j = 0 and its smallest at j = k - 1 (f falls as j grows),
     # so a group's extremes come from its bands' counts rather than from its rows.
+    # Indexed by a band's k, k = 0 (no such band in the group) gives -inf and inf.
+    k_span = np.arange(1, _RANK_BITS + 1)
     largest, smallest = np.full(groups.count, -np.inf), np.full(groups.count, np.inf)
-    for t in range(len(TIERS)):
-        k_band = np.bitwise_count((group_word >> np.uint64(t * _RANK_BITS)) & _LANE).astype(np.intp)
-        present = k_band > 0
-        k_band[~present] = 1
-        np.maximum(largest, np.where(present, table[t + 1, 0, k_band], -np.inf), out=largest)
-        np.minimum(smallest, np.where(present, table[t + 1, k_band - 1, k_band], np.inf), out=smallest)
-    return factor, np.isfinite(largest) & (largest != smallest)  # no band: -inf and inf
+    for t in range(1, len(TIERS) + 1):
+        k_band = np.bitwise_count((group_word >> np.uint64((t - 1) * _RANK_BITS)) & _LANE).astype(np.intp)
+        np.maximum(largest, np.r_[-np.inf, table[t, 0, k_span]].take(k_band), out=largest)
+        np.minimum(smallest, np.r_[np.inf, table[t, k_span - 1, k_span]].take(k_band), out=smallest)
+    return factor, np.isfinite(largest) & (largest != smallest)  # no band at all: -inf and inf
 
 
 def _band_positions_bits(
