@@ -92,6 +92,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--response-length", type=int, default=4, help="tokens per response in verl's tensors")
     p.add_argument("--verl-loop-repeat", type=int, default=1, help="timed runs of verl's per-row GRPO loop")
     p.add_argument("--no-verl", action="store_true", help="skip verl even when it is installed")
+    p.add_argument(
+        "--profile", action="store_true", help="also print cProfile's top entries for --repeat calls of redistribute()"
+    )
     return p.parse_args()
 
 
@@ -416,6 +419,27 @@ def compare(name: str, ref: dict[str, np.ndarray], other: dict[str, np.ndarray])
     return worst
 
 
+def profile_engine(frame: pd.DataFrame, baseline: str, repeat: int) -> None:
+    """Where redistribute()'s time goes: cProfile over `repeat` calls, top entries by own time, per call."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    for _ in range(repeat):
+        gc.collect()
+        profiler.enable()
+        out = redistribute(frame, baseline=baseline)
+        profiler.disable()
+        del out
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:14]  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in stats.stats.values()) / repeat  # type: ignore[attr-defined]
+    print(f"profile of redistribute() (cProfile, mean of {repeat} calls, {total * 1000:.1f} ms a call with its overhead):")
+    for (path, line, name), (_, calls, own, _cumulative, _) in rows:
+        where = f"{Path(path).name}:{line}({name})" if line else name
+        print(f"  {own / repeat * 1000:7.2f} ms  {calls // repeat:4d} calls  {where}")
+
+
 def machine() -> str:
     model, usable = cpu_model(), usable_cores()
     load_now = f" / load {load_average():.2f}"
@@ -463,6 +487,9 @@ def main() -> None:
         f"check: all three agree on every row (status equal; max |difference| {worst:.3g} <= {TOLERANCE:g}); "
         f"rows graded {counts.get(GRADED, 0):,} / fallback {counts.get(FALLBACK, 0):,} / filtered {counts.get(FILTERED, 0):,}"
     )
+
+    if args.profile:
+        profile_engine(frame, args.baseline, args.repeat)
 
     # verl after the engine: torch's worker threads keep spinning a while after each call.
     core_algos = None if args.no_verl else import_verl()
