@@ -311,6 +311,33 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int, *, children: bool = True) -> float:
+    """CPU seconds (user + system) `pid` used, with its waited-for children's when `children`."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    used = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    return used / TICKS
+
+
+def _machine_cpu_s() -> float:
+    """CPU seconds every process on the machine has used since boot (busy time of all cores)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in Path("/proc/stat").read_text().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / TICKS
+
+
+def cpu_by_role(roles: dict[str, list[int]]) -> dict[str, float]:
+    """CPU seconds so far of each role's processes (with their children), and the machine's."""
+    out = {role: sum(_cpu_s(m) for pid in pids for m in _descendants(pid)) for role, pids in roles.items()}
+    out["trainer"] = _cpu_s(os.getpid(), children=False)  # this process alone: the others are its children
+    out["machine"] = _machine_cpu_s()
+    return out
+
+
 def _rss_mib(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -331,12 +358,18 @@ class Sampler(threading.Thread):
         self.roles, self.db_url, self.database, self.every = roles, db_url, database, every
         self._done, self._lock = threading.Event(), threading.Lock()
         self._peaks: dict[str, float] = {}
+        # CPU is counted for the fake model server and the trainer too: on this machine they
+        # take cores a real deployment's model and trainer would not.
+        self.cpu_roles = dict(roles)
 
     def phase(self) -> dict[str, float]:
-        """The peaks since the last call; starts the next phase."""
+        """The peaks since the last call, and the CPU seconds each role used meanwhile (keys
+        `cpu:<role>`, `cpu:machine` for every process on the machine); starts the next phase."""
+        cpu = cpu_by_role(self.cpu_roles)
         with self._lock:
             peaks, self._peaks = self._peaks, {}
-        return peaks
+        before, self._cpu = getattr(self, "_cpu", cpu), cpu
+        return peaks | {f"cpu:{role}": cpu[role] - before[role] for role in cpu}
 
     def _note(self, key: str, value: float) -> None:
         with self._lock:
@@ -412,7 +445,7 @@ def play_paper_step(
     rows = gagar.wait_for_step(run, 1, timeout=3600, min_interval=0.5)
     final, final_wall = time.perf_counter(), time.time()
     status = gagar.step_status(run, 1)
-    peaks = sampler.phase()
+    peaks = sampler.phase() | {"wall_s": time.perf_counter() - started}
     queued, spans = paper_jobs(db_url, run)
     with psycopg.connect(db_url) as conn:
         (backlog,) = conn.execute("SELECT count(*) FROM grading_searchbacklog").fetchone()
@@ -443,7 +476,8 @@ def print_paper(results: list[dict], args) -> None:
     print(
         f"Steps: {', '.join(str(r['groups']) for r in results)} groups x {args.rollouts} real-length rollouts "
         f"(~{args.rollout_kb:.0f} kB each), posted {args.batch} groups a request; fake LLM: {args.turns} tool calls + "
-        f"the verdict, {args.delay:.2f} s each; search index on (GAGAR_SEARCH_INDEX=task), checks off"
+        f"the verdict, {args.delay:.2f} s each; GAGAR_SEARCH_INDEX={args.search_index}, "
+        f"GAGAR_HIGHLIGHT_AHEAD={args.highlight_ahead}, checks off"
     )
     print()
     print(
@@ -474,6 +508,17 @@ def print_paper(results: list[dict], args) -> None:
             f"{r['backlog']:,}",
         ]
         print("| " + " | ".join(cells) + " |")
+    roles = ["web", "grading worker", "other worker", "fake model", "trainer"]
+    print("\nWhere the cores went, CPU seconds from the first post to the final advantages (share of the machine's):\n")
+    print("| groups | wall (s) | cores busy | " + " | ".join(roles) + " | the rest (PostgreSQL, Redis, kernel) |")
+    print("|" + "---:|" * (len(roles) + 4))
+    for r in results:
+        p = r["peaks"]
+        machine = p.get("cpu:machine", 0.0) or 1e-9
+        known = sum(p.get(f"cpu:{role}", 0.0) for role in roles)
+        cells = [f"{p.get(f'cpu:{role}', 0.0):.0f} ({p.get(f'cpu:{role}', 0.0) / machine:.0%})" for role in roles]
+        rest = f"{machine - known:.0f} ({(machine - known) / machine:.0%})"
+        print(f"| {r['groups']} | {p['wall_s']:.0f} | {machine / p['wall_s']:.2f} | " + " | ".join(cells) + f" | {rest} |")
     print(
         "\nideal: every group graded in (calls x delay) seconds from the moment it was queued, on "
         f"{args.workers * args.concurrency} slots, first come first served (the fake model's waits alone); 'in flight': "
@@ -520,7 +565,9 @@ def start_services(args, env: dict, logs: Path) -> tuple[list[subprocess.Popen],
         processes.append(worker)
         roles["grading worker"].append(worker.pid)
     if args.pool == "gevent":
-        processes.append(celery_worker("rest", "threads", 4, [DEFAULT_QUEUE], env, logs))
+        rest = celery_worker("rest", "threads", 4, [DEFAULT_QUEUE], env, logs)
+        processes.append(rest)
+        roles["other worker"] = [rest.pid]
     wait_until_healthy(web, port)
     return processes, roles, port
 
@@ -562,7 +609,9 @@ def main() -> None:
         "GRADER_MAX_TURNS": str(args.turns + 4),
     }
     if args.paper:
-        env["GAGAR_SEARCH_INDEX"] = "task"  # the index on, as deployed: built by a worker after each post
+        env.setdefault("GAGAR_SEARCH_INDEX", "task")  # the index on, as deployed: built by a worker after each post
+        args.search_index = env["GAGAR_SEARCH_INDEX"]
+        args.highlight_ahead = env.get("GAGAR_HIGHLIGHT_AHEAD", "true")
     processes: list[subprocess.Popen] = []
     try:
         manage(env, "migrate", "--no-input", "-v0")
@@ -575,6 +624,7 @@ def main() -> None:
         if args.paper:
             assert step_file is not None  # written above under the same condition
             sampler = Sampler(roles, db_url, args.database)
+            sampler.cpu_roles["fake model"] = [fake.pid]
             sampler.start()
             results = [
                 play_paper_step(

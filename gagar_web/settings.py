@@ -428,13 +428,13 @@ if GAGAR_SANDBOX == "swe-rex" and not (GAGAR_SWEREX_URL and GAGAR_SWEREX_TOKEN):
 # tests), "task" queues them for a worker right after it (ingest stays fast; a search says how
 # many of its scope still wait). Unset: "inline" when Celery runs tasks eagerly, else "task"
 # (grading.search.index).
-# Each new rollout's patch highlighted by a Celery task after ingest (grading.highlights), so
-# a group's first view reads it; false: group pages highlight patches when shown.
-GAGAR_HIGHLIGHT_AHEAD = _env_bool("GAGAR_HIGHLIGHT_AHEAD", True)
-
 GAGAR_SEARCH_INDEX = os.environ.get("GAGAR_SEARCH_INDEX", "").strip()
 if GAGAR_SEARCH_INDEX not in ("", "inline", "task"):
     raise ImproperlyConfigured(f"Unexpected value GAGAR_SEARCH_INDEX={GAGAR_SEARCH_INDEX!r}: use inline or task")
+
+# Each new rollout's patch highlighted by a Celery task after ingest (grading.highlights), so
+# a group's first view reads it; false: group pages highlight patches when shown.
+GAGAR_HIGHLIGHT_AHEAD = _env_bool("GAGAR_HIGHLIGHT_AHEAD", True)
 
 LOGGING = {
     "version": 1,
