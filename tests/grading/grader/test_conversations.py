@@ -22,7 +22,7 @@ from django.test import override_settings
 
 from grading.grader.jobs import queue_step
 from grading.models import GradingJob, Group, Verdict
-from tests.helpers.fake_openai import FakeOpenAI, Reply, call, hang, status, submit
+from tests.helpers.fake_openai import RUBRIC_SCORES, FakeOpenAI, Reply, call, hang, status, submit
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.workers import start_celery_worker, start_grading_worker, stop_process
@@ -36,13 +36,7 @@ pytestmark = [
     ),
 ]
 
-SCORES = {
-    "solution_fit": 4,
-    "implementation_precision": 4,
-    "minimality": 4,
-    "side_effect_avoidance": 4,
-    "codebase_consistency": 4,
-}
+SCORES = RUBRIC_SCORES
 VERDICT = [{"rollout": 0, "tier": "T1", "rank": 1, "scores": SCORES, "cheat": False, "evidence": []}]
 # The task's hard limit; the soft one (CELERY_TASK_SOFT_TIME_LIMIT: 3/4 of it) stores a timeout verdict.
 TIME_LIMIT, SOFT_LIMIT = 16, 12
@@ -161,6 +155,9 @@ def test_many_conversations_in_one_worker_each_fail_on_their_own(acme, tmp_path,
     # A task's message carries its sender's time limits (the settings, the same on every process)
     monkeypatch.setattr(grade_group_task, "time_limit", TIME_LIMIT)
     monkeypatch.setattr(grade_group_task, "soft_time_limit", SOFT_LIMIT)
+    # Celery caches a task's send options, time limits included, at its first send: without
+    # this, a test that sent the task before (test_tasks) leaves the limits it sent with.
+    monkeypatch.setattr(grade_group_task, "_exec_options", None)
 
     kinds = {"ok": 30, "slow": 6, "fail": 6, "hang": 4, "endless": 2}
     total = sum(kinds.values())

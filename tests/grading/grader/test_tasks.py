@@ -13,18 +13,12 @@ from django.test import override_settings
 
 from grading.grader.jobs import queue_step
 from grading.models import Group, Verdict
-from tests.helpers.fake_openai import FakeOpenAI, submit
+from tests.helpers.fake_openai import RUBRIC_SCORES, FakeOpenAI, submit
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.workers import start_celery_worker, stop_process
 
-SCORES = {
-    "solution_fit": 4,
-    "implementation_precision": 4,
-    "minimality": 4,
-    "side_effect_avoidance": 4,
-    "codebase_consistency": 4,
-}
+SCORES = RUBRIC_SCORES
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
