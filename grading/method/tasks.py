@@ -14,5 +14,5 @@ def recompute_step_task(*, step_id: int) -> dict:
     step = Step.objects.select_related("run").filter(pk=step_id).first()
     if step is None:  # deleted since it was queued
         return {"step_id": step_id, "skipped": "step no longer exists"}
-    computation = compute_step(step=step, mapping=active_mapping(step.run))
+    computation = compute_step(step=step, mapping=active_mapping(step.run), unless_current=True)
     return {"step_id": step_id, "rows": computation.n_rows}
