@@ -431,6 +431,12 @@ if GAGAR_SANDBOX == "swe-rex" and not (GAGAR_SWEREX_URL and GAGAR_SWEREX_TOKEN):
 GAGAR_SEARCH_INDEX = os.environ.get("GAGAR_SEARCH_INDEX", "").strip()
 if GAGAR_SEARCH_INDEX not in ("", "inline", "task"):
     raise ImproperlyConfigured(f"Unexpected value GAGAR_SEARCH_INDEX={GAGAR_SEARCH_INDEX!r}: use inline or task")
+# "task": one worker at a time builds the index (PostgreSQL), and while trainers are posting it
+# takes at most this share of its time, in percent, so that ingest keeps the database's cores;
+# between posts it runs flat out (grading.search.index.index_backlog). 100: never paced.
+GAGAR_SEARCH_INDEX_SHARE = _env_int("GAGAR_SEARCH_INDEX_SHARE", 25, minimum=1)
+if GAGAR_SEARCH_INDEX_SHARE > 100:
+    raise ImproperlyConfigured(f"Unexpected value GAGAR_SEARCH_INDEX_SHARE={GAGAR_SEARCH_INDEX_SHARE}: a percent, 1 to 100")
 
 # Each new rollout's patch highlighted by a Celery task after ingest (grading.highlights), so
 # a group's first view reads it; false: group pages highlight patches when shown.

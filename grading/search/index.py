@@ -9,6 +9,14 @@ SearchBacklog and queues `index_backlog` for a worker once the transaction commi
 trigram indexing costs several times the COPY of the bodies, benchmarks/search.py). The
 setting GAGAR_SEARCH_INDEX chooses; unset, "inline" when Celery runs tasks eagerly.
 
+The backlog yields to ingest. On PostgreSQL one task at a time builds the index (an advisory
+lock; the others leave the backlog to it): writers of one GIN index contend with each other,
+and several at once took both of a small database host's cores from the trainers posting. And
+while posts keep arriving (a rollout queued in the last INGEST_QUIET_S seconds), the indexer
+spends at most GAGAR_SEARCH_INDEX_SHARE percent of its time indexing and waits out the rest,
+as autovacuum's cost delay does; between posts it runs flat out. Ingest is on the training
+loop's path, the index only on a reviewer's; a search says how many of its rollouts still wait.
+
 PostgreSQL: `vector` and its GIN index serve words and prefixes; a pg_trgm GIN index on the
 chunks' text serves literal substrings (LIKE) and phrases (a case-insensitive regex); rows
 are written by COPY. SQLite: an FTS5 trigram table over the chunks, kept by triggers, serves
@@ -17,12 +25,15 @@ the same by LIKE; rows by bulk_create.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any
 
 from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from grading.models import Rollout, RolloutContent, RolloutSearch, SearchBacklog, SearchChunk
 from grading.models.bulk import copy_rows
@@ -59,6 +70,8 @@ SQLITE_REVERSE_SQL = [
 ]
 FTS_TABLE = "grading_searchchunk_fts"
 BATCH = 200  # rollouts a task indexes per transaction
+INDEXER_LOCK = 0x6761676172_5331  # pg advisory lock key held by the one task building the index
+INGEST_QUIET_S = 5.0  # no rollout queued for this long: ingest is idle and the index runs flat out
 
 
 def has_index(using=None) -> bool:
@@ -121,16 +134,50 @@ def index_or_queue(items: list[tuple]) -> None:
     transaction.on_commit(lambda: index_backlog_task.delay())
 
 
-def index_backlog(*, batch: int = BATCH, limit: int | None = None) -> int:
-    """Index waiting rollouts, `batch` per transaction, until none waits (or `limit` are done).
-    Workers share the backlog: each takes rows the others have not locked. The count indexed."""
+def index_backlog(
+    *, batch: int = BATCH, limit: int | None = None, share: int | None = None, sleep: Callable[[float], None] = time.sleep
+) -> int:
+    """Index waiting rollouts, `batch` per transaction, until none waits (or `limit` are done):
+    on PostgreSQL only while holding the indexer's lock, paced to `share` percent of the time
+    while ingest is busy (module docstring; default GAGAR_SEARCH_INDEX_SHARE). A task that
+    finds the lock held returns 0 at once: the holder takes its rows. The count indexed."""
+    share = settings.GAGAR_SEARCH_INDEX_SHARE if share is None else share
+    if not has_index():  # SQLite: one process, nothing to share
+        return _drain(batch=batch, limit=limit, share=100, sleep=sleep)
     done = 0
     while limit is None or done < limit:
+        if not _try_lock():
+            return done
+        try:
+            done += _drain(batch=batch, limit=None if limit is None else limit - done, share=share, sleep=sleep)
+        finally:
+            _unlock()
+        # Rows whose own task found the lock held while it was being released are this task's.
+        if not SearchBacklog.objects.exists():
+            return done
+    return done
+
+
+def _try_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [INDEXER_LOCK])
+        return bool(cursor.fetchone()[0])
+
+
+def _unlock() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s)", [INDEXER_LOCK])
+
+
+def _drain(*, batch: int, limit: int | None, share: int, sleep: Callable[[float], None]) -> int:
+    done = 0
+    while limit is None or done < limit:
+        started = time.monotonic()
         with transaction.atomic():
             waiting = list(
                 SearchBacklog.objects.select_for_update(skip_locked=True)
                 .order_by("pk")
-                .values_list("rollout_id", flat=True)[:batch]
+                .values_list("rollout_id", flat=True)[: batch if limit is None else min(batch, limit - done)]
             )
             if not waiting:
                 return done
@@ -142,7 +189,14 @@ def index_backlog(*, batch: int = BATCH, limit: int | None = None) -> int:
             )
             done += write_index((RolloutSearch, SearchChunk), _items(RolloutContent, list(rollouts)))
             SearchBacklog.objects.filter(pk__in=waiting).delete()
+        if share < 100 and ingest_busy():
+            sleep((time.monotonic() - started) * (100 - share) / share)
     return done
+
+
+def ingest_busy() -> bool:
+    """Whether trainers are posting: a rollout still waiting was queued in the last INGEST_QUIET_S seconds."""
+    return SearchBacklog.objects.filter(queued_at__gte=timezone.now() - timedelta(seconds=INGEST_QUIET_S)).exists()
 
 
 def _items(RolloutContent, rollouts: list) -> list[tuple]:
