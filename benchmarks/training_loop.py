@@ -449,6 +449,10 @@ def play_paper_step(
     queued, spans = paper_jobs(db_url, run)
     with psycopg.connect(db_url) as conn:
         (backlog,) = conn.execute("SELECT count(*) FROM grading_searchbacklog").fetchone()
+        # The index yields to posts (GAGAR_SEARCH_INDEX_SHARE) and catches up after them.
+        while conn.execute("SELECT EXISTS (SELECT FROM grading_searchbacklog)").fetchone()[0]:
+            time.sleep(0.5)
+        searchable = time.perf_counter()
     assert status["final"] and len(rows) == groups * args.rollouts, (status, len(rows))
     service = (args.turns + 1) * args.delay
     first = min(queued) if queued else posted_wall
@@ -468,6 +472,7 @@ def play_paper_step(
         "tail_s": final_wall - last,
         "after_post_s": final - posted,
         "backlog": backlog,
+        "searchable_s": searchable - posted,
         "peaks": peaks,
     }
 
@@ -476,16 +481,18 @@ def print_paper(results: list[dict], args) -> None:
     print(
         f"Steps: {', '.join(str(r['groups']) for r in results)} groups x {args.rollouts} real-length rollouts "
         f"(~{args.rollout_kb:.0f} kB each), posted {args.batch} groups a request; fake LLM: {args.turns} tool calls + "
-        f"the verdict, {args.delay:.2f} s each; GAGAR_SEARCH_INDEX={args.search_index}, "
+        f"the verdict, {args.delay:.2f} s each; GAGAR_SEARCH_INDEX={args.search_index} "
+        f"(SHARE {args.search_share} %), "
         f"GAGAR_HIGHLIGHT_AHEAD={args.highlight_ahead}, checks off"
     )
     print()
     print(
         "| groups (mixed) | MB | post MB/s | COPY MB/s | post / COPY | graded / fell back | grading (s) | ideal (s) | "
         "ideal / actual | in flight | last verdict -> final seen (s) | trainer waits after its last post (s) | "
-        "peak RSS web / grading worker (MiB) | peak DB connections | search backlog at final |"
+        "peak RSS web / grading worker (MiB) | peak DB connections | search backlog at final | "
+        "all searchable after the last post (s) |"
     )
-    print("|" + "---:|" * 15)
+    print("|" + "---:|" * 16)
     for r in results:
         post_rate, copy_rate = r["mb"] / r["post_s"], r["mb"] / r["copy_s"]
         ratio = r["ideal_s"] / r["grading_s"] if r["grading_s"] else 0.0
@@ -506,6 +513,7 @@ def print_paper(results: list[dict], args) -> None:
             f"{peaks.get('web', 0):.0f} / {peaks.get('grading worker', 0):.0f}",
             f"{peaks.get('connections', 0):.0f}",
             f"{r['backlog']:,}",
+            f"{r['searchable_s']:.1f}",
         ]
         print("| " + " | ".join(cells) + " |")
     roles = ["web", "grading worker", "other worker", "fake model", "trainer"]
@@ -611,6 +619,7 @@ def main() -> None:
     if args.paper:
         env.setdefault("GAGAR_SEARCH_INDEX", "task")  # the index on, as deployed: built by a worker after each post
         args.search_index = env["GAGAR_SEARCH_INDEX"]
+        args.search_share = env.setdefault("GAGAR_SEARCH_INDEX_SHARE", "25")  # the setting's default
         args.highlight_ahead = env.get("GAGAR_HIGHLIGHT_AHEAD", "true")
     processes: list[subprocess.Popen] = []
     try:
