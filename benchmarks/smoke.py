@@ -46,6 +46,10 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "scale": (["--scale", "0.005", "--requests", "2", "--api-requests", "1"], "judge next group"),
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
+    "web_memory": (
+        ["--post-sizes", "1,2", "--export-sizes", "4,8", "--rollouts", "4", "--rollout-kb", "20", "--batch", "1"],
+        "peak growth",
+    ),
     "waiters": (["--waiters", "6", "--tokens", "2", "--wait", "10", "--probes", "6"], "goal <= 2x"),
     "workspace": (["--files", "300", "--rollouts", "4"], "disk per group"),
     "training_loop": (
@@ -76,6 +80,7 @@ OWN_DATABASE = {
     "training_loop",
     "training_loop:paper",
     "waiters",
+    "web_memory",
 }
 
 
