@@ -129,6 +129,12 @@ def parse_args() -> argparse.Namespace:
         "call (defaults: " + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in PAPER.items()) + ")",
     )
     p.add_argument("--groups", type=int, help="groups in the step (default 512; --paper: --sizes)")
+    p.add_argument(
+        "--mixed",
+        type=int,
+        help="instead of --groups: as many groups as it takes for this many to be mixed (only mixed groups are graded, "
+        "so --concurrency conversations in flight need at least that many)",
+    )
     p.add_argument("--sizes", help="comma-separated step sizes in groups, one step each on the same services")
     p.add_argument("--rollouts", type=int)
     p.add_argument("--rollout-kb", type=float, help="--paper: average size of one rollout's JSON, kB")
@@ -163,6 +169,8 @@ def parse_args() -> argparse.Namespace:
     if args.groups is not None:
         args.sizes = str(args.groups)
     args.sizes = [int(n) for n in str(args.sizes).split(",")]
+    if args.mixed is not None and (args.paper or args.groups is not None):
+        p.error("--mixed sizes the ordinary step: not with --paper or --groups")
     if args.paper and args.backend == "both":
         p.error("--paper grades with one backend: --backend llm or heuristic")
     return args
@@ -180,6 +188,20 @@ def celery_worker(name: str, pool: str, concurrency: int, queues: list[str], env
     command += ["--queues", ",".join(queues), "--hostname", f"{name}@%h", "--loglevel", "WARNING"]
     command += ["--without-gossip", "--without-mingle"]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=open(logs / f"{name}.log", "w"), stderr=subprocess.STDOUT)
+
+
+def is_mixed(group: dict) -> bool:
+    """Whether ingest will store `group` as mixed (a pass and a failure among its rollouts: it is graded)."""
+    rewards = {r["reward"] > 0 for r in group["rollouts"]}
+    return rewards == {True, False}
+
+
+def step_groups(rng: random.Random, args) -> list[dict]:
+    """The step's groups: --groups of them, or with --mixed as many as it takes for that many to be mixed."""
+    groups: list[dict] = []
+    while len(groups) < args.sizes[0] if args.mixed is None else sum(map(is_mixed, groups)) < args.mixed:
+        groups.append(make_group(rng, run="x", step=1, task_number=len(groups), n_rollouts=args.rollouts))
+    return groups
 
 
 def manage(env: dict, *args: str) -> str:
@@ -651,7 +673,8 @@ def main() -> None:
             sampler.stop()
         else:
             rng = random.Random(args.seed)
-            groups = [make_group(rng, run="x", step=1, task_number=t, n_rollouts=args.rollouts) for t in range(args.sizes[0])]
+            groups = step_groups(rng, args)
+            args.sizes = [len(groups)]
             body_mb = sum(len(str(g)) for g in groups) / 1e6
             results = [
                 play_step(gagar, db_url, backend=b, groups=groups, args=args, workers=roles["grading worker"])
