@@ -178,9 +178,17 @@ def system_prompt_for(workspace: GroupWorkspace) -> str:
     return system_prompt(workspace.guide, repository=repository, checks=repository and workspace.checks is not None)
 
 
+def _encode(value: Any) -> bytes:
+    """JSON as the request body carries it (compact; the openai client's own encoding would be
+    the same JSON with spaces)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 @dataclass
 class _Run:
-    """What one grade() call accumulates."""
+    """What one grade() call accumulates. The history is kept both as messages and as each
+    message's JSON, encoded once when it is added: a call sends the whole conversation so far,
+    and re-encoding it every call made the encoding grow with the square of its length."""
 
     messages: list[dict[str, Any]]
     turns: int = 0
@@ -190,6 +198,18 @@ class _Run:
     submissions: list[Any] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     told_last_turn: bool = False
+    encoded: list[bytes] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.encoded = [_encode(m) for m in self.messages]
+
+    def add(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self.encoded.append(_encode(message))
+
+    def body(self, head: bytes, tail: bytes) -> bytes:
+        """The request body: `head`, the messages as a JSON array, `tail` (the rest of the object)."""
+        return b"".join((head, b"[", b",".join(self.encoded), b"]", tail))
 
     @property
     def tokens(self) -> int:
@@ -356,7 +376,9 @@ class LLMGrader:
     # --- the conversation ----------------------------------------------------------
 
     def _converse(self, workspace: GroupWorkspace, run: _Run) -> GraderResult:
-        tools = tool_specs(workspace)
+        # What every call's body holds besides the messages, encoded once a conversation.
+        head = b'{"model":' + _encode(self.model) + b',"messages":'
+        tools = b',"tools":' + _encode(tool_specs(workspace)) + b"}"
         while True:
             if run.turns >= self.max_turns:
                 return GraderResult("timeout", errors=[f"turn budget exhausted: {run.turns} model calls without a valid verdict"])
@@ -369,9 +391,9 @@ class LLMGrader:
                 )
             if run.turns == self.max_turns - 1 and not run.told_last_turn:
                 run.told_last_turn = True
-                run.messages.append({"role": "user", "content": f"This is your last turn: call {SUBMIT} now."})
+                run.add({"role": "user", "content": f"This is your last turn: call {SUBMIT} now."})
 
-            completion, failure = self._call(run, tools)
+            completion, failure = self._call(run, head, tools)
             if failure is not None:
                 return failure
             assert completion is not None  # _call returns one of the two
@@ -395,7 +417,7 @@ class LLMGrader:
                 parsed.append((call, arguments, error))
             # Malformed arguments go back into the history as "{}": some servers re-parse
             # the history's arguments and would refuse the whole next request.
-            run.messages.append(
+            run.add(
                 {
                     "role": "assistant",
                     "content": message.content or "",
@@ -419,9 +441,7 @@ class LLMGrader:
                 }
             )
             if not parsed:
-                run.messages.append(
-                    {"role": "user", "content": f"Reply by calling a tool. The review ends only with a valid {SUBMIT} call."}
-                )
+                run.add({"role": "user", "content": f"Reply by calling a tool. The review ends only with a valid {SUBMIT} call."})
                 continue
 
             for call, arguments, error in parsed:
@@ -450,19 +470,19 @@ class LLMGrader:
                             **({"error": _one_line(content["error"])} if "error" in content else {}),
                         }
                     )
-                run.messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content, ensure_ascii=False)})
+                run.add({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content, ensure_ascii=False)})
 
-    def _call(self, run: _Run, tools: list[dict[str, Any]]) -> tuple[ChatCompletion | None, GraderResult | None]:
+    def _call(self, run: _Run, head: bytes, tail: bytes) -> tuple[ChatCompletion | None, GraderResult | None]:
         """One chat completion (the client retries transport failures); (completion, None) or (None, fallback)."""
         self._attempts.n = 0
-        body = {"model": self.model, "messages": run.messages, "tools": tools}
         try:
             # client.post (the SDK's documented way to call any endpoint, retries and
-            # errors as for create()) sends `body` as it is. chat.completions.create()
+            # errors as for create()) sends `content` as it is: the
+            # history's JSON, encoded once a message (_Run). chat.completions.create()
             # would first walk every message through each member of the message-type
             # union: ~75% of the client's CPU here, and with the GIL shared by the
             # concurrent graders that cost throughput (benchmarks/grading.py).
-            completion = self._client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+            completion = self._client.post("/chat/completions", cast_to=ChatCompletion, content=run.body(head, tail))
         except openai.APITimeoutError:
             return None, GraderResult(
                 "timeout", errors=[f"the model server did not answer in time ({self._attempts.n} attempts)"]

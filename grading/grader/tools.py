@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from grading.grader.workspace import MAX_TEXT, CheckRecord, GroupWorkspace, RolloutView, clip
 from grading.repos.types import BASE, At, RepoError, RepoView
-from grading.rollouts.diffs import parse_patch
+from grading.rollouts.diffs import ParsedPatch, parse_patch
 from grading.rollouts.turns import to_turn
 
 MAX_TURNS_PER_READ = 20
@@ -149,18 +149,22 @@ def _rollout(workspace: GroupWorkspace, index: int) -> RolloutView:
         raise ToolError(f"rollout {index} does not exist; rollouts are {[r.index for r in workspace.rollouts]}") from None
 
 
-def _render_patch(text: str, only: str | None = None, *, cite_as: str | None = "path:<new-side line>") -> dict[str, Any]:
+def _render_patch(
+    text: str, only: str | None = None, *, cite_as: str | None = "path:<new-side line>", parsed: ParsedPatch | None = None
+) -> dict[str, Any]:
     """Files of a unified diff with a line-numbered rendering of each.
 
     Each row is "<new-side line> <old-side line> |<sign><code>", so "path:<new-side line>"
     is a citation that resolves for a rollout's patch (`cite_as` says how its rows are cited:
     a diff between states cites file lines; a reference patch is not citable, None); removed
     lines have no new-side number. The rows are grading.rollouts.diffs' (parsed without
-    rendering), the same ones evidence resolution reads.
+    rendering), the same ones evidence resolution reads; `parsed` is `text` parsed already
+    (a rollout's, parsed once a workspace: RolloutView.parsed_patch).
     """
     if not (text or "").strip():
         return {"files": [], "empty": True}
-    parsed = parse_patch(text, render=False)
+    if parsed is None:
+        parsed = parse_patch(text, render=False)
     if parsed.error:
         return {"parses": False, "error": parsed.error, "raw": clip(text)}
     signs = {"context": " ", "added": "+", "removed": "-"}
@@ -234,8 +238,7 @@ def get_task(workspace: GroupWorkspace) -> dict[str, Any]:
 def list_rollouts(workspace: GroupWorkspace) -> dict[str, Any]:
     rows = []
     for r in workspace.rollouts:
-        # Unrendered: the file list needs no pygments highlighting (RolloutView.parsed_patch renders).
-        parsed = parse_patch(r.patch, render=False)
+        parsed = r.parsed_patch  # unrendered, parsed once a workspace
         rows.append(
             {
                 "index": r.index,
@@ -295,7 +298,7 @@ def read_turns(
 
 def read_patch(workspace: GroupWorkspace, rollout: int, path: str | None = None) -> dict[str, Any]:
     r = _rollout(workspace, rollout)
-    return {"rollout": rollout, **_render_patch(r.patch, path)}
+    return {"rollout": rollout, **_render_patch(r.patch, path, parsed=r.parsed_patch)}
 
 
 def outcomes_of_tests(workspace: GroupWorkspace, rollout: int) -> dict[str, Any]:
