@@ -206,7 +206,7 @@ def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool)
             for group_id in sent:
                 grade_group_task.delay(group_id=group_id, backend=backend)
 
-        transaction.on_commit(enqueue)
+        transaction.on_commit(enqueue, robust=True)
     return jobs
 
 

@@ -34,7 +34,7 @@ def queue_highlights(rollout_ids: list[int]) -> None:
     from grading.highlights.tasks import highlight_rollouts_task
 
     ids = list(rollout_ids)
-    transaction.on_commit(lambda: highlight_rollouts_task.delay(rollout_ids=ids))
+    transaction.on_commit(lambda: highlight_rollouts_task.delay(rollout_ids=ids), robust=True)
 
 
 def highlight_rollouts(rollout_ids: Iterable[int]) -> int:

@@ -10,6 +10,13 @@ refuses (DataError: a value PostgreSQL cannot hold that validation did not fores
 handled the same way, so only its own line is refused and the stream goes on. A lost
 connection (OperationalError) is not caught: the caller answers 503 and the sender
 resends, which is safe because every line is idempotent.
+
+What a committed batch queues after its commit (grading jobs, the search index, patch
+highlights, recomputations: `on_commit(..., robust=True)`) cannot undo it: a hook that fails
+(the broker gone, or with eager Celery the task's own database work) is logged and the
+report still counts the batch, as it is stored. The sweeps and pages pick up what was not
+sent: a queued job is re-sent, a stale step is computed when read, a patch is highlighted
+when shown, a waiting rollout is indexed with the next post's task.
 """
 
 from __future__ import annotations

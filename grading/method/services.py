@@ -137,7 +137,7 @@ def _queue_recompute(step_ids) -> None:
         for step_id in step_ids:
             recompute_step_task.delay(step_id=step_id)
 
-    transaction.on_commit(enqueue)
+    transaction.on_commit(enqueue, robust=True)  # what committed is stored: a failed send is logged (grading.ingest)
 
 
 def create_mapping(

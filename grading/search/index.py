@@ -131,7 +131,7 @@ def index_or_queue(items: list[tuple]) -> None:
     SearchBacklog.objects.bulk_create(
         [SearchBacklog(rollout_id=row.pk, run_id=group.run_id) for row, group, _ in items], batch_size=1000
     )
-    transaction.on_commit(lambda: index_backlog_task.delay())
+    transaction.on_commit(lambda: index_backlog_task.delay(), robust=True)
 
 
 def index_backlog(
