@@ -300,17 +300,18 @@ def _count(row: CampaignGroup, outcome: str, usage: dict, latency: float, error:
             status=Campaign.Status.RUNNING,
             total=F("graded") + F("skipped_existing") + F("failed"),
         ).update(status=Campaign.Status.DONE, finished_at=timezone.now())
-    if finished:
-        _settle_latency(row.campaign_id)
+        if finished:  # in the same transaction: nobody sees a campaign done without its median
+            _settle_latency(row.campaign_id)
     return 1
 
 
 def _fail(campaign_id: int, why: str) -> None:
-    failed = Campaign.objects.filter(pk=campaign_id, status__in=Campaign.ACTIVE).update(
-        status=Campaign.Status.FAILED, error=why[:2000], finished_at=timezone.now()
-    )
-    if failed:
-        _settle_latency(campaign_id)
+    with transaction.atomic():
+        failed = Campaign.objects.filter(pk=campaign_id, status__in=Campaign.ACTIVE).update(
+            status=Campaign.Status.FAILED, error=why[:2000], finished_at=timezone.now()
+        )
+        if failed:
+            _settle_latency(campaign_id)
 
 
 def _settle_latency(campaign_id: int) -> None:
