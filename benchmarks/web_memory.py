@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """The web workers' memory as a step grows: peak RSS per gunicorn worker for a trainer's posts
-and for the step's export, at three step sizes (issue #31: nothing held in proportion to a step).
+and for the step's export, at three step sizes: nothing may be held in proportion to a step.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres CELERY_BROKER_URL=redis://127.0.0.1:6379/10 \\
         .venv/bin/python benchmarks/web_memory.py --before <rev> [--arena-max 2]
