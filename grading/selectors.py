@@ -533,6 +533,14 @@ def shown_verdict_ids(groups: Iterable[Group]) -> dict[int, int]:
     return out
 
 
+def settled_without_grader(group: Group) -> Verdict | None:
+    """The verdict that settled `group` without a model call (settled_by identical-patches,
+    grading.grader.settling) when it is the newest the run's method reads, else None: what
+    the group page says in place of a grader's verdict. `group.run` is read; one query."""
+    newest = policy_verdicts(Verdict.objects.on_record().filter(group=group), group.run).first()
+    return newest if newest is not None and newest.settled_by == Verdict.SettledBy.IDENTICAL_PATCHES else None
+
+
 def latest_verdict(group: Group):
     """The group's verdict as people see it (shown_verdict) and its grades by rollout index."""
     verdict = shown_verdict(group)

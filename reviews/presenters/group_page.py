@@ -209,6 +209,9 @@ class GroupPage:
     draft_reason: str
     # The commands the shown verdict's grader ran (evidence check:<n>); none while it is hidden.
     checks: tuple[dict, ...] = ()
+    # Credit settled without a model call (grading.grader.settling): {"passing": n}, shown in
+    # place of a grader's verdict; None when a grader's verdict stands or the page is blind.
+    settled: dict | None = None
     # Not rendered: the verdict a person browsing is shown for the first time, for the view
     # to log as a reveal (reviews.services.judgments.log_reveal); None when there is none.
     browse_reveal: Any = None
@@ -536,6 +539,16 @@ def group_page(
         verdict, grades = selectors.latest_verdict(group)
         if needs_browse_reveal(user=user, group=group, verdict=verdict):
             browse_reveal = verdict
+    settled = None
+    unseen = browse is not None and browse.has_verdict  # hidden from this person: nothing to say of it
+    if (
+        not review.blind
+        and not unseen
+        and verdict is None
+        and group.is_mixed
+        and (made := selectors.settled_without_grader(group))
+    ):
+        settled = {"passing": (made.raw.get("settled") or {}).get("passing", sum(1 for r in rollouts if r.passed))}
     others: dict[int, list] = {}
     for judgment in review.others:
         for item in judgment.items.all():
@@ -660,6 +673,7 @@ def group_page(
         group_note=fields_.get("note", ""),
         draft_reason=fields_.get("reason", ""),
         browse_reveal=browse_reveal,
+        settled=settled,
         checks=tuple(
             {
                 "number": c.number,

@@ -88,7 +88,7 @@ def browse_choice(
         Group.objects.filter(pk=group.pk)
         .annotate(
             revealed=Exists(Reveal.objects.filter(group=OuterRef("pk"), user=user)),
-            graded=Exists(Verdict.objects.filter(group=OuterRef("pk"))),
+            graded=Exists(Verdict.objects.by_graders().filter(group=OuterRef("pk"))),  # a grader's word to hide
         )
         .values("revealed", "graded")
         .first()

@@ -29,6 +29,7 @@ from grading.grader.progress import step_status
 from grading.grader.scheduling import claim
 from grading.grader.settling import identical_patches
 from grading.grader.tasks import grade_group_task
+from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import CheatDecision, GradingJob, Group, Run, Step, Verdict
 from reviews.selectors import labeled as labeled_selectors
 from reviews.services.judgments import ItemInput, submit_judgment
@@ -176,6 +177,29 @@ def test_with_settling_on_the_settleable_groups_go_first_and_cost_no_model_call(
     later = timezone.now() + timedelta(seconds=backlog.grading_deadline_seconds + 1)
     status = step_status(step1, now=later)
     assert (status.graded, status.settled, status.invalid, status.fallback) == (2, 1, 0, 3)
+
+
+def test_the_group_page_says_a_group_was_settled_until_a_grader_speaks(backlog, client, alice, bob):
+    update_run_policy(run=backlog, changes={"settle_identical": True})
+    first = captured_messages(backlog.steps.get(number=1))[0]
+    assert deliver(first, "task-0") == "invalid"  # the settleable group goes first
+    assert Verdict.objects.get(group__uid="same@1").settled_by == SETTLED
+    url = "/projects/acme/runs/r1/groups/same@1/"
+    client.force_login(alice)
+    page = client.get(url).content.decode()
+    assert 'data-testid="settled"' in page and "the 3 passing rollouts' patches are byte-identical" in page
+    client.force_login(bob)  # a reviewer who has not judged it browses: no verdict hidden, none to show
+    page = client.get(url).content.decode()
+    assert "Not graded: settled without a model call." in page and 'data-testid="show-verdict"' not in page
+    # Once a grader's verdict is the newest the method reads, it is what the page shows.
+    group = Group.objects.get(uid="same@1")
+    grades = [GradeInput(index=i, tier="T1" if i == 0 else "T2", rank=i + 1) for i in range(3)]
+    record_verdict(group=group, grader="reader@1", status="valid", grades=grades)
+    client.force_login(alice)
+    page = client.get(url).content.decode()
+    assert 'data-testid="settled"' not in page and 'aria-label="Grader verdict"' in page
+    # Groups that are graded as usual never say so.
+    assert 'data-testid="settled"' not in client.get("/projects/acme/runs/r1/groups/many@1/").content.decode()
 
 
 def test_settling_is_off_by_default_and_identical_patches_are_graded(backlog):
