@@ -527,7 +527,7 @@ def parse_group_line(raw: bytes, *, allow_unknown_reward: bool = False) -> Parse
         where = find_nul(obj, "")
         if where:
             raise _fail(where, "contains a NUL character (\\u0000), which cannot be stored; strip it and resend")
-    if has_long_digits(raw):
+    if may_hold_long_int(raw):
         where = find_big_int(raw)
         if where is not None:
             raise _fail(where, f"integer past 64 bits (from {MIN_INT64:,} to {MAX_UINT64:,}); send it as a string")
@@ -572,7 +572,7 @@ def find_reward_underflow(raw: bytes) -> tuple[str, str] | None:
 
 
 # orjson reads an integer literal past 64 bits as a float, silently losing digits; only a line
-# with a run of 19+ digits (in a string or not) is read again to find one.
+# with a run of 19+ digits where a number may start is read again to find one.
 _DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _LONG_RUN = b"0" * 19
 MIN_INT64, MAX_UINT64 = -(2**63), 2**64 - 1
@@ -589,6 +589,43 @@ def has_long_digits(raw: bytes) -> bool:
     (True, False)
     """
     return _LONG_RUN in raw.translate(_DIGITS_ONLY)
+
+
+_NUMBER_AFTER = frozenset(b":[,")  # a JSON value starts after one of these (or at the start)
+_JSON_SPACE = frozenset(b" \t\r\n")
+
+
+def may_hold_long_int(raw: bytes) -> bool:
+    """Whether `raw` holds a run of 19 or more ASCII digits where a JSON number may start:
+    after `:`, `[` or `,` (JSON whitespace and a minus sign between), or at the start.
+
+    Real trajectories are full of long digit runs inside strings (`Decimal('42.1234…')`,
+    `Output: 42.000…`); a number literal can only follow one of those three bytes, so runs
+    after anything else are passed over and the line is not decoded a second time. A run
+    inside a string that does follow one (`"[1234…"`) only costs that second decoding.
+    Linear: has_long_digits' translation, a find per run, and a look back over the bytes
+    between the run and the one before it.
+
+    >>> may_hold_long_int(b'{"id": 12345678901234567890}'), may_hold_long_int(b'[1,\\n -12345678901234567890]')
+    (True, True)
+    >>> may_hold_long_int(b'{"out": "42.12345678901234567890 and x12345678901234567890"}')
+    False
+    """
+    digits = raw.translate(_DIGITS_ONLY)
+    at = digits.find(_LONG_RUN)
+    while at != -1:
+        i = at - 1
+        if i >= 0 and raw[i] == 0x2D:  # minus
+            i -= 1
+        while i >= 0 and raw[i] in _JSON_SPACE:
+            i -= 1
+        if i < 0 or raw[i] in _NUMBER_AFTER:
+            return True
+        end = digits.find(b" ", at)
+        if end == -1:
+            return False
+        at = digits.find(_LONG_RUN, end)
+    return False
 
 
 class _BigInt:
