@@ -540,14 +540,9 @@ def group_page(
         if needs_browse_reveal(user=user, group=group, verdict=verdict):
             browse_reveal = verdict
     settled = None
-    unseen = browse is not None and browse.has_verdict  # hidden from this person: nothing to say of it
-    if (
-        not review.blind
-        and not unseen
-        and verdict is None
-        and group.is_mixed
-        and (made := selectors.settled_without_grader(group))
-    ):
+    if browse is not None:  # its one query said (a verdict hidden from this person says nothing)
+        settled = {"passing": sum(1 for r in rollouts if r.passed)} if browse.settled else None
+    elif not review.blind and verdict is None and group.is_mixed and (made := selectors.settled_without_grader(group)):
         settled = {"passing": (made.raw.get("settled") or {}).get("passing", sum(1 for r in rollouts if r.passed))}
     others: dict[int, list] = {}
     for judgment in review.others:

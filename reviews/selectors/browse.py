@@ -27,6 +27,7 @@ class BrowseChoice:
 
     has_verdict: bool  # a verdict exists and stays hidden until they choose
     refusal: str  # why they cannot judge it blind; "" when they can
+    settled: bool = False  # no grader's verdict, but one settled without a model call (identical patches)
 
 
 def hides_verdict_when_browsing(membership: Membership) -> bool:
@@ -89,13 +90,15 @@ def browse_choice(
         .annotate(
             revealed=Exists(Reveal.objects.filter(group=OuterRef("pk"), user=user)),
             graded=Exists(Verdict.objects.by_graders().filter(group=OuterRef("pk"))),  # a grader's word to hide
+            settled=Exists(Verdict.objects.filter(group=OuterRef("pk"), settled_by=Verdict.SettledBy.IDENTICAL_PATCHES)),
         )
-        .values("revealed", "graded")
+        .values("revealed", "graded", "settled")
         .first()
     )
     if seen is None or seen["revealed"]:
         return None
     return BrowseChoice(
         has_verdict=seen["graded"],
+        settled=seen["settled"] and not seen["graded"],
         refusal=_refusal(group=group, reviewer=user, assignment=assignment, judged=judged, revealed=False, policy=policy),
     )
