@@ -209,9 +209,9 @@ class GroupPage:
     draft_reason: str
     # The commands the shown verdict's grader ran (evidence check:<n>); none while it is hidden.
     checks: tuple[dict, ...] = ()
-    # Credit settled without a model call (grading.grader.settling): {"passing": n}, shown in
-    # place of a grader's verdict; None when a grader's verdict stands or the page is blind.
-    settled: dict | None = None
+    # Credit settled without a model call (grading.grader.settling), said in place of a
+    # grader's verdict; False when a grader's verdict stands or the page is blind.
+    settled: bool = False
     # Not rendered: the verdict a person browsing is shown for the first time, for the view
     # to log as a reveal (reviews.services.judgments.log_reveal); None when there is none.
     browse_reveal: Any = None
@@ -539,11 +539,10 @@ def group_page(
         verdict, grades = selectors.latest_verdict(group)
         if needs_browse_reveal(user=user, group=group, verdict=verdict):
             browse_reveal = verdict
-    settled = None
     if browse is not None:  # its one query said (a verdict hidden from this person says nothing)
-        settled = {"passing": sum(1 for r in rollouts if r.passed)} if browse.settled else None
-    elif not review.blind and verdict is None and group.is_mixed and (made := selectors.settled_without_grader(group)):
-        settled = {"passing": (made.raw.get("settled") or {}).get("passing", sum(1 for r in rollouts if r.passed))}
+        settled = browse.settled
+    else:
+        settled = not review.blind and verdict is None and group.is_mixed and selectors.settled_without_grader(group) is not None
     others: dict[int, list] = {}
     for judgment in review.others:
         for item in judgment.items.all():
