@@ -8,6 +8,7 @@ process at start with the variable's name, instead of surfacing later as a 500.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -53,6 +54,32 @@ def _env_int(name: str, default: int, *, minimum: int = 0) -> int:
     if value < minimum:
         raise ImproperlyConfigured(f"Unexpected value {name}={raw!r}: must be >= {minimum}")
     return value
+
+
+# The deployment's own configuration, which a grader definition may never name (GRADER_ENDPOINT_ENVS).
+_OWN_CONFIGURATION = ("DJANGO_", "DATABASE_", "CELERY_", "GAGAR_", "POSTGRES", "PG", "REDIS", "AWS_", "SECRET")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,99}")
+
+
+def _env_endpoint_pairs(name: str, default: str) -> dict[str, str]:
+    """`URL_VAR:KEY_VAR` or `URL_VAR` items, comma-separated, as {URL_VAR: KEY_VAR or ""}: the
+    environment variables a project's defined grader may name for its endpoint, each with the
+    one key that may be sent to it. Names only; a name of the deployment's own configuration
+    (DJANGO_SECRET_KEY, DATABASE_URL, ...) is refused, so no definition can point at it."""
+    raw = os.environ.get(name)
+    raw = default if raw is None else raw
+    pairs: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        url, _, key = item.partition(":")
+        for variable in filter(None, (url, key)):
+            if not _ENV_NAME.fullmatch(variable):
+                raise ImproperlyConfigured(f"Unexpected value {name}: {variable[:100]!r} is not a variable name (A-Z, 0-9, _)")
+            if variable.startswith(_OWN_CONFIGURATION):
+                raise ImproperlyConfigured(f"Unexpected value {name}: {variable} is the deployment's own configuration")
+        if not url or url in pairs:
+            raise ImproperlyConfigured(f"Unexpected value {name}: {item!r} names no endpoint variable, or one twice")
+        pairs[url] = key
+    return pairs
 
 
 def _database_from_url(url: str) -> dict:
@@ -390,6 +417,10 @@ if GRADER_BASE_URL and urlparse(GRADER_BASE_URL).scheme not in {"http", "https"}
 GRADER_MODEL = os.environ.get("GRADER_MODEL", "")
 GRADER_API_KEY = os.environ.get("GRADER_API_KEY", "")
 GRADER_ALLOW_PRIVATE_NETWORK = _env_bool("GRADER_ALLOW_PRIVATE_NETWORK", False)
+# The environment variables a project admin's grader definition may name (grading.grader.defined):
+# each endpoint variable with the one key variable that may be sent to it. The secrets stay
+# in the workers' environment; a definition naming anything else is refused.
+GRADER_ENDPOINT_ENVS = _env_endpoint_pairs("GRADER_ENDPOINT_ENVS", "GRADER_BASE_URL:GRADER_API_KEY")
 GRADER_MAX_TURNS = _env_int("GRADER_MAX_TURNS", 24, minimum=2)
 GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
 # What the LLM grader's model costs, US dollars per million prompt (in) and completion (out)

@@ -281,7 +281,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             "api/v1/graders/",
             "post",
             f"{api}graders/?project=acme",
-            kwargs=json_body({"name": "judge-b", "model": "model-b", "endpoint_env": "JUDGE_B_URL"}),
+            kwargs=json_body({"name": "judge-b", "model": "model-b", "endpoint_env": "GRADER_BASE_URL"}),
             ok=(201,),
             client="token",
         ),

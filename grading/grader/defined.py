@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from grading.grader.llm import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
@@ -78,6 +79,9 @@ def check_definition(data: Any) -> Definition:
                 f"{field} must name an environment variable (A-Z, 0-9, _), not hold its value: the secret stays on the workers",
             )
         envs[field] = value
+    refused = refused_variables(envs["endpoint_env"], envs["api_key_env"])
+    if refused is not None:
+        raise DefinitionError(*refused)
     given = data.get("budgets", {})
     if not isinstance(given, dict) or set(given) - set(BUDGETS):
         raise DefinitionError("budgets", f"budgets may set {', '.join(BUDGETS)}")
@@ -183,8 +187,36 @@ def version_guide(version: GraderVersion) -> Guide:
     return guide_from_json(version.guide.get("tiers"), version.guide.get("dimensions"))
 
 
+def refused_variables(endpoint_env: str, api_key_env: str) -> tuple[str, str] | None:
+    """(field, why) when the operator does not allow these variables for a grader, else None.
+
+    Only the pairs of settings.GRADER_ENDPOINT_ENVS may be named: any other name would let a
+    project admin have the server read out its own secrets (DJANGO_SECRET_KEY as the endpoint
+    shows in an error; as the key it is sent to any endpoint). The answer names variables only."""
+    allowed: dict[str, str] = settings.GRADER_ENDPOINT_ENVS
+    if endpoint_env not in allowed:
+        choices = ", ".join(sorted(allowed)) or "none are configured"
+        return (
+            "endpoint_env",
+            f"endpoint_env must be one of the variables the operator allows for graders (GRADER_ENDPOINT_ENVS): {choices}",
+        )
+    if api_key_env and api_key_env != allowed[endpoint_env]:
+        paired = allowed[endpoint_env]
+        choice = f"empty or {paired}" if paired else "empty"
+        return (
+            "api_key_env",
+            f"api_key_env must be {choice}: the operator pairs {endpoint_env} with that key only (GRADER_ENDPOINT_ENVS)",
+        )
+    return None
+
+
 def endpoint_of(version: GraderVersion) -> tuple[str, str]:
-    """(base URL, API key) from the worker's environment; ValueError naming the variable when unset."""
+    """(base URL, API key) from the worker's environment; ValueError naming the variable when it
+    is unset or no longer one the operator allows (a version defined before the allowlist, or
+    after the operator took a pair away). Never a value in the message."""
+    refused = refused_variables(version.endpoint_env, version.api_key_env)
+    if refused is not None:
+        raise ValueError(f"grader {version.name} cannot grade here: {refused[1]}")
     base_url = os.environ.get(version.endpoint_env, "")
     if not base_url:
         raise ValueError(f"grader {version.name} reads its endpoint from ${version.endpoint_env}, which is not set here")

@@ -54,17 +54,24 @@ class GraderUnavailable(RuntimeError):
     """The chosen backend cannot run here (not configured, or a refused address)."""
 
 
-def check_grader_url(url: str) -> None:
-    """Refuse loopback, link-local and private targets unless settings allow them (SSRF)."""
+def check_grader_url(url: str, variable: str = "GRADER_BASE_URL") -> None:
+    """Refuse loopback, link-local and private targets unless settings allow them (SSRF).
+
+    `url` is the value of the environment variable `variable`; messages name the variable,
+    never the value or a part of it (a key put where the URL goes must not show in an answer)."""
     parsed = urlparse(url)
-    if parsed.scheme not in {"http", "https"} or not parsed.hostname:
-        raise GraderUnavailable(f"GRADER_BASE_URL {url!r} is not an http(s) URL")
+    try:
+        hostname = parsed.hostname
+    except ValueError:
+        hostname = None
+    if parsed.scheme not in {"http", "https"} or not hostname:
+        raise GraderUnavailable(f"${variable} is not an http(s) URL (its value is never shown)")
     if settings.GRADER_ALLOW_PRIVATE_NETWORK:
         return
     try:
-        addresses = {str(info[4][0]) for info in socket.getaddrinfo(parsed.hostname, parsed.port or 443)}
-    except socket.gaierror as exc:
-        raise GraderUnavailable(f"cannot resolve the grader host {parsed.hostname!r}: {exc}") from None
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(hostname, parsed.port or 443)}
+    except (socket.gaierror, UnicodeError, ValueError):
+        raise GraderUnavailable(f"cannot resolve the host in ${variable}") from None
     for address in addresses:
         ip = ipaddress.ip_address(address.split("%")[0])
         # not is_global also covers what is neither private nor public, e.g. carrier-grade NAT 100.64.0.0/10
@@ -78,7 +85,7 @@ def check_grader_url(url: str) -> None:
             or not ip.is_global
         ):
             raise GraderUnavailable(
-                f"the grader host {parsed.hostname!r} resolves to {ip}, a non-public address; "
+                f"the host in ${variable} resolves to a non-public address; "
                 "set GRADER_ALLOW_PRIVATE_NETWORK=true to allow a local model server"
             )
 
@@ -128,7 +135,7 @@ def grader_for(backend: str, project_id: int | None = None):
         base_url, api_key = endpoint_of(version)
     except ValueError as exc:
         raise GraderUnavailable(str(exc)) from None
-    check_grader_url(base_url)
+    check_grader_url(base_url, version.endpoint_env)
     grader = LLMGrader(
         base_url=base_url,
         model=version.model,

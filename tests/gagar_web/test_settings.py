@@ -1,5 +1,6 @@
 """Bad environment values stop the process at start, naming the variable."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -55,6 +56,16 @@ def test_a_database_pool_replaces_persistent_connections_where_sized():
     assert pooled.stdout.strip() == "0 {'min_size': 0, 'max_size': 4, 'timeout': 30}", pooled.stderr
 
 
+def test_the_grader_variables_a_definition_may_name_are_read_as_pairs():
+    code = "import django; django.setup(); from django.conf import settings; print(settings.GRADER_ENDPOINT_ENVS)"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_", "CELERY_", "GRADER_"))}
+    env = {**clean, "DJANGO_SETTINGS_MODULE": "gagar_web.settings"}
+    run = functools.partial(subprocess.run, [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run(env=env).stdout.strip() == "{'GRADER_BASE_URL': 'GRADER_API_KEY'}"
+    both = run(env={**env, "GRADER_ENDPOINT_ENVS": "OPENAI_BASE_URL:OPENAI_API_KEY, LOCAL_LLM_URL"})
+    assert both.stdout.strip() == "{'OPENAI_BASE_URL': 'OPENAI_API_KEY', 'LOCAL_LLM_URL': ''}", both.stderr
+
+
 @pytest.mark.parametrize(
     ("env", "named"),
     [
@@ -70,6 +81,10 @@ def test_a_database_pool_replaces_persistent_connections_where_sized():
         ({"GAGAR_CACHE_URL": "memcached://x:11211"}, "GAGAR_CACHE_URL"),
         ({"EMAIL_PORT": "smtp"}, "EMAIL_PORT"),
         ({"EMAIL_USE_TLS": "true", "EMAIL_USE_SSL": "true"}, "EMAIL_USE_SSL"),
+        ({"GRADER_ENDPOINT_ENVS": "JUDGE_URL:DJANGO_SECRET_KEY"}, "GRADER_ENDPOINT_ENVS"),
+        ({"GRADER_ENDPOINT_ENVS": "DATABASE_URL"}, "GRADER_ENDPOINT_ENVS"),
+        ({"GRADER_ENDPOINT_ENVS": "judge-url"}, "GRADER_ENDPOINT_ENVS"),
+        ({"GRADER_ENDPOINT_ENVS": "A_URL,A_URL:A_KEY"}, "GRADER_ENDPOINT_ENVS"),
     ],
 )
 def test_bad_values_fail_loudly_at_start(env, named):

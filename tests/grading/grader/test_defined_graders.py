@@ -19,6 +19,13 @@ from tests.helpers.ingest import ingest_groups
 B = {"name": "judge-b", "model": "model-b", "endpoint_env": "JUDGE_B_URL", "api_key_env": "JUDGE_B_KEY"}
 
 
+@pytest.fixture(autouse=True)
+def operator_allows_judge_b():
+    """The operator lets definitions name judge-b's variables (GRADER_ENDPOINT_ENVS)."""
+    with override_settings(GRADER_ENDPOINT_ENVS={"JUDGE_B_URL": "JUDGE_B_KEY"}):
+        yield
+
+
 def api(client, method, token, body=None):
     kwargs = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     if body is not None:
@@ -170,7 +177,7 @@ def test_the_run_page_offers_the_defined_graders_newest_versions(client, alice, 
     html = client.get("/projects/acme/runs/r1/").content.decode()
     assert '<option value="judge-b@2">judge-b@2: model-b</option>' in html and 'value="judge-b@1"' not in html
     monkeypatch.setenv("JUDGE_B_URL", "https://judge.example.org/v1")
-    monkeypatch.setattr("grading.grader.jobs.check_grader_url", lambda url: None)  # no DNS lookup from a test
+    monkeypatch.setattr("grading.grader.jobs.check_grader_url", lambda url, variable: None)  # no DNS lookup from a test
     r = client.post(
         "/projects/acme/runs/r1/policy/", {"auto_grade": "judge-b@1", "baseline": "mean", "grading_deadline_seconds": "600"}
     )
