@@ -427,6 +427,11 @@ GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
 # tokens. With both set, each verdict's usage carries cost_usd; unset, cost stays unknown.
 GRADER_PRICE_PER_MTOK_IN = _env_price("GRADER_PRICE_PER_MTOK_IN")
 GRADER_PRICE_PER_MTOK_OUT = _env_price("GRADER_PRICE_PER_MTOK_OUT")
+# What one project's LLM campaigns may spend in a rolling 24 hours (grading.grader.campaigns):
+# model tokens, and US dollars where the prices above are set; 0 is no cap. A project admin
+# starts campaigns; the operator pays for the model.
+GAGAR_CAMPAIGN_TOKENS_PER_DAY = _env_int("GAGAR_CAMPAIGN_TOKENS_PER_DAY", 200_000_000)
+GAGAR_CAMPAIGN_USD_PER_DAY = _env_price("GAGAR_CAMPAIGN_USD_PER_DAY") or 0.0
 # The grader's workspace (grading.repos, docs/workspace.md): a task's repo + base_commit resolve
 # through the URL template ({repo} is the task's "owner/name"; https://, file:// or a local path)
 # into bare mirrors under the cache, with every rollout's patch applied as a commit there. An

@@ -24,11 +24,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from statistics import median
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F, QuerySet, Value
+from django.db.models import F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -151,9 +153,50 @@ def scope_groups(project: Project, scope: Scope, judged: QuerySet | None = None)
     return groups
 
 
+def spent_today(project_id: int) -> tuple[int, float]:
+    """(model tokens, US dollars) the project's campaigns spent in the last 24 hours: those
+    created since, and those still running whenever they started. Dollars count only what
+    verdicts priced (GRADER_PRICE_PER_MTOK_*); an unpriced grader's spend is its tokens."""
+    since = timezone.now() - timedelta(days=1)
+    spent = Campaign.objects.filter(
+        Q(created_at__gte=since) | Q(status__in=Campaign.ACTIVE), project_id=project_id, backend="llm"
+    ).aggregate(
+        tokens=Coalesce(Sum(F("prompt_tokens") + F("completion_tokens")), Value(0)),
+        usd=Coalesce(Sum("cost_usd"), Value(0.0)),
+    )
+    return int(spent["tokens"]), float(spent["usd"])
+
+
+def over_budget(project_id: int) -> str | None:
+    """Why the project may not spend more on LLM campaigns today, or None while it may.
+
+    The operator's caps per project and rolling 24 hours (GAGAR_CAMPAIGN_TOKENS_PER_DAY,
+    GAGAR_CAMPAIGN_USD_PER_DAY; 0 is no cap): a project admin starts campaigns, the operator
+    pays the model. Checked when a campaign starts and before each group, so concurrent
+    chunks may pass a cap by at most the groups they have in flight."""
+    tokens_cap, usd_cap = settings.GAGAR_CAMPAIGN_TOKENS_PER_DAY, settings.GAGAR_CAMPAIGN_USD_PER_DAY
+    if not tokens_cap and not usd_cap:
+        return None
+    tokens, usd = spent_today(project_id)
+    if tokens_cap and tokens >= tokens_cap:
+        return (
+            f"the project's LLM campaigns used {tokens:,} model tokens in the last 24 hours, "
+            f"the operator's cap is {tokens_cap:,} (GAGAR_CAMPAIGN_TOKENS_PER_DAY)"
+        )
+    if usd_cap and usd >= usd_cap:
+        return (
+            f"the project's LLM campaigns cost ${usd:,.2f} in the last 24 hours, "
+            f"the operator's cap is ${usd_cap:,.2f} (GAGAR_CAMPAIGN_USD_PER_DAY)"
+        )
+    return None
+
+
 def start_campaign(*, project: Project, grader: str, scope: Scope, judged: QuerySet | None = None, user=None) -> Campaign:
-    """A campaign of `grader` (see resolve_grader) on `scope`, its groups queued after the commit."""
+    """A campaign of `grader` (see resolve_grader) on `scope`, its groups queued after the commit.
+    An LLM campaign is refused (429) while the project is over its daily budget (over_budget)."""
     backend, name = resolve_grader(project, grader)
+    if backend == "llm" and (why := over_budget(project.pk)):
+        raise CampaignError("grader", f"{why}; try again later", status=429)
     with transaction.atomic():
         groups = scope_groups(project, scope, judged)
         ids = list(groups.order_by("pk").values_list("pk", flat=True))
@@ -211,6 +254,9 @@ def grade_chunk(*, campaign_id: int, group_ids: list[int]) -> int:
         row = CampaignGroup.objects.filter(campaign_id=campaign_id, group_id=group_id).select_related("group__run").first()
         if row is None or row.outcome != CampaignGroup.Outcome.PENDING:
             continue  # counted already (a redelivered chunk)
+        if campaign.backend == "llm" and (why := over_budget(campaign.project_id)):
+            _fail(campaign_id, f"stopped before its next group: {why}")
+            break
         run = row.group.run
         if run.pk not in policy:
             policy[run.pk] = _policy_uses(run, campaign.grader)
