@@ -55,10 +55,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from grading.grader.base import Evidence
+from grading.grader.prescreen.catalogue import is_cheat
 from grading.grader.prescreen.commands import Command, _command_signals, commands, segments  # noqa: F401  re-exported
 from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _files, _tamper_signals, gold_similarity
 from grading.grader.prescreen.paths import is_doc_path, is_test_path, package_names  # noqa: F401  re-exported
@@ -71,6 +72,7 @@ from grading.grader.prescreen.signals import (  # noqa: F401  re-exported
 )
 from grading.grader.prescreen.signals import LEAK_SIGNALS as LEAK_SIGNALS
 from grading.grader.prescreen.signals import Signal as Signal
+from grading.grader.prescreen.signals import Task as Task
 from grading.grader.workspace import GroupWorkspace, RolloutView
 
 # --- public entry points ---------------------------------------------------------------------
@@ -83,24 +85,56 @@ def _last_turn(rollout: RolloutView) -> Evidence | None:
     return Evidence("turn", rollout.index, str(len(rollout.messages) - 1), "") if rollout.messages else None
 
 
-def screen_rollout(rollout: RolloutView, *, repo: str = "", base_commit: str = "", gold_patch: str = "") -> list[Signal]:
-    """Every leak and tamper signal of one rollout (a RolloutView), commands first, then the patch."""
-    signals = _command_signals(rollout.index, rollout.messages, repo=repo, base=(base_commit or "").strip().lower())
+def screen_rollout(
+    rollout: RolloutView, *, repo: str = "", base_commit: str = "", gold_patch: str = "", task: Task | None = None
+) -> list[Signal]:
+    """Every signal of one rollout (a RolloutView), commands first, then the patch, each marked
+    `cheat` when it makes the rollout a cheat (catalogue.is_cheat). `task` carries what is known
+    of the task; the keyword arguments are its older, shorter form."""
+    if task is None:
+        task = Task(repo=repo, base_commit=base_commit, gold_patch=gold_patch)
+    base = (task.base_commit or "").strip().lower()
+    signals = _command_signals(rollout.index, rollout.messages, repo=task.repo, base=base)
     files = _files(rollout.patch or "")
     if files:
         for s in _tamper_signals(rollout.index, files):
             if s.evidence is None:  # a deleted file has no new-side line: cite another line, else the submitting turn
                 loc = _any_anchor(files)
                 ev = Evidence("patch", rollout.index, loc, s.detail) if loc else _last_turn(rollout)
-                s = Signal(s.signal, s.rollout, s.turn, s.detail, ev, s.category)
+                s = replace(s, evidence=ev)
             signals.append(s)
-    if gold_patch and (similarity := gold_similarity(rollout.patch, gold_patch)) is not None and similarity >= GOLD_JACCARD:
-        loc = _any_anchor(files)
-        ev = Evidence("patch", rollout.index, loc, "same lines as the gold patch") if loc else _last_turn(rollout)
-        signals.append(
-            Signal("gold_identity", rollout.index, None, f"changed lines match the gold patch (Jaccard {similarity:.2f})", ev)
+    if task.gold_patch and (similarity := gold_similarity(rollout.patch, task.gold_patch)) is not None:
+        if similarity >= GOLD_JACCARD:
+            loc = _any_anchor(files)
+            ev = Evidence("patch", rollout.index, loc, "same lines as the gold patch") if loc else _last_turn(rollout)
+            signals.append(
+                Signal("gold_identity", rollout.index, None, f"changed lines match the gold patch (Jaccard {similarity:.2f})", ev)
+            )
+    return [
+        replace(
+            s,
+            cheat=is_cheat(
+                s.signal,
+                passed=rollout.passed,
+                tests=s.tests,
+                fail_to_pass=task.fail_to_pass,
+                pass_to_pass=task.pass_to_pass,
+            ),
         )
-    return signals
+        for s in signals
+    ]
+
+
+def task_of(workspace: GroupWorkspace, base_commit: str | None = None) -> Task:
+    """The scanners' view of a GroupWorkspace's task."""
+    return Task(
+        repo=workspace.repo,
+        base_commit=base_commit if base_commit is not None else getattr(workspace, "base_commit", "") or "",
+        gold_patch=workspace.gold_patch,
+        test_patch=workspace.test_patch,
+        fail_to_pass=tuple(workspace.fail_to_pass),
+        pass_to_pass=tuple(workspace.pass_to_pass),
+    )
 
 
 def screen_group(workspace: GroupWorkspace, *, base_commit: str | None = None) -> list[Signal]:
@@ -114,8 +148,9 @@ def screen_group(workspace: GroupWorkspace, *, base_commit: str | None = None) -
     if memo is not None and base in memo:
         return list(memo[base])
     out = []
+    task = task_of(workspace, base)
     for rollout in workspace.rollouts:
-        out += screen_rollout(rollout, repo=workspace.repo, base_commit=base, gold_patch=workspace.gold_patch)
+        out += screen_rollout(rollout, task=task)
     if memo is not None:
         memo[base] = tuple(out)
     return out
