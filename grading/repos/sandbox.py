@@ -8,9 +8,11 @@ the sandbox, not the prompt, is the defence. Two runners implement `types.Sandbo
   behind empty read-only tmpfs; a fresh /tmp tmpfs sized to the worktree plus `Limits.disk_bytes`
   into which the worktree is copied (streamed by `tar` from the host, so the sandbox never sees a
   writable handle on it) and which vanishes with the sandbox; a seccomp filter refusing
-  `socket(AF_UNIX)` (the net namespace cuts TCP and abstract sockets, not sockets on the file
-  system); a minimal fixed environment; rlimits (processes, CPU, address space, file size, no
-  core files); wall time and output enforced by the parent. When the worker is root the sandbox
+  `socket()` of families other than inet, inet6 and netlink (the net namespace cuts TCP and
+  abstract sockets, not sockets on the file system), io_uring (which makes sockets without
+  `socket()`) and other kernel interfaces a check never needs; a minimal fixed environment;
+  rlimits (processes, CPU, address space, file size, no core files); wall time and output
+  enforced by the parent. When the worker is root the sandbox
   runs as a non-root uid, one per concurrent slot (chosen under flock), so `RLIMIT_NPROC` binds
   and concurrent checks never share a process budget.
 - `SweRex`: the task's own environment image, through a SWE-ReX remote server
@@ -107,35 +109,92 @@ class _Capture:
         return f"{head}\n[... {left_out} bytes of output left out ...]\n{tail}"
 
 
-# A classic-BPF seccomp program: socket(AF_UNIX, ...) fails with EACCES; any other architecture
-# than the native one (32-bit compat, whose socketcall() hides its arguments; x32) fails outright.
-# socketpair() stays allowed (asyncio's self-pipe uses it). None where the architecture is unknown.
-_ARCHES = {"x86_64": (0xC000003E, 41, True), "aarch64": (0xC00000B7, 198, False)}
+# A classic-BPF seccomp program, a denylist on top of what the namespaces and the missing
+# capabilities already refuse:
+# - socket() of any family but AF_INET, AF_INET6 and AF_NETLINK fails with EACCES. The network
+#   namespace cuts TCP and abstract sockets, not Unix sockets on the file system (AF_UNIX), nor
+#   AF_VSOCK (a VM's host services); AF_ALG, AF_PACKET and the rest are kernel code a check never
+#   needs. socketpair() stays allowed (asyncio's self-pipe uses it); it reaches nothing.
+# - io_uring fails with ENOSYS, as on a kernel built without it: its IORING_OP_SOCKET and
+#   IORING_OP_CONNECT made the Unix socket that socket() is refused, without the call the filter
+#   sees. So do other interfaces a check never needs and that hold a long record of kernel bugs
+#   reachable without privilege (bpf, userfaultfd, perf_event_open, the key rings), and the
+#   mount, module, kexec and file-handle calls. Those last need capabilities the sandbox lacks
+#   (inside bwrap's user namespace it has none, and --disable-userns stops it making another), so
+#   refusing them here costs nothing and keeps their argument parsing out of reach; ENOSYS lets
+#   programs that probe for a call (libuv, tokio, glibc) fall back as they would on an old kernel.
+# - any other architecture than the native one (32-bit compat, whose socketcall() hides its
+#   arguments; x32) fails outright.
+# It is a denylist, not an allowlist: an allowlist wide enough for what checks run (compilers,
+# test runners, git, every interpreter) is the few hundred calls of the native table, and one it
+# missed breaks checks silently, while the kernel's unprivileged surface beyond those is small.
+# None where the architecture is unknown.
+_ARCHES = {"x86_64": (0xC000003E, True), "aarch64": (0xC00000B7, False)}
 _BPF_LD_ABS, _BPF_JEQ, _BPF_JGE, _BPF_RET = 0x20, 0x15, 0x35, 0x06
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+# name: (x86_64, aarch64) system call numbers
+_SOCKET = (41, 198)
+_DENIED_CALLS: dict[str, tuple[int, int]] = {
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "bpf": (321, 280),
+    "userfaultfd": (323, 282),
+    "perf_event_open": (298, 241),
+    "keyctl": (250, 219),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+    "init_module": (175, 105),
+    "finit_module": (313, 273),
+    "delete_module": (176, 106),
+    "name_to_handle_at": (303, 264),
+    "open_by_handle_at": (304, 265),
+    "acct": (163, 89),
+    "swapon": (167, 224),
+    "swapoff": (168, 225),
+    "reboot": (169, 142),
+}
+_ALLOWED_FAMILIES = (2, 10, 16)  # AF_INET, AF_INET6, AF_NETLINK (getaddrinfo's AI_ADDRCONFIG, `ip`)
 
 
 def seccomp_program(machine: str | None = None) -> bytes | None:
     arch = _ARCHES.get(machine or platform.machine())
     if arch is None:
         return None
-    audit_arch, nr_socket, x32 = arch
-    deny = _RET_ERRNO | errno.EACCES
+    audit_arch, x32 = arch
+    column = 0 if x32 else 1
+    refuse = _RET_ERRNO | errno.EACCES
+    missing = _RET_ERRNO | errno.ENOSYS
     prog: list[tuple[int, int, int, int]] = [
         (_BPF_LD_ABS, 0, 0, 4),  # seccomp_data.arch
         (_BPF_JEQ, 1, 0, audit_arch),
-        (_BPF_RET, 0, 0, deny),
+        (_BPF_RET, 0, 0, refuse),
         (_BPF_LD_ABS, 0, 0, 0),  # seccomp_data.nr
     ]
     if x32:
-        prog += [(_BPF_JGE, 0, 1, 0x40000000), (_BPF_RET, 0, 0, deny)]
+        prog += [(_BPF_JGE, 0, 1, 0x40000000), (_BPF_RET, 0, 0, refuse)]
+    for numbers in _DENIED_CALLS.values():
+        prog += [(_BPF_JEQ, 0, 1, numbers[column]), (_BPF_RET, 0, 0, missing)]
+    families = len(_ALLOWED_FAMILIES)
     prog += [
-        (_BPF_JEQ, 0, 3, nr_socket),
-        (_BPF_LD_ABS, 0, 0, 16),  # low word of seccomp_data.args[0] (little-endian): the domain
-        (_BPF_JEQ, 0, 1, 1),  # AF_UNIX
-        (_BPF_RET, 0, 0, deny),
-        (_BPF_RET, 0, 0, _RET_ALLOW),
+        (_BPF_JEQ, 0, families + 2, _SOCKET[column]),  # not socket(): on to the final allow
+        (_BPF_LD_ABS, 0, 0, 16),  # low word of seccomp_data.args[0] (little-endian): the family
     ]
+    for i, family in enumerate(_ALLOWED_FAMILIES):
+        prog.append((_BPF_JEQ, families - i, 0, family))  # an allowed family: on to the final allow
+    prog += [(_BPF_RET, 0, 0, refuse), (_BPF_RET, 0, 0, _RET_ALLOW)]
     return b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in prog)
 
 
