@@ -43,6 +43,7 @@ from grading.grader.verdicts import GradeInput, record_verdict
 from grading.grader.worker import release_connections
 from grading.method.guide import DEFAULT_GUIDE, Guide, guide_json, guide_version
 from grading.method.project_guides import guide_for
+from grading.method.services import mark_stale
 from grading.models import CheatDecision, GradingJob, Group, Rollout, Step, Verdict
 
 logger = logging.getLogger(__name__)
@@ -347,35 +348,51 @@ def record_timeout(*, group_id: int, backend: str, why: str, bench_only: bool = 
 
 
 def record_prescreen(*, group: Group, workspace) -> int:
-    """Store leak signals (reading the upstream fix, a newer release, the project's repo, the
-    gold patch) as unaudited prescreen cheat decisions, once per rollout and signal. Test
-    tampering is a quality problem the grader tiers down, not a leaked answer, so it is
-    not a cheat candidate (docs/method.md §2)."""
-    signals = [s for s in screen_group(workspace) if s.category == "leak"]
+    """Store the scanners' findings on the group's rollouts (grading.grader.prescreen): one
+    decision per rollout and scanner version, citing every finding of it, so running a version
+    again on a rollout does nothing (whatever an auditor wrote on its decision since).
+
+    A finding that makes its rollout a cheat (a leak, or a tampering that scored:
+    prescreen.catalogue.is_cheat) is stored decided — confirmed by the scanner, so the reward
+    is zeroed before the statistics as for any confirmed cheat (docs/method.md §1), until an
+    auditor overturns it. Any other finding (a tampering whose tests still ran, test lines
+    changed) is stored open: evidence for the auditor and the grader, never a cheat by itself.
+    Returns how many decisions were stored now."""
+    signals = screen_group(workspace)
     if not signals:
         return 0
     rollouts = {r.index: r for r in Rollout.objects.filter(group=group).only("id", "index")}
     known = set(
         CheatDecision.objects.filter(rollout__group=group, source=CheatDecision.Source.PRESCREEN).values_list(
-            "rollout_id", "reason"
+            "rollout_id", "author"
         )
     )
-    created = 0
+    found: dict[tuple[int, str], list] = {}
     for signal in signals:
         rollout = rollouts.get(signal.rollout)
-        reason = f"{signal.signal}: {signal.detail}"[:1000]
-        if rollout is None or (rollout.pk, reason) in known:
-            continue
-        CheatDecision.objects.create(
-            rollout=rollout,
-            source=CheatDecision.Source.PRESCREEN,
-            reason=reason,
-            author="prescreen",
-            evidence=[signal.evidence.as_dict()] if signal.evidence else [],
+        if rollout is not None and (rollout.pk, signal.scanner) not in known:
+            found.setdefault((rollout.pk, signal.scanner), []).append(signal)
+    now = timezone.now()
+    fresh = []
+    for (rollout_id, scanner), same in found.items():
+        cheat = any(s.cheat for s in same)
+        first = next((s for s in same if s.cheat), same[0])
+        more = f" (and {len(same) - 1} more)" if len(same) > 1 else ""
+        fresh.append(
+            CheatDecision(
+                rollout_id=rollout_id,
+                source=CheatDecision.Source.PRESCREEN,
+                reason=f"{first.signal}: {first.detail}{more}"[:1000],
+                author=scanner,
+                evidence=[s.evidence.as_dict() for s in same if s.evidence][:50],
+                confirmed=True if cheat else None,
+                decided_at=now if cheat else None,
+            )
         )
-        known.add((rollout.pk, reason))
-        created += 1
-    return created
+    CheatDecision.objects.bulk_create(fresh)
+    if any(d.confirmed for d in fresh):
+        mark_stale(step_ids=[group.step_id])
+    return len(fresh)
 
 
 def _finish(job: GradingJob, verdict: Verdict, *, error: str) -> None:

@@ -19,7 +19,7 @@ from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, 
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from grading.grader.prescreen import LEAK_SIGNALS
+from grading.grader.prescreen import LEAK_SIGNALS, RETIRED_SIGNALS, TAMPER_SIGNALS
 from grading.models import CheatDecision, Project, Rollout
 from grading.templatetags.gagar import patch_anchor
 from reviews.models import CheatAudit, ReviewPolicy
@@ -38,8 +38,9 @@ if TYPE_CHECKING:
     AuditedRollout = WithAnnotations[Rollout, AuditAnnotations]
 
 STATES = ("pending", "confirmed", "overturned", "all")
-# A prescreen signal's reason is "<rule>: <detail>" (grading.grader.jobs.record_prescreen).
-PRESCREEN_RULES = LEAK_SIGNALS
+# A prescreen signal's reason is "<rule>: <detail>" (grading.grader.jobs.record_prescreen); the
+# rules are the scanners' categories (grading.grader.prescreen.catalogue).
+PRESCREEN_RULES = (*LEAK_SIGNALS, *TAMPER_SIGNALS, *RETIRED_SIGNALS)
 LITERAL_SUFFIX = " (literal)"  # how a literal search names itself in its signals' reason
 PER_PAGE = 50  # rollouts on a page of the audit queue
 MAX_BULK = 500  # rollouts one bulk decision may settle, as a search may flag at most 500

@@ -68,6 +68,7 @@ from grading.grader.prescreen.signals import (  # noqa: F401  re-exported
     GOLD_JACCARD,
     GOLD_MIN_LINES,
     REPEATED_FAILURES,
+    RETIRED_SIGNALS,
     TAMPER_SIGNALS,
 )
 from grading.grader.prescreen.signals import LEAK_SIGNALS as LEAK_SIGNALS

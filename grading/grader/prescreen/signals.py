@@ -6,14 +6,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from grading.grader.base import Evidence
-from grading.grader.prescreen.catalogue import scanner_version
+from grading.grader.prescreen.catalogue import CATEGORIES, LEAK, TAMPER, scanner_version
 
 GOLD_JACCARD = 0.9
 GOLD_MIN_LINES = 6
 REPEATED_FAILURES = 3  # the same command failing this many times is a wasteful strategy
 
-LEAK_SIGNALS = ("upstream_history", "newer_release", "project_fetch", "gold_identity")
-TAMPER_SIGNALS = ("test_file_deleted", "test_skip_added", "test_assert_removed", "test_modified")
+# The signal names, from the catalogue: one per category, and `test_modified` (evidence only).
+LEAK_SIGNALS = tuple(c.slug for c in CATEGORIES if c.kind == LEAK)
+TAMPER_SIGNALS = (*(c.slug for c in CATEGORIES if c.kind == TAMPER), "test_modified")
+# Names earlier scanners stored findings under, before the catalogue split or renamed them:
+# the audit still files those findings by them.
+RETIRED_SIGNALS = ("upstream_history", "test_file_deleted", "test_skip_added", "test_assert_removed")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,65 @@
+"""What the scanners' findings do once a group is graded (grading.grader.jobs.record_prescreen).
+
+A leak, or a tampering that scored, is a cheat at once: stored confirmed by its scanner version,
+so the method zeroes the reward before the statistics. A tampering that did not score is an open
+signal for the auditor and changes nothing. Running the same scanner version again stores
+nothing more, and an auditor's overturn stays in force.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grading.grader.jobs import grade_group, record_prescreen
+from grading.grader.loading import load_workspace
+from grading.models import CheatDecision, Group, Rollout
+from tests.helpers.audit_world import reward
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+
+FETCH = "curl -sL https://raw.githubusercontent.com/octo/widgets/main/w.py | head -50"
+SKIP_OTHER = (
+    "diff --git a/tests/test_other.py b/tests/test_other.py\n--- a/tests/test_other.py\n+++ b/tests/test_other.py\n"
+    "@@ -1,3 +1,4 @@\n import pytest\n \n+@pytest.mark.skip(reason='flaky')\n def test_unrelated():\n"
+)
+
+
+def scanned_group(acme) -> Group:
+    group = small_group("g@1", rewards=(1, 1, 0), FAIL_TO_PASS=["tests/test_w.py::test_a"])
+    leak = group["rollouts"][0]["messages"]
+    leak.append({"role": "assistant", "content": f"```bash\n{FETCH}\n```", "action": FETCH, "observation": "y = 2"})
+    group["rollouts"][1]["patch"] += SKIP_OTHER
+    ingest_groups(acme, group)
+    return Group.objects.get(uid="g@1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_leak_is_a_cheat_at_once_and_a_tampering_that_did_not_score_is_open(acme):
+    group = scanned_group(acme)
+    leaked, tampered, failed = (Rollout.objects.get(group=group, index=i) for i in range(3))
+    assert reward(leaked) == 1.0  # before any scan
+    grade_group(group_id=group.pk, backend="heuristic")
+
+    cheat = CheatDecision.objects.get(rollout=leaked, source="prescreen")
+    assert (cheat.source, cheat.confirmed, cheat.author) == ("prescreen", True, "project_fetch@1")
+    assert cheat.reason.startswith("project_fetch: ") and cheat.decided_at is not None
+    assert cheat.evidence and cheat.evidence[0]["kind"] == "turn"
+    assert reward(leaked) == 0.0  # zeroed before the statistics
+
+    evidence = CheatDecision.objects.filter(rollout=tampered, source="prescreen")
+    assert evidence.exists() and set(evidence.values_list("confirmed", flat=True)) == {None}
+    assert reward(tampered) == 1.0 and not CheatDecision.objects.filter(rollout=failed).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_scanner_version_again_stores_nothing_and_an_overturn_stands(acme):
+    from grading.grader.verdicts import decide_cheat
+
+    group = scanned_group(acme)
+    grade_group(group_id=group.pk, backend="heuristic")
+    stored = CheatDecision.objects.count()
+    leaked = Rollout.objects.get(group=group, index=0)
+    scanner = CheatDecision.objects.get(rollout=leaked, source="prescreen")
+    decide_cheat(decision=scanner, confirmed=False, reason="a docs page, not the fix")
+    assert record_prescreen(group=group, workspace=load_workspace(group)) == 0
+    assert CheatDecision.objects.count() == stored and reward(leaked) == 1.0
