@@ -26,10 +26,10 @@ RUN pip install --no-cache-dir .
 # The script passes throwaway DEBUG-off settings to that one command; none is kept in the image.
 RUN docker/collect-static.sh
 # /app stays root's. The user owns /data only: uploads in /data/media and repository mirrors in
-# /data/repos (compose volumes, which Docker initialises from these directories, ownership
-# included, when they are first created).
+# /data/repos (compose volumes, which Docker initialises from these directories, ownership and
+# mode included, when they are first created). Owner only: they hold every project's data.
 RUN useradd --create-home --uid 10001 gagar \
-    && install -d -o gagar -g gagar -m 0750 /data /data/media /data/repos
+    && install -d -o gagar -g gagar -m 0700 /data /data/media /data/repos
 USER gagar
 EXPOSE 8000
 # migrate, then gunicorn (the site); `docker/start.sh waits` serves the waits (docker-compose.yml);

@@ -73,12 +73,18 @@ def save_check_policy(*, project: Project, user, enabled: bool, max_checks: int,
     return row
 
 
-SANDBOX_SETTINGS = ("GAGAR_SANDBOX", "GAGAR_SANDBOX_UID", "GAGAR_SWEREX_URL", "GAGAR_SWEREX_TOKEN")
+SANDBOX_SETTINGS = ("GAGAR_SANDBOX", "GAGAR_SANDBOX_UID", "GAGAR_SWEREX_URL", "GAGAR_SWEREX_TOKEN", "GAGAR_REPO_CACHE")
+
+
+def _sandbox_values() -> tuple[str, ...]:
+    """The settings a sandbox is built from, in SANDBOX_SETTINGS' order, then MEDIA_ROOT (every
+    project's uploads, which a check must not see, like the repository cache)."""
+    return (*(str(getattr(settings, name, "") or "") for name in SANDBOX_SETTINGS), str(settings.MEDIA_ROOT or ""))
 
 
 def configured_sandbox() -> Sandbox:
     """The sandbox GAGAR_SANDBOX names, checked to run here (SandboxUnavailable, a RepoError, when not)."""
-    sandbox = _sandbox(tuple(str(getattr(settings, name, "")) for name in SANDBOX_SETTINGS))
+    sandbox = _sandbox(_sandbox_values())
     if sandbox is None:
         raise SandboxUnavailable("GAGAR_SANDBOX=none: this server runs no checks")
     sandbox.available()  # a cheap probe, cached per sandbox uid
@@ -88,7 +94,7 @@ def configured_sandbox() -> Sandbox:
 @cache
 def _sandbox(values: tuple[str, ...]) -> Sandbox | None:
     try:
-        return sandbox_from(dict(zip(SANDBOX_SETTINGS, values, strict=True)))
+        return sandbox_from(dict(zip((*SANDBOX_SETTINGS, "GAGAR_MEDIA_ROOT"), values, strict=True)))
     except ValueError as exc:  # a setting it cannot run with (swe-rex without its URL, a bad uid range)
         raise SandboxUnavailable(str(exc)) from None
 

@@ -65,8 +65,14 @@ SANDBOX_ENV: dict[str, str] = {
 }
 WORKDIR = "/tmp/work"  # where the command runs, on the throwaway layer
 DEFAULT_UID = 65534  # nobody; GAGAR_SANDBOX_UID="61000-61007" gives one uid per concurrent slot
+# What a check sees of the host, read-only: the system's programs, libraries and configuration,
+# nothing else (a link, /bin -> usr/bin on a merged-/usr system, is made as the same link). Not
+# the host's root with a denylist: a data folder anywhere else (the repository cache, MEDIA_ROOT,
+# a SQLite database beside the code, another service's files) is simply not there.
+SYSTEM_DIRS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 # Host directories replaced by an empty read-only tmpfs: sockets (/run holds PostgreSQL's and
 # MySQL's), people's and root's files, other programs' scratch space. /tmp is the layer itself.
+# Outside SYSTEM_DIRS they would not be there anyway; they stay, empty, for programs that expect them.
 DEFAULT_HIDE: tuple[str, ...] = ("/run", "/home", "/root", "/var/tmp", "/var/run", "/mnt", "/media", "/srv")
 SHM_BYTES = 16 * 1024**2  # /dev/shm, on top of the layer (POSIX semaphores, multiprocessing)
 OUTPUT_STOP_FACTOR = 16  # output past this many times Limits.output_bytes stops the sandbox
@@ -272,6 +278,12 @@ class Bubblewrap:
     uid at a time, chosen under an flock in `lock_dir`; give a worker host as many as it runs
     checks at once, and no other process those uids. Ignored when the worker is not root: bwrap
     then runs as the worker's own uid.
+
+    `private`: the folders of every project's data (the repository cache with its worktrees,
+    MEDIA_ROOT with the import uploads). Hidden behind an empty tmpfs where they lie inside a
+    system directory a check sees (outside those they are not there at all), and a root worker
+    refuses to run checks as a uid that owns one of them. A non-root worker's sandbox runs as
+    the worker's own uid, which owns them: there the hiding alone keeps them out.
     """
 
     name = "bubblewrap"
@@ -283,6 +295,8 @@ class Bubblewrap:
         uids: tuple[int, ...] = (DEFAULT_UID,),
         lock_dir: Path | None = None,
         hide: tuple[str, ...] = DEFAULT_HIDE,
+        private: tuple[str, ...] = (),
+        system: tuple[str, ...] = SYSTEM_DIRS,
         tar: str = "tar",
     ) -> None:
         if not uids or any(uid <= 0 for uid in uids):
@@ -291,6 +305,8 @@ class Bubblewrap:
         self.uids = tuple(uids)
         self.lock_dir = lock_dir or Path(tempfile.gettempdir()) / f"gagar-sandbox-{os.getuid()}"
         self.hide = hide
+        self.private = tuple(os.path.realpath(p) for p in private if p)
+        self.system = system
         self.tar = tar
 
     def __repr__(self) -> str:
@@ -308,13 +324,31 @@ class Bubblewrap:
         namespaces here as the uid a check would run as (probed once, then cached)."""
         bwrap = self._binary(self.bwrap)
         self._binary(self.tar)
+        self._not_an_owner()
         probe(bwrap, self.uids[0] if os.geteuid() == 0 else None)
+
+    def _not_an_owner(self) -> None:
+        """SandboxUnavailable when a root worker would run checks as a uid (or group) that owns
+        a private folder: every check could read every project's data there."""
+        if os.geteuid() != 0:
+            return
+        for path in self.private:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            if st.st_uid in self.uids or (st.st_gid in self.uids and st.st_mode & 0o050):
+                raise SandboxUnavailable(
+                    f"the sandbox's uid {st.st_uid if st.st_uid in self.uids else st.st_gid} owns {path}, which holds every "
+                    "project's data: give GAGAR_SANDBOX_UID uids that own nothing on this host"
+                )
 
     def run(self, root: Path, command: str, limits: Limits) -> CheckResult:
         root = Path(root)
         if not root.is_dir():
             raise RepoError(f"no worktree at {root.name!r} to run a check in")
         bwrap, tar = self._binary(self.bwrap), self._binary(self.tar)
+        self._not_an_owner()
         with self._slot(limits.wall_s) as uid:
             probe(bwrap, uid)
             return self._run(bwrap, tar, uid, root, command, limits)
@@ -350,12 +384,21 @@ class Bubblewrap:
             time.sleep(0.05)
 
     def argv(self, bwrap: str, layer_bytes: int, seccomp_fd: int | None, info_fd: int, marker: str, command: str) -> list[str]:
-        args = [bwrap, *_namespace_flags(), "--hostname", "gagar-check", "--ro-bind", "/", "/"]
+        args = [bwrap, *_namespace_flags(), "--hostname", "gagar-check"]
+        shown: list[str] = []
+        for path in self.system:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+                shown.append(os.path.realpath(path))
         args += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc"]
-        for path in self.hide:
-            if os.path.isdir(path) and not os.path.islink(path):
-                args += ["--tmpfs", path, "--remount-ro", path]
+        hidden = [p for p in self.hide if os.path.isdir(p) and not os.path.islink(p)]
+        hidden += [p for p in self.private if os.path.isdir(p) and any(_inside(p, top) for top in shown)]
+        for path in hidden:
+            args += ["--tmpfs", path, "--remount-ro", path]
         args += ["--size", str(layer_bytes), "--tmpfs", "/tmp", "--dir", WORKDIR, "--chdir", WORKDIR]
+        args += ["--remount-ro", "/"]  # bwrap's own root, where the mount points were made: no writable tmpfs left there
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--info-fd", str(info_fd), "--", "/bin/sh", "-c", _SETUP, "gagar-check", marker, command]
@@ -416,6 +459,10 @@ class Bubblewrap:
             packer.stdout.close()
         assert proc.stdout is not None  # stdout=PIPE
         return _Supervisor(proc, packer, info_r, marker, limits, started, deadline, command).wait()
+
+
+def _inside(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 _SETUP = (
@@ -820,10 +867,15 @@ def _uid_range(text: str) -> tuple[int, ...]:
     return tuple(range(low, high + 1))
 
 
+# The folders of every project's data, kept from a bubblewrap check (Bubblewrap's `private`).
+PRIVATE_SETTINGS = ("GAGAR_REPO_CACHE", "GAGAR_MEDIA_ROOT")
+
+
 def sandbox_from(config: Mapping[str, Any] | Any) -> Sandbox | None:
     """The runner that `config` (a mapping or a dataclass with the GAGAR_* names, as settings
     hold them) asks for: GAGAR_SANDBOX = "bubblewrap" (the default), "swe-rex", or "none"/"off"
-    (None: checks cannot run here)."""
+    (None: checks cannot run here). GAGAR_REPO_CACHE and GAGAR_MEDIA_ROOT name the folders a
+    bubblewrap check must never see (PRIVATE_SETTINGS)."""
     if dataclasses.is_dataclass(config) and not isinstance(config, type):
         config = dataclasses.asdict(config)
     if not isinstance(config, Mapping):
@@ -837,7 +889,8 @@ def sandbox_from(config: Mapping[str, Any] | Any) -> Sandbox | None:
     if kind in {"none", "off", "0", "false"}:
         return None
     if kind in {"bubblewrap", "bwrap"}:
-        return Bubblewrap(uids=_uid_range(get("GAGAR_SANDBOX_UID") or str(DEFAULT_UID)))
+        private = tuple(p for p in (get(name) for name in PRIVATE_SETTINGS) if p)
+        return Bubblewrap(uids=_uid_range(get("GAGAR_SANDBOX_UID") or str(DEFAULT_UID)), private=private)
     if kind in {"swe-rex", "swerex"}:
         url, token = get("GAGAR_SWEREX_URL"), get("GAGAR_SWEREX_TOKEN")
         if not url or not token:

@@ -3,8 +3,10 @@
 `RepoSource(url_template, cache, budget_bytes)` keeps one bare mirror per repository under
 `<cache>/mirrors/<safe name>.git`, fetched the first time a task needs it and reused after
 that; a base commit the mirror lacks makes it fetch once more (then `MissingCommit`). The
-mirrors (with the worktrees made from them, `<cache>/trees`) are held under `budget_bytes`
-by evicting the least recently used; a repository bigger than the whole budget is refused.
+mirrors (with the worktrees made from them, `<cache>/trees`) are held under `budget_bytes`:
+whatever writes into the cache (a fetch, a patch's objects) first reserves room under a lock
+every process shares (`reserve`), evicting the least recently used mirrors to make it, and is
+refused when the room is not there; a repository bigger than the whole budget is refused.
 
 Every git command runs here through `run_git`: a timeout, no terminal prompt, no hooks,
 the system and global git configuration ignored (so a worker's `apply.whitespace` or
@@ -20,8 +22,11 @@ import hashlib
 import os
 import re
 import shutil
+import secrets
 import signal
+import stat
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +40,8 @@ MAX_REPO_CHARS = 200
 MAX_MESSAGE_CHARS = 2_000  # of git's stderr kept in an error's message
 REPO_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+MIN_RESERVE_BYTES = 1024**2  # a fetch reserves a sixteenth of the budget at a time, at least this
+WATCH_SECONDS = 0.1  # how often a running fetch's size is checked against what it reserved
 _USERINFO = re.compile(r"://[^/@\s]{1,512}@")
 
 
@@ -119,10 +126,30 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path)
 
 
+def private_dir(path: Path, *, tighten: bool = False) -> Path:
+    """`path` as a directory, every folder of it made here made for its owner only (0700): the
+    cache holds every project's rollout states, and no other uid (a check's sandbox least of all)
+    may read them. `tighten`: an existing `path` of ours loses its group and other bits too (a
+    cache root made before, or a volume made 0750)."""
+    missing = []
+    for folder in (path, *path.parents):
+        if os.path.lexists(folder):
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+    if tighten and not missing:
+        st = os.stat(path)
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
+    return path
+
+
 @contextlib.contextmanager
 def flocked(lock_path: Path, *, blocking: bool = True) -> Iterator[bool]:
     """Hold an exclusive flock on `lock_path` (yields False when `blocking` is off and it is taken)."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(lock_path.parent)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -209,6 +236,14 @@ class RepoSource:
         """How many fetches this cache has made of `repo` (the first one included); 0 before any."""
         return self.fetches_by_name(self.safe_name(repo))
 
+    def make_private(self) -> None:
+        """The cache root, and its mirrors and trees where they are, for the worker's uid only (see
+        `private_dir`); what is made inside later is made so."""
+        private_dir(self.cache, tighten=True)
+        for folder in (self.mirrors_dir, self.trees_dir):
+            if folder.is_dir():
+                private_dir(folder, tighten=True)
+
     # -- git --------------------------------------------------------------------------
 
     def git(
@@ -243,6 +278,7 @@ class RepoSource:
             raise MissingCommit(f"the task's base commit {commit[:80]!r} is not a commit id (hex digits)")
         path = self.mirror_path(repo)
         name = self.safe_name(repo)
+        self.make_private()
         with flocked(self.mirrors_dir / f"{name}.lock"):
             fresh = False
             if not (path / "HEAD").exists():
@@ -269,11 +305,13 @@ class RepoSource:
 
     def _fetch(self, url: str, path: Path, name: str, *, create: bool, commit: str = "") -> None:
         """Fetch `url` into the mirror at `path` (made in a scratch directory and renamed when `create`)."""
-        self.mirrors_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.mirrors_dir)
         target = path.with_name(f"{path.name}.tmp-{os.getpid()}") if create else path
         if create:
             remove_tree(target)
-            run_git(None, ["init", "--bare", "--quiet", "--template=", str(target)], timeout=self.git_timeout)
+            # --shared=0600: git makes every file of the mirror 0600 and every folder 0700, whatever the umask
+            init = ["init", "--bare", "--quiet", "--template=", "--shared=0600", str(target)]
+            run_git(None, init, timeout=self.git_timeout)
             for key, value in (("gc.auto", "0"), ("maintenance.auto", "false"), ("core.logAllRefUpdates", "false")):
                 run_git(target, ["config", key, value], timeout=self.git_timeout)
         counter = self.mirrors_dir / f"{name}.fetches"

@@ -326,11 +326,13 @@ def apply_patch(source: RepoSource, git_dir: Path, base: str, index: int, patch:
             )
     applied = _apply(source, git_dir, base, index, patch)
     with contextlib.suppress(OSError):
-        memo.parent.mkdir(exist_ok=True)
+        memo.parent.mkdir(mode=0o700, exist_ok=True)
         scratch = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
-        scratch.write_text(
-            json.dumps({"how": applied.how, "commit": applied.commit, "error": applied.error, "skipped": list(applied.skipped)})
+        said = json.dumps(
+            {"how": applied.how, "commit": applied.commit, "error": applied.error, "skipped": list(applied.skipped)}
         )
+        with os.fdopen(os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "w") as out:
+            out.write(said)  # for the worker only, like the rest of the mirror
         scratch.replace(memo)
     return applied
 

@@ -272,6 +272,7 @@ class GitRepoView:
         name = "base" if at == BASE else f"r{at}"
         group = self.trees_dir / self.key
         target = group / name
+        self.source.make_private()
         with flocked(group / f".{name}.lock"):
             (group / ".mirror").write_text(self.mirror.name[: -len(".git")] + "\n")
             if target.is_dir() and not target.is_symlink():

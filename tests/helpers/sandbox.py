@@ -77,7 +77,7 @@ def as_worker_user(test_files: list[str], *, deselect: str, timeout: float = 600
         env = {
             "PATH": os.environ.get("PATH", SYSTEM_PATH),
             "LANG": "C.UTF-8",
-            "HOME": "/tmp",
+            "HOME": user.pw_dir,
             "CI": os.environ.get("CI", ""),
             EXPOSED_ENV: str(scratch),
         }
