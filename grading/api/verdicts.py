@@ -4,13 +4,13 @@
 
 201 with {"result": "stored", ...} when stored, 200 with "unchanged" for the same verdict again,
 409 for a different verdict from the same grader version on the same group, 400 naming the
-`field` (and the checks' `errors`) for bad input, 404 when there is no such group. Admins and
-the project's service accounts may post.
+`field` (and the checks' `errors`) for bad input, 404 when there is no such group. Only
+members holding Capability.GRADE may post: the project's admins and grader accounts (role
+`grader`, e.g. a service account made for the grading fleet on the Team page).
 """
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
@@ -18,8 +18,8 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
-from grading.api.scoping import membership_for_request
-from grading.grader.external import ExternalVerdictError, may_post_verdicts, record_external_verdict
+from grading.api.scoping import project_for_request
+from grading.grader.external import ExternalVerdictError, record_external_verdict
 from grading.models import Capability
 from grading.projects.accounts import acting_name
 
@@ -38,12 +38,10 @@ class VerdictPostView(APIView):
             400: OpenApiResponse(description="a refused field, named in `field`; the checks' messages in `errors`"),
             409: OpenApiResponse(description="this grader version gave the group a different verdict"),
         },
-        summary="Store an external grader's verdict on a group (admin or the project's service account)",
+        summary="Store an external grader's verdict on a group (an admin or a grader account)",
     )
     def post(self, request):
-        project, membership = membership_for_request(request, *Capability)
-        if not may_post_verdicts(request.user, project, membership.capabilities):
-            raise PermissionDenied("posting verdicts needs a project admin or one of the project's service accounts")
+        project = project_for_request(request, Capability.GRADE)
         try:
             outcome = record_external_verdict(project=project, body=request.data, posted_by=acting_name(request.user))
         except ExternalVerdictError as exc:

@@ -4,9 +4,11 @@ The body is the shape the LLM grader submits (grading.grader.llm.VERDICT_SCHEMA)
 named by run, step and uid and the grader by "name@version"; evidence is optional. It is checked
 the same way -- the schema, then grading.grader.evidence.problems on the group's workspace
 (citations must resolve; a judgment posted without evidence need not cite) -- and stored all
-or nothing through grading.grader.verdicts.record_verdict, so the method, calibration and the
-bench treat it as any grader's verdict. The same verdict posted again is unchanged; a
-different one from the same grader version on the same group is a conflict.
+or nothing through grading.grader.verdicts.record_verdict, so calibration and the bench treat
+it as any grader's verdict. The method reads it only when the run's policy names its grader,
+as a member of the run's jury (grading.method.services.policy_verdicts); otherwise it is stored
+bench-only. The same verdict posted again is unchanged; a different one from the same grader
+version on the same group is a conflict.
 """
 
 from __future__ import annotations
@@ -120,6 +122,10 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
             ensure_version(project_id=project.pk, name=grader, backend="external")
         except GraderNameError as exc:
             raise ExternalVerdictError("grader", str(exc)) from None
+        # Read by the method only as a member of the jury the run's policy names
+        # (grading.method.services.policy_verdicts); otherwise it is on the bench alone and
+        # leaves the step's advantages, and their inputs version, as they are.
+        jury = group.run.jury
         verdict, _ = record_verdict(
             group=group,
             grader=grader,
@@ -129,16 +135,6 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
                 for j in judgments
             ],
             raw={"verdict": {"judgments": canonical}, "external": {"posted_by": posted_by or ""}},
+            bench_only=jury is None or grader not in jury.members,
         )
     return Outcome(verdict, "stored")
-
-
-def may_post_verdicts(user, project: Project, capabilities: frozenset) -> bool:
-    """Admins of the project (MANAGE), and the project's own service accounts, whatever their role."""
-    from grading.models import Capability
-    from grading.projects.accounts import service_account_of
-
-    if Capability.MANAGE in capabilities:
-        return True
-    account = service_account_of(user)
-    return account is not None and account.project_id == project.pk

@@ -37,6 +37,8 @@ from grading.models import (
     AdvantageResult,
     CheatDecision,
     FactorMapping,
+    Grader,
+    GraderVersion,
     GradingJob,
     Group,
     MappingActivation,
@@ -225,10 +227,17 @@ def activate_mapping(
 
 def policy_verdicts(verdicts, run: Run):
     """Those of `verdicts` (of `run`'s groups) the method may read: its jury's alone when the
-    policy names one, else any grader's but a campaign's bench-only ones (docs/method.md §2)."""
+    policy names one, else any grader's but a campaign's bench-only ones and those of the
+    project's external graders (docs/method.md §2).
+
+    An external grader's verdict (POST /api/v1/verdicts/, under a name its poster chooses)
+    reaches the advantages only through a jury the run's policy names with it as a member:
+    a name no policy chose must not move a run's credit. It is on the bench and in
+    calibration like any grader's."""
     if (jury := run.jury) is not None:  # the run's policy names a jury: only its verdicts count
         return verdicts.filter(grader=jury.grader)
-    return verdicts.filter(bench_only=False)
+    external = GraderVersion.objects.filter(project_id=run.project_id, grader__backend=Grader.Backend.EXTERNAL)
+    return verdicts.filter(bench_only=False).exclude(grader__in=external.values("name"))
 
 
 @dataclass

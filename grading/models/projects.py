@@ -19,6 +19,7 @@ class Role(models.TextChoices):
     ADJUDICATOR = "adjudicator", "Adjudicator"
     ADMIN = "admin", "Admin"
     TRAINER = "trainer", "Trainer (read-only API)"
+    GRADER = "grader", "Grader (posts an external grader's verdicts through the API)"
 
 
 class Capability(models.TextChoices):
@@ -32,6 +33,7 @@ class Capability(models.TextChoices):
     INGEST = "ingest", "Import runs and groups"
     MANAGE = "manage", "Grade, set policies, activate mappings, manage the team"
     EXPORT = "export", "Read advantages and labels through the API"
+    GRADE = "grade", "Post an external grader's verdicts"
 
 
 # What each role may do. Views and API permissions ask for a capability, never a role
@@ -42,6 +44,9 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
     Role.ADJUDICATOR: frozenset({Capability.VIEW, Capability.REVIEW, Capability.ADJUDICATE}),
     Role.ADMIN: frozenset(Capability),
     Role.TRAINER: frozenset({Capability.EXPORT}),
+    # A team's own grading fleet: sees the groups it grades (GET /api/v1/groups/) and posts
+    # its verdicts (POST /api/v1/verdicts/); it neither judges, exports nor manages.
+    Role.GRADER: frozenset({Capability.VIEW, Capability.GRADE}),
 }
 
 

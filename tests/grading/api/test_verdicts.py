@@ -117,9 +117,11 @@ def test_the_verdict_is_checked_as_the_llm_graders_is(client, group, alice_token
     assert not Verdict.objects.exists() and not CheatDecision.objects.exists()
 
 
-def test_the_projects_service_account_may_post_and_a_trainer_or_reviewer_may_not(client, group, acme, alice, trainer_token):
-    _, bot_secret = create_token(project=acme, username="fleet-bot", role=Role.TRAINER, name="fleet", actor=alice)
+def test_a_grader_service_account_may_post_and_a_trainer_or_reviewer_may_not(client, group, acme, alice, trainer_token):
+    _, bot_secret = create_token(project=acme, username="fleet-bot", role=Role.GRADER, name="fleet", actor=alice)
+    _, trainer_bot = create_token(project=acme, username="trainer-bot", role=Role.TRAINER, name="train", actor=alice)
     assert post(client, trainer_token, body())[0] == 403
+    assert post(client, trainer_bot, body())[0] == 403  # a service account, but one that only exports
     _, reviewer = issue_api_token(username="rita", project_name="acme", role=Role.REVIEWER)
     assert post(client, reviewer, body())[0] == 403
     assert not Verdict.objects.exists()

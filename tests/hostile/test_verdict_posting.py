@@ -1,0 +1,138 @@
+"""POST /api/v1/verdicts/ under hostile callers and bodies: who may post a verdict, which
+posted verdicts the method reads, what one post may cost the web process, races between two
+posts, and grader names that pass for a built-in one.
+
+People (as in tests/conftest.py): alice admin of acme; tess a trainer (the operator's token);
+fleet-bot, trainer-bot and rita-bot service accounts alice makes on the Team page.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grading.grader.base import RUBRIC
+from grading.models import GraderVersion, Role, Verdict
+from grading.projects.team import create_token
+from grading.projects.tokens import issue_api_token
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
+
+URL = "/api/v1/verdicts/?project=acme"
+SCORES = dict.fromkeys(RUBRIC, 4)
+
+
+def body(**changes) -> dict:
+    out = {
+        "run": "r1",
+        "step": 1,
+        "uid": "t-1@1",
+        "grader": "acme-fleet@3",
+        "judgments": [
+            {"rollout": 0, "tier": "T1", "rank": 1, "scores": dict(SCORES), "cheat": False},
+            {
+                "rollout": 2,
+                "tier": "T3",
+                "rank": 2,
+                "scores": dict(SCORES),
+                "cheat": False,
+                "evidence": [{"kind": "test", "rollout": 2, "locator": "log:1", "note": "slower"}],
+            },
+        ],
+    }
+    out.update(changes)
+    return out
+
+
+def post(client, token: str, data) -> tuple[int, dict]:
+    r = client.post(URL, json.dumps(data), content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}")
+    return r.status_code, r.json()
+
+
+def export(client, token: str) -> dict[int, tuple[float, float, str]]:
+    """Step 1 of r1 as the trainer reads it: index -> (A, A*, status)."""
+    r = client.get("/api/v1/advantages/?project=acme&run=r1&step=1", HTTP_AUTHORIZATION=f"Token {token}")
+    assert r.status_code == 200, r.content[:300]
+    rows = [json.loads(line) for line in r.content.splitlines()]
+    return {row["index"]: (row["advantage"], row["redistributed_advantage"], row["status"]) for row in rows}
+
+
+@pytest.fixture
+def group(acme):
+    ingest_groups(acme, small_group("t-1@1", rewards=(1, 0, 1)))
+
+
+# --- who may post ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", [Role.TRAINER, Role.REVIEWER, Role.AUDITOR, Role.ADJUDICATOR])
+def test_a_service_account_without_the_grader_capability_gets_403_and_nothing_is_stored(client, group, acme, alice, role):
+    # alice makes a service account of her project on the Team page with a role that does not grade:
+    # its token exports (a trainer) or judges (a reviewer), and posting a verdict is none of that.
+    _, secret = create_token(project=acme, username=f"{role}-bot", role=role, name="script", actor=alice)
+    code, answer = post(client, secret, body())
+    assert code == 403, answer
+    assert not Verdict.objects.exists() and not GraderVersion.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_operators_trainer_and_reviewer_tokens_get_403(client, group, trainer_token):
+    _, reviewer = issue_api_token(username="rita", project_name="acme", role=Role.REVIEWER)
+    assert post(client, trainer_token, body())[0] == 403
+    assert post(client, reviewer, body())[0] == 403
+    assert not Verdict.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_grader_service_account_made_on_the_team_page_posts(client, group, acme, alice):
+    # the Team page offers the grader role, and a new name with it makes a grader service account
+    client.force_login(alice)
+    page = client.get("/projects/acme/team/")
+    assert page.status_code == 200 and b'<option value="grader"' in page.content
+    client.logout()
+    _, secret = create_token(project=acme, username="fleet-bot", role=Role.GRADER, name="fleet", actor=alice)
+    code, answer = post(client, secret, body())
+    assert code == 201 and answer["result"] == "stored", answer
+    assert Verdict.objects.get().raw["external"]["posted_by"] == "fleet-bot (service account made by alice)"
+
+
+@pytest.mark.django_db
+def test_the_operators_command_makes_a_grader_token_that_posts(client, group):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("create_api_token", "fleet-bot", project="acme", role="grader", stdout=out)
+    assert post(client, out.getvalue().strip(), body())[0] == 201
+
+
+# --- which posted verdicts the method reads ------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_verdict_of_a_grader_the_runs_policy_does_not_name_leaves_the_advantages_alone(client, group, alice_token):
+    before = export(client, alice_token)
+    assert {i: status for i, (_, _, status) in before.items()} == {0: "fallback", 1: "fallback", 2: "fallback"}
+    code, answer = post(client, alice_token, body())
+    assert code == 201, answer
+    # stored, and on the bench like any grader's, but the run names no such grader: A* stays A
+    assert Verdict.objects.filter(grader="acme-fleet@3").exists()
+    assert export(client, alice_token) == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_posted_verdict_moves_the_advantages_when_the_runs_jury_names_its_grader(client, group, acme, alice_token):
+    from grading.grader.juries import save_jury
+    from grading.grader.policy import update_run_policy
+    from grading.models import Run
+
+    save_jury(project=acme, name="pair", members=["acme-fleet@3", "acme-fleet-b@1"], rule="agree_or_abstain")
+    update_run_policy(run=Run.objects.get(name="r1"), changes={"jury": "pair"})
+    before = export(client, alice_token)
+    assert post(client, alice_token, body())[0] == 201
+    assert post(client, alice_token, body(grader="acme-fleet-b@1"))[0] == 201
+    after = export(client, alice_token)
+    assert after[0][2] == "graded" and after[0][1] > before[0][1] and after[2][1] < before[2][1]
