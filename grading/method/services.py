@@ -428,16 +428,25 @@ def store_results(rows: list[dict[str, Any]]) -> None:
     On PostgreSQL by COPY: a step's 25,088 rows through bulk_create cost about 1.0 s of the
     1.5 s its recomputation took, most of it Django building and psycopg quoting each
     INSERT's 640k parameters in Python (benchmarks/last_verdict.py); COPY hands the
-    tuples over as one stream. Elsewhere (SQLite in development) bulk_create.
+    tuples over as one stream. Elsewhere (SQLite in development) one INSERT run over every
+    row by executemany: bulk_create would split a step into statements of at most 999
+    parameters (Django's limit for SQLite), so the queries would grow with the step.
     """
     if not rows:
         return
-    if connection.vendor != "postgresql":
-        AdvantageResult.objects.bulk_create([AdvantageResult(**row) for row in rows], batch_size=2000)
-        return
     names = list(rows[0])
-    column_of = {f.attname: f.column for f in AdvantageResult._meta.concrete_fields}
-    columns = [column_of[name] for name in names]
+    field_of = {f.attname: f for f in AdvantageResult._meta.concrete_fields}
+    columns = [field_of[name].column for name in names]
+    if connection.vendor != "postgresql":
+        fields = [field_of[name] for name in names]
+        quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
+        placeholders = ", ".join("%s" for _ in columns)
+        sql = f"INSERT INTO {connection.ops.quote_name(AdvantageResult._meta.db_table)} ({quoted}) VALUES ({placeholders})"
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                sql, [[f.get_db_prep_save(v, connection) for f, v in zip(fields, row.values(), strict=True)] for row in rows]
+            )
+        return
     at = names.index("turn_weights")
     copy_rows(
         connection,

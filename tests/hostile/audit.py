@@ -38,6 +38,11 @@ ACCEPTED = {
         "B608",
     ): "SQL built from code-defined column lists and %s placeholders; every value is a bound parameter",
     (
+        "grading/method/services.py",
+        "B608",
+    ): "SQLite's INSERT of a step's results, built from the model's table name and its field columns (quoted) and %s "
+    "placeholders; every value is a bound parameter",
+    (
         "grading/method/releases.py",
         "B608",
     ): "SQL built from the model's table name, the code-defined _COLUMNS and %s/%b placeholders; every value is a "
