@@ -77,6 +77,14 @@ DEFAULT_HIDE: tuple[str, ...] = ("/run", "/home", "/root", "/var/tmp", "/var/run
 SHM_BYTES = 16 * 1024**2  # /dev/shm, on top of the layer (POSIX semaphores, multiprocessing)
 OUTPUT_STOP_FACTOR = 16  # output past this many times Limits.output_bytes stops the sandbox
 SETUP_NOISE_BYTES = 64_000  # what setup may print before the command starts
+# Files on the tmpfs layers: bwrap (0.8) sets a tmpfs's size, not its nr_inodes, and an empty file
+# takes no page of the size but an inode and a dentry of kernel memory (600,000 took ~490 MB). The
+# parent counts the layers' inodes (statvfs through /proc/<pid>/root) every INODE_POLL_S and stops
+# the check past the worktree's own + Limits.files: a fast creator overshoots by what it makes in
+# one poll (tens of thousands at most).
+INODE_POLL_S = 0.05
+INODE_SLACK = 64  # the layer's own folders (/tmp/work), the empty /dev/shm
+LAYERS = ("tmp", "dev/shm")
 PAGE = 4096
 _READ = 65536
 
@@ -206,12 +214,18 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
 
 def tree_bytes(root: Path) -> int:
     """What a copy of `root` takes on tmpfs: each file rounded up to whole pages."""
-    total = 0
+    return tree_size(root)[0]
+
+
+def tree_size(root: Path) -> tuple[int, int]:
+    """(bytes on tmpfs, each file rounded up to whole pages; inodes) of a copy of `root`."""
+    total = count = 0
     stack = [str(root)]
     while stack:
         with os.scandir(stack.pop()) as entries:
             for entry in entries:
                 st = entry.stat(follow_symlinks=False)
+                count += 1
                 if stat.S_ISDIR(st.st_mode):
                     stack.append(entry.path)
                     total += PAGE
@@ -219,7 +233,7 @@ def tree_bytes(root: Path) -> int:
                     total += (st.st_size + PAGE - 1) // PAGE * PAGE
                 else:
                     total += PAGE
-    return total
+    return total, count
 
 
 def _processes_of(uid: int) -> int:
@@ -407,7 +421,8 @@ class Bubblewrap:
     def _run(self, bwrap: str, tar: str, uid: int | None, root: Path, command: str, limits: Limits) -> CheckResult:
         started = time.monotonic()
         deadline = started + limits.wall_s
-        layer = tree_bytes(root) + max(limits.disk_bytes, 0) + 1024**2
+        tree, inodes = tree_size(root)
+        layer = tree + max(limits.disk_bytes, 0) + 1024**2
         nproc = limits.processes if uid is not None else limits.processes + _processes_of(os.getuid())
         marker = f"\n:gagar-check-started:{secrets.token_hex(8)}:\n"
         program = seccomp_program()
@@ -458,7 +473,9 @@ class Bubblewrap:
                 os.close(fd)
             packer.stdout.close()
         assert proc.stdout is not None  # stdout=PIPE
-        return _Supervisor(proc, packer, info_r, marker, limits, started, deadline, command).wait()
+        supervisor = _Supervisor(proc, packer, info_r, marker, limits, started, deadline, command)
+        supervisor.max_inodes = inodes + max(limits.files, 0) + INODE_SLACK
+        return supervisor.wait()
 
 
 def _inside(path: str, top: str) -> bool:
@@ -509,6 +526,8 @@ class _Supervisor:
         self.began = False
         self.info = bytearray()
         self.child_pidfd: int | None = None
+        self.child_pid = 0
+        self.max_inodes = 0  # 0: not counted
         self.killed = ""
         self.killed_at = 0.0
         self.child_killed = False
@@ -538,6 +557,17 @@ class _Supervisor:
             return
         with contextlib.suppress(OSError):
             self.child_pidfd = os.pidfd_open(child)
+            self.child_pid = child
+
+    def _inodes(self) -> int:
+        """Inodes in use on the sandbox's writable tmpfs layers, seen through its pid 1's root (once
+        the command began: before, that root may still be the host's)."""
+        used = 0
+        for layer in LAYERS:
+            with contextlib.suppress(OSError):
+                fs = os.statvfs(f"/proc/{self.child_pid}/root/{layer}")
+                used += fs.f_files - fs.f_ffree
+        return used
 
     def _kill(self, why: str) -> None:
         """SIGKILL the sandbox's pid 1, which takes every process of its pid namespace with it, and
@@ -577,8 +607,11 @@ class _Supervisor:
                     timeout = self.deadline - time.monotonic()
                     if timeout <= 0 and not self.killed:
                         self._kill("wall time")
+                    if self.max_inodes and self.began and self.child_pid and not self.killed and self._inodes() > self.max_inodes:
+                        self._kill("files")
                     # after a kill the writers are gone: what is left drains at once
-                    for key, _ in sel.select(max(timeout, 0.05) if not self.killed else 1.0):
+                    wait = min(max(timeout, 0.05), INODE_POLL_S if self.max_inodes else timeout)
+                    for key, _ in sel.select(wait if not self.killed else 1.0):
                         data = os.read(key.fd, _READ)
                         if not data:
                             sel.unregister(key.fd)

@@ -32,6 +32,11 @@ class FetchRefused(RepoError):
     """The source refused or failed the fetch (network, authentication, timeout, size budget)."""
 
 
+class OverBudget(FetchRefused):
+    """The cache's budget has no room for it: a repository (or a state's objects) bigger than the
+    whole budget, or a cache full of mirrors in use and work in progress."""
+
+
 class PathRefused(RepoError):
     """A path that is absolute, climbs out of the tree, or names .git."""
 
@@ -74,6 +79,7 @@ class Limits:
     processes: int = 256  # of the sandbox's own uid, so a fork bomb stops here
     output_bytes: int = 64_000  # stdout and stderr together, kept; the rest is counted, not kept
     disk_bytes: int = 1024**3  # the throwaway writable layer, on top of the worktree's size
+    files: int = 50_000  # inodes it may make on its tmpfs layers (/tmp, /dev/shm), on top of the worktree's
 
 
 @dataclass(frozen=True)

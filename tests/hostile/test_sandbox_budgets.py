@@ -1,0 +1,73 @@
+"""What one check, or one project's checks, may take from the machine they share.
+
+- Files: the sandbox's writable layers are tmpfs, sized in bytes; every file is also an inode
+  and a dentry in kernel memory that the size does not count. 600,000 empty files pinned about
+  490 MB of kernel memory. A check now stops at the worktree's files plus `Limits.files`.
+The rerun at the end runs the file again as a non-root worker.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from grading.repos.sandbox import Bubblewrap
+from grading.repos.types import Limits
+from tests.helpers.sandbox import as_worker_user
+
+UIDS = (64_130, 64_131)
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Bubblewrap:
+    return Bubblewrap(uids=UIDS, lock_dir=tmp_path_factory.mktemp("sandbox-locks"))
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    root = tmp_path / "wt"
+    root.mkdir()
+    (root / "README").write_text("a worktree\n")
+    return root
+
+
+MANY_FILES = (
+    "import os, sys\n"
+    "where, n = sys.argv[1], int(sys.argv[2])\n"
+    "os.makedirs(where, exist_ok=True)\n"
+    "for i in range(n):\n"
+    "    open(f'{where}/{i}', 'w').close()\n"
+    "    if i % 5000 == 0:\n"
+    "        print('made', i, flush=True)\n"
+    "print('made all', n, flush=True)\n"
+)
+
+
+@pytest.mark.parametrize("where", ["/tmp/work/many", "/dev/shm/many"])
+def test_two_hundred_thousand_files_are_stopped_within_the_budget(sandbox: Bubblewrap, worktree: Path, where: str) -> None:
+    (worktree / "many.py").write_text(MANY_FILES)
+    limits = Limits(wall_s=60, cpu_s=60, memory_bytes=512 * 1024**2, processes=32, output_bytes=20_000, disk_bytes=64 * 1024**2)
+    assert limits.files <= 100_000
+    result = sandbox.run(worktree, f"/usr/bin/python3 many.py {where} 200000", limits)
+    assert "made all" not in result.output
+    assert result.killed == "files", result.output[-2000:]
+    made = max(int(line.split()[1]) for line in result.output.splitlines() if line.startswith("made "))
+    assert made <= limits.files + 50_000  # stopped near the budget, not at 200,000 (polled: some overshoot)
+
+
+def test_a_check_within_the_budget_is_left_alone(sandbox: Bubblewrap, worktree: Path) -> None:
+    (worktree / "many.py").write_text(MANY_FILES)
+    result = sandbox.run(worktree, "/usr/bin/python3 many.py /tmp/work/some 2000", Limits(wall_s=30, cpu_s=30))
+    assert (result.exit_status, result.killed) == (0, ""), result.output
+    assert "made all 2000" in result.output
+
+
+def test_these_hold_for_a_non_root_worker() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("already running as a non-root user: the tests above were that run")
+    done = as_worker_user([str(Path(__file__).relative_to(Path.cwd()))], deselect="not non_root_worker")
+    assert done.returncode == 0 and " failed" not in done.stdout and " passed" in done.stdout, (
+        done.stdout[-3000:] + done.stderr[-2000:]
+    )
