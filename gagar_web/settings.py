@@ -455,6 +455,9 @@ if GAGAR_SANDBOX not in ("bubblewrap", "swe-rex", "none"):
 # The non-root uid a root worker runs bubblewrap checks as, or a range "61000-61007": one uid per
 # check running at once on this host (grading.repos.sandbox).
 GAGAR_SANDBOX_UID = os.environ.get("GAGAR_SANDBOX_UID", "").strip() or "65534"
+# The most memory a project admin may give each process of a check, MiB (the check policy page;
+# RLIMIT_AS per process, so a check's total is bounded by this × its processes). 4 GiB by default.
+GAGAR_CHECK_MEMORY_MB_MAX = _env_int("GAGAR_CHECK_MEMORY_MB_MAX", 4096, minimum=64)
 GAGAR_SWEREX_URL = os.environ.get("GAGAR_SWEREX_URL", "").strip()
 GAGAR_SWEREX_TOKEN = os.environ.get("GAGAR_SWEREX_TOKEN", "")
 if GAGAR_SANDBOX == "swe-rex" and not (GAGAR_SWEREX_URL and GAGAR_SWEREX_TOKEN):

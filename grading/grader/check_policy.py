@@ -8,7 +8,7 @@ turns checks on where no sandbox can run gets no run_check tool, and the step sa
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from django.conf import settings
@@ -23,7 +23,12 @@ log = logging.getLogger(__name__)
 
 MAX_CHECKS = 64
 MAX_SECONDS = 3_600
-MEMORY_MB = (64, 64 * 1024)
+MIN_MEMORY_MB = 64
+
+
+def memory_ceiling_mb() -> int:
+    """The most a project may give each process of a check: the operator's GAGAR_CHECK_MEMORY_MB_MAX."""
+    return int(getattr(settings, "GAGAR_CHECK_MEMORY_MB_MAX", 4096))
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ def save_check_policy(*, project: Project, user, enabled: bool, max_checks: int,
         "enabled": bool(enabled),
         "max_checks": _whole("max_checks", max_checks, 1, MAX_CHECKS),
         "seconds": _whole("seconds", seconds, 1, MAX_SECONDS),
-        "memory_mb": _whole("memory_mb", memory_mb, *MEMORY_MB),
+        "memory_mb": _whole("memory_mb", memory_mb, MIN_MEMORY_MB, memory_ceiling_mb()),
     }
     if values["enabled"]:
         problem = sandbox_problem()
@@ -119,4 +124,6 @@ def check_budget_for(project_id: int, *, deadline: float | None) -> CheckBudget 
     except RepoError as exc:
         log.warning("project %s has checks on, but no sandbox can run: %s", project_id, exc)
         return None
+    # a policy stored under a higher ceiling (or before there was one) runs at today's
+    policy = replace(policy, memory_mb=min(policy.memory_mb, memory_ceiling_mb()))
     return CheckBudget(sandbox=sandbox, limits=policy.limits(), max_checks=policy.max_checks, deadline=deadline)

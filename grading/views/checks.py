@@ -10,7 +10,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from grading.grader.check_policy import CheckPolicyError, check_settings_for, sandbox_problem, save_check_policy
+from grading.grader.check_policy import (
+    CheckPolicyError,
+    check_settings_for,
+    memory_ceiling_mb,
+    sandbox_problem,
+    save_check_policy,
+)
 from grading.models import Capability
 from grading.projects.access import page_project
 
@@ -52,6 +58,7 @@ def check_policy(request: HttpRequest, project: str) -> HttpResponse:
             "enabled": (posted.get("enabled") == "on") if error else policy.enabled,
             "error": error,
             "sandbox_problem": sandbox_problem(),
+            "memory_max_mb": memory_ceiling_mb(),
         },
         status=422 if error else 200,
     )

@@ -71,3 +71,33 @@ def test_these_hold_for_a_non_root_worker() -> None:
     assert done.returncode == 0 and " failed" not in done.stdout and " passed" in done.stdout, (
         done.stdout[-3000:] + done.stderr[-2000:]
     )
+
+
+# Memory: a project admin set the check memory to 64 GiB per process (the page's old ceiling),
+# and RLIMIT_AS counts one process only. The operator's GAGAR_CHECK_MEMORY_MB_MAX bounds it.
+
+
+@pytest.mark.django_db
+def test_a_project_admin_cannot_set_check_memory_above_the_operators_ceiling(client, acme, alice, settings) -> None:
+    from grading.grader.check_policy import check_budget_for
+    from grading.models import CheckPolicy
+
+    # alice is acme's admin: she may set the check policy, within what the operator allows
+    client.force_login(alice)
+    form = {"enabled": "on", "max_checks": "4", "seconds": "30"}
+    refused = client.post("/projects/acme/checks/", {**form, "memory_mb": str(64 * 1024)})
+    assert refused.status_code == 422
+    assert b"memory_mb must be a whole number from 64 to 4096" in refused.content  # the default ceiling, 4 GiB
+    assert not CheckPolicy.objects.filter(project=acme).exists()
+
+    settings.GAGAR_CHECK_MEMORY_MB_MAX = 8192
+    assert client.post("/projects/acme/checks/", {**form, "memory_mb": "8193"}).status_code == 422
+    assert client.post("/projects/acme/checks/", {**form, "memory_mb": "8192"}).status_code == 302
+    assert CheckPolicy.objects.get(project=acme).memory_mb == 8192
+
+    # a row stored under a higher ceiling (or before there was one) runs at the ceiling
+    settings.GAGAR_CHECK_MEMORY_MB_MAX = 2048
+    budget = check_budget_for(acme.pk, deadline=None)
+    assert budget is not None and budget.limits.memory_bytes == 2048 * 1024**2
+    page = client.get("/projects/acme/checks/")
+    assert b'max="2048"' in page.content
