@@ -30,8 +30,14 @@ def _number(text: str) -> int | None:
         return None
 
 
-def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:
-    """None when the citation resolves, else why not."""
+# What one check of a verdict has read of the repository: (state, path) -> its line count, or
+# why it cannot be read. Citations of the same file then cost one read (a git process or two).
+FileLines = dict[tuple[At, str], int | str]
+
+
+def resolve(workspace: GroupWorkspace, item: Evidence, *, reads: FileLines | None = None) -> str | None:
+    """None when the citation resolves, else why not. `reads` keeps the files read for the
+    next citation (problems() passes one for a whole verdict)."""
     if item.kind not in EVIDENCE_KINDS:
         return f"evidence kind {item.kind!r} is not one of {', '.join(EVIDENCE_KINDS)}"
     try:
@@ -56,7 +62,7 @@ def resolve(workspace: GroupWorkspace, item: Evidence) -> str | None:
                 return f"rollout {item.rollout}'s patch does not show line {line} of {path}"
         return f"rollout {item.rollout}'s patch does not touch {path!r}"
     if item.kind == "file":
-        return _resolve_file(workspace, locator)
+        return _resolve_file(workspace, locator, {} if reads is None else reads)
     if item.kind == "check":
         check_no = _number(locator.removeprefix("check:"))
         check = workspace.check(check_no) if check_no is not None else None
@@ -92,7 +98,7 @@ def split_file_locator(locator: str) -> tuple[At, str, int] | None:
     return None if index is None else (index, path, line_no)
 
 
-def _resolve_file(workspace: GroupWorkspace, locator: str) -> str | None:
+def _resolve_file(workspace: GroupWorkspace, locator: str, reads: FileLines) -> str | None:
     parts = split_file_locator(locator)
     if parts is None:
         return f"file locator {locator!r} must be '<rollout|base>:<path>:<line>'"
@@ -101,19 +107,37 @@ def _resolve_file(workspace: GroupWorkspace, locator: str) -> str | None:
         return "this group has no repository to cite"
     if at != BASE and not any(r.index == at for r in workspace.rollouts):
         return f"rollout {at} does not exist in this group"
-    try:
-        data = workspace.repo_view.read(at, path)
-    except RepoError as exc:
-        return f"{path!r} at {at}: {exc}"
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    if (at, path) not in reads:
+        try:
+            data = workspace.repo_view.read(at, path)
+        except RepoError as exc:
+            reads[at, path] = f"{path!r} at {at}: {exc}"
+        else:
+            reads[at, path] = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    lines = reads[at, path]
+    if isinstance(lines, str):
+        return lines
     if not 1 <= line <= max(lines, 1):
         return f"{path!r} at {at} has no line {line} (it has {lines})"
     return None
 
 
 def problems(workspace: GroupWorkspace, judgments: list[RolloutJudgment]) -> list[str]:
-    """Everything wrong with a set of judgments; empty means the verdict is valid."""
+    """Everything wrong with a set of judgments; empty means the verdict is valid.
+
+    Each distinct citation is resolved once, and each file it cites read once: a "file"
+    citation reads the repository (git processes), so a verdict citing one file many times
+    must not cost that many reads."""
     errors: list[str] = []
+    resolved: dict[tuple[str, object, str], str | None] = {}
+    reads: FileLines = {}
+
+    def why_not(item: Evidence) -> str | None:
+        key = (item.kind, item.rollout, str(item.locator))
+        if key not in resolved:
+            resolved[key] = resolve(workspace, item, reads=reads)
+        return resolved[key]
+
     passing = {r.index for r in workspace.passing}
     judged = [j.index for j in judgments]
     missing = sorted(passing - set(judged))
@@ -135,10 +159,9 @@ def problems(workspace: GroupWorkspace, judgments: list[RolloutJudgment]) -> lis
                 errors.append(f"{where}: unknown rubric dimension {name!r}")
             elif not isinstance(score, int) or not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
                 errors.append(f"{where}: {name} must be an integer {SCORE_RANGE[0]}..{SCORE_RANGE[1]}")
-        unresolved = [f"{e.kind} {e.locator!r}: {why}" for e in j.evidence if (why := resolve(workspace, e))]
-        errors.extend(f"{where}: citation {u}" for u in unresolved)
-        resolving = [e for e in j.evidence if not resolve(workspace, e)]
+        outcomes = [(e, why_not(e)) for e in j.evidence]
+        errors.extend(f"{where}: citation {e.kind} {e.locator!r}: {why}" for e, why in outcomes if why)
         negative = j.tier in ("T2", "T3") or j.cheat or any(isinstance(s, int) and s <= LOW_SCORE for s in j.scores.values())
-        if negative and not resolving:
+        if negative and all(why for _, why in outcomes):
             errors.append(f"{where}: a tier below T1, a low score or a cheat flag needs at least one citation that resolves")
     return errors

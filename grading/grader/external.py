@@ -29,6 +29,10 @@ from grading.models import Group, Project, Verdict
 FIELDS = ("run", "step", "uid", "grader", "judgments")
 CITATION_NEEDED = "a tier below T1, a low score or a cheat flag needs at least one citation that resolves"
 MAX_JUDGMENTS = 1000
+# Citations a judgment, and a verdict, may hold. Each is resolved on the group in the request
+# (a "file" citation reads the repository with git), so they are bounded before any is.
+MAX_EVIDENCE = 50
+MAX_CITATIONS = 200
 
 
 class ExternalVerdictError(ValueError):
@@ -69,6 +73,43 @@ def _canonical(judgments: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
+def _check_evidence_counts(raw_judgments: list[dict]) -> None:
+    """Refuse more citations than a judgment or a verdict may hold, before any is looked at."""
+    total = 0
+    for j in raw_judgments:
+        evidence = j.get("evidence")
+        if not isinstance(evidence, list):
+            continue  # the schema names it
+        if len(evidence) > MAX_EVIDENCE:
+            rollout = j.get("rollout")
+            which = f"rollout {rollout}" if isinstance(rollout, int) and not isinstance(rollout, bool) else "a judgment"
+            raise ExternalVerdictError(
+                "judgments.evidence",
+                f"{which} cites {len(evidence)} pieces of evidence; a judgment may cite at most {MAX_EVIDENCE}",
+            )
+        total += len(evidence)
+    if total > MAX_CITATIONS:
+        raise ExternalVerdictError(
+            "judgments.evidence", f"the verdict cites {total} pieces of evidence; a verdict may cite at most {MAX_CITATIONS}"
+        )
+
+
+def _known(verdicts, group: Group, canonical: list[dict[str, Any]]) -> Outcome | None:
+    """The answer when `verdicts` (one grader version's on `group`) holds one already:
+    unchanged when it is this one, else ExternalVerdictError 409; None when there is none."""
+    existing = verdicts.first()
+    if existing is None:
+        return None
+    if (existing.raw or {}).get("verdict") != {"judgments": canonical}:
+        raise ExternalVerdictError(
+            "grader",
+            f"{existing.grader} already gave group {group.uid!r} a different verdict; post it under a new version",
+            status=409,
+        )
+    existing.group = group
+    return Outcome(existing, "unchanged")
+
+
 def record_external_verdict(*, project: Project, body: object, posted_by: str | None) -> Outcome:
     if not isinstance(body, dict):
         raise ExternalVerdictError("body", "the body must be a JSON object")
@@ -92,6 +133,7 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
         raise ExternalVerdictError("judgments", "judgments must be a list of objects")
     if len(raw_judgments) > MAX_JUDGMENTS:
         raise ExternalVerdictError("judgments", f"at most {MAX_JUDGMENTS} judgments")
+    _check_evidence_counts(raw_judgments)
     cited = {j.get("rollout") for j in raw_judgments if "evidence" in j}
     submitted = [{**j, "evidence": j.get("evidence", [])} for j in raw_judgments]
     judgments, errors = parse_verdict({"judgments": submitted})
@@ -104,20 +146,21 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
     )
     if group is None:
         raise ExternalVerdictError("uid", f"no group {uid!r} in step {step} of run {run!r}", status=404)
+    canonical = _canonical(submitted)
+    # A verdict this grader version already gave is answered before anything is resolved: the
+    # same again was checked when it was stored, a different one is refused whatever it cites.
+    if (known := _known(Verdict.objects.filter(group=group, grader=grader), group, canonical)) is not None:
+        return known
     # A judgment posted without evidence need not cite: the grader runs elsewhere, its reasons with it.
     uncited = {f"rollout {j.index}: {CITATION_NEEDED}" for j in judgments if j.index not in cited}
     found = [p for p in problems(load_workspace(group), judgments) if p not in uncited]
     if found:
         raise ExternalVerdictError("judgments", "the verdict does not hold for this group", errors=found)
-    canonical = _canonical(submitted)
     with transaction.atomic():
-        existing = Verdict.objects.select_for_update().filter(group=group, grader=grader).first()
-        if existing is not None:
-            if (existing.raw or {}).get("verdict") == {"judgments": canonical}:
-                return Outcome(existing, "unchanged")
-            raise ExternalVerdictError(
-                "grader", f"{grader} already gave group {uid!r} a different verdict; post it under a new version", status=409
-            )
+        if (
+            known := _known(Verdict.objects.select_for_update().filter(group=group, grader=grader), group, canonical)
+        ) is not None:
+            return known  # posted meanwhile
         try:
             ensure_version(project_id=project.pk, name=grader, backend="external")
         except GraderNameError as exc:

@@ -20,6 +20,7 @@ from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 
 URL = "/api/v1/verdicts/?project=acme"
+MAX_EVIDENCE = 50  # citations a judgment may hold, as docs/api.md says
 SCORES = dict.fromkeys(RUBRIC, 4)
 
 
@@ -136,3 +137,89 @@ def test_a_posted_verdict_moves_the_advantages_when_the_runs_jury_names_its_grad
     assert post(client, alice_token, body(grader="acme-fleet-b@1"))[0] == 201
     after = export(client, alice_token)
     assert after[0][2] == "graded" and after[0][1] > before[0][1] and after[2][1] < before[2][1]
+
+
+# --- what one post may cost ----------------------------------------------------------------
+
+
+@pytest.fixture
+def resolutions(monkeypatch):
+    """Every citation the checks resolve, as (kind, rollout, locator), in order."""
+    from grading.grader import evidence
+
+    seen: list[tuple[str, int, str]] = []
+    real = evidence.resolve
+
+    def counting(workspace, item, **options):
+        seen.append((item.kind, item.rollout, item.locator))
+        return real(workspace, item, **options)
+
+    monkeypatch.setattr(evidence, "resolve", counting)
+    return seen
+
+
+def cited(n: int, **changes) -> dict:
+    """The verdict, rollout 2's judgment citing `n` distinct turns and log lines (all resolve)."""
+    out = body(**changes)
+    out["judgments"][1]["evidence"] = [
+        {"kind": "test", "rollout": 2, "locator": "log:1", "note": f"note {i}"}
+        if i % 2
+        else {"kind": "turn", "rollout": 2, "locator": str(i % 2), "note": f"note {i}"}
+        for i in range(n)
+    ]
+    return out
+
+
+@pytest.mark.django_db
+def test_more_citations_than_a_judgment_may_hold_is_a_400_naming_the_field_before_any_is_resolved(
+    client, group, alice_token, resolutions
+):
+    code, answer = post(client, alice_token, cited(MAX_EVIDENCE + 1))
+    assert code == 400 and answer["field"] == "judgments.evidence", answer
+    assert str(MAX_EVIDENCE) in answer["detail"] and "rollout 2" in answer["detail"]
+    assert resolutions == [] and not Verdict.objects.exists()
+    # thousands, as a body under the size limit holds: refused the same way, nothing resolved
+    assert post(client, alice_token, cited(2_000))[0] == 400 and resolutions == []
+    # judgments within the cap that together cite more than a verdict may: refused the same way
+    many = cited(MAX_EVIDENCE)
+    many["judgments"] += [{**many["judgments"][1], "rollout": i} for i in range(3, 7)]
+    code, answer = post(client, alice_token, many)
+    assert code == 400 and answer["field"] == "judgments.evidence" and "verdict" in answer["detail"], answer
+    assert resolutions == []
+    # the most a judgment may hold is taken
+    assert post(client, alice_token, cited(MAX_EVIDENCE))[0] == 201
+
+
+@pytest.mark.django_db
+def test_each_citation_is_resolved_once_and_a_repeated_verdict_resolves_none(client, group, alice_token, resolutions):
+    data = cited(40)
+    code, answer = post(client, alice_token, data)
+    assert code == 201, answer
+    # 40 citations on rollout 2 (turns 0 and log line 1 with different notes: two things cited)
+    assert len(resolutions) <= 40 and len(set(resolutions)) == len(resolutions), resolutions
+    resolutions.clear()
+    # the same verdict again: unchanged, answered from the stored one without a citation resolved
+    assert post(client, alice_token, data) == (200, {**answer, "result": "unchanged"})
+    assert resolutions == []
+    # a different one from the same version: 409 at once, nothing resolved either
+    changed = cited(40)
+    changed["judgments"][1]["tier"] = "T2"
+    code, conflict = post(client, alice_token, changed)
+    assert code == 409 and conflict["field"] == "grader" and resolutions == []
+    assert Verdict.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_distinct_citations_are_each_resolved_exactly_once(client, group, alice_token, resolutions):
+    data = body()
+    data["judgments"][1]["evidence"] = [
+        {"kind": "turn", "rollout": 2, "locator": "0", "note": "read first"},
+        {"kind": "turn", "rollout": 2, "locator": "1", "note": "then ran"},
+        {"kind": "test", "rollout": 2, "locator": "log:1", "note": "the log"},
+        {"kind": "test", "rollout": 2, "locator": "t::a", "note": "the test"},
+    ]
+    data["judgments"][0]["evidence"] = [{"kind": "patch", "rollout": 0, "locator": "w.py:2", "note": "the fix"}]
+    assert post(client, alice_token, data)[0] == 201
+    assert sorted(resolutions) == sorted(
+        [("turn", 2, "0"), ("turn", 2, "1"), ("test", 2, "log:1"), ("test", 2, "t::a"), ("patch", 0, "w.py:2")]
+    )
