@@ -19,10 +19,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
-import shutil
 import secrets
+import shutil
 import signal
 import stat
 import subprocess
@@ -32,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grading.repos.types import FetchRefused, MissingCommit, RepoError, UnknownRepo
+from grading.repos.types import FetchRefused, MissingCommit, OverBudget, RepoError, UnknownRepo
 
 DEFAULT_URL_TEMPLATE = "https://github.com/{repo}.git"
 DEFAULT_BUDGET_BYTES = 20 * 1024**3
@@ -216,6 +217,10 @@ class RepoSource:
         return self.cache / "trees"
 
     @property
+    def reserved_dir(self) -> Path:
+        return self.cache / "reserved"
+
+    @property
     def local(self) -> bool:
         return is_local_template(self.url_template)
 
@@ -280,19 +285,15 @@ class RepoSource:
         name = self.safe_name(repo)
         self.make_private()
         with flocked(self.mirrors_dir / f"{name}.lock"):
-            fresh = False
             if not (path / "HEAD").exists():
-                self._fetch(url, path, name, create=True)
-                fresh = True
+                self._fetch(url, path, name, repo=repo, create=True)
             if not self.has_commit(path, commit):
                 # Once more: the source may have moved on since the mirror was made, or it may send a
                 # commit on no branch or tag when asked for it by id.
-                self._fetch(url, path, name, create=False, commit=commit)
+                self._fetch(url, path, name, repo=repo, create=False, commit=commit)
                 if not self.has_commit(path, commit):
                     raise MissingCommit(self._missing(repo, commit))
             self._touch(name)
-        if fresh:
-            self.evict(keep={repo})
         return path
 
     def _missing(self, repo: str, commit: str) -> str:
@@ -303,8 +304,9 @@ class RepoSource:
         used.touch()
         os.utime(used)
 
-    def _fetch(self, url: str, path: Path, name: str, *, create: bool, commit: str = "") -> None:
-        """Fetch `url` into the mirror at `path` (made in a scratch directory and renamed when `create`)."""
+    def _fetch(self, url: str, path: Path, name: str, *, repo: str, create: bool, commit: str = "") -> None:
+        """Fetch `url` into the mirror at `path` (made in a scratch directory and renamed when `create`),
+        in room reserved in the budget first and grown as the fetch grows (refused when it cannot)."""
         private_dir(self.mirrors_dir)
         target = path.with_name(f"{path.name}.tmp-{os.getpid()}") if create else path
         if create:
@@ -316,27 +318,30 @@ class RepoSource:
                 run_git(target, ["config", key, value], timeout=self.git_timeout)
         counter = self.mirrors_dir / f"{name}.fetches"
         counter.write_text(str(self.fetches_by_name(name) + 1))
+        step = self.reserve_step()
+        fetched = False
         try:
-            self._run_fetch(target, url, list(FETCH_REFSPECS))
-            if commit:
-                # A commit on no branch or tag (a pull request's, say): servers that allow it send it by id.
-                with contextlib.suppress(FetchRefused):
-                    self._run_fetch(target, url, [commit])
-        except BaseException:
+            with self.reserve(target, room=step, least=self.least_step(), what=f"the repository {repo}", mirror=name) as held:
+                fetched = True
+                self._run_fetch(target, url, list(FETCH_REFSPECS), held)
+                if commit:
+                    # A commit on no branch or tag (a pull request's, say): servers that allow it send it by id.
+                    try:
+                        self._run_fetch(target, url, [commit], held)
+                    except OverBudget:
+                        raise
+                    except FetchRefused:
+                        pass
+                held.ensure(tree_bytes(target))  # what the fetch wrote since it was last looked at
+                if create:
+                    remove_tree(path)  # what a worker killed mid-rename may have left (no HEAD, so not a mirror)
+                    target.rename(path)
+        except BaseException as exc:
             if create:
                 remove_tree(target)
+            elif fetched and isinstance(exc, OverBudget):
+                self._drop(name)  # what the fetch added cannot be told apart from the rest: the mirror goes
             raise
-        size = tree_bytes(target)
-        if size > self.budget_bytes:
-            if create:
-                remove_tree(target)
-            raise FetchRefused(
-                f"the repository is {size / 1024**2:,.0f} MB, more than the whole cache budget of "
-                f"{self.budget_bytes / 1024**2:,.0f} MB (GAGAR_REPO_CACHE_BYTES)"
-            )
-        if create:
-            remove_tree(path)  # what a worker killed mid-rename may have left (no HEAD, so not a mirror)
-            target.rename(path)
 
     def fetches_by_name(self, name: str) -> int:
         try:
@@ -344,10 +349,12 @@ class RepoSource:
         except (OSError, ValueError):
             return 0
 
-    def _run_fetch(self, git_dir: Path, url: str, refspecs: list[str]) -> None:
-        """One `git fetch`, killed at `fetch_timeout` or when the mirror outgrows the budget."""
+    def _run_fetch(self, git_dir: Path, url: str, refspecs: list[str], held: Reservation) -> None:
+        """One `git fetch`, killed at `fetch_timeout` or when the mirror outgrows the room `held` and
+        no more can be had."""
         config = ["protocol.file.allow=always"] if self.local else ["protocol.file.allow=never"]
         config += ["protocol.ext.allow=never", "fetch.recurseSubmodules=false", "transfer.fsckObjects=false"]
+        config += ["fetch.unpackLimit=1"]  # kept as the pack it came in, never a loose file per object
         command = ["git", "-c", "core.hooksPath=" + os.devnull]
         for item in config:
             command += ["-c", item]
@@ -362,19 +369,22 @@ class RepoSource:
             start_new_session=True,
         ) as proc:
             reason = ""
+            over_budget = False
             stderr = b""
             while True:
                 try:
-                    _, stderr = proc.communicate(timeout=0.5)
+                    _, stderr = proc.communicate(timeout=WATCH_SECONDS)
                     break
                 except subprocess.TimeoutExpired:
                     if time.monotonic() - started > self.fetch_timeout:
                         reason = f"the fetch took longer than {self.fetch_timeout:g} s and was stopped"
-                    elif tree_bytes(git_dir) > self.budget_bytes:
-                        reason = (
-                            f"the repository is bigger than the whole cache budget of "
-                            f"{self.budget_bytes / 1024**2:,.0f} MB (GAGAR_REPO_CACHE_BYTES); the fetch was stopped"
-                        )
+                    else:
+                        size = tree_bytes(git_dir)
+                        try:
+                            if size > held.limit:
+                                held.ensure(size, room=self.reserve_step(), least_room=self.least_step())
+                        except OverBudget as exc:
+                            reason, over_budget = f"{exc}; the fetch was stopped", True
                     if reason:
                         with contextlib.suppress(ProcessLookupError):
                             os.killpg(proc.pid, signal.SIGKILL)
@@ -382,43 +392,125 @@ class RepoSource:
                         break
         shown = bounded(url)
         if reason:
-            raise FetchRefused(f"fetching {shown}: {reason}")
+            for scratch in git_dir.glob("objects/pack/tmp_*"):
+                scratch.unlink(missing_ok=True)  # the pack the killed fetch was writing
+            raise (OverBudget if over_budget else FetchRefused)(f"fetching {shown}: {reason}")
         if proc.returncode != 0:
             said = bounded(stderr.decode("utf-8", "replace")) or f"exit status {proc.returncode}"
             raise FetchRefused(f"fetching {shown} failed: {said}")
 
     # -- budget -----------------------------------------------------------------------
 
+    def used_bytes(self) -> int:
+        """What the budget counts: the mirrors and the worktrees, on disk."""
+        return tree_bytes(self.mirrors_dir) + tree_bytes(self.trees_dir)
+
+    def reserve_step(self) -> int:
+        """How much room a fetch asks for at a time."""
+        return min(self.budget_bytes, max(self.budget_bytes // 16, MIN_RESERVE_BYTES))
+
+    def least_step(self) -> int:
+        """The least room a fetch goes on with when the budget has no more."""
+        return max(1, min(64 * 1024, self.budget_bytes // 64))
+
+    @contextlib.contextmanager
+    def reserve(self, path: Path, *, room: int, what: str, mirror: str, least: int | None = None) -> Iterator[Reservation]:
+        """Room in the budget for `what` (said in a refusal), which writes under `path` inside the
+        mirror named `mirror`: `path` may grow by `room` bytes (by `least`, within the budget, when no
+        more can be had; by all of `room` when `least` is None), and `ensure` asks for more. Every
+        process sees the reservation (a file in `<cache>/reserved`, flocked while it lives, so a dead
+        worker's counts no more) until the block ends. OverBudget when the room cannot be had, after
+        evicting what can be."""
+        private_dir(self.reserved_dir)
+        token = f"{os.getpid()}-{threading.get_ident()}-{secrets.token_hex(4)}"
+        scratch = self.reserved_dir / f".{token}"
+        fd = os.open(scratch, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        held = Reservation(source=self, path=path, what=what, mirror=mirror, file=self.reserved_dir / token, fd=fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held.record(0)
+            scratch.rename(held.file)  # seen by others only once it is locked
+            held.ensure(tree_bytes(path), room=room, least_room=least)
+            yield held
+        finally:
+            scratch.unlink(missing_ok=True)
+            held.file.unlink(missing_ok=True)
+            os.close(fd)
+
+    def _claimed(self, mine: Path | None = None) -> tuple[int, set[str]]:
+        """Bytes on disk plus what the live reservations other than `mine` may still write, and the
+        mirrors they write in (never evicted under them). Called with the budget lock held."""
+        total = self.used_bytes()
+        busy: set[str] = set()
+        if not self.reserved_dir.is_dir():
+            return total, busy
+        for entry in self.reserved_dir.iterdir():
+            if entry.name.startswith(".") or entry == mine:
+                continue
+            try:
+                fd = os.open(entry, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:  # held: a live reservation
+                    said = json.loads(os.pread(fd, 8192, 0) or b"{}")
+                    busy.add(str(said.get("mirror", "")))
+                    if said.get("path"):
+                        total += max(0, int(said.get("limit", 0)) - tree_bytes(Path(said["path"])))
+                else:
+                    entry.unlink(missing_ok=True)  # nobody holds it: its worker died
+            except (OSError, ValueError, TypeError):
+                pass
+            finally:
+                os.close(fd)
+        return total, busy
+
     def evict(self, keep: set[str] | frozenset[str] = frozenset()) -> list[str]:
-        """Remove the least recently used mirrors (and the worktrees made from them) until the cache is
-        under `budget_bytes`; never one of `keep` (repository names) nor one in use. The names removed."""
-        if not self.mirrors_dir.is_dir():
-            return []
-        kept = {self.safe_name(r) for r in keep}
-        entries: list[tuple[float, str, int]] = []
-        total = 0
+        """Remove the least recently used mirrors (and the worktrees made from them) until the cache,
+        with what is reserved in it, is under `budget_bytes`; never one of `keep` (repository names),
+        one in use or one being written. The names removed."""
+        with flocked(self.cache / "budget.lock"):
+            claimed, busy = self._claimed()
+            removed, _freed = self._evict_locked(busy | {self.safe_name(r) for r in keep}, claimed - self.budget_bytes)
+        return removed
+
+    def _evict_locked(self, kept: set[str], over: int) -> tuple[list[str], int]:
+        """Remove least recently used mirrors not in `kept` nor locked until `over` bytes are freed
+        (the budget lock held). The names removed, and the bytes freed."""
+        if over <= 0 or not self.mirrors_dir.is_dir():
+            return [], 0
+        entries: list[tuple[float, str]] = []
         for mirror in self.mirrors_dir.glob("*.git"):
             name = mirror.name[: -len(".git")]
-            size = tree_bytes(mirror) + sum(tree_bytes(t) for t in self._trees_of(name))
-            total += size
             used = self.mirrors_dir / f"{name}.used"
-            entries.append((used.stat().st_mtime if used.exists() else 0.0, name, size))
+            entries.append((used.stat().st_mtime if used.exists() else 0.0, name))
         removed = []
-        for _used, name, size in sorted(entries):
-            if total <= self.budget_bytes:
+        freed = 0
+        for _used, name in sorted(entries):
+            if freed >= over:
                 break
             if name in kept:
                 continue
             with flocked(self.mirrors_dir / f"{name}.lock", blocking=False) as got:
                 if not got:
                     continue
-                for tree in self._trees_of(name):
-                    remove_tree(tree)
-                remove_tree(self.mirrors_dir / f"{name}.git")
-                (self.mirrors_dir / f"{name}.used").unlink(missing_ok=True)
-            total -= size
+                freed += self._drop(name)
             removed.append(name)
-        return removed
+        return removed, freed
+
+    def _drop(self, name: str) -> int:
+        """Remove mirror `name` and the worktrees made from it (its lock held); the bytes freed."""
+        freed = 0
+        for tree in self._trees_of(name):
+            freed += tree_bytes(tree)
+            remove_tree(tree)
+        mirror = self.mirrors_dir / f"{name}.git"
+        freed += tree_bytes(mirror)
+        remove_tree(mirror)
+        (self.mirrors_dir / f"{name}.used").unlink(missing_ok=True)
+        return freed
 
     def _trees_of(self, name: str) -> list[Path]:
         """The group worktree directories (`<trees>/<key>`) made from mirror `name` (their `.mirror` says)."""
@@ -430,3 +522,60 @@ class RepoSource:
                 if (group / ".mirror").read_text().strip() == name:
                     out.append(group)
         return out
+
+
+def megabytes(size: int) -> str:
+    return f"{size / 1024**2:,.1f}".removesuffix(".0")
+
+
+@dataclass
+class Reservation:
+    """Room held in a cache's budget (see `RepoSource.reserve`): `path` may grow to `limit` bytes."""
+
+    source: RepoSource
+    path: Path
+    what: str
+    mirror: str
+    file: Path
+    fd: int
+    limit: int = 0
+
+    def record(self, limit: int) -> None:
+        said = json.dumps({"path": str(self.path), "mirror": self.mirror, "limit": limit}).encode()
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, said, 0)
+        self.limit = limit
+
+    def ensure(self, size: int, *, room: int = 0, least_room: int | None = None) -> None:
+        """Hold room for `path` to reach `size` bytes and `room` more; with `least_room`, as much of
+        it as the budget has, down to `least_room`. The least recently used mirrors are evicted to
+        make it; OverBudget when it does not fit."""
+        source = self.source
+        budget = source.budget_bytes
+        if least_room is None:
+            want = least = size + room
+        else:
+            want, least = (min(size + extra, max(size, budget)) for extra in (room, least_room))
+        if least <= self.limit:
+            return
+        if least > budget:
+            raise OverBudget(
+                f"{self.what} needs {megabytes(least)} MB, more than the whole cache budget of "
+                f"{megabytes(budget)} MB (GAGAR_REPO_CACHE_BYTES)"
+            )
+        with flocked(source.cache / "budget.lock"):
+            claimed, busy = source._claimed(self.file)
+            others = claimed - tree_bytes(self.path)  # what is on disk and reserved, but for this
+            if others + want > budget:
+                _removed, freed = source._evict_locked(busy | {self.mirror}, others + want - budget)
+                others -= freed
+            if others + want <= budget:
+                self.record(want)
+            elif others + least <= budget:
+                self.record(budget - others)
+            else:
+                raise OverBudget(
+                    f"the repository cache is full: {self.what} needs {megabytes(least)} MB and its budget of "
+                    f"{megabytes(budget)} MB has {megabytes(max(0, budget - others))} MB free, the rest held by "
+                    "mirrors in use and work in progress; try again when that work is done"
+                )

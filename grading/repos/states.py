@@ -4,7 +4,10 @@ No file is checked out: the base tree is read into a private index (`GIT_INDEX_F
 patch goes onto that index with `git apply --cached` (then `--3way` when it does not apply
 as is), and the index becomes a tree and a commit whose author, committer and dates are fixed,
 so one patch on one base is the same commit every time (a state is made again, identical,
-after its mirror was evicted).
+after its mirror was evicted). The objects git writes for it go to a private object directory
+first, in room reserved in the cache's budget (a loose file per object: a patch of thousands of
+files writes thousands), then into the mirror: moved as they are when they are few, as one pack
+when they are many.
 
 `Applied.how`:
 - "base": the patch is empty; the state is the base commit itself.
@@ -28,12 +31,13 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grading.repos.source import RepoSource, bounded, git_env
-from grading.repos.types import Applied, ApplyHow, RepoError
+from grading.repos.source import RepoSource, bounded, git_env, remove_tree, tree_bytes
+from grading.repos.types import Applied, ApplyHow, OverBudget, RepoError
 
 MAX_PATCH_BYTES = 32 * 1024**2
 MAX_PATH_CHARS = 4_096
@@ -47,6 +51,8 @@ STATE_ENV = {
 }
 STATE_MESSAGE = "gagar: a rollout's patch applied at its task's base commit\n"
 MEMO_VERSION = "1"
+MAX_LOOSE_MOVED = 256  # a state's objects moved into the mirror as loose files; more go in as a pack
+OBJECT_BYTES = 4_096 + 512  # a loose object on disk, at least: one block and its directory entry
 
 
 class Refused(Exception):
@@ -355,9 +361,22 @@ def _apply(source: RepoSource, git_dir: Path, base: str, index: int, patch: str)
             return Applied(index=index, how="partial", commit=base, skipped=skipped)
         return failed("the patch names no file git can apply (no diff header or hunk in it)")
     body = _encode(found.text if found.text.endswith("\n") else found.text + "\n")
+    objects = git_dir / "objects"
+    incoming = objects / f"incoming-gagar-{os.getpid()}-{secrets.token_hex(4)}"
     try:
-        with tempfile.TemporaryDirectory(prefix="gagar-index-") as scratch:
-            env = {**git_env(GIT_INDEX_FILE=str(Path(scratch) / "index")), **STATE_ENV}
+        with (
+            source.reserve(
+                incoming, room=_room_for(found, body), what=f"rollout {index}'s state", mirror=git_dir.name[: -len(".git")]
+            ) as held,
+            tempfile.TemporaryDirectory(prefix="gagar-index-") as scratch,
+        ):
+            incoming.mkdir(mode=0o700)
+            quarantined = git_env(
+                GIT_INDEX_FILE=str(Path(scratch) / "index"),
+                GIT_OBJECT_DIRECTORY=str(incoming),
+                GIT_ALTERNATE_OBJECT_DIRECTORIES=str(objects),
+            )
+            env = {**quarantined, **STATE_ENV}
             source.git(git_dir, ["read-tree", base], env=env)
             how: ApplyHow = "clean"
             plain = source.git(git_dir, ["apply", "--cached", "--whitespace=nowarn", "-"], input=body, env=env, check=False)
@@ -371,11 +390,39 @@ def _apply(source: RepoSource, git_dir: Path, base: str, index: int, patch: str)
                 how = "three_way"
             tree = source.git(git_dir, ["write-tree"], env=env).stdout.decode().strip()
             commit = source.git(git_dir, ["commit-tree", tree, "-p", base, "-m", STATE_MESSAGE], env=env).stdout.decode().strip()
+            held.ensure(tree_bytes(incoming))  # what git wrote, if more than foreseen
+            _settle(source, git_dir, incoming, env)
+    except OverBudget:
+        raise  # no room now is not the patch's fault: nothing is remembered, and asking again tries again
     except RepoError as exc:
         return failed(str(exc))
+    finally:
+        remove_tree(incoming)
     if skipped:
         return Applied(index=index, how="partial", commit=commit, skipped=skipped)
     return Applied(index=index, how=how, commit=commit)
+
+
+def _room_for(found: Scan, body: bytes) -> int:
+    """What applying a patch may write, foreseen: a loose object per file it names and per
+    directory above them, the commit, and about twice the patch's text."""
+    folders = {"/".join(path.split("/")[:i]) for path in found.paths for i in range(1, path.count("/") + 1)}
+    return (len(found.paths) + len(folders) + 2) * OBJECT_BYTES + 2 * len(body)
+
+
+def _settle(source: RepoSource, git_dir: Path, incoming: Path, env: dict[str, str]) -> None:
+    """Move the objects written to `incoming` into the mirror: as loose files when they are few, as
+    one pack when they are many (thousands of loose files take a block each)."""
+    loose = [obj for folder in incoming.glob("[0-9a-f][0-9a-f]") for obj in folder.iterdir() if obj.is_file()]
+    if len(loose) > MAX_LOOSE_MOVED:
+        ids = "".join(f"{obj.parent.name}{obj.name}\n" for obj in loose).encode()
+        source.git(git_dir, ["pack-objects", "--quiet", str(git_dir / "objects" / "pack" / "pack")], input=ids, env=env)
+        return
+    for obj in loose:
+        target = git_dir / "objects" / obj.parent.name / obj.name
+        if not target.exists():  # else the same object is there already
+            target.parent.mkdir(mode=0o700, exist_ok=True)
+            obj.replace(target)
 
 
 def apply_all(source: RepoSource, git_dir: Path, base: str, patches: dict[int, str]) -> dict[int, Applied]:

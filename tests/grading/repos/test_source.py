@@ -108,8 +108,10 @@ def test_a_repository_bigger_than_the_whole_budget_is_refused(tmp_path, tiny: Ti
 def test_the_least_recently_used_mirror_and_its_worktrees_are_evicted(tmp_path):
     one, two = tiny_package(tmp_path / "origins"), tiny_package(tmp_path / "origins", repo="acme/other")
     probe = RepoSource(cache=tmp_path / "probe", url_template=one.template)
+    # One mirror with its worktree fits the budget; a second mirror does not.
     size = tree_bytes(probe.mirror(one.repo, one.base))
-    source = RepoSource(cache=tmp_path / "cache", url_template=one.template, budget_bytes=int(size * 1.7))
+    size += tree_bytes(GitRepoView(probe, one.repo, one.base, {0: ""}).checkout("base").parent)
+    source = RepoSource(cache=tmp_path / "cache", url_template=one.template, budget_bytes=int(size * 1.3))
     tree = GitRepoView(source, one.repo, one.base, {0: ""}).checkout("base")
     assert source.evict() == [], "one mirror (with its worktree) is under the budget"
     source.mirror(two.repo, two.base)  # the second one passes the budget: the older goes, with its worktree
