@@ -157,10 +157,11 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
     if found:
         raise ExternalVerdictError("judgments", "the verdict does not hold for this group", errors=found)
     with transaction.atomic():
-        if (
-            known := _known(Verdict.objects.select_for_update().filter(group=group, grader=grader), group, canonical)
-        ) is not None:
-            return known  # posted meanwhile
+        # Posts on one group take turns from here, so a verdict posted meanwhile is seen (FOR
+        # UPDATE on a row that is not there yet locks nothing: the group's row is the one locked).
+        Group.objects.select_for_update().filter(pk=group.pk).values_list("pk").first()
+        if (known := _known(Verdict.objects.filter(group=group, grader=grader), group, canonical)) is not None:
+            return known
         try:
             ensure_version(project_id=project.pk, name=grader, backend="external")
         except GraderNameError as exc:
@@ -169,7 +170,7 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
         # (grading.method.services.policy_verdicts); otherwise it is on the bench alone and
         # leaves the step's advantages, and their inputs version, as they are.
         jury = group.run.jury
-        verdict, _ = record_verdict(
+        verdict, created = record_verdict(
             group=group,
             grader=grader,
             status=Verdict.Status.VALID,
@@ -180,4 +181,6 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
             raw={"verdict": {"judgments": canonical}, "external": {"posted_by": posted_by or ""}},
             bench_only=jury is None or grader not in jury.members,
         )
+        if not created:  # never "stored" for a row this post did not write
+            return _known(Verdict.objects.filter(pk=verdict.pk), group, canonical) or Outcome(verdict, "unchanged")
     return Outcome(verdict, "stored")

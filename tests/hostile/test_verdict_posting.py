@@ -223,3 +223,47 @@ def test_distinct_citations_are_each_resolved_exactly_once(client, group, alice_
     assert sorted(resolutions) == sorted(
         [("turn", 2, "0"), ("turn", 2, "1"), ("test", 2, "log:1"), ("test", 2, "t::a"), ("patch", 0, "w.py:2")]
     )
+
+
+# --- racing posts --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_different_verdicts_raced_under_one_name_store_one_and_refuse_the_others(group, alice_token):
+    # Before: each post looked for the grader's verdict, found none, and answered "stored" even
+    # when another post's row was the one that landed (or failed on the unique row with a 500).
+    import threading
+
+    from django.db import connection
+    from django.test import Client
+
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite's in-memory test database is one connection; the threads need PostgreSQL")
+    tiers = ("T1", "T2", "T3")
+    for round_ in range(1, 4):
+        grader = f"acme-fleet@{round_}"
+        ready = threading.Barrier(len(tiers))
+        answers: dict[str, tuple[int, dict]] = {}
+
+        def attempt(tier, grader=grader, ready=ready, answers=answers):
+            data = body(grader=grader)
+            data["judgments"][1]["tier"] = tier  # each thread a different verdict of rollout 2
+            client = Client()
+            ready.wait()
+            try:
+                answers[tier] = post(client, alice_token, data)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=attempt, args=(tier,)) for tier in tiers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        codes = sorted(code for code, _ in answers.values())
+        assert codes == [201, 409, 409], answers
+        (stored,) = [tier for tier, (code, _) in answers.items() if code == 201]
+        # the one answered "stored" is the row in the database, and it is the only one
+        verdict = Verdict.objects.get(grader=grader)
+        assert verdict.grades.get(rollout__index=2).tier == stored
+        assert all(answer["field"] == "grader" for code, answer in answers.values() if code == 409)
