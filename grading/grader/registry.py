@@ -14,6 +14,9 @@ from django.db import IntegrityError, transaction
 from grading.models import Grader, GraderVersion
 
 MAX_GRADER_NAME = 100
+# What the rows hold: Grader.name the label before '@', GraderVersion.version the part after.
+MAX_LABEL: int = Grader._meta.get_field("name").max_length or 0
+MAX_VERSION: int = GraderVersion._meta.get_field("version").max_length or 0
 RESERVED_PREFIXES = ("llm:", "jury:")
 RESERVED_NAMES = ("heuristic",)
 
@@ -29,6 +32,11 @@ def split_name(name: object) -> tuple[str, str]:
     grader, sep, version = name.rpartition("@")
     if not sep or not grader or not version or any(c.isspace() or not c.isprintable() for c in name):
         raise GraderNameError(f"grader must be 'name@version' without spaces, got {name[:MAX_GRADER_NAME]!r}")
+    if len(grader) > MAX_LABEL or len(version) > MAX_VERSION:
+        raise GraderNameError(
+            f"grader's name before '@' is at most {MAX_LABEL} characters and its version at most {MAX_VERSION}, "
+            f"got {len(grader)} and {len(version)}"
+        )
     return grader, version
 
 

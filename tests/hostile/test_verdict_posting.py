@@ -267,3 +267,24 @@ def test_different_verdicts_raced_under_one_name_store_one_and_refuse_the_others
         verdict = Verdict.objects.get(grader=grader)
         assert verdict.grades.get(rollout__index=2).tier == stored
         assert all(answer["field"] == "grader" for code, answer in answers.values() if code == 409)
+
+
+# --- grader names --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["a" * 81 + "@1", "a" * 97 + "@1", "fleet@" + "9" * 41])
+def test_a_grader_name_longer_than_is_stored_is_a_400_naming_the_field(client, group, alice_token, name):
+    # Before: a name of at most 100 characters passed the check, and a label over the 80 the
+    # grader's row holds (or a version over 40) failed to insert on PostgreSQL: a 500.
+    code, answer = post(client, alice_token, body(grader=name))
+    assert code == 400 and answer["field"] == "grader", answer
+    assert "80" in answer["detail"] and "40" in answer["detail"]
+    assert not Verdict.objects.exists() and not GraderVersion.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_longest_grader_name_that_is_stored_is_taken(client, group, alice_token):
+    name = "a" * 80 + "@" + "9" * 19  # 100 characters: the whole of Verdict.grader
+    assert post(client, alice_token, body(grader=name))[0] == 201
+    assert GraderVersion.objects.get().grader.name == "a" * 80
