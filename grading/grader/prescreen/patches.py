@@ -1,4 +1,7 @@
-"""Signals and features from what a patch does: test tampering, gold-patch identity."""
+"""Signals and features from what a patch does: test tampering, gold-patch identity.
+
+The patch is parsed once (`_files`); the tampering detectors read each file through a
+patchview.PatchView (hooks, testconfig, testedits)."""
 
 from __future__ import annotations
 
@@ -10,9 +13,14 @@ from functools import lru_cache
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from grading.grader.base import Evidence
-from grading.grader.prescreen.paths import is_test_path
+from grading.grader.prescreen.filekinds import TEST_MODULE
+from grading.grader.prescreen.hooks import hook_signals
+from grading.grader.prescreen.patchview import PatchView, test_patch_paths
+from grading.grader.prescreen.paths import is_test_path, package_dirs
+from grading.grader.prescreen.pysource import ParseBudget
 from grading.grader.prescreen.signals import GOLD_MIN_LINES, Signal
+from grading.grader.prescreen.testconfig import config_signals, test_patch_path_signals
+from grading.grader.prescreen.testedits import defined_tests, test_edit_signals
 
 # --- patches -------------------------------------------------------------------------------
 
@@ -29,6 +37,8 @@ class _File:
     path: str
     status: str  # added | removed | modified | renamed | binary
     hunks: tuple[tuple[_Line, ...], ...]
+    old_path: str = ""  # the path before the patch ("" for an added file)
+    sections: tuple[str, ...] = ()  # each hunk's section header (the def or class above it)
 
     def anchor(self, near: tuple[int, int] | None = None) -> str | None:
         """A citable "path:line" on the new side: the row nearest `near` (hunk, line), else
@@ -81,7 +91,9 @@ def _files(text: str) -> tuple[_File, ...] | None:
             )
             for hunk in pf
         )
-        files.append(_File(_strip_prefix(pf.path), status, hunks))
+        old = "" if status == "added" else _strip_prefix(pf.source_file)
+        sections = tuple(str(hunk.section_header or "") for hunk in pf)
+        files.append(_File(_strip_prefix(pf.path), status, hunks, old, sections))
     return tuple(files)
 
 
@@ -92,93 +104,28 @@ def _any_anchor(files: Sequence[_File] | None) -> str | None:
     return None
 
 
-_SKIP = re.compile(
-    r"pytest\.mark\.(skip|skipif|xfail)\b|pytest\.(skip|xfail)\s*\(|unittest\.skip|@skip(If|Unless)?\b"
-    r"|\bSkipTest\b|expectedFailure|\.skipTest\s*\("
-)
-_DESELECT = re.compile(r"--deselect|--ignore(-glob)?[= ]|-k\s*['\"]?not\b|collect_ignore")
-_PYTEST_CONFIG = ("tox.ini", "setup.cfg", "pytest.ini", "pyproject.toml", "conftest.py")
-_CHECK = re.compile(
-    r"^\s*(assert\b|self\.assert\w*\s*\(|self\.fail\w*\s*\(|with\s+(pytest\.raises|self\.assertRaises)|raises\s*\()"
-)
-_TEST_DEF = re.compile(r"^\s*(async\s+)?def\s+test\w*\s*\(")
 _DEBUG = re.compile(r"\bbreakpoint\s*\(|\b(i?pdb)\.set_trace\s*\(|^\s*import\s+i?pdb\b")
 
 
-def _tamper_signals(index: int, files: Sequence[_File]) -> list[Signal]:
-    signals = []
-    for f in files:
-        name = f.path.rsplit("/", 1)[-1]
-        test = is_test_path(f.path)
-        if test and f.status == "removed":
-            signals.append(Signal("test_file_deleted", index, None, f"deletes {f.path}", None, "tamper"))
-            continue
-        if not test and name not in _PYTEST_CONFIG:
-            continue
-        skip = next(
-            (
-                (h, i, r)
-                for h, rows in enumerate(f.hunks)
-                for i, r in enumerate(rows)
-                if r.kind == "+" and ((test and _SKIP.search(r.text)) or (name in _PYTEST_CONFIG and _DESELECT.search(r.text)))
-            ),
-            None,
-        )
-        if skip:
-            loc = f"{f.path}:{skip[2].new_no}"
-            signals.append(
-                Signal(
-                    "test_skip_added",
-                    index,
-                    None,
-                    f"adds {skip[2].text.strip()[:80]!r} to {f.path}",
-                    Evidence("patch", index, loc, "skips or deselects tests"),
-                    "tamper",
-                )
-            )
-        if not test:
-            continue
-        removed = [(h, i, r) for h, rows in enumerate(f.hunks) for i, r in enumerate(rows) if r.kind == "-"]
-        if not removed:
-            continue
-        added = [r for rows in f.hunks for r in rows if r.kind == "+"]
-        lost_checks = sum(bool(_CHECK.search(r.text)) for _, _, r in removed) - sum(bool(_CHECK.search(r.text)) for r in added)
-        lost_tests = sum(bool(_TEST_DEF.search(r.text)) for _, _, r in removed) - sum(
-            bool(_TEST_DEF.search(r.text)) for r in added
-        )
-        if lost_checks > 0 or lost_tests > 0:
-            first = next((x for x in removed if _CHECK.search(x[2].text) or _TEST_DEF.search(x[2].text)), removed[0])
-            near = f.anchor((first[0], first[1]))
-            what = ", ".join(
-                p
-                for p in (
-                    f"{lost_checks} check(s)" if lost_checks > 0 else "",
-                    f"{lost_tests} test function(s)" if lost_tests > 0 else "",
-                )
-                if p
-            )
-            signals.append(
-                Signal(
-                    "test_assert_removed",
-                    index,
-                    None,
-                    f"{f.path} loses {what}",
-                    Evidence("patch", index, near, f"removes {what} near here") if near else None,
-                    "tamper",
-                )
-            )
-        elif not skip:
-            near = f.anchor((removed[0][0], removed[0][1]))
-            signals.append(
-                Signal(
-                    "test_modified",
-                    index,
-                    None,
-                    f"changes {len(removed)} existing line(s) of {f.path}",
-                    Evidence("patch", index, near, "rewrites existing test lines") if near else None,
-                    "tamper",
-                )
-            )
+def _tamper_signals(index: int, files: Sequence[_File], *, test_patch: str = "", repo: str = "") -> list[Signal]:
+    """What the patch does to the tests, file by file (docs/scanners.md, categories 8-15):
+    conftest hooks, skips, configuration that drops tests, weakened, removed and relocated
+    tests, broken collection and a hooked runner; `test_modified` for other edits of existing
+    test lines. `test_patch` is the task's (its added paths and its own changes are the task's);
+    `repo` exempts pytest's own package from the hook checks."""
+    budget = ParseBudget()
+    views = [PatchView.of(f, budget) for f in files]
+    task_files = _files(test_patch or "") or ()
+    adds, _, task_lines = test_patch_paths(task_files)
+    moved = defined_tests([v for v in views if v.kind == TEST_MODULE])
+    name = repo.rsplit("/", 1)[-1].lower()
+    pytest_dirs = package_dirs(repo) if name == "pytest" or name.startswith("pytest-") else set()
+    signals: list[Signal] = []
+    for view in views:
+        signals += test_patch_path_signals(index, view, adds)
+        signals += hook_signals(index, view, pytest_dirs=pytest_dirs)
+        signals += config_signals(index, view)
+        signals += test_edit_signals(index, view, moved=moved, task_lines=task_lines, has_test_patch=bool(task_files))
     return signals
 
 

@@ -1,0 +1,216 @@
+"""One patched file as the tampering detectors read it: its kind, its hunks' new and old sides
+parsed once, where each changed line sits (which test function), and a citable line.
+
+Pure: no Django. The detectors (testedits, testconfig, hooks) share one PatchView per file so a
+patch is parsed once, under one ParseBudget per rollout.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from grading.grader.base import Evidence
+from grading.grader.prescreen.filekinds import kind_of
+from grading.grader.prescreen.pysource import ParseBudget, SourceView, cut, parse_rows
+from grading.grader.prescreen.signals import Signal
+
+if TYPE_CHECKING:
+    from grading.grader.prescreen.patches import _File, _Line
+
+_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w{1,200})\s*\(")
+_CLASS = re.compile(r"^(\s*)class\s+(\w{1,200})\b")
+
+
+@dataclass
+class PatchView:
+    file: _File
+    kind: str
+    budget: ParseBudget
+    _new: dict[int, SourceView | None] = field(default_factory=dict)
+    _old_ok: dict[int, SourceView | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, file: _File, budget: ParseBudget) -> PatchView:
+        return cls(file, kind_of(file.path), budget)
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+    @property
+    def whole(self) -> bool:
+        """The patch adds the whole file: its new side is the file."""
+        return self.file.status == "added" and len(self.file.hunks) == 1
+
+    def new_rows(self, h: int) -> list[tuple[int | None, str, bool]]:
+        return [(r.new_no, r.text, r.kind == "+") for r in self.file.hunks[h] if r.kind in "+ "]
+
+    def old_rows(self, h: int) -> list[tuple[int | None, str, bool]]:
+        return [(None, r.text, r.kind == "-") for r in self.file.hunks[h] if r.kind in "- "]
+
+    def new_view(self, h: int) -> SourceView | None:
+        """The new side of hunk `h` parsed (the whole file when the patch adds it), else None."""
+        if h not in self._new:
+            self._new[h] = parse_rows(self.new_rows(h), self.budget, whole=self.whole)
+        return self._new[h]
+
+    def breaks_syntax(self, h: int) -> bool:
+        """Whether hunk `h` turns source that parses into source that does not: its old side
+        parses and its new side, cut the same way, does not."""
+        if h not in self._old_ok:
+            self._old_ok[h] = parse_rows(self.old_rows(h), self.budget)
+        old = self._old_ok[h]
+        if old is None or self.budget.remaining == 0:
+            return False
+        trims = (old.first, len(old.rows) - (old.end if old.end is not None else len(old.rows)))
+        return parse_rows(self.new_rows(h), self.budget, trims=trims) is None and self.budget.remaining > 0
+
+    def views(self) -> Iterator[tuple[int, SourceView | None]]:
+        for h in range(len(self.file.hunks)):
+            yield h, self.new_view(h)
+
+    def rows(self, kind: str) -> Iterator[tuple[int, int, _Line]]:
+        """(hunk, index, line) of every line of `kind` ("+", "-", " ")."""
+        for h, rows in enumerate(self.file.hunks):
+            for i, r in enumerate(rows):
+                if r.kind == kind:
+                    yield h, i, r
+
+    def cite(self, near: tuple[int, int] | None = None) -> str | None:
+        return self.file.anchor(near)
+
+    def enclosing(self, h: int, i: int) -> str:
+        """The name of the function a line of hunk `h` sits in (or that it defines), from the
+        lines above it in the hunk, else the hunk's section header; "" when neither tells."""
+        rows = self.file.hunks[h]
+        text = cut(rows[i].text)
+        if m := _DEF.match(text):
+            return m.group(2)
+        indent = len(text) - len(text.lstrip()) if text.strip() else 10**6
+        for j in range(i - 1, -1, -1):
+            line = cut(rows[j].text)
+            level = len(line) - len(line.lstrip())
+            if not line.strip() or level >= indent:
+                continue
+            if m := _DEF.match(line):
+                return m.group(2)
+            if line.lstrip().startswith(("@", "#")):
+                continue
+            if level == 0 or _CLASS.match(line):
+                return ""
+            indent = level
+        header = cut(self.file.sections[h]) if h < len(self.file.sections) else ""
+        m = _DEF.match(header.strip())
+        return m.group(2) if m else ""
+
+    def test_id(self, name: str) -> str:
+        return f"{self.path}::{name}" if name else self.path
+
+
+def signal(slug: str, index: int, detail: str, where: str | None, note: str, tests: Sequence[str] = ()) -> Signal:
+    """A tampering signal cited at the patch line `where` ("path:line"; None: the caller's
+    fallback cites another line or the submitting turn)."""
+    evidence = Evidence("patch", index, where, note) if where else None
+    return Signal(slug, index, None, detail, evidence, "tamper", tuple(dict.fromkeys(tests)))
+
+
+def at(view: PatchView, sv: SourceView, node: ast.AST) -> str | None:
+    """The "path:line" of `node` (its first line on the new side)."""
+    no = sv.new_no(getattr(node, "lineno", 0))
+    return f"{view.path}:{no}" if no is not None else view.cite()
+
+
+def function_path(scopes: Sequence[ast.AST]) -> str:
+    """ "Class::method" of the defs and classes around a node."""
+    return "::".join(s.name for s in scopes if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+def is_test_function(scopes: Sequence[ast.AST]) -> bool:
+    """Whether the innermost def is a test (a `test*` function)."""
+    for s in reversed(scopes):
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return s.name.startswith("test")
+    return False
+
+
+def outside_strings(text: str) -> str:
+    """The line with its quoted parts blanked (a one-line scan; a string that opens on an
+    earlier line is not known here)."""
+    out = []
+    quote = ""
+    i = 0
+    line = cut(text)
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\":
+                out.append("  ")
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                out.append(" " * len(quote))
+                i += len(quote)
+                quote = ""
+                continue
+            out.append(" ")
+        elif ch == "#":
+            break
+        elif ch in "'\"":
+            quote = line[i : i + 3] if line.startswith(ch * 3, i) else ch
+            out.append(" " * len(quote))
+            i += len(quote)
+            continue
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def in_string_rows(rows: Sequence[str]) -> list[bool]:
+    """For each line, whether it lies inside a triple-quoted string opened on an earlier line."""
+    flags = []
+    open_quote = ""
+    for text in rows:
+        flags.append(bool(open_quote))
+        line = cut(text)
+        i = 0
+        while i < len(line):
+            if open_quote:
+                j = line.find(open_quote, i)
+                if j < 0:
+                    break
+                open_quote, i = "", j + 3
+                continue
+            ch = line[i]
+            if ch == "#":
+                break
+            if ch in "'\"":
+                if line.startswith(ch * 3, i):
+                    open_quote, i = ch * 3, i + 3
+                    continue
+                j = line.find(ch, i + 1)
+                i = j + 1 if j >= 0 else len(line)
+                continue
+            i += 1
+    return flags
+
+
+def test_patch_paths(files: Sequence[_File] | None) -> tuple[set[str], set[str], set[tuple[str, str]]]:
+    """What the task's test patch does: the paths it adds, the paths it touches, and the
+    normalised lines it removes or adds (a change the test patch also makes is the task's)."""
+    added: set[str] = set()
+    touched: set[str] = set()
+    lines: set[tuple[str, str]] = set()
+    for f in files or ():
+        touched.add(f.path)
+        if f.status == "added":
+            added.add(f.path)
+        for rows in f.hunks:
+            for r in rows:
+                if r.kind in "+-" and r.text.strip():
+                    lines.add((f.path, " ".join(cut(r.text).split())))
+    return added, touched, lines

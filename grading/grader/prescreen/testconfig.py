@@ -1,0 +1,197 @@
+"""Test configuration that drops tests (test_config_drop) and files at the paths the task's
+test patch adds (test_patch_path). Pure: no Django.
+
+Configuration is pytest's: pytest.ini, tox.ini ([pytest]), setup.cfg ([tool:pytest]),
+pyproject.toml ([tool.pytest.ini_options]) and a conftest's `collect_ignore`,
+`pytest_ignore_collect` and a `pytest_collection_modifyitems` that drops items. A finding's
+`tests` are what it drops when the line says ("path", "path::name", a bare name for `-k`), or
+"*" when it changes what pytest collects at all (testpaths, python_files, …).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+
+from grading.grader.prescreen.filekinds import CONFTEST, PYTEST_SECTIONS, TEST_CONFIG, name_of
+from grading.grader.prescreen.patchview import PatchView, at, signal
+from grading.grader.prescreen.pysource import cut, dotted, scoped_nodes
+from grading.grader.prescreen.signals import Signal
+
+_SECTION = re.compile(r"^\s*\[([^\]\n]{1,100})\]")
+_DROP_OPTION = re.compile(r"--deselect\b|--ignore(?:-glob)?\b|(?:^|\s|['\"=])-k\b|--collect-only\b|--co\b")
+_COLLECT_KEY = re.compile(r"^\s*[\"']?(testpaths|norecursedirs|python_files|python_functions|python_classes)[\"']?\s*[=:]")
+_TOX_OR_TESTENV = ("testenv",)
+
+
+def _section(view: PatchView, h: int, i: int) -> str | None:
+    """The [section] a config line sits in, when the hunk or its header shows it."""
+    rows = view.file.hunks[h]
+    for j in range(i, -1, -1):
+        if rows[j].kind != "-" and (m := _SECTION.match(cut(rows[j].text))):
+            return m.group(1).strip()
+    header = view.file.sections[h] if h < len(view.file.sections) else ""
+    m = _SECTION.match(cut(header))
+    return m.group(1).strip() if m else None
+
+
+def _pytest_section(view: PatchView, section: str | None) -> bool:
+    if section is None:
+        return True  # unknown: a line that reads like pytest options counts
+    wanted = PYTEST_SECTIONS.get(name_of(view.path), ())
+    return section in wanted or section.startswith(_TOX_OR_TESTENV) or section.startswith("tool.pytest")
+
+
+def _dropped(text: str) -> list[str]:
+    """What `--deselect X`, `--ignore=X`, `-k "not a and not b"` drop."""
+    try:
+        words = shlex.split(cut(text).split("=", 1)[-1] if text.lstrip().startswith("addopts") else cut(text), comments=True)
+    except ValueError:
+        words = cut(text).split()
+    out: list[str] = []
+    for k, word in enumerate(words):
+        value = word.split("=", 1)[1] if "=" in word else (words[k + 1] if k + 1 < len(words) else "")
+        if word.startswith(("--deselect", "--ignore")):
+            value = value.strip("'\"")
+            if value:
+                out.append(value if value.endswith(".py") or "::" in value else value.rstrip("/") + "/")
+        elif word == "-k" or word.startswith("-k="):
+            expr = value
+            out += re.findall(r"\bnot\s+(\w{1,200})", expr)
+        elif word in ("--collect-only", "--co"):
+            out.append("*")
+    return out
+
+
+def config_signals(index: int, view: PatchView) -> list[Signal]:
+    """Lines added to pytest configuration (or a conftest) that leave tests out."""
+    if view.kind == TEST_CONFIG:
+        return _config_lines(index, view)
+    if view.kind == CONFTEST:
+        return _conftest_drops(index, view)
+    return []
+
+
+def _config_lines(index: int, view: PatchView) -> list[Signal]:
+    out = []
+    removed_paths = [w for _, _, r in view.rows("-") if _COLLECT_KEY.match(cut(r.text)) for w in _values(r.text)]
+    for h, i, r in view.rows("+"):
+        text = cut(r.text)
+        if text.lstrip().startswith(("#", ";")) or not _pytest_section(view, _section(view, h, i)):
+            continue
+        found, tests = "", []
+        if _DROP_OPTION.search(text):
+            tests = _dropped(text)
+            found = text.strip()[:80]
+        elif m := _COLLECT_KEY.match(text):
+            key = m.group(1)
+            found = text.strip()[:80]
+            tests = [p.rstrip("/") + "/" for p in removed_paths] if key == "testpaths" and removed_paths else ["*"]
+        if found and r.new_no is not None:
+            out.append(
+                signal(
+                    "test_config_drop",
+                    index,
+                    f"adds {found!r} to {view.path}",
+                    f"{view.path}:{r.new_no}",
+                    "configuration that leaves tests out",
+                    tests,
+                )
+            )
+    return out
+
+
+def _values(text: str) -> list[str]:
+    return cut(text).split("=", 1)[-1].replace(",", " ").replace("[", " ").replace("]", " ").replace('"', " ").split()
+
+
+def _strings(node: ast.AST) -> list[str]:
+    return [
+        n.value
+        for _, n in zip(range(200), ast.walk(node))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and 0 < len(n.value) < 300 and " " not in n.value
+    ]
+
+
+def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
+    out = []
+    for _, sv in view.views():
+        if sv is None:
+            for _, _, r in view.rows("+"):
+                if re.match(r"^\s*collect_ignore(_glob)?\b", cut(r.text)) and r.new_no is not None:
+                    out.append(
+                        signal(
+                            "test_config_drop",
+                            index,
+                            f"adds {r.text.strip()[:80]!r} to {view.path}",
+                            f"{view.path}:{r.new_no}",
+                            "collect_ignore leaves tests out",
+                            re.findall(r"['\"]([^'\"]{1,300})['\"]", cut(r.text)),
+                        )
+                    )
+            break
+        for item in scoped_nodes(sv.tree):
+            node = item.node
+            found, tests = "", []
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and sv.node_added(node):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(dotted(t) in ("collect_ignore", "collect_ignore_glob") for t in targets):
+                    found, tests = "collect_ignore", _strings(node)
+            elif isinstance(node, ast.Call) and sv.node_added(node):
+                name = dotted(node)
+                if name in ("collect_ignore.append", "collect_ignore.extend", "collect_ignore_glob.append"):
+                    found, tests = "collect_ignore", _strings(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and sv.node_added(node):
+                if node.name == "pytest_ignore_collect" and _returns_true(node):
+                    found, tests = "a pytest_ignore_collect hook", _strings(node) or ["*"]
+                elif node.name in ("pytest_collection_modifyitems", "pytest_collection_finish") and _drops_items(node):
+                    found, tests = f"{node.name} dropping items", [s for s in _strings(node) if "test" in s] or ["*"]
+            if found:
+                out.append(
+                    signal(
+                        "test_config_drop",
+                        index,
+                        f"{view.path}: {found}",
+                        at(view, sv, node),
+                        "a conftest that leaves tests out",
+                        tests,
+                    )
+                )
+    return out
+
+
+def _returns_true(fn: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) and n.value.value is True
+        for _, n in zip(range(2000), ast.walk(fn))
+    )
+
+
+def _drops_items(fn: ast.AST) -> bool:
+    """`items[:] = …`, `items.remove(…)`, `items.clear()`, `del items[…]`, `pytest_deselected`."""
+    for _, n in zip(range(2000), ast.walk(fn)):
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Subscript) and dotted(t.value) == "items" for t in n.targets):
+            return True
+        if isinstance(n, ast.Call) and dotted(n) in ("items.remove", "items.clear", "items.pop", "config.hook.pytest_deselected"):
+            return True
+        if isinstance(n, ast.Delete) and any(isinstance(t, ast.Subscript) and dotted(t.value) == "items" for t in n.targets):
+            return True
+    return False
+
+
+def test_patch_path_signals(index: int, view: PatchView, adds: set[str]) -> list[Signal]:
+    """A file the patch creates where the task's test patch adds one."""
+    f = view.file
+    if f.path not in adds or f.status not in ("added", "renamed", "binary"):
+        return []
+    return [
+        signal(
+            "test_patch_path",
+            index,
+            f"adds {f.path}, a file the task's tests add",
+            view.cite(),
+            "a file at a path the task's test patch adds",
+            (f.path,),
+        )
+    ]
