@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 
 from grading.grader.tasks import fetch_repo_task
 from grading.grader.workspace import GroupWorkspace, RolloutView
@@ -92,8 +93,10 @@ def has_workspace(task: Task) -> bool:
     return names_a_repository(task) and bool(settings.GAGAR_REPO_CACHE)
 
 
-def fetch_state(task: Task) -> FetchState | None:
-    """None when the task names no repository or none is configured. No git command runs."""
+def fetch_state(task: Task, *, base_missing: bool = False) -> FetchState | None:
+    """None when the task names no repository or none is configured. No git command runs.
+    `base_missing`: the caller found the mirror without the task's base commit (NotFetched), so
+    a mirror on disk is not enough."""
     source = repo_source()
     if source is None or not names_a_repository(task):
         return None
@@ -101,24 +104,27 @@ def fetch_state(task: Task) -> FetchState | None:
         name = source.safe_name(task.repo)
     except RepoError as exc:
         return FetchState(fetched=False, error=str(exc))
-    if (source.mirror_path(task.repo) / "HEAD").exists():
+    if not base_missing and (source.mirror_path(task.repo) / "HEAD").exists():
         return FetchState(fetched=True)
     said = cache.get(FETCH_STATE_KEY.format(name=name)) or {}
     return FetchState(fetched=False, pending=said.get("pending", False), error=said.get("error", ""))
 
 
 def queue_fetch(task: Task) -> None:
-    """Fetch the task's repository in the background (grading.fetch_repo), once at a time; the
-    group page polls fetch_state until it is there. A page request never waits on a fetch."""
+    """Fetch the task's repository in the background (grading.fetch_repo, queued once the
+    request's transaction commits), once at a time; the group page polls fetch_state until it is
+    there. A page request never waits on a fetch."""
     source = repo_source()
     if source is None or not names_a_repository(task):
         return
     key = FETCH_STATE_KEY.format(name=source.safe_name(task.repo))
-    if cache.add(key, {"pending": True}, timeout=int(source.fetch_timeout) + 60):
-        fetch_repo_task.delay(repo=task.repo, base_commit=task.base_commit)
-    elif not (cache.get(key) or {}).get("pending"):  # a failure on record: try again
+    queued = cache.add(key, {"pending": True}, timeout=int(source.fetch_timeout) + 60)
+    if not queued and not (cache.get(key) or {}).get("pending"):  # a failure on record: try again
         cache.set(key, {"pending": True}, timeout=int(source.fetch_timeout) + 60)
-        fetch_repo_task.delay(repo=task.repo, base_commit=task.base_commit)
+        queued = True
+    if queued:
+        repo, base_commit = task.repo, task.base_commit
+        transaction.on_commit(lambda: fetch_repo_task.delay(repo=repo, base_commit=base_commit))
 
 
 def fetch_repo(*, repo: str, base_commit: str) -> str:
@@ -139,13 +145,14 @@ def fetch_repo(*, repo: str, base_commit: str) -> str:
     return ""
 
 
-def repo_view_for(task: Task, rollouts: list[RolloutView]) -> RepoView | None:
+def repo_view_for(task: Task, rollouts: list[RolloutView], *, fetch: bool = True) -> RepoView | None:
     """The repository at the task's base commit and at each rollout's state, or None when the
-    task names no repository or none is configured. Lazy: it fetches and applies on first read."""
+    task names no repository or none is configured. Lazy: it fetches and applies on first read;
+    with `fetch=False` (a page request) it only reads what the cache holds (else NotFetched)."""
     source = repo_source()
     if source is None or not names_a_repository(task):
         return None
-    return GitRepoView(source, task.repo, task.base_commit, {r.index: r.patch for r in rollouts})
+    return GitRepoView(source, task.repo, task.base_commit, {r.index: r.patch for r in rollouts}, fetch=fetch)
 
 
 def workspace_for(group: Group, rollouts: list[RolloutView], *, guide: Guide) -> GroupWorkspace:

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grading.repos.types import FetchRefused, MissingCommit, OverBudget, RepoError, UnknownRepo
+from grading.repos.types import FetchRefused, MissingCommit, NotFetched, OverBudget, RepoError, UnknownRepo
 
 DEFAULT_URL_TEMPLATE = "https://github.com/{repo}.git"
 DEFAULT_BUDGET_BYTES = 20 * 1024**3
@@ -294,6 +294,16 @@ class RepoSource:
                 if not self.has_commit(path, commit):
                     raise MissingCommit(self._missing(repo, commit))
             self._touch(name)
+        return path
+
+    def cached(self, repo: str, commit: str) -> Path:
+        """The bare mirror of `repo` if the cache holds `commit` in it; NotFetched otherwise. No fetch,
+        no lock: what a page request reads."""
+        path = self.mirror_path(repo)
+        if not (path / "HEAD").exists():
+            raise NotFetched(f"{repo} is not fetched yet")
+        if not self.has_commit(path, commit):
+            raise NotFetched(f"{repo} is fetched, but not its commit {commit[:12]} yet")
         return path
 
     def _missing(self, repo: str, commit: str) -> str:

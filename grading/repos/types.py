@@ -37,6 +37,11 @@ class OverBudget(FetchRefused):
     whole budget, or a cache full of mirrors in use and work in progress."""
 
 
+class NotFetched(RepoError):
+    """The cache does not hold the repository at the task's base commit, and this reader may not
+    fetch it (a page request: a worker fetches it)."""
+
+
 class PathRefused(RepoError):
     """A path that is absolute, climbs out of the tree, or names .git."""
 

@@ -2,11 +2,12 @@
 
 `GitRepoView(source, repo, base_commit, patches)` is the `RepoView` the grader's tools and the
 group page read. Nothing touches the disk until the first call; then the mirror is fetched (or
-reused) and every rollout's state is made once (`applied()`, memoised). Reads, listings, greps
-and diffs go to git's objects at a state's commit (`git cat-file`, `ls-tree`, `grep`, `diff`), so
-no file is checked out for them; `checkout(at)` makes a directory of one state's tree, once,
-under `<trees>/<key>/<base|r<index>>`, read-only, for a check to run in. `cleanup()` removes such
-directories by age, then the least recently used until under a size.
+reused) and every rollout's state is made once (`applied()`, memoised). With `fetch=False` (a page
+request) nothing is fetched: a mirror without the base commit is `NotFetched`. Reads, listings,
+greps and diffs go to git's objects at a state's commit (`git cat-file`, `ls-tree`, `grep`,
+`diff`), so no file is checked out for them; `checkout(at)` makes a directory of one state's tree,
+once, under `<trees>/<key>/<base|r<index>>`, read-only, for a check to run in. `cleanup()` removes
+such directories by age, then the least recently used until under a size.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ class GitRepoView:
         *,
         trees_dir: Path | None = None,
         key: str | None = None,
+        fetch: bool = True,
     ) -> None:
         self.source = source
+        self.fetch = fetch
         self.repo = repo
         self.base_commit = base_commit
         self.patches = dict(patches)
@@ -92,7 +95,10 @@ class GitRepoView:
     @property
     def mirror(self) -> Path:
         if self._mirror is None:
-            self._mirror = self.source.mirror(self.repo, self.base_commit)
+            if self.fetch:
+                self._mirror = self.source.mirror(self.repo, self.base_commit)
+            else:
+                self._mirror = self.source.cached(self.repo, self.base_commit)
         return self._mirror
 
     def applied(self) -> dict[int, Applied]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from grading.grader.loading import FetchState, fetch_state, repo_view_for
 from grading.grader.workspace import RolloutView
 from grading.models import Group
-from grading.repos.types import BASE, At, Entry, RepoError, RepoView
+from grading.repos.types import BASE, At, Entry, NotFetched, RepoError, RepoView
 from grading.rollouts.diffs import parse_patch
 from reviews.presenters.group_page import RolloutPart, lane_of, part_rollout, rollout_part
 
@@ -125,6 +125,8 @@ def files_view(view: RepoView | None, index: int, *, at: str, path: str, line: i
                 FileLine(number=n, text=text, added=n in added, target=n == line) for n, text in enumerate(window, start=first)
             ),
         )
+    except NotFetched:
+        raise  # not a problem of this state: files_part says the repository is not fetched yet
     except RepoError as exc:
         return _with(shown, problem=str(exc))
 
@@ -137,16 +139,21 @@ def files_part(
     *, user, group: Group, lane: str, at: str, path: str, line: int | None, can_fetch: bool = False
 ) -> RolloutPart | None:
     """The lane's files view for this person; None when `lane` names none of the group's rollouts.
-    A repository not fetched yet is never fetched here (a page request does not wait on git):
-    the view says so, and whether it is being fetched (grading.grader.loading.queue_fetch)."""
+    A repository not fetched yet, or fetched without the task's base commit, is never fetched
+    here (a page request does not wait on git): the view answers from what the cache holds and
+    says so, and whether it is being fetched (grading.grader.loading.queue_fetch)."""
     found = part_rollout(user=user, group=group, lane=lane, body="patch")
     if found is None:
         return None
     rollout, content, lanes = found
     state = fetch_state(group.task)
-    if state is not None and not state.fetched:
-        waiting = FilesView(at=at, path=path.strip().strip("/"), line=line, fetch=state, can_fetch=can_fetch)
-        return rollout_part(group, lane_of(rollout, lanes), "files", files=waiting)
-    view = repo_view_for(group.task, [RolloutView(index=rollout.index, passed=rollout.passed, patch=content.patch or "")])
-    shown = files_view(view, rollout.index, at=at, path=path, line=line)
-    return rollout_part(group, lane_of(rollout, lanes), "files", files=shown)
+    if state is None or state.fetched:
+        only = [RolloutView(index=rollout.index, passed=rollout.passed, patch=content.patch or "")]
+        view = repo_view_for(group.task, only, fetch=False)
+        try:
+            shown = files_view(view, rollout.index, at=at, path=path, line=line)
+            return rollout_part(group, lane_of(rollout, lanes), "files", files=shown)
+        except NotFetched:
+            state = fetch_state(group.task, base_missing=True)
+    waiting = FilesView(at=at, path=path.strip().strip("/"), line=line, fetch=state, can_fetch=can_fetch)
+    return rollout_part(group, lane_of(rollout, lanes), "files", files=waiting)

@@ -94,13 +94,18 @@ def test_a_too_long_path_is_refused_plainly(client, world, alice):
     assert r.status_code == 400 and "path: at most 1000 characters" in r.content.decode()
 
 
-def test_a_page_never_fetches_an_admin_asks_for_it_and_then_it_shows(client, unfetched, alice, acme):
+def test_a_page_never_fetches_an_admin_asks_for_it_and_then_it_shows(
+    client, unfetched, alice, acme, django_capture_on_commit_callbacks
+):
     client.force_login(alice)
     html = files(client, unfetched, "0", path="tiny/calc.py").content.decode()
     assert 'data-testid="files-unfetched-0"' in html and 'data-testid="files-fetch-0"' in html
     assert not list(repo_source().mirrors_dir.glob("*.git"))  # the GET fetched nothing
     url = f"/projects/acme/runs/{unfetched.run.name}/groups/{unfetched.uid}/rollouts/0/files/?path=tiny%2Fcalc.py"
-    fetched = client.post(url, HTTP_HX_REQUEST="true").content.decode()  # Celery runs eagerly in tests
+    with django_capture_on_commit_callbacks(execute=True):  # queued after the commit; Celery is eager in tests
+        asked = client.post(url, HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-testid="files-fetching-0"' in asked
+    fetched = files(client, unfetched, "0", path="tiny/calc.py").content.decode()
     assert 'id="file-0-L9" class="added"' in fetched
 
 
@@ -114,7 +119,9 @@ def test_a_reviewer_is_told_and_cannot_fetch(client, unfetched, acme):
     assert not list(repo_source().mirrors_dir.glob("*.git"))
 
 
-def test_a_fetch_being_made_polls_and_a_failed_one_says_why(client, unfetched, alice, settings):
+def test_a_fetch_being_made_polls_and_a_failed_one_says_why(
+    client, unfetched, alice, settings, django_capture_on_commit_callbacks
+):
     client.force_login(alice)
     key = FETCH_STATE_KEY.format(name=repo_source().safe_name(unfetched.task.repo))
     cache.set(key, {"pending": True})
@@ -123,7 +130,9 @@ def test_a_fetch_being_made_polls_and_a_failed_one_says_why(client, unfetched, a
     cache.delete(key)
     settings.GAGAR_REPO_URL_TEMPLATE = "file:///nonexistent-gagar-repositories/{repo}"
     url = f"/projects/acme/runs/{unfetched.run.name}/groups/{unfetched.uid}/rollouts/0/files/"
-    failed = client.post(url, HTTP_HX_REQUEST="true").content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(url, HTTP_HX_REQUEST="true")
+    failed = files(client, unfetched, "0").content.decode()
     assert "could not be fetched" in failed and "Try again" in failed
 
 
