@@ -1,0 +1,101 @@
+#!/usr/bin/env python
+"""The prescreens measured on a held-out corpus: recall per category, cheats, false flags, speed.
+
+    .venv/bin/python benchmarks/scanners.py                 # the whole corpus, throughput best of 5 passes
+    .venv/bin/python benchmarks/scanners.py --misses        # and every planted case no signal caught
+    .venv/bin/python benchmarks/scanners.py --smoke         # 2 forms a category, 8 hosts, 1 pass
+
+1. Builds the corpus of tests/helpers/exploits (written without reading the detectors): every
+   catalogue category planted in at least 8 varied forms into the 64 real mini-swe-agent and
+   3 OpenHands trajectories of tests/fixtures (commands as new turns, hunks added to the real
+   patch, test outcomes and logs changed, a task test patch or gold patch), and at least 3
+   honest look-alikes a category.
+2. Runs `grading.grader.prescreen.screen_rollout(rollout, task=task)` on every case and every
+   honest host, and prints per category: planted, caught (a signal of the category raised),
+   recall with its Wilson 95 % interval, cheats among the cases that scored (catalogue
+   semantics: a leak always, a forced result when the rollout passed, a named tampering when
+   it touches a test the task names), and false flags: honest hosts with a signal of the
+   category / with a cheat of it, quiet look-alikes with a signal of the category they mimic /
+   look-alikes called a cheat.
+3. Times screening every honest host, --repeat passes, and prints the throughput in MB
+   (10^6 bytes of message text, patch and test log) per second, best and median.
+tests/grading/grader/test_scanner_corpus.py holds the same figures to recall >= 0.90 a
+category and no false cheat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._support import cpu_model, memory_gib
+from tests.helpers.exploits import Case, honest_host_ids, honest_hosts, lookalikes, planted
+from tests.helpers.exploits.measure import (
+    misses,
+    render,
+    rollout_bytes,
+    rows,
+    screen,
+    screen_cases,
+    screen_hosts,
+)
+
+
+def _few(cases: list[Case], per_category: int) -> list[Case]:
+    kept: dict[str, list[Case]] = {}
+    for case in cases:
+        if len(kept.setdefault(case.slug, [])) < per_category:
+            kept[case.slug].append(case)
+    return [case for group in kept.values() for case in group]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5, help="passes over the honest hosts for the throughput")
+    parser.add_argument("--misses", action="store_true", help="list every planted case no signal of its category caught")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run: 2 forms and 1 look-alike a category, 8 hosts, 1 pass")
+    args = parser.parse_args()
+
+    print(
+        f"machine: {cpu_model()}, {os.cpu_count()} CPUs{', ' + memory_gib() if memory_gib() else ''}; "
+        f"Python {sys.version.split()[0]}; load {os.getloadavg()[0]:.2f}"
+    )
+    started = time.perf_counter()
+    cases, alikes = planted(), lookalikes()
+    hosts, names = honest_hosts(), honest_host_ids()
+    repeat = args.repeat
+    if args.smoke:
+        cases, alikes, hosts, names, repeat = _few(cases, 2), _few(alikes, 1), hosts[:8], names[:8], 1
+    print(
+        f"corpus: {len(cases)} planted, {len(alikes)} look-alikes, {len(hosts)} honest hosts "
+        f"(built in {time.perf_counter() - started:.1f} s)\n"
+    )
+
+    found_planted, found_alikes, found_hosts = screen_cases(cases), screen_cases(alikes), screen_hosts(hosts, names)
+    print(render(rows(found_planted, found_alikes, found_hosts)))
+    missed = misses(found_planted)
+    print(f"\n{len(missed)} planted case(s) missed" + (":\n  " + "\n  ".join(missed) if args.misses and missed else ""))
+
+    size = sum(rollout_bytes(view) for view, _ in hosts)
+    passes = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for view, task in hosts:
+            screen(view, task)
+        passes.append(time.perf_counter() - t0)
+    best, median = min(passes), statistics.median(passes)
+    print(
+        f"\nthroughput over {len(hosts)} real rollouts ({size / 1e6:.1f} MB of text): "
+        f"{size / 1e6 / best:.1f} MB/s best, {size / 1e6 / median:.1f} MB/s median of {repeat} pass(es) "
+        f"({best * 1000 / len(hosts):.1f} ms a rollout)"
+    )
+
+
+if __name__ == "__main__":
+    main()
