@@ -20,7 +20,7 @@ from django.db import transaction
 
 from grading.grader.llm import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
 from grading.grader.llm import VERSION as LLM_VERSION
-from grading.grader.registry import RESERVED_NAMES, RESERVED_PREFIXES, fingerprint
+from grading.grader.registry import RESERVED_PREFIXES, fingerprint, is_reserved
 from grading.grader.tools import TOOLS
 from grading.method.guide import DEFAULT_GUIDE, Guide, guide_from_json, guide_json, guide_version
 from grading.method.project_guides import guide_for
@@ -63,8 +63,8 @@ def check_definition(data: Any) -> Definition:
     name = data.get("name")
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise DefinitionError("name", "name must be 1 to 60 letters, digits, '.', '_' or '-', starting with a letter or digit")
-    if name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES):
-        raise DefinitionError("name", f"{name!r} is a built-in grader's or a jury's name")
+    if is_reserved(name):
+        raise DefinitionError("name", f"{name!r} is, or looks like, a built-in grader's or a jury's name")
     if data.get("backend", "llm") != "llm":
         raise DefinitionError("backend", "a project defines LLM graders (backend 'llm'); other graders post their verdicts")
     model = data.get("model")

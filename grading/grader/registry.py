@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -19,6 +21,10 @@ MAX_LABEL: int = Grader._meta.get_field("name").max_length or 0
 MAX_VERSION: int = GraderVersion._meta.get_field("version").max_length or 0
 RESERVED_PREFIXES = ("llm:", "jury:")
 RESERVED_NAMES = ("heuristic",)
+# An external grader's name and version: ASCII, so no letter of another script passes for one
+# of a built-in's (a Cyrillic "е" in "hеuristic").
+EXTERNAL_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+EXTERNAL_VERSION = re.compile(r"[A-Za-z0-9._-]+")
 
 
 class GraderNameError(ValueError):
@@ -71,9 +77,26 @@ def ensure_version(*, project_id: int, name: str, backend: str, **config: Any) -
         return GraderVersion.objects.get(project_id=project_id, name=name)
 
 
+def is_reserved(label: str) -> bool:
+    """Whether a grader's `label` (the part before '@') is, or passes for, a built-in grader's
+    or a jury's: compared after NFKC and casefolding, so "Heuristic", "ｈｅｕｒｉｓｔｉｃ",
+    "heuristic-v2" and "JURY:x" all are. Names a team chooses (external and defined graders)
+    may not be."""
+    folded = unicodedata.normalize("NFKC", label).casefold()
+    return folded.startswith(RESERVED_NAMES + RESERVED_PREFIXES)
+
+
 def check_external_name(name: object) -> tuple[str, str]:
-    """An external grader's name: "<grader>@<version>", not one the built-in graders or juries use."""
+    """An external grader's name: "<grader>@<version>" in ASCII letters, digits, '.', '_' and
+    '-', not one the built-in graders or juries use (is_reserved)."""
     grader, version = split_name(name)
-    if grader in RESERVED_NAMES or grader.startswith(RESERVED_PREFIXES):
-        raise GraderNameError(f"{grader!r} is a built-in grader's or a jury's name; an external grader needs its own")
+    if is_reserved(grader):
+        raise GraderNameError(
+            f"{grader!r} is, or looks like, a built-in grader's or a jury's name; an external grader needs its own"
+        )
+    if not EXTERNAL_LABEL.fullmatch(grader) or not EXTERNAL_VERSION.fullmatch(version):
+        raise GraderNameError(
+            "an external grader's name is 'name@version' in ASCII letters, digits, '.', '_' and '-' "
+            f"(the name starting with a letter or digit), got {name!r}"
+        )
     return grader, version

@@ -288,3 +288,58 @@ def test_the_longest_grader_name_that_is_stored_is_taken(client, group, alice_to
     name = "a" * 80 + "@" + "9" * 19  # 100 characters: the whole of Verdict.grader
     assert post(client, alice_token, body(grader=name))[0] == 201
     assert GraderVersion.objects.get().grader.name == "a" * 80
+
+
+# The built-in grader's and the juries' names, passed off by case, a suffix, a look-alike letter
+# (Cyrillic е, U+0435) or full-width letters that NFKC folds to ASCII.
+SPOOFED_LABELS = [
+    "Heuristic",
+    "HEURISTIC",
+    "h\u0435uristic",
+    "heuristic-v2",
+    "heuristic.",
+    "\uff48\uff45\uff55\uff52\uff49\uff53\uff54\uff49\uff43",
+    "JURY:x",
+    "Jury:pair",
+    "LLM:gpt",
+    "llm\uff1agpt",
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("label", SPOOFED_LABELS)
+def test_a_posted_verdict_under_a_spoofed_reserved_name_is_refused(client, group, alice_token, label):
+    code, answer = post(client, alice_token, body(grader=f"{label}@1"))
+    assert code == 400 and answer["field"] == "grader", answer
+    assert not Verdict.objects.exists() and not GraderVersion.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("label", SPOOFED_LABELS)
+def test_a_grader_defined_under_a_spoofed_reserved_name_is_refused(client, acme, alice_token, label, settings):
+    settings.GRADER_ENDPOINT_ENVS = {"JUDGE_URL": "JUDGE_KEY"}
+    definition = {"name": label, "model": "m", "endpoint_env": "JUDGE_URL", "api_key_env": "JUDGE_KEY"}
+    r = client.post(
+        "/api/v1/graders/?project=acme",
+        json.dumps(definition),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {alice_token}",
+    )
+    assert r.status_code == 400 and r.json()["field"] == "name", r.content
+    assert not GraderVersion.objects.exists()
+
+
+@pytest.mark.django_db
+def test_names_that_only_resemble_no_reserved_one_are_taken(client, group, acme, alice_token, settings):
+    # an honest team's names stay usable: "llm" or "jury" inside a name is not a built-in's
+    for name in ("acme-fleet@3", "fleet.v2@2026-11", "my-llm-judge@1", "jury_of_one@1"):
+        assert post(client, alice_token, body(grader=name))[0] == 201, name
+    settings.GRADER_ENDPOINT_ENVS = {"JUDGE_URL": "JUDGE_KEY"}
+    definition = {"name": "judge-heuristics", "model": "m", "endpoint_env": "JUDGE_URL", "api_key_env": "JUDGE_KEY"}
+    r = client.post(
+        "/api/v1/graders/?project=acme",
+        json.dumps(definition),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {alice_token}",
+    )
+    assert r.status_code == 201, r.content
