@@ -37,7 +37,7 @@ from grading.grader.loading import load_workspace
 from grading.grader.prescreen import screen_group
 from grading.grader.registry import ensure_version
 from grading.grader.settling import settle_identical
-from grading.grader.tasks import grade_group_task
+from grading.grader.tasks import grade_group_task, scan_groups_task
 from grading.grader.tools import TOOLS
 from grading.grader.verdicts import GradeInput, record_verdict
 from grading.grader.worker import release_connections
@@ -393,6 +393,26 @@ def record_prescreen(*, group: Group, workspace) -> int:
     if any(d.confirmed for d in fresh):
         mark_stale(step_ids=[group.step_id])
     return len(fresh)
+
+
+def queue_scans(*, group_ids: list[int]) -> None:
+    """Scan these stored groups once the transaction that stored them commits (scan_groups):
+    every group with a pass, graded or not, so a cheat in a group no grader reads is zeroed too.
+    Call it inside that transaction; a broker fault after the commit loses no stored row."""
+    if group_ids:
+        transaction.on_commit(lambda: scan_groups_task.delay(group_ids=group_ids), robust=True)
+
+
+def scan_groups(*, group_ids: list[int]) -> int:
+    """Run the scanners over each of these groups that has a passing rollout and store what they
+    find (record_prescreen; a scanner version already run on a rollout stores nothing). Returns
+    how many decisions were stored."""
+    stored = 0
+    for group in Group.objects.filter(pk__in=group_ids, n_passed__gt=0).select_related("run", "task", "step"):
+        workspace = load_workspace(group)
+        with transaction.atomic():
+            stored += record_prescreen(group=group, workspace=workspace)
+    return stored
 
 
 def _finish(job: GradingJob, verdict: Verdict, *, error: str) -> None:

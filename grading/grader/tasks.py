@@ -87,3 +87,11 @@ def expire_person_waits_task() -> int:
     from grading.grader.disagreements import expire_person_waits
 
     return expire_person_waits()
+
+
+@shared_task(name="grading.scan_groups", acks_late=True)
+def scan_groups_task(*, group_ids: list[int]) -> int:
+    """The scanners over groups just stored (grading.grader.jobs.scan_groups)."""
+    from grading.grader.jobs import scan_groups
+
+    return scan_groups(group_ids=group_ids)

@@ -29,7 +29,7 @@ from django.db import DataError, IntegrityError, connection, transaction
 
 from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, canonical_hash, parse_group_line
 from grading.formats.linereader import OversizeLine
-from grading.grader.jobs import GraderUnavailable, queue_new_groups
+from grading.grader.jobs import GraderUnavailable, queue_new_groups, queue_scans
 from grading.grader.juries import member_backends
 from grading.highlights.service import queue_highlights
 from grading.ingest.cluster_storage import clusters_to_store, recluster
@@ -316,6 +316,7 @@ class _BatchWriter:
             )
             recluster([g for _, g, _ in extended])  # a new rollout can change the others' clusters
         self._auto_grade(run, [g.pk for _, g in new_groups if g.is_mixed] + [g.pk for _, g, _ in extended if g.is_mixed])
+        queue_scans(group_ids=[g.pk for _, g in new_groups if g.n_passed] + [g.pk for _, g, _ in extended if g.n_passed])
         return outcome
 
     def _auto_grade(self, run: Run, group_ids: list[int]) -> None:

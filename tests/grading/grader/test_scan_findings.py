@@ -37,8 +37,7 @@ def scanned_group(acme) -> Group:
 def test_a_leak_is_a_cheat_at_once_and_a_tampering_that_did_not_score_is_open(acme):
     group = scanned_group(acme)
     leaked, tampered, failed = (Rollout.objects.get(group=group, index=i) for i in range(3))
-    assert reward(leaked) == 1.0  # before any scan
-    grade_group(group_id=group.pk, backend="heuristic")
+    grade_group(group_id=group.pk, backend="heuristic")  # scanned at ingest, and again by the grading job
 
     cheat = CheatDecision.objects.get(rollout=leaked, source="prescreen")
     assert (cheat.source, cheat.confirmed, cheat.author) == ("prescreen", True, "project_fetch@1")
@@ -63,3 +62,17 @@ def test_the_same_scanner_version_again_stores_nothing_and_an_overturn_stands(ac
     decide_cheat(decision=scanner, confirmed=False, reason="a docs page, not the fix")
     assert record_prescreen(group=group, workspace=load_workspace(group)) == 0
     assert CheatDecision.objects.count() == stored and reward(leaked) == 1.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_stored_group_with_a_pass_is_scanned_graded_or_not(acme):
+    """An all-pass group is never graded, and a run without auto-grading grades nothing: the
+    scan after the ingest still zeroes a leak there."""
+    group = small_group("all@1", rewards=(1, 1))
+    group["rollouts"][1]["messages"].append(
+        {"role": "assistant", "content": f"```bash\n{FETCH}\n```", "action": FETCH, "observation": "y = 2"}
+    )
+    ingest_groups(acme, group, small_group("none@1", instance_id="t-2", rewards=(0, 0)))
+    honest, leaked = (Rollout.objects.get(group__uid="all@1", index=i) for i in range(2))
+    assert list(CheatDecision.objects.values_list("rollout_id", "author", "confirmed")) == [(leaked.pk, "project_fetch@1", True)]
+    assert (reward(honest), reward(leaked)) == (1.0, 0.0)
