@@ -19,7 +19,7 @@ from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, 
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from grading.grader.prescreen import LEAK_SIGNALS, RETIRED_SIGNALS, TAMPER_SIGNALS
+from grading.grader.prescreen.signals import LEAK_SIGNALS, RETIRED_SIGNALS, TAMPER_SIGNALS
 from grading.models import CheatDecision, Project, Rollout
 from grading.templatetags.gagar import patch_anchor
 from reviews.models import CheatAudit, ReviewPolicy
