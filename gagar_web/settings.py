@@ -438,7 +438,8 @@ GAGAR_CAMPAIGN_USD_PER_DAY = _env_price("GAGAR_CAMPAIGN_USD_PER_DAY") or 0.0
 # empty GAGAR_REPO_CACHE turns the repository tools off.
 GAGAR_REPO_URL_TEMPLATE = os.environ.get("GAGAR_REPO_URL_TEMPLATE", "").strip() or "https://github.com/{repo}.git"
 if "{repo}" not in GAGAR_REPO_URL_TEMPLATE:
-    raise ImproperlyConfigured(f"Unexpected value GAGAR_REPO_URL_TEMPLATE={GAGAR_REPO_URL_TEMPLATE!r}: it must contain {{repo}}")
+    # the value is not shown: a template may carry credentials (user:token@, ?token=)
+    raise ImproperlyConfigured("Unexpected value GAGAR_REPO_URL_TEMPLATE: it must contain {repo}")
 _REPO_CACHE = os.environ.get("GAGAR_REPO_CACHE")
 GAGAR_REPO_CACHE = (
     str(BASE_DIR / "var" / "repos") if _REPO_CACHE is None else (_REPO_CACHE.strip() and str(Path(_REPO_CACHE.strip()).resolve()))

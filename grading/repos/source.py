@@ -11,7 +11,9 @@ refused when the room is not there; a repository bigger than the whole budget is
 Every git command runs here through `run_git`: a timeout, no terminal prompt, no hooks,
 the system and global git configuration ignored (so a worker's `apply.whitespace` or
 `core.autocrlf` cannot change a state) except for fetches, which may need the worker's
-credential helpers; whatever git says back is bounded and has credentials in URLs masked.
+credential helpers; whatever git says back is bounded, and every URL in it loses its user,
+password, query string and fragment (`https://***@host/path?***`), as do the parts of the
+template that may be credentials wherever they appear.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import stat
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,15 +46,49 @@ REPO_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 MIN_RESERVE_BYTES = 1024**2  # a fetch reserves a sixteenth of the budget at a time, at least this
 WATCH_SECONDS = 0.1  # how often a running fetch's size is checked against what it reserved
-_USERINFO = re.compile(r"://[^/@\s]{1,512}@")
+_URL = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,30}://)([^\s'\"<>`]*)")
+
+
+def _redact_url(match: re.Match[str]) -> str:
+    scheme, rest = match.group(1), match.group(2)
+    cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i != -1), default=len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    if "@" in authority:
+        authority = "***@" + authority.rsplit("@", 1)[1]
+    query = min((i for i in (tail.find("?"), tail.find("#")) if i != -1), default=-1)
+    if query != -1:
+        tail = tail[: query + 1] + "***"
+    return scheme + authority + tail
+
+
+def redact_urls(text: str) -> str:
+    """`text` with every URL's user, password, query string and fragment masked:
+    `fatal: unable to access 'https://bot:TOKEN@host/a.git?token=T/'` says
+    `fatal: unable to access 'https://***@host/a.git?***'`."""
+    return _URL.sub(_redact_url, text)
 
 
 def bounded(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """`text` cut to `limit` characters (its end kept: git's last lines say why), URL credentials masked."""
-    text = text.strip()
+    """`text` cut to `limit` characters (its end kept: git's last lines say why), URL credentials
+    masked (before the cut, so no part of a URL is left unmasked by it)."""
+    text = redact_urls(text.strip())
     if len(text) > limit:
         text = "…" + text[-limit:]
-    return _USERINFO.sub("://***@", text)
+    return text
+
+
+def template_secrets(template: str) -> tuple[str, ...]:
+    """The parts of a URL template that may be credentials (its user, password, query string and
+    fragment, and each query value), as written and percent-decoded: masked wherever they appear,
+    since git may quote the URL in another form (a file:// template as a path)."""
+    try:
+        parts = urllib.parse.urlsplit(template)
+    except ValueError:
+        return ()
+    found = [parts.username or "", parts.password or "", parts.query, parts.fragment]
+    found += [value for _key, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)]
+    found += [urllib.parse.unquote(item) for item in found]
+    return tuple(sorted({item for item in found if len(item) >= 4 and "{repo}" not in item}, key=len, reverse=True))
 
 
 def git_env(*, isolated: bool = True, **extra: str) -> dict[str, str]:
@@ -203,7 +240,8 @@ class RepoSource:
 
     def __post_init__(self) -> None:
         if "{repo}" not in self.url_template:
-            raise ValueError(f"the repository URL template {self.url_template!r} has no {{repo}}")
+            shown = self.redact(self.url_template)
+            raise ValueError(f"the repository URL template {shown!r} has no {{repo}}")
         object.__setattr__(self, "cache", Path(self.cache))
 
     # -- names -------------------------------------------------------------------------
@@ -223,6 +261,13 @@ class RepoSource:
     @property
     def local(self) -> bool:
         return is_local_template(self.url_template)
+
+    def redact(self, text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+        """`text` bounded, with URL credentials and anything of this template that may be one masked."""
+        text = bounded(text, limit)
+        for secret in template_secrets(self.url_template):
+            text = text.replace(secret, "***")
+        return text
 
     def url_for(self, repo: str) -> str:
         """The URL (or local path) `repo` is fetched from; UnknownRepo for a name that is not a repository's."""
@@ -400,13 +445,13 @@ class RepoSource:
                             os.killpg(proc.pid, signal.SIGKILL)
                         proc.communicate()
                         break
-        shown = bounded(url)
+        shown = self.redact(url)
         if reason:
             for scratch in git_dir.glob("objects/pack/tmp_*"):
                 scratch.unlink(missing_ok=True)  # the pack the killed fetch was writing
             raise (OverBudget if over_budget else FetchRefused)(f"fetching {shown}: {reason}")
         if proc.returncode != 0:
-            said = bounded(stderr.decode("utf-8", "replace")) or f"exit status {proc.returncode}"
+            said = self.redact(stderr.decode("utf-8", "replace")) or f"exit status {proc.returncode}"
             raise FetchRefused(f"fetching {shown} failed: {said}")
 
     # -- budget -----------------------------------------------------------------------
