@@ -459,6 +459,10 @@ GAGAR_SANDBOX_UID = os.environ.get("GAGAR_SANDBOX_UID", "").strip() or "65534"
 # The most memory a project admin may give each process of a check, MiB (the check policy page;
 # RLIMIT_AS per process, so a check's total is bounded by this × its processes). 4 GiB by default.
 GAGAR_CHECK_MEMORY_MB_MAX = _env_int("GAGAR_CHECK_MEMORY_MB_MAX", 4096, minimum=64)
+# How many checks one project may run at once on a worker host (grading.repos.shares), so one
+# project's long checks never hold every sandbox slot; give a host more GAGAR_SANDBOX_UID uids
+# than this.
+GAGAR_CHECKS_PER_PROJECT = _env_int("GAGAR_CHECKS_PER_PROJECT", 2, minimum=1)
 GAGAR_SWEREX_URL = os.environ.get("GAGAR_SWEREX_URL", "").strip()
 GAGAR_SWEREX_TOKEN = os.environ.get("GAGAR_SWEREX_TOKEN", "")
 if GAGAR_SANDBOX == "swe-rex" and not (GAGAR_SWEREX_URL and GAGAR_SWEREX_TOKEN):

@@ -8,8 +8,11 @@ turns checks on where no sandbox can run gets no run_check tool, and the step sa
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 from dataclasses import dataclass, replace
 from functools import cache
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -126,4 +129,12 @@ def check_budget_for(project_id: int, *, deadline: float | None) -> CheckBudget 
         return None
     # a policy stored under a higher ceiling (or before there was one) runs at today's
     policy = replace(policy, memory_mb=min(policy.memory_mb, memory_ceiling_mb()))
-    return CheckBudget(sandbox=sandbox, limits=policy.limits(), max_checks=policy.max_checks, deadline=deadline)
+    return CheckBudget(
+        sandbox=sandbox,
+        limits=policy.limits(),
+        max_checks=policy.max_checks,
+        deadline=deadline,
+        project=project_id,
+        project_slots=settings.GAGAR_CHECKS_PER_PROJECT,
+        lock_dir=Path(tempfile.gettempdir()) / f"gagar-checks-{os.geteuid()}",
+    )

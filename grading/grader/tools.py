@@ -27,8 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from grading.grader.workspace import MAX_TEXT, CheckRecord, GroupWorkspace, RolloutView, clip
-from grading.repos.types import BASE, At, RepoError, RepoView
+from grading.grader.workspace import MAX_TEXT, CheckBudget, CheckRecord, GroupWorkspace, RolloutView, clip
+from grading.repos.shares import project_share
+from grading.repos.types import BASE, At, CheckResult, RepoError, RepoView
 from grading.rollouts.diffs import ParsedPatch, parse_patch
 from grading.rollouts.turns import to_turn
 
@@ -457,6 +458,18 @@ def touched_files(workspace: GroupWorkspace, rollout: int, context: int = 10) ->
     }
 
 
+SHARE_WAIT_S = 30.0  # how long a check waits for a place among its project's before it is refused
+
+
+def _in_share(budget: CheckBudget, run: Callable[[], CheckResult]) -> CheckResult:
+    """`run` while holding one of the project's places on this host, when the budget names one."""
+    if budget.project is None or budget.project_slots < 1 or budget.lock_dir is None:
+        return run()
+    wait = SHARE_WAIT_S if (left := budget.seconds_left()) is None else max(0.0, min(SHARE_WAIT_S, left - 1))
+    with project_share(budget.lock_dir, budget.project, budget.project_slots, wait):
+        return run()
+
+
 def run_check(workspace: GroupWorkspace, rollout: int, command: str) -> dict[str, Any]:
     budget = workspace.checks
     if budget is None:
@@ -474,7 +487,7 @@ def run_check(workspace: GroupWorkspace, rollout: int, command: str) -> dict[str
             raise ToolError("the group's grading deadline leaves no time for a check")
         limits = replace(limits, wall_s=min(limits.wall_s, left))
     root = _repo_call(lambda: view.checkout(at))
-    result = _repo_call(lambda: budget.sandbox.run(root, command, limits))
+    result = _repo_call(lambda: _in_share(budget, lambda: budget.sandbox.run(root, command, limits)))
     record = CheckRecord(
         number=len(workspace.check_log) + 1,
         rollout=rollout,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from grading.method.guide import DEFAULT_GUIDE, Guide
@@ -115,6 +116,11 @@ class CheckBudget:
     limits: Limits = field(default_factory=Limits)
     max_checks: int = 8
     deadline: float | None = None
+    # The project's share of the host's checks (grading.repos.shares): at most `project_slots`
+    # of its checks at once, under flocks in `lock_dir`; 0 or no project: no share is held.
+    project: int | None = None
+    project_slots: int = 0
+    lock_dir: Path | None = None
 
     def seconds_left(self, now: float | None = None) -> float | None:
         return None if self.deadline is None else self.deadline - (time.time() if now is None else now)
