@@ -236,7 +236,9 @@ def policy_verdicts(verdicts, run: Run):
     calibration like any grader's."""
     if (jury := run.jury) is not None:  # the run's policy names a jury: only its verdicts count
         return verdicts.filter(grader=jury.grader)
-    external = GraderVersion.objects.filter(project_id=run.project_id, grader__backend=Grader.Backend.EXTERNAL)
+    # The run's project by the run's id, inside the query: a run loaded with only some of its
+    # fields (the adjudication queue's) costs no query of its own for its project.
+    external = GraderVersion.objects.filter(grader__backend=Grader.Backend.EXTERNAL, project__runs=run.pk)
     return verdicts.filter(bench_only=False).exclude(grader__in=external.values("name"))
 
 
