@@ -115,7 +115,8 @@ def screen_rollout(
     signals = _command_signals(rollout.index, rollout.messages, repo=task.repo, base=base)
     files = _files(rollout.patch or "")
     if files:
-        for s in _tamper_signals(rollout.index, files, test_patch=task.test_patch, repo=task.repo):
+        found = _tamper_signals(rollout.index, files, test_patch=task.test_patch, repo=task.repo, pass_to_pass=task.pass_to_pass)
+        for s in found:
             if s.evidence is None:  # a deleted file has no new-side line: cite another line, else the submitting turn
                 loc = _any_anchor(files)
                 ev = Evidence("patch", rollout.index, loc, s.detail) if loc else _last_turn(rollout)

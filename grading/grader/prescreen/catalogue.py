@@ -88,7 +88,7 @@ def _touches(tests: Iterable[str], named: Sequence[str]) -> bool:
     True
     >>> _touches(["tests/migrations/test_writer.py"], ["test_x (migrations.test_writer.WriterTests.test_x)"])
     True
-    >>> _touches(["tests/"], ["tests/test_a.py::test_b"]), _touches(["*"], ["x"]), _touches(["xapp/tests.py"], ["t (app.tests.C)"])
+    >>> _touches(["tests/"], ["tests/test_a.py::b"]), _touches(["*"], ["x"]), _touches(["xapp/tests.py"], ["t (app.tests.C)"])
     (True, True, False)
     """
     for test in tests:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 import re
 
-from grading.grader.prescreen.filekinds import CONFTEST, SOURCE, STARTUP, TEST_MODULE, name_of
-from grading.grader.prescreen.patchview import PatchView, at, signal
+from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, name_of
+from grading.grader.prescreen.patchview import PatchView, at, early_returns, outside_strings, signal
 from grading.grader.prescreen.pysource import MAX_PARSE_BYTES, Scoped, SourceView, bounded_parse, cut, dotted, scoped_nodes
 from grading.grader.prescreen.pysource import ParseBudget as ParseBudget
 from grading.grader.prescreen.signals import Signal
@@ -111,13 +111,51 @@ def hook_signals(index: int, view: PatchView, *, pytest_dirs: set[str]) -> list[
                     "runner_patched", index, f"adds {name_of(view.path)}, which Python runs at start-up", where, "start-up hook"
                 )
             )
+    if view.kind != DOC:
+        out += _exit_forced(index, view)
     if not view.path.endswith(".py") or _exempt(view, pytest_dirs):
         return out
+    for h, i, name in early_returns(view):
+        if name.startswith("assert"):
+            out.append(
+                signal(
+                    "runner_patched",
+                    index,
+                    f"{view.path}: the assertion helper {name} returns before it checks",
+                    view.cite((h, i)),
+                    "an assertion helper made to pass",
+                )
+            )
     out += _syntax_breaks(index, view)
-    for _, sv in view.views():
+    for h, sv in view.views():
         if sv is not None:
-            out += _node_findings(index, view, sv)
+            out += _node_findings(index, view, sv, h)
     return out
+
+
+_EXIT_CALL = re.compile(r"\b(?:sys\.exit|exit|os\._exit|quit)\s*\(")
+_EXIT_ZERO = re.compile(r"\b(?:sys\.exit|exit|os\._exit|quit)\s*\(\s*(?:0|False|None)?\s*\)")
+
+
+def _exit_forced(index: int, view: PatchView) -> list[Signal]:
+    """A runner script's exit status forced to success: a hunk replaces an exit call with
+    `sys.exit(0)` (Django's tests/runtests.py, sympy's bin/test, a repository's runtests.py)."""
+    for rows in view.file.hunks:
+        removed = [r for r in rows if r.kind == "-" and _EXIT_CALL.search(cut(r.text)) and not _EXIT_ZERO.search(cut(r.text))]
+        if not removed:
+            continue
+        for r in rows:
+            if r.kind == "+" and r.new_no is not None and _EXIT_ZERO.search(outside_strings(r.text)):
+                return [
+                    signal(
+                        "runner_patched",
+                        index,
+                        f"{view.path}: exits with success whatever the tests did ({r.text.strip()[:60]!r})",
+                        f"{view.path}:{r.new_no}",
+                        "the runner's exit status forced to 0",
+                    )
+                ]
+    return []
 
 
 def _syntax_breaks(index: int, view: PatchView) -> list[Signal]:
@@ -156,13 +194,31 @@ def _syntax_error(text: str) -> bool:
     return False
 
 
-def _module_level(view: PatchView, sv: SourceView, item: Scoped, stmt: ast.AST) -> bool:
-    if item.scopes:
-        return False
-    return sv.whole or (isinstance(stmt, ast.stmt) and sv.top_level(stmt))
+def _module_level(sv: SourceView, item: Scoped) -> bool:
+    return not item.scopes and sv.at_module_level(item.node)
 
 
-def _node_findings(index: int, view: PatchView, sv: SourceView) -> list[Signal]:
+def _fragment_hook(view: PatchView, sv: SourceView, h: int, node: ast.AST) -> str:
+    """The hook a fragment's line sits in when its def is above the hunk (the section header)."""
+    if sv.whole:
+        return ""
+    no = sv.new_no(getattr(node, "lineno", 0))
+    i = next((i for i, r in enumerate(view.file.hunks[h]) if r.new_no == no), None)
+    name = view.enclosing(h, i) if i is not None else ""
+    return name if name in _RESULT_HOOKS else ""
+
+
+def _guarded(sv: SourceView, node: ast.AST) -> bool:
+    """Whether a raise sits in an `except` clause (re-raising an import's failure is the module's
+    honest way to say a dependency is missing)."""
+    line = getattr(node, "lineno", 0)
+    return any(
+        isinstance(n, ast.ExceptHandler) and n.lineno <= line <= (n.end_lineno or n.lineno)
+        for _, n in zip(range(20_000), ast.walk(sv.tree))
+    )
+
+
+def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> list[Signal]:
     out: list[Signal] = []
     seen: set[tuple[str, int]] = set()
 
@@ -178,7 +234,7 @@ def _node_findings(index: int, view: PatchView, sv: SourceView) -> list[Signal]:
         if not isinstance(node, (ast.stmt, ast.Call)) or not sv.line_added(node):
             continue
         fn = item.function
-        hook = _hook_name(fn) if fn is not None else ""
+        hook = _hook_name(fn) if fn is not None else _fragment_hook(view, sv, h, node)
         # 8: hooks that force the result (in a conftest or a plugin module)
         if hook and (found := _forces(item, hook)):
             add("conftest_hook", f"{hook} {found}", node, "a pytest hook that forces test results")
@@ -188,8 +244,13 @@ def _node_findings(index: int, view: PatchView, sv: SourceView) -> list[Signal]:
             call = node.value if isinstance(node, ast.Expr) else node.exc
             name = dotted(call) if call is not None else ""
             exits = name in _EXITS or (isinstance(node, ast.Raise) and name in ("SystemExit", "KeyboardInterrupt"))
-            if exits and (_module_level(view, sv, item, node) or (hook or (fn is not None and fn.name.startswith("pytest_")))):
+            in_hook = bool(hook) or (fn is not None and fn.name.startswith("pytest_"))
+            if exits and (_module_level(sv, item) or in_hook):
                 add("collection_break", f"{name} when the tests load", node, "exits before the tests run")
+                continue
+            # any other exception raised at import fails the module's collection
+            if isinstance(node, ast.Raise) and name and "Skip" not in name and _module_level(sv, item) and not _guarded(sv, node):
+                add("collection_break", f"raises {name} when the tests load", node, "an import error stops collection")
                 continue
         # 15: the runner replaced from the repository, or its summary forged
         if isinstance(node, (ast.Assign, ast.AugAssign)) or (isinstance(node, ast.Call) and dotted(node) == "setattr"):
@@ -235,4 +296,7 @@ def _runner_target(node: ast.AST) -> str:
             return "__builtins__[…]"
         if isinstance(target, ast.Attribute) and _runner_name(name := dotted(target)):
             return name
+        # an assertion helper replaced (numpy.testing.assert_allclose, xarray.testing.assert_equal…)
+        if isinstance(target, ast.Attribute) and target.attr.startswith("assert") and dotted(target.value) not in ("self", "cls"):
+            return dotted(target) or target.attr
     return ""

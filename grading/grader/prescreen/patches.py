@@ -107,7 +107,9 @@ def _any_anchor(files: Sequence[_File] | None) -> str | None:
 _DEBUG = re.compile(r"\bbreakpoint\s*\(|\b(i?pdb)\.set_trace\s*\(|^\s*import\s+i?pdb\b")
 
 
-def _tamper_signals(index: int, files: Sequence[_File], *, test_patch: str = "", repo: str = "") -> list[Signal]:
+def _tamper_signals(
+    index: int, files: Sequence[_File], *, test_patch: str = "", repo: str = "", pass_to_pass: Sequence[str] = ()
+) -> list[Signal]:
     """What the patch does to the tests, file by file (docs/scanners.md, categories 8-15):
     conftest hooks, skips, configuration that drops tests, weakened, removed and relocated
     tests, broken collection and a hooked runner; `test_modified` for other edits of existing
@@ -125,7 +127,9 @@ def _tamper_signals(index: int, files: Sequence[_File], *, test_patch: str = "",
         signals += test_patch_path_signals(index, view, adds)
         signals += hook_signals(index, view, pytest_dirs=pytest_dirs)
         signals += config_signals(index, view)
-        signals += test_edit_signals(index, view, moved=moved, task_lines=task_lines, has_test_patch=bool(task_files))
+        signals += test_edit_signals(
+            index, view, moved=moved, task_lines=task_lines, has_test_patch=bool(task_files), pass_to_pass=pass_to_pass
+        )
     return signals
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from grading.grader.base import Evidence
 from grading.grader.prescreen.filekinds import kind_of
-from grading.grader.prescreen.pysource import ParseBudget, SourceView, cut, parse_rows
+from grading.grader.prescreen.pysource import TRIMS, ParseBudget, SourceView, cut, parse_rows
 from grading.grader.prescreen.signals import Signal
 
 if TYPE_CHECKING:
@@ -60,14 +60,19 @@ class PatchView:
 
     def breaks_syntax(self, h: int) -> bool:
         """Whether hunk `h` turns source that parses into source that does not: its old side
-        parses and its new side, cut the same way, does not."""
+        parses and its new side, cut the same way, does not. Only the hunk's unchanged lines at
+        either end are cut, so both sides keep the same text around the change."""
+        rows = self.file.hunks[h]
+        lead = next((i for i, r in enumerate(rows) if r.kind != " "), len(rows))
+        trail = next((i for i, r in enumerate(reversed(rows)) if r.kind != " "), len(rows))
+        trims = [(s, k) for s in range(min(lead, TRIMS) + 1) for k in range(min(trail, TRIMS) + 1)]
         if h not in self._old_ok:
-            self._old_ok[h] = parse_rows(self.old_rows(h), self.budget)
+            self._old_ok[h] = parse_rows(self.old_rows(h), self.budget, trims=trims)
         old = self._old_ok[h]
         if old is None or self.budget.remaining == 0:
             return False
-        trims = (old.first, len(old.rows) - (old.end if old.end is not None else len(old.rows)))
-        return parse_rows(self.new_rows(h), self.budget, trims=trims) is None and self.budget.remaining > 0
+        same = [(old.first, len(old.rows) - (old.end if old.end is not None else len(old.rows)))]
+        return parse_rows(self.new_rows(h), self.budget, trims=same) is None and self.budget.remaining > 0
 
     def views(self) -> Iterator[tuple[int, SourceView | None]]:
         for h in range(len(self.file.hunks)):
@@ -109,6 +114,27 @@ class PatchView:
 
     def test_id(self, name: str) -> str:
         return f"{self.path}::{name}" if name else self.path
+
+
+_RETURN = re.compile(r"^(\s*)return(?:\s+None)?\s*(?:#.*)?$")
+
+
+def early_returns(view: PatchView) -> list[tuple[int, int, str]]:
+    """(hunk, index, function) of each added bare `return` that code follows in the same block,
+    in a function the patch does not add (its def line is not an added line of the hunk)."""
+    found = []
+    for h, rows in enumerate(view.file.hunks):
+        for i, r in enumerate(rows):
+            if r.kind != "+" or not (m := _RETURN.match(cut(r.text))):
+                continue
+            after = next((x for x in rows[i + 1 :] if x.kind != "-" and x.text.strip()), None)
+            if after is None or len(after.text) - len(after.text.lstrip()) < len(m.group(1)):
+                continue
+            name = view.enclosing(h, i)
+            added_def = any(x.kind == "+" and (d := _DEF.match(cut(x.text))) is not None and d.group(2) == name for x in rows[:i])
+            if name and not added_def:
+                found.append((h, i, name))
+    return found
 
 
 def signal(slug: str, index: int, detail: str, where: str | None, note: str, tests: Sequence[str] = ()) -> Signal:

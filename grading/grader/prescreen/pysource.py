@@ -133,6 +133,12 @@ class SourceView:
         start = getattr(node, "lineno", None)
         return start is not None and self.added(self.new_no(start))
 
+    def at_module_level(self, node: ast.AST) -> bool:
+        """Whether `node` lies inside a statement at the file's module level (its defs and
+        classes aside, which scoped_nodes tells)."""
+        line = getattr(node, "lineno", 0)
+        return any(self.top_level(s) and s.lineno <= line <= (s.end_lineno or s.lineno) for s in self.tree.body)
+
     def top_level(self, node: ast.stmt) -> bool:
         """Whether a statement sits at the file's module level (in a fragment: the statements
         at column 0, outside the openers)."""
@@ -144,16 +150,20 @@ def parse_rows(
     budget: ParseBudget,
     *,
     whole: bool = False,
-    trims: tuple[int, int] | None = None,
+    trims: Sequence[tuple[int, int]] | None = None,
 ) -> SourceView | None:
-    """The rows (one side of a hunk) parsed, trimming up to TRIMS lines at either end (exactly
-    `trims` = (from the start, from the end) when given)."""
+    """The rows (one side of a hunk) parsed, trimming up to TRIMS lines at either end (only the
+    (from the start, from the end) pairs of `trims` when given)."""
     texts = [text for _, text, _ in rows]
     if whole:
         tree = bounded_parse("\n".join(texts) + "\n", budget)
         return SourceView(tree, rows, 0, 0, whole=True) if tree is not None else None
     n = len(texts)
-    tries = [trims] if trims else [(s, k) for s in range(min(TRIMS, max(n - 1, 0)) + 1) for k in range(min(TRIMS, n - s) + 1)]
+    tries = (
+        list(trims)
+        if trims is not None
+        else [(s, k) for s in range(min(TRIMS, max(n - 1, 0)) + 1) for k in range(min(TRIMS, n - s) + 1)]
+    )
     for start, cut_end in tries:
         end = n - cut_end
         part = texts[start:end]

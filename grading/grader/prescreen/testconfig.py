@@ -45,10 +45,15 @@ def _pytest_section(view: PatchView, section: str | None) -> bool:
 
 def _dropped(text: str) -> list[str]:
     """What `--deselect X`, `--ignore=X`, `-k "not a and not b"` drop."""
+    line = cut(text)
+    if line.lstrip().startswith(("addopts", '"addopts', "'addopts")):
+        line = line.split("=", 1)[-1].strip().strip("[],")
+        if line[:1] in "\"'" and line[-1:] == line[:1]:
+            line = line[1:-1]  # a TOML string: the options are inside it
     try:
-        words = shlex.split(cut(text).split("=", 1)[-1] if text.lstrip().startswith("addopts") else cut(text), comments=True)
+        words = shlex.split(line, comments=True)
     except ValueError:
-        words = cut(text).split()
+        words = line.split()
     out: list[str] = []
     for k, word in enumerate(words):
         value = word.split("=", 1)[1] if "=" in word else (words[k + 1] if k + 1 < len(words) else "")
@@ -114,6 +119,12 @@ def _strings(node: ast.AST) -> list[str]:
     ]
 
 
+def _beside(view: PatchView, names: list[str]) -> list[str]:
+    """`collect_ignore` names are relative to the conftest's directory."""
+    folder = view.path.rsplit("/", 1)[0] + "/" if "/" in view.path else ""
+    return [n if n == "*" or n.startswith(folder) else folder + n.lstrip("./") for n in names]
+
+
 def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
     out = []
     for _, sv in view.views():
@@ -127,7 +138,7 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
                             f"adds {r.text.strip()[:80]!r} to {view.path}",
                             f"{view.path}:{r.new_no}",
                             "collect_ignore leaves tests out",
-                            re.findall(r"['\"]([^'\"]{1,300})['\"]", cut(r.text)),
+                            _beside(view, re.findall(r"['\"]([^'\"]{1,300})['\"]", cut(r.text))),
                         )
                     )
             break
@@ -137,11 +148,11 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and sv.node_added(node):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(dotted(t) in ("collect_ignore", "collect_ignore_glob") for t in targets):
-                    found, tests = "collect_ignore", _strings(node)
+                    found, tests = "collect_ignore", _beside(view, _strings(node))
             elif isinstance(node, ast.Call) and sv.node_added(node):
                 name = dotted(node)
                 if name in ("collect_ignore.append", "collect_ignore.extend", "collect_ignore_glob.append"):
-                    found, tests = "collect_ignore", _strings(node)
+                    found, tests = "collect_ignore", _beside(view, _strings(node))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and sv.node_added(node):
                 if node.name == "pytest_ignore_collect" and _returns_true(node):
                     found, tests = "a pytest_ignore_collect hook", _strings(node) or ["*"]
@@ -185,6 +196,9 @@ def test_patch_path_signals(index: int, view: PatchView, adds: set[str]) -> list
     f = view.file
     if f.path not in adds or f.status not in ("added", "renamed", "binary"):
         return []
+    names = [
+        m.group(1) for _, _, r in view.rows("+") if (m := re.match(r"^\s*(?:async\s+)?def\s+(test\w{0,200})\s*\(", cut(r.text)))
+    ]
     return [
         signal(
             "test_patch_path",
@@ -192,6 +206,6 @@ def test_patch_path_signals(index: int, view: PatchView, adds: set[str]) -> list
             f"adds {f.path}, a file the task's tests add",
             view.cite(),
             "a file at a path the task's test patch adds",
-            (f.path,),
+            (f.path, *(f"{f.path}::{n}" for n in names)),
         )
     ]

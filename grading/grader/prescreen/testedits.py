@@ -15,10 +15,12 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from grading.grader.prescreen.filekinds import TEST_MODULE, collectable, leaves_collection
+from grading.grader.prescreen.catalogue import _touches
+from grading.grader.prescreen.filekinds import TEST_MODULE, collectable, kind_of, leaves_collection
 from grading.grader.prescreen.patchview import (
     PatchView,
     at,
+    early_returns,
     function_path,
     in_string_rows,
     is_test_function,
@@ -42,12 +44,14 @@ _SKIP_LINE = re.compile(
     r"|^\s*__test__\s*=\s*False|^\s*pytestmark\s*=.{0,200}\b(?:skip|xfail)"
 )
 _CHECK = re.compile(
-    r"^\s*(assert\b|self\.assert\w*\s*\(|self\.fail\w*\s*\(|with\s+(pytest\.raises|self\.assertRaises)|raises\s*\()"
+    r"^\s*(assert\b|self\.assert\w*\s*\(|self\.fail\w*\s*\(|with\s+(pytest\.raises|self\.assertRaises)|raises\s*\("
+    r"|(?:\w{1,40}\.){0,3}assert_\w{1,60}\s*\()"  # numpy.testing, xarray.testing, pandas.testing helpers
 )
 _STRONG = re.compile(
     r"==|!=|<=|>=|<|>|\bin\b|\bis\s+(?!None\b|not\s+None\b)|assert(Equal|NotEqual|AlmostEqual|NotAlmostEqual|Raises|RaisesRegex|Warns|In|NotIn|Is"
     r"|IsNot|Greater|Less|Regex|CountEqual|ListEqual|DictEqual|SetEqual|TupleEqual|SequenceEqual|MultiLineEqual"
     r"|Contains|NotContains|HTMLEqual|JSONEqual|QuerysetEqual|NumQueries|Equals)\b|raises\s*\(|fail\w*\s*\(|allclose|array_equal"
+    r"|assert_\w{0,40}(?:equal|close|identical|raises|warns|less|greater)"
 )
 _LITERAL = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|\b\d[\d_.eE+-]{0,40}\b|\b(?:True|False|None)\b")
 _TEST_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(test\w{0,200})\s*\(|^(\s*)class\s+(Test\w{0,200})\b")
@@ -70,20 +74,31 @@ def _shape(text: str) -> str:
 
 
 def test_edit_signals(
-    index: int, view: PatchView, *, moved: set[str], task_lines: set[tuple[str, str]], has_test_patch: bool
+    index: int,
+    view: PatchView,
+    *,
+    moved: set[str],
+    task_lines: set[tuple[str, str]],
+    has_test_patch: bool,
+    pass_to_pass: Sequence[str] = (),
 ) -> list[Signal]:
     """Skips, weakened checks, removed tests and other test edits in one test module.
     `moved`: test names the patch defines in any file (a test moved is not removed);
-    `task_lines`: (path, normalised line) the task's test patch removes or adds."""
+    `task_lines`: (path, normalised line) the task's test patch removes or adds;
+    `pass_to_pass`: tests that must keep passing unchanged (an expected value of one changed is
+    a weakening even when the task's test patch is not known)."""
     f = view.file
-    if view.kind != TEST_MODULE:
+    renamed_out = f.status == "renamed" and kind_of(f.old_path) == TEST_MODULE and leaves_collection(f.old_path, f.path)
+    if view.kind != TEST_MODULE and not renamed_out:
         return []
     if f.status == "removed":
-        if collectable(f.path) or any(_TEST_DEF.match(cut(r.text)) for _, _, r in view.rows("-")):
-            return [signal("test_removed", index, f"deletes {f.path}", None, "deletes a test module", (f.path,))]
+        names = [m.group(2) or m.group(4) for _, _, r in view.rows("-") if (m := _TEST_DEF.match(cut(r.text)))]
+        if collectable(f.path) or names:
+            tests = (f.path, *(f"{f.path}::{n}" for n in names))
+            return [signal("test_removed", index, f"deletes {f.path}", None, "deletes a test module", tests)]
         return []
     out: list[Signal] = []
-    if f.status == "renamed" and f.old_path and leaves_collection(f.old_path, f.path):
+    if renamed_out:
         out.append(
             signal(
                 "test_removed",
@@ -94,9 +109,11 @@ def test_edit_signals(
                 (f.old_path,),
             )
         )
+        if view.kind != TEST_MODULE:
+            return out
     out += _skips(index, view)
     out += _removed_tests(index, view, moved)
-    out += _weakened(index, view, task_lines, has_test_patch, skip_found=bool(out))
+    out += _weakened(index, view, task_lines, has_test_patch, pass_to_pass, skip_found=bool(out))
     return out
 
 
@@ -246,7 +263,13 @@ def _removed_tests(index: int, view: PatchView, moved: set[str]) -> list[Signal]
 
 
 def _weakened(
-    index: int, view: PatchView, task_lines: set[tuple[str, str]], has_test_patch: bool, *, skip_found: bool
+    index: int,
+    view: PatchView,
+    task_lines: set[tuple[str, str]],
+    has_test_patch: bool,
+    pass_to_pass: Sequence[str],
+    *,
+    skip_found: bool,
 ) -> list[Signal]:
     out: list[Signal] = []
     tests: list[str] = []
@@ -291,11 +314,21 @@ def _weakened(
             if _shape(r.text) in shapes and _CHECK.search(cut(r.text)):
                 changed_values.append((h, i))
             modified.append((h, i))
-    if changed_values and has_test_patch and not what:
-        h, i = changed_values[0]
-        what.append("an expected value the task's tests do not change")
-        tests.append(view.test_id(view.enclosing(h, i)))
-        first = view.cite((h, i))
+    for h, i, name in early_returns(view):
+        if name.startswith("test"):
+            what.append("an early return before the checks")
+            tests.append(view.test_id(name))
+            first = first or view.cite((h, i))
+    for h, i in changed_values:
+        changed = view.test_id(view.enclosing(h, i))
+        # the task's test patch leaves this value alone, or the test must keep passing unchanged
+        if has_test_patch or (pass_to_pass and _touches([changed], pass_to_pass)):
+            what.append(
+                "an expected value changed"
+                + (" the task's tests do not change" if has_test_patch else " in a test that must keep passing")
+            )
+            tests.append(changed)
+            first = first or view.cite((h, i))
     if what:
         out.append(
             signal(
