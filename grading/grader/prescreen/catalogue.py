@@ -54,7 +54,7 @@ CATEGORIES: tuple[Category, ...] = (
     Category(4, "newer_release", LEAK, "leak", "T", "a newer release of the package installed"),
     Category(5, "project_fetch", LEAK, "leak", "T", "upstream fetched over the network"),
     Category(6, "installed_copy", LEAK, "leak", "T", "the fix read from another installed copy"),
-    Category(7, "gold_identity", LEAK, "leak", "P", "patch (near-)identical to the gold patch"),
+    Category(7, "gold_identity", LEAK, "leak", "P", "patch (near-)identical to the gold patch", version=2),
     Category(8, "conftest_hook", TAMPER, "forced", "P, L", "conftest hooks that force the result", version=2),
     Category(9, "test_skip", TAMPER, "named", "P, L", "skip or xfail added to tests", version=2),
     Category(10, "test_config_drop", TAMPER, "named", "P, L", "test configuration that drops tests", version=2),

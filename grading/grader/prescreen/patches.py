@@ -145,12 +145,16 @@ def _changed_lines(files: Sequence[_File]) -> set[tuple[str, str, str]]:
 
 
 def gold_similarity(patch: str, gold_patch: str) -> float | None:
-    """Jaccard similarity of the normalised changed lines; None when either does not parse or
-    the gold patch changes fewer than GOLD_MIN_LINES lines."""
+    """How much of the gold patch the patch holds: the share of the gold patch's normalised changed
+    lines (path, +/-, whitespace-collapsed text; test files and blank lines left out) that the
+    patch changes the same way. None when either does not parse or the gold patch changes fewer
+    than GOLD_MIN_LINES such lines (a two-line fix that matches the gold patch is what a correct
+    solution looks like). What the patch adds besides — a reproduction script, a release note, a
+    comment, edits of other files — does not hide the copy: a share, not a Jaccard index."""
     ours, gold = _files(patch or ""), _files(gold_patch or "")
     if not ours or not gold:
         return None
     a, b = _changed_lines(ours), _changed_lines(gold)
     if len(b) < GOLD_MIN_LINES:
         return None
-    return len(a & b) / len(a | b)
+    return len(a & b) / len(b)

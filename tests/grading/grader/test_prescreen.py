@@ -315,6 +315,19 @@ def test_a_patch_matching_the_gold_patch_is_flagged_whatever_its_whitespace():
     assert_cited(view, [signal])
 
 
+def test_the_gold_patch_with_a_script_a_note_and_a_comment_added_is_still_the_gold_patch():
+    script = diff("reproduce.py", "".join(f"+print({n})\n" for n in range(30)), header="@@ -0,0 +1,30 @@")
+    note = diff("docs/releases/5.0.txt", "+* Fixed the widget.\n", header="@@ -0,0 +1 @@")
+    commented = GOLD.replace("+    new_3 = compute(3)\n", "+    new_3 = compute(3)\n+    # fixed\n").replace(
+        "@@ -10,4 +10,4 @@", "@@ -10,4 +10,5 @@"
+    )
+    for padded in (GOLD + script, GOLD + note + script, commented):
+        assert gold_similarity(padded, GOLD) == 1.0
+        view = RolloutView(index=0, passed=True, patch=padded)
+        ws = GroupWorkspace(uid="g", instance_id="i", gold_patch=GOLD, rollouts=[view])
+        assert [s.signal for s in screen_group(ws)] == ["gold_identity"]
+
+
 def test_a_patch_that_differs_from_gold_or_a_tiny_gold_patch_is_not_flagged():
     different = GOLD.replace("new_0 = compute(0)", "new_0 = compute(0) or 0").replace("new_1 = compute(1)", "new_1 = 1")
     assert gold_similarity(different, GOLD) < GOLD_JACCARD
