@@ -24,7 +24,7 @@ leak — the rollout may rely on the answer (a cheat flag, docs/method.md §2):
   gh, ``python -c`` with urllib/requests/httpx) naming the project's repository on GitHub
   (github.com, raw.githubusercontent.com, codeload, api.github.com/repos) or its PyPI
   pages (pypi.org/pypi|project|simple/<package>, files.pythonhosted.org).
-- ``gold_identity``: the patch changes at least GOLD_JACCARD of the gold patch's normalised
+- ``gold_identity``: the patch changes at least GOLD_SHARE of the gold patch's normalised
   changed lines (path, +/-, whitespace-collapsed text; test files and blank lines left out) the
   same way, whatever it adds besides, and the gold patch changes at least GOLD_MIN_LINES such
   lines (a two-line fix that matches the gold patch is what a correct solution looks like).
@@ -82,8 +82,8 @@ from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _files, _tampe
 from grading.grader.prescreen.paths import is_doc_path, is_test_path, package_names  # noqa: F401  re-exported
 from grading.grader.prescreen.paths import package_dirs as package_dirs
 from grading.grader.prescreen.signals import (  # noqa: F401  re-exported
-    GOLD_JACCARD,
     GOLD_MIN_LINES,
+    GOLD_SHARE,
     REPEATED_FAILURES,
     RETIRED_SIGNALS,
     TAMPER_SIGNALS,
@@ -124,7 +124,7 @@ def screen_rollout(
             signals.append(s)
     signals += outcome_signals(rollout, fail_to_pass=task.fail_to_pass, pass_to_pass=task.pass_to_pass)
     if task.gold_patch and (similarity := gold_similarity(rollout.patch, task.gold_patch)) is not None:
-        if similarity >= GOLD_JACCARD:
+        if similarity >= GOLD_SHARE:
             loc = _any_anchor(files)
             ev = Evidence("patch", rollout.index, loc, "same lines as the gold patch") if loc else _last_turn(rollout)
             signals.append(

@@ -8,7 +8,7 @@ from typing import Any
 from grading.grader.base import Evidence
 from grading.grader.prescreen.catalogue import CATEGORIES, LEAK, TAMPER, scanner_version
 
-GOLD_JACCARD = 0.9
+GOLD_SHARE = 0.9
 GOLD_MIN_LINES = 6
 REPEATED_FAILURES = 3  # the same command failing this many times is a wasteful strategy
 

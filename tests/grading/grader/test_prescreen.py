@@ -9,7 +9,7 @@ import pytest
 
 from grading.grader.evidence import resolve
 from grading.grader.prescreen import (
-    GOLD_JACCARD,
+    GOLD_SHARE,
     LEAK_SIGNALS,
     commands,
     gold_similarity,
@@ -330,7 +330,7 @@ def test_the_gold_patch_with_a_script_a_note_and_a_comment_added_is_still_the_go
 
 def test_a_patch_that_differs_from_gold_or_a_tiny_gold_patch_is_not_flagged():
     different = GOLD.replace("new_0 = compute(0)", "new_0 = compute(0) or 0").replace("new_1 = compute(1)", "new_1 = 1")
-    assert gold_similarity(different, GOLD) < GOLD_JACCARD
+    assert gold_similarity(different, GOLD) < GOLD_SHARE
     tiny = diff("widgets/core.py", "     x = 1\n-    return x\n+    return x + 1\n     # end\n")
     assert gold_similarity(tiny, tiny) is None  # one changed pair: a correct fix looks like this
     for patch, gold in ((different, GOLD), (tiny, tiny), (GOLD, "")):
