@@ -404,12 +404,14 @@ def queue_scans(*, group_ids: list[int]) -> None:
 
 
 def scan_groups(*, group_ids: list[int]) -> int:
-    """Run the scanners over each of these groups that has a passing rollout and store what they
-    find (record_prescreen; a scanner version already run on a rollout stores nothing). Returns
-    how many decisions were stored."""
+    """Run the scanners over the passing rollouts of these groups and store what they find
+    (record_prescreen; a scanner version already run on a rollout stores nothing). A failing
+    rollout's reward is 0 already, so a cheat there moves no credit: the grading job, which
+    reads the whole group, scans those. Returns how many decisions were stored."""
     stored = 0
     for group in Group.objects.filter(pk__in=group_ids, n_passed__gt=0).select_related("run", "task", "step"):
         workspace = load_workspace(group)
+        workspace.rollouts = [r for r in workspace.rollouts if r.passed]
         with transaction.atomic():
             stored += record_prescreen(group=group, workspace=workspace)
     return stored

@@ -25,7 +25,7 @@ SKIP_OTHER = (
 
 
 def scanned_group(acme) -> Group:
-    group = small_group("g@1", rewards=(1, 1, 0), FAIL_TO_PASS=["tests/test_w.py::test_a"])
+    group = small_group("g@1", rewards=(1, 1, 0), FAIL_TO_PASS=["t::a"])
     leak = group["rollouts"][0]["messages"]
     leak.append({"role": "assistant", "content": f"```bash\n{FETCH}\n```", "action": FETCH, "observation": "y = 2"})
     group["rollouts"][1]["patch"] += SKIP_OTHER
