@@ -2,8 +2,11 @@
 
 Blindness holds here too: a caller's own open blind groups are left out of every figure,
 slice and trend (`withheld_open_blind_groups` says how many), since a step or repo slice
-can hold little more than the group they are judging. Everyone keeps the rest of the
-figures; nobody, whatever their role, gets the grader's tiers on a group they judge blind."""
+can hold little more than the group they are judging; and so, for those who may be served
+groups blind and do not manage the project, are the groups the queue may still serve them
+(`withheld_queued_groups`), or the figures would move by the group "judge next" hands them
+(reviews.selectors.blind.withheld_groups). Nobody, whatever their role, gets the grader's
+tiers on a group they judge blind."""
 
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ class AgreementView(APIView):
         if not (n_boot.isascii() and n_boot.isdigit() and len(n_boot) <= 10) or not 0 <= int(n_boot) <= MAX_BOOT:
             return error(status.HTTP_400_BAD_REQUEST, "invalid fields", fields={"n_boot": [f"an integer 0..{MAX_BOOT}"]})
         n_boot = int(n_boot)
-        # Every figure leaves out the groups the caller still judges blind (docstring of
+        # Every figure leaves out the groups withheld from the caller (docstring of
         # judgment_frames): a step or repo slice may hold little more than their own group.
         figures = data.figures(
             project=project,
@@ -72,6 +75,7 @@ class AgreementView(APIView):
             },
             "n_judged_rollouts": figures.n_judgments,
             "withheld_open_blind_groups": figures.withheld,
+            "withheld_queued_groups": figures.withheld_queued,
             "grader": figures.grader,
             "graders": figures.graders,
             "grader_versions": figures.versions,

@@ -1,6 +1,7 @@
 """GET /api/v1/graders/compare/: several graders against people on the same groups of a run.
 
-Blindness holds as on the agreement API: the caller's own open blind groups are left out."""
+Blindness holds as on the agreement API: the groups withheld from the caller (their open blind
+groups, and those the queue may still serve them blind) are left out of every figure."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ def bench_page(body: dict) -> BenchPage:
         )
     return BenchPage(
         groups=body["groups"],
-        withheld=body["withheld_open_blind_groups"],
+        withheld=body["withheld_open_blind_groups"] + body["withheld_queued_groups"],
         figures=[LABELS[name] for name in BENCH_FIGURES],
         between_figures=[LABELS[name] for name in BETWEEN_FIGURES],
         graders=graders,

@@ -3,7 +3,7 @@
 Any `Verdict.grader` value is a grader on the bench, juries (`jury:<name>@<version>`)
 included. The people's word follows docs/method.md §5 (an adjudication where there is one,
 else the reviews); the ceiling uses the reviews. Five queries whatever the number of
-graders and judgments (six with `hidden_from`), and five more for what each grader's fitted
+graders and judgments (six with `hidden_from`: the groups withheld from them), and five more for what each grader's fitted
 mapping would move on the run (would_move), also whatever the number of graders.
 """
 
@@ -20,7 +20,7 @@ from grading.grader.policy import auto_grader_name
 from grading.method.advantage import MappingSpec
 from grading.models import CheatDecision, Project, RolloutGrade, Run, Verdict
 from reviews.models import Judgment, JudgmentItem
-from reviews.selectors.blind import open_blind_groups
+from reviews.selectors.blind import Withheld, withheld_groups
 from reviews.selectors.calibration import ADJUDICATED, _figure, activation_impacts, ceiling, fitted_mapping
 from reviews.stats.agreement.frame import GRADER
 from reviews.stats.bench import JURY_PREFIX, compare, jury_n_eff, usage_per_group
@@ -36,8 +36,11 @@ class BenchFrames:
     usage: dict[str, dict[int, dict]]  # grader -> group id -> Verdict.raw["usage"]
     members: dict[str, list[str]]  # jury -> its members (from its verdicts' raw["jury"]["members"])
     uids: dict[int, str]
-    withheld: int
-    hidden: frozenset[int] = frozenset()  # the viewer's open blind groups, left out
+    withheld: Withheld  # the groups left out for the viewer (reviews.selectors.blind.withheld_groups)
+
+    @property
+    def hidden(self) -> frozenset[int]:
+        return self.withheld.groups
 
 
 _COLUMNS = ["group", "rollout", "rater", "tier", "rank", "cheat", "audit"]
@@ -50,7 +53,8 @@ def _members(raw: Any) -> list[str]:
 
 
 def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=None) -> BenchFrames:
-    hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
+    withheld = withheld_groups(project=project, user=hidden_from) if hidden_from is not None else Withheld()
+    hidden = withheld.groups
     items = JudgmentItem.objects.filter(judgment__group__run=run)
     if hidden:
         items = items.exclude(judgment__group_id__in=hidden)
@@ -72,7 +76,7 @@ def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=
     )
     empty = pd.DataFrame({c: pd.Series(dtype=object) for c in _COLUMNS})
     if human.empty:
-        return BenchFrames(empty, empty, {g: {} for g in graders}, {}, {}, len(hidden), frozenset(hidden))
+        return BenchFrames(empty, empty, {g: {} for g in graders}, {}, {}, withheld)
     group_ids = human["group"].unique().tolist()
     verdict_rows = list(
         Verdict.objects.by_graders()
@@ -123,7 +127,7 @@ def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=
 
     uids = dict(human.drop_duplicates("group")[["group", "uid"]].itertuples(index=False, name=None))
     frame = finish(pd.concat([machine, word], ignore_index=True))
-    return BenchFrames(frame, finish(reviews), usage, members, uids, len(hidden), frozenset(hidden))
+    return BenchFrames(frame, finish(reviews), usage, members, uids, withheld)
 
 
 def _plain(x: float) -> float | None:
@@ -161,7 +165,8 @@ def comparison(*, project: Project, run: Run, graders: list[str], hidden_from=No
         "run": run.name,
         "n_boot": n_boot,
         "groups": bench.groups,
-        "withheld_open_blind_groups": data.withheld,
+        "withheld_open_blind_groups": len(data.withheld.open_blind),
+        "withheld_queued_groups": len(data.withheld.queued),
         "run_grader": auto_grader_name(run),
         "graders": rows,
         "human_ceiling": ceiling(people, n_boot=n_boot) if len(people) else {"n_groups": 0, "figures": {}},
@@ -179,8 +184,8 @@ def would_move(*, run: Run, data: BenchFrames, graders: list[str]) -> dict[str, 
     the calibration page fits for the run and that grader: every judged group it graded, not
     only the groups all compared graders share), what activating it would move on the run
     (Σ|A* − A| against the stored numbers of the active mapping, activation_impacts) and the
-    T1 share of its tiers over its valid verdicts on the run. The viewer's open blind groups
-    count in none of it. Five queries whatever the number of graders (four when the
+    T1 share of its tiers over its valid verdicts on the run. The groups withheld from the
+    viewer count in none of it. Five queries whatever the number of graders (four when the
     impacts are in the cache)."""
     machine = data.frame["rater"].isin(graders) | data.frame["rater"].isin({m for ms in data.members.values() for m in ms})
     word = data.frame[~machine]
@@ -232,11 +237,11 @@ def bench_runs(project: Project) -> list[Run]:
 
 def run_graders(run: Run, *, hidden_from=None) -> list[str]:
     """Every grader (any `Verdict.grader`, juries included) with a valid verdict on a group of
-    `run` that people judged: the names the bench page offers. Verdicts on groups `hidden_from`
-    judges blind and has not submitted are left out, so a grader seen only there is not named."""
+    `run` that people judged: the names the bench page offers. Verdicts on the groups withheld
+    from `hidden_from` (withheld_groups) are left out, so a grader seen only there is not named."""
     verdicts = Verdict.objects.by_graders().filter(group__run=run, status=Verdict.Status.VALID, group__judgments__isnull=False)
     if hidden_from is not None:
-        hidden = open_blind_groups(project=run.project, user=hidden_from)
+        hidden = withheld_groups(project=run.project, user=hidden_from).groups
         if hidden:
             verdicts = verdicts.exclude(group_id__in=hidden)
     return sorted(set(verdicts.values_list("grader", flat=True)))

@@ -12,7 +12,7 @@ reviews stay the material of the people-vs-people ceiling (`people`).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ from grading.models import (
     Verdict,
 )
 from reviews.models import Judgment, JudgmentItem
-from reviews.selectors.blind import open_blind_groups
+from reviews.selectors.blind import Withheld, withheld_groups
 from reviews.stats.agreement.frame import GRADER
 from reviews.stats.agreement.groups import STATISTICS, group_statistics
 from reviews.stats.agreement.report import ceiling_report, report_from_statistics
@@ -95,7 +95,7 @@ class JudgmentFrames:
     people: pd.DataFrame  # the reviews of those groups: the ceiling's material
     graders: list[str]  # [grader] when it graded a judged group of the scope, else []
     n_judgments: int
-    withheld: int = 0  # groups left out because the viewer judges them blind (open_blind_groups)
+    withheld: int = 0  # groups left out because the viewer judges them blind or may still be served them (withheld_groups)
     grader: str | None = None  # the one grader version (or jury) the frame holds: chosen, or the default
     versions: dict[str, int] = field(default_factory=dict)  # each version with a valid verdict on a judged group: its groups
     version_frames: dict[str, pd.DataFrame] = field(default_factory=dict)  # each version's own frame (every_version=True)
@@ -138,16 +138,17 @@ def judgment_frames(
     for a picker; `every_version` also builds each version's own frame (`version_frames`),
     for the agreement table's per-version rows.
 
-    `hidden_from`: the person the figures are for. Their open blind groups are left out of
-    every frame (grader rows and people's rows alike), so no figure, slice or trend computed
-    from the result carries the grader's tiers on a group they are still judging blind;
-    `withheld` counts them so the page or API can say so. `hidden`: those groups, when the
-    caller has already read them.
+    `hidden_from`: the person the figures are for. The groups withheld from them (their open
+    blind groups and the groups the queue may still serve them blind: reviews.selectors.blind.
+    withheld_groups) are left out of every frame (grader rows and people's rows alike), so no
+    figure, slice or trend computed from the result carries the grader's tiers on a group they
+    judge or may yet judge blind, nor moves when one is handed to them; `withheld` counts them
+    so the page or API can say so. `hidden`: those groups, when the caller has already read them.
     """
     chosen = policy_grader(run, grader)
     items = JudgmentItem.objects.filter(judgment__group__run__project=project)
     if hidden is None:
-        hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
+        hidden = set(withheld_groups(project=project, user=hidden_from).groups) if hidden_from is not None else set()
     if hidden:
         items = items.exclude(judgment__group_id__in=hidden)
     if run is not None:
@@ -563,6 +564,7 @@ class Figures:
     graders: list[str]
     n_judgments: int  # judged rollouts in the scope
     withheld: int  # the viewer's open blind groups left out
+    withheld_queued: int  # and the groups the queue may still serve them blind (withheld_groups)
     overall: dict
     fitted: FittedMapping
     ceiling: dict
@@ -622,7 +624,8 @@ def figures(
 
     The figures are one grader version's (judgment_frames): `grader`, else the run's policy
     grader, else the version that graded the most judged groups."""
-    hidden = open_blind_groups(project=project, user=hidden_from) if hidden_from is not None else set()
+    withheld = withheld_groups(project=project, user=hidden_from) if hidden_from is not None else Withheld()
+    hidden = set(withheld.groups)
     grader = policy_grader(run, grader)
     given = (n_boot, with_slices, N_BOOT_TREND, N_BOOT_SLICES)
     key = (
@@ -635,7 +638,8 @@ def figures(
         found = Figures(
             graders=frames.graders,
             n_judgments=frames.n_judgments,
-            withheld=frames.withheld,
+            withheld=0,
+            withheld_queued=0,
             overall=report(frames.frame, n_boot=n_boot),
             fitted=fitted_mapping(frames.frame, n_boot=n_boot),
             ceiling=ceiling(frames.people, n_boot=n_boot),
@@ -647,7 +651,9 @@ def figures(
             versions=frames.versions,
         )
         cache.set(key, found, MEMO_SECONDS)
-    return found
+    # The same groups left out may split differently (a queued group handed out is now open):
+    # the counts are this request's, not the cached entry's.
+    return replace(found, withheld=len(withheld.open_blind), withheld_queued=len(withheld.queued))
 
 
 def warm_figures(*, project: Project, run: Run | None) -> Figures:

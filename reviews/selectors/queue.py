@@ -92,10 +92,8 @@ def queue_groups(
         .values("n")
     )
     return (
-        Group.objects.filter(run_id__in=run_ids, is_mixed=True, awaits_review=True)
-        .exclude(Exists(Assignment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
-        .exclude(Exists(Reveal.objects.filter(group=OuterRef("pk"), user=reviewer)))
-        .exclude(Exists(Judgment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)))
+        Group.objects.filter(run_id__in=run_ids)
+        .filter(may_be_served(reviewer))
         .annotate(
             wanted=wanted_reviewers(policy),
             taken=Coalesce(Subquery(taken, output_field=IntegerField()), 0),
@@ -105,6 +103,20 @@ def queue_groups(
         .filter(taken__lt=F("wanted"))
         .select_related("step", "task", "run")
         .order_by(*queue_order(policy))
+    )
+
+
+def may_be_served(reviewer) -> Q:
+    """The groups the queue may serve `reviewer`, now or later: mixed, still wanting reviews,
+    and never served to them (assigned or skipped), shown to them (a Reveal) or judged by
+    them. queue_groups narrows it to those with a reviewer slot free now; a slot held by
+    someone else's open assignment frees when its lease lapses, so it is not part of this."""
+    return Q(
+        ~Exists(Assignment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)),
+        ~Exists(Reveal.objects.filter(group=OuterRef("pk"), user=reviewer)),
+        ~Exists(Judgment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)),
+        is_mixed=True,
+        awaits_review=True,
     )
 
 

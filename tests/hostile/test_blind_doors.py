@@ -235,9 +235,18 @@ def test_no_door_shows_grader_data_to_a_reviewer_browsing_outside_an_assignment(
     assert BLIND_GRADER in page and SECRET in page
 
 
+def _g2_wants_nobody_more(world, people) -> None:
+    """gus reviews g2 too: it has the two reviewers it wants, so the queue serves it to nobody
+    and it counts in everyone's figures (tests/hostile/test_blind_figures.py: a group the
+    queue may still serve a person counts in none of theirs)."""
+    assign(group=world["g2@1"], reviewer=people["gus"])
+    submit_judgment(reviewer=people["gus"], group=world["g2@1"], items=items({0: "T1", 1: "T1", 3: "T2"}))
+
+
 @pytest.mark.parametrize("who", ["bob", "fay"])
 def test_agreement_figures_leave_out_the_callers_blind_group(client, people, world, who):
-    client.force_login(people["gus"])  # an adjudicator without an assignment: everything counts
+    _g2_wants_nobody_more(world, people)
+    client.force_login(people["alice"])  # an admin without an assignment: everything counts
     full = client.get("/api/v1/agreement/?project=acme&step=1&slices=true&n_boot=0").json()
     assert full["grader_versions"] == {BLIND_GRADER: 1, OPEN_GRADER: 1}  # one version's figures, never pooled
     assert full["n_groups"] == 1 and full["graders"] == [BLIND_GRADER]  # the first of two that graded one group each
@@ -266,6 +275,7 @@ def test_agreement_figures_leave_out_the_callers_blind_group(client, people, wor
 
 
 def test_calibration_page_leaves_out_the_viewers_blind_group(client, people, world):
+    _g2_wants_nobody_more(world, people)
     assign(group=world["g1@1"], reviewer=people["bob"])
     client.force_login(people["bob"])
     page = client.get("/projects/acme/calibration/?run=r1&step=1").content.decode()

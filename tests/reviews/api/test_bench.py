@@ -137,11 +137,12 @@ def test_what_would_move_leaves_out_the_callers_open_blind_group(client):
     make_bench(project, member("dan", project, Role.REVIEWER))
     run = Run.objects.get(name="r1")
     _computed(run)
+    Group.objects.update(awaits_review=False)  # dan's review is all each group wants: the queue serves bob none
     make_assignment(Group.objects.get(uid="t-0@1"), bob)  # bob still judges t-0 blind
     client.force_login(bob)
     body = client.get(URL, {"project": "acme", "run": "r1", "graders": "ext@1", "n_boot": "0"}).json()
     move = body["graders"][0]["would_move"]
-    assert body["withheld_open_blind_groups"] == 1
+    assert body["withheld_open_blind_groups"] == 1 and body["withheld_queued_groups"] == 0
     assert move["t1_share"] == pytest.approx(np.mean(flat(1)[4:] == 1), abs=1e-6)  # groups t-1..t-3 only
     assert move["n_pairs"] == 12
     stored = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=active_mapping(run))}
