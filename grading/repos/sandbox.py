@@ -29,7 +29,6 @@ import binascii
 import contextlib
 import dataclasses
 import errno
-import fcntl
 import http.client
 import json
 import os
@@ -50,6 +49,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from grading.repos.shares import first_free
 from grading.repos.types import CheckResult, Limits, RepoError, Sandbox, SandboxUnavailable
 
 # What a command sees of an environment: fixed, never the worker's (which holds its secrets).
@@ -373,29 +373,11 @@ class Bubblewrap:
         if os.geteuid() != 0:
             yield None
             return
-        self.lock_dir.mkdir(mode=0o700, exist_ok=True)
-        st = os.lstat(self.lock_dir)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            raise SandboxUnavailable(f"the sandbox's lock directory {self.lock_dir} is not the worker's own")
         start = os.getpid() % len(self.uids)
         order = self.uids[start:] + self.uids[:start]
-        deadline = time.monotonic() + max(wait_s, 1.0)
-        while True:
-            for uid in order:
-                fd = os.open(self.lock_dir / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
-                try:
-                    yield uid
-                finally:
-                    os.close(fd)
-                return
-            if time.monotonic() > deadline:
-                raise SandboxUnavailable(f"all {len(self.uids)} sandbox uids were busy for {wait_s:.0f} s (GAGAR_SANDBOX_UID)")
-            time.sleep(0.05)
+        busy = f"all {len(self.uids)} sandbox uids were busy for {wait_s:.0f} s (GAGAR_SANDBOX_UID)"
+        with first_free(self.lock_dir, [f"uid-{uid}.lock" for uid in order], max(wait_s, 1.0), busy) as position:
+            yield order[position]
 
     def argv(self, bwrap: str, layer_bytes: int, seccomp_fd: int | None, info_fd: int, marker: str, command: str) -> list[str]:
         args = [bwrap, *_namespace_flags(), "--hostname", "gagar-check"]

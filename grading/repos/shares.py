@@ -16,7 +16,7 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from grading.repos.types import SandboxUnavailable
@@ -30,30 +30,41 @@ def _own_directory(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def project_share(lock_dir: Path, project: int, slots: int, wait_s: float) -> Iterator[int]:
-    """Hold one of `project`'s `slots` places on this host (yields its number) for as long as
-    the block runs; SandboxUnavailable when all stayed taken for `wait_s` seconds."""
-    if slots < 1:
-        raise ValueError("a project needs at least one place for its checks")
+def first_free(lock_dir: Path, names: Sequence[str], wait_s: float, busy: str) -> Iterator[int]:
+    """Hold the first of the lock files `names` (in `lock_dir`, a directory of the worker's own)
+    that no process holds, for as long as the block runs; yields its position in `names`. When
+    all stay held for `wait_s` seconds, SandboxUnavailable saying `busy`. An flock: every process
+    of the host shares it, and the kernel gives it back when its holder dies."""
     _own_directory(lock_dir)
     deadline = time.monotonic() + max(wait_s, 0.0)
     while True:
-        for place in range(slots):
-            name = lock_dir / f"project-{int(project)}-{place}.lock"
-            fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        for position, name in enumerate(names):
+            fd = os.open(lock_dir / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 continue
             try:
-                yield place
+                yield position
             finally:
                 os.close(fd)
             return
         if time.monotonic() >= deadline:
-            raise SandboxUnavailable(
-                f"this project already runs {slots} checks at once on this worker (GAGAR_CHECKS_PER_PROJECT); "
-                "try again when one has finished"
-            )
+            raise SandboxUnavailable(busy)
         time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def project_share(lock_dir: Path, project: int, slots: int, wait_s: float) -> Iterator[int]:
+    """Hold one of `project`'s `slots` places on this host (yields its number) for as long as
+    the block runs; SandboxUnavailable when all stayed taken for `wait_s` seconds."""
+    if slots < 1:
+        raise ValueError("a project needs at least one place for its checks")
+    names = [f"project-{int(project)}-{place}.lock" for place in range(slots)]
+    busy = (
+        f"this project already runs {slots} checks at once on this worker (GAGAR_CHECKS_PER_PROJECT); "
+        "try again when one has finished"
+    )
+    with first_free(lock_dir, names, wait_s, busy) as place:
+        yield place
