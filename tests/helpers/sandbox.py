@@ -6,6 +6,7 @@
   non-root rerun hands its user one through GAGAR_TEST_EXPOSED_ROOT, as a root test cannot make
   one inside the checkout for another uid.
 - `compile_c(source, out)`: a C probe built with the host's gcc (CI has it: nothing skips).
+- `small_worktree(tmp_path)`: a worktree of one README for a check to run in.
 - `as_worker_user(test_files, ...)`: the same tests run again by pytest under a non-root uid
   (`setpriv`), the way the compose worker (uid 10001) runs bubblewrap: unprivileged, in a user
   namespace, the sandbox's uid its own.
@@ -87,3 +88,11 @@ def as_worker_user(test_files: list[str], *, deselect: str, timeout: float = 600
     finally:
         _open_up(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def small_worktree(tmp_path: Path) -> Path:
+    """A worktree of one README for a check to run in."""
+    root = tmp_path / "wt"
+    root.mkdir()
+    (root / "README").write_text("a worktree\n")
+    return root

@@ -32,7 +32,7 @@ from tests.helpers.repo_groups import fix_mean
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-UIDS = (64130, 64131)
+UIDS = (64140, 64141)
 LONG_S = 10  # acme's checks' wall limit: the long check runs this long, then the sandbox stops it
 
 

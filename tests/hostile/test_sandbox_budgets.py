@@ -15,7 +15,7 @@ import pytest
 
 from grading.repos.sandbox import Bubblewrap
 from grading.repos.types import Limits
-from tests.helpers.sandbox import as_worker_user
+from tests.helpers.sandbox import as_worker_user, small_worktree
 
 UIDS = (64_130, 64_131)
 
@@ -27,10 +27,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Bubblewrap:
 
 @pytest.fixture
 def worktree(tmp_path: Path) -> Path:
-    root = tmp_path / "wt"
-    root.mkdir()
-    (root / "README").write_text("a worktree\n")
-    return root
+    return small_worktree(tmp_path)
 
 
 MANY_FILES = (

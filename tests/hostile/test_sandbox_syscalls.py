@@ -20,7 +20,7 @@ import pytest
 
 from grading.repos.sandbox import Bubblewrap
 from grading.repos.types import Limits
-from tests.helpers.sandbox import as_worker_user, compile_c, exposed_dir
+from tests.helpers.sandbox import as_worker_user, compile_c, exposed_dir, small_worktree
 
 PROBES = Path(__file__).resolve().parent / "probes"
 UIDS = (64_110, 64_111)
@@ -34,10 +34,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Bubblewrap:
 
 @pytest.fixture
 def worktree(tmp_path: Path) -> Path:
-    root = tmp_path / "wt"
-    root.mkdir()
-    (root / "README").write_text("a worktree\n")
-    return root
+    return small_worktree(tmp_path)
 
 
 @pytest.fixture
