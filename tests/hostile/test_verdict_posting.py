@@ -12,43 +12,21 @@ import json
 
 import pytest
 
-from grading.grader.base import RUBRIC
 from grading.models import GraderVersion, Role, Verdict
 from grading.projects.team import create_token
 from grading.projects.tokens import issue_api_token
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
+from tests.helpers.verdicts import post_verdict, verdict_body
 
-URL = "/api/v1/verdicts/?project=acme"
 MAX_EVIDENCE = 50  # citations a judgment may hold, as docs/api.md says
-SCORES = dict.fromkeys(RUBRIC, 4)
 
 
 def body(**changes) -> dict:
-    out = {
-        "run": "r1",
-        "step": 1,
-        "uid": "t-1@1",
-        "grader": "acme-fleet@3",
-        "judgments": [
-            {"rollout": 0, "tier": "T1", "rank": 1, "scores": dict(SCORES), "cheat": False},
-            {
-                "rollout": 2,
-                "tier": "T3",
-                "rank": 2,
-                "scores": dict(SCORES),
-                "cheat": False,
-                "evidence": [{"kind": "test", "rollout": 2, "locator": "log:1", "note": "slower"}],
-            },
-        ],
-    }
-    out.update(changes)
-    return out
+    return verdict_body(second="T3", **changes)
 
 
-def post(client, token: str, data) -> tuple[int, dict]:
-    r = client.post(URL, json.dumps(data), content_type="application/json", HTTP_AUTHORIZATION=f"Token {token}")
-    return r.status_code, r.json()
+post = post_verdict
 
 
 def export(client, token: str) -> dict[int, tuple[float, float, str]]:

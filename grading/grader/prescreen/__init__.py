@@ -7,12 +7,12 @@ patch line ("path:new_line") for what the patch does.
 Signals, by category:
 
 leak — the rollout may rely on the answer (a cheat flag, docs/method.md §2):
-- ``upstream_history``: git reading commits beyond the base: ``git log --all`` (and
-  ``--remotes``/``--branches``/``--tags``/``--glob``/``--reflog``), any remote ref
-  (``origin/…``, ``upstream/…``, ``refs/remotes/…``, ``FETCH_HEAD``, ``@{u}``),
-  ``git fetch``/``pull``/``reflog``/``remote update``, and ``git show|diff|log|checkout|
-  cherry-pick|… <sha>`` where the sha is neither the base commit nor a commit that an
-  earlier history-only command (``git log``, ``git blame`` …) printed.
+- ``history_search``, ``future_commit``, ``remote_fetch``: git history searched past the
+  base (``git log --all``, branch, tag and ref listings, the reflog, ``.git/packed-refs``), a
+  commit, tag or branch other than the base's ancestry read or applied (a sha that no
+  base-limited ``git log``/``git blame`` printed, ``git diff HEAD v6.0.0``, ``origin/main``),
+  remote state fetched (``git fetch``/``pull``/``remote update``); commands.py says exactly
+  what each covers, ``installed_copy``, ``tooling_edited`` and ``scorer_read`` too.
 - ``newer_release``: ``pip``/``pip3``/``python -m pip``/``uv pip`` ``install``/``download``
   (and conda/mamba ``install``) of the package under repair with a version spec, with
   ``-U``/``--upgrade``/``--pre``/``--force-reinstall``, any ``pip download`` of it, a
@@ -64,7 +64,7 @@ file contents, not commands; the task statement and observations never trigger a
 >>> r = RolloutView(index=0, passed=True, messages=[{"role": "user", "content": "git log --all shows it"},
 ...     {"role": "assistant", "content": "x", "action": "cd /testbed && git log --all --oneline | head"}])
 >>> [(s.signal, s.turn, s.evidence.locator) for s in screen_rollout(r, repo="octo/widgets")]
-[('upstream_history', 1, '1')]
+[('history_search', 1, '1')]
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def screen_rollout(
     if task is None:
         task = Task(repo=repo, base_commit=base_commit, gold_patch=gold_patch)
     base = (task.base_commit or "").strip().lower()
-    signals = _command_signals(rollout.index, rollout.messages, repo=task.repo, base=base)
+    signals = _command_signals(rollout.index, rollout.messages, task=replace(task, base_commit=base))
     files = _files(rollout.patch or "")
     if files:
         found = _tamper_signals(rollout.index, files, test_patch=task.test_patch, repo=task.repo, pass_to_pass=task.pass_to_pass)

@@ -46,23 +46,23 @@ def assert_cited(view: RolloutView, signals) -> None:
 
 
 @pytest.mark.parametrize(
-    "command",
+    "command, found",
     [
-        "git log --all --oneline | head -20",
-        "cd /testbed && git show 9f3c2ab17",
-        "git fetch origin && git log --oneline -3",
-        "git log origin/main -5 -- astropy/units/core.py",
-        "git reflog",
-        "git checkout 4b1e2f9c -- astropy/units/core.py",
-        "git diff HEAD..upstream/main",
-        "git cherry-pick 4b1e2f9c",
-        "git -C /testbed log --remotes --oneline",
+        ("git log --all --oneline | head -20", ["history_search"]),
+        ("cd /testbed && git show 9f3c2ab17", ["future_commit"]),
+        ("git fetch origin && git log --oneline -3", ["remote_fetch"]),
+        ("git log origin/main -5 -- astropy/units/core.py", ["future_commit", "remote_fetch"]),
+        ("git reflog", ["history_search"]),
+        ("git checkout 4b1e2f9c -- astropy/units/core.py", ["future_commit"]),
+        ("git diff HEAD..upstream/main", ["future_commit", "remote_fetch"]),
+        ("git cherry-pick 4b1e2f9c", ["future_commit"]),
+        ("git -C /testbed log --remotes --oneline", ["history_search"]),
     ],
 )
-def test_git_reading_beyond_the_base_is_flagged_at_its_turn(command):
+def test_git_reading_beyond_the_base_is_flagged_at_its_turn(command, found):
     view = rollout("ls", command)
     signals = screen_rollout(view, repo="astropy/astropy", base_commit=BASE)
-    assert names(signals) == ["upstream_history"]
+    assert names(signals) == found
     assert signals[0].turn == 4 and signals[0].evidence.locator == "4" and signals[0].category == "leak"
     assert_cited(view, signals)
 
@@ -122,7 +122,7 @@ def test_action_fields_and_tool_calls_are_commands_too():
     ]
     view = RolloutView(index=3, passed=True, messages=messages)
     signals = screen_rollout(view, repo="astropy/astropy")
-    assert [(s.signal, s.turn, s.rollout) for s in signals] == [("upstream_history", 1, 3), ("newer_release", 3, 3)]
+    assert [(s.signal, s.turn, s.rollout) for s in signals] == [("history_search", 1, 3), ("newer_release", 3, 3)]
 
 
 # --- installing a release of the package under repair -----------------------------------------

@@ -40,7 +40,7 @@ def test_a_leak_is_a_cheat_at_once_and_a_tampering_that_did_not_score_is_open(ac
     grade_group(group_id=group.pk, backend="heuristic")  # scanned at ingest, and again by the grading job
 
     cheat = CheatDecision.objects.get(rollout=leaked, source="prescreen")
-    assert (cheat.source, cheat.confirmed, cheat.author) == ("prescreen", True, "project_fetch@1")
+    assert (cheat.source, cheat.confirmed, cheat.author) == ("prescreen", True, "project_fetch@2")
     assert cheat.reason.startswith("project_fetch: ") and cheat.decided_at is not None
     assert cheat.evidence and cheat.evidence[0]["kind"] == "turn"
     assert reward(leaked) == 0.0  # zeroed before the statistics
@@ -74,5 +74,5 @@ def test_every_stored_group_with_a_pass_is_scanned_graded_or_not(acme):
     )
     ingest_groups(acme, group, small_group("none@1", instance_id="t-2", rewards=(0, 0)))
     honest, leaked = (Rollout.objects.get(group__uid="all@1", index=i) for i in range(2))
-    assert list(CheatDecision.objects.values_list("rollout_id", "author", "confirmed")) == [(leaked.pk, "project_fetch@1", True)]
+    assert list(CheatDecision.objects.values_list("rollout_id", "author", "confirmed")) == [(leaked.pk, "project_fetch@2", True)]
     assert (reward(honest), reward(leaked)) == (1.0, 0.0)

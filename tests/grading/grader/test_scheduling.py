@@ -390,7 +390,7 @@ def settled_step(acme, bob):
 def test_a_settled_group_still_gets_the_prescreens(settled_step):
     leak = CheatDecision.objects.get(source="prescreen")
     assert (leak.rollout.group.uid, leak.rollout.index) == ("same@1", 1)
-    assert "upstream_history" in leak.reason
+    assert "history_search" in leak.reason
 
 
 def test_the_step_status_api_and_page_count_settled_groups(settled_step, client, bob, trainer_token):
