@@ -226,7 +226,14 @@ def test_recall_per_category_of_the_varied_forms():
         ("django/django", ["pip install -e .", "pip install pytest", "python -m pip install -r tests/requirements/py3.txt"]),
         ("django/django", ["cat tests/queries/tests.py", "./tests/runtests.py queries -v 2"]),
         ("sympy/sympy", ["pytest -k 'not slow' sympy/core/tests/test_numbers.py", "bin/test sympy/core"]),
-        ("sympy/sympy", ["find . -name '*.py' | xargs grep -n 'def nsimplify'", "find / -name 'libgmp*' 2>/dev/null"]),
+        (
+            "sympy/sympy",
+            [
+                "find . -name '*.py' | xargs grep -n 'def nsimplify'",
+                "find / -name 'libgmp*' 2>/dev/null",
+                "find / -name difflib.py -path '*python3*'",
+            ],
+        ),
         ("sympy/sympy", ["curl -s https://docs.python.org/3/library/fractions.html | head", "curl -sI http://httpbin.org/get"]),
         ("sympy/sympy", ["cat /usr/lib/python3.9/site-packages/mpmath/libmp/libmpf.py | head -50"]),
         ("pytest-dev/pytest", ["sed -i 's/x/y/' src/_pytest/skipping.py", "cat src/_pytest/runner.py"]),
