@@ -114,6 +114,7 @@ class _Candidate:
     sidecar: Path | None = None
     lines: list[tuple[int, int]] = field(default_factory=list)  # (line number, byte offset) in `path`
     step: int | None = None  # verl: the group's step
+    file_ref: str = ""  # the file's ref when `ref` names one entry of it ("<file>#<instance>"); "": `ref`
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,8 @@ class _OldReport:
 class FoundAttempt:
     attempt: Attempt
     rollout: dict[str, Any]  # gagar-group/1 rollout without "index"
+    file_ref: str = ""  # the file it was read from, without the attempt's "#..." (the attempt's ref has it)
+    line: int | None = None  # its line in that file, when one line holds it (OpenHands output.jsonl, verl dumps)
 
 
 @dataclass
@@ -481,6 +484,7 @@ class RunFinder:
                     root,
                     (position, rel, number),
                     lines=[(number, offset)],
+                    file_ref=ref,
                 )
             )
             found += 1
@@ -561,6 +565,7 @@ class RunFinder:
                             file.root,
                             (file.root[0], file.rel, seen[instance_id]),
                             prediction=p,
+                            file_ref=file.ref,
                         )
                     )
             else:
@@ -661,11 +666,14 @@ class RunFinder:
             except SourceError as exc:
                 self._skip(candidate.ref, str(exc))
                 continue
-            for attempt in attempts:
+            # verl gives one attempt per row and OpenHands one per line, in the order of `lines`
+            numbers = [number for number, _ in candidate.lines] if candidate.kind in ("verl", "openhands") else []
+            for position, attempt in enumerate(attempts):
                 if attempt.unfinished:
                     self._skip(attempt.ref, "no submission and no exit status: the agent did not finish this run")
                     continue
-                found.append(FoundAttempt(attempt, self._rollout(candidate, attempt)))
+                line = numbers[position] if position < len(numbers) else None
+                found.append(FoundAttempt(attempt, self._rollout(candidate, attempt), candidate.file_ref or candidate.ref, line))
         return found
 
     def _read(self, candidate: _Candidate) -> list[Attempt]:
