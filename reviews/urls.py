@@ -40,6 +40,7 @@ urlpatterns = [
     path("audit/", audit.audit_queue, name="audit-queue"),
     path("audit/rollouts/<int:rollout_id>/", audit.decide, name="audit-decide"),
     path("audit/bulk/", audit.decide_bulk, name="audit-bulk"),
+    path("audit/scanners/", audit.scanners, name="audit-scanners"),
     path("search/", search.search, name="search"),
     path("search/signals/", search.signal, name="search-signals"),
     path(GROUP + "adjudication/draft/", judge.adjudication_draft, name="adjudication-draft"),

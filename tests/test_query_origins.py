@@ -192,6 +192,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call(R + "adjudication/", "get", f"{p}adjudication/"),
         Call(R + "calibration/", "get", f"{p}calibration/"),
         Call(R + "audit/", "get", f"{p}audit/"),
+        Call(R + "audit/scanners/", "get", f"{p}audit/scanners/"),
         Call(
             R + "calibration/bench/",
             "get",
@@ -236,6 +237,8 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call("api/v1/campaigns/", "get", f"{api}campaigns/", kwargs={"data": q}, client="token"),
         Call("api/v1/labeled-groups/", "get", f"{api}labeled-groups/", kwargs={"data": qr}, client="token"),
         Call("api/v1/search/", "get", f"{api}search/", kwargs={"data": {**q, "q": "django"}}, client="token"),
+        Call("api/v1/scanners/", "get", f"{api}scanners/", kwargs={"data": q}, client="token"),
+        Call("api/v1/scan-labels/", "get", f"{api}scan-labels/", kwargs={"data": q}, client="token"),
         Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}),  # a session, too
         # the API, written
         Call(
@@ -325,6 +328,15 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
                 }
             ),
             ok=(201,),
+            client="token",
+        ),
+        Call(
+            "api/v1/scan-labels/",
+            "post",
+            f"{api}scan-labels/?project=acme",
+            kwargs=json_body(
+                [{"group": world["uid"], "run": "long", "rollout": 0, "category": "history_search", "label": "honest"}]
+            ),
             client="token",
         ),
         Call(

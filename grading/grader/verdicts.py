@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.grader.hooks import verdict_recorded
+from grading.grader.scan_labels import label_audited
 from grading.grader.workspace import CheckRecord
 from grading.method.services import mark_stale
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict, VerdictCheck
@@ -122,28 +123,67 @@ def record_verdict(
 
 
 @transaction.atomic
+@transaction.atomic
 def decide_cheat(*, decision: CheatDecision, confirmed: bool, user=None, reason: str = "") -> CheatDecision:
-    """An auditor confirms (reward -> 0) or overturns a cheat signal."""
+    """An auditor confirms (reward -> 0) or overturns a cheat signal. Its decision is now the
+    rollout's in force, so each category a scanner found on the rollout is labeled by it
+    (grading.grader.scan_labels.label_audited)."""
     decision = CheatDecision.objects.select_for_update().select_related("rollout__group").get(pk=decision.pk)
     decision.confirmed = confirmed
     decision.decided_by = user
     decision.reason = reason or decision.reason
     decision.decided_at = timezone.now()
     decision.save(update_fields=["confirmed", "decided_by", "reason", "decided_at"])
+    findings = CheatDecision.objects.filter(rollout_id=decision.rollout_id, source=CheatDecision.Source.PRESCREEN)
+    label_audited(
+        findings=findings.values_list("rollout__group__run__project_id", "rollout_id", "author", "reason"),
+        confirmed=confirmed,
+        author=_username(user),
+        note=reason,
+    )
     mark_stale(step_ids=[decision.rollout.group.step_id])
     return decision
 
 
+def _username(user) -> str:
+    return getattr(user, "username", "") or ""
+
+
 @transaction.atomic
-def decide_cheats(*, decision_ids: list[int], confirmed: bool, user=None) -> list[int]:
+def decide_cheats(*, decision_ids: list[int], confirmed: bool, user=None, reason: str = "") -> list[int]:
     """Confirm or overturn many signals at once (an audit of whole rollouts), in one update
     under row locks; each signal keeps its own reason. Returns the ids decided, in id order.
     The advantage engine reads a rollout's most recently decided signal (one moment here,
-    then the highest id), so one decision over all of a rollout's open signals is in force."""
-    ids = list(CheatDecision.objects.select_for_update().filter(pk__in=decision_ids).order_by("pk").values_list("pk", flat=True))
-    if not ids:
+    then the highest id), so one decision over all of a rollout's open signals is in force —
+    and each category a scanner found on those rollouts is labeled by it, `reason` its note
+    (grading.grader.scan_labels.label_audited).
+
+    One read locks the signals of the rollouts concerned and brings their steps and scanner
+    findings; one update decides; one write labels (only when a scanner found something)."""
+    wanted = set(decision_ids)
+    rows = list(
+        CheatDecision.objects.select_for_update(of=("self",))
+        .filter(rollout_id__in=CheatDecision.objects.filter(pk__in=decision_ids).values("rollout_id"))
+        .order_by("pk")
+        .values_list(
+            "pk", "rollout_id", "source", "author", "reason", "rollout__group__step_id", "rollout__group__run__project_id"
+        )
+    )
+    decided = [row for row in rows if row[0] in wanted]
+    if not decided:
         return []
+    ids = [row[0] for row in decided]
     CheatDecision.objects.filter(pk__in=ids).update(confirmed=confirmed, decided_by=user, decided_at=timezone.now())
-    step_ids = set(CheatDecision.objects.filter(pk__in=ids).values_list("rollout__group__step_id", flat=True))
-    mark_stale(step_ids=sorted(step_ids))
+    settled = {row[1] for row in decided}
+    label_audited(
+        findings=[
+            (project_id, rollout_id, author, why)
+            for _, rollout_id, source, author, why, _, project_id in rows
+            if source == CheatDecision.Source.PRESCREEN and rollout_id in settled
+        ],
+        confirmed=confirmed,
+        author=_username(user),
+        note=reason,
+    )
+    mark_stale(step_ids=sorted({row[5] for row in decided}))
     return ids

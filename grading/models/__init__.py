@@ -10,6 +10,7 @@ migrations keep working whichever module a model lives in.
   running one on a scope of groups
 - method: factor mappings, their activations, step computations and stored advantages,
   each project's rubric guide and calibration minimum
+- scanners: the scanners' validation set (people's labels of rollouts, per scanner category)
 - search: the search index (one row of searchable text per rollout)
 - throttle: shared attempt counts (login throttling) where no Redis is configured
 """
@@ -49,6 +50,7 @@ from grading.models.runs import Run as Run
 from grading.models.runs import Step as Step
 from grading.models.runs import StepWaiter as StepWaiter
 from grading.models.runs import Task as Task
+from grading.models.scanners import ScanLabel as ScanLabel
 from grading.models.search import RolloutSearch as RolloutSearch
 from grading.models.search import SearchBacklog as SearchBacklog
 from grading.models.search import SearchChunk as SearchChunk

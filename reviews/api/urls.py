@@ -7,6 +7,7 @@ from reviews.api.bench import GraderCompareView
 from reviews.api.campaigns import CampaignCancelView, CampaignDetailView, CampaignListCreateView
 from reviews.api.grader_bench import GraderBenchExportView
 from reviews.api.labeled import LabeledGroupExportView
+from reviews.api.scanners import ScanLabelListUploadView, ScannerListView
 from reviews.api.search import SearchView
 
 urlpatterns = [
@@ -17,5 +18,7 @@ urlpatterns = [
     path("graders/compare/", GraderCompareView.as_view(), name="api-graders-compare"),
     path("grader-bench/", GraderBenchExportView.as_view(), name="api-grader-bench"),
     path("labeled-groups/", LabeledGroupExportView.as_view(), name="api-labeled-groups"),
+    path("scan-labels/", ScanLabelListUploadView.as_view(), name="api-scan-labels"),
+    path("scanners/", ScannerListView.as_view(), name="api-scanners"),
     path("search/", SearchView.as_view(), name="api-search"),
 ]

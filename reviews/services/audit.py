@@ -8,7 +8,8 @@ signals the latest is in force, and a confirmed cheat gets reward 0 and counts a
 (docs/method.md §1) — so settling all of them at one moment puts this decision in force.
 Every decision is kept as a `CheatAudit` row per signal it settled, so a signal confirmed
 and later overturned shows both. Deciding marks the steps stale and queues their
-recomputation (grading.grader.verdicts.decide_cheats).
+recomputation, and labels each category a scanner found on the rollout for the scanners'
+validation set (grading.grader.verdicts.decide_cheats, docs/scanners.md#validation-sets).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def audit_rollouts(*, project: Project, rollout_ids: list[int], auditor, confirm
         )
         has_open = {rollout for _, rollout, state in signals if state is None}
         chosen = [pk for pk, rollout, state in signals if state is None or rollout not in has_open]
-        decided = decide_cheats(decision_ids=chosen, confirmed=confirmed, user=auditor)
+        decided = decide_cheats(decision_ids=chosen, confirmed=confirmed, user=auditor, reason=reason[:2000])
         CheatAudit.objects.bulk_create(
             CheatAudit(decision_id=pk, auditor=auditor, confirmed=confirmed, reason=reason[:5000]) for pk in decided
         )
