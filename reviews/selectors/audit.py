@@ -48,19 +48,23 @@ MAX_BULK = 500  # rollouts one bulk decision may settle, as a search may flag at
 
 @dataclass(frozen=True)
 class AuditScope:
-    """Which rollouts the queue lists: a state, and optionally a source, a prescreen rule or
-    a search (its query, as its signals carry it)."""
+    """Which rollouts the queue lists: a state, and optionally a source, a prescreen rule,
+    a search (its query, as its signals carry it) or named rollouts (ids, as the run page
+    links the cheats confirmed after their step was served)."""
 
     status: str = "pending"
     source: str = ""
     rule: str = ""
     search: str = ""
+    rollouts: tuple[int, ...] = ()
 
     def params(self) -> dict[str, str]:
         out = {"status": self.status}
         for name in ("source", "rule", "search"):
             if getattr(self, name):
                 out[name] = getattr(self, name)
+        if self.rollouts:
+            out["rollouts"] = ",".join(map(str, self.rollouts))
         return out
 
     @property
@@ -79,7 +83,21 @@ def read_scope(data) -> AuditScope:
         source=source if source in CheatDecision.Source.values else "",
         rule=rule if rule in PRESCREEN_RULES else "",
         search=search,
+        rollouts=_rollout_ids(data.get("rollouts") or ""),
     )
+
+
+def _rollout_ids(text: str) -> tuple[int, ...]:
+    """Rollout ids from "12,15,40": the first MAX_BULK distinct whole numbers; anything else is
+    left out (the run page links at most as many, grading.method.late_credit.MAX_LINKED)."""
+    ids: dict[int, None] = {}
+    for part in text[: MAX_BULK * 21].split(","):
+        part = part.strip()
+        if part.isascii() and part.isdigit() and len(part) <= 18:
+            ids[int(part)] = None
+            if len(ids) == MAX_BULK:
+                break
+    return tuple(ids)
 
 
 def _signals(**kw) -> QuerySet[CheatDecision]:
@@ -131,6 +149,8 @@ def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> 
         rollouts = rollouts.filter(Exists(CheatDecision.objects.filter(_by_rule(scope.rule), rollout=OuterRef("pk"))))
     if scope.search:
         rollouts = rollouts.filter(Exists(CheatDecision.objects.filter(_by_search(scope.search), rollout=OuterRef("pk"))))
+    if scope.rollouts:
+        rollouts = rollouts.filter(pk__in=scope.rollouts)
     newest = _signals().order_by("-id").values("id")[:1]
     first = Case(When(split_first(project), then=Value(1)), default=Value(0), output_field=IntegerField())
     return (
