@@ -13,6 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 from grading import selectors
 from grading.formats import params
 from grading.grader.policy import PolicyError, auto_grader_name, update_run_policy
+from grading.method.selectors import late_cheat_credit
 from grading.method.services import active_mapping, refresh_stale_step, refresh_stale_steps
 from grading.models import Capability, Run
 from grading.presenters import charts
@@ -70,6 +71,8 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     refresh_stale_steps(steps=steps, mapping=mapping)  # a GET that writes: the page shows current figures
     credit = selectors.credit_per_step(run_obj, mapping)
     progress = selectors.run_progress(run_obj, mapping)
+    numbers = [s.number for s in steps]
+    late = late_cheat_credit(run_obj, read_first=numbers)
     return render(
         request,
         "grading/run.html",
@@ -77,6 +80,8 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             "project": project_obj,
             "run": run_obj,
             "steps": steps,
+            "step_rows": list(zip(steps, late.for_steps(numbers))),
+            "late_credit": late,
             "page": page,
             "mapping": mapping,
             "credit_chart": charts.credit_chart(credit) if credit else None,
