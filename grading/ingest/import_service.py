@@ -52,7 +52,7 @@ from grading.formats.groupline import FORMAT, MAX_INT, MAX_NAME, LineError, Pars
 from grading.formats.linereader import BodyError, iter_lines, open_body
 from grading.ingest.importers import archives
 from grading.ingest.importers.archives import UnsafeArchive, archive_stem, extract_archive, is_archive_name, is_readable_archive
-from grading.ingest.importers.common import repo_of, safe_text
+from grading.ingest.importers.common import safe_text
 from grading.ingest.importers.scan import FORMATS, IGNORED, NOTICE, SKIPPED, UNKNOWN, Finding, GroupFile, RunFinder, Source
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.ingest.tasks import import_job_task
@@ -200,12 +200,7 @@ def _task(instance_id: str, found: list, has: set[str]) -> dict:
     """The group line's task: what the files state, less the fields the stored task already has
     (a missing field is never a conflict)."""
     task: dict = {"instance_id": instance_id}
-    stated: dict = {}
-    for item in found:
-        for key, value in item.attempt.task.items():
-            stated.setdefault(key, value)
-    if repo_of(instance_id):
-        stated.setdefault("repo", repo_of(instance_id))
+    stated = RunFinder.task_fields(instance_id, found)
     statement = RunFinder.problem_statement(found)
     if statement:
         stated.setdefault("problem_statement", statement)

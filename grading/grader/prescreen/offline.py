@@ -37,7 +37,7 @@ from grading.formats.linereader import BodyError, OversizeLine, iter_lines, open
 from grading.grader.prescreen import screen_rollout
 from grading.grader.prescreen.signals import Signal, Task
 from grading.grader.workspace import RolloutView
-from grading.ingest.importers.common import MAX_JSON_BYTES, repo_of
+from grading.ingest.importers.common import MAX_JSON_BYTES
 from grading.ingest.importers.scan import SKIPPED, FoundAttempt, GroupFile, RunFinder, Source
 
 MAX_TASKS_REMEMBERED = 4096  # tasks whose fields later lines may leave out; the oldest is forgotten past it
@@ -229,12 +229,7 @@ class Scanner:
     def _instance(self, given: str, finder: RunFinder, key: str, found: list[FoundAttempt]) -> Iterator[Finding | BadInput]:
         instance_id, step, stem = finder.group_of(key)
         group = stem if step is None else f"{stem}@{step}"  # verl names its steps; an import gives the others theirs
-        stated: dict[str, Any] = {}
-        for item in found:
-            for name, value in item.attempt.task.items():
-                stated.setdefault(name.lower(), value)
-        if repo_of(instance_id):
-            stated.setdefault("repo", repo_of(instance_id))
+        stated = {name.lower(): value for name, value in RunFinder.task_fields(instance_id, found).items()}
         task = self.tasks.task(instance_id, stated, future_history=self.future_history)
         self.groups += 1
         for index, item in enumerate(found):

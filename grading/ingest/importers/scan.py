@@ -53,6 +53,7 @@ from grading.ingest.importers.common import (
     load_json,
     read_line_at,
     read_lines_at,
+    repo_of,
     safe_text,
     same_patch,
     text_of,
@@ -761,3 +762,29 @@ class RunFinder:
     @staticmethod
     def problem_statement(found: list[FoundAttempt]) -> str:
         return next((f.attempt.problem_statement for f in found if f.attempt.problem_statement), "")
+
+    @staticmethod
+    def task_fields(instance_id: str, found: list[FoundAttempt]) -> dict[str, Any]:
+        """What the files state of the instance's task: the attempts' own task fields, the
+        repository a SWE-bench id names, and the test lists the harness's report names
+        (`tests_status` of report.json: FAIL_TO_PASS and PASS_TO_PASS, each the tests it ran
+        under that list, passed or failed) where the trajectories leave them out; the scanners
+        need them to tell a tampering that scored from one that did not."""
+        stated: dict[str, Any] = {}
+        for item in found:
+            for key, value in item.attempt.task.items():
+                stated.setdefault(key, value)
+        if repo_of(instance_id):
+            stated.setdefault("repo", repo_of(instance_id))
+        for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            if stated.get(key):
+                continue
+            named: dict[str, None] = {}
+            for item in found:
+                outcome = (item.rollout.get("tests") or {}).get(key)
+                if isinstance(outcome, dict):
+                    for test in (*outcome.get("success", ()), *outcome.get("failure", ())):
+                        named.setdefault(str(test), None)
+            if named:
+                stated[key] = list(named)
+        return stated

@@ -184,6 +184,12 @@ def test_real_mini_swe_agent_run_imports_with_its_verdicts_and_turn_counts(acme)
         assert rollout.patch_files >= 1 and rollout.source_format == "mini-swe-agent-1"
         assert rollout.cost_usd == pytest.approx(traj["info"]["model_stats"]["instance_cost"])
         assert rollout.tests_passed + rollout.tests_failed > 0
+        # the task's test lists, from the harness's report: the scanners tell a scored tampering by them
+        status = report[instance_id]["tests_status"] if instance_id in report else report["tests_status"]
+        task = rollout.group.task
+        for stored, key in ((task.fail_to_pass, "FAIL_TO_PASS"), (task.pass_to_pass, "PASS_TO_PASS")):
+            assert stored == [*status[key]["success"], *status[key]["failure"]], (instance_id, key)
+        assert task.fail_to_pass, instance_id
     again = run_command("--run", "gemini-3-pro", "--step", 0, MINI_SWE_AGENT)
     assert "groups: 16 (0 created, 0 extended, 16 unchanged)" in again
 
