@@ -393,3 +393,16 @@ def test_a_missing_path_on_the_command_line_is_named_as_given(acme, tmp_path, mo
     summary = import_runs(project=acme, run="r1", step=1, sources=[Source(Path("runs/gone"))])
     assert [(f.ref, f.reason) for f in summary.findings] == [("runs/gone", "no such file or folder")]
     assert Source(tmp_path / "x", shown="x").name == "x" and Source(Path("a/b")).name == "a/b"
+
+
+def test_a_named_pipe_among_the_files_is_skipped_not_read_forever(acme, tmp_path):
+    """A named pipe called like a trajectory (an archive may hold one) blocked the import, and
+    manage.py scan, on its first read; it is now listed as not a regular file."""
+    import os
+
+    root = b.mini_run(tmp_path / "run-1", {A: True, B: False}, seed=1)
+    os.mkfifo(root / "trajs" / "stalled.traj.json")
+    with watchdog(60):
+        summary = import_runs(project=acme, run="r1", step=1, sources=[Source(str(root), "run-1")])
+    assert summary.groups_created == 2
+    assert any("stalled.traj.json" in f.ref and "not a regular file" in f.reason for f in summary.findings)

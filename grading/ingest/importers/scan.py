@@ -27,6 +27,7 @@ harness always fails.
 from __future__ import annotations
 
 import os
+import stat
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -319,11 +320,15 @@ class RunFinder:
             ref = _join(prefix, rel)
             parts = rel.split("/")
             try:
-                size = path.stat().st_size
+                st = path.stat()
             except OSError:
-                size = 0
+                st = None
             self.files_seen += 1
-            self.bytes_seen += size
+            self.bytes_seen += st.st_size if st is not None else 0
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                # a named pipe would block the read forever; a device or socket is never a run's file
+                self._skip(safe_text(ref), "not a regular file (a named pipe, a device or a socket)")
+                continue
             if name.startswith(".") or "__MACOSX" in parts:
                 self._skip(safe_text(ref), "hidden file", IGNORED)
                 continue
