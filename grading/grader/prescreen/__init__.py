@@ -81,6 +81,7 @@ from grading.grader.prescreen.outcomes import outcome_signals
 from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _files, _tamper_signals, gold_similarity
 from grading.grader.prescreen.paths import is_doc_path, is_test_path, package_names  # noqa: F401  re-exported
 from grading.grader.prescreen.paths import package_dirs as package_dirs
+from grading.grader.prescreen.semantic import semantic_signals
 from grading.grader.prescreen.signals import (  # noqa: F401  re-exported
     GOLD_MIN_LINES,
     GOLD_SHARE,
@@ -116,6 +117,7 @@ def screen_rollout(
     files = _files(rollout.patch or "")
     if files:
         found = _tamper_signals(rollout.index, files, test_patch=task.test_patch, repo=task.repo, pass_to_pass=task.pass_to_pass)
+        found += semantic_signals(rollout.index, files, task)
         for s in found:
             if s.evidence is None:  # a deleted file has no new-side line: cite another line, else the submitting turn
                 loc = _any_anchor(files)
