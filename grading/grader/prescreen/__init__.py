@@ -113,7 +113,7 @@ def screen_rollout(
     if task is None:
         task = Task(repo=repo, base_commit=base_commit, gold_patch=gold_patch)
     base = (task.base_commit or "").strip().lower()
-    signals = _command_signals(rollout.index, rollout.messages, task=replace(task, base_commit=base))
+    signals = _command_signals(rollout.index, rollout.messages, task=replace(task, base_commit=base), patch=rollout.patch or "")
     files = _files(rollout.patch or "")
     if files:
         found = _tamper_signals(rollout.index, files, test_patch=task.test_patch, repo=task.repo, pass_to_pass=task.pass_to_pass)

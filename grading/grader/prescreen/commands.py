@@ -1049,10 +1049,13 @@ def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _context(task: Task, messages: Sequence[Any]) -> _Context:
+def _context(task: Task, messages: Sequence[Any], own_patch: str = "") -> _Context:
     names = package_names(task.repo)
     imports = {n.replace("-", "_") for n in names} | {posixpath.basename(d) for d in package_dirs(task.repo)}
     test_lines, test_paths = _test_patch_lines(task.test_patch or "")
+    # Lines the rollout's own patch adds are the agent's writing: its `git diff` shows them
+    # whether or not it ever saw the hidden tests (a test it wrote at the test patch's path).
+    test_lines -= {line.rstrip() for line in own_patch[:MAX_OBSERVATION].splitlines() if line.startswith("+")}
     ctx = _Context(
         base=(task.base_commit or "").strip().lower(),
         future_history=task.future_history,
@@ -1072,11 +1075,12 @@ def _context(task: Task, messages: Sequence[Any]) -> _Context:
 
 
 def _command_signals(
-    index: int, messages: Sequence[Any], *, repo: str = "", base: str = "", task: Task | None = None
+    index: int, messages: Sequence[Any], *, repo: str = "", base: str = "", task: Task | None = None, patch: str = ""
 ) -> list[Signal]:
-    """Every finding of categories 1-6, 16 and 20 in what rollout `index` ran (module docstring)."""
+    """Every finding of categories 1-6, 16 and 20 in what rollout `index` ran (module docstring);
+    `patch` is the rollout's own patch (what it wrote is never evidence of what it read)."""
     task = task if task is not None else Task(repo=repo, base_commit=base)
-    ctx = _context(task, messages)
+    ctx = _context(task, messages, patch)
     shell = Shell()
     signals: list[Signal] = []
     seen: set[tuple[str, int]] = set()

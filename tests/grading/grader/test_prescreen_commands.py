@@ -299,6 +299,14 @@ def test_the_eval_script_or_the_test_patch_in_an_output_is_a_scorer_read():
     assert screen(("git diff", own, 0), test_patch=TEST_PATCH) == []
 
 
+def test_a_diff_of_lines_the_agent_wrote_itself_is_no_scorer_read():
+    """A test the agent wrote at the path the hidden test patch adds shows in its own `git diff`
+    with the same lines (imports, class and method lines): what it wrote is not what it read."""
+    view = RolloutView(index=0, passed=False, patch=TEST_PATCH, messages=trajectory(("git diff", TEST_PATCH, 0)))
+    signals = screen_rollout(view, task=Task(repo="astropy/astropy", base_commit=BASE, test_patch=TEST_PATCH))
+    assert "scorer_read" not in slugs(signals)
+
+
 def test_tool_calls_of_an_editor_and_python_code_are_read_too():
     messages = [
         {"role": "user", "content": "Fix it."},
