@@ -1,0 +1,384 @@
+"""Per-call state (catalogue 19, `per_call_state`). Pure: no Django.
+
+State that outlives the call — a ``global``/``nonlocal`` name, a function or class attribute, a
+module-level container, a mutable default, the environment — counted up, grown or flipped in a
+function that then decides what the call does by it (``_calls += 1; if _calls == 2: return …``,
+``answers[_calls % 2]``, ``if len(_seen) == 3``), a call of a function that returns such a count,
+``next()`` of canned answers (``iter([...])``, a generator of constants), an
+``itertools.count()`` whose value decides.
+
+Not per-call state: ``lru_cache`` and memo dicts (a "loaded" flag that returns what it loaded), a
+counter only logged, reported or handed out as an id, a retry loop's local attempt count, a
+recursion depth or a re-entrancy guard (moved both ways in one call), a warn-once, a style
+``itertools.cycle``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+
+from grading.grader.prescreen.addedsource import (
+    SCOPES,
+    Facts,
+    Findings,
+    Unit,
+    const_only,
+    iterator_kind,
+    literals,
+    own_nodes,
+    state_key,
+    state_root,
+    trivial,
+    walk,
+)
+from grading.grader.prescreen.pysource import dotted
+
+_REPORTERS = {
+    "warn",
+    "warning",
+    "warn_explicit",
+    "showwarning",
+    "info",
+    "debug",
+    "error",
+    "exception",
+    "critical",
+    "log",
+    "print",
+}
+_GROWERS = {"append", "add", "extend", "insert", "appendleft", "update", "setdefault"}
+
+
+@dataclass
+class _Scope:
+    """What one function binds, to tell state that outlives a call from its locals."""
+
+    name: str
+    declared: set[str]  # global / nonlocal
+    params: set[str]
+    mutable_defaults: set[str]
+    local: set[str]
+    fragment: bool  # the def is above the hunk: its params and globals are not seen
+
+
+def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
+    declared = {n for s in own if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
+    params: set[str] = set()
+    mutable: set[str] = set()
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = fn.args
+        positional = [*args.posonlyargs, *args.args]
+        params = {a.arg for a in (*positional, *args.kwonlyargs)} | {a.arg for a in (args.vararg, args.kwarg) if a}
+        defaults = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
+        defaults += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+        mutable = {a.arg for a, d in defaults if isinstance(d, (ast.List, ast.Dict, ast.Set))}
+    local = set()
+    for node in own:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            local.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            local.add(node.name)
+        elif isinstance(node, ast.alias):
+            local.add((node.asname or node.name).split(".")[0])
+    return _Scope(name, declared, params, mutable, local - declared, fragment=not isinstance(fn, SCOPES))
+
+
+def _lasting(target: ast.AST, scope: _Scope, facts: Facts, increments: set[str], rebound: bool = True) -> bool:
+    """Whether state outlives the call: a declared global/nonlocal, a function or class
+    attribute, a module-level object or its item, a mutable default's item, the environment."""
+    key = state_key(target)
+    if key.startswith(("os.environ[", "type(")) or ".__class__." in key or ".__func__." in key:
+        return True
+    root = state_root(target)
+    if not root or root == "self":
+        return False
+    if isinstance(target, ast.Name) and rebound:
+        if root in scope.declared:
+            return True
+        # a fragment without its def: a name the file binds at module level and the hunk never sets
+        return scope.fragment and root in facts.module_names and root not in (scope.local - increments)
+    if root in scope.mutable_defaults:
+        return True
+    if root in scope.params or root in scope.local:
+        return False
+    return root in (scope.name, "cls") or root in scope.declared or root[:1].isupper() or root in facts.module_names
+
+
+def _bumps(value: ast.AST, key: str) -> type | None:
+    """ast.Add or ast.Sub when `value` adds to or takes from the state `key` reads: `n + 1`,
+    `getattr(f, "n", 0) + 1`, `str(int(os.environ.get("N", "0")) + 1)`; else None."""
+    for node in walk(value, 200):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            if any(state_key(sub) == key for side in (node.left, node.right) for sub in walk(side, 50)):
+                return type(node.op)
+    return None
+
+
+def _counters(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> dict[str, ast.AST]:
+    """State counted up, grown or flipped in the function: `x += 1`, `f.n = getattr(f, "n", 0) + 1`,
+    `_seen.append(x)` (counted as `len(_seen)`), `_first = False` for a lasting flag. State moved
+    both ways in one function (a recursion depth, a re-entrancy guard) is left out."""
+    candidates: list[tuple[str, ast.AST, ast.AST]] = []
+    grown: set[str] = set()
+    ways: dict[str, set[object]] = {}
+    for node in own:
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.value, ast.Constant):
+            key = state_key(node.target)
+            candidates.append((key, node.target, node))
+            ways.setdefault(key, set()).add(type(node.op))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            key = state_key(target)
+            if not key:
+                continue
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, bool):
+                candidates.append((key, target, node))
+                ways.setdefault(key, set()).add(node.value.value)
+            elif op := _bumps(node.value, key):
+                candidates.append((key, target, node))
+                ways.setdefault(key, set()).add(op)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
+            container = node.value.func.value
+            if node.value.func.attr in _GROWERS and (key := state_key(container)):
+                candidates.append((f"len({key})", container, node))
+                grown.add(f"len({key})")
+    names = {k for k, _, _ in candidates if k}
+    return {
+        key: stmt
+        for key, target, stmt in candidates
+        if key and len(ways.get(key, ())) <= 1 and _lasting(target, scope, facts, names, rebound=key not in grown)
+    }
+
+
+def _flag(stmt: ast.AST) -> bool:
+    """A lasting name set to True/False (a first-call flag) rather than counted."""
+    return isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, bool)
+
+
+def _reporting(stmt: ast.AST) -> bool:
+    """A statement that only reports (a warning, a log line, a print) or does nothing."""
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr):
+        if isinstance(stmt.value, ast.Constant):
+            return True
+        return isinstance(stmt.value, ast.Call) and dotted(stmt.value.func).rsplit(".", 1)[-1] in _REPORTERS
+    return False
+
+
+@dataclass
+class _Flow:
+    """What a function does around an `if`, to tell a branch that changes the call's result from
+    one that only reports, keeps metrics or updates the state itself."""
+
+    own: Sequence[ast.AST]
+    params: set[str]
+    fragment: bool  # the def is not visible: a name bound only in the branch may be a parameter
+    updates: set[int]  # ids of the statements that move the state
+    reports_only: bool  # the function does nothing but report (a warn-once or log-every-N helper)
+
+    def later(self, name: str, after: int) -> bool:
+        return any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and n.lineno > after for n in self.own
+        )
+
+    def bound_outside(self, name: str, branch: ast.stmt) -> bool:
+        start, end = branch.lineno, getattr(branch, "end_lineno", None) or branch.lineno
+        return any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) and not start <= n.lineno <= end
+            for n in self.own
+        )
+
+    def feeds_result(self, target: ast.AST, branch: ast.If) -> bool:
+        """Whether what a branch sets or changes is used after it: a parameter, `self`, a local
+        read later (or, in a fragment, a name the visible code does not bind elsewhere)."""
+        root = state_root(target) if not isinstance(target, ast.Name) else target.id
+        if not root:
+            return False
+        after = getattr(branch, "end_lineno", None) or branch.lineno
+        if root in self.params or root == "self" or self.later(root, after):
+            return True
+        return self.fragment and isinstance(target, ast.Name) and not self.bound_outside(root, branch)
+
+
+def _returns_value(block: Sequence[ast.stmt], canned: bool) -> bool:
+    for stmt in block:
+        for node in [stmt, *own_nodes(stmt)]:
+            if isinstance(node, ast.Return) and node.value is not None:
+                if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                    if not canned:
+                        return True
+                    if const_only(node.value) and not all(trivial(v) for v in literals(node.value) or [None]):
+                        return True
+    return False
+
+
+def _acts(branch: ast.If, block: Sequence[ast.stmt], flow: _Flow) -> bool:
+    """Whether an if-branch changes what the call does: returns a value, raises, returns early
+    from a function that does more than report, or sets or changes something used after it."""
+    if _returns_value(block, canned=False):
+        return True
+    for stmt in block:
+        for node in [stmt, *own_nodes(stmt)]:
+            if not isinstance(node, ast.stmt) or id(node) in flow.updates or _reporting(node):
+                continue
+            if isinstance(node, ast.Raise) or (isinstance(node, ast.Return) and not flow.reports_only):
+                return True
+            targets: list[ast.AST] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
+                targets = [node.value.func.value]
+            flat: list[ast.AST] = []
+            for t in targets:
+                if isinstance(t, (ast.Tuple, ast.List)):
+                    flat.extend(t.elts)
+                else:
+                    flat.append(t)
+            if any(flow.feeds_result(t, branch) for t in flat):
+                return True
+    return False
+
+
+def _state_uses(own: Sequence[ast.AST], counters: dict[str, ast.AST], facts: Facts, flow: _Flow) -> Iterator[tuple[ast.AST, str]]:
+    """Nodes where lasting state chooses what the call does: the test of an `if` whose branch acts
+    (`_acts`; for a flag, one that returns a canned constant: a memo's "loaded" flag returns what
+    it loaded), an index read by it, a return that compares or selects by it; a call of a
+    counting function (facts.counter_fns) in any of these."""
+    flags = {key for key, stmt in counters.items() if _flag(stmt)}
+    for node in own:
+        hit: ast.AST | None = None
+        allowed = set(counters)
+        if isinstance(node, ast.If) and node.lineno > 0:
+            if any(_acts(node, block, flow) for block in (node.body, node.orelse)):
+                hit = node.test
+                if not any(_returns_value(block, canned=True) for block in (node.body, node.orelse)):
+                    allowed -= flags
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            hit = node.slice
+        elif isinstance(node, ast.Return) and node.value is not None:
+            selects = (ast.Compare, ast.IfExp, ast.BinOp, ast.Subscript, ast.BoolOp)
+            hit = node.value if isinstance(node.value, selects) else None
+        if hit is None:
+            continue
+        for sub in walk(hit, 300):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in facts.counter_fns:
+                yield node, f"{sub.func.id}()"
+                break
+            if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) and (key := state_key(sub)) in allowed:
+                if not isinstance(sub, ast.Name) or isinstance(sub.ctx, ast.Load):
+                    yield node, key
+                    break
+
+
+def _flow(fn: ast.AST, own: Sequence[ast.AST], scope: _Scope, counters: dict[str, ast.AST]) -> _Flow:
+    updates = {id(stmt) for stmt in counters.values()}
+    quiet = (ast.If, ast.Global, ast.Nonlocal, ast.Return)
+    stmts = [n for n in own if isinstance(n, ast.stmt)]
+    reports = [n for n in stmts if _reporting(n) and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    reports_only = bool(reports) and all(_reporting(n) or isinstance(n, quiet) or id(n) in updates for n in stmts)
+    return _Flow(own, scope.params | scope.mutable_defaults, scope.fragment, updates, reports_only)
+
+
+def _state(memo: _Memo, unit: Unit, fn: ast.AST, name: str, facts: Facts) -> tuple[_Scope, dict[str, ast.AST]]:
+    """The scope of a function and its lasting counters, worked out once."""
+    if id(fn) not in memo:
+        own = unit.own(fn)
+        scope = _scope(fn, name, own)
+        memo[id(fn)] = (scope, _counters(own, scope, facts))
+    return memo[id(fn)]
+
+
+def _counter_functions(units: Sequence[Unit], facts: Facts, memo: _Memo) -> None:
+    """Functions that return a lasting count (`nonlocal n; n += 1; return n`), factories that
+    return one, and the names bound to what a factory makes or to `itertools.count().__next__`."""
+    factories: set[str] = set()
+    for _ in range(2):  # a counter's def, then the factory around it
+        for unit in units:
+            for fn, name in unit.functions():
+                returned = [n.value for n in unit.own(fn) if isinstance(n, ast.Return) and n.value is not None]
+                keys = {state_key(v) for v in returned if isinstance(v, (ast.Name, ast.Attribute, ast.Subscript))} - {""}
+                if keys and keys & set(_state(memo, unit, fn, name, facts)[1]):
+                    facts.counter_fns.add(name)
+                if any(isinstance(v, ast.Name) and v.id in facts.counter_fns for v in returned):
+                    factories.add(name)
+    for unit in units:
+        for node in unit.nodes:
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Call, ast.Attribute)):
+                value = node.value
+                made = isinstance(value, ast.Call) and dotted(value.func) in factories
+                ticks = isinstance(value, ast.Attribute) and value.attr == "__next__" and iterator_kind(value.value) == "count"
+                if made or ticks:
+                    facts.counter_fns.update(t.id for t in node.targets if isinstance(t, ast.Name))
+
+
+def _per_call_state(ctx: Findings, unit: Unit, facts: Facts, memo: _Memo) -> None:
+    path = unit.view.path
+    note = "a result that changes with the number of calls"
+    for fn, name in unit.functions():
+        own = unit.own(fn)
+        scope, counters = _state(memo, unit, fn, name, facts)
+        counters = dict(counters)
+
+        # values of itertools.count() taken into a local that then decides
+        for node in own:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and dotted(node.value.func) == "next":
+                args = node.value.args
+                if args and _shared_iterator(args[0], scope, facts) == "count":
+                    counters.update({state_key(t): node for t in node.targets if isinstance(t, ast.Name)})
+        if counters or facts.counter_fns:
+            for use, key in _state_uses(own, counters, facts, _flow(fn, own, scope, counters)):
+                where = unit.where(use) or (unit.where(counters[key]) if key in counters else None)
+                if where is not None:
+                    detail = f"{path}: {name or 'the function'} decides by {key}, which changes from call to call"
+                    ctx.add("per_call_state", where, detail, note)
+                    break
+        for node in own:
+            if not (isinstance(node, ast.Call) and dotted(node.func) == "next" and node.args):
+                continue
+            source = state_key(node.args[0])
+            kind = _shared_iterator(node.args[0], scope, facts)
+            if kind == "canned" or (kind in ("count", "cycle") and _decides(unit, node)):
+                if (where := unit.where(node)) is not None:
+                    ctx.add("per_call_state", where, f"{path}: takes the next of canned answers from {source}", note)
+
+
+def _shared_iterator(source: ast.AST, scope: _Scope, facts: Facts) -> str:
+    """The kind of a lasting iterator `source` names (facts.iterators); "" for one the call made
+    itself. An instance's iterator counts only when it holds canned constants."""
+    key = state_key(source)
+    kind = facts.iterators.get(key, "")
+    root = state_root(source) if not isinstance(source, ast.Name) else source.id
+    if root == "self":
+        return kind if kind == "canned" else ""
+    if root in scope.params or root in scope.local:
+        return ""
+    return kind
+
+
+def _decides(unit: Unit, node: ast.AST) -> bool:
+    """Whether a value flows straight into a comparison, a modulo, an index or an if's test."""
+    for parent in islice(unit.ancestors(node), 4):
+        if isinstance(parent, (ast.Compare, ast.IfExp)) or (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mod)):
+            return True
+        if isinstance(parent, ast.Subscript) and parent.value is not node and isinstance(parent.ctx, ast.Load):
+            return True
+        if isinstance(parent, ast.stmt):
+            return isinstance(parent, (ast.If, ast.While))
+    return False
+
+
+_Memo = dict[int, tuple[_Scope, dict[str, ast.AST]]]  # a function's scope and counters, by id
+
+
+def per_call_findings(ctx: Findings, units: Sequence[Unit], facts: Facts) -> None:
+    """per_call_state findings in the parsed pieces of one file."""
+    memo: _Memo = {}
+    _counter_functions(units, facts, memo)
+    for unit in units:
+        _per_call_state(ctx, unit, facts, memo)
