@@ -189,7 +189,7 @@ def _tooling(path: str) -> bool:
     """A file of the test or CI tooling rather than of the package: a runner, a plugin, a CI script."""
     parts = path.split("/")
     name = parts[-1].lower()
-    return any(p in _TOOLING_DIRS for p in parts[:-1]) or "test" in name or "runner" in name or "plugin" in name
+    return any(p in _TOOLING_DIRS for p in parts[:-1]) or _test_word(name) or "runner" in name or "plugin" in name
 
 
 def special_case_findings(ctx: Findings, unit: Unit, facts: Facts) -> None:
@@ -302,6 +302,15 @@ def _canned(body: Sequence[ast.stmt]) -> ast.Return | None:
     return None
 
 
+def _specific(value: object) -> bool:
+    """Test data specific enough that code has no business naming it: data-like and with at
+    least six letters or digits (a URL scheme, a date format or a separator is not)."""
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    if isinstance(text, str) and sum(ch.isalnum() for ch in text[:500]) < 6:
+        return False
+    return data_like(value)
+
+
 def _named_by_tests(name: str, named: Sequence[str]) -> bool:
     """Whether a FAIL_TO_PASS test's own name holds the function's name (`test_floatformat_big` → floatformat)."""
     if len(name.strip("_")) < 4:
@@ -345,7 +354,7 @@ def _literal_checks(ctx: Findings, unit: Unit, facts: Facts) -> None:
             only_tests = [
                 v
                 for v in fed
-                if data_like(v) and not appears(v, ctx.gold_text) and not appears(v, facts.old_text) and len(node.body) <= 2
+                if _specific(v) and not appears(v, ctx.gold_text) and not appears(v, facts.old_text) and len(node.body) <= 2
             ]
             if only_tests:
                 ctx.add(
