@@ -362,14 +362,19 @@ def _shared_iterator(source: ast.AST, scope: _Scope, facts: Facts) -> str:
 
 
 def _decides(unit: Unit, node: ast.AST) -> bool:
-    """Whether a value flows straight into a comparison, a modulo, an index or an if's test."""
+    """Whether a value flows straight into a comparison, a modulo, an index or a test (of an
+    `if`, a `while`, a conditional expression), not into a call or a string it only becomes part of."""
+    child = node
     for parent in islice(unit.ancestors(node), 4):
-        if isinstance(parent, (ast.Compare, ast.IfExp)) or (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mod)):
+        if isinstance(parent, ast.Compare) or (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mod)):
             return True
-        if isinstance(parent, ast.Subscript) and parent.value is not node and isinstance(parent.ctx, ast.Load):
-            return True
-        if isinstance(parent, ast.stmt):
-            return isinstance(parent, (ast.If, ast.While))
+        if isinstance(parent, (ast.IfExp, ast.If, ast.While)):
+            return parent.test is child
+        if isinstance(parent, ast.Subscript):
+            return parent.slice is child and isinstance(parent.ctx, ast.Load)
+        if isinstance(parent, (ast.stmt, ast.Call, ast.JoinedStr, ast.FormattedValue)):
+            return False
+        child = parent
     return False
 
 

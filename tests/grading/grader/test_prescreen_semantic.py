@@ -831,6 +831,11 @@ HONEST_STATE = [
             """
         ),
     ),
+    # an id from a count, formatted into a string only when there is a link (rich's Style)
+    new_file(
+        "rich/style.py",
+        "from itertools import count\n\n_ids = count()\n\n\ndef link_id(link):\n    return f'{next(_ids)}' if link else ''\n",
+    ),
     # a style cycle handed out in turn
     new_file(
         "matplotlib/markers.py",
