@@ -425,6 +425,10 @@ GRADER_MAX_TURNS = _env_int("GRADER_MAX_TURNS", 24, minimum=2)
 GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
 # What the LLM grader's model costs, US dollars per million prompt (in) and completion (out)
 # tokens. With both set, each verdict's usage carries cost_usd; unset, cost stays unknown.
+# A project's own scanners (grading.grader.project_scanners): rollouts one run of a scanner reads
+# at most (the rest are left for the next run), and characters of a rollout an LLM scanner sends.
+PROJECT_SCANNER_MAX_ROLLOUTS = _env_int("PROJECT_SCANNER_MAX_ROLLOUTS", 500, minimum=1)
+PROJECT_SCANNER_PROMPT_CHARS = _env_int("PROJECT_SCANNER_PROMPT_CHARS", 60_000, minimum=1_000)
 GRADER_PRICE_PER_MTOK_IN = _env_price("GRADER_PRICE_PER_MTOK_IN")
 GRADER_PRICE_PER_MTOK_OUT = _env_price("GRADER_PRICE_PER_MTOK_OUT")
 # What one project's LLM campaigns may spend in a rolling 24 hours (grading.grader.campaigns):

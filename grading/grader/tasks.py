@@ -95,3 +95,15 @@ def scan_groups_task(*, group_ids: list[int]) -> int:
     from grading.grader.jobs import scan_groups
 
     return scan_groups(group_ids=group_ids)
+
+
+@shared_task(name="grading.run_project_scanner", acks_late=True)
+def run_project_scanner_task(*, scanner_id: int, run_id: int, step: int | None = None) -> dict:
+    """A project's own scanner over a run or one of its steps (grading.grader.project_scanners)."""
+    from grading.grader.project_scanners import Scope, run_scanner
+    from grading.models import ProjectScanner
+
+    scanner = ProjectScanner.objects.filter(pk=scanner_id).first()
+    if scanner is None:
+        return {"error": "the scanner no longer exists"}
+    return run_scanner(scanner=scanner, scope=Scope(run_id, step)).as_dict()

@@ -11,6 +11,7 @@ migrations keep working whichever module a model lives in.
 - method: factor mappings, their activations, step computations and stored advantages,
   each project's rubric guide and calibration minimum
 - scanners: the scanners' validation set (people's labels of rollouts, per scanner category)
+  and a project's own scanners (pattern or LLM, by version)
 - search: the search index (one row of searchable text per rollout)
 - throttle: shared attempt counts (login throttling) where no Redis is configured
 """
@@ -50,6 +51,7 @@ from grading.models.runs import Run as Run
 from grading.models.runs import Step as Step
 from grading.models.runs import StepWaiter as StepWaiter
 from grading.models.runs import Task as Task
+from grading.models.scanners import ProjectScanner as ProjectScanner
 from grading.models.scanners import ScanLabel as ScanLabel
 from grading.models.search import RolloutSearch as RolloutSearch
 from grading.models.search import SearchBacklog as SearchBacklog

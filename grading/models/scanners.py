@@ -4,6 +4,7 @@ version is counted (grading.grader.scan_figures, docs/scanners.md#validation-set
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -38,3 +39,41 @@ class ScanLabel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category} on rollout {self.rollout_id}: {self.label}"
+
+
+class ProjectScanner(models.Model):
+    """One version of a project's own scanner (grading.grader.project_scanners): a pattern of
+    literal terms over the commands a rollout ran or the lines its patch adds or removes, or an
+    LLM scanner (a question asked of a defined grader's endpoint). A changed definition is a new
+    version; the same definition again is the version it already is. Its findings are stored as
+    open cheat decisions authored `<name>@<version>`: evidence for the auditor, never a cheat."""
+
+    class Kind(models.TextChoices):
+        PATTERN = "pattern", "Pattern"
+        LLM = "llm", "LLM"
+
+    project = models.ForeignKey("grading.Project", on_delete=models.CASCADE, related_name="scanners")
+    name = models.CharField(max_length=60, help_text="a slug, unique in the project; its versions share it")
+    version = models.PositiveIntegerField()
+    kind = models.CharField(max_length=7, choices=Kind.choices)
+    definition = models.JSONField(default=dict)
+    category = models.CharField(max_length=40, default="custom", help_text="a catalogue slug it reports under, or custom")
+    description = models.TextField(blank=True)
+    fingerprint = models.CharField(max_length=64)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name", "version"], name="one_scanner_version_per_number"),
+            models.UniqueConstraint(fields=["project", "name", "fingerprint"], name="one_scanner_version_per_definition"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.author} ({self.kind})"
+
+    @property
+    def author(self) -> str:
+        """The versioned name its findings are stored under."""
+        return f"{self.name}@{self.version}"

@@ -7,6 +7,7 @@ from reviews.api.bench import GraderCompareView
 from reviews.api.campaigns import CampaignCancelView, CampaignDetailView, CampaignListCreateView
 from reviews.api.grader_bench import GraderBenchExportView
 from reviews.api.labeled import LabeledGroupExportView
+from reviews.api.project_scanners import ProjectScannerListCreateView, ProjectScannerRunView
 from reviews.api.scanners import ScanLabelListUploadView, ScannerListView
 from reviews.api.search import SearchView
 
@@ -20,5 +21,7 @@ urlpatterns = [
     path("labeled-groups/", LabeledGroupExportView.as_view(), name="api-labeled-groups"),
     path("scan-labels/", ScanLabelListUploadView.as_view(), name="api-scan-labels"),
     path("scanners/", ScannerListView.as_view(), name="api-scanners"),
+    path("scanners/custom/", ProjectScannerListCreateView.as_view(), name="api-project-scanners"),
+    path("scanners/custom/<str:name>/runs/", ProjectScannerRunView.as_view(), name="api-project-scanner-runs"),
     path("search/", SearchView.as_view(), name="api-search"),
 ]
