@@ -239,6 +239,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call("api/v1/search/", "get", f"{api}search/", kwargs={"data": {**q, "q": "django"}}, client="token"),
         Call("api/v1/scanners/", "get", f"{api}scanners/", kwargs={"data": q}, client="token"),
         Call("api/v1/scan-labels/", "get", f"{api}scan-labels/", kwargs={"data": q}, client="token"),
+        Call("api/v1/scanners/custom/", "get", f"{api}scanners/custom/", kwargs={"data": q}, client="token"),
         Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}),  # a session, too
         # the API, written
         Call(
@@ -337,6 +338,22 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             kwargs=json_body(
                 [{"group": world["uid"], "run": "long", "rollout": 0, "category": "history_search", "label": "honest"}]
             ),
+            client="token",
+        ),
+        Call(
+            "api/v1/scanners/custom/",
+            "post",
+            f"{api}scanners/custom/?project=acme",
+            kwargs=json_body({"name": "peek", "kind": "pattern", "definition": {"scope": "commands", "all_of": ["cat /eval"]}}),
+            ok=(201,),
+            client="token",
+        ),
+        Call(
+            "api/v1/scanners/custom/<str:name>/runs/",
+            "post",
+            f"{api}scanners/custom/peek/runs/?project=acme",
+            kwargs=json_body({"run": "long"}),
+            ok=(202,),
             client="token",
         ),
         Call(

@@ -41,7 +41,7 @@ from grading.grader.prescreen.custom import (
 )
 from grading.grader.registry import fingerprint
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.models import CheatDecision, GraderVersion, Project, ProjectScanner, Rollout, RolloutContent
+from grading.models import CheatDecision, GraderVersion, Project, ProjectScanner, Rollout, RolloutContent, Run, Step
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ MAX_NAME = 60
 RESERVED = frozenset(BY_SLUG) | {"test_modified", "prescreen", "custom"}
 MAX_REFUSALS_SHOWN = 20
 
-__all__ = ["ScannerDefinitionError", "Scope", "define_scanner", "run_scanner"]
+__all__ = ["ScannerDefinitionError", "Scope", "define_scanner", "run_scanner", "scope_for"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def define_scanner(*, project: Project, data: Any, user=None) -> tuple[ProjectSc
     name, kind, definition, category, description = _check(project, data)
     key = fingerprint({"kind": kind, "definition": definition, "category": category})
     Project.objects.select_for_update().filter(pk=project.pk).first()  # one new version at a time
-    same = ProjectScanner.objects.filter(project=project, name=name, fingerprint=key).first()
+    same = ProjectScanner.objects.filter(project=project, name=name, fingerprint=key).select_related("created_by").first()
     if same is not None:
         return same, False
     newest = ProjectScanner.objects.filter(project=project, name=name).order_by("-version").first()
@@ -151,6 +151,19 @@ def define_scanner(*, project: Project, data: Any, user=None) -> tuple[ProjectSc
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
     return scanner, True
+
+
+def scope_for(project: Project, run: Any, step: Any) -> Scope:
+    """The scope a run request names: one of the project's runs by name, and maybe one of its
+    steps by number; ScannerDefinitionError naming `run` or `step` otherwise."""
+    found = Run.objects.filter(project=project, name=run).only("id", "name").first() if isinstance(run, str) else None
+    if found is None:
+        raise ScannerDefinitionError("run", f"run names one of {project.name}'s runs")
+    if step is not None and (
+        isinstance(step, bool) or not isinstance(step, int) or not Step.objects.filter(run=found, number=step).exists()
+    ):
+        raise ScannerDefinitionError("step", f"step is the number of one of {found.name}'s steps")
+    return Scope(found.pk, step)
 
 
 def newest_scanner(project: Project, name: str) -> ProjectScanner | None:
@@ -306,4 +319,4 @@ class _Asker:
 
 def scanners_of(project: Project) -> list[ProjectScanner]:
     """Every version of the project's scanners, by name, newest version first."""
-    return list(ProjectScanner.objects.filter(project=project).order_by("name", "-version"))
+    return list(ProjectScanner.objects.filter(project=project).select_related("created_by").order_by("name", "-version"))

@@ -27,13 +27,13 @@ from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
 from grading.grader.project_scanners import (
     ScannerDefinitionError,
-    Scope,
     define_scanner,
     newest_scanner,
     scanners_of,
+    scope_for,
 )
 from grading.grader.tasks import run_project_scanner_task
-from grading.models import Capability, ProjectScanner, Run, Step
+from grading.models import Capability, ProjectScanner
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 
@@ -95,19 +95,18 @@ class ProjectScannerRunView(APIView):
         unknown = sorted(set(data) - {"run", "step"})
         if unknown:
             return error(status.HTTP_400_BAD_REQUEST, f"unknown field {unknown[0]!r}", field=unknown[0])
-        run_name = data.get("run")
-        run = Run.objects.filter(project=project, name=run_name).first() if isinstance(run_name, str) else None
-        if run is None:
-            return error(status.HTTP_400_BAD_REQUEST, f"run names one of {project.name}'s runs", field="run")
-        step = data.get("step")
-        if step is not None:
-            if isinstance(step, bool) or not isinstance(step, int) or not Step.objects.filter(run=run, number=step).exists():
-                return error(status.HTTP_400_BAD_REQUEST, f"step is the number of one of {run.name}'s steps", field="step")
-        scope = Scope(run.pk, step)
+        try:
+            scope = scope_for(project, data.get("run"), data.get("step"))
+        except ScannerDefinitionError as exc:
+            return error(status.HTTP_400_BAD_REQUEST, str(exc), field=exc.field)
         # Nothing is written here, so the task may start before this answer; a worker runs it, or
         # (no broker configured, as in the tests) it runs now and its counts come back.
-        queued = run_project_scanner_task.apply_async(kwargs={"scanner_id": scanner.pk, "run_id": scope.run_id, "step": step})
-        body: dict = {"scanner": scanner.author, "run": run.name, "step": step, "task": queued.id}
-        if queued.ready():
-            body["result"] = queued.get(propagate=False)
+        queued = run_project_scanner_task.apply_async(
+            kwargs={"scanner_id": scanner.pk, "run_id": scope.run_id, "step": scope.step}
+        )
+        body: dict = {"scanner": scanner.author, "run": data["run"], "step": scope.step, "task": queued.id}
+        if queued.successful():
+            body["result"] = queued.result
+        elif queued.failed():
+            body["error"] = "the scan failed on the worker; its log says why"
         return Response(body, status=status.HTTP_202_ACCEPTED)

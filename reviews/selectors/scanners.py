@@ -28,7 +28,7 @@ from grading.grader.prescreen.catalogue import BY_SLUG, CATEGORIES
 from grading.grader.prescreen.signals import Task
 from grading.grader.prescreen.validation import Figures, figures, finding_category
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.models import CheatDecision, Project, Rollout, RolloutContent, ScanLabel
+from grading.models import CheatDecision, Project, ProjectScanner, Rollout, RolloutContent, ScanLabel
 from reviews.selectors.blind import open_blind_group_ids
 
 logger = logging.getLogger(__name__)
@@ -257,3 +257,26 @@ def scan_labels_page(project: Project, *, before: int | None, limit: int, hidden
             "created_at",
         )[:limit]
     ]
+
+
+@dataclass(frozen=True)
+class OwnScannerRow:
+    scanner: ProjectScanner
+    findings: int  # stored by this version, on groups the reader may see
+
+
+def own_scanners(project: Project, *, hidden_from=None) -> list[OwnScannerRow]:
+    """Every version of the project's own scanners (grading.grader.project_scanners), newest
+    version first per name, with the findings it stored (two queries)."""
+    versions = list(ProjectScanner.objects.filter(project=project).order_by("name", "-version"))
+    if not versions:
+        return []
+    counts = dict(
+        _findings(project, hidden_from)
+        .filter(author__in=[v.author for v in versions])
+        .order_by()
+        .values("author")
+        .annotate(n=Count("id"))
+        .values_list("author", "n")
+    )
+    return [OwnScannerRow(v, counts.get(v.author, 0)) for v in versions]

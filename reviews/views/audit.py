@@ -14,7 +14,7 @@ from grading.http import HtmxHttpRequest
 from grading.models import Capability, CheatDecision
 from grading.projects.access import page_project
 from reviews.selectors import audit as selectors
-from reviews.selectors.scanners import scanner_report
+from reviews.selectors.scanners import own_scanners, scanner_report
 from reviews.services.audit import AuditError, audit_rollouts
 
 VERDICTS = {"confirm": True, "overturn": False}
@@ -64,7 +64,10 @@ def scanners(request: HttpRequest, project: str) -> HttpResponse:
     """Each scanner version against the project's labeled rollouts (docs/scanners.md#validation-sets)."""
     project_obj, membership = page_project(request, project, Capability.AUDIT)
     report = scanner_report(project_obj, hidden_from=request.user)
-    return render(request, "reviews/audit_scanners.html", {"project": project_obj, "membership": membership, "report": report})
+    own = own_scanners(project_obj, hidden_from=request.user)
+    return render(
+        request, "reviews/audit_scanners.html", {"project": project_obj, "membership": membership, "report": report, "own": own}
+    )
 
 
 def _verdict(request: HttpRequest) -> bool:

@@ -242,3 +242,23 @@ def test_an_llm_scanner_whose_endpoint_is_no_longer_allowed_runs_nothing(client,
     result = api(client, "post", alice_token, "asks/runs/", {"run": "r1"}).json()["result"]
     assert result["rollouts"] == 0 and "GRADER_ENDPOINT_ENVS" in result["error"] and "judge.example.org" not in result["error"]
     assert not CheatDecision.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_scanners_page_lists_each_version_with_its_findings(client, alice_token, acme, alice):
+    groups = load_real_groups()[:2]
+    _planted(groups, 1)
+    ingest_groups(acme, *groups)
+    page = client.get("/projects/acme/audit/scanners/")
+    assert page.status_code == 302  # login first
+    client.force_login(alice)
+    assert 'data-testid="own-scanners-none"' in client.get("/projects/acme/audit/scanners/").content.decode()
+    api(client, "post", alice_token, body=PEEK)
+    api(client, "post", alice_token, body=PEEK | {"definition": PEEK["definition"] | {"any_of": ["<b>head</b>"]}})
+    api(client, "post", alice_token, "peek@1/runs/", {"run": RUN})
+    page = client.get("/projects/acme/audit/scanners/").content.decode()
+    one = page[page.index('data-testid="own-peek@1"') :]
+    assert '<td data-testid="findings">1</td>' in one[: one.index("</tr>")]
+    two = page[page.index('data-testid="own-peek@2"') :]
+    assert '<td data-testid="findings">0</td>' in two[: two.index("</tr>")]
+    assert "&lt;b&gt;head&lt;/b&gt;" in page and "<b>head</b>" not in page  # a term is text, escaped

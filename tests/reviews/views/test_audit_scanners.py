@@ -73,14 +73,15 @@ def test_the_page_takes_the_same_queries_however_many_labels(client, acme, erin,
     scan_world(acme)
     client.force_login(erin)
     # session, user, project, membership; the labels, the findings per version, the stored
-    # versions' findings on labeled rollouts, the labeled rollouts with bodies and tasks
-    with django_assert_num_queries(8):
+    # versions' findings on labeled rollouts, the labeled rollouts with bodies and tasks; the
+    # project's own scanners
+    with django_assert_num_queries(9):
         assert client.get(URL).status_code == 200
     ingest_groups(acme, *(small_group(f"more{i}@1", instance_id=f"m-{i}") for i in range(4)))
     ScanLabel.objects.bulk_create(
         ScanLabel(project=acme, rollout=r, category="test_skip", label="honest", source="upload")
         for r in Rollout.objects.filter(group__uid__startswith="more")
     )
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(9):
         page = client.get(URL).content.decode()
     assert "19 labeled rollouts; the current versions read 19 of them." in page
