@@ -105,6 +105,10 @@ class StepStatusSerializer(serializers.Serializer):
         help_text="groups settled without a model call because their passing patches are byte-identical "
         "(among fallback, not in invalid; the run policy's settle_identical)"
     )
+    scanning = serializers.IntegerField(
+        help_text="groups the reward-hack scanners have not read yet: the step is not final while any is, "
+        "until the run's grading deadline has passed since they were stored (docs/scanners.md)"
+    )
 
 
 # What POST /api/v1/steps/{n}/grade/ answers: the step's status, and how many jobs it queued.

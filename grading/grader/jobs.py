@@ -398,9 +398,20 @@ def record_prescreen(*, group: Group, workspace) -> int:
 def queue_scans(*, group_ids: list[int]) -> None:
     """Scan these stored groups once the transaction that stored them commits (scan_groups):
     every group with a pass, graded or not, so a cheat in a group no grader reads is zeroed too.
-    Call it inside that transaction; a broker fault after the commit loses no stored row."""
-    if group_ids:
-        transaction.on_commit(lambda: scan_groups_task.delay(group_ids=group_ids), robust=True)
+    Call it inside that transaction; a broker fault after the commit loses no stored row.
+
+    The groups are marked due first: their step is not final until they are scanned, or until
+    the run's grading deadline has passed since (a worker that never comes holds no trainer
+    longer than grading would), so a trainer's final advantages already have the scanners'
+    cheats zeroed (grading.grader.progress)."""
+    if not group_ids:
+        return
+
+    def send() -> None:
+        Group.objects.filter(pk__in=group_ids).update(scan_due_at=timezone.now())
+        scan_groups_task.delay(group_ids=group_ids)
+
+    transaction.on_commit(send, robust=True)
 
 
 def scan_groups(*, group_ids: list[int]) -> int:
@@ -414,6 +425,8 @@ def scan_groups(*, group_ids: list[int]) -> int:
         workspace.rollouts = [r for r in workspace.rollouts if r.passed]
         with transaction.atomic():
             stored += record_prescreen(group=group, workspace=workspace)
+            Group.objects.filter(pk=group.pk).update(scan_due_at=None)
+    Group.objects.filter(pk__in=group_ids, scan_due_at__isnull=False, n_passed=0).update(scan_due_at=None)
     return stored
 
 

@@ -6,7 +6,9 @@ fallback, grading.grader.settling), *invalid* or *timeout* when it is otherwise 
 and *pending* while it has no verdict and its run's grading deadline has not passed
 since it was stored or last queued for grading, unless its grading *failed*: a job of it gave
 up with no verdict (retries and resends spent, grading.grader.recovery) and none is queued or
-running, so nothing will grade it; it falls back at once. A step is *final* when no group is pending:
+running, so nothing will grade it; it falls back at once. A group with a pass is *scanning* from when
+the scanners are asked to read it until they have (grading.grader.jobs.queue_scans), or until the
+run's grading deadline has passed since. A step is *final* when no group is pending or scanning:
 from then on its advantages only change if someone changes the method's inputs (a late
 verdict, a cheat decision, a mapping), and each such change bumps `inputs_version`.
 Groups that are not graded when the step turns final fall back to baseline advantages.
@@ -44,6 +46,7 @@ class StepStatus:
     failed: int = 0  # groups falling back because their grading gave up (among `fallback`)
     failures: tuple[dict, ...] = ()  # the first FAILURES_SHOWN of them: group, grader, retries, resends, error
     settled: int = 0  # groups settled without a model call, identical patches (among `fallback`, not in `invalid`)
+    scanning: int = 0  # groups the scanners have not read yet: the step is not final while any is
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -70,7 +73,13 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     now = now or timezone.now()
     run = step.run
     version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
-    groups = step.groups.count()
+    # Groups the scanners have not read yet (grading.grader.jobs.queue_scans), in the same query
+    # as the count: each holds the step until it is scanned or its deadline has passed.
+    scan_open = Q(scan_due_at__gt=now - timedelta(seconds=run.grading_deadline_seconds))
+    counts = step.groups.aggregate(
+        n=Count("id"), scanning=Count("id", filter=scan_open), due=Max("scan_due_at", filter=scan_open)
+    )
+    groups, scanning = counts["n"], counts["scanning"]
     mixed = dict(step.groups.filter(is_mixed=True).values_list("id", "created_at"))
     latest: dict[int, str] = {}
     # A jury's members' verdicts are not the group's until the jury's is made; a campaign's
@@ -95,6 +104,10 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     lost = set(failed)
     deadlines = [falls_back_at(run, stored_at=mixed[g], queued_at=requeued.get(g)) for g in waiting if g not in lost]
     open_deadlines = [d for d in deadlines if d > now]
+    if scanning:  # the last unscanned group holds the step until its deadline
+        open_until = [*open_deadlines, counts["due"] + timedelta(seconds=run.grading_deadline_seconds)]
+    else:
+        open_until = open_deadlines
     graded = sum(1 for s in latest.values() if s == Verdict.Status.VALID)
     settled = sum(1 for s in latest.values() if s == SETTLED)
     invalid = sum(1 for s in latest.values() if s == Verdict.Status.INVALID)
@@ -110,12 +123,13 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
         timeout=timeout,
         pending=pending,
         fallback=len(mixed) - graded - pending,
-        final=pending == 0,
+        final=pending == 0 and not scanning,
         inputs_version=version,
-        deadline=max(open_deadlines) if open_deadlines else None,
+        deadline=max(open_until) if open_until else None,
         failed=len(failed),
         failures=_failures(failed) if failed else (),
         settled=settled,
+        scanning=scanning,
     )
 
 

@@ -182,6 +182,10 @@ class Group(models.Model):
     # Distinct solutions among the passing rollouts: how many patch clusters they fall in
     # (grading.rollouts.clusters, stored by grading.ingest.cluster_storage); null until clustered.
     distinct_solutions = models.PositiveIntegerField(null=True, blank=True)
+    # When the scanners were asked to read the group's passing rollouts and have not yet
+    # (grading.grader.jobs.queue_scans / scan_groups): the step is not final meanwhile, until the
+    # run's grading deadline after this moment (grading.grader.progress).
+    scan_due_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -76,3 +76,39 @@ def test_every_stored_group_with_a_pass_is_scanned_graded_or_not(acme):
     honest, leaked = (Rollout.objects.get(group__uid="all@1", index=i) for i in range(2))
     assert list(CheatDecision.objects.values_list("rollout_id", "author", "confirmed")) == [(leaked.pk, "project_fetch@2", True)]
     assert (reward(honest), reward(leaked)) == (1.0, 0.0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_step_is_not_final_until_its_groups_are_scanned_or_their_deadline_passes(acme, monkeypatch):
+    """A trainer waiting for the step gets its final advantages with the scanners' cheats already
+    zeroed: the step stays open while the scan task has not run, and a worker that never comes
+    holds it no longer than the run's grading deadline."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from grading.grader.jobs import scan_groups
+    from grading.grader.progress import step_status
+
+    sent: list[list[int]] = []
+    monkeypatch.setattr("grading.grader.jobs.scan_groups_task.delay", lambda *, group_ids: sent.append(group_ids))
+    group = small_group("g@1", rewards=(1, 1), FAIL_TO_PASS=["t::a"])  # all pass: no grader holds the step
+    group["rollouts"][0]["messages"].append(
+        {"role": "assistant", "content": f"```bash\n{FETCH}\n```", "action": FETCH, "observation": "y = 2"}
+    )
+    ingest_groups(acme, group, small_group("h@1", instance_id="t-2", rewards=(0, 0)))
+    stored = Group.objects.get(uid="g@1")
+    status = step_status(stored.step)
+    assert (status.scanning, status.final, status.pending) == (1, False, 0)  # only the scan holds it
+    assert status.deadline is not None and status.deadline > timezone.now()
+    assert sent == [[stored.pk]] and Group.objects.get(uid="h@1").scan_due_at is None  # no pass: nothing to scan
+
+    scan_groups(group_ids=sent[0])
+    status = step_status(stored.step)
+    assert (status.scanning, status.final) == (0, True)
+    assert reward(Rollout.objects.get(group=stored, index=0)) == 0.0  # final, and the leak already zeroed
+
+    Group.objects.filter(pk=stored.pk).update(
+        scan_due_at=timezone.now() - timedelta(seconds=stored.run.grading_deadline_seconds + 1)
+    )
+    assert step_status(stored.step).final  # a scan that never came holds the step no longer than its deadline
