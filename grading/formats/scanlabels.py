@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from grading.formats.groupline import MAX_INT, MAX_NAME, MAX_UID
 
@@ -159,9 +159,10 @@ def _one(line: int, obj: Any, categories: Collection[str]) -> LabelLine | list[L
         errors.append(LabelError(line, "category", f"no scanner category {category!r:.60} (see docs/scanners.md)"))
     if errors:
         return errors
-    assert isinstance(run, str) and isinstance(group, str) and isinstance(category, str) and isinstance(note, str)
-    assert isinstance(index, int) and isinstance(label, str)
-    return LabelLine(line, run, group, index, category, label, note)
+    # every field was checked above; the casts only tell the type checker so
+    return LabelLine(
+        line, cast(str, run), cast(str, group), cast(int, index), cast(str, category), cast(str, label), cast(str, note)
+    )
 
 
 def parse_labels(body: bytes, *, categories: Collection[str]) -> list[LabelLine]:
