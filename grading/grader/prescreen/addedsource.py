@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from grading.grader.prescreen.patchview import PatchView, signal
-from grading.grader.prescreen.pysource import MAX_NESTING, ParseBudget, SourceView, cut, dotted, parse_rows
+from grading.grader.prescreen.pysource import MAX_NESTING, ParseBudget, SourceView, cut, dotted, parse_rows, too_nested
 from grading.grader.prescreen.signals import Signal
 
 MAX_FILE_BYTES = 200_000  # new-side text of one file read; hunks past it are left out
@@ -130,19 +130,9 @@ class Unit:
 
 
 def _too_nested(rows: Sequence[Row]) -> bool:
-    depth = deepest = 0
-    for _, text, _ in rows:
-        if len(text) - len(text.lstrip(" \t")) > MAX_NESTING * 8:
-            return True
-        for ch in text:
-            if ch in "([{":
-                depth += 1
-                deepest = max(deepest, depth)
-            elif ch in ")]}":
-                depth = max(depth - 1, 0)
-        if deepest > MAX_NESTING:
-            return True
-    return False
+    if any(len(text) - len(text.lstrip(" \t")) > MAX_NESTING * 8 for _, text, _ in rows):
+        return True
+    return too_nested("\n".join(text for _, text, _ in rows))
 
 
 _CONTINUATION = ("else", "elif", "except", "finally", ")", "]", "}", "case")

@@ -47,7 +47,9 @@ class ParseBudget:
         return True
 
 
-def _too_nested(text: str) -> bool:
+def too_nested(text: str) -> bool:
+    """Whether `text` opens brackets deeper than MAX_NESTING (Python's parser could recurse out of
+    its stack on it): counted in one pass, before any parse."""
     depth = deepest = 0
     for ch in text:
         if ch in "([{":
@@ -60,7 +62,7 @@ def _too_nested(text: str) -> bool:
 
 def bounded_parse(text: str, budget: ParseBudget) -> ast.Module | None:
     """`ast.parse(text)`, or None when it is too big, too deep, over budget or not Python."""
-    if len(text) > MAX_PARSE_BYTES or _too_nested(text) or not budget.take(len(text)):
+    if len(text) > MAX_PARSE_BYTES or too_nested(text) or not budget.take(len(text)):
         return None
     try:
         return ast.parse(text)
