@@ -2,8 +2,11 @@
 tests/grading/views/test_run_late_credit.py and tests/browser/test_run_page.py.
 
 `late_cheat_world(project, trainer_token=..., auditor=...)`, run r1 (mean baseline, the default
-mapping). The scans ingest queues are held, as a busy worker holds them, and run when the
-story says (grading.grader.jobs.scan_groups, which calls record_prescreen, as the task does):
+mapping). The scans ingest queues are held, as a worker that is down holds them, and run when
+the story says (grading.grader.jobs.scan_groups, which calls record_prescreen, as the task does).
+A step waits for its groups' scans up to the run's grading deadline (grading.grader.progress), so
+the groups scanned late are those whose deadline passed first: the step fell back to final
+without them, as it does when no worker comes:
 
 - step 1, all four groups mixed:
   - g1@1, the worked example (docs/method.md §4): R = [1, 1, 1, 0, 0, 0] graded T1, T2, T3.
@@ -27,9 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import contextmanager
+from datetime import timedelta
 from unittest import mock
 
 from django.test import Client
+from django.utils import timezone
 
 from grading.grader import jobs
 from grading.grader.verdicts import GradeInput, record_verdict
@@ -93,6 +98,9 @@ def late_cheat_world(project: Project, *, trainer_token: str, auditor, fetch: Ca
     with scans_held():
         ingest_groups(project, g1, g2, g3, g4, g5)
     groups = {g.uid: g for g in Group.objects.filter(run__project=project)}
+    # no worker read g1, g4 and g5 within the run's grading deadline: their steps stop waiting
+    long_ago = timezone.now() - timedelta(seconds=groups["g1@1"].run.grading_deadline_seconds + 1)
+    Group.objects.filter(uid__in=["g1@1", "g4@1", "g5@2"]).update(scan_due_at=long_ago)
     jobs.scan_groups(group_ids=[groups["g2@1"].pk, groups["g3@1"].pk])  # before the trainer takes step 1
 
     early = fetch(1, "csv")  # no verdict yet: not final
