@@ -240,6 +240,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call("api/v1/scanners/", "get", f"{api}scanners/", kwargs={"data": q}, client="token"),
         Call("api/v1/scan-labels/", "get", f"{api}scan-labels/", kwargs={"data": q}, client="token"),
         Call("api/v1/scanners/custom/", "get", f"{api}scanners/custom/", kwargs={"data": q}, client="token"),
+        Call("api/v1/scanners/future-history/", "get", f"{api}scanners/future-history/", kwargs={"data": q}, client="token"),
         Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}),  # a session, too
         # the API, written
         Call(
@@ -346,6 +347,13 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             f"{api}scanners/custom/?project=acme",
             kwargs=json_body({"name": "peek", "kind": "pattern", "definition": {"scope": "commands", "all_of": ["cat /eval"]}}),
             ok=(201,),
+            client="token",
+        ),
+        Call(
+            "api/v1/scanners/future-history/",
+            "put",
+            f"{api}scanners/future-history/?project=acme",
+            kwargs=json_body({"prefixes": ["commit0__"]}),
             client="token",
         ),
         Call(

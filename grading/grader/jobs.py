@@ -28,6 +28,7 @@ from django.utils import timezone
 from grading.grader.base import GraderResult
 from grading.grader.check_policy import check_budget_for
 from grading.grader.defined import defined_version, endpoint_of, version_guide
+from grading.grader.future_history import holds_future_history
 from grading.grader.heuristic import HeuristicGrader
 from grading.grader.llm import DEFAULT_MAX_TOKENS as LLM_DEFAULT_TOKENS
 from grading.grader.llm import DEFAULT_MAX_TURNS as LLM_DEFAULT_TURNS
@@ -358,6 +359,7 @@ def record_prescreen(*, group: Group, workspace) -> int:
     auditor overturns it. Any other finding (a tampering whose tests still ran, test lines
     changed) is stored open: evidence for the auditor and the grader, never a cheat by itself.
     Returns how many decisions were stored now."""
+    workspace.future_history = holds_future_history(group.run.project_id, workspace.instance_id)
     signals = screen_group(workspace)
     if not signals:
         return 0

@@ -58,6 +58,8 @@ class GroupWorkspace:
     checks: CheckBudget | None = None  # None: no more checks may run (the project runs none)
     check_log: list[CheckRecord] = field(default_factory=list)  # checks run on this group, in order
     guide: Guide = DEFAULT_GUIDE  # the project's rubric guide: what the tiers and scores mean
+    # the task's benchmark images hold history past the base (the project says so): no leak there
+    future_history: bool = False
     # prescreen.screen_group's answers per base commit (the rollouts do not change once loaded)
     screened: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

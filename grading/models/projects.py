@@ -53,6 +53,9 @@ ROLE_CAPABILITIES: dict[str, frozenset[Capability]] = {
 class Project(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
+    # Instance-id prefixes of the benchmarks whose images hold history past the base commit
+    # (commit0-style): reading that history is no leak there (grading.grader.prescreen, Task.future_history).
+    future_history_prefixes = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"

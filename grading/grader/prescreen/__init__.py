@@ -158,6 +158,7 @@ def task_of(workspace: GroupWorkspace, base_commit: str | None = None) -> Task:
         test_patch=workspace.test_patch,
         fail_to_pass=tuple(workspace.fail_to_pass),
         pass_to_pass=tuple(workspace.pass_to_pass),
+        future_history=workspace.future_history,
     )
 
 
