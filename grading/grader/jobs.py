@@ -423,11 +423,14 @@ def scan_groups(*, group_ids: list[int]) -> int:
     reads the whole group, scans those. Returns how many decisions were stored."""
     stored = 0
     for group in Group.objects.filter(pk__in=group_ids, n_passed__gt=0).select_related("run", "task", "step"):
-        workspace = load_workspace(group)
-        workspace.rollouts = [r for r in workspace.rollouts if r.passed]
-        with transaction.atomic():
-            stored += record_prescreen(group=group, workspace=workspace)
-            Group.objects.filter(pk=group.pk).update(scan_due_at=None)
+        try:
+            workspace = load_workspace(group)
+            workspace.rollouts = [r for r in workspace.rollouts if r.passed]
+            with transaction.atomic():
+                stored += record_prescreen(group=group, workspace=workspace)
+                Group.objects.filter(pk=group.pk).update(scan_due_at=None)
+        except Exception:  # one group's failure must not leave the others unread; it stays due
+            logger.exception("scanning group %s failed; its step waits until its deadline", group.pk)
     Group.objects.filter(pk__in=group_ids, scan_due_at__isnull=False, n_passed=0).update(scan_due_at=None)
     return stored
 

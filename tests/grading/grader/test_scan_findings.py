@@ -112,3 +112,24 @@ def test_a_step_is_not_final_until_its_groups_are_scanned_or_their_deadline_pass
         scan_due_at=timezone.now() - timedelta(seconds=stored.run.grading_deadline_seconds + 1)
     )
     assert step_status(stored.step).final  # a scan that never came holds the step no longer than its deadline
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_group_whose_scan_fails_stays_due_and_the_others_are_read(acme, monkeypatch):
+    from grading.grader import jobs
+
+    sent: list[list[int]] = []
+    monkeypatch.setattr("grading.grader.jobs.scan_groups_task.delay", lambda *, group_ids: sent.append(group_ids))
+    ingest_groups(acme, small_group("a@1", rewards=(1, 1)), small_group("b@1", instance_id="t-2", rewards=(1, 1)))
+    broken = Group.objects.get(uid="a@1")
+    real = jobs.record_prescreen
+
+    def record(*, group, workspace):
+        if group.pk == broken.pk:
+            raise RuntimeError("a scanner bug")
+        return real(group=group, workspace=workspace)
+
+    monkeypatch.setattr(jobs, "record_prescreen", record)
+    jobs.scan_groups(group_ids=[gid for ids in sent for gid in ids])
+    assert Group.objects.get(uid="a@1").scan_due_at is not None  # its step waits, up to its deadline
+    assert Group.objects.get(uid="b@1").scan_due_at is None
