@@ -52,7 +52,7 @@ def set_future_history(*, project: Project, prefixes: Any) -> list[str]:
     return checked
 
 
-def holds_future_history(project_id: int, instance_id: str) -> bool:
-    """Whether the project says the task's benchmark images hold history past the base (one query)."""
-    prefixes = Project.objects.filter(pk=project_id).values_list("future_history_prefixes", flat=True).first() or []
-    return any(isinstance(p, str) and instance_id.startswith(p) for p in prefixes)
+def holds_future_history(project: Project, instance_id: str) -> bool:
+    """Whether the project says the task's benchmark images hold history past the base (no query:
+    callers load the project with the group)."""
+    return any(isinstance(p, str) and instance_id.startswith(p) for p in project.future_history_prefixes or [])

@@ -233,7 +233,7 @@ def cost_usd(backend: str, usage: dict) -> float | None:
 def grade_group(*, group_id: int, backend: str, bench_only: bool = False) -> Verdict:
     """Grade one group once per grader; returns its verdict (stored earlier, or now). A
     `bench_only` verdict stays out of the method's numbers (a campaign's, grading.grader.campaigns)."""
-    group = Group.objects.select_related("task", "step", "run").get(pk=group_id)
+    group = Group.objects.select_related("task", "step", "run__project").get(pk=group_id)
     grader = grader_for(backend, group.run.project_id)
     guide = _name_for_project(grader, group.run.project_id)
     existing = Verdict.objects.filter(group=group, grader=grader.name).first()
@@ -359,7 +359,7 @@ def record_prescreen(*, group: Group, workspace) -> int:
     auditor overturns it. Any other finding (a tampering whose tests still ran, test lines
     changed) is stored open: evidence for the auditor and the grader, never a cheat by itself.
     Returns how many decisions were stored now."""
-    workspace.future_history = holds_future_history(group.run.project_id, workspace.instance_id)
+    workspace.future_history = holds_future_history(group.run.project, workspace.instance_id)
     signals = screen_group(workspace)
     if not signals:
         return 0
@@ -422,7 +422,7 @@ def scan_groups(*, group_ids: list[int]) -> int:
     rollout's reward is 0 already, so a cheat there moves no credit: the grading job, which
     reads the whole group, scans those. Returns how many decisions were stored."""
     stored = 0
-    for group in Group.objects.filter(pk__in=group_ids, n_passed__gt=0).select_related("run", "task", "step"):
+    for group in Group.objects.filter(pk__in=group_ids, n_passed__gt=0).select_related("run__project", "task", "step"):
         try:
             workspace = load_workspace(group)
             workspace.rollouts = [r for r in workspace.rollouts if r.passed]
