@@ -145,6 +145,7 @@ class MappingActivateView(APIView):
                 user=request.user,
                 reason=fields.validated_data["reason"],
                 override=fields.validated_data["force"],
+                run_grader=auto_grader_name(run),
             )
         except GraderMismatch as mismatch:
             return error(status.HTTP_409_CONFLICT, str(mismatch), grader=mapping.grader, run_grader=auto_grader_name(run))

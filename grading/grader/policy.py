@@ -15,7 +15,7 @@ from grading.grader.disagreements import refresh_run
 from grading.grader.jobs import GraderUnavailable, grader_for, grader_name
 from grading.method import partial
 from grading.method.services import mark_stale
-from grading.models import Jury, Project, Run, Verdict
+from grading.models import Jury, Project, Run
 
 POLICY_FIELDS = (
     "baseline",
@@ -50,38 +50,6 @@ def auto_grader_name(run: Run) -> str | None:
         return grader_name(run.auto_grade, run.project_id)
     except GraderUnavailable:
         return None
-
-
-def mapping_grader_refusal(run: Run, grader: str) -> str | None:
-    """Why a mapping fitted on `grader`'s verdicts may not be activated for `run`, or None when
-    it may. A fit describes one grader version's tiers, so it is used only where those tiers
-    are the ones the method reads: the run's policy grader or jury (auto_grader_name), or,
-    when the policy names none and the newest verdict of each group counts, a run whose
-    valid verdicts are all `grader`'s. An empty `grader` (default and manual mappings) may
-    be activated anywhere. One query (two with a jury or the LLM grader's name)."""
-    if not grader:
-        return None
-    named = auto_grader_name(run)
-    if named is not None:
-        if named == grader:
-            return None
-        return (
-            f"it was fitted on {grader}'s verdicts, but run {run.name!r} is graded by {named}: "
-            f"fit a mapping on {named}'s verdicts, or make {grader} the run's grader first"
-        )
-    found = list(
-        Verdict.objects.filter(group__run=run, status=Verdict.Status.VALID)
-        .order_by()
-        .values_list("grader", flat=True)
-        .distinct()[:2]
-    )
-    if found == [grader]:
-        return None
-    held = "no valid verdict" if not found else "verdicts of other graders"
-    return (
-        f"it was fitted on {grader}'s verdicts, but run {run.name!r} names no grader in its policy and holds {held}: "
-        f"make {grader} the run's grader (auto-grade or jury) first"
-    )
 
 
 def check_policy(fields: MutableMapping[str, Any], *, project: Project | None = None) -> MutableMapping[str, Any]:

@@ -6,8 +6,8 @@ in a fixed number of queries, runs it once for the whole step, and stores one
 verdict, cheat decision and mapping version later.
 
 Inputs change when a verdict lands, a cheat decision is made or a run's active mapping
-changes; each of those calls `mark_stale()`, which queues `recompute_step_task` after
-the commit. An export of a stale or never-computed step computes it first.
+changes; each of those calls `mark_stale()`, which queues `recompute_step_task` (by name:
+grading.queueing) after the commit. An export of a stale or never-computed step computes it first.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,6 @@ from grading.method.advantage import group_summary
 from grading.method.evidence import TooLittleEvidence
 from grading.method.minimums import mapping_evidence
 from grading.method.partial import DROPPED, mode_of, redistribute_kept
-from grading.method.tasks import recompute_step_task
 from grading.method.tiers import TIERS
 from grading.method.turn_weights import turn_weights
 from grading.models import (
@@ -50,8 +49,12 @@ from grading.models import (
     Verdict,
 )
 from grading.models.bulk import copy_rows, jsonb
+from grading.queueing import queue
 
 logger = logging.getLogger(__name__)
+
+NOT_GIVEN = object()  # activate_mapping's run_grader when the caller named none
+RECOMPUTE_STEP = "grading.advantage_tasks.recompute_step_task"  # grading.method.tasks
 
 
 DEFAULT_BANDS = {"T1": [1.0, 1.0], "T2": [0.85, 0.70], "T3": [0.50, 0.50]}
@@ -137,7 +140,7 @@ def _queue_recompute(step_ids) -> None:
 
     def enqueue():
         for step_id in step_ids:
-            recompute_step_task.delay(step_id=step_id)
+            queue(RECOMPUTE_STEP, step_id=step_id)
 
     transaction.on_commit(enqueue, robust=True)  # what committed is stored: a failed send is logged (grading.ingest)
 
@@ -188,21 +191,61 @@ class GraderMismatch(ValueError):
     """A calibrated mapping fitted on one grader's verdicts, refused for a run another grader grades."""
 
 
+def mapping_grader_refusal(run: Run, grader: str, *, run_grader: str | None) -> str | None:
+    """Why a mapping fitted on `grader`'s verdicts may not be activated for `run`, or None when
+    it may. A fit describes one grader version's tiers, so it is used only where those tiers
+    are the ones the method reads: `run_grader`, the run's policy grader or jury (the caller's
+    grading.grader.policy.auto_grader_name), or,
+    when the policy names none and the newest verdict of each group counts, a run whose
+    valid verdicts are all `grader`'s. An empty `grader` (default and manual mappings) may
+    be activated anywhere. At most one query."""
+    if not grader:
+        return None
+    named = run_grader
+    if named is not None:
+        if named == grader:
+            return None
+        return (
+            f"it was fitted on {grader}'s verdicts, but run {run.name!r} is graded by {named}: "
+            f"fit a mapping on {named}'s verdicts, or make {grader} the run's grader first"
+        )
+    found = list(
+        Verdict.objects.filter(group__run=run, status=Verdict.Status.VALID)
+        .order_by()
+        .values_list("grader", flat=True)
+        .distinct()[:2]
+    )
+    if found == [grader]:
+        return None
+    held = "no valid verdict" if not found else "verdicts of other graders"
+    return (
+        f"it was fitted on {grader}'s verdicts, but run {run.name!r} names no grader in its policy and holds {held}: "
+        f"make {grader} the run's grader (auto-grade or jury) first"
+    )
+
+
 @transaction.atomic
 def activate_mapping(
-    *, run: Run, mapping: FactorMapping, user=None, reason: str = "", override: bool = False
+    *,
+    run: Run,
+    mapping: FactorMapping,
+    user=None,
+    reason: str = "",
+    override: bool = False,
+    run_grader: str | object | None = NOT_GIVEN,
 ) -> MappingActivation:
     """Make `mapping` the run's active one. A calibrated mapping whose recorded fit is below
     the project's minimum evidence (grading.method.evidence) raises TooLittleEvidence unless
     `override`; an activation that overrode the minimum says so. A mapping fitted on one
     grader version's verdicts (`mapping.grader`) raises GraderMismatch on a run whose numbers
-    rest on another grader's (grading.grader.policy.mapping_grader_refusal), override or not."""
+    rest on another grader's (mapping_grader_refusal), override or not: such a mapping needs
+    `run_grader`, the grader the run's policy names (grading.grader.policy.auto_grader_name)."""
     if mapping.project_id not in (None, run.project_id):
         raise ValueError("that mapping belongs to another project")
     if mapping.grader:
-        from grading.grader.policy import mapping_grader_refusal  # grading.grader imports this module
-
-        refused = mapping_grader_refusal(run, mapping.grader)
+        if run_grader is NOT_GIVEN:
+            raise TypeError(f"{mapping.label} was fitted on one grader's verdicts: name the run's grader (run_grader=)")
+        refused = mapping_grader_refusal(run, mapping.grader, run_grader=cast("str | None", run_grader))
         if refused is not None:
             raise GraderMismatch(f"{mapping.label} cannot be activated for {run.name}: {refused}")
     evidence = mapping_evidence(mapping, project=run.project_id)

@@ -33,7 +33,7 @@ class FactorMapping(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
     fit = models.JSONField(default=dict, blank=True, help_text="judgments, counts and intervals a calibrated mapping came from")
     # A calibrated mapping fits one grader version's tiers (or one jury's): it is activated
-    # only on runs that grader grades (grading.grader.policy.mapping_grader_refusal).
+    # only on runs that grader grades (grading.method.services.mapping_grader_refusal).
     grader = models.CharField(
         max_length=100,
         blank=True,

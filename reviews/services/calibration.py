@@ -6,7 +6,7 @@ groups, and the slice (run / grader / step) they were drawn from — and, in `gr
 one grader version (or jury) whose verdicts it was fitted on; activating it is
 the same versioned, logged, recomputing step as any other mapping (MappingActivation),
 held to the project's minimum evidence (grading.method.evidence) like any other, and
-refused for a run another grader grades (grading.grader.policy.mapping_grader_refusal).
+refused for a run another grader grades (grading.method.services.mapping_grader_refusal).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import time
 
 from django.db import transaction
 
-from grading.grader.policy import mapping_grader_refusal
-from grading.method.services import GraderMismatch, activate_mapping, create_mapping
+from grading.grader.policy import auto_grader_name
+from grading.method.services import GraderMismatch, activate_mapping, create_mapping, mapping_grader_refusal
 from grading.models import FactorMapping, MappingActivation, Run
 from reviews.stats.calibration import FittedMapping
 
@@ -48,7 +48,8 @@ def activate_fitted_mapping(
         raise ValueError("no judgments pair a grader tier with a person's: nothing to fit")
     if not grader:
         raise ValueError("a fit is of one grader version's verdicts: name it")
-    refused = mapping_grader_refusal(run, grader)
+    run_grader = auto_grader_name(run)
+    refused = mapping_grader_refusal(run, grader, run_grader=run_grader)
     if refused is not None:
         raise GraderMismatch(f"the fit cannot be activated for {run.name}: {refused}")
     fit = {**fitted.to_dict(), "n_judgments": n_judgments, "n_pairs": fitted.n_judgments, "scope": scope, "grader": grader}
@@ -62,7 +63,7 @@ def activate_fitted_mapping(
         fit=fit,
         grader=grader,
     )
-    return mapping, activate_mapping(run=run, mapping=mapping, user=user, reason=reason, override=override)
+    return mapping, activate_mapping(run=run, mapping=mapping, user=user, reason=reason, override=override, run_grader=run_grader)
 
 
 # Warming the calibration figures after judgments change --------------------------------

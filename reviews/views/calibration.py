@@ -15,11 +15,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.formats import params
-from grading.grader.policy import auto_grader_name, mapping_grader_refusal
+from grading.grader.policy import auto_grader_name
 from grading.method.advantage import MappingSpec
 from grading.method.evidence import MAX_MINIMUM, TooLittleEvidence, assess
 from grading.method.minimums import minimum_for, save_minimum
-from grading.method.services import active_mapping
+from grading.method.services import active_mapping, mapping_grader_refusal
 from grading.method.tiers import TIERS
 from grading.models import Capability
 from grading.presenters.charts import lambda_histogram
@@ -50,7 +50,7 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
     preview = impact = refusal = None
     can_activate = Capability.MANAGE in membership.capabilities and run is not None
     if can_activate and frames.grader and fitted.n_judgments:  # a fit of another grader than the run's is refused
-        refusal = mapping_grader_refusal(run, frames.grader)
+        refusal = mapping_grader_refusal(run, frames.grader, run_grader=auto_grader_name(run))
         can_activate = refusal is None
     minimum = minimum_for(project_obj)
     evidence = assess(counts=fitted.counts, n_groups=fitted.n_groups, minimum=minimum)
