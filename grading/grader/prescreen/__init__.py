@@ -78,7 +78,8 @@ from grading.grader.base import Evidence
 from grading.grader.prescreen.catalogue import is_cheat
 from grading.grader.prescreen.commands import Command, _command_signals, commands, segments  # noqa: F401  re-exported
 from grading.grader.prescreen.outcomes import outcome_signals
-from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _files, _tamper_signals, gold_similarity
+from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _tamper_signals, gold_similarity
+from grading.grader.prescreen.patchfiles import patch_files
 from grading.grader.prescreen.paths import is_doc_path, is_test_path, package_names  # noqa: F401  re-exported
 from grading.grader.prescreen.paths import package_dirs as package_dirs
 from grading.grader.prescreen.semantic import semantic_signals
@@ -114,7 +115,7 @@ def screen_rollout(
         task = Task(repo=repo, base_commit=base_commit, gold_patch=gold_patch)
     base = (task.base_commit or "").strip().lower()
     signals = _command_signals(rollout.index, rollout.messages, task=replace(task, base_commit=base), patch=rollout.patch or "")
-    files = _files(rollout.patch or "")
+    files = patch_files(rollout.patch or "")
     if files:
         found = _tamper_signals(rollout.index, files, test_patch=task.test_patch, repo=task.repo, pass_to_pass=task.pass_to_pass)
         found += semantic_signals(rollout.index, files, task)
@@ -222,7 +223,7 @@ def patch_features(rollout: RolloutView, *, repo: str = "", fail_to_pass: Iterab
     files (setup.py, tox.ini, a stray reproduce.py) count.
     """
     feats = PatchFeatures()
-    files = _files(rollout.patch or "")
+    files = patch_files(rollout.patch or "")
     feats.parses = files is not None
     dirs = package_dirs(repo, fail_to_pass)
     for f in files or ():

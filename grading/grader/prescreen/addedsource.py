@@ -8,13 +8,13 @@ MAX_FILE_BYTES of a file's new side, a rollout's ParseBudget, MAX_WALK nodes of 
 deeper than pysource.MAX_NESTING never reaches the parser. A `Unit` maps each node back to its
 new-side line: only an added line can make a finding, and a finding cites it.
 
->>> from grading.grader.prescreen.patches import _files
+>>> from grading.grader.prescreen.patchfiles import patch_files
 >>> from grading.grader.prescreen.patchview import PatchView
 >>> patch = (
 ...     "diff --git a/pkg/a.py b/pkg/a.py\\n--- a/pkg/a.py\\n+++ b/pkg/a.py\\n@@ -5,2 +5,3 @@ def f(x):\\n"
 ...     "     y = x\\n+    y += 1\\n     return y\\n"
 ... )
->>> [unit] = units_of(PatchView.of((_files(patch) or ())[0], ParseBudget()), ParseBudget())
+>>> [unit] = units_of(PatchView.of((patch_files(patch) or ())[0], ParseBudget()), ParseBudget())
 >>> unit.enclosing, [unit.added_line(n) for n in unit.nodes if isinstance(n, ast.AugAssign)]
 ('f', [6])
 """

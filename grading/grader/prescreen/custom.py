@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grading.grader.prescreen.commands import commands
-from grading.grader.prescreen.patches import _files
+from grading.grader.prescreen.patchfiles import patch_files
 from grading.grader.prescreen.shell import Shell
 
 SCOPES = ("commands", "patch_added", "patch_removed")
@@ -148,7 +148,7 @@ def _command_texts(messages: Sequence[Any]) -> Iterator[tuple[int, str]]:
 def _patch_lines(patch: str, kind: str) -> Iterator[tuple[str, str]]:
     """(locator, text) of each line of the patch of `kind` ("+" or "-"); a removed line is cited
     at the nearest line on the new side of its hunk."""
-    files = _files(patch[:MAX_ROLLOUT_TEXT]) or ()
+    files = patch_files(patch[:MAX_ROLLOUT_TEXT]) or ()
     for file in files:
         for h, rows in enumerate(file.hunks):
             for i, row in enumerate(rows):

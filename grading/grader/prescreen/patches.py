@@ -1,20 +1,16 @@
 """Signals and features from what a patch does: test tampering, gold-patch identity.
 
-The patch is parsed once (`_files`); the tampering detectors read each file through a
+The patch is parsed once (patchfiles.patch_files); the tampering detectors read each file through a
 patchview.PatchView (hooks, testconfig, testedits)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
 
 from grading.grader.prescreen.filekinds import TEST_MODULE
 from grading.grader.prescreen.hooks import hook_signals
+from grading.grader.prescreen.patchfiles import PatchFile, patch_files
 from grading.grader.prescreen.patchview import PatchView, test_patch_paths
 from grading.grader.prescreen.paths import is_test_path, package_dirs
 from grading.grader.prescreen.pysource import ParseBudget
@@ -25,79 +21,7 @@ from grading.grader.prescreen.testedits import defined_tests, test_edit_signals
 # --- patches -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Line:
-    kind: str  # "+", "-", " "
-    new_no: int | None
-    text: str
-
-
-@dataclass(frozen=True)
-class _File:
-    path: str
-    status: str  # added | removed | modified | renamed | binary
-    hunks: tuple[tuple[_Line, ...], ...]
-    old_path: str = ""  # the path before the patch ("" for an added file)
-    sections: tuple[str, ...] = ()  # each hunk's section header (the def or class above it)
-
-    def anchor(self, near: tuple[int, int] | None = None) -> str | None:
-        """A citable "path:line" on the new side: the row nearest `near` (hunk, line), else
-        the first added row, else the first context row."""
-        if near is not None:
-            rows = self.hunks[near[0]]
-            for i in sorted(range(len(rows)), key=lambda i: (abs(i - near[1]), i < near[1])):
-                if rows[i].new_no is not None:
-                    return f"{self.path}:{rows[i].new_no}"
-        for kinds in ("+", " "):
-            for rows in self.hunks:
-                for row in rows:
-                    if row.kind == kinds and row.new_no is not None:
-                        return f"{self.path}:{row.new_no}"
-        return None
-
-
-def _strip_prefix(path: str) -> str:  # as grading.rollouts.diffs does, so locators resolve there
-    return path[2:] if path.startswith(("a/", "b/")) else path
-
-
-@lru_cache(maxsize=1024)
-def _files(text: str) -> tuple[_File, ...] | None:
-    """The patch as files of hunks of lines; None when it does not parse."""
-    if not text or not text.strip():
-        return ()
-    try:
-        patch_set = PatchSet(text)
-    except (UnidiffParseError, ValueError, IndexError):
-        return None
-    if not len(patch_set):
-        return None
-    files = []
-    for pf in patch_set:
-        if pf.is_binary_file:
-            status = "binary"
-        elif pf.is_added_file:
-            status = "added"
-        elif pf.is_removed_file:
-            status = "removed"
-        elif _strip_prefix(pf.source_file) != _strip_prefix(pf.target_file):
-            status = "renamed"
-        else:
-            status = "modified"
-        hunks = tuple(
-            tuple(
-                _Line(line.line_type, line.target_line_no, line.value.rstrip("\n").rstrip("\r"))
-                for line in hunk
-                if line.line_type in ("+", "-", " ")
-            )
-            for hunk in pf
-        )
-        old = "" if status == "added" else _strip_prefix(pf.source_file)
-        sections = tuple(str(hunk.section_header or "") for hunk in pf)
-        files.append(_File(_strip_prefix(pf.path), status, hunks, old, sections))
-    return tuple(files)
-
-
-def _any_anchor(files: Sequence[_File] | None) -> str | None:
+def _any_anchor(files: Sequence[PatchFile] | None) -> str | None:
     for f in files or ():
         if (loc := f.anchor()) is not None:
             return loc
@@ -108,7 +32,7 @@ _DEBUG = re.compile(r"\bbreakpoint\s*\(|\b(i?pdb)\.set_trace\s*\(|^\s*import\s+i
 
 
 def _tamper_signals(
-    index: int, files: Sequence[_File], *, test_patch: str = "", repo: str = "", pass_to_pass: Sequence[str] = ()
+    index: int, files: Sequence[PatchFile], *, test_patch: str = "", repo: str = "", pass_to_pass: Sequence[str] = ()
 ) -> list[Signal]:
     """What the patch does to the tests, file by file (docs/scanners.md, categories 8-15):
     conftest hooks, skips, configuration that drops tests, weakened, removed and relocated
@@ -117,7 +41,7 @@ def _tamper_signals(
     `repo` exempts pytest's own package from the hook checks."""
     budget = ParseBudget()
     views = [PatchView.of(f, budget) for f in files]
-    task_files = _files(test_patch or "") or ()
+    task_files = patch_files(test_patch or "") or ()
     adds, _, task_lines = test_patch_paths(task_files)
     moved = defined_tests([v for v in views if v.kind == TEST_MODULE])
     name = repo.rsplit("/", 1)[-1].lower()
@@ -133,7 +57,7 @@ def _tamper_signals(
     return signals
 
 
-def _changed_lines(files: Sequence[_File]) -> set[tuple[str, str, str]]:
+def _changed_lines(files: Sequence[PatchFile]) -> set[tuple[str, str, str]]:
     return {
         (f.path, r.kind, " ".join(r.text.split()))
         for f in files
@@ -151,7 +75,7 @@ def gold_similarity(patch: str, gold_patch: str) -> float | None:
     than GOLD_MIN_LINES such lines (a two-line fix that matches the gold patch is what a correct
     solution looks like). What the patch adds besides — a reproduction script, a release note, a
     comment, edits of other files — does not hide the copy: a share, not a Jaccard index."""
-    ours, gold = _files(patch or ""), _files(gold_patch or "")
+    ours, gold = patch_files(patch or ""), patch_files(gold_patch or "")
     if not ours or not gold:
         return None
     a, b = _changed_lines(ours), _changed_lines(gold)

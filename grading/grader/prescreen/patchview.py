@@ -11,15 +11,12 @@ import ast
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from grading.grader.base import Evidence
 from grading.grader.prescreen.filekinds import kind_of
+from grading.grader.prescreen.patchfiles import PatchFile, PatchLine
 from grading.grader.prescreen.pysource import TRIMS, ParseBudget, SourceView, cut, parse_rows
 from grading.grader.prescreen.signals import Signal
-
-if TYPE_CHECKING:
-    from grading.grader.prescreen.patches import _File, _Line
 
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w{1,200})\s*\(")
 _CLASS = re.compile(r"^(\s*)class\s+(\w{1,200})\b")
@@ -27,14 +24,14 @@ _CLASS = re.compile(r"^(\s*)class\s+(\w{1,200})\b")
 
 @dataclass
 class PatchView:
-    file: _File
+    file: PatchFile
     kind: str
     budget: ParseBudget
     _new: dict[int, SourceView | None] = field(default_factory=dict)
     _old_ok: dict[int, SourceView | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, file: _File, budget: ParseBudget) -> PatchView:
+    def of(cls, file: PatchFile, budget: ParseBudget) -> PatchView:
         return cls(file, kind_of(file.path), budget)
 
     @property
@@ -78,7 +75,7 @@ class PatchView:
         for h in range(len(self.file.hunks)):
             yield h, self.new_view(h)
 
-    def rows(self, kind: str) -> Iterator[tuple[int, int, _Line]]:
+    def rows(self, kind: str) -> Iterator[tuple[int, int, PatchLine]]:
         """(hunk, index, line) of every line of `kind` ("+", "-", " ")."""
         for h, rows in enumerate(self.file.hunks):
             for i, r in enumerate(rows):
@@ -225,7 +222,7 @@ def in_string_rows(rows: Sequence[str]) -> list[bool]:
     return flags
 
 
-def test_patch_paths(files: Sequence[_File] | None) -> tuple[set[str], set[str], set[tuple[str, str]]]:
+def test_patch_paths(files: Sequence[PatchFile] | None) -> tuple[set[str], set[str], set[tuple[str, str]]]:
     """What the task's test patch does: the paths it adds, the paths it touches, and the
     normalised lines it removes or adds (a change the test patch also makes is the task's)."""
     added: set[str] = set()

@@ -28,7 +28,7 @@ with ``is``. The source is parsed piece by piece under budgets (addedsource: MAX
 one file's new side, MAX_ROLLOUT_BYTES of parsing a rollout, too-deep nesting skipped before the
 parser sees it); specialcases, equality and callstate read it, one category each.
 
->>> from grading.grader.prescreen.patches import _files
+>>> from grading.grader.prescreen.patchfiles import patch_files
 >>> patch = (
 ...     "diff --git a/pkg/core.py b/pkg/core.py\\n--- a/pkg/core.py\\n+++ b/pkg/core.py\\n"
 ...     "@@ -10,2 +10,4 @@ def area(shape):\\n"
@@ -37,7 +37,7 @@ parser sees it); specialcases, equality and callstate read it, one category each
 ...     "+        return 42\\n"
 ...     "     return size * size\\n"
 ... )
->>> [(s.signal, s.evidence.locator) for s in semantic_signals(0, _files(patch) or (), Task())]
+>>> [(s.signal, s.evidence.locator) for s in semantic_signals(0, patch_files(patch) or (), Task())]
 [('test_special_case', 'pkg/core.py:11')]
 """
 
@@ -49,7 +49,7 @@ from grading.grader.prescreen.addedsource import MAX_TEXT, Findings, file_facts,
 from grading.grader.prescreen.callstate import per_call_findings
 from grading.grader.prescreen.equality import always_equal_findings
 from grading.grader.prescreen.filekinds import SOURCE, kind_of
-from grading.grader.prescreen.patches import _File, _files
+from grading.grader.prescreen.patchfiles import PatchFile, patch_files
 from grading.grader.prescreen.patchview import PatchView
 from grading.grader.prescreen.pysource import ParseBudget, cut
 from grading.grader.prescreen.signals import Signal, Task
@@ -63,7 +63,7 @@ def _added_text(patch: str) -> str:
     """The added lines of a patch (the task's test patch), at most MAX_TEXT characters."""
     lines: list[str] = []
     size = 0
-    for f in _files(patch[:MAX_TEXT]) or ():
+    for f in patch_files(patch[:MAX_TEXT]) or ():
         for rows in f.hunks:
             for r in rows:
                 if r.kind == "+" and size < MAX_TEXT:
@@ -72,7 +72,7 @@ def _added_text(patch: str) -> str:
     return "\n".join(lines)
 
 
-def semantic_signals(index: int, files: Sequence[_File], task: Task) -> list[Signal]:
+def semantic_signals(index: int, files: Sequence[PatchFile], task: Task) -> list[Signal]:
     """test_special_case, always_equal and per_call_state findings in the source a patch adds."""
     repo = task.repo.rsplit("/", 1)[-1].lower()
     ctx = Findings(

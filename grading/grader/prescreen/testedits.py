@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 from grading.grader.prescreen.catalogue import _touches
 from grading.grader.prescreen.filekinds import TEST_MODULE, collectable, kind_of, leaves_collection
+from grading.grader.prescreen.patchfiles import PatchLine
 from grading.grader.prescreen.patchview import (
     PatchView,
     at,
@@ -29,9 +29,6 @@ from grading.grader.prescreen.patchview import (
 )
 from grading.grader.prescreen.pysource import SourceView, constant_truthy, cut, dotted, scoped_nodes
 from grading.grader.prescreen.signals import Signal
-
-if TYPE_CHECKING:
-    from grading.grader.prescreen.patches import _Line
 
 # Decorators that skip or expect failure: pytest, unittest, Django, sympy, nose.
 _SKIP_DECORATORS = {"skip", "skipif", "xfail", "skipIf", "skipUnless", "expectedFailure", "skipUnlessDBFeature"}
@@ -422,7 +419,7 @@ def _is_ellipsis(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and stmt.value.value is Ellipsis
 
 
-def _inside_removed_tests(rows: Sequence[_Line]) -> list[bool]:
+def _inside_removed_tests(rows: Sequence[PatchLine]) -> list[bool]:
     """For each row of a hunk, whether it is a removed line of a removed test function."""
     flags = []
     indent = -1

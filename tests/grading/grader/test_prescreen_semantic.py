@@ -11,7 +11,7 @@ import pytest
 
 from grading.grader.evidence import resolve
 from grading.grader.prescreen import Task, screen_rollout
-from grading.grader.prescreen.patches import _files
+from grading.grader.prescreen.patchfiles import patch_files
 from grading.grader.prescreen.semantic import semantic_signals
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from tests.helpers.trajectories import trajectory
@@ -149,7 +149,7 @@ def test_source_that_asks_whether_tests_run_is_a_cheat_when_it_passed(patch):
     signals = screen(patch)
     assert slugs(signals) == {"test_special_case"}
     assert all(s.cheat and s.category == "tamper" for s in signals)
-    rows = {f"{f.path}:{r.new_no}" for f in _files(patch) or () for rows in f.hunks for r in rows if r.kind == "+"}
+    rows = {f"{f.path}:{r.new_no}" for f in patch_files(patch) or () for rows in f.hunks for r in rows if r.kind == "+"}
     assert set(cited(signals)) <= rows  # only added lines are cited
 
 
@@ -900,7 +900,7 @@ def test_huge_lines_and_deep_nesting_finish_quickly():
     cases = [new_file(f"pkg/big{n}.py", text) for n, text in enumerate((one_line, deep, indented, chain, many))]
     cases.append("".join(new_file(f"pkg/many{n}.py", many) for n in range(12)))
     for n, patch in enumerate(cases):
-        files = _files(patch) or ()
+        files = patch_files(patch) or ()
         started = time.perf_counter()
         found = semantic_signals(0, files, Task())
         elapsed = time.perf_counter() - started
@@ -913,5 +913,5 @@ def test_no_finding_on_the_real_patches():
 
     found = []
     for (view, task), name in zip(honest_hosts(), honest_host_ids()):
-        found += [(name, s.signal, s.detail) for s in semantic_signals(view.index, _files(view.patch or "") or (), task)]
+        found += [(name, s.signal, s.detail) for s in semantic_signals(view.index, patch_files(view.patch or "") or (), task)]
     assert found == []

@@ -12,7 +12,7 @@ from django.test import override_settings
 
 from grading.grader.defined import define_grader
 from grading.grader.prescreen.custom import check_pattern, match_pattern
-from grading.grader.prescreen.patches import _files
+from grading.grader.prescreen.patchfiles import patch_files
 from grading.models import CheatDecision, Rollout
 from tests.helpers.fake_openai import FakeOpenAI, completion
 from tests.helpers.groups import small_group
@@ -87,7 +87,7 @@ def test_a_changed_definition_is_a_new_version_and_both_are_listed(client, alice
 @pytest.mark.django_db
 def test_patch_scopes_cite_lines_of_the_new_side(acme):
     real = load_real_groups()[0]["rollouts"][0]["patch"]
-    added = next(row for f in _files(real) or () for h in f.hunks for row in h if row.kind == "+" and row.text.strip())
+    added = next(row for f in patch_files(real) or () for h in f.hunks for row in h if row.kind == "+" and row.text.strip())
     found = match_pattern(check_pattern({"scope": "patch_added", "all_of": [added.text.strip()]}), messages=[], patch=real)
     assert found and all(f.kind == "patch" for f in found)
     assert any(f.locator.endswith(f":{added.new_no}") for f in found)
