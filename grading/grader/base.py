@@ -9,16 +9,12 @@ in which case the group falls back (docs/method.md §2).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from grading.grader.workspace import CheckRecord, GroupWorkspace
 from grading.method.turn_weights import CITED_CATEGORIES
 
-if TYPE_CHECKING:  # the workspace imports this module's RUBRIC (through the guide)
-    from grading.grader.workspace import CheckRecord, GroupWorkspace
-
-RUBRIC = ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency")
-SCORE_RANGE = (1, 5)  # scores at or below LOW_SCORE need evidence
-LOW_SCORE = 2
+# The rubric a judgment scores (RUBRIC, SCORE_RANGE, LOW_SCORE) is the guide's: grading.method.guide.
 EVIDENCE_KINDS = ("patch", "turn", "test", "file", "check")
 # What a turn citation may say of its turn: it was spent for nothing. Such turns weigh less
 # in per-token advantages (grading.method.turn_weights, docs/method.md §9).

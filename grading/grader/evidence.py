@@ -12,8 +12,9 @@ resolves; `problems()` lists what is missing, which is what a grader is re-asked
 from __future__ import annotations
 
 from grading.formats.params import MAX_ID, ParamError, whole
-from grading.grader.base import EVIDENCE_KINDS, LOW_SCORE, RUBRIC, SCORE_RANGE, Evidence, RolloutJudgment
+from grading.grader.base import EVIDENCE_KINDS, Evidence, RolloutJudgment
 from grading.grader.workspace import GroupWorkspace
+from grading.method.guide import LOW_SCORE, RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
 from grading.repos.types import BASE, At, RepoError
 

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import math
 
-from grading.grader.base import LOW_SCORE, RUBRIC, Evidence, GraderResult, RolloutJudgment
+from grading.grader.base import Evidence, GraderResult, RolloutJudgment
 from grading.grader.evidence import problems, resolve
 from grading.grader.prescreen import PatchFeatures, Signal, package_dirs, patch_features, screen_group
 from grading.grader.workspace import GroupWorkspace, RolloutView
+from grading.method.guide import LOW_SCORE, RUBRIC
 from grading.method.tiers import TIER_INDEX
 from grading.method.turn_weights import WASTED_EFFORT
 

@@ -41,11 +41,11 @@ import openai
 from openai import DefaultHttpxClient, OpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 
-from grading.grader.base import EVIDENCE_KINDS, RUBRIC, SCORE_RANGE, TURN_CATEGORIES, Evidence, GraderResult, RolloutJudgment
+from grading.grader.base import EVIDENCE_KINDS, TURN_CATEGORIES, Evidence, GraderResult, RolloutJudgment
 from grading.grader.evidence import problems
 from grading.grader.tools import CHECK_TOOLS, REPO_TOOLS, TOOLS, call_tool, validate
 from grading.grader.workspace import GroupWorkspace
-from grading.method.guide import DEFAULT_GUIDE, Guide, describe_dimensions, describe_tiers, guide_version
+from grading.method.guide import DEFAULT_GUIDE, RUBRIC, SCORE_RANGE, Guide, describe_dimensions, describe_tiers, guide_version
 from grading.method.tiers import TIERS
 
 log = logging.getLogger(__name__)

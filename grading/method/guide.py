@@ -3,7 +3,7 @@
 One guide per project (grading.models.RubricGuide stores a project's edits); where a
 project has not edited it, `DEFAULT_GUIDE` is the method's own text (docs/method.md §2):
 the tier meanings are `grading.method.tiers.TIER_DESCRIPTIONS` and the dimensions are
-`grading.grader.base.RUBRIC`, each with the label, sentence and example defined here
+`RUBRIC` below, each with the label, sentence and example defined here
 (the one place they are defined). The same guide is shown to people on the judge panel,
 written into the LLM grader's system prompt (grading.grader.llm.system_prompt) and so
 into the grader SFT export, which replays that prompt.
@@ -17,8 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grading.grader.base import RUBRIC
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS
+
+# The rubric: the five dimensions every judgment scores, by the key scores are stored under.
+RUBRIC = ("solution_fit", "implementation_precision", "minimality", "side_effect_avoidance", "codebase_consistency")
+SCORE_RANGE = (1, 5)  # scores at or below LOW_SCORE need evidence
+LOW_SCORE = 2
 
 # Limits of an edited guide (a prompt is paid for per token; a tooltip must stay readable).
 MAX_TIER_CHARS = 600
@@ -27,7 +31,7 @@ MAX_DIMENSION_CHARS = 600
 
 @dataclass(frozen=True)
 class Dimension:
-    name: str  # the key scores are stored under (grading.grader.base.RUBRIC)
+    name: str  # the key scores are stored under (RUBRIC)
     label: str  # as people read it
     meaning: str  # one sentence: what a 5 looks like and what pulls the score down
     example: str  # one concrete example

@@ -45,12 +45,13 @@ from collections.abc import Sequence
 from statistics import median_low
 from typing import Any, NoReturn
 
-from grading.grader.base import RUBRIC, SCORE_RANGE, Evidence
+from grading.grader.base import Evidence
 from grading.grader.evidence import resolve
 from grading.grader.llm import SUBMIT, opening_message, system_prompt_for, tool_specs
 from grading.grader.llm import VERSION as GRADER_PROTOCOL_VERSION
 from grading.grader.tools import call_tool
 from grading.grader.workspace import GroupWorkspace
+from grading.method.guide import RUBRIC, SCORE_RANGE
 from reviews.stats.consensus import consensus
 
 FORMAT = "gagar-labeled-group/1"

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from grading.grader.base import RUBRIC, SCORE_RANGE
 from grading.grader.juries import PersonRanking, settle_with_person
+from grading.method.guide import RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, Verdict
 from grading.selectors import shown_verdict

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from grading.grader.base import RUBRIC
+from grading.method.guide import RUBRIC
 
 URL = "/api/v1/verdicts/?project=acme"
 SCORES = dict.fromkeys(RUBRIC, 4)

@@ -10,12 +10,12 @@ import re
 
 import pytest
 
-from grading.grader.base import LOW_SCORE, RUBRIC
 from grading.grader.evidence import problems, resolve
 from grading.grader.heuristic import HeuristicGrader, penalty
 from grading.grader.prescreen import package_dirs, patch_features
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.ingest.demo import demo_groups
+from grading.method.guide import LOW_SCORE, RUBRIC
 from grading.method.tiers import TIERS
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.real_groups import load_real_groups

@@ -21,7 +21,6 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from grading.grader import recovery
-from grading.grader.base import RUBRIC
 from grading.grader.heuristic import HeuristicGrader
 from grading.grader.jobs import queue_step
 from grading.grader.policy import PolicyError, update_run_policy
@@ -30,6 +29,7 @@ from grading.grader.scheduling import claim
 from grading.grader.settling import identical_patches
 from grading.grader.tasks import grade_group_task
 from grading.grader.verdicts import GradeInput, record_verdict
+from grading.method.guide import RUBRIC
 from grading.models import CheatDecision, GradingJob, Group, Run, Step, Verdict
 from reviews.selectors import labeled as labeled_selectors
 from reviews.services.judgments import ItemInput, submit_judgment

@@ -11,7 +11,7 @@ import pytest
 from django.db import transaction
 from sklearn.metrics import cohen_kappa_score
 
-from grading.grader.base import RUBRIC
+from grading.method.guide import RUBRIC
 from grading.models import Group, Role, RolloutGrade, Verdict
 from reviews.models import JudgmentItem
 from reviews.services.judgments import ItemInput, submit_judgment

@@ -19,12 +19,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from grading.grader.base import RUBRIC
 from grading.grader.evidence import problems
 from grading.grader.llm import SYSTEM_PROMPT, VERDICT_SCHEMA, LLMGrader, parse_verdict, tool_specs
 from grading.grader.loading import load_workspace
 from grading.grader.tools import call_tool, validate
 from grading.grader.verdicts import GradeInput, record_verdict
+from grading.method.guide import RUBRIC
 from grading.models import CheatDecision, Group, Task, Verdict
 from reviews.models import CheatAudit, Judgment, JudgmentItem
 from reviews.selectors import labeled as selectors_labeled

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from grading.grader.base import RUBRIC
+from grading.method.guide import RUBRIC
 from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import CheatDecision, Group, Run, Step, Verdict
 from reviews.models import Assignment, ReviewPolicy
