@@ -237,8 +237,8 @@ def store(groups: list[dict]) -> dict:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from grading.grader.jobs import grade_group
     from grading.ingest.service import ingest_group_lines
+    from grading.jobs.grade import grade_group
     from grading.models import Group, Membership, Project, Role, Verdict
     from reviews.services.queue import assign
 

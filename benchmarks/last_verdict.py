@@ -86,11 +86,11 @@ def run_size(n: int, args) -> dict:
     from django.core.management import call_command
     from django.db import connection, reset_queries
 
-    from grading.grader.verdicts import GradeInput, record_verdict
     from grading.ingest.service import ingest_group_lines
     from grading.method import releases
     from grading.method.services import active_mapping, compute_step
     from grading.models import Group, Project, RolloutGrade, Step, Verdict
+    from grading.verdicts.store import GradeInput, record_verdict
 
     call_command("migrate", "--no-input", verbosity=0)
     project = Project.objects.create(name="bench")

@@ -15,7 +15,7 @@ rollouts per group stay as they are, so step and group pages look the same at ev
 2. Ingest: every step through the app's own ingest path
    (grading.ingest.service.ingest_group_lines, batched bulk inserts), timed.
 3. Grading: every step's mixed groups through the real grading services
-   (grading.grader.jobs.queue_step with the heuristic backend; Celery runs eagerly in
+   (grading.jobs.grade.queue_step with the heuristic backend; Celery runs eagerly in
    this process, so each group is graded by grade_group and each step's advantages are
    computed by compute_step once its last verdict is in), timed.
 4. People, through the real services: reviewers take groups from the queue
@@ -101,7 +101,7 @@ def ingest(project, steps: int, seed: int) -> tuple[float, int]:
 
 
 def grade(run, steps: int) -> float:
-    from grading.grader.jobs import queue_step
+    from grading.jobs.grade import queue_step
 
     t0 = time.perf_counter()
     for n, step in enumerate(run.steps.order_by("number"), 1):

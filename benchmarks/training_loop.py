@@ -83,8 +83,8 @@ sys.path.insert(0, str(ROOT / "client"))
 import psycopg  # noqa: E402
 
 from gagar_client import Client  # noqa: E402
-from grading.grader.worker import GREEN_ENV  # noqa: E402  (reads no settings on import)
 from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
+from grading.jobs.worker import GREEN_ENV  # noqa: E402  (reads no settings on import)
 from tests.helpers.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
 
 PYTHON = sys.executable

@@ -17,7 +17,7 @@
 #                          (GAGAR_GRADING_QUEUE), GRADER_CONCURRENCY (256) model conversations in
 #                          one process, its database connections from a pool of DATABASE_POOL_SIZE
 #                          (8) whatever that concurrency; gevent leaves the sandbox's children to it
-#                          (GEVENT_NOWAITPID, grading/grader/worker.py). Other tasks run on the
+#                          (GEVENT_NOWAITPID, grading/jobs/worker.py). Other tasks run on the
 #                          prefork worker (`celery -A gagar_web worker -Q celery`).
 set -eu
 cd "$(dirname "$0")/.."

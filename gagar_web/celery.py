@@ -10,7 +10,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gagar_web.settings")
 
 app = Celery("gagar_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["grading.ingest", "grading.search", "grading.highlights", "grading.grader", "grading.method", "reviews"])
+app.autodiscover_tasks(["grading.ingest", "grading.search", "grading.highlights", "grading.jobs", "grading.method", "reviews"])
 
 # `celery -A gagar_web beat` (docker-compose.yml's beat service) sends these; any worker runs them.
 app.conf.beat_schedule = {
@@ -23,7 +23,7 @@ app.conf.beat_schedule = {
 
 @worker_init.connect
 def _check_grading_worker(**_) -> None:
-    """A gevent-pool worker must leave the sandbox's children to it (grading.grader.worker)."""
-    from grading.grader.worker import check_worker
+    """A gevent-pool worker must leave the sandbox's children to it (grading.jobs.worker)."""
+    from grading.jobs.worker import check_worker
 
     check_worker()

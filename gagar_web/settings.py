@@ -321,7 +321,7 @@ GAGAR_TRUSTED_PROXIES = _networks(os.environ.get("GAGAR_TRUSTED_PROXIES", ""))
 # Whole steps are streamed line by line; only one line is ever held in memory.
 GAGAR_MAX_LINE_BYTES = _env_int("GAGAR_MAX_LINE_BYTES", 64 * 1024 * 1024, minimum=1024)
 # Trainers waiting for a step (GET /api/v1/advantages/?wait=) each hold a server thread: at most
-# this many at once per token, per project and in all (grading.grader.waiters); keep the total
+# this many at once per token, per project and in all (grading.waits.waiters); keep the total
 # well below the server's threads (docker/start.sh: 4 workers x 16) so pages keep theirs.
 GAGAR_WAITERS_PER_TOKEN = _env_int("GAGAR_WAITERS_PER_TOKEN", 8, minimum=1)
 GAGAR_WAITERS_PER_PROJECT = _env_int("GAGAR_WAITERS_PER_PROJECT", 24, minimum=1)
@@ -417,7 +417,7 @@ if GRADER_BASE_URL and urlparse(GRADER_BASE_URL).scheme not in {"http", "https"}
 GRADER_MODEL = os.environ.get("GRADER_MODEL", "")
 GRADER_API_KEY = os.environ.get("GRADER_API_KEY", "")
 GRADER_ALLOW_PRIVATE_NETWORK = _env_bool("GRADER_ALLOW_PRIVATE_NETWORK", False)
-# The environment variables a project admin's grader definition may name (grading.grader.defined):
+# The environment variables a project admin's grader definition may name (grading.registry.defined):
 # each endpoint variable with the one key variable that may be sent to it. The secrets stay
 # in the workers' environment; a definition naming anything else is refused.
 GRADER_ENDPOINT_ENVS = _env_endpoint_pairs("GRADER_ENDPOINT_ENVS", "GRADER_BASE_URL:GRADER_API_KEY")
@@ -425,13 +425,13 @@ GRADER_MAX_TURNS = _env_int("GRADER_MAX_TURNS", 24, minimum=2)
 GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
 # What the LLM grader's model costs, US dollars per million prompt (in) and completion (out)
 # tokens. With both set, each verdict's usage carries cost_usd; unset, cost stays unknown.
-# A project's own scanners (grading.grader.project_scanners): rollouts one run of a scanner reads
+# A project's own scanners (grading.jobs.project_scanners): rollouts one run of a scanner reads
 # at most (the rest are left for the next run), and characters of a rollout an LLM scanner sends.
 PROJECT_SCANNER_MAX_ROLLOUTS = _env_int("PROJECT_SCANNER_MAX_ROLLOUTS", 500, minimum=1)
 PROJECT_SCANNER_PROMPT_CHARS = _env_int("PROJECT_SCANNER_PROMPT_CHARS", 60_000, minimum=1_000)
 GRADER_PRICE_PER_MTOK_IN = _env_price("GRADER_PRICE_PER_MTOK_IN")
 GRADER_PRICE_PER_MTOK_OUT = _env_price("GRADER_PRICE_PER_MTOK_OUT")
-# What one project's LLM campaigns may spend in a rolling 24 hours (grading.grader.campaigns):
+# What one project's LLM campaigns may spend in a rolling 24 hours (grading.jobs.campaigns):
 # model tokens, and US dollars where the prices above are set; 0 is no cap. A project admin
 # starts campaigns; the operator pays for the model.
 GAGAR_CAMPAIGN_TOKENS_PER_DAY = _env_int("GAGAR_CAMPAIGN_TOKENS_PER_DAY", 200_000_000)

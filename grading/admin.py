@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.utils import timezone
 
-from grading.grader.policy import PolicyError, check_policy
+from grading.jobs.policy import PolicyError, check_policy
 from grading.models import (
     ApiToken,
     Grader,
@@ -215,7 +215,7 @@ class ImportJobAdmin(admin.ModelAdmin):
 
 class VersionedOnly:
     """Graders and juries are versioned: a change is a new version, made where the version is
-    checked (POST /api/v1/juries/, grading.grader.registry), so the admin site only shows them."""
+    checked (POST /api/v1/juries/, grading.registry.versions), so the admin site only shows them."""
 
     def has_add_permission(self, request, obj=None):
         return False

@@ -16,7 +16,6 @@ from django.shortcuts import get_object_or_404
 
 from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME, MAX_UID, stored_rollout
-from grading.grader.defined import newest_defined_versions
 from grading.method.partial import drop_of
 from grading.method.services import active_mapping, policy_verdicts
 from grading.method.turn_weights import cited_turns
@@ -40,6 +39,7 @@ from grading.models import (
     Verdict,
     VerdictCheck,
 )
+from grading.registry.defined import newest_defined_versions
 from grading.rollouts.diffs import patch_digest
 
 if TYPE_CHECKING:
@@ -535,7 +535,7 @@ def shown_verdict_ids(groups: Iterable[Group]) -> dict[int, int]:
 
 def settled_without_grader(group: Group) -> Verdict | None:
     """The verdict that settled `group` without a model call (settled_by identical-patches,
-    grading.grader.settling) when it is the newest the run's method reads, else None: what
+    grading.verdicts.identical) when it is the newest the run's method reads, else None: what
     the group page says in place of a grader's verdict. `group.run` is read; one query."""
     newest = policy_verdicts(Verdict.objects.on_record().filter(group=group), group.run).first()
     return newest if newest is not None and newest.settled_by == Verdict.SettledBy.IDENTICAL_PATCHES else None

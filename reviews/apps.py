@@ -6,8 +6,8 @@ class ReviewsConfig(AppConfig):
     verbose_name = "Human review"
 
     def ready(self):
-        from grading.grader.hooks import verdict_recorded
         from grading.projects import viewers
+        from grading.verdicts.signals import verdict_recorded
         from reviews.receivers import refresh_review_on_verdict
         from reviews.selectors.lanes import blind_view_for
 

@@ -3,7 +3,7 @@
 The URL's view is `advantage_export`, an async view around the DRF view: a request that has
 to wait for its step leaves the DRF view holding a waiter slot (a `PendingWait`), waits
 outside it, and is then served by the DRF view's own code. Under ASGI the wait holds no
-thread and no database connection (grading/grader/watch.py); under WSGI it polls in the
+thread and no database connection (grading/waits/watch.py); under WSGI it polls in the
 request's thread, as before.
 """
 
@@ -27,13 +27,13 @@ from grading import selectors
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token, run_for_request
 from grading.formats import params
-from grading.grader.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
-from grading.grader.waiters import WaitersFull, release_waiter_slot, take_waiter_slot
-from grading.grader.watch import step_watcher
 from grading.method import export
 from grading.method.releases import Taken, take_step, taken_step
 from grading.method.services import refresh_stale_steps, resolve_mapping
 from grading.models import Capability, FactorMapping, Step
+from grading.waits.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
+from grading.waits.waiters import WaitersFull, release_waiter_slot, take_waiter_slot
+from grading.waits.watch import step_watcher
 
 
 class FileExportNegotiation(BaseContentNegotiation):

@@ -1,4 +1,4 @@
-"""The benchmarks whose images hold history past the base commit (grading.grader.future_history).
+"""The benchmarks whose images hold history past the base commit (grading.registry.future_history).
 
 GET /api/v1/scanners/future-history/?project=P    {"prefixes": [...]} (any role)
 PUT /api/v1/scanners/future-history/?project=P    {"prefixes": ["commit0__", ...]}: replace them
@@ -16,8 +16,8 @@ from rest_framework.views import APIView
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
-from grading.grader.future_history import PrefixesRefused, set_future_history
 from grading.models import Capability
+from grading.registry.future_history import PrefixesRefused, set_future_history
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 

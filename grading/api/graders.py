@@ -1,4 +1,4 @@
-"""A project's graders and their versions (grading.grader.registry, grading.grader.defined).
+"""A project's graders and their versions (grading.registry.versions, grading.registry.defined).
 
 GET  /api/v1/graders/?project=P    every grader with every version: the built-ins as they
                                    graded here, external graders as they posted, and the
@@ -22,8 +22,8 @@ from grading import selectors
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
-from grading.grader.defined import DefinitionError, define_grader
 from grading.models import Capability, GraderVersion
+from grading.registry.defined import DefinitionError, define_grader
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 

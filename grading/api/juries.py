@@ -1,4 +1,4 @@
-"""A project's juries (grading.grader.juries).
+"""A project's juries (grading.verdicts.deliberation).
 
 GET  /api/v1/juries/?project=P     every version of every jury, newest first per name
 POST /api/v1/juries/?project=P     {"name", "members": ["heuristic@1", ...], "rule",
@@ -18,8 +18,8 @@ from rest_framework.views import APIView
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
-from grading.grader.juries import JuryError, jury_list, save_jury
 from grading.models import Capability, Jury
+from grading.verdicts.deliberation import JuryError, jury_list, save_jury
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 FIELDS = ("name", "members", "rule", "max_gap", "on_abstain")

@@ -34,7 +34,7 @@ from grading.api.serializers import (
     MappingDetailSerializer,
     MappingListItemSerializer,
 )
-from grading.grader.policy import auto_grader_name
+from grading.jobs.policy import auto_grader_name
 from grading.method import selectors
 from grading.method.evidence import TooLittleEvidence
 from grading.method.services import GraderMismatch, activate_mapping, active_mapping, create_mapping

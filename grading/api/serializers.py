@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from grading.grader.policy import auto_grader_name
+from grading.jobs.policy import auto_grader_name
 from grading.method.advantage import DEFAULT_MAPPING, MappingSpec
 from grading.method.tiers import TIERS
 from grading.models import FactorMapping, Group, MappingActivation, Run
@@ -32,7 +32,7 @@ class IsoDateTimeField(serializers.DateTimeField):
     {"type": "string", "nullable": True, "description": "the grader version auto-grading uses, e.g. heuristic@1"}
 )
 class AutoGraderField(serializers.Field):
-    """The name of the grader a run's auto-grading uses (grading.grader.policy.auto_grader_name)."""
+    """The name of the grader a run's auto-grading uses (grading.jobs.policy.auto_grader_name)."""
 
     def __init__(self, **kwargs):
         super().__init__(source="*", **kwargs)

@@ -1,4 +1,4 @@
-"""Verdicts from a grader that runs elsewhere (grading.grader.external).
+"""Verdicts from a grader that runs elsewhere (grading.verdicts.external).
 
     POST /api/v1/verdicts/?project=P   {"run", "step", "uid", "grader": "name@version", "judgments": [...]}
 
@@ -19,9 +19,9 @@ from rest_framework.views import APIView
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
-from grading.grader.external import ExternalVerdictError, record_external_verdict
 from grading.models import Capability
 from grading.projects.accounts import acting_name
+from grading.verdicts.external import ExternalVerdictError, record_external_verdict
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 

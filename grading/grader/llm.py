@@ -1,6 +1,6 @@
 """The LLM grader: a bounded tool-calling conversation with any OpenAI-compatible server.
 
-Pure: no Django (the settings are read by grading.grader.jobs, which builds it).
+Pure: no Django (the settings are read by grading.jobs.grade, which builds it).
 
 Protocol. The model gets a fixed system prompt and a user message that carries nothing
 from the group but rollout indexes. Everything it learns about the group comes back as
@@ -320,7 +320,7 @@ class LLMGrader:
             raise ValueError("max_turns must leave room for at least one tool call and the verdict")
         self.model = model
         self.name = self.name_for(model, max_turns=max_turns, max_tokens=max_tokens_budget)
-        # A project's defined grader grades with the guide it was defined with (grading.grader.defined)
+        # A project's defined grader grades with the guide it was defined with (grading.registry.defined)
         self.fixed_guide: Guide | None = None
         self.max_turns = max_turns
         self.max_tokens_budget = max_tokens_budget

@@ -29,14 +29,14 @@ from django.db import DataError, IntegrityError, connection, transaction
 
 from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, canonical_hash, parse_group_line
 from grading.formats.linereader import OversizeLine
-from grading.grader.jobs import GraderUnavailable, queue_new_groups, queue_scans
-from grading.grader.juries import member_backends
 from grading.highlights.service import queue_highlights
 from grading.ingest.cluster_storage import clusters_to_store, recluster
+from grading.jobs.grade import GraderUnavailable, queue_new_groups, queue_scans
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 from grading.models.bulk import copy_rows, jsonb
 from grading.search.index import index_or_queue
 from grading.selectors import rollout_as_line
+from grading.verdicts.deliberation import member_backends
 
 logger = logging.getLogger(__name__)
 

@@ -195,7 +195,7 @@ def mapping_grader_refusal(run: Run, grader: str, *, run_grader: str | None) -> 
     """Why a mapping fitted on `grader`'s verdicts may not be activated for `run`, or None when
     it may. A fit describes one grader version's tiers, so it is used only where those tiers
     are the ones the method reads: `run_grader`, the run's policy grader or jury (the caller's
-    grading.grader.policy.auto_grader_name), or,
+    grading.jobs.policy.auto_grader_name), or,
     when the policy names none and the newest verdict of each group counts, a run whose
     valid verdicts are all `grader`'s. An empty `grader` (default and manual mappings) may
     be activated anywhere. At most one query."""
@@ -239,7 +239,7 @@ def activate_mapping(
     `override`; an activation that overrode the minimum says so. A mapping fitted on one
     grader version's verdicts (`mapping.grader`) raises GraderMismatch on a run whose numbers
     rest on another grader's (mapping_grader_refusal), override or not: such a mapping needs
-    `run_grader`, the grader the run's policy names (grading.grader.policy.auto_grader_name)."""
+    `run_grader`, the grader the run's policy names (grading.jobs.policy.auto_grader_name)."""
     if mapping.project_id not in (None, run.project_id):
         raise ValueError("that mapping belongs to another project")
     if mapping.grader:

@@ -6,14 +6,14 @@ from django.db import migrations, models
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from grading.grader.disagreement import disagreement
-from grading.grader.jury import combine
+from grading.verdicts.combine import combine
+from grading.verdicts.compare import disagreement
 
 CHUNK = 2000
 
 
 def fill_disagreement(apps, schema_editor):
-    """What grading.grader.disagreements keeps from now on, for the groups graded before: the
+    """What grading.verdicts.disagreements keeps from now on, for the groups graded before: the
     widest tier gap between two graders' valid verdicts (juries' left out) and on how many
     rollouts, the rollouts whose cheat call they split on, and whether the run's waiting
     jury abstained on the group and its deadline is still ahead."""

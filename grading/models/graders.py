@@ -1,4 +1,4 @@
-"""A project's graders and their versions (grading.grader.registry).
+"""A project's graders and their versions (grading.registry.versions).
 
 A grader is a name in a project (`heuristic`, `llm:<model>`, or a team's own, e.g. `acme-fleet`)
 with a backend; each of its versions is an immutable configuration, and a change of any part
@@ -8,7 +8,7 @@ versions are two graders to calibration and the bench. Endpoints and keys are st
 NAMES of environment variables, never as values.
 
 A campaign runs one built-in grader version on a scope of groups (a step, a run, the groups
-people judged) in the background (grading.grader.campaigns); a group it finds graded by
+people judged) in the background (grading.jobs.campaigns); a group it finds graded by
 that version already is skipped, so running it again does nothing.
 """
 
@@ -39,7 +39,7 @@ class Grader(models.Model):
 
     @property
     def is_defined(self) -> bool:
-        """One of the project's own LLM graders (grading.grader.defined), not the built-in one."""
+        """One of the project's own LLM graders (grading.registry.defined), not the built-in one."""
         return self.backend == self.Backend.LLM and not self.name.startswith("llm:")
 
 

@@ -13,9 +13,9 @@ class VerdictQuerySet(models.QuerySet):
     def by_graders(self) -> VerdictQuerySet:
         """Verdicts a grader made: none that was settled otherwise. Not those a person settled
         (a jury that waited for a person takes their judgment as its verdict,
-        grading.grader.juries.settle_with_person): they move credit like any verdict of the
+        grading.verdicts.deliberation.settle_with_person): they move credit like any verdict of the
         run's jury, but are the people's own. Nor those settled without a model call because
-        the passing patches were byte-identical (grading.grader.settling): no grader read
+        the passing patches were byte-identical (grading.verdicts.identical): no grader read
         those rollouts, and one might still have told them apart by their trajectories. Neither
         is ever a grader's word to show, to compare with people or to calibrate on."""
         return self.filter(settled_by=Verdict.SettledBy.GRADER)
@@ -46,7 +46,7 @@ class Verdict(models.Model):
     raw = models.JSONField(default=dict, blank=True)
     n_checks = models.PositiveIntegerField(default=0, help_text="commands the grader ran in its sandbox (VerdictCheck rows)")
     settled_by = models.CharField(max_length=20, choices=SettledBy.choices, default=SettledBy.GRADER, blank=True)
-    # A campaign's verdict by a grader the run's policy does not use (grading.grader.campaigns):
+    # A campaign's verdict by a grader the run's policy does not use (grading.jobs.campaigns):
     # on the bench and in calibration like any other, never in the method's numbers.
     bench_only = models.BooleanField(
         default=False, help_text="made by a campaign of a grader the run's policy does not use: never in the advantages"
@@ -65,7 +65,7 @@ class Verdict(models.Model):
 
 class CheckPolicy(models.Model):
     """Whether the grader may run checks in a sandbox on this project's groups, and how many and
-    how long (grading.grader.check_policy). No row means checks are off."""
+    how long (grading.registry.checks). No row means checks are off."""
 
     project = models.OneToOneField("grading.Project", on_delete=models.CASCADE, related_name="check_policy")
     enabled = models.BooleanField(default=False)
@@ -150,11 +150,11 @@ class GradingJob(models.Model):
     """One group queued for one grader: what the grader-run page shows. The verdict itself is
     unique per (group, grader), so a redelivered task finds it and makes no second call.
 
-    `retries` counts the task's retries after an infrastructure error (grading.grader.recovery),
+    `retries` counts the task's retries after an infrastructure error (grading.jobs.recovery),
     `resends` the times the sweep sent it again after no worker took it or finished it;
     `due_at` is when its latest retry or resend was due to start. A job `failed` with no
-    verdict gave up: its group falls back at once (grading.grader.progress). `claimed_by`
-    names the task grading it (grading.grader.scheduling)."""
+    verdict gave up: its group falls back at once (grading.waits.progress). `claimed_by`
+    names the task grading it (grading.jobs.scheduling)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -176,7 +176,7 @@ class GradingJob(models.Model):
     retries = models.PositiveSmallIntegerField(default=0)
     resends = models.PositiveSmallIntegerField(default=0)
     due_at = models.DateTimeField(null=True, blank=True)
-    # The id of the grading task that claimed it (grading.grader.scheduling): a task grades
+    # The id of the grading task that claimed it (grading.jobs.scheduling): a task grades
     # the best job its run still has queued, not the one its message names; "" while unclaimed.
     claimed_by = models.CharField(max_length=64, blank=True, default="", db_index=True)
 
@@ -187,8 +187,8 @@ class GradingJob(models.Model):
 
 class Jury(models.Model):
     """A project's jury: grader versions (names as Verdict.grader stores them) whose verdicts
-    are combined by a rule (grading.grader.jury) into one, stored as the verdict of
-    ``jury:<name>@<version>`` (grading.grader.juries). Editing a jury makes a new version."""
+    are combined by a rule (grading.verdicts.combine) into one, stored as the verdict of
+    ``jury:<name>@<version>`` (grading.verdicts.deliberation). Editing a jury makes a new version."""
 
     class Rule(models.TextChoices):
         MAJORITY = "majority", "per-rollout majority tier (ties to the better median tier)"

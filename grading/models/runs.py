@@ -66,13 +66,13 @@ class Run(models.Model):
     # The grading policy a trainer relies on: which grader tiers every mixed group as it is
     # stored, and how long a step waits for it before its ungraded groups fall back.
     # A built-in (AutoGrade) or a version of one of the project's defined LLM graders
-    # (grading.grader.defined, "<name>@<n>": pinned, so defining it again changes no run).
+    # (grading.registry.defined, "<name>@<n>": pinned, so defining it again changes no run).
     auto_grade = models.CharField(
         max_length=100,
         default=AutoGrade.NONE,
         help_text="none, heuristic, llm, or one of the project's defined graders as <name>@<version>",
     )
-    # Or a jury (grading.grader.juries): its members grade every mixed group and its combined
+    # Or a jury (grading.verdicts.deliberation): its members grade every mixed group and its combined
     # verdict is the one the method uses. Set, it takes the place of auto_grade's grader.
     jury = models.ForeignKey("grading.Jury", null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     grading_deadline_seconds = models.PositiveIntegerField(
@@ -86,7 +86,7 @@ class Run(models.Model):
     # also store the passing rollouts' turn weights from the grader's turn citations, the
     # export gives them with ?turn_weights=1 and the group page shows them. Off by default.
     turn_weights = models.BooleanField(default=False)
-    # Identical-patch settling (grading.grader.settling): a mixed group whose passing rollouts'
+    # Identical-patch settling (grading.verdicts.identical): a mixed group whose passing rollouts'
     # patches are byte-identical is settled without a model call, as a fallback. Off by default.
     settle_identical = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -159,7 +159,7 @@ class Group(models.Model):
     is_mixed = models.BooleanField(default=False, db_index=True)
     # The review queue's order, stored so "next group" is one index scan whatever the number
     # of graded groups (reviews.selectors.queue): the step's number (a group never changes
-    # step), whether a grader gave a valid verdict (grading.grader.verdicts.record_verdict),
+    # step), whether a grader gave a valid verdict (grading.verdicts.store.record_verdict),
     # the credit a verdict moves, Σ|A* − A| under the run's active mapping
     # (grading.method.services.compute_step and activate_mapping), and whether the project's
     # review policy still wants submitted reviews of it (kept by reviews.services.queue).
@@ -168,7 +168,7 @@ class Group(models.Model):
     credit_moved = models.FloatField(default=0.0)
     awaits_review = models.BooleanField(default=True)
     # How far its graders disagree, for the queue's "disagreements first" order (kept by
-    # grading.grader.disagreements when a verdict lands): the widest tier gap in levels
+    # grading.verdicts.disagreements when a verdict lands): the widest tier gap in levels
     # between two graders' valid verdicts on one rollout (juries left out: they are made of
     # their members), and on how many rollouts; and whether the run's jury abstained and
     # waits for a person, until when (the step's grading deadline; cleared when the jury's
@@ -183,8 +183,8 @@ class Group(models.Model):
     # (grading.rollouts.clusters, stored by grading.ingest.cluster_storage); null until clustered.
     distinct_solutions = models.PositiveIntegerField(null=True, blank=True)
     # When the scanners were asked to read the group's passing rollouts and have not yet
-    # (grading.grader.jobs.queue_scans / scan_groups): the step is not final meanwhile, until the
-    # run's grading deadline after this moment (grading.grader.progress).
+    # (grading.jobs.grade.queue_scans / scan_groups): the step is not final meanwhile, until the
+    # run's grading deadline after this moment (grading.waits.progress).
     scan_due_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -241,7 +241,7 @@ class Rollout(models.Model):
     cluster = models.PositiveIntegerField(null=True, blank=True)
     extra_files = models.JSONField(default=list, blank=True)
     cluster_label = models.CharField(max_length=200, blank=True)
-    # Two graders' valid verdicts differ on its cheat call (grading.grader.disagreements):
+    # Two graders' valid verdicts differ on its cheat call (grading.verdicts.disagreements):
     # the cheat audit can put such signals first.
     cheat_split = models.BooleanField(default=False, db_default=False)
     source_format = models.CharField(max_length=64, blank=True)
@@ -366,7 +366,7 @@ class StepWaiter(models.Model):
     """A trainer's request waiting for a step (`GET /api/v1/advantages/?wait=`), while it waits.
 
     Counted per holder (`token:<id>`, or `user:<id>` for a session) and per project to cap
-    waiters across every web process (grading.grader.waiters); a row outlives a killed
+    waiters across every web process (grading.waits.waiters); a row outlives a killed
     process only until `expires_at`, so a crash cannot keep a slot forever.
     """
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 class ScanLabel(models.Model):
     """Whether a rollout is a cheat of one category, as a person says: an auditor's decision in
-    the cheat audit on a rollout a scanner flagged (grading.grader.scan_labels.label_audited),
+    the cheat audit on a rollout a scanner flagged (grading.verdicts.scan_labels.label_audited),
     or an upload. A newer label of the same rollout and category replaces the older, with its
     own author and time."""
 
@@ -42,7 +42,7 @@ class ScanLabel(models.Model):
 
 
 class ProjectScanner(models.Model):
-    """One version of a project's own scanner (grading.grader.project_scanners): a pattern of
+    """One version of a project's own scanner (grading.jobs.project_scanners): a pattern of
     literal terms over the commands a rollout ran or the lines its patch adds or removes, or an
     LLM scanner (a question asked of a defined grader's endpoint). A changed definition is a new
     version; the same definition again is the version it already is. Its findings are stored as

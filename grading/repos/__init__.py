@@ -7,7 +7,7 @@ reads and searches at those states, and targeted checks run in a sandbox. Pure: 
 - `view`: read, list, grep and diff at `base` or at a rollout's state; worktrees on demand.
 - `sandbox`: run one command in a worktree with no network, a throwaway writable layer and caps.
 
-The Django side (grading.grader.loading) builds a `RepoView` from settings; the grader's tools
+The Django side (grading.registry.workspaces) builds a `RepoView` from settings; the grader's tools
 (grading.grader.tools) call it. Nothing here runs until a tool asks, so a group graded without
 the repository tools costs nothing on disk.
 """

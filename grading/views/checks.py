@@ -10,15 +10,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from grading.grader.check_policy import (
+from grading.models import Capability
+from grading.projects.access import page_project
+from grading.registry.checks import (
     CheckPolicyError,
     check_settings_for,
     memory_ceiling_mb,
     sandbox_problem,
     save_check_policy,
 )
-from grading.models import Capability
-from grading.projects.access import page_project
 
 FIELDS = ("max_checks", "seconds", "memory_mb")
 

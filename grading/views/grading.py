@@ -11,11 +11,11 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
-from grading.grader.jobs import BACKENDS, GraderUnavailable, queue_step
-from grading.grader.progress import step_status
 from grading.http import HtmxHttpRequest
+from grading.jobs.grade import BACKENDS, GraderUnavailable, queue_step
 from grading.models import Capability
 from grading.projects.access import page_run
+from grading.waits.progress import step_status
 
 
 @login_required

@@ -12,7 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
 from grading.formats import params
-from grading.grader.policy import PolicyError, auto_grader_name, update_run_policy
+from grading.jobs.policy import PolicyError, auto_grader_name, update_run_policy
 from grading.method.selectors import late_cheat_credit
 from grading.method.services import active_mapping, refresh_stale_step, refresh_stale_steps
 from grading.models import Capability, Run

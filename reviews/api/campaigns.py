@@ -1,4 +1,4 @@
-"""Campaigns: run a built-in grader on a scope of groups in the background (grading.grader.campaigns).
+"""Campaigns: run a built-in grader on a scope of groups in the background (grading.jobs.campaigns).
 
 POST /api/v1/campaigns/?project=P               {"grader": "heuristic" | "llm" | a version
                                                  name, "scope": {"run", "step"} | {"run"} |
@@ -27,7 +27,7 @@ from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
 from grading.formats import params
-from grading.grader.campaigns import CampaignError, cancel_campaign
+from grading.jobs.campaigns import CampaignError, cancel_campaign
 from grading.models import Campaign, Capability, Project
 from reviews.selectors import campaigns as data
 from reviews.services.campaigns import start

@@ -25,14 +25,14 @@ from rest_framework.views import APIView
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
-from grading.grader.project_scanners import (
+from grading.jobs.project_scanners import (
     ScannerDefinitionError,
     define_scanner,
     newest_scanner,
     scanners_of,
     scope_for,
 )
-from grading.grader.tasks import run_project_scanner_task
+from grading.jobs.tasks import run_project_scanner_task
 from grading.models import Capability, ProjectScanner
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")

@@ -30,9 +30,9 @@ from grading.api.errors import error
 from grading.api.scoping import project_for_request
 from grading.formats import params
 from grading.formats.scanlabels import MAX_BODY_BYTES
-from grading.grader.scan_labels import LabelsRefused, upload_scan_labels
 from grading.models import Capability
 from grading.projects.accounts import acting_name
+from grading.verdicts.scan_labels import LabelsRefused, upload_scan_labels
 from reviews.selectors.scanners import LabelRow, ScannerReport, scan_labels_page, scanner_report
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")

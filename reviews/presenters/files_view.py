@@ -2,7 +2,7 @@
 the task's base commit, a directory listing or one file with the patch's lines marked.
 
 Opened from a diff hunk (at its first line) or from a grader's `file:` citation (at the cited
-line). It reads through the same workspace the grader reads (grading.grader.loading), built
+line). It reads through the same workspace the grader reads (grading.registry.workspaces), built
 for this one rollout: a rollout's state is the same commit whichever group view made it.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from grading.grader.loading import FetchState, fetch_state, repo_view_for
 from grading.grader.workspace import RolloutView
 from grading.models import Group
+from grading.registry.workspaces import FetchState, fetch_state, repo_view_for
 from grading.repos.types import BASE, At, Entry, NotFetched, RepoError, RepoView
 from grading.rollouts.diffs import parse_patch
 from reviews.presenters.group_page import RolloutPart, lane_of, part_rollout, rollout_part
@@ -141,7 +141,7 @@ def files_part(
     """The lane's files view for this person; None when `lane` names none of the group's rollouts.
     A repository not fetched yet, or fetched without the task's base commit, is never fetched
     here (a page request does not wait on git): the view answers from what the cache holds and
-    says so, and whether it is being fetched (grading.grader.loading.queue_fetch)."""
+    says so, and whether it is being fetched (grading.registry.workspaces.queue_fetch)."""
     found = part_rollout(user=user, group=group, lane=lane, body="patch")
     if found is None:
         return None

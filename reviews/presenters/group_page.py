@@ -23,12 +23,12 @@ from django.utils.http import urlencode
 from grading import selectors
 from grading.formats import params
 from grading.grader.evidence import split_file_locator
-from grading.grader.loading import has_workspace
 from grading.method.partial import drop_of
 from grading.method.project_guides import guide_for
 from grading.method.tiers import TIERS
 from grading.method.turn_weights import CATEGORY_WORDS
 from grading.models import Group, Membership, Rollout, RolloutContent
+from grading.registry.workspaces import has_workspace
 from grading.repos.types import BASE
 from grading.rollouts.diffs import FileDiff, HighlightBudget, ParsedPatch, parse_patch
 from grading.rollouts.invisible import INVISIBLE, find_invisible
@@ -209,7 +209,7 @@ class GroupPage:
     draft_reason: str
     # The commands the shown verdict's grader ran (evidence check:<n>); none while it is hidden.
     checks: tuple[dict, ...] = ()
-    # Credit settled without a model call (grading.grader.settling), said in place of a
+    # Credit settled without a model call (grading.verdicts.identical), said in place of a
     # grader's verdict; False when a grader's verdict stands or the page is blind.
     settled: bool = False
     # Not rendered: the verdict a person browsing is shown for the first time, for the view

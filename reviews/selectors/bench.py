@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from django.db.models import Count, Q
 
-from grading.grader.policy import auto_grader_name
+from grading.jobs.policy import auto_grader_name
 from grading.method.advantage import MappingSpec
 from grading.models import CheatDecision, Project, RolloutGrade, Run, Verdict
 from reviews.models import Judgment, JudgmentItem

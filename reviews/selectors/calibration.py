@@ -22,7 +22,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from grading.formats import params
-from grading.grader.policy import auto_grader_name
+from grading.jobs.policy import auto_grader_name
 from grading.method.advantage import MappingSpec, group_summary, redistribute
 from grading.method.services import active_mapping, step_balance, step_inputs
 from grading.models import (
@@ -107,7 +107,7 @@ def _empty() -> pd.DataFrame:
 
 def policy_grader(run: Run | None, grader: str | None = None) -> str | None:
     """The grader version a fit is for when none is chosen: the run's policy grader or jury
-    (grading.grader.policy.auto_grader_name), whose verdicts its numbers rest on."""
+    (grading.jobs.policy.auto_grader_name), whose verdicts its numbers rest on."""
     if grader:
         return grader
     return auto_grader_name(run) if run is not None else None

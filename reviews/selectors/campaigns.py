@@ -1,4 +1,4 @@
-"""Reads for campaigns (grading.grader.campaigns): a project's campaigns, one of them, and the
+"""Reads for campaigns (grading.jobs.campaigns): a project's campaigns, one of them, and the
 groups people judged, which a judged scope grades (grading never reads reviews, so the
 desk names them). A campaign's figures are counts, tokens, cost and latency: no tier, rank
 or evidence of any verdict."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from grading.grader.jobs import BACKENDS, GraderUnavailable, grader_name
+from grading.jobs.grade import BACKENDS, GraderUnavailable, grader_name
 from grading.models import Campaign, Project, Run
 from reviews.models import Judgment
 

@@ -24,11 +24,11 @@ from datetime import datetime
 import orjson
 from django.db.models import Exists, OuterRef, Q
 
-from grading.grader.loading import workspace_for
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.method.guide import Guide
 from grading.method.project_guides import guide_for
 from grading.models import CheatDecision, Group, Rollout, RolloutContent, RolloutGrade, Run, Verdict, VerdictCheck
+from grading.registry.workspaces import workspace_for
 from reviews.formats import labeled
 from reviews.models import CheatAudit, Judgment, JudgmentItem
 
@@ -281,7 +281,7 @@ def _line(loaded: dict, run_name: str) -> dict:
 
 
 def _workspace(loaded: dict, guide: Guide) -> GroupWorkspace:
-    """The grader's view of the group (grading.grader.loading.load_workspace), from the
+    """The grader's view of the group (grading.registry.workspaces.load_workspace), from the
     chunk's rows and without the trajectories' text: the tools the SFT example calls
     (labeled.reading_rounds) return the same JSON on it as on the loader's workspace."""
     group = loaded["group"]
@@ -335,7 +335,7 @@ def sft_examples(*, run: Run, since: datetime | None = None, adjudicated_only: b
         for loaded in _load_chunk(ids, sft=True):
             label = labeled.final_label(loaded["judgments"])
             if label is None or any(v["settled_by"] == Verdict.SettledBy.IDENTICAL_PATCHES for v in loaded["verdicts"]):
-                continue  # a group settled without a model call teaches no grader (grading.grader.settling)
+                continue  # a group settled without a model call teaches no grader (grading.verdicts.identical)
             group = loaded["group"]
             example = labeled.sft_example(
                 _workspace(loaded, guide),

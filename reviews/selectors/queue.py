@@ -14,7 +14,7 @@ With the policy's `disagreements_first` (the default), ahead of that order: the 
 the run's jury waits on for a person (until the step's deadline), then the widest tier gap
 between two graders (where a person's word teaches the most). All of it is stored on the
 group when it changes (a verdict, a step's computation, a mapping activation:
-grading.grader.disagreements, grading.method.services), never recomputed per request.
+grading.verdicts.disagreements, grading.method.services), never recomputed per request.
 
 Why a group is next (`why_next`) is said only to those who manage the project, and never
 on a group they judge blind (reviews.access.sees_why_next): it is derived from verdicts.

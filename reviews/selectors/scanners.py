@@ -266,7 +266,7 @@ class OwnScannerRow:
 
 
 def own_scanners(project: Project, *, hidden_from=None) -> list[OwnScannerRow]:
-    """Every version of the project's own scanners (grading.grader.project_scanners), newest
+    """Every version of the project's own scanners (grading.jobs.project_scanners), newest
     version first per name, with the findings it stored (two queries)."""
     versions = list(ProjectScanner.objects.filter(project=project).order_by("name", "-version"))
     if not versions:

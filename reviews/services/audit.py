@@ -9,7 +9,7 @@ signals the latest is in force, and a confirmed cheat gets reward 0 and counts a
 Every decision is kept as a `CheatAudit` row per signal it settled, so a signal confirmed
 and later overturned shows both. Deciding marks the steps stale and queues their
 recomputation, and labels each category a scanner found on the rollout for the scanners'
-validation set (grading.grader.verdicts.decide_cheats, docs/scanners.md#validation-sets).
+validation set (grading.verdicts.store.decide_cheats, docs/scanners.md#validation-sets).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from grading.grader.verdicts import decide_cheats
 from grading.models import CheatDecision, Project
+from grading.verdicts.store import decide_cheats
 from reviews.models import CheatAudit
 from reviews.services.calibration import schedule_warm, warming_enabled
 

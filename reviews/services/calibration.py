@@ -15,7 +15,7 @@ import time
 
 from django.db import transaction
 
-from grading.grader.policy import auto_grader_name
+from grading.jobs.policy import auto_grader_name
 from grading.method.services import GraderMismatch, activate_mapping, create_mapping, mapping_grader_refusal
 from grading.models import FactorMapping, MappingActivation, Run
 from reviews.stats.calibration import FittedMapping

@@ -4,7 +4,7 @@ service, which never reads reviews."""
 
 from __future__ import annotations
 
-from grading.grader.campaigns import CampaignError, parse_scope, start_campaign
+from grading.jobs.campaigns import CampaignError, parse_scope, start_campaign
 from grading.models import Campaign, Project
 from reviews.selectors.campaigns import judged_group_ids
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from grading.grader.juries import PersonRanking, settle_with_person
 from grading.method.guide import RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, Verdict
 from grading.selectors import shown_verdict
+from grading.verdicts.deliberation import PersonRanking, settle_with_person
 from reviews.formats.labeled import citations
 from reviews.models import AdjudicationDraft, Assignment, GroupReview, Judgment, JudgmentItem, Reveal
 from reviews.selectors.adjudication import AdjudicationRow, adjudication_refusal, disagreements_for

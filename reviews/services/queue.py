@@ -11,9 +11,9 @@ from django.db.models.functions import Coalesce
 from django.db.models.lookups import LessThan
 from django.utils import timezone
 
-from grading.grader.disagreements import expire_person_waits
 from grading.models import Group, Project, Run
 from grading.rollouts.blinding import BlindFields
+from grading.verdicts.disagreements import expire_person_waits
 from reviews.models import Assignment, Reveal, ReviewPolicy
 from reviews.selectors.lanes import shuffled_order
 from reviews.selectors.queue import policy_for, queue_groups, taken_slots, wanted_reviewers

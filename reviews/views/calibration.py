@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from grading.formats import params
-from grading.grader.policy import auto_grader_name
+from grading.jobs.policy import auto_grader_name
 from grading.method.advantage import MappingSpec
 from grading.method.evidence import MAX_MINIMUM, TooLittleEvidence, assess
 from grading.method.minimums import minimum_for, save_minimum

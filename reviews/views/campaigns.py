@@ -11,8 +11,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from grading.grader.campaigns import CampaignError, cancel_campaign
 from grading.http import HtmxHttpRequest
+from grading.jobs.campaigns import CampaignError, cancel_campaign
 from grading.models import Capability
 from grading.projects.access import get_project_for
 from reviews.selectors import campaigns as data

@@ -13,10 +13,10 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from grading.grader.loading import queue_fetch
 from grading.http import HtmxHttpRequest
 from grading.models import Capability, Group
 from grading.projects.access import page_group
+from grading.registry.workspaces import queue_fetch
 from reviews.models import Reveal
 from reviews.presenters import files_view
 from reviews.presenters import group_page as presenter

@@ -16,8 +16,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.models import JudgmentItem
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy

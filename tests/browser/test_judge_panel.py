@@ -19,8 +19,8 @@ import pytest
 from django.db.models import Sum
 from playwright.sync_api import expect
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.models import Assignment, Judgment, JudgmentItem
 from reviews.selectors.lanes import lanes_for
 from reviews.services.judgments import ItemInput, submit_judgment

@@ -13,10 +13,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from grading.grader.policy import update_run_policy
-from grading.grader.verdicts import GradeInput, record_verdict
+from grading.jobs.policy import update_run_policy
 from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, Group, Run
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.browser import log_in
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups

@@ -11,9 +11,9 @@ tests/reviews/views/test_audit.py and tests/browser/test_audit.py.
 
 from __future__ import annotations
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, CheatDecision, Group, Project, Rollout
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.services.judgments import ItemInput, submit_judgment
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.real_groups import load_real_long_groups

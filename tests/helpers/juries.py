@@ -4,10 +4,10 @@ POST /api/v1/verdicts/ records them), agreeing or abstaining: the world of the q
 
 from __future__ import annotations
 
-from grading.grader.juries import save_jury
-from grading.grader.policy import update_run_policy
-from grading.grader.verdicts import GradeInput, record_verdict
+from grading.jobs.policy import update_run_policy
 from grading.models import Group, Jury, Project, Run, Verdict
+from grading.verdicts.deliberation import save_jury
+from grading.verdicts.store import GradeInput, record_verdict
 
 MEMBERS = ("ext-a@1", "ext-b@1")
 

@@ -3,8 +3,8 @@ tests/grading/views/test_run_late_credit.py and tests/browser/test_run_page.py.
 
 `late_cheat_world(project, trainer_token=..., auditor=...)`, run r1 (mean baseline, the default
 mapping). The scans ingest queues are held, as a worker that is down holds them, and run when
-the story says (grading.grader.jobs.scan_groups, which calls record_prescreen, as the task does).
-A step waits for its groups' scans up to the run's grading deadline (grading.grader.progress), so
+the story says (grading.jobs.grade.scan_groups, which calls record_prescreen, as the task does).
+A step waits for its groups' scans up to the run's grading deadline (grading.waits.progress), so
 the groups scanned late are those whose deadline passed first: the step fell back to final
 without them, as it does when no worker comes:
 
@@ -36,9 +36,9 @@ from unittest import mock
 from django.test import Client
 from django.utils import timezone
 
-from grading.grader import jobs
-from grading.grader.verdicts import GradeInput, record_verdict
+from grading.jobs import grade as jobs
 from grading.models import CheatDecision, Group, Project, Rollout, StepExport
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 

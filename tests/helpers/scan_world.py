@@ -21,10 +21,10 @@ Labels (as an upload would give them; the expected figures are in EXPECTED, coun
 
 from __future__ import annotations
 
-from grading.grader.jobs import record_prescreen
-from grading.grader.loading import load_workspace
 from grading.grader.prescreen.catalogue import BY_SLUG
+from grading.jobs.grade import record_prescreen
 from grading.models import CheatDecision, Group, Project, Rollout, ScanLabel
+from grading.registry.workspaces import load_workspace
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.real_groups import load_real_long_groups

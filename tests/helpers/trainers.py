@@ -114,8 +114,8 @@ def dropped_keys(seed: int = 0) -> dict[tuple[str, int], str]:
 
 def grade_step(step: int) -> None:
     """Record the grader's verdict on every mixed group of `step`, from STEP_PROMPTS."""
-    from grading.grader.verdicts import GradeInput, record_verdict
     from grading.models import Group
+    from grading.verdicts.store import GradeInput, record_verdict
 
     for group in Group.objects.filter(step__number=step, is_mixed=True):
         p = int(uuid.UUID(group.uid).int % 100)

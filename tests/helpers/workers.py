@@ -40,7 +40,7 @@ def start_celery_worker(
     every queue the desk sends to (the default one and the grading one). `pool`: solo, or gevent
     as the grading worker runs (`docker/start.sh grader`), `concurrency` greenlets.
     `env`: more variables for it (e.g. CELERY_BROKER_URL, GAGAR_CACHE_URL)."""
-    from grading.grader.worker import GREEN_ENV, worker_queues
+    from grading.jobs.worker import GREEN_ENV, worker_queues
 
     command = [
         sys.executable,

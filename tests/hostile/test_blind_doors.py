@@ -20,8 +20,8 @@ import re
 
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, Role
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.models import Assignment, GroupReview, Judgment, Reveal
 from reviews.selectors.adjudication import AdjudicationRefused
 from reviews.selectors.lanes import lanes_for

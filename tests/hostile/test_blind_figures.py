@@ -21,8 +21,8 @@ import re
 
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, Role
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.models import Assignment, Reveal
 from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import assign, update_policy

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from grading.grader.check_policy import check_budget_for, sandbox_problem
-from grading.grader.loading import load_workspace
 from grading.grader.tools import call_tool
 from grading.models import CheckPolicy
+from grading.registry.checks import check_budget_for, sandbox_problem
+from grading.registry.workspaces import load_workspace
 from tests.factories import make_group, make_run, make_step, make_task
 from tests.helpers.gitrepos import patch_at, tiny_package
 from tests.helpers.repo_groups import fix_mean

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from grading.grader.loading import fetch_repo, repo_source
+from grading.registry.workspaces import fetch_repo, repo_source
 from tests.helpers.gitrepos import commit_all
 from tests.helpers.people import member
 from tests.helpers.repo_groups import tiny_group

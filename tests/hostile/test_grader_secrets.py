@@ -17,8 +17,8 @@ import orjson
 import pytest
 from django.test import override_settings
 
-from grading.grader.campaigns import CampaignError, Scope, start_campaign
-from grading.grader.jobs import GraderUnavailable, grade_group
+from grading.jobs.campaigns import CampaignError, Scope, start_campaign
+from grading.jobs.grade import GraderUnavailable, grade_group
 from grading.models import Campaign, GraderVersion, GradingJob, Group, Verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups

@@ -67,7 +67,7 @@ def test_the_nginx_template_matches_the_apps_limits():
     """The limits nginx enforces are the app's own: body sizes, the longest wait, gunicorn's timeout."""
     from django.conf import settings
 
-    from grading.grader.progress import MAX_WAIT_SECONDS
+    from grading.waits.progress import MAX_WAIT_SECONDS
 
     text = TEMPLATE.read_text()
     assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE < 3 * 1024 * 1024 and "client_max_body_size 3m;" in text

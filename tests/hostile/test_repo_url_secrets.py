@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
-from grading.grader.loading import FETCH_STATE_KEY, fetch_repo, load_workspace, repo_source
+from grading.registry.workspaces import FETCH_STATE_KEY, fetch_repo, load_workspace, repo_source
 from grading.repos.source import RepoSource, bounded, redact_urls
 from grading.repos.types import FetchRefused, RepoError
 from tests.helpers.repo_groups import tiny_group

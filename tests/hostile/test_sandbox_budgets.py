@@ -76,8 +76,8 @@ def test_these_hold_for_a_non_root_worker() -> None:
 
 @pytest.mark.django_db
 def test_a_project_admin_cannot_set_check_memory_above_the_operators_ceiling(client, acme, alice, settings) -> None:
-    from grading.grader.check_policy import check_budget_for
     from grading.models import CheckPolicy
+    from grading.registry.checks import check_budget_for
 
     # alice is acme's admin: she may set the check policy, within what the operator allows
     client.force_login(alice)

@@ -14,7 +14,7 @@ import re
 import pytest
 from django.test import Client
 
-from grading.grader.jobs import GraderUnavailable, check_grader_url
+from grading.jobs.grade import GraderUnavailable, check_grader_url
 from grading.models import ApiToken, ImportJob, Rollout, Run
 from tests.helpers.groups import jsonl, small_group
 from tests.helpers.ingest import post_lines

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, Role
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.services.judgments import ItemInput, submit_judgment
 from tests.helpers.desk import GRADER, SECRET_NOTE
 from tests.helpers.groups import small_group

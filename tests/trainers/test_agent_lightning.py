@@ -124,8 +124,8 @@ class GagarTrainer(agl_trainer.AgentLightningRayPPOTrainer):
 
 
 def _trainer(config, gagar, run: str):
-    from grading.grader.verdicts import GradeInput, record_verdict
     from grading.models import Group
+    from grading.verdicts.store import GradeInput, record_verdict
 
     trainer = GagarTrainer.__new__(GagarTrainer)
     models = _Models()

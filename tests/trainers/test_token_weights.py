@@ -68,8 +68,8 @@ def test_cells_as_the_export_writes_them():
 def test_from_the_live_api_to_tokens(live_server, alice_token, trainer_token):
     """A step posted, graded with a wasted turn cited, read back with turn weights, spread."""
     from gagar_client import Client
-    from grading.grader.verdicts import GradeInput, record_verdict
     from grading.models import Group
+    from grading.verdicts.store import GradeInput, record_verdict
     from tests.helpers.groups import small_group
 
     admin = Client(live_server.url, alice_token, project="acme")

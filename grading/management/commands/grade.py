@@ -4,7 +4,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.grader.jobs import BACKENDS, GraderUnavailable, grader_for, grader_name, queue_step
+from grading.jobs.grade import BACKENDS, GraderUnavailable, grader_for, grader_name, queue_step
 from grading.models import GradingJob, Step, Verdict
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from grading.grader.check_policy import check_settings_for, configured_sandbox
-from grading.grader.loading import find_group, load_workspace
+from grading.registry.checks import check_settings_for, configured_sandbox
+from grading.registry.workspaces import find_group, load_workspace
 from grading.repos.types import BASE, At, RepoError
 
 

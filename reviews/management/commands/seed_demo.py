@@ -7,9 +7,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from grading.grader.jobs import grade_group
 from grading.ingest.demo import demo_groups
 from grading.ingest.service import ingest_group_lines
+from grading.jobs.grade import grade_group
 from grading.models import Group, Membership, Project, Role, Run
 from reviews.demo import REVIEWERS, demo_evidence, seed_judgments
 

@@ -12,8 +12,8 @@ import pytest
 from django.core.management import call_command
 
 from gagar_client import Client, GagarError
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, StepComputation
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.workers import start_celery_worker, stop_process

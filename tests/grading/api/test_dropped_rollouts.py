@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, Rollout, Step
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import jsonl, small_group
 from tests.helpers.ingest import post_groups, post_lines
 

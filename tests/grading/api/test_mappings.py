@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.export import COLUMNS
 from grading.method.services import activate_mapping, default_mapping
 from grading.models import FactorMapping, Group, MappingActivation, Run, Step, StepComputation
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import post_groups
 

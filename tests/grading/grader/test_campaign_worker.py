@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from grading.grader import campaigns
-from grading.grader.campaigns import Scope, start_campaign
+from grading.jobs import campaigns
+from grading.jobs.campaigns import Scope, start_campaign
 from grading.models import Campaign, Run, Verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups

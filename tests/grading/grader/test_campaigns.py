@@ -1,4 +1,4 @@
-"""Campaigns (grading.grader.campaigns): a built-in grader on a step, a run or the judged
+"""Campaigns (grading.jobs.campaigns): a built-in grader on a step, a run or the judged
 groups, counted as each group finishes; the same version again does nothing; a failing
 group is counted and the rest go on; cancel; the LLM grader's tokens, latency and cost
 against the local scripted server; and a campaign of a grader the run's policy does not use
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-import grading.grader.jobs
-from grading.grader import campaigns
-from grading.grader.campaigns import CampaignError, Scope, cancel_campaign, grade_chunk, parse_scope, start_campaign
+import grading.jobs.grade
+from grading.jobs import campaigns
+from grading.jobs.campaigns import CampaignError, Scope, cancel_campaign, grade_chunk, parse_scope, start_campaign
 from grading.method.services import step_inputs
 from grading.models import AdvantageResult, Campaign, CampaignGroup, Group, Run, Verdict
 from reviews.selectors.campaigns import judged_group_ids
@@ -65,7 +65,7 @@ def test_a_run_campaign_grades_every_mixed_group_and_running_it_again_does_nothi
 
 
 def test_a_step_campaign_grades_that_step_only_and_skips_what_the_version_graded(acme, run, monkeypatch):
-    grading.grader.jobs.grade_group(group_id=Group.objects.get(uid="a@1").pk, backend="heuristic")
+    grading.jobs.grade.grade_group(group_id=Group.objects.get(uid="a@1").pk, backend="heuristic")
     sent = []
     monkeypatch.setattr(campaigns, "CHUNK", 1)
     real = campaigns.grade_campaign_chunk_task.delay
@@ -113,7 +113,7 @@ def test_an_invalid_verdict_counts_as_failed(acme, run, monkeypatch):
     from grading.grader.base import GraderResult
 
     monkeypatch.setattr(
-        grading.grader.jobs.HeuristicGrader, "grade", lambda self, ws: GraderResult(status="invalid", errors=["nothing to cite"])
+        grading.jobs.grade.HeuristicGrader, "grade", lambda self, ws: GraderResult(status="invalid", errors=["nothing to cite"])
     )
     campaign = start_campaign(project=acme, grader="heuristic", scope=Scope(Campaign.Scope.STEP, run, 2))
     assert (campaign.status, campaign.graded, campaign.failed) == (Campaign.Status.DONE, 0, 2)
@@ -222,7 +222,7 @@ def test_a_campaign_of_a_grader_the_policy_does_not_use_leaves_the_advantages_al
     run.auto_grade = auto_grade
     run.save(update_fields=["auto_grade"])
     step = run.steps.get(number=1)
-    grading.grader.jobs.queue_step(step=step, backend="heuristic")  # the run's own grading (eager)
+    grading.jobs.grade.queue_step(step=step, backend="heuristic")  # the run's own grading (eager)
     before = advantages(run)
     assert before and {status for _, status, _, _ in before if status} >= {"graded"}
     inputs_before = step_inputs(step).frame[["rollout_id", "verdict_id", "tier"]]

@@ -1,6 +1,6 @@
 """A project's policy for the grader's checks: its page (everyone reads, admins edit), what
 the database holds, refusals that name the field and store nothing, and the budget one
-grading conversation gets from it (grading.grader.check_policy)."""
+grading conversation gets from it (grading.registry.checks)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from grading.grader.check_policy import CheckSettings, check_budget_for, check_settings_for
 from grading.models import CheckPolicy
+from grading.registry.checks import CheckSettings, check_budget_for, check_settings_for
 
 pytestmark = pytest.mark.django_db
 

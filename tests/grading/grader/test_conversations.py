@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from grading.grader.jobs import queue_step
+from grading.jobs.grade import queue_step
 from grading.models import GradingJob, Group, Verdict
 from tests.helpers.fake_openai import RUBRIC_SCORES, FakeOpenAI, Reply, call, hang, status, submit
 from tests.helpers.groups import small_group
@@ -150,7 +150,7 @@ def grader_env(fake: FakeOpenAI, **more: str) -> dict[str, str]:
 
 def test_many_conversations_in_one_worker_each_fail_on_their_own(acme, tmp_path, monkeypatch):
     from gagar_web.celery import app
-    from grading.grader.tasks import grade_group_task
+    from grading.jobs.tasks import grade_group_task
 
     # A task's message carries its sender's time limits (the settings, the same on every process)
     monkeypatch.setattr(grade_group_task, "time_limit", TIME_LIMIT)

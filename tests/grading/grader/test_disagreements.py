@@ -1,5 +1,5 @@
 """The graders' disagreement stored on groups and rollouts as verdicts land, and the mark of
-a group the run's jury waits on for a person (grading.grader.disagreements)."""
+a group the run's jury waits on for a person (grading.verdicts.disagreements)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from grading.grader.disagreements import expire_person_waits, refresh_disagreement
-from grading.grader.juries import record_jury_verdict
-from grading.grader.policy import update_run_policy
-from grading.grader.progress import step_status
-from grading.grader.verdicts import GradeInput, record_verdict
+from grading.jobs.policy import update_run_policy
 from grading.models import Group, Rollout, Run, Step
+from grading.verdicts.deliberation import record_jury_verdict
+from grading.verdicts.disagreements import expire_person_waits, refresh_disagreement
+from grading.verdicts.store import GradeInput, record_verdict
+from grading.waits.progress import step_status
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.juries import MEMBERS, grade, grade_pair, jury_policy

@@ -229,8 +229,8 @@ def test_penalty_is_monotone_in_what_it_counts():
 
 @pytest.mark.django_db
 def test_grading_a_stored_group_through_load_workspace(acme):
-    from grading.grader.loading import load_workspace
     from grading.models import Group
+    from grading.registry.workspaces import load_workspace
 
     g = next(
         g for g in demo_groups(steps=1, groups_per_step=8) if 0 < sum(r["reward"] for r in g["rollouts"]) < len(g["rollouts"])

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from grading.grader.jobs import GraderUnavailable, check_grader_url, grade_group, queue_step
+from grading.jobs.grade import GraderUnavailable, check_grader_url, grade_group, queue_step
 from grading.models import AdvantageResult, GradingJob, Group, Verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
@@ -144,7 +144,7 @@ def test_evidence_links_open_at_the_cited_line_or_turn(client, alice):
 
 
 def test_a_grading_costs_its_tokens_at_the_configured_prices_or_nothing_is_said():
-    from grading.grader.jobs import cost_usd
+    from grading.jobs.grade import cost_usd
 
     usage = {"prompt_tokens": 200_000, "completion_tokens": 10_000}
     with override_settings(GRADER_PRICE_PER_MTOK_IN=3.0, GRADER_PRICE_PER_MTOK_OUT=15.0):

@@ -5,13 +5,13 @@ import orjson
 import pytest
 from django.db import transaction
 
-from grading.grader.juries import JuryError, record_jury_verdict, save_jury, waiting_jury
-from grading.grader.jury import combine
-from grading.grader.progress import step_status
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method import services
 from grading.models import AdvantageResult, CheatDecision, Group, Jury, Run, Verdict
 from grading.selectors import latest_verdict
+from grading.verdicts.combine import combine
+from grading.verdicts.deliberation import JuryError, record_jury_verdict, save_jury, waiting_jury
+from grading.verdicts.store import GradeInput, record_verdict
+from grading.waits.progress import step_status
 from reviews.selectors.bench import run_graders
 from reviews.selectors.calibration import judgment_frames
 from reviews.selectors.rankings import grader_ranking

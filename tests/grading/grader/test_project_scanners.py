@@ -10,10 +10,10 @@ import orjson
 import pytest
 from django.test import override_settings
 
-from grading.grader.defined import define_grader
 from grading.grader.prescreen.custom import check_pattern, match_pattern
 from grading.grader.prescreen.patchfiles import patch_files
 from grading.models import CheatDecision, Rollout
+from grading.registry.defined import define_grader
 from tests.helpers.fake_openai import FakeOpenAI, completion
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups

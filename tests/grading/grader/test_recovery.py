@@ -15,12 +15,12 @@ from django.db import OperationalError, connection, connections, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from grading.grader import jobs as job_service
-from grading.grader import recovery
 from grading.grader.heuristic import HeuristicGrader
-from grading.grader.jobs import queue_step
-from grading.grader.progress import step_status
+from grading.jobs import grade as job_service
+from grading.jobs import recovery
+from grading.jobs.grade import queue_step
 from grading.models import GradingJob, Group, Verdict
+from grading.waits.progress import step_status
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from grading.grader.loading import load_workspace
-from grading.grader.tasks import tidy_repo_cache_task
+from grading.jobs.tasks import tidy_repo_cache_task
+from grading.registry.workspaces import load_workspace
 from tests.helpers.repo_groups import tiny_group
 
 pytestmark = pytest.mark.django_db

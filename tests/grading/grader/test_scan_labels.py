@@ -1,5 +1,5 @@
-"""Labels of the scanners' validation set from the cheat audit (grading.grader.scan_labels,
-called by grading.grader.verdicts.decide_cheat(s) inside the decision's transaction).
+"""Labels of the scanners' validation set from the cheat audit (grading.verdicts.scan_labels,
+called by grading.verdicts.store.decide_cheat(s) inside the decision's transaction).
 
 People: alice admin of acme (she uploaded the world's labels); erin an auditor.
 World: tests/helpers/scan_world.py — real #0 and #1 carry a project_fetch finding confirmed by
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from grading.grader.prescreen.catalogue import BY_SLUG
-from grading.grader.verdicts import decide_cheat, decide_cheats
 from grading.models import CheatDecision, Role, ScanLabel
+from grading.verdicts.store import decide_cheat, decide_cheats
 from reviews.services.audit import audit_rollouts
 from tests.helpers.people import member
 from tests.helpers.scan_world import scan_world

@@ -1,4 +1,4 @@
-"""Backlog-aware scheduling and identical-patch settling (grading.grader.scheduling, .settling).
+"""Backlog-aware scheduling and identical-patch settling (grading.jobs.scheduling, .settling).
 
 Groups are made of the real mini-swe-agent trajectories (tests/helpers/real_groups.py): each
 passing rollout carries its own real patch, so a group's distinct solutions are real patch
@@ -20,17 +20,17 @@ import pytest
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from grading.grader import recovery
 from grading.grader.heuristic import HeuristicGrader
-from grading.grader.jobs import queue_step
-from grading.grader.policy import PolicyError, update_run_policy
-from grading.grader.progress import step_status
-from grading.grader.scheduling import claim
-from grading.grader.settling import identical_patches
-from grading.grader.tasks import grade_group_task
-from grading.grader.verdicts import GradeInput, record_verdict
+from grading.jobs import recovery
+from grading.jobs.grade import queue_step
+from grading.jobs.policy import PolicyError, update_run_policy
+from grading.jobs.scheduling import claim
+from grading.jobs.tasks import grade_group_task
 from grading.method.guide import RUBRIC
 from grading.models import CheatDecision, GradingJob, Group, Run, Step, Verdict
+from grading.verdicts.identical import identical_patches
+from grading.verdicts.store import GradeInput, record_verdict
+from grading.waits.progress import step_status
 from reviews.selectors import labeled as labeled_selectors
 from reviews.services.judgments import ItemInput, submit_judgment
 from reviews.services.queue import assign
@@ -311,7 +311,7 @@ def test_a_task_that_gives_up_fails_the_job_it_claimed_not_the_one_it_was_sent_f
     messages = captured_messages(step1)
     from django.db import OperationalError
 
-    from grading.grader import jobs as job_service
+    from grading.jobs import grade as job_service
 
     with mock.patch.object(job_service, "load_workspace", side_effect=OperationalError("too many clients")):
         assert deliver(messages[0], "task-x") == "failed"  # names few@1, claimed many@1
@@ -433,7 +433,7 @@ def test_a_settled_verdict_stays_out_of_calibration(settled_step):
 
 
 def test_a_jury_whose_member_settled_falls_back_settled_too(acme):
-    from grading.grader.juries import queue_jury_step, save_jury
+    from grading.verdicts.deliberation import queue_jury_step, save_jury
     from tests.helpers.juries import grade
 
     ingest_groups(acme, identical_group("same@1"))

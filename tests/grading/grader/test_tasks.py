@@ -11,7 +11,7 @@ import time
 import pytest
 from django.test import override_settings
 
-from grading.grader.jobs import queue_step
+from grading.jobs.grade import queue_step
 from grading.models import Group, Verdict
 from tests.helpers.fake_openai import RUBRIC_SCORES, FakeOpenAI, submit
 from tests.helpers.groups import small_group
@@ -96,7 +96,7 @@ def test_a_job_whose_worker_cannot_reach_the_database_is_graded_after_the_sweep(
     from django.utils import timezone
 
     from gagar_web.celery import app
-    from grading.grader.recovery import sweep
+    from grading.jobs.recovery import sweep
     from grading.models import GradingJob
 
     ingest_groups(acme, small_group("lost@1", instance_id="t-lost", rewards=(1, 0)))

@@ -12,9 +12,9 @@ import orjson
 import pytest
 from django.utils import timezone
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method import services
 from grading.models import GradingJob, Group, Run, Step, StepExport, Verdict
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import post_groups
 from tests.helpers.people import member

@@ -1,4 +1,4 @@
-"""Waiting for a step under ASGI (grading/grader/watch.py through GET /api/v1/advantages/?wait=).
+"""Waiting for a step under ASGI (grading/waits/watch.py through GET /api/v1/advantages/?wait=).
 
 Django's AsyncClient makes ASGI requests, so these waits are awaits on the event loop's one
 step watcher, as in the waits process (docker/start.sh waits), not polls in a thread. The
@@ -20,8 +20,8 @@ from django.db import connection, connections
 from django.test import AsyncClient
 from django.utils import timezone
 
-from grading.grader.watch import StepWatcher
 from grading.models import Group, Step, StepWaiter
+from grading.waits.watch import StepWatcher
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import post_groups
 
@@ -144,7 +144,7 @@ def test_a_trainer_that_hangs_up_while_its_slot_is_being_taken_leaves_none_taken
 
 def test_one_round_asks_once_per_watched_step_however_many_wait(two_pending_steps, monkeypatch):
     """Fifty waiters on two steps: each round of the watcher polls the two steps, not fifty."""
-    from grading.grader import watch
+    from grading.waits import watch
 
     rounds: list[list[int]] = []
     real = watch.poll_round

@@ -12,7 +12,7 @@ import json
 import pytest
 from django.test import override_settings
 
-from grading.grader.jobs import grade_group
+from grading.jobs.grade import grade_group
 from grading.models import CheckPolicy, Verdict, VerdictCheck
 from reviews.selectors.labeled import labeled_lines
 from tests.factories import make_judgment

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from django.core.management import call_command
 
-from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
 from grading.method.export import COLUMNS
 from grading.method.services import activate_mapping
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Run, StepComputation
+from grading.verdicts.store import GradeInput, decide_cheat, record_verdict
 from tests.helpers.groups import jsonl, small_group
 from tests.helpers.ingest import ingest_groups, post_groups, post_lines
 from tests.helpers.real_groups import load_real_groups

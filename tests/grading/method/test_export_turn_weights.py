@@ -18,8 +18,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import AdvantageResult, Group, Run, StepExport
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import post_groups
 
@@ -155,8 +155,8 @@ def test_rows_taken_with_the_column_are_kept_byte_for_byte_apart_from_those_with
 
 
 def test_a_confirmed_cheat_and_a_fallback_group_weigh_one_throughout(client, alice_token, trainer_token, graded):
-    from grading.grader.verdicts import decide_cheat
     from grading.models import CheatDecision, Rollout
+    from grading.verdicts.store import decide_cheat
 
     _turn_on(client, alice_token)
     post_groups(client, alice_token, _group("h@1"))  # no verdict: falls back once the step has no grading in flight

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from grading.grader.jobs import grade_group
 from grading.grader.llm import SYSTEM_PROMPT, system_prompt
+from grading.jobs.grade import grade_group
 from grading.method.guide import DEFAULT_DIMENSIONS, DEFAULT_GUIDE, MAX_TIER_CHARS, guide_from_fields
 from grading.method.project_guides import guide_for
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS

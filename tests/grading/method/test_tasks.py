@@ -7,8 +7,8 @@ instead of run, so the test sees what would be queued.
 import pytest
 from django.db.models import F
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, StepComputation
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 

@@ -357,11 +357,11 @@ GREEN_CHECKS = ["passes", "cpu_beyond", "sleeping", "concurrent", "fork_bomb", "
 
 def test_checks_hold_in_the_grading_workers_gevent_process(sandbox: Bubblewrap) -> None:
     """The grading worker runs checks in a gevent monkey-patched process with GEVENT_NOWAITPID=1
-    (docker/start.sh grader, grading.grader.worker): these tests of the sandbox hold there too."""
+    (docker/start.sh grader, grading.jobs.worker): these tests of the sandbox hold there too."""
     import subprocess
     import sys
 
-    from grading.grader.worker import GREEN_ENV
+    from grading.jobs.worker import GREEN_ENV
 
     code = (
         "from gevent import monkey; monkey.patch_all()\n"

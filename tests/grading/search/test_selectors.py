@@ -13,10 +13,10 @@ from urllib.parse import urlencode
 import pytest
 from django.db.models.expressions import RawSQL
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import CheatDecision, Group, Rollout, RolloutSearch, SearchChunk
 from grading.search.query import parse_query
 from grading.search.selectors import GraderFieldsHidden, SearchScope, search_rollouts
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import AdvantageResult, Group, Rollout
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import post_groups
 

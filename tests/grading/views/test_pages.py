@@ -155,8 +155,8 @@ def test_health_check_is_public_and_says_nothing_else(client, db):
 
 
 def test_a_huge_patch_loads_on_demand_and_evidence_still_opens_it(client, alice, alice_token):
-    from grading.grader.verdicts import GradeInput, record_verdict
     from grading.models import Group
+    from grading.verdicts.store import GradeInput, record_verdict
 
     big = small_group("big@1", rewards=(1, 0, 1))
     body = "".join(f"+line_{n} = {n}\n" for n in range(8000))

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method import selectors as method_selectors
 from grading.method.selectors import late_cheat_credit
 from grading.models import CheatDecision, Group, Role, Rollout, Run, StepExport
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.late_cheats import TOTAL_A, TOTAL_A_STAR, late_cheat_world, take

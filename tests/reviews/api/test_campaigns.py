@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grading.grader import campaigns as service
+from grading.jobs import campaigns as service
 from grading.models import Campaign, Verdict
 from tests.factories import make_judgment
 from tests.helpers.campaigns import campaign_groups

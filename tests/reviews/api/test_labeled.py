@@ -21,11 +21,11 @@ from django.utils import timezone
 
 from grading.grader.evidence import problems
 from grading.grader.llm import SYSTEM_PROMPT, VERDICT_SCHEMA, LLMGrader, parse_verdict, tool_specs
-from grading.grader.loading import load_workspace
 from grading.grader.tools import call_tool, validate
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.guide import RUBRIC
 from grading.models import CheatDecision, Group, Task, Verdict
+from grading.registry.workspaces import load_workspace
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.models import CheatAudit, Judgment, JudgmentItem
 from reviews.selectors import labeled as selectors_labeled
 from reviews.services.audit import audit_cheat

@@ -14,7 +14,7 @@ import pytest
 from django.http import Http404
 from django.template.loader import render_to_string
 
-from grading.grader.jobs import grade_group
+from grading.jobs.grade import grade_group
 from grading.models import Group, Membership
 from reviews.presenters import group_page as presenter
 from reviews.services.queue import assign

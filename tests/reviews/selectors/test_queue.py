@@ -8,9 +8,9 @@ import pytest
 from django.db.models import F, Sum
 from django.db.models.functions import Abs
 
-from grading.grader.verdicts import GradeInput, decide_cheat, record_verdict
 from grading.method.services import activate_mapping, active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Step
+from grading.verdicts.store import GradeInput, decide_cheat, record_verdict
 from reviews.selectors.queue import queue_groups
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups

@@ -203,7 +203,7 @@ def test_below_the_minimum_the_fit_says_too_little_evidence_and_the_dialog_what_
 
 
 def test_a_tier_without_pairs_shows_no_interval_and_says_why(client, alice, judged):
-    from grading.grader.verdicts import GradeInput, record_verdict
+    from grading.verdicts.store import GradeInput, record_verdict
 
     # another grader's verdict on g1@1 gives no T3: that grader's T3 row is 0 / 0 / 0
     record_verdict(

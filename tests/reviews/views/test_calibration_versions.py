@@ -12,7 +12,7 @@ import pytest
 from django.core.cache import cache
 from django.test import override_settings
 
-from grading.grader.jobs import grader_name
+from grading.jobs.grade import grader_name
 from grading.method.guide import DEFAULT_DIMENSIONS
 from grading.method.services import create_mapping
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS

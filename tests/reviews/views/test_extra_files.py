@@ -15,10 +15,10 @@ from html import unescape
 
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, PatchHighlight
 from grading.rollouts import diffs
 from grading.rollouts.diffs import parse_patch
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign
 from tests.helpers.ingest import ingest_groups

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.core.cache import cache
 
-from grading.grader.loading import FETCH_STATE_KEY, fetch_repo, load_workspace, repo_source
+from grading.registry.workspaces import FETCH_STATE_KEY, fetch_repo, load_workspace, repo_source
 from reviews.selectors.lanes import lanes_for
 from tests.factories import make_assignment
 from tests.helpers.people import member

@@ -13,10 +13,10 @@ import re
 
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group
 from grading.rollouts import turns as turns_module
 from grading.rollouts.turns import FOLD_LINES, find_turns, fold_head
+from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 

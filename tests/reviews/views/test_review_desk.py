@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.method.services import active_mapping, refresh_stale_step
 from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal, ReviewPolicy
 from reviews.selectors.lanes import lanes_for
 from reviews.services.queue import assign, update_policy

@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import CheatDecision, Group, ImportJob, Role, Run
+from grading.verdicts.store import GradeInput, record_verdict
 from reviews.models import Assignment, GroupReview, Judgment
 from reviews.services.audit import audit_cheat
 from reviews.services.judgments import ItemInput, submit_judgment

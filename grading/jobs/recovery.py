@@ -9,7 +9,7 @@ Two ways a group could sit `queued` with nothing behind it, each closed here:
   (capped at GAGAR_GRADING_RETRY_BACKOFF_MAX, with jitter so a burst does not come back in
   step), at most GAGAR_GRADING_RETRIES times, each retry written on the job (`retries`,
   `error`). Then the job is `failed` with the error, and with no verdict its group falls back
-  at once rather than at the deadline (grading.grader.progress). The model conversation is not
+  at once rather than at the deadline (grading.waits.progress). The model conversation is not
   retried here: the backend retries its own API calls, and a grader that fails leaves an
   invalid verdict. The trade-off: a verdict whose *storing* failed is lost with the worker's
   memory, so the retry grades the group again (one more model call). That is safe only because
@@ -28,7 +28,7 @@ Two ways a group could sit `queued` with nothing behind it, each closed here:
   quiet window means nobody is taking messages, whatever order they are taken in. A job sent
   again while its first message still waits costs nothing once a verdict exists; two
   deliveries graded at once keep one verdict (the constraint) at one extra call. A job sent
-  again loses its claim (grading.grader.scheduling): the task that held it is taken for dead,
+  again loses its claim (grading.jobs.scheduling): the task that held it is taken for dead,
   and the new message claims the best job then queued, which may be this one or another.
 
 A campaign's groups are left to the campaign (its chunk is redelivered and counts each group
@@ -48,11 +48,11 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from grading.grader.defined import defined_version
 from grading.grader.heuristic import HeuristicGrader
-from grading.grader.jobs import GraderUnavailable, grader_name
-from grading.grader.tasks import grade_group_task
+from grading.jobs.grade import GraderUnavailable, grader_name
+from grading.jobs.tasks import grade_group_task
 from grading.models import CampaignGroup, GradingJob, Group, Verdict
+from grading.registry.defined import defined_version
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def retry_delay(retry: int, *, base: float, cap: float, rng: random.Random | Non
 def _job(group_id: int, backend: str, *, task_id: str, unclaimed: bool):
     """The group's job for `backend`'s grader when the task `task_id` holds it, or (when
     `unclaimed`) when no task does (a query to name the grader, one to read the job). Never
-    a job another task claimed (grading.grader.scheduling): that one is not this task's to write."""
+    a job another task claimed (grading.jobs.scheduling): that one is not this task's to write."""
     project_id = Group.objects.filter(pk=group_id).values_list("run__project_id", flat=True).first()
     if project_id is None:
         return GradingJob.objects.none()
@@ -133,7 +133,7 @@ def fail(jobs, error: str) -> int:
 
 
 def finish(job: GradingJob, verdict: Verdict) -> None:
-    from grading.grader.jobs import _finish  # one definition of a finished job
+    from grading.jobs.grade import _finish  # one definition of a finished job
 
     _finish(job, verdict, error="")
 

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 
-from grading.grader.tasks import fetch_repo_task
 from grading.grader.workspace import GroupWorkspace, RolloutView
+from grading.jobs.tasks import fetch_repo_task
 from grading.method.guide import Guide
 from grading.method.project_guides import guide_for
 from grading.models import Group, RolloutContent, Task

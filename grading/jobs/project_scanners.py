@@ -24,9 +24,7 @@ from django.conf import settings
 from django.db import transaction
 
 from grading.grader.base import Evidence
-from grading.grader.defined import endpoint_of, newest_defined
 from grading.grader.evidence import resolve
-from grading.grader.jobs import GraderUnavailable, check_grader_url
 from grading.grader.prescreen.catalogue import BY_SLUG
 from grading.grader.prescreen.custom import (
     SYSTEM_PROMPT,
@@ -39,9 +37,11 @@ from grading.grader.prescreen.custom import (
     match_pattern,
     parse_answer,
 )
-from grading.grader.registry import fingerprint
 from grading.grader.workspace import GroupWorkspace, RolloutView
+from grading.jobs.grade import GraderUnavailable, check_grader_url
 from grading.models import CheatDecision, GraderVersion, Project, ProjectScanner, Rollout, RolloutContent, Run, Step
+from grading.registry.defined import endpoint_of, newest_defined
+from grading.registry.versions import fingerprint
 
 log = logging.getLogger(__name__)
 

@@ -10,18 +10,18 @@ from celery.exceptions import SoftTimeLimitExceeded
 @shared_task(name="grading.grade_group", bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def grade_group_task(self, *, group_id: int, backend: str) -> str:
     """Grade one mixed group of the run of `group_id`: the best one it still has queued, which
-    this task claims (grading.grader.scheduling), not necessarily the one named; "nothing"
+    this task claims (grading.jobs.scheduling), not necessarily the one named; "nothing"
     when no job is left to claim. The model call is not retried here (the backend retries its
     API calls); a database or broker error before or after it retries the task with backoff,
-    a bounded number of times, then fails the job (grading.grader.recovery); a retry or a
+    a bounded number of times, then fails the job (grading.jobs.recovery); a retry or a
     redelivery keeps the task's id, so it goes on with the job it claimed. A soft time limit
     (below the broker's visibility timeout) stores a timeout verdict."""
     from django.conf import settings
 
-    from grading.grader.jobs import grade_group, record_timeout
-    from grading.grader.recovery import INFRASTRUCTURE_ERRORS, describe, give_up, note_retry, retry_delay
-    from grading.grader.scheduling import claim
-    from grading.grader.worker import soft_limit_of, soft_time_limit
+    from grading.jobs.grade import grade_group, record_timeout
+    from grading.jobs.recovery import INFRASTRUCTURE_ERRORS, describe, give_up, note_retry, retry_delay
+    from grading.jobs.scheduling import claim
+    from grading.jobs.worker import soft_limit_of, soft_time_limit
 
     task_id, named = self.request.id or "", group_id
     try:
@@ -48,10 +48,10 @@ def grade_group_task(self, *, group_id: int, backend: str) -> str:
 
 @shared_task(name="grading.grade_campaign_chunk", acks_late=True, reject_on_worker_lost=True, max_retries=0)
 def grade_campaign_chunk_task(*, campaign_id: int, group_ids: list[int]) -> int:
-    """Grade a chunk of a campaign's groups (grading.grader.campaigns); a redelivered chunk
+    """Grade a chunk of a campaign's groups (grading.jobs.campaigns); a redelivered chunk
     counts only the groups not counted yet. Each group's grading has its own fallback, so
     no time limit is caught here: a killed chunk is delivered again."""
-    from grading.grader.campaigns import grade_chunk
+    from grading.jobs.campaigns import grade_chunk
 
     return grade_chunk(campaign_id=campaign_id, group_ids=group_ids)
 
@@ -59,7 +59,7 @@ def grade_campaign_chunk_task(*, campaign_id: int, group_ids: list[int]) -> int:
 @shared_task(name="grading.tidy_repo_cache")
 def tidy_repo_cache_task() -> dict:
     """Celery beat, hourly (gagar_web/celery.py): old worktrees, then mirrors past the budget."""
-    from grading.grader.loading import tidy_repo_cache
+    from grading.registry.workspaces import tidy_repo_cache
 
     return tidy_repo_cache()
 
@@ -67,7 +67,7 @@ def tidy_repo_cache_task() -> dict:
 @shared_task(name="grading.fetch_repo", acks_late=True)
 def fetch_repo_task(*, repo: str, base_commit: str) -> str:
     """Fetch a task's repository for the group page's files view ("" when it is there, else why not)."""
-    from grading.grader.loading import fetch_repo
+    from grading.registry.workspaces import fetch_repo
 
     return fetch_repo(repo=repo, base_commit=base_commit)
 
@@ -75,8 +75,8 @@ def fetch_repo_task(*, repo: str, base_commit: str) -> str:
 @shared_task(name="grading.sweep_grading_jobs")
 def sweep_grading_jobs_task() -> dict:
     """Celery beat, every minute (gagar_web/celery.py): send again the grading jobs no task
-    holds, or fail them past their resends (grading.grader.recovery)."""
-    from grading.grader.recovery import sweep
+    holds, or fail them past their resends (grading.jobs.recovery)."""
+    from grading.jobs.recovery import sweep
 
     return sweep()
 
@@ -84,23 +84,23 @@ def sweep_grading_jobs_task() -> dict:
 @shared_task(name="grading.expire_person_waits")
 def expire_person_waits_task() -> int:
     """Celery beat, every minute (gagar_web/celery.py): groups a jury waited on past the deadline."""
-    from grading.grader.disagreements import expire_person_waits
+    from grading.verdicts.disagreements import expire_person_waits
 
     return expire_person_waits()
 
 
 @shared_task(name="grading.scan_groups", acks_late=True)
 def scan_groups_task(*, group_ids: list[int]) -> int:
-    """The scanners over groups just stored (grading.grader.jobs.scan_groups)."""
-    from grading.grader.jobs import scan_groups
+    """The scanners over groups just stored (grading.jobs.grade.scan_groups)."""
+    from grading.jobs.grade import scan_groups
 
     return scan_groups(group_ids=group_ids)
 
 
 @shared_task(name="grading.run_project_scanner", acks_late=True)
 def run_project_scanner_task(*, scanner_id: int, run_id: int, step: int | None = None) -> dict:
-    """A project's own scanner over a run or one of its steps (grading.grader.project_scanners)."""
-    from grading.grader.project_scanners import Scope, run_scanner
+    """A project's own scanner over a run or one of its steps (grading.jobs.project_scanners)."""
+    from grading.jobs.project_scanners import Scope, run_scanner
     from grading.models import ProjectScanner
 
     scanner = ProjectScanner.objects.filter(pk=scanner_id).first()

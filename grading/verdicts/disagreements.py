@@ -2,14 +2,14 @@
 cheat audit order by when the review policy puts disagreements first.
 
 Recomputed from the group's verdicts whenever one lands (on_verdict_recorded, connected in
-grading/apps.py to grading.grader.hooks.verdict_recorded), by the pure
-grading.grader.disagreement over every grader's valid verdict but juries' (a jury's
+grading/apps.py to grading.verdicts.signals.verdict_recorded), by the pure
+grading.verdicts.compare over every grader's valid verdict but juries' (a jury's
 verdict is made of its members'), and stored on the group (Group.grader_gap,
 grader_gap_rollouts) and its rollouts (Rollout.cheat_split).
 
 And whether a person is awaited: when the run's policy names a jury that agrees or
-abstains and waits (grading.grader.juries), a group on which it abstained has no verdict
-until the step's grading deadline (grading.grader.progress.falls_back_at). Such a group is
+abstains and waits (grading.verdicts.deliberation), a group on which it abstained has no verdict
+until the step's grading deadline (grading.waits.progress.falls_back_at). Such a group is
 marked (Group.awaits_person, awaits_person_until) so the queue serves it first; the mark
 goes when the jury's verdict lands, when the run's policy changes, and when the deadline
 passes (expire_person_waits: a "next group" pick and Celery beat call it).
@@ -24,11 +24,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from grading.grader.disagreement import Calls, disagreement
-from grading.grader.juries import JURY_PREFIX
-from grading.grader.jury import Ranking, combine
-from grading.grader.progress import falls_back_at
 from grading.models import GradingJob, Group, Jury, Rollout, RolloutGrade, Run, Verdict
+from grading.verdicts.combine import Ranking, combine
+from grading.verdicts.compare import Calls, disagreement
+from grading.verdicts.deliberation import JURY_PREFIX
+from grading.waits.progress import falls_back_at
 
 CHUNK = 2000  # groups recomputed per round when a whole run is
 
@@ -114,7 +114,7 @@ def refresh_disagreement(*, group_ids: Iterable[int], now: datetime | None = Non
 def _abstained(groups: list[Group], ranks: dict[int, dict[str, Ranking]]) -> set[int]:
     """The groups whose run's jury abstained and waits for a person: every member's verdict
     valid, none of the jury's yet, and the members apart by more than its gap (the jury's
-    own rule, grading.grader.jury.combine)."""
+    own rule, grading.verdicts.combine.combine)."""
     juries = {g.pk: g.run.jury for g in groups if waits_for_people(g.run.jury)}
     if not juries:
         return set()

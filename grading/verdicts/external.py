@@ -4,7 +4,7 @@ The body is the shape the LLM grader submits (grading.grader.llm.VERDICT_SCHEMA)
 named by run, step and uid and the grader by "name@version"; evidence is optional. It is checked
 the same way -- the schema, then grading.grader.evidence.problems on the group's workspace
 (citations must resolve; a judgment posted without evidence need not cite) -- and stored all
-or nothing through grading.grader.verdicts.record_verdict, so calibration and the bench treat
+or nothing through grading.verdicts.store.record_verdict, so calibration and the bench treat
 it as any grader's verdict. The method reads it only when the run's policy names its grader,
 as a member of the run's jury (grading.method.services.policy_verdicts); otherwise it is stored
 bench-only. The same verdict posted again is unchanged; a different one from the same grader
@@ -21,10 +21,10 @@ from django.db import transaction
 from grading.formats import params
 from grading.grader.evidence import problems
 from grading.grader.llm import parse_verdict
-from grading.grader.loading import load_workspace
-from grading.grader.registry import GraderNameError, check_external_name, ensure_version
-from grading.grader.verdicts import GradeInput, record_verdict
 from grading.models import Group, Project, Verdict
+from grading.registry.versions import GraderNameError, check_external_name, ensure_version
+from grading.registry.workspaces import load_workspace
+from grading.verdicts.store import GradeInput, record_verdict
 
 FIELDS = ("run", "step", "uid", "grader", "judgments")
 CITATION_NEEDED = "a tier below T1, a low score or a cheat flag needs at least one citation that resolves"

@@ -20,11 +20,11 @@ from django.db import transaction
 
 from grading.grader.llm import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
 from grading.grader.llm import VERSION as LLM_VERSION
-from grading.grader.registry import RESERVED_PREFIXES, fingerprint, is_reserved
 from grading.grader.tools import TOOLS
 from grading.method.guide import DEFAULT_GUIDE, Guide, guide_from_json, guide_json, guide_version
 from grading.method.project_guides import guide_for
 from grading.models import Grader, GraderVersion, Project
+from grading.registry.versions import RESERVED_PREFIXES, fingerprint, is_reserved
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,59}")
 ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,99}")

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from grading.grader.hooks import verdict_recorded
-from grading.grader.scan_labels import label_audited
 from grading.grader.workspace import CheckRecord
 from grading.method.services import mark_stale
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict, VerdictCheck
+from grading.verdicts.scan_labels import label_audited
+from grading.verdicts.signals import verdict_recorded
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def record_verdict(
 def decide_cheat(*, decision: CheatDecision, confirmed: bool, user=None, reason: str = "") -> CheatDecision:
     """An auditor confirms (reward -> 0) or overturns a cheat signal. Its decision is now the
     rollout's in force, so each category a scanner found on the rollout is labeled by it
-    (grading.grader.scan_labels.label_audited)."""
+    (grading.verdicts.scan_labels.label_audited)."""
     decision = CheatDecision.objects.select_for_update().select_related("rollout__group").get(pk=decision.pk)
     decision.confirmed = confirmed
     decision.decided_by = user
@@ -156,7 +156,7 @@ def decide_cheats(*, decision_ids: list[int], confirmed: bool, user=None, reason
     The advantage engine reads a rollout's most recently decided signal (one moment here,
     then the highest id), so one decision over all of a rollout's open signals is in force —
     and each category a scanner found on those rollouts is labeled by it, `reason` its note
-    (grading.grader.scan_labels.label_audited).
+    (grading.verdicts.scan_labels.label_audited).
 
     One read locks the signals of the rollouts concerned and brings their steps and scanner
     findings; one update decides; one write labels (only when a scanner found something)."""

@@ -5,12 +5,12 @@ extra and scratch files included), a grader has no change to tell apart, and the
 may settle the group without a model call: the worker stores a fallback verdict, status
 `invalid` with ``settled_by="identical-patches"``, so the group's advantages are its baseline
 ones (A* = A, as for any group that falls back, docs/method.md §2). The deterministic cheat
-prescreens still run on it first (grading.grader.jobs.grade_group records them).
+prescreens still run on it first (grading.jobs.grade.grade_group records them).
 
 Such a verdict is no grader's word: a grader might still have told those rollouts apart by
 their trajectories. So it is kept out of agreement, calibration and the benches
 (Verdict.objects.by_graders) and its group out of the SFT export; the labeled export lists it
-with its `settled_by`, and the step's status counts it apart (grading.grader.progress).
+with its `settled_by`, and the step's status counts it apart (grading.waits.progress).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 from django.db import IntegrityError
 
-from grading.grader.verdicts import record_verdict
 from grading.grader.workspace import GroupWorkspace
 from grading.models import Group, Verdict
+from grading.verdicts.store import record_verdict
 
 SETTLED = Verdict.SettledBy.IDENTICAL_PATCHES
 

@@ -1,6 +1,6 @@
 """Which group a grading task grades: the best job its run still has queued (services).
 
-Queueing a step sends one message per job (grading.grader.jobs._queue), but a message does
+Queueing a step sends one message per job (grading.jobs.grade._queue), but a message does
 not decide which group is graded. When a grading task starts it *claims* a job: the one its
 own task id already holds (a redelivered or retried message goes on with the job it had),
 else the best unclaimed queued job of the run and grader its message names, in the order of
@@ -14,7 +14,7 @@ its groups are graded (a group without a verdict then falls back, docs/method.md
 1. the earliest step first: its deadline comes first (the run's deadline counts from when
    each group was stored or queued, and a run's steps arrive in order);
 2. within a step, groups the run's policy settles without a model call first, when it
-   settles identical patches (grading.grader.settling): they take no conversation, so they
+   settles identical patches (grading.verdicts.identical): they take no conversation, so they
    cost the backlog nothing. A group is a candidate when its passing rollouts form one patch
    cluster (distinct_solutions = 1, two passes or more): byte-identical patches always do, a
    candidate whose patches differ after all is graded at once like any other;
@@ -25,7 +25,7 @@ its groups are graded (a group without a verdict then falls back, docs/method.md
 
 On PostgreSQL the claim locks the job it takes (skip_locked), so tasks starting at once
 take different jobs; on SQLite (one writer at a time, eager Celery in `make run`) the same
-query runs without a lock. The sweep of lost jobs (grading.grader.recovery) clears the
+query runs without a lock. The sweep of lost jobs (grading.jobs.recovery) clears the
 claim of a job it sends again, so the new message can take it.
 """
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Case, Exists, F, IntegerField, OuterRef, Q, Value, When
 
-from grading.grader.jobs import GraderUnavailable, grader_name
+from grading.jobs.grade import GraderUnavailable, grader_name
 from grading.models import CampaignGroup, GradingJob, Group
 
 
@@ -50,7 +50,7 @@ def claim_order(*, settle_identical: bool) -> list:
 
 def claimable(run_id: int, grader: str):
     """The run's jobs for `grader` that a task may claim: queued, unclaimed, without a verdict,
-    not a campaign's (a campaign grades its own groups, grading.grader.campaigns)."""
+    not a campaign's (a campaign grades its own groups, grading.jobs.campaigns)."""
     campaign = CampaignGroup.objects.filter(group_id=OuterRef("group_id"), campaign__grader=OuterRef("grader"))
     return GradingJob.objects.filter(
         group__run_id=run_id, grader=grader, status=GradingJob.Status.QUEUED, claimed_by="", verdict__isnull=True

@@ -10,12 +10,12 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
-from grading.grader.defined import newest_defined
-from grading.grader.disagreements import refresh_run
-from grading.grader.jobs import GraderUnavailable, grader_for, grader_name
+from grading.jobs.grade import GraderUnavailable, grader_for, grader_name
 from grading.method import partial
 from grading.method.services import mark_stale
 from grading.models import Jury, Project, Run
+from grading.registry.defined import newest_defined
+from grading.verdicts.disagreements import refresh_run
 
 POLICY_FIELDS = (
     "baseline",
@@ -162,7 +162,7 @@ def update_run_policy(*, run: Run, changes: MutableMapping[str, Any]) -> Run:
     turning turn weights on or off (what the rows hold); a new auto-grader applies to groups
     stored from now on (grade earlier steps from their grading page or POST
     /api/v1/steps/{n}/grade/); a new deadline applies at once, and so does identical-patch
-    settling, to the groups a worker takes from then on (grading.grader.settling)."""
+    settling, to the groups a worker takes from then on (grading.verdicts.identical)."""
     fields = check_policy(changes, project=run.project)
     run = Run.objects.select_for_update().get(pk=run.pk)
     changed = [name for name, value in fields.items() if getattr(run, name) != value]

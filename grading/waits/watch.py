@@ -25,8 +25,8 @@ from datetime import datetime
 from django.db import connections
 from django.utils import timezone
 
-from grading.grader.progress import POLL_SECONDS, step_status
 from grading.models import Step
+from grading.waits.progress import POLL_SECONDS, step_status
 
 logger = logging.getLogger(__name__)
 

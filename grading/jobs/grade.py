@@ -6,10 +6,10 @@ no second model call once the first one was recorded; if two deliveries race, th
 constraint keeps one verdict and the loser returns it. The model call is retried in one
 layer only: the grader backend (the openai client's own retries). The Celery task retries
 only a database or broker error around it, and a sweep sends again a job no task holds
-(grading.grader.recovery).
+(grading.jobs.recovery).
 A grader that fails, times out or returns an invalid verdict leaves an invalid/timeout
 verdict, which makes the group fall back (docs/method.md §2); so does a group the run's
-policy settles without a model call (grading.grader.settling).
+policy settles without a model call (grading.verdicts.identical).
 """
 
 from __future__ import annotations
@@ -26,26 +26,26 @@ from django.db.models import F
 from django.utils import timezone
 
 from grading.grader.base import GraderResult
-from grading.grader.check_policy import check_budget_for
-from grading.grader.defined import defined_version, endpoint_of, version_guide
-from grading.grader.future_history import holds_future_history
 from grading.grader.heuristic import HeuristicGrader
 from grading.grader.llm import DEFAULT_MAX_TOKENS as LLM_DEFAULT_TOKENS
 from grading.grader.llm import DEFAULT_MAX_TURNS as LLM_DEFAULT_TURNS
 from grading.grader.llm import VERSION as LLM_VERSION
 from grading.grader.llm import LLMGrader
-from grading.grader.loading import load_workspace
 from grading.grader.prescreen import screen_group
-from grading.grader.registry import ensure_version
-from grading.grader.settling import settle_identical
-from grading.grader.tasks import grade_group_task, scan_groups_task
 from grading.grader.tools import TOOLS
-from grading.grader.verdicts import GradeInput, record_verdict
-from grading.grader.worker import release_connections
+from grading.jobs.tasks import grade_group_task, scan_groups_task
+from grading.jobs.worker import release_connections
 from grading.method.guide import DEFAULT_GUIDE, Guide, guide_json, guide_version
 from grading.method.project_guides import guide_for
 from grading.method.services import mark_stale
 from grading.models import CheatDecision, GradingJob, Group, Rollout, Step, Verdict
+from grading.registry.checks import check_budget_for
+from grading.registry.defined import defined_version, endpoint_of, version_guide
+from grading.registry.future_history import holds_future_history
+from grading.registry.versions import ensure_version
+from grading.registry.workspaces import load_workspace
+from grading.verdicts.identical import settle_identical
+from grading.verdicts.store import GradeInput, record_verdict
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def _unknown(backend: str) -> str:
 
 def grader_for(backend: str, project_id: int | None = None):
     """The grader `backend` names: a built-in backend, or a version of one of the project's
-    defined LLM graders (grading.grader.defined), built from the worker's environment."""
+    defined LLM graders (grading.registry.defined), built from the worker's environment."""
     if backend == "heuristic":
         return HeuristicGrader()
     if backend == "llm":
@@ -185,7 +185,7 @@ def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool)
     step's last one in flight (grading.method.services.mark_stale recomputes only then).
     A job queued again restarts its group's grading deadline (queued_at). One message per
     job; the task that takes a message grades the best job then queued in its run, not
-    necessarily the one it names (grading.grader.scheduling).
+    necessarily the one it names (grading.jobs.scheduling).
     """
     if not group_ids:
         return []
@@ -232,7 +232,7 @@ def cost_usd(backend: str, usage: dict) -> float | None:
 
 def grade_group(*, group_id: int, backend: str, bench_only: bool = False) -> Verdict:
     """Grade one group once per grader; returns its verdict (stored earlier, or now). A
-    `bench_only` verdict stays out of the method's numbers (a campaign's, grading.grader.campaigns)."""
+    `bench_only` verdict stays out of the method's numbers (a campaign's, grading.jobs.campaigns)."""
     group = Group.objects.select_related("task", "step", "run__project").get(pk=group_id)
     grader = grader_for(backend, group.run.project_id)
     guide = _name_for_project(grader, group.run.project_id)
@@ -283,7 +283,7 @@ def _name_for_project(grader, project_id: int) -> Guide:
 
 
 def _register(grader, project_id: int, guide: Guide) -> None:
-    """The version that graded, in the project's grader registry (grading.grader.registry); a
+    """The version that graded, in the project's grader registry (grading.registry.versions); a
     defined grader's is there already."""
     if getattr(grader, "fixed_guide", None) is not None:
         return
@@ -405,7 +405,7 @@ def queue_scans(*, group_ids: list[int]) -> None:
     The groups are marked due first: their step is not final until they are scanned, or until
     the run's grading deadline has passed since (a worker that never comes holds no trainer
     longer than grading would), so a trainer's final advantages already have the scanners'
-    cheats zeroed (grading.grader.progress)."""
+    cheats zeroed (grading.waits.progress)."""
     if not group_ids:
         return
 

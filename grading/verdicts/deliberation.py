@@ -1,16 +1,16 @@
 """Juries (services): a project's named sets of grader versions whose verdicts are combined
-into one (grading.grader.jury), stored as the verdict of ``jury:<name>@<version>`` like any
+into one (grading.verdicts.combine), stored as the verdict of ``jury:<name>@<version>`` like any
 grader's, so the method, calibration and the bench treat a jury as a grader.
 
 A jury's verdict of a group is made when the last of its members' verdicts arrives
-(on_verdict_recorded, connected in grading/apps.py to grading.grader.hooks.verdict_recorded):
+(on_verdict_recorded, connected in grading/apps.py to grading.verdicts.signals.verdict_recorded):
 
 - every member valid: the members' rankings combined by the jury's rule; valid, unless the
   rule is agree-or-abstain and two members' tiers differ by more than ``max_gap`` on a
   rollout. Then the jury abstains: with ``on_abstain="fallback"`` it stores an invalid
   verdict (``raw["jury"]["abstained"]``), so the group falls back at once; with ``"wait"`` it
   stores nothing, the group stays pending for a person until the step's grading deadline
-  (grading.grader.progress) and falls back then;
+  (grading.waits.progress) and falls back then;
 - a member invalid or timed out: an invalid verdict naming it (the group falls back).
 """
 
@@ -23,11 +23,11 @@ from statistics import median_low
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 
-from grading.grader.defined import defined_names
-from grading.grader.jobs import GraderUnavailable, grader_name, queue_step
-from grading.grader.jury import MAX_MEMBERS, RULES, JuryOutcome, combine
-from grading.grader.verdicts import GradeInput, record_verdict
+from grading.jobs.grade import GraderUnavailable, grader_name, queue_step
 from grading.models import GradingJob, Group, Jury, Project, RolloutGrade, Step, Verdict
+from grading.registry.defined import defined_names
+from grading.verdicts.combine import MAX_MEMBERS, RULES, JuryOutcome, combine
+from grading.verdicts.store import GradeInput, record_verdict
 
 JURY_PREFIX = "jury:"
 MAX_JURY_NAME = 60
@@ -105,7 +105,7 @@ def current_jury(project: Project, name: str) -> Jury | None:
 def member_backends(jury: Jury) -> list[str]:
     """The graders that grade here as the jury's members: the built-in backends (heuristic,
     llm) whose current version sits on it, and the project's defined LLM graders that do
-    (grading.grader.defined). Members that match none run elsewhere and post their verdicts."""
+    (grading.registry.defined). Members that match none run elsewhere and post their verdicts."""
     backends = []
     for backend in ("heuristic", "llm"):
         try:
@@ -192,7 +192,7 @@ def record_jury_verdict(*, jury: Jury, group: Group) -> Verdict | None:
     info = _info(jury, deliberation)
     if deliberation.failed:
         errors = [f"member {m} gave no valid verdict" for m in deliberation.failed]
-        # Members the run's policy settled without a model call (grading.grader.settling): the
+        # Members the run's policy settled without a model call (grading.verdicts.identical): the
         # jury's fallback is settled the same way, and kept out of what compares graders too.
         settled = all(deliberation.verdicts[m].settled_by == Verdict.SettledBy.IDENTICAL_PATCHES for m in deliberation.failed)
         by = Verdict.SettledBy.IDENTICAL_PATCHES if settled else Verdict.SettledBy.GRADER

@@ -36,11 +36,11 @@ from django.utils import timezone
 
 from grading import selectors
 from grading.formats.groupline import MAX_INT, MAX_NAME
-from grading.grader.defined import defined_version
-from grading.grader.jobs import BACKENDS, GraderUnavailable, grade_group, grader_for, grader_name, record_timeout
-from grading.grader.policy import auto_grader_name
-from grading.grader.tasks import grade_campaign_chunk_task
+from grading.jobs.grade import BACKENDS, GraderUnavailable, grade_group, grader_for, grader_name, record_timeout
+from grading.jobs.policy import auto_grader_name
+from grading.jobs.tasks import grade_campaign_chunk_task
 from grading.models import Campaign, CampaignGroup, Group, Project, Run, Verdict
+from grading.registry.defined import defined_version
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def parse_scope(project: Project, value: object) -> Scope:
 def resolve_grader(project: Project, value: object) -> tuple[str, str]:
     """(backend, version name) of `value`: a backend ("heuristic", "llm"), the name of a
     built-in's current version in the project (e.g. heuristic@1), or a version of one of the
-    project's defined LLM graders (grading.grader.defined; its backend "llm"). CampaignError otherwise."""
+    project's defined LLM graders (grading.registry.defined; its backend "llm"). CampaignError otherwise."""
     if not isinstance(value, str) or not value:
         raise CampaignError("grader", f"grader must be one of {', '.join(BACKENDS)} or the name of one's current version")
     if defined_version(project.pk, value) is not None:

@@ -2,12 +2,12 @@
 
 A mixed group is *graded* when its latest verdict is valid, *settled* when that verdict
 settled it without a model call because its passing patches are byte-identical (a
-fallback, grading.grader.settling), *invalid* or *timeout* when it is otherwise not valid,
+fallback, grading.verdicts.identical), *invalid* or *timeout* when it is otherwise not valid,
 and *pending* while it has no verdict and its run's grading deadline has not passed
 since it was stored or last queued for grading, unless its grading *failed*: a job of it gave
-up with no verdict (retries and resends spent, grading.grader.recovery) and none is queued or
+up with no verdict (retries and resends spent, grading.jobs.recovery) and none is queued or
 running, so nothing will grade it; it falls back at once. A group with a pass is *scanning* from when
-the scanners are asked to read it until they have (grading.grader.jobs.queue_scans), or until the
+the scanners are asked to read it until they have (grading.jobs.grade.queue_scans), or until the
 run's grading deadline has passed since. A step is *final* when no group is pending or scanning:
 from then on its advantages only change if someone changes the method's inputs (a late
 verdict, a cheat decision, a mapping), and each such change bumps `inputs_version`.
@@ -26,7 +26,7 @@ from django.utils import timezone
 from grading.method.services import policy_verdicts
 from grading.models import GradingJob, Group, Run, Step, Verdict
 
-SETTLED = "settled"  # a latest verdict settled without a model call (grading.grader.settling)
+SETTLED = "settled"  # a latest verdict settled without a model call (grading.verdicts.identical)
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     now = now or timezone.now()
     run = step.run
     version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
-    # Groups the scanners have not read yet (grading.grader.jobs.queue_scans), in the same query
+    # Groups the scanners have not read yet (grading.jobs.grade.queue_scans), in the same query
     # as the count: each holds the step until it is scanned or its deadline has passed.
     scan_open = Q(scan_due_at__gt=now - timedelta(seconds=run.grading_deadline_seconds))
     counts = step.groups.aggregate(

@@ -15,7 +15,7 @@ Django's connections, which are per greenlet (threading.local, patched).
 What the green pool does not do as the prefork pool does, handled here:
 
 - **Connections.** A conversation gives its database connection back while it waits
-  (`release_connections`, called by grading.grader.jobs.grade_group between loading the
+  (`release_connections`, called by grading.jobs.grade.grade_group between loading the
   workspace and storing the verdict); with DATABASE_POOL_SIZE set, connections come from the
   process's psycopg pool, so the process uses at most that many whatever its concurrency.
 - **The soft time limit.** The gevent pool enforces only the hard one; `soft_time_limit`
