@@ -19,7 +19,7 @@ from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
 from grading.models import Capability, Jury
-from grading.verdicts.deliberation import JuryError, jury_list, save_jury
+from grading.registry.juries import JuryError, jury_list, save_jury
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 FIELDS = ("name", "members", "rule", "max_gap", "on_abstain")

@@ -22,10 +22,10 @@ from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
 from grading.api.serializers import RunSerializer, StepGradingSerializer, StepStatusSerializer
-from grading.jobs.grade import BACKENDS, GraderUnavailable, queue_step
+from grading.jobs.grade import queue_jury_step, queue_step
 from grading.jobs.policy import PolicyError, create_run, update_run_policy
 from grading.models import Capability, Run, Step
-from grading.verdicts.deliberation import queue_jury_step
+from grading.registry.backends import BACKENDS, GraderUnavailable
 from grading.waits.progress import step_status
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")

@@ -31,12 +31,14 @@ from grading.formats.groupline import LineError, ParsedGroup, ParsedRollout, can
 from grading.formats.linereader import OversizeLine
 from grading.highlights.service import queue_highlights
 from grading.ingest.cluster_storage import clusters_to_store, recluster
-from grading.jobs.grade import GraderUnavailable, queue_new_groups, queue_scans
+from grading.jobs.grade import queue_new_groups
+from grading.jobs.scans import queue_scans
 from grading.models import Group, Project, Rollout, RolloutContent, Run, Step, Task
 from grading.models.bulk import copy_rows, jsonb
+from grading.registry.backends import GraderUnavailable
+from grading.registry.juries import member_backends
 from grading.search.index import index_or_queue
 from grading.selectors import rollout_as_line
-from grading.verdicts.deliberation import member_backends
 
 logger = logging.getLogger(__name__)
 

@@ -36,13 +36,16 @@ from django.utils import timezone
 
 from grading import selectors
 from grading.formats.groupline import MAX_INT, MAX_NAME
-from grading.jobs.grade import BACKENDS, GraderUnavailable, grade_group, grader_for, grader_name, record_timeout
+from grading.jobs.grade import grade_group, record_timeout
 from grading.jobs.policy import auto_grader_name
-from grading.jobs.tasks import grade_campaign_chunk_task
 from grading.models import Campaign, CampaignGroup, Group, Project, Run, Verdict
+from grading.queueing import queue
+from grading.registry.backends import BACKENDS, GraderUnavailable, grader_for, grader_name
 from grading.registry.defined import defined_version
 
 logger = logging.getLogger(__name__)
+
+GRADE_CAMPAIGN_CHUNK = "grading.grade_campaign_chunk"  # grading.jobs.tasks.grade_campaign_chunk_task
 
 CHUNK = 20  # groups per task: one task never holds a worker for a whole run
 
@@ -222,7 +225,7 @@ def start_campaign(*, project: Project, grader: str, scope: Scope, judged: Query
 
             def enqueue():
                 for chunk in chunks:
-                    grade_campaign_chunk_task.delay(campaign_id=campaign.pk, group_ids=chunk)
+                    queue(GRADE_CAMPAIGN_CHUNK, campaign_id=campaign.pk, group_ids=chunk)
 
             transaction.on_commit(enqueue)
     campaign.refresh_from_db()
@@ -268,7 +271,7 @@ def grade_chunk(*, campaign_id: int, group_ids: list[int]) -> int:
         except SoftTimeLimitExceeded:  # the group in flight timed out (counted); the rest go on in a new task
             counted += 1
             if rest := group_ids[position + 1 :]:
-                grade_campaign_chunk_task.delay(campaign_id=campaign_id, group_ids=rest)
+                queue(GRADE_CAMPAIGN_CHUNK, campaign_id=campaign_id, group_ids=rest)
             break
     return counted
 

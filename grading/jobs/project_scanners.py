@@ -38,8 +38,8 @@ from grading.grader.prescreen.custom import (
     parse_answer,
 )
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.jobs.grade import GraderUnavailable, check_grader_url
 from grading.models import CheatDecision, GraderVersion, Project, ProjectScanner, Rollout, RolloutContent, Run, Step
+from grading.registry.backends import GraderUnavailable, check_grader_url
 from grading.registry.defined import endpoint_of, newest_defined
 from grading.registry.versions import fingerprint
 

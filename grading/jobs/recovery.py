@@ -49,9 +49,10 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from grading.grader.heuristic import HeuristicGrader
-from grading.jobs.grade import GraderUnavailable, grader_name
-from grading.jobs.tasks import grade_group_task
+from grading.jobs.grade import GRADE_GROUP, finish_job
 from grading.models import CampaignGroup, GradingJob, Group, Verdict
+from grading.queueing import queue
+from grading.registry.backends import GraderUnavailable, grader_name
 from grading.registry.defined import defined_version
 
 logger = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def give_up(*, group_id: int, backend: str, task_id: str, error: str) -> bool:
             return False
         verdict = Verdict.objects.filter(group_id=group_id, grader=job.grader).first()
         if verdict is not None:
-            finish(job, verdict)
+            finish_job(job, verdict, error="")
         else:
             fail(jobs, error)
     except UNRECORDED:
@@ -130,12 +131,6 @@ def fail(jobs, error: str) -> int:
     return jobs.filter(verdict__isnull=True).update(
         status=GradingJob.Status.FAILED, error=error[:ERROR_CHARS], finished_at=timezone.now()
     )
-
-
-def finish(job: GradingJob, verdict: Verdict) -> None:
-    from grading.jobs.grade import _finish  # one definition of a finished job
-
-    _finish(job, verdict, error="")
 
 
 def backend_of(grader: str, project_id: int) -> str | None:
@@ -185,7 +180,7 @@ def sweep(*, now: datetime | None = None) -> dict[str, int]:
         backends: dict[tuple[str, int], str | None] = {}
         for job in jobs:
             if (verdict := verdicts.get((job.group_id, job.grader))) is not None:  # stored, not finished
-                finish(job, verdict)
+                finish_job(job, verdict, error="")
                 counts["finished"] += 1
                 continue
             key = (job.grader, projects[job.group_id])
@@ -214,6 +209,6 @@ def sweep(*, now: datetime | None = None) -> dict[str, int]:
 def _send(sends: list[tuple[int, str]]) -> None:
     for group_id, backend in sends:
         try:
-            grade_group_task.delay(group_id=group_id, backend=backend)
+            queue(GRADE_GROUP, group_id=group_id, backend=backend)
         except BrokerError:  # still due: the next sweep past the limit sends it again
             logger.warning("could not send the grading of group %s again", group_id, exc_info=True)

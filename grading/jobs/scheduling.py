@@ -34,8 +34,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Case, Exists, F, IntegerField, OuterRef, Q, Value, When
 
-from grading.jobs.grade import GraderUnavailable, grader_name
 from grading.models import CampaignGroup, GradingJob, Group
+from grading.registry.backends import GraderUnavailable, grader_name
 
 
 def claim_order(*, settle_identical: bool) -> list:

@@ -91,8 +91,8 @@ def expire_person_waits_task() -> int:
 
 @shared_task(name="grading.scan_groups", acks_late=True)
 def scan_groups_task(*, group_ids: list[int]) -> int:
-    """The scanners over groups just stored (grading.jobs.grade.scan_groups)."""
-    from grading.jobs.grade import scan_groups
+    """The scanners over groups just stored (grading.jobs.scans.scan_groups)."""
+    from grading.jobs.scans import scan_groups
 
     return scan_groups(group_ids=group_ids)
 

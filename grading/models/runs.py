@@ -8,6 +8,8 @@ queries touch `Group` and `Rollout`, which hold identities, counts and small sta
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -98,6 +100,11 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"{self.project}/{self.name}"
 
+    def falls_back_at(self, *, stored_at: datetime, queued_at: datetime | None) -> datetime:
+        """When a mixed group of this run without a verdict falls back: the grading deadline after
+        it was stored, or after it was last queued for grading again."""
+        return max(stored_at, queued_at or stored_at) + timedelta(seconds=self.grading_deadline_seconds)
+
     @property
     def auto_grade_label(self) -> str:
         """How pages name the auto-grader: a built-in's label, else the defined grader's version."""
@@ -183,7 +190,7 @@ class Group(models.Model):
     # (grading.rollouts.clusters, stored by grading.ingest.cluster_storage); null until clustered.
     distinct_solutions = models.PositiveIntegerField(null=True, blank=True)
     # When the scanners were asked to read the group's passing rollouts and have not yet
-    # (grading.jobs.grade.queue_scans / scan_groups): the step is not final meanwhile, until the
+    # (grading.jobs.scans.queue_scans / scan_groups): the step is not final meanwhile, until the
     # run's grading deadline after this moment (grading.waits.progress).
     scan_due_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

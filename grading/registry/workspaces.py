@@ -10,10 +10,10 @@ from django.core.cache import cache
 from django.db import transaction
 
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.jobs.tasks import fetch_repo_task
 from grading.method.guide import Guide
 from grading.method.project_guides import guide_for
 from grading.models import Group, RolloutContent, Task
+from grading.queueing import queue
 from grading.repos.source import RepoSource
 from grading.repos.types import RepoError, RepoView
 from grading.repos.view import GitRepoView, cleanup
@@ -124,7 +124,7 @@ def queue_fetch(task: Task) -> None:
         queued = True
     if queued:
         repo, base_commit = task.repo, task.base_commit
-        transaction.on_commit(lambda: fetch_repo_task.delay(repo=repo, base_commit=base_commit))
+        transaction.on_commit(lambda: queue("grading.fetch_repo", repo=repo, base_commit=base_commit))  # jobs.tasks
 
 
 def fetch_repo(*, repo: str, base_commit: str) -> str:

@@ -9,7 +9,7 @@ grader_gap_rollouts) and its rollouts (Rollout.cheat_split).
 
 And whether a person is awaited: when the run's policy names a jury that agrees or
 abstains and waits (grading.verdicts.deliberation), a group on which it abstained has no verdict
-until the step's grading deadline (grading.waits.progress.falls_back_at). Such a group is
+until the step's grading deadline (grading.models.Run.falls_back_at). Such a group is
 marked (Group.awaits_person, awaits_person_until) so the queue serves it first; the mark
 goes when the jury's verdict lands, when the run's policy changes, and when the deadline
 passes (expire_person_waits: a "next group" pick and Celery beat call it).
@@ -25,10 +25,9 @@ from django.db.models import Max
 from django.utils import timezone
 
 from grading.models import GradingJob, Group, Jury, Rollout, RolloutGrade, Run, Verdict
+from grading.registry.juries import JURY_PREFIX
 from grading.verdicts.combine import Ranking, combine
 from grading.verdicts.compare import Calls, disagreement
-from grading.verdicts.deliberation import JURY_PREFIX
-from grading.waits.progress import falls_back_at
 
 CHUNK = 2000  # groups recomputed per round when a whole run is
 
@@ -93,7 +92,7 @@ def refresh_disagreement(*, group_ids: Iterable[int], now: datetime | None = Non
         split.update(indexes[(group.pk, i)] for i in found.cheat_split)
         until = None
         if group.pk in waiting:
-            until = falls_back_at(group.run, stored_at=group.created_at, queued_at=requeued.get(group.pk))
+            until = group.run.falls_back_at(stored_at=group.created_at, queued_at=requeued.get(group.pk))
             until = until if until > now else None
         before = (group.grader_gap, group.grader_gap_rollouts, group.awaits_person, group.awaits_person_until)
         fresh = (found.gap, len(found.gap_rollouts), until is not None, until)

@@ -12,9 +12,10 @@ from django.views.decorators.vary import vary_on_headers
 
 from grading import selectors
 from grading.http import HtmxHttpRequest
-from grading.jobs.grade import BACKENDS, GraderUnavailable, queue_step
+from grading.jobs.grade import queue_step
 from grading.models import Capability
 from grading.projects.access import page_run
+from grading.registry.backends import BACKENDS, GraderUnavailable
 from grading.waits.progress import step_status
 
 

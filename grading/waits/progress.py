@@ -7,7 +7,7 @@ and *pending* while it has no verdict and its run's grading deadline has not pas
 since it was stored or last queued for grading, unless its grading *failed*: a job of it gave
 up with no verdict (retries and resends spent, grading.jobs.recovery) and none is queued or
 running, so nothing will grade it; it falls back at once. A group with a pass is *scanning* from when
-the scanners are asked to read it until they have (grading.jobs.grade.queue_scans), or until the
+the scanners are asked to read it until they have (grading.jobs.scans.queue_scans), or until the
 run's grading deadline has passed since. A step is *final* when no group is pending or scanning:
 from then on its advantages only change if someone changes the method's inputs (a late
 verdict, a cheat decision, a mapping), and each such change bumps `inputs_version`.
@@ -24,7 +24,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from grading.method.services import policy_verdicts
-from grading.models import GradingJob, Group, Run, Step, Verdict
+from grading.models import GradingJob, Group, Step, Verdict
 
 SETTLED = "settled"  # a latest verdict settled without a model call (grading.verdicts.identical)
 
@@ -62,18 +62,12 @@ class StepStatus:
         )
 
 
-def falls_back_at(run: Run, *, stored_at: datetime, queued_at: datetime | None) -> datetime:
-    """When a mixed group without a verdict falls back: the run's grading deadline after it
-    was stored, or after it was last queued for grading again."""
-    return max(stored_at, queued_at or stored_at) + timedelta(seconds=run.grading_deadline_seconds)
-
-
 def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
     """Counts of one step in four queries, whatever its size (five when grading failed)."""
     now = now or timezone.now()
     run = step.run
     version = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk)
-    # Groups the scanners have not read yet (grading.jobs.grade.queue_scans), in the same query
+    # Groups the scanners have not read yet (grading.jobs.scans.queue_scans), in the same query
     # as the count: each holds the step until it is scanned or its deadline has passed.
     scan_open = Q(scan_due_at__gt=now - timedelta(seconds=run.grading_deadline_seconds))
     counts = step.groups.aggregate(
@@ -102,7 +96,7 @@ def step_status(step: Step, *, now: datetime | None = None) -> StepStatus:
         if gave_up and not live:
             failed.append(group_id)
     lost = set(failed)
-    deadlines = [falls_back_at(run, stored_at=mixed[g], queued_at=requeued.get(g)) for g in waiting if g not in lost]
+    deadlines = [run.falls_back_at(stored_at=mixed[g], queued_at=requeued.get(g)) for g in waiting if g not in lost]
     open_deadlines = [d for d in deadlines if d > now]
     if scanning:  # the last unscanned group holds the step until its deadline
         open_until = [*open_deadlines, counts["due"] + timedelta(seconds=run.grading_deadline_seconds)]

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     AuditedRollout = WithAnnotations[Rollout, AuditAnnotations]
 
 STATES = ("pending", "confirmed", "overturned", "all")
-# A prescreen signal's reason is "<rule>: <detail>" (grading.jobs.grade.record_prescreen); the
+# A prescreen signal's reason is "<rule>: <detail>" (grading.jobs.scans.record_prescreen); the
 # rules are the scanners' categories (grading.grader.prescreen.catalogue).
 PRESCREEN_RULES = (*LEAK_SIGNALS, *TAMPER_SIGNALS, *RETIRED_SIGNALS)
 LITERAL_SUFFIX = " (literal)"  # how a literal search names itself in its signals' reason

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from grading.jobs.grade import BACKENDS, GraderUnavailable, grader_name
 from grading.models import Campaign, Project, Run
+from grading.registry.backends import BACKENDS, GraderUnavailable, grader_name
 from reviews.models import Judgment
 
 PAGE = 50

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from grading.jobs.policy import update_run_policy
 from grading.models import Group, Jury, Project, Run, Verdict
-from grading.verdicts.deliberation import save_jury
+from grading.registry.juries import save_jury
 from grading.verdicts.store import GradeInput, record_verdict
 
 MEMBERS = ("ext-a@1", "ext-b@1")

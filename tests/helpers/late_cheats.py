@@ -3,7 +3,7 @@ tests/grading/views/test_run_late_credit.py and tests/browser/test_run_page.py.
 
 `late_cheat_world(project, trainer_token=..., auditor=...)`, run r1 (mean baseline, the default
 mapping). The scans ingest queues are held, as a worker that is down holds them, and run when
-the story says (grading.jobs.grade.scan_groups, which calls record_prescreen, as the task does).
+the story says (grading.jobs.scans.scan_groups, which calls record_prescreen, as the task does).
 A step waits for its groups' scans up to the run's grading deadline (grading.waits.progress), so
 the groups scanned late are those whose deadline passed first: the step fell back to final
 without them, as it does when no worker comes:
@@ -36,7 +36,8 @@ from unittest import mock
 from django.test import Client
 from django.utils import timezone
 
-from grading.jobs import grade as jobs
+from grading.jobs import scans as jobs
+from grading.jobs.tasks import scan_groups_task
 from grading.models import CheatDecision, Group, Project, Rollout, StepExport
 from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group
@@ -61,7 +62,7 @@ def _ran(group: dict, index: int, command: str) -> None:
 @contextmanager
 def scans_held():
     """The scans ingest queues wait, as on a busy worker: the story runs them itself."""
-    with mock.patch.object(jobs.scan_groups_task, "delay", lambda **kwargs: None):
+    with mock.patch.object(scan_groups_task, "delay", lambda **kwargs: None):
         yield
 
 

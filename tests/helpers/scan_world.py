@@ -22,7 +22,7 @@ Labels (as an upload would give them; the expected figures are in EXPECTED, coun
 from __future__ import annotations
 
 from grading.grader.prescreen.catalogue import BY_SLUG
-from grading.jobs.grade import record_prescreen
+from grading.jobs.scans import record_prescreen
 from grading.models import CheatDecision, Group, Project, Rollout, ScanLabel
 from grading.registry.workspaces import load_workspace
 from tests.helpers.groups import small_group

@@ -18,8 +18,9 @@ import pytest
 from django.test import override_settings
 
 from grading.jobs.campaigns import CampaignError, Scope, start_campaign
-from grading.jobs.grade import GraderUnavailable, grade_group
+from grading.jobs.grade import grade_group
 from grading.models import Campaign, GraderVersion, GradingJob, Group, Verdict
+from grading.registry.backends import GraderUnavailable
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 

@@ -14,8 +14,8 @@ import re
 import pytest
 from django.test import Client
 
-from grading.jobs.grade import GraderUnavailable, check_grader_url
 from grading.models import ApiToken, ImportJob, Rollout, Run
+from grading.registry.backends import GraderUnavailable, check_grader_url
 from tests.helpers.groups import jsonl, small_group
 from tests.helpers.ingest import post_lines
 from tests.helpers.routes import PARAM, routes

@@ -106,7 +106,7 @@ def test_a_verdict_of_a_grader_the_runs_policy_does_not_name_leaves_the_advantag
 def test_a_posted_verdict_moves_the_advantages_when_the_runs_jury_names_its_grader(client, group, acme, alice_token):
     from grading.jobs.policy import update_run_policy
     from grading.models import Run
-    from grading.verdicts.deliberation import save_jury
+    from grading.registry.juries import save_jury
 
     save_jury(project=acme, name="pair", members=["acme-fleet@3", "acme-fleet-b@1"], rule="agree_or_abstain")
     update_run_policy(run=Run.objects.get(name="r1"), changes={"jury": "pair"})

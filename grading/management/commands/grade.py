@@ -4,8 +4,9 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.jobs.grade import BACKENDS, GraderUnavailable, grader_for, grader_name, queue_step
+from grading.jobs.grade import queue_step
 from grading.models import GradingJob, Step, Verdict
+from grading.registry.backends import BACKENDS, GraderUnavailable, grader_for, grader_name
 
 
 class Command(BaseCommand):

@@ -9,9 +9,11 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
+import grading.grader.heuristic
 import grading.jobs.grade
 from grading.jobs import campaigns
 from grading.jobs.campaigns import CampaignError, Scope, cancel_campaign, grade_chunk, parse_scope, start_campaign
+from grading.jobs.tasks import grade_campaign_chunk_task
 from grading.method.services import step_inputs
 from grading.models import AdvantageResult, Campaign, CampaignGroup, Group, Run, Verdict
 from reviews.selectors.campaigns import judged_group_ids
@@ -68,8 +70,8 @@ def test_a_step_campaign_grades_that_step_only_and_skips_what_the_version_graded
     grading.jobs.grade.grade_group(group_id=Group.objects.get(uid="a@1").pk, backend="heuristic")
     sent = []
     monkeypatch.setattr(campaigns, "CHUNK", 1)
-    real = campaigns.grade_campaign_chunk_task.delay
-    monkeypatch.setattr(campaigns.grade_campaign_chunk_task, "delay", lambda **kw: (sent.append(kw["group_ids"]), real(**kw))[1])
+    real = grade_campaign_chunk_task.delay
+    monkeypatch.setattr(grade_campaign_chunk_task, "delay", lambda **kw: (sent.append(kw["group_ids"]), real(**kw))[1])
     campaign = start_campaign(project=acme, grader="heuristic", scope=parse_scope(acme, {"run": "r1", "step": 1}))
     assert (campaign.total, campaign.skipped_existing, campaign.graded, campaign.status) == (3, 1, 2, Campaign.Status.DONE)
     assert uids("heuristic@1") == set(MIXED_STEP_1)
@@ -113,7 +115,9 @@ def test_an_invalid_verdict_counts_as_failed(acme, run, monkeypatch):
     from grading.grader.base import GraderResult
 
     monkeypatch.setattr(
-        grading.jobs.grade.HeuristicGrader, "grade", lambda self, ws: GraderResult(status="invalid", errors=["nothing to cite"])
+        grading.grader.heuristic.HeuristicGrader,
+        "grade",
+        lambda self, ws: GraderResult(status="invalid", errors=["nothing to cite"]),
     )
     campaign = start_campaign(project=acme, grader="heuristic", scope=Scope(Campaign.Scope.STEP, run, 2))
     assert (campaign.status, campaign.graded, campaign.failed) == (Campaign.Status.DONE, 0, 2)
@@ -122,7 +126,7 @@ def test_an_invalid_verdict_counts_as_failed(acme, run, monkeypatch):
 
 def test_cancel_stops_the_campaign_before_its_next_group(acme, run, monkeypatch):
     held = []
-    monkeypatch.setattr(campaigns.grade_campaign_chunk_task, "delay", lambda **kw: held.append(kw))
+    monkeypatch.setattr(grade_campaign_chunk_task, "delay", lambda **kw: held.append(kw))
     campaign = start_campaign(project=acme, grader="heuristic", scope=Scope(Campaign.Scope.RUN, run))
     assert campaign.status == Campaign.Status.QUEUED and held
     assert cancel_campaign(campaign) and campaign.status == Campaign.Status.CANCELLED and campaign.finished_at
@@ -136,7 +140,7 @@ def test_cancel_stops_the_campaign_before_its_next_group(acme, run, monkeypatch)
 
 def test_a_redelivered_chunk_counts_each_group_once(acme, run, monkeypatch):
     held = []
-    monkeypatch.setattr(campaigns.grade_campaign_chunk_task, "delay", lambda **kw: held.append(kw))
+    monkeypatch.setattr(grade_campaign_chunk_task, "delay", lambda **kw: held.append(kw))
     campaign = start_campaign(project=acme, grader="heuristic", scope=Scope(Campaign.Scope.STEP, run, 1))
     assert grade_chunk(**held[0]) == 3
     assert grade_chunk(**held[0]) == 0  # delivered again: nothing counted twice, no new verdict
@@ -200,7 +204,7 @@ def test_an_llm_campaign_records_tokens_latency_and_a_cost_only_when_priced(acme
 
 def test_an_llm_campaign_fails_when_its_grader_cannot_run_any_more(acme, run, monkeypatch):
     held = []
-    monkeypatch.setattr(campaigns.grade_campaign_chunk_task, "delay", lambda **kw: held.append(kw))
+    monkeypatch.setattr(grade_campaign_chunk_task, "delay", lambda **kw: held.append(kw))
     with (
         FakeOpenAI(responder=scripted_model(1)) as fake,
         override_settings(GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True),

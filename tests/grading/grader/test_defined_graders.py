@@ -8,10 +8,11 @@ import pytest
 from django.test import override_settings
 
 from grading.jobs.campaigns import CampaignError, Scope, start_campaign
-from grading.jobs.grade import GraderUnavailable, grade_group, grader_name, queue_step
+from grading.jobs.grade import grade_group, queue_step
 from grading.models import Campaign, Group, Verdict
+from grading.registry.backends import GraderUnavailable, grader_name
 from grading.registry.defined import define_grader
-from grading.verdicts.deliberation import member_backends, save_jury
+from grading.registry.juries import member_backends, save_jury
 from tests.helpers.fake_openai import FakeOpenAI, scripted_model
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
@@ -177,7 +178,7 @@ def test_the_run_page_offers_the_defined_graders_newest_versions(client, alice, 
     html = client.get("/projects/acme/runs/r1/").content.decode()
     assert '<option value="judge-b@2">judge-b@2: model-b</option>' in html and 'value="judge-b@1"' not in html
     monkeypatch.setenv("JUDGE_B_URL", "https://judge.example.org/v1")
-    monkeypatch.setattr("grading.jobs.grade.check_grader_url", lambda url, variable: None)  # no DNS lookup from a test
+    monkeypatch.setattr("grading.registry.backends.check_grader_url", lambda url, variable: None)  # no DNS lookup from a test
     r = client.post(
         "/projects/acme/runs/r1/policy/", {"auto_grade": "judge-b@1", "baseline": "mean", "grading_deadline_seconds": "600"}
     )

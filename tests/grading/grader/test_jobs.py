@@ -9,8 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from grading.jobs.grade import GraderUnavailable, check_grader_url, grade_group, queue_step
+from grading.jobs.grade import grade_group, queue_step
 from grading.models import AdvantageResult, GradingJob, Group, Verdict
+from grading.registry.backends import GraderUnavailable, check_grader_url
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 

@@ -19,6 +19,7 @@ from grading.grader.heuristic import HeuristicGrader
 from grading.jobs import grade as job_service
 from grading.jobs import recovery
 from grading.jobs.grade import queue_step
+from grading.jobs.tasks import grade_group_task
 from grading.models import GradingJob, Group, Verdict
 from grading.waits.progress import step_status
 from tests.helpers.groups import small_group
@@ -79,7 +80,7 @@ def test_a_verdict_stored_before_the_error_is_not_graded_again(acme):
     step = mixed_step(acme, 1)
     calls, counting = model_calls()
     # The verdict is stored, then finishing its job meets the error.
-    with counting, mock.patch.object(job_service, "_finish", failing(1, job_service._finish)):
+    with counting, mock.patch.object(job_service, "finish_job", failing(1, job_service.finish_job)):
         queue_step(step=step, backend="heuristic")
     job = GradingJob.objects.get()
     assert (job.status, job.retries, job.verdict_id) == ("done", 1, Verdict.objects.get().pk)
@@ -248,7 +249,7 @@ def test_two_sweeps_at_once_send_each_job_once(acme):
             connections.close_all()
 
     holder = threading.Thread(target=hold_one_job)
-    with mock.patch.object(recovery.grade_group_task, "delay", side_effect=record):
+    with mock.patch.object(grade_group_task, "delay", side_effect=record):
         holder.start()
         assert held.wait(30)
         counts = recovery.sweep()  # skips the locked job instead of waiting on it

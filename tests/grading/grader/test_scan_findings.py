@@ -1,4 +1,4 @@
-"""What the scanners' findings do once a group is graded (grading.jobs.grade.record_prescreen).
+"""What the scanners' findings do once a group is graded (grading.jobs.scans.record_prescreen).
 
 A leak, or a tampering that scored, is a cheat at once: stored confirmed by its scanner version,
 so the method zeroes the reward before the statistics. A tampering that did not score is an open
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from grading.jobs.grade import grade_group, record_prescreen
+from grading.jobs.grade import grade_group
+from grading.jobs.scans import record_prescreen
+from grading.jobs.tasks import scan_groups_task
 from grading.models import CheatDecision, Group, Rollout
 from grading.registry.workspaces import load_workspace
 from tests.helpers.audit_world import reward
@@ -87,11 +89,11 @@ def test_a_step_is_not_final_until_its_groups_are_scanned_or_their_deadline_pass
 
     from django.utils import timezone
 
-    from grading.jobs.grade import scan_groups
+    from grading.jobs.scans import scan_groups
     from grading.waits.progress import step_status
 
     sent: list[list[int]] = []
-    monkeypatch.setattr("grading.jobs.grade.scan_groups_task.delay", lambda *, group_ids: sent.append(group_ids))
+    monkeypatch.setattr(scan_groups_task, "delay", lambda *, group_ids: sent.append(group_ids))
     group = small_group("g@1", rewards=(1, 1), FAIL_TO_PASS=["t::a"])  # all pass: no grader holds the step
     group["rollouts"][0]["messages"].append(
         {"role": "assistant", "content": f"```bash\n{FETCH}\n```", "action": FETCH, "observation": "y = 2"}
@@ -116,10 +118,10 @@ def test_a_step_is_not_final_until_its_groups_are_scanned_or_their_deadline_pass
 
 @pytest.mark.django_db(transaction=True)
 def test_a_group_whose_scan_fails_stays_due_and_the_others_are_read(acme, monkeypatch):
-    from grading.jobs import grade as jobs
+    from grading.jobs import scans as jobs
 
     sent: list[list[int]] = []
-    monkeypatch.setattr("grading.jobs.grade.scan_groups_task.delay", lambda *, group_ids: sent.append(group_ids))
+    monkeypatch.setattr(scan_groups_task, "delay", lambda *, group_ids: sent.append(group_ids))
     ingest_groups(acme, small_group("a@1", rewards=(1, 1)), small_group("b@1", instance_id="t-2", rewards=(1, 1)))
     broken = Group.objects.get(uid="a@1")
     real = jobs.record_prescreen

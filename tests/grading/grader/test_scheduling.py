@@ -299,7 +299,7 @@ def test_a_claimed_job_that_never_started_is_resent_once_nobody_takes_messages(b
     held = claim(task_id="task-lost", **messages[0])
     long_ago = timezone.now() - timedelta(seconds=settings.GAGAR_GRADING_QUEUED_LIMIT + 60)
     GradingJob.objects.update(queued_at=long_ago)
-    with mock.patch.object(recovery.grade_group_task, "delay") as sent:
+    with mock.patch.object(grade_group_task, "delay") as sent:
         assert recovery.sweep()["resent"] == 5
     assert sent.call_count == 5
     assert GradingJob.objects.get(group_id=held).claimed_by == ""  # the new message may claim it
@@ -433,7 +433,8 @@ def test_a_settled_verdict_stays_out_of_calibration(settled_step):
 
 
 def test_a_jury_whose_member_settled_falls_back_settled_too(acme):
-    from grading.verdicts.deliberation import queue_jury_step, save_jury
+    from grading.jobs.grade import queue_jury_step
+    from grading.registry.juries import save_jury
     from tests.helpers.juries import grade
 
     ingest_groups(acme, identical_group("same@1"))

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from grading.jobs import campaigns as service
+from grading.jobs.tasks import grade_campaign_chunk_task
 from grading.models import Campaign, Verdict
 from tests.factories import make_judgment
 from tests.helpers.campaigns import campaign_groups
@@ -86,7 +86,7 @@ def test_a_refused_body_names_its_field(client, alice_token, groups, body, statu
 
 
 def test_cancel_stops_a_running_campaign_and_refuses_an_ended_one(client, alice_token, groups, monkeypatch):
-    monkeypatch.setattr(service.grade_campaign_chunk_task, "delay", lambda **kw: None)  # no worker picks it up
+    monkeypatch.setattr(grade_campaign_chunk_task, "delay", lambda **kw: None)  # no worker picks it up
     started = post(client, {"grader": "heuristic", "scope": {"run": "r1"}}, alice_token).json()
     assert started["status"] == "queued" and started["counts"]["pending"] == 3
     r = post(client, {}, alice_token, path=f"{URL}{started['id']}/cancel/")
@@ -136,7 +136,7 @@ def test_the_page_starts_a_campaign_and_lists_its_figures(client, alice, groups,
 
 
 def test_the_page_polls_while_a_campaign_runs(client, alice, groups, monkeypatch):
-    monkeypatch.setattr(service.grade_campaign_chunk_task, "delay", lambda **kw: None)
+    monkeypatch.setattr(grade_campaign_chunk_task, "delay", lambda **kw: None)
     client.force_login(alice)
     client.post(PAGE, {"grader": "heuristic", "run": "r1"})
     page = client.get(PAGE).content.decode()

@@ -12,11 +12,11 @@ import pytest
 from django.core.cache import cache
 from django.test import override_settings
 
-from grading.jobs.grade import grader_name
 from grading.method.guide import DEFAULT_DIMENSIONS
 from grading.method.services import create_mapping
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS
 from grading.models import FactorMapping, MappingActivation, Role, Run, Verdict
+from grading.registry.backends import grader_name
 from reviews.selectors import calibration as data
 from tests.factories import make_group, make_judgment, make_project, make_run, make_step, make_verdict
 from tests.helpers.bench import ranked
