@@ -6,8 +6,8 @@ from django.db import migrations, models
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from grading.verdicts.combine import combine
-from grading.verdicts.compare import disagreement
+from grading.grader.combine import combine
+from grading.grader.compare import disagreement
 
 CHUNK = 2000
 

@@ -187,7 +187,7 @@ class GradingJob(models.Model):
 
 class Jury(models.Model):
     """A project's jury: grader versions (names as Verdict.grader stores them) whose verdicts
-    are combined by a rule (grading.verdicts.combine) into one, stored as the verdict of
+    are combined by a rule (grading.grader.combine) into one, stored as the verdict of
     ``jury:<name>@<version>`` (grading.verdicts.deliberation). Editing a jury makes a new version."""
 
     class Rule(models.TextChoices):

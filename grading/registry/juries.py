@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from grading.grader.combine import MAX_MEMBERS, RULES
 from grading.models import Jury, Project
 from grading.registry.backends import GraderUnavailable, grader_name
 from grading.registry.defined import defined_names
-from grading.verdicts.combine import MAX_MEMBERS, RULES
 
 JURY_PREFIX = "jury:"
 MAX_JURY_NAME = 60

@@ -1,5 +1,5 @@
 """A jury's verdicts (services). A jury (grading.registry.juries) is a project's named set of
-grader versions whose verdicts are combined into one (grading.verdicts.combine), stored as the
+grader versions whose verdicts are combined into one (grading.grader.combine), stored as the
 verdict of ``jury:<name>@<version>`` like any grader's, so the method, calibration and the bench
 treat a jury as a grader.
 
@@ -23,9 +23,9 @@ from statistics import median_low
 
 from django.db import IntegrityError, transaction
 
+from grading.grader.combine import JuryOutcome, combine
 from grading.models import Group, Jury, RolloutGrade, Verdict
 from grading.registry.juries import is_jury
-from grading.verdicts.combine import JuryOutcome, combine
 from grading.verdicts.store import GradeInput, record_verdict
 
 

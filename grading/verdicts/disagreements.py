@@ -3,7 +3,7 @@ cheat audit order by when the review policy puts disagreements first.
 
 Recomputed from the group's verdicts whenever one lands (on_verdict_recorded, connected in
 grading/apps.py to grading.verdicts.signals.verdict_recorded), by the pure
-grading.verdicts.compare over every grader's valid verdict but juries' (a jury's
+grading.grader.compare over every grader's valid verdict but juries' (a jury's
 verdict is made of its members'), and stored on the group (Group.grader_gap,
 grader_gap_rollouts) and its rollouts (Rollout.cheat_split).
 
@@ -24,10 +24,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from grading.grader.combine import Ranking, combine
+from grading.grader.compare import Calls, disagreement
 from grading.models import GradingJob, Group, Jury, Rollout, RolloutGrade, Run, Verdict
 from grading.registry.juries import JURY_PREFIX
-from grading.verdicts.combine import Ranking, combine
-from grading.verdicts.compare import Calls, disagreement
 
 CHUNK = 2000  # groups recomputed per round when a whole run is
 
@@ -113,7 +113,7 @@ def refresh_disagreement(*, group_ids: Iterable[int], now: datetime | None = Non
 def _abstained(groups: list[Group], ranks: dict[int, dict[str, Ranking]]) -> set[int]:
     """The groups whose run's jury abstained and waits for a person: every member's verdict
     valid, none of the jury's yet, and the members apart by more than its gap (the jury's
-    own rule, grading.verdicts.combine.combine)."""
+    own rule, grading.grader.combine.combine)."""
     juries = {g.pk: g.run.jury for g in groups if waits_for_people(g.run.jury)}
     if not juries:
         return set()

@@ -32,8 +32,8 @@ from grading.jobs.project_scanners import (
     scanners_of,
     scope_for,
 )
-from grading.jobs.tasks import run_project_scanner_task
 from grading.models import Capability, ProjectScanner
+from grading.queueing import queue
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 
@@ -101,9 +101,7 @@ class ProjectScannerRunView(APIView):
             return error(status.HTTP_400_BAD_REQUEST, str(exc), field=exc.field)
         # Nothing is written here, so the task may start before this answer; a worker runs it, or
         # (no broker configured, as in the tests) it runs now and its counts come back.
-        queued = run_project_scanner_task.apply_async(
-            kwargs={"scanner_id": scanner.pk, "run_id": scope.run_id, "step": scope.step}
-        )
+        queued = queue("grading.run_project_scanner", scanner_id=scanner.pk, run_id=scope.run_id, step=scope.step)
         body: dict = {"scanner": scanner.author, "run": data["run"], "step": scope.step, "task": queued.id}
         if queued.successful():
             body["result"] = queued.result

@@ -1,4 +1,4 @@
-"""How far graders disagree on a group (grading.verdicts.compare), checked against a
+"""How far graders disagree on a group (grading.grader.compare), checked against a
 brute-force reading of the definition on hand-made and random calls."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from itertools import combinations
 
-from grading.verdicts.compare import Disagreement, disagreement
+from grading.grader.compare import Disagreement, disagreement
 
 LEVEL = {"T1": 0, "T2": 1, "T3": 2}
 

@@ -5,11 +5,11 @@ import orjson
 import pytest
 from django.db import transaction
 
+from grading.grader.combine import combine
 from grading.method import services
 from grading.models import AdvantageResult, CheatDecision, Group, Jury, Run, Verdict
 from grading.registry.juries import JuryError, save_jury
 from grading.selectors import latest_verdict
-from grading.verdicts.combine import combine
 from grading.verdicts.deliberation import record_jury_verdict, waiting_jury
 from grading.verdicts.store import GradeInput, record_verdict
 from grading.waits.progress import step_status

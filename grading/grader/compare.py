@@ -8,7 +8,7 @@ graded. Two figures, over every pair of graders on the rollouts both graded:
 
 The review queue serves the widest gaps first and the cheat audit the split cheat calls
 (reviews.selectors.queue, reviews.selectors.audit): where graders differ a person's word
-teaches the most. The tier gap is the one juries use (grading.verdicts.combine.tier_gap).
+teaches the most. The tier gap is the one juries use (grading.grader.combine.tier_gap).
 
 >>> a = {0: ("T1", False), 1: ("T2", True), 2: ("T3", False)}
 >>> b = {0: ("T3", False), 1: ("T2", False), 2: ("T1", False)}
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grading.verdicts.combine import tier_gap
+from grading.grader.combine import tier_gap
 
 Calls = dict[int, tuple[str, bool]]
 
