@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/advantage.py --baseline grpo --repeat 5
 
 1. Generates one long table (one row per rollout, groups contiguous, integer group ids
-   as `grading.method.services.step_inputs` gives the engine): per group a pass rate
+   as `grading.method.services.computation.step_inputs` gives the engine): per group a pass rate
    drawn uniformly from [0, 1] (so some groups all pass or all fail and are filtered),
    binary rewards, a tier T1/T2/T3 and a group-wide rank with ties for every pass,
    a few confirmed cheats (tier/rank left on them, as a grader would), a share of
@@ -135,7 +135,7 @@ def make_frame(
             "index": index,
             "reward": reward,
             "cheat": cheat,
-            # Categorical, as grading.method.services.step_inputs hands tiers over.
+            # Categorical, as grading.method.services.computation.step_inputs hands tiers over.
             "tier": pd.Categorical(tier, categories=["T1", "T2", "T3"]),
             "rank": rank,  # float, NaN where the grader gave none (as step_inputs hands it over)
             "graded": graded,

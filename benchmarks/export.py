@@ -123,7 +123,7 @@ def store_rows(db_url: str, *, steps: int, groups: int, size: int, seed: int) ->
     """Project, run, steps (ORM); tasks, groups, rollouts, AdvantageResult (COPY). Returns counts."""
     from django.db import connection
 
-    from grading.method.services import default_mapping
+    from grading.method.services.mappings import default_mapping
     from grading.models import FactorMapping, Project, Run, Step, StepComputation
     from grading.projects.tokens import issue_api_token
 

@@ -88,7 +88,8 @@ def run_size(n: int, args) -> dict:
 
     from grading.ingest.service import ingest_group_lines
     from grading.method import releases
-    from grading.method.services import active_mapping, compute_step
+    from grading.method.services.computation import compute_step
+    from grading.method.services.mappings import active_mapping
     from grading.models import Group, Project, RolloutGrade, Step, Verdict
     from grading.verdicts.store import GradeInput, record_verdict
 

@@ -17,7 +17,8 @@ from django.shortcuts import get_object_or_404
 from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME, MAX_UID, stored_rollout
 from grading.method.partial import drop_of
-from grading.method.services import active_mapping, policy_verdicts
+from grading.method.services.computation import policy_verdicts
+from grading.method.services.mappings import active_mapping
 from grading.method.turn_weights import cited_turns
 from grading.models import (
     AdvantageResult,

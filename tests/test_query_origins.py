@@ -30,7 +30,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, clear_url_caches, get_resolver, path
 
 from grading.method.guide import RUBRIC
-from grading.method.services import default_mapping
+from grading.method.services.mappings import default_mapping
 from grading.models import ApiToken, Campaign, CheatDecision, FactorMapping, ImportJob, Membership, Rollout
 from grading.projects.tokens import issue_api_token
 from tests.helpers.groups import jsonl, small_group

@@ -29,7 +29,8 @@ from grading.api.scoping import project_for_request, request_token, run_for_requ
 from grading.formats import params
 from grading.method import export
 from grading.method.releases import Taken, take_step, taken_step
-from grading.method.services import refresh_stale_steps, resolve_mapping
+from grading.method.services.computation import refresh_stale_steps
+from grading.method.services.mappings import resolve_mapping
 from grading.models import Capability, FactorMapping, Step
 from grading.waits.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
 from grading.waits.waiters import WaitersFull, release_waiter_slot, take_waiter_slot

@@ -3,7 +3,7 @@
 Reading needs "view" (people) or "export" (trainers, who pass `?mapping=` to the export);
 creating and activating need "manage". A mapping is immutable once created: a change is
 a new version (there is no PUT or PATCH). Activation goes through
-`grading.method.services.activate_mapping`, which logs who/when/why and queues the
+`grading.method.services.activation.activate_mapping`, which logs who/when/why and queues the
 run's recomputation after the commit; a calibrated mapping below the project's minimum
 evidence is refused (409, with what it rests on) unless the body says `"force": true`, and
 one fitted on a grader version's verdicts (its `grader`) is refused (409) for a run another
@@ -37,7 +37,8 @@ from grading.api.serializers import (
 from grading.jobs.policy import auto_grader_name
 from grading.method import selectors
 from grading.method.evidence import TooLittleEvidence
-from grading.method.services import GraderMismatch, activate_mapping, active_mapping, create_mapping
+from grading.method.services.activation import GraderMismatch, activate_mapping, create_mapping
+from grading.method.services.mappings import active_mapping
 from grading.models import Capability
 from grading.selectors import run_named
 

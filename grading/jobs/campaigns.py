@@ -16,7 +16,7 @@ Cancelling stops it before its next group.
 Which verdict the run's method uses is the run's policy's to say, never a campaign's: a
 campaign of a grader the policy uses (its auto-grader, or a member of its jury) makes that
 grader's verdict, as grading the step would; any other grader's verdicts are stored
-`bench_only` and stay out of the advantages (grading.method.services.policy_verdicts).
+`bench_only` and stay out of the advantages (grading.method.services.computation.policy_verdicts).
 """
 
 from __future__ import annotations

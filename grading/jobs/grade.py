@@ -77,7 +77,7 @@ def _queue(group_ids: list[int], *, backend: str, grader_name: str, again: bool)
     """Create (or, when `again`, reset) the jobs and send their tasks once they are committed.
 
     The jobs are written before any task is sent, so a verdict can tell whether it is the
-    step's last one in flight (grading.method.services.mark_stale recomputes only then).
+    step's last one in flight (grading.method.services.staleness.mark_stale recomputes only then).
     A job queued again restarts its group's grading deadline (queued_at). One message per
     job; the task that takes a message grades the best job then queued in its run, not
     necessarily the one it names (grading.jobs.scheduling).

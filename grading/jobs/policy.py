@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
 from grading.method import partial
-from grading.method.services import mark_stale
+from grading.method.services.staleness import mark_stale
 from grading.models import Jury, Project, Run
 from grading.registry.backends import GraderUnavailable, grader_for, grader_name
 from grading.registry.defined import newest_defined

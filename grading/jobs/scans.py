@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.grader.prescreen import screen_group
-from grading.method.services import mark_stale
+from grading.method.services.staleness import mark_stale
 from grading.models import CheatDecision, Group, Rollout
 from grading.queueing import queue
 from grading.registry.future_history import holds_future_history

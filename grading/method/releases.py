@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from grading.method import export
-from grading.method.services import refresh_stale_step
+from grading.method.services.computation import refresh_stale_step
 from grading.models import FactorMapping, Step, StepExport
 
 

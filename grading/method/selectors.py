@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 
 from grading.method import late_credit
 from grading.method.export import neutralise_cell
-from grading.method.services import active_mapping, default_mapping
+from grading.method.services.mappings import active_mapping, default_mapping
 from grading.models import CheatDecision, FactorMapping, MappingActivation, Project, Rollout, Run, StepExport
 
 

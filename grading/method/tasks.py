@@ -8,7 +8,8 @@ from celery import shared_task
 @shared_task(name="grading.advantage_tasks.recompute_step_task", acks_late=True, max_retries=0)
 def recompute_step_task(*, step_id: int) -> dict:
     """Recompute a step under its run's active mapping (batched: one task per step, not per group)."""
-    from grading.method.services import active_mapping, compute_step
+    from grading.method.services.computation import compute_step
+    from grading.method.services.mappings import active_mapping
     from grading.models import Step
 
     step = Step.objects.select_related("run").filter(pk=step_id).first()

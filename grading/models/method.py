@@ -33,7 +33,7 @@ class FactorMapping(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
     fit = models.JSONField(default=dict, blank=True, help_text="judgments, counts and intervals a calibrated mapping came from")
     # A calibrated mapping fits one grader version's tiers (or one jury's): it is activated
-    # only on runs that grader grades (grading.method.services.mapping_grader_refusal).
+    # only on runs that grader grades (grading.method.services.activation.mapping_grader_refusal).
     grader = models.CharField(
         max_length=100,
         blank=True,
@@ -45,7 +45,7 @@ class FactorMapping(models.Model):
 
     class Meta:
         ordering = ["name", "version"]
-        # Versions count per project (grading.method.services.create_mapping): a name another
+        # Versions count per project (grading.method.services.activation.create_mapping): a name another
         # project uses is neither visible nor in the way. Built-in mappings have no project,
         # and NULLs are distinct in a unique index, hence the second constraint.
         constraints = [

@@ -168,7 +168,7 @@ class Group(models.Model):
     # of graded groups (reviews.selectors.queue): the step's number (a group never changes
     # step), whether a grader gave a valid verdict (grading.verdicts.store.record_verdict),
     # the credit a verdict moves, Σ|A* − A| under the run's active mapping
-    # (grading.method.services.compute_step and activate_mapping), and whether the project's
+    # (grading.method.services.computation.compute_step and activate_mapping), and whether the project's
     # review policy still wants submitted reviews of it (kept by reviews.services.queue).
     step_number = models.PositiveIntegerField(default=0)
     has_valid_verdict = models.BooleanField(default=False)

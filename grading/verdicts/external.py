@@ -6,7 +6,7 @@ the same way -- the schema, then grading.grader.evidence.problems on the group's
 (citations must resolve; a judgment posted without evidence need not cite) -- and stored all
 or nothing through grading.verdicts.store.record_verdict, so calibration and the bench treat
 it as any grader's verdict. The method reads it only when the run's policy names its grader,
-as a member of the run's jury (grading.method.services.policy_verdicts); otherwise it is stored
+as a member of the run's jury (grading.method.services.computation.policy_verdicts); otherwise it is stored
 bench-only. The same verdict posted again is unchanged; a different one from the same grader
 version on the same group is a conflict.
 """
@@ -167,7 +167,7 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
         except GraderNameError as exc:
             raise ExternalVerdictError("grader", str(exc)) from None
         # Read by the method only as a member of the jury the run's policy names
-        # (grading.method.services.policy_verdicts); otherwise it is on the bench alone and
+        # (grading.method.services.computation.policy_verdicts); otherwise it is on the bench alone and
         # leaves the step's advantages, and their inputs version, as they are.
         jury = group.run.jury
         verdict, created = record_verdict(

@@ -1,7 +1,7 @@
 """Writes of the method's inputs: grader verdicts and cheat decisions.
 
 Each write marks the step's stored advantages stale and queues their recomputation after
-the commit (grading.method.services.mark_stale).
+the commit (grading.method.services.staleness.mark_stale).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.grader.workspace import CheckRecord
-from grading.method.services import mark_stale
+from grading.method.services.staleness import mark_stale
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict, VerdictCheck
 from grading.verdicts.scan_labels import label_audited
 from grading.verdicts.signals import verdict_recorded
@@ -116,7 +116,7 @@ def record_verdict(
                 author=grader[:150],
                 evidence=[e for e in grade.evidence or [] if isinstance(e, dict)],
             )
-    if not bench_only:  # the method never reads a bench-only verdict (grading.method.services.step_inputs)
+    if not bench_only:  # the method never reads a bench-only verdict (grading.method.services.computation.step_inputs)
         mark_stale(step_ids=[group.step_id])
     verdict_recorded.send(sender=Verdict, group=group, verdict=verdict)  # people may have judged the group already
     return verdict, True

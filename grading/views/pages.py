@@ -14,7 +14,8 @@ from grading import selectors
 from grading.formats import params
 from grading.jobs.policy import PolicyError, auto_grader_name, update_run_policy
 from grading.method.selectors import late_cheat_credit
-from grading.method.services import active_mapping, refresh_stale_step, refresh_stale_steps
+from grading.method.services.computation import refresh_stale_step, refresh_stale_steps
+from grading.method.services.mappings import active_mapping
 from grading.models import Capability, Run
 from grading.presenters import charts
 from grading.projects import create

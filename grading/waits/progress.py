@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
-from grading.method.services import policy_verdicts
+from grading.method.services.computation import policy_verdicts
 from grading.models import GradingJob, Group, Step, Verdict
 
 SETTLED = "settled"  # a latest verdict settled without a model call (grading.verdicts.identical)

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, run_for_request
-from grading.method.services import active_mapping
+from grading.method.services.mappings import active_mapping
 from grading.models import Capability
 from reviews.selectors import calibration as data
 

@@ -24,7 +24,8 @@ from django.shortcuts import get_object_or_404
 from grading.formats import params
 from grading.jobs.policy import auto_grader_name
 from grading.method.advantage import MappingSpec, group_summary, redistribute
-from grading.method.services import active_mapping, step_balance, step_inputs
+from grading.method.services.computation import step_balance, step_inputs
+from grading.method.services.mappings import active_mapping
 from grading.models import (
     AdvantageResult,
     CheatDecision,

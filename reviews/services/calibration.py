@@ -6,7 +6,7 @@ groups, and the slice (run / grader / step) they were drawn from — and, in `gr
 one grader version (or jury) whose verdicts it was fitted on; activating it is
 the same versioned, logged, recomputing step as any other mapping (MappingActivation),
 held to the project's minimum evidence (grading.method.evidence) like any other, and
-refused for a run another grader grades (grading.method.services.mapping_grader_refusal).
+refused for a run another grader grades (grading.method.services.activation.mapping_grader_refusal).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from django.db import transaction
 
 from grading.jobs.policy import auto_grader_name
-from grading.method.services import GraderMismatch, activate_mapping, create_mapping, mapping_grader_refusal
+from grading.method.services.activation import GraderMismatch, activate_mapping, create_mapping, mapping_grader_refusal
 from grading.models import FactorMapping, MappingActivation, Run
 from reviews.stats.calibration import FittedMapping
 

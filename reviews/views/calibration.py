@@ -19,7 +19,8 @@ from grading.jobs.policy import auto_grader_name
 from grading.method.advantage import MappingSpec
 from grading.method.evidence import MAX_MINIMUM, TooLittleEvidence, assess
 from grading.method.minimums import minimum_for, save_minimum
-from grading.method.services import active_mapping, mapping_grader_refusal
+from grading.method.services.activation import mapping_grader_refusal
+from grading.method.services.mappings import active_mapping
 from grading.method.tiers import TIERS
 from grading.models import Capability
 from grading.presenters.charts import lambda_histogram

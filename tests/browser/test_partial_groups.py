@@ -14,7 +14,8 @@ import pytest
 from playwright.sync_api import expect
 
 from grading.jobs.policy import update_run_policy
-from grading.method.services import active_mapping, refresh_stale_step
+from grading.method.services.computation import refresh_stale_step
+from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, Group, Run
 from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.browser import log_in

@@ -11,7 +11,8 @@ tests/reviews/views/test_audit.py and tests/browser/test_audit.py.
 
 from __future__ import annotations
 
-from grading.method.services import active_mapping, refresh_stale_step
+from grading.method.services.computation import refresh_stale_step
+from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, CheatDecision, Group, Project, Rollout
 from grading.verdicts.store import GradeInput, record_verdict
 from reviews.services.judgments import ItemInput, submit_judgment

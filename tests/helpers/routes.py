@@ -8,7 +8,7 @@ import re
 
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from grading.method.services import default_mapping
+from grading.method.services.mappings import default_mapping
 
 PARAM = re.compile(r"<(?:(?P<conv>\w+):)?(?P<name>\w+)>")
 

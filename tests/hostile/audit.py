@@ -38,7 +38,7 @@ ACCEPTED = {
         "B608",
     ): "SQL built from code-defined column lists and %s placeholders; every value is a bound parameter",
     (
-        "grading/method/services.py",
+        "grading/method/services/computation.py",
         "B608",
     ): "SQLite's INSERT of a step's results, built from the model's table name and its field columns (quoted) and %s "
     "placeholders; every value is a bound parameter",

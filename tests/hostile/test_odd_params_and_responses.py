@@ -346,7 +346,7 @@ def test_64_bit_integers_and_long_digit_strings_still_pass(client, alice_token):
 
 
 def test_mapping_versions_count_per_project(acme, other_project):
-    from grading.method.services import create_mapping
+    from grading.method.services.activation import create_mapping
 
     bands = {"T1": [1.0, 1.0], "T2": [0.8, 0.7], "T3": [0.5, 0.5]}
     mine = [create_mapping(project=acme, name="steep", bands=bands) for _ in range(3)]

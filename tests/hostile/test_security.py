@@ -43,7 +43,7 @@ def world(client, alice, alice_token, acme):
     r = post_lines(client, alice_token, jsonl(small_group("t-1@1")))
     assert r.status_code == 200
     job = ImportJob.objects.create(project=acme, run=Run.objects.get(name="r1"), step=1, created_by=alice)
-    from grading.method.services import default_mapping
+    from grading.method.services.mappings import default_mapping
 
     rollout = Rollout.objects.get(group__uid="t-1@1", index=0)
     return {

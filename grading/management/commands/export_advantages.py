@@ -5,7 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from grading.method import export
-from grading.method.services import refresh_stale_steps, resolve_mapping
+from grading.method.services.computation import refresh_stale_steps
+from grading.method.services.mappings import resolve_mapping
 from grading.models import FactorMapping, Project
 
 

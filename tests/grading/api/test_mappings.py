@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from grading.method.export import COLUMNS
-from grading.method.services import activate_mapping, default_mapping
+from grading.method.services.activation import activate_mapping
+from grading.method.services.mappings import default_mapping
 from grading.models import FactorMapping, Group, MappingActivation, Run, Step, StepComputation
 from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group

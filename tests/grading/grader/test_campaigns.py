@@ -14,7 +14,7 @@ import grading.jobs.grade
 from grading.jobs import campaigns
 from grading.jobs.campaigns import CampaignError, Scope, cancel_campaign, grade_chunk, parse_scope, start_campaign
 from grading.jobs.tasks import grade_campaign_chunk_task
-from grading.method.services import step_inputs
+from grading.method.services.computation import step_inputs
 from grading.models import AdvantageResult, Campaign, CampaignGroup, Group, Run, Verdict
 from reviews.selectors.campaigns import judged_group_ids
 from tests.factories import make_judgment

@@ -6,7 +6,8 @@ import pytest
 from django.db import transaction
 
 from grading.grader.combine import combine
-from grading.method import services
+from grading.method.services import computation as services
+from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, CheatDecision, Group, Jury, Run, Verdict
 from grading.registry.juries import JuryError, save_jury
 from grading.selectors import latest_verdict
@@ -132,7 +133,7 @@ def test_a_jury_as_run_policy_grades_with_its_members_and_its_verdict_moves_the_
         assert split_verdict is None
         assert (status.graded, status.pending, status.final) == (1, 1, False)
     step = run.steps.get()
-    services.refresh_stale_step(step=step, mapping=services.active_mapping(run))
+    services.refresh_stale_step(step=step, mapping=active_mapping(run))
     statuses = dict(AdvantageResult.objects.filter(step=step, passed=True).values_list("uid", "status").distinct())
     assert statuses == {"g0": "graded", "g1": "fallback"}
     used = set(AdvantageResult.objects.filter(step=step, uid="g0").values_list("verdict__grader", flat=True))

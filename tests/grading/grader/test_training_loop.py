@@ -12,7 +12,7 @@ import orjson
 import pytest
 from django.utils import timezone
 
-from grading.method import services
+from grading.method.services import computation as services
 from grading.models import GradingJob, Group, Run, Step, StepExport, Verdict
 from grading.verdicts.store import GradeInput, record_verdict
 from tests.helpers.groups import small_group

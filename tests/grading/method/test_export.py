@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from grading.method.export import COLUMNS
-from grading.method.services import activate_mapping
+from grading.method.services.activation import activate_mapping
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Run, StepComputation
 from grading.verdicts.store import GradeInput, decide_cheat, record_verdict
 from tests.helpers.groups import jsonl, small_group

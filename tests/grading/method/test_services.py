@@ -7,7 +7,7 @@ was caught without being imported)."""
 import pytest
 from django.db.models import Max
 
-from grading.method import services
+from grading.method.services import activation as services
 from grading.models import FactorMapping
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,8 @@ number of queries that does not grow with the step."""
 import pytest
 from django.db.models import F
 
-from grading.method.services import active_mapping, compute_step, store_results
+from grading.method.services.computation import compute_step, store_results
+from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, Step
 from tests.factories import make_group, make_run, make_step, make_verdict
 

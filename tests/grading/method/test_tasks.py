@@ -24,7 +24,9 @@ def step_with_verdict(acme):
 
 
 def test_changes_to_a_step_queue_one_recomputation_until_it_runs(step_with_verdict, django_capture_on_commit_callbacks):
-    from grading.method.services import compute_step, default_mapping, mark_stale
+    from grading.method.services.computation import compute_step
+    from grading.method.services.mappings import default_mapping
+    from grading.method.services.staleness import mark_stale
 
     step = step_with_verdict
     compute_step(step=step, mapping=default_mapping())
@@ -40,7 +42,8 @@ def test_changes_to_a_step_queue_one_recomputation_until_it_runs(step_with_verdi
 def test_inputs_changing_during_a_computation_leave_it_stale_and_queue_another(
     step_with_verdict, django_capture_on_commit_callbacks, monkeypatch
 ):
-    from grading.method import services as advantages
+    from grading.method.services import computation as advantages
+    from grading.method.services.mappings import default_mapping
     from grading.models import Step
 
     step = step_with_verdict
@@ -53,5 +56,5 @@ def test_inputs_changing_during_a_computation_leave_it_stale_and_queue_another(
 
     monkeypatch.setattr(advantages, "step_inputs", inputs_then_a_new_verdict)
     with django_capture_on_commit_callbacks() as queued:
-        computation = advantages.compute_step(step=step, mapping=advantages.default_mapping())
+        computation = advantages.compute_step(step=step, mapping=default_mapping())
     assert computation.stale and len(queued) == 1

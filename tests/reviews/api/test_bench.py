@@ -10,7 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from sklearn.metrics import cohen_kappa_score
 
-from grading.method.services import active_mapping, compute_step, create_mapping, refresh_stale_steps
+from grading.method.services.activation import create_mapping
+from grading.method.services.computation import compute_step, refresh_stale_steps
+from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, Group, Role, Run
 from reviews.selectors import calibration
 from tests.factories import make_assignment, make_project

@@ -8,7 +8,9 @@ import pytest
 from django.db.models import F, Sum
 from django.db.models.functions import Abs
 
-from grading.method.services import activate_mapping, active_mapping, refresh_stale_step
+from grading.method.services.activation import activate_mapping
+from grading.method.services.computation import refresh_stale_step
+from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, CheatDecision, FactorMapping, Group, Step
 from grading.verdicts.store import GradeInput, decide_cheat, record_verdict
 from reviews.selectors.queue import queue_groups

@@ -98,7 +98,7 @@ def test_a_real_worker_warms_the_figures_a_judgment_changed(client, alice, judge
 @pytest.mark.django_db
 def test_the_preview_is_computed_again_only_when_the_steps_inputs_change(judged, monkeypatch):
     from grading.method.advantage import MappingSpec
-    from grading.method.services import mark_stale
+    from grading.method.services.staleness import mark_stale
 
     step = judged["g1@1"].step
     proposed = MappingSpec.from_dict({"T1": [1.0, 1.0], "T2": [0.8, 0.6], "T3": [0.4, 0.4]})

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from grading.method.services import active_mapping, refresh_stale_steps
+from grading.method.services.computation import refresh_stale_steps
+from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, FactorMapping, MappingActivation, Run, Step
 from reviews.services.calibration import activate_fitted_mapping
 from reviews.stats.calibration import fit_mapping

@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.test import override_settings
 
 from grading.method.guide import DEFAULT_DIMENSIONS
-from grading.method.services import create_mapping
+from grading.method.services.activation import create_mapping
 from grading.method.tiers import TIER_DESCRIPTIONS, TIERS
 from grading.models import FactorMapping, MappingActivation, Role, Run, Verdict
 from grading.registry.backends import grader_name

@@ -14,7 +14,8 @@ from django.db import connection
 from django.utils import timezone
 
 from grading.method.guide import RUBRIC
-from grading.method.services import active_mapping, refresh_stale_step
+from grading.method.services.computation import refresh_stale_step
+from grading.method.services.mappings import active_mapping
 from grading.models import CheatDecision, Group, Run, Step, Verdict
 from reviews.models import Assignment, ReviewPolicy
 from reviews.selectors.queue import QUEUE_ORDER, queue_groups

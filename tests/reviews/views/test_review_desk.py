@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grading.method.services import active_mapping, refresh_stale_step
+from grading.method.services.computation import refresh_stale_step
+from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, CheatDecision, Group, Rollout, Step
 from grading.verdicts.store import GradeInput, record_verdict
 from reviews.models import Assignment, CheatAudit, GroupReview, Judgment, JudgmentItem, Reveal, ReviewPolicy

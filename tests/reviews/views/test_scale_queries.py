@@ -4,7 +4,7 @@ A small run is built through the services (ingest, verdicts, judgments, cheat fl
 adjudications, import jobs), every page is requested and its queries counted; then steps,
 groups per step, verdicts, judgments and signals all double and the counts must not move.
 Each page is requested once before counting, so a stale step computed on a page view
-(grading.method.services.refresh_stale_step) is computed in both rounds alike.
+(grading.method.services.computation.refresh_stale_step) is computed in both rounds alike.
 """
 
 from __future__ import annotations

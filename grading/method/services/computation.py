@@ -3,33 +3,25 @@
 The math is grading.method.advantage (pure, vectorised); this module gathers a step's inputs
 in a fixed number of queries, runs it once for the whole step, and stores one
 `AdvantageResult` per rollout so every exported number can be traced to its group,
-verdict, cheat decision and mapping version later.
-
-Inputs change when a verdict lands, a cheat decision is made or a run's active mapping
-changes; each of those calls `mark_stale()`, which queues `recompute_step_task` (by name:
-grading.queueing) after the commit. An export of a stale or never-computed step computes it first.
-"""
+verdict, cheat decision and mapping version later."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, F, FloatField, Max, OuterRef, Q, Subquery, Sum
-from django.db.models.functions import Abs, Coalesce
+from django.db import connection, transaction
 from django.utils import timezone
 
-from grading.formats import params
 from grading.method import export
 from grading.method.advantage import group_summary
-from grading.method.evidence import TooLittleEvidence
-from grading.method.minimums import mapping_evidence
 from grading.method.partial import DROPPED, mode_of, redistribute_kept
+from grading.method.services.mappings import active_mapping
+from grading.method.services.staleness import queue_recompute
 from grading.method.tiers import TIERS
 from grading.method.turn_weights import turn_weights
 from grading.models import (
@@ -38,9 +30,7 @@ from grading.models import (
     FactorMapping,
     Grader,
     GraderVersion,
-    GradingJob,
     Group,
-    MappingActivation,
     Rollout,
     RolloutGrade,
     Run,
@@ -49,223 +39,8 @@ from grading.models import (
     Verdict,
 )
 from grading.models.bulk import copy_rows, jsonb
-from grading.queueing import queue
 
 logger = logging.getLogger(__name__)
-
-NOT_GIVEN = object()  # activate_mapping's run_grader when the caller named none
-RECOMPUTE_STEP = "grading.advantage_tasks.recompute_step_task"  # grading.method.tasks
-
-
-DEFAULT_BANDS = {"T1": [1.0, 1.0], "T2": [0.85, 0.70], "T3": [0.50, 0.50]}
-
-
-def default_mapping() -> FactorMapping:
-    """The docs/method.md §3 mapping. A migration creates it; recreated here if someone deleted it."""
-    mapping, _ = FactorMapping.objects.get_or_create(
-        name="default", version=1, project=None, defaults={"bands": DEFAULT_BANDS, "source": FactorMapping.Source.DEFAULT}
-    )
-    return mapping
-
-
-def active_mapping(run: Run) -> FactorMapping:
-    activation = run.mapping_activations.select_related("mapping").first()
-    return activation.mapping if activation else default_mapping()
-
-
-def resolve_mapping(run: Run, value: str | None) -> FactorMapping:
-    """A mapping by id or `name@version` label (visible to the run's project); the active one when empty."""
-    if not value:
-        return active_mapping(run)
-    visible = FactorMapping.objects.filter(project__isnull=True) | FactorMapping.objects.filter(project=run.project_id)
-    if params.is_whole(value):
-        if len(value) > 19 or int(value) > params.MAX_ID:
-            raise FactorMapping.DoesNotExist(f"no mapping {value[:40]!r}")
-        return visible.get(pk=int(value))
-    name, _, version = value.partition("@")
-    if not params.usable_name(name) or not params.is_whole(version) or len(version) > 10 or int(version) > params.MAX_INT:
-        raise FactorMapping.DoesNotExist(f"mapping {value[:80]!r}: use an id or name@version")
-    return visible.get(name=name, version=int(version))
-
-
-def mark_stale(*, step_ids: list[int] | set[int]) -> None:
-    """Inputs of these steps changed: bump their version and recompute after the commit.
-
-    Recomputed once per burst, not once per verdict: while grading jobs of a step are still
-    queued or running (no verdict yet), a verdict only bumps the version and marks the step
-    stale; the verdict that leaves none in flight queues the recomputation. Other changes
-    (a cheat decision, a mapping) find nothing in flight and queue it at once. compute_step
-    notices a newer version when it saves and queues one more round, so the last change is
-    never lost; an export or a page computes a stale step itself before reading it.
-    """
-    step_ids = sorted(set(step_ids))
-    if not step_ids:
-        return
-    Step.objects.filter(pk__in=step_ids).update(inputs_version=F("inputs_version") + 1)
-    mappings: dict[int, FactorMapping] = {}  # one active-mapping lookup per run, not per step
-    active: dict[int, int] = {}  # step id -> its computation under the run's active mapping
-    for step in Step.objects.filter(pk__in=step_ids).select_related("run"):
-        mapping = mappings.get(step.run_id) or mappings.setdefault(step.run_id, active_mapping(step.run))
-        computation, _ = StepComputation.objects.defer("parquet").get_or_create(step=step, mapping=mapping)
-        active[step.pk] = computation.pk
-    StepComputation.objects.filter(step_id__in=step_ids, stale=False).update(stale=True)
-    free = [active[s] for s in set(step_ids) - steps_grading(step_ids)]
-    queue = list(StepComputation.objects.filter(pk__in=free, recompute_queued=False).values_list("step_id", flat=True))
-    StepComputation.objects.filter(step_id__in=queue, pk__in=free).update(recompute_queued=True)
-    _queue_recompute(queue)
-
-
-def steps_grading(step_ids) -> set[int]:
-    """Those of these steps with a grading job still queued or running and no verdict yet
-    from its grader (a verdict stored in the current transaction counts as arrived)."""
-    arrived = Verdict.objects.filter(group=OuterRef("group"), grader=OuterRef("grader"))
-    in_flight = GradingJob.objects.filter(status__in=[GradingJob.Status.QUEUED, GradingJob.Status.RUNNING]).exclude(
-        Exists(arrived)
-    )
-    step_ids = set(step_ids)
-    if len(step_ids) <= FEW_STEPS:
-        # A verdict marks one step: stop at its first job in flight rather than list them
-        # all, which made a step's grading quadratic in its groups.
-        return {step_id for step_id in step_ids if in_flight.filter(group__step_id=step_id).exists()}
-    return set(in_flight.filter(group__step_id__in=step_ids).values_list("group__step_id", flat=True).distinct())
-
-
-FEW_STEPS = 4  # steps_grading asks step by step up to this many
-
-
-def _queue_recompute(step_ids) -> None:
-    step_ids = sorted(step_ids)
-    if not step_ids:
-        return
-
-    def enqueue():
-        for step_id in step_ids:
-            queue(RECOMPUTE_STEP, step_id=step_id)
-
-    transaction.on_commit(enqueue, robust=True)  # what committed is stored: a failed send is logged (grading.ingest)
-
-
-def create_mapping(
-    *,
-    project,
-    name: str,
-    bands: dict,
-    note: str = "",
-    user=None,
-    source: str = FactorMapping.Source.MANUAL,
-    fit: dict | None = None,
-    grader: str = "",
-) -> FactorMapping:
-    """A new mapping `name@N`, N one past the newest version of that name the project can see.
-
-    Versions count per project: the project's own versions of the name and the built-in
-    (project-less) ones, never another project's, so a name used elsewhere neither shows
-    nor moves the count (a built-in mapping counts every project's). (project, name,
-    version) is unique, and (name, version) among built-in mappings. Two admins creating
-    the same name at once both succeed, one version apart.
-    """
-    mine = Q(project__isnull=True) | Q(project=project) if project is not None else Q()
-    attempts = 3
-    while True:
-        try:
-            with transaction.atomic():
-                newest = FactorMapping.objects.filter(mine, name=name).aggregate(v=Max("version"))["v"] or 0
-                return FactorMapping.objects.create(
-                    project=project,
-                    name=name,
-                    version=newest + 1,
-                    bands=bands,
-                    note=note,
-                    source=source,
-                    fit=fit or {},
-                    grader=grader,
-                    created_by=user,
-                )
-        except IntegrityError:  # someone took that version meanwhile
-            attempts -= 1
-            if not attempts:
-                raise
-
-
-class GraderMismatch(ValueError):
-    """A calibrated mapping fitted on one grader's verdicts, refused for a run another grader grades."""
-
-
-def mapping_grader_refusal(run: Run, grader: str, *, run_grader: str | None) -> str | None:
-    """Why a mapping fitted on `grader`'s verdicts may not be activated for `run`, or None when
-    it may. A fit describes one grader version's tiers, so it is used only where those tiers
-    are the ones the method reads: `run_grader`, the run's policy grader or jury (the caller's
-    grading.jobs.policy.auto_grader_name), or,
-    when the policy names none and the newest verdict of each group counts, a run whose
-    valid verdicts are all `grader`'s. An empty `grader` (default and manual mappings) may
-    be activated anywhere. At most one query."""
-    if not grader:
-        return None
-    named = run_grader
-    if named is not None:
-        if named == grader:
-            return None
-        return (
-            f"it was fitted on {grader}'s verdicts, but run {run.name!r} is graded by {named}: "
-            f"fit a mapping on {named}'s verdicts, or make {grader} the run's grader first"
-        )
-    found = list(
-        Verdict.objects.filter(group__run=run, status=Verdict.Status.VALID)
-        .order_by()
-        .values_list("grader", flat=True)
-        .distinct()[:2]
-    )
-    if found == [grader]:
-        return None
-    held = "no valid verdict" if not found else "verdicts of other graders"
-    return (
-        f"it was fitted on {grader}'s verdicts, but run {run.name!r} names no grader in its policy and holds {held}: "
-        f"make {grader} the run's grader (auto-grade or jury) first"
-    )
-
-
-@transaction.atomic
-def activate_mapping(
-    *,
-    run: Run,
-    mapping: FactorMapping,
-    user=None,
-    reason: str = "",
-    override: bool = False,
-    run_grader: str | object | None = NOT_GIVEN,
-) -> MappingActivation:
-    """Make `mapping` the run's active one. A calibrated mapping whose recorded fit is below
-    the project's minimum evidence (grading.method.evidence) raises TooLittleEvidence unless
-    `override`; an activation that overrode the minimum says so. A mapping fitted on one
-    grader version's verdicts (`mapping.grader`) raises GraderMismatch on a run whose numbers
-    rest on another grader's (mapping_grader_refusal), override or not: such a mapping needs
-    `run_grader`, the grader the run's policy names (grading.jobs.policy.auto_grader_name)."""
-    if mapping.project_id not in (None, run.project_id):
-        raise ValueError("that mapping belongs to another project")
-    if mapping.grader:
-        if run_grader is NOT_GIVEN:
-            raise TypeError(f"{mapping.label} was fitted on one grader's verdicts: name the run's grader (run_grader=)")
-        refused = mapping_grader_refusal(run, mapping.grader, run_grader=cast("str | None", run_grader))
-        if refused is not None:
-            raise GraderMismatch(f"{mapping.label} cannot be activated for {run.name}: {refused}")
-    evidence = mapping_evidence(mapping, project=run.project_id)
-    below = evidence is not None and not evidence.sufficient
-    if below and evidence is not None and not override:  # `below` already says it is not None
-        raise TooLittleEvidence(evidence)
-    activation = MappingActivation.objects.create(
-        run=run, mapping=mapping, activated_by=user, reason=reason, overrode_minimum=below
-    )
-    # Until the recomputation lands, the queue orders by what is stored under the new mapping.
-    stored = (
-        AdvantageResult.objects.filter(step_id=OuterRef("step_id"), uid=OuterRef("uid"), mapping=mapping)
-        .order_by()
-        .values("step_id")
-        .annotate(s=Sum(Abs(F("redistributed_advantage") - F("advantage"))))
-        .values("s")
-    )
-    Group.objects.filter(run=run).update(credit_moved=Coalesce(Subquery(stored, output_field=FloatField()), 0.0))
-    mark_stale(step_ids=list(run.steps.values_list("id", flat=True)))
-    return activation
 
 
 def policy_verdicts(verdicts, run: Run):
@@ -453,7 +228,7 @@ def _compute_step(*, step: Step, mapping: FactorMapping) -> StepComputation:
             store_credit_moved(step=step, result=result)
         changed_meanwhile = Step.objects.values_list("inputs_version", flat=True).get(pk=step.pk) != version
         if changed_meanwhile:  # inputs moved on while we computed: one more round
-            _queue_recompute([step.pk])
+            queue_recompute([step.pk])
         computation.stale = changed_meanwhile
         computation.computed_at = now
         computation.n_rows = len(rows)
