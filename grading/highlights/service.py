@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db import transaction
 
 from grading.models import PatchHighlight, RolloutContent
+from grading.queueing import queue_on_commit
 from grading.rollouts.diffs import highlight_patch, patch_digest
 
 BATCH = 32  # rollouts read (their patches) per query
@@ -31,10 +31,7 @@ def queue_highlights(rollout_ids: list[int]) -> None:
     (a Celery task; in-process where Celery runs eagerly). Off with GAGAR_HIGHLIGHT_AHEAD=false."""
     if not rollout_ids or not settings.GAGAR_HIGHLIGHT_AHEAD:
         return
-    from grading.highlights.tasks import highlight_rollouts_task
-
-    ids = list(rollout_ids)
-    transaction.on_commit(lambda: highlight_rollouts_task.delay(rollout_ids=ids), robust=True)
+    queue_on_commit("grading.highlight_rollouts", robust=True, rollout_ids=list(rollout_ids))
 
 
 def highlight_rollouts(rollout_ids: Iterable[int]) -> int:

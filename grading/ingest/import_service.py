@@ -55,8 +55,8 @@ from grading.ingest.importers.archives import UnsafeArchive, archive_stem, extra
 from grading.ingest.importers.common import safe_text
 from grading.ingest.importers.scan import FORMATS, IGNORED, NOTICE, SKIPPED, UNKNOWN, Finding, GroupFile, RunFinder, Source
 from grading.ingest.service import IngestReport, ingest_group_lines
-from grading.ingest.tasks import import_job_task
 from grading.models import Group, ImportJob, Project, Rollout, Run, Task
+from grading.queueing import queue_on_commit
 from grading.selectors import disk_kept
 
 logger = logging.getLogger(__name__)
@@ -581,7 +581,7 @@ def create_import_job(
                 reward_threshold=reward_threshold,
                 disk_bytes=size,
             )
-            transaction.on_commit(lambda: import_job_task.delay(job_id=job.pk))
+            queue_on_commit("grading.import_job", robust=False, job_id=job.pk)
     except UploadRefused:
         folder = _upload_folder(sources)
         if folder is not None:

@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from grading.models import Rollout, RolloutContent, RolloutSearch, SearchBacklog, SearchChunk
 from grading.models.bulk import copy_rows
-from grading.search.tasks import index_backlog_task
+from grading.queueing import queue_on_commit
 from grading.search.text import chunks, fields, lexemes
 
 POSTGRES_SQL = [
@@ -131,7 +131,7 @@ def index_or_queue(items: list[tuple]) -> None:
     SearchBacklog.objects.bulk_create(
         [SearchBacklog(rollout_id=row.pk, run_id=group.run_id) for row, group, _ in items], batch_size=1000
     )
-    transaction.on_commit(lambda: index_backlog_task.delay(), robust=True)
+    queue_on_commit("grading.search_index_backlog", robust=True)
 
 
 def index_backlog(

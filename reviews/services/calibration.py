@@ -18,6 +18,7 @@ from django.db import transaction
 from grading.jobs.policy import auto_grader_name
 from grading.method.services.activation import GraderMismatch, activate_mapping, create_mapping, mapping_grader_refusal
 from grading.models import FactorMapping, MappingActivation, Run
+from grading.queueing import queue_on_commit
 from reviews.stats.calibration import FittedMapping
 
 MIN_REASON_CHARS = 3
@@ -106,12 +107,7 @@ def schedule_warm(*, run_id: int) -> bool:
     if not cache.add(WARM_FLAG.format(run_id=run_id), 1, timeout=WARM_DELAY_SECONDS * 12):
         return False
 
-    def enqueue():
-        from reviews.tasks import warm_calibration_task
-
-        warm_calibration_task.apply_async(kwargs={"run_id": run_id}, countdown=WARM_DELAY_SECONDS)
-
-    transaction.on_commit(enqueue)
+    queue_on_commit("reviews.warm_calibration", robust=False, countdown=WARM_DELAY_SECONDS, run_id=run_id)
     return True
 
 

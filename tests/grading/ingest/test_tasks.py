@@ -32,12 +32,12 @@ def worker(tmp_path):
 
 
 def test_upload_is_imported_by_a_real_worker(client, alice_token, worker, settings, monkeypatch, tmp_path):
-    import grading.ingest.import_service
+    import grading.ingest.tasks
     from gagar_web.celery import app as current_app
 
     settings.MEDIA_ROOT = worker["media"]
     current_app.conf.task_always_eager = False  # tests/conftest.py makes tasks eager (and resets it after)
-    task = grading.ingest.import_service.import_job_task
+    task = grading.ingest.tasks.import_job_task
     sent = []
 
     class ToTestBroker:
@@ -48,7 +48,7 @@ def test_upload_is_imported_by_a_real_worker(client, alice_token, worker, settin
             with current_app.connection_for_write(BROKER) as conn:
                 sent.append(task.apply_async(kwargs=kwargs, connection=conn, queue=worker["queue"]))
 
-    monkeypatch.setattr(grading.ingest.import_service, "import_job_task", ToTestBroker)
+    monkeypatch.setattr(task, "delay", ToTestBroker.delay)
     run = b.mini_run(tmp_path / "run-1", {A: True, B: False})
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tf:

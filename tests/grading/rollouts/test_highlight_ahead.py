@@ -171,7 +171,7 @@ def test_a_real_worker_highlights_what_ingest_queued(acme, alice, client, worker
             with current_app.connection_for_write(BROKER) as conn:
                 sent.append(task.apply_async(kwargs=kwargs, connection=conn, queue=worker["queue"]))
 
-    monkeypatch.setattr(grading.highlights.tasks, "highlight_rollouts_task", ToTestBroker)
+    monkeypatch.setattr(task, "delay", ToTestBroker.delay)
     ingest_groups(acme, real_size_group(3, run="r1"))
     assert len(sent) == 1
     deadline = time.monotonic() + 90
