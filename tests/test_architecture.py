@@ -4,6 +4,7 @@
 with one deliberate violation each, so a contract that stopped checking anything fails here.
 """
 
+import json
 import re
 import shutil
 import subprocess
@@ -67,6 +68,91 @@ def test_a_view_importing_another_view_breaks_their_independence(tree):
     assert result.returncode != 0
     assert "A view module imports no other view module BROKEN" in result.stdout
     assert "reviews.views.judge -> reviews.views.group" in result.stdout
+
+
+def test_a_registry_module_importing_a_job_breaks_the_grading_order(tree):
+    append(tree / "grading" / "registry" / "versions.py", "from grading.jobs.grade import grade_group  # noqa")
+    result = lint(tree)
+    assert result.returncode != 0
+    assert "Grading runs one way: jobs -> waits -> verdicts -> registry -> grader BROKEN" in result.stdout
+    assert "grading.registry.versions -> grading.jobs.grade" in result.stdout
+
+
+def test_the_pure_grader_importing_a_stored_verdict_breaks_its_contract(tree):
+    append(tree / "grading" / "grader" / "heuristic.py", "from grading.verdicts.store import record_verdict  # noqa")
+    result = lint(tree)
+    assert result.returncode != 0
+    assert "Pure cores import no Django, no models, no services, no views BROKEN" in result.stdout
+    assert "grading.grader is not allowed to import grading.verdicts" in result.stdout
+    assert "grading.grader.heuristic -> grading.verdicts.store" in result.stdout
+
+
+def test_a_service_importing_a_tasks_module_breaks_the_by_name_rule(tree):
+    append(tree / "grading" / "verdicts" / "store.py", "from grading.jobs.tasks import grade_group_task  # noqa")
+    result = lint(tree)
+    assert result.returncode != 0
+    assert "Only workers import a tasks module: services send tasks by name BROKEN" in result.stdout
+    assert "grading.verdicts.store -> grading.jobs.tasks" in result.stdout
+
+
+# --- no import circles ------------------------------------------------------------------------
+# import-linter holds layers between packages; a circle inside one (two services importing each
+# other, a module importing its own tasks) is invisible to it. This walks the import graph of the
+# app modules (every import, also those inside functions and under TYPE_CHECKING) and names each
+# strongly connected set of modules.
+
+CYCLES = """
+import json, sys
+import grimp
+graph = grimp.build_graph("gagar_web", "grading", "reviews", cache_dir=None)
+modules = sorted(m for m in graph.modules if ".migrations" not in m)
+known = set(modules)
+edges = {m: sorted(graph.find_modules_directly_imported_by(m) & known) for m in modules}
+index, low, stack, on, found = {}, {}, [], set(), []
+def visit(v):
+    index[v] = low[v] = len(index); stack.append(v); on.add(v)
+    for w in edges[v]:
+        if w not in index:
+            visit(w); low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        part = []
+        while True:
+            w = stack.pop(); on.discard(w); part.append(w)
+            if w == v:
+                break
+        if len(part) > 1:
+            found.append(sorted(part))
+sys.setrecursionlimit(10000)
+for m in modules:
+    if m not in index:
+        visit(m)
+print(json.dumps(found))
+"""
+
+
+def import_cycles(tree: Path) -> list[list[str]]:
+    result = subprocess.run(
+        [sys.executable, "-c", CYCLES],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def test_no_import_circle_among_the_app_modules():
+    assert import_cycles(ROOT) == []
+
+
+def test_a_service_importing_its_caller_back_is_a_circle(tree):
+    # grade -> scans -> workspaces, and now workspaces -> grade: all three are one circle
+    append(tree / "grading" / "registry" / "workspaces.py", "from grading.jobs import grade  # noqa")
+    assert ["grading.jobs.grade", "grading.jobs.scans", "grading.registry.workspaces"] in import_cycles(tree)
 
 
 # --- what import-linter cannot see: URL names and template names ---------------------------
