@@ -1,4 +1,4 @@
-"""Campaigns (services): run one built-in grader version on a scope of mixed groups in the
+"""Campaigns: run one built-in grader version on a scope of mixed groups in the
 background, with progress, tokens, cost and latency.
 
 A scope is a step, a run, or the groups people judged (in a run or the whole project). The

@@ -1,4 +1,4 @@
-"""A run's grading policy (services): which grader tiers its mixed groups as they arrive, how
+"""A run's grading policy: which grader tiers its mixed groups as they arrive, how
 long a step waits for it, and the baseline. Set by an admin from the run page, the admin
 site or `PATCH /api/v1/runs/{name}/`; checked here once for all three."""
 

@@ -1,4 +1,4 @@
-"""A project's own scanners (services; docs/scanners.md#a-projects-own-scanners).
+"""A project's own scanners (docs/scanners.md#a-projects-own-scanners).
 
 A project admin defines a scanner beside the built-in ones: a **pattern** of literal terms over
 the commands a rollout ran or the lines its patch adds or removes, or an **LLM scanner**, a

@@ -1,4 +1,4 @@
-"""Which group a grading task grades: the best job its run still has queued (services).
+"""Which group a grading task grades: the best job its run still has queued.
 
 Queueing a step sends one message per job (grading.jobs.grade._queue), but a message does
 not decide which group is graded. When a grading task starts it *claims* a job: the one its

@@ -1,4 +1,4 @@
-"""A project's own LLM graders (services): a named configuration of the LLM grader — model,
+"""A project's own LLM graders: a named configuration of the LLM grader — model,
 the environment variables that hold its endpoint and key (never the secrets themselves),
 budgets and the rubric guide it grades with — stored as versions of a Grader
 (grading.models.graders). Each change is a new version (``<name>@<n>``); the same

@@ -1,4 +1,4 @@
-"""Which of a project's benchmarks hold history past the base commit in their images (services).
+"""Which of a project's benchmarks hold history past the base commit in their images.
 
 On SWE-bench the checkout stops at the task's base commit, so `git log --all` or `git show` of a
 newer commit reads the answer: a leak (docs/scanners.md, categories 1 and 2). On commit0-style

@@ -1,4 +1,4 @@
-"""A project's graders and their versions (services): the built-in graders are registered as
+"""A project's graders and their versions: the built-in graders are registered as
 they grade (heuristic@1, llm:<model>@<protocol>[.g<guide>]), a team's external grader when it
 first posts a verdict (grading.verdicts.external). A version is immutable; its name is what
 Verdict.grader holds, "<grader>@<version>"."""

@@ -1,4 +1,4 @@
-"""A jury's verdicts (services). A jury (grading.registry.juries) is a project's named set of
+"""A jury's verdicts. A jury (grading.registry.juries) is a project's named set of
 grader versions whose verdicts are combined into one (grading.grader.combine), stored as the
 verdict of ``jury:<name>@<version>`` like any grader's, so the method, calibration and the bench
 treat a jury as a grader.

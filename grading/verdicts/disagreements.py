@@ -1,4 +1,4 @@
-"""Keeping each group's grader disagreement (services): the figures the review queue and the
+"""Keeping each group's grader disagreement: the figures the review queue and the
 cheat audit order by when the review policy puts disagreements first.
 
 Recomputed from the group's verdicts whenever one lands (on_verdict_recorded, connected in

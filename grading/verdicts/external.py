@@ -1,4 +1,4 @@
-"""Verdicts from a grader that runs elsewhere (services): what POST /api/v1/verdicts/ stores.
+"""Verdicts from a grader that runs elsewhere: what POST /api/v1/verdicts/ stores.
 
 The body is the shape the LLM grader submits (grading.grader.llm.VERDICT_SCHEMA) with the group
 named by run, step and uid and the grader by "name@version"; evidence is optional. It is checked

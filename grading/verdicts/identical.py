@@ -1,4 +1,4 @@
-"""Identical-patch settling (services): a run policy, off by default (Run.settle_identical).
+"""Identical-patch settling: a run policy, off by default (Run.settle_identical).
 
 When a mixed group's passing rollouts all carry the byte-identical patch (the whole diff, so
 extra and scratch files included), a grader has no change to tell apart, and the run's policy
