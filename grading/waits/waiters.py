@@ -1,10 +1,10 @@
 """Caps on trainers waiting for a step (`GET /api/v1/advantages/?wait=`), shared by every web process.
 
 A waiting request holds a server thread for up to MAX_WAIT_SECONDS, so waiters without a
-bound starve pages (one token's 128 waiters once left the site answering 2 probes of 10). `take_waiter_slot` admits a waiter only while its token (or session
-user) holds fewer than GAGAR_WAITERS_PER_TOKEN, its project fewer than
-GAGAR_WAITERS_PER_PROJECT and the site fewer than GAGAR_WAITERS_TOTAL; beyond them it
-raises `WaitersFull` (the API answers 429 with Retry-After, and the client backs off).
+bound starve pages (one token's 128 waiters once left the site answering 2 probes of 10).
+`take_waiter_slot` admits a waiter only while its token (or session user) holds fewer than
+GAGAR_WAITERS_PER_TOKEN, its project fewer than GAGAR_WAITERS_PER_PROJECT and the site fewer
+than GAGAR_WAITERS_TOTAL; beyond them it raises `WaitersFull` (the API answers 429 with Retry-After, and the client backs off).
 
 Each waiter is a `StepWaiter` row, written first and then ranked among the live rows by id
 (increment first, then decide), so two waiters arriving at once cannot both take the last
