@@ -23,7 +23,6 @@ from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
-from grading import selectors
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token, run_for_request
 from grading.formats import params
@@ -32,6 +31,7 @@ from grading.method.releases import Taken, take_step, taken_step
 from grading.method.services.computation import refresh_stale_steps
 from grading.method.services.mappings import resolve_mapping
 from grading.models import Capability, FactorMapping, Step
+from grading.selectors.steps import steps_of_run
 from grading.waits.progress import MAX_WAIT_SECONDS, StepStatus, step_status, wait_until_final
 from grading.waits.waiters import WaitersFull, release_waiter_slot, take_waiter_slot
 from grading.waits.watch import step_watcher
@@ -110,7 +110,7 @@ class AdvantageExportView(APIView):
                 return error(
                     status.HTTP_400_BAD_REQUEST, f"query parameter {name!r} needs 'step' (one step at a time)", field=name
                 )
-        steps = selectors.steps_of_run(run, number=step)
+        steps = steps_of_run(run, number=step)
         if step is not None and not steps:
             return error(status.HTTP_404_NOT_FOUND, f"run {run.name!r} has no step {step}")
         try:

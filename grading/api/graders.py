@@ -18,12 +18,12 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from grading import selectors
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request
 from grading.models import Capability, GraderVersion
 from grading.registry.defined import DefinitionError, define_grader
+from grading.selectors.graders import project_graders
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
 
@@ -58,7 +58,7 @@ class GraderListCreateView(APIView):
                     "description": g.description,
                     "versions": [version_dict(v) for v in g.versions.all()],
                 }
-                for g in selectors.project_graders(project)
+                for g in project_graders(project)
             ]
         )
 

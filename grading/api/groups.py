@@ -16,7 +16,6 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from grading import selectors
 from grading.api.errors import error
 from grading.api.scoping import project_for_request
 from grading.api.serializers import GroupSummarySerializer, IngestReportSerializer
@@ -28,6 +27,8 @@ from grading.models import Capability
 from grading.projects.access import get_project_for
 from grading.projects.viewers import blind_view
 from grading.rollouts.blinding import withhold_line
+from grading.selectors.groups import group_in_run, group_summaries_page
+from grading.selectors.lines import group_as_line
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class GroupListIngestView(APIView):
         if mixed is not None and mixed not in {"true", "false"}:
             return error(status.HTTP_400_BAD_REQUEST, "query parameter 'mixed' must be true or false")
         paginator = GroupPagination()
-        page = selectors.group_summaries_page(
+        page = group_summaries_page(
             paginator,
             request,
             project=project,
@@ -176,10 +177,10 @@ class GroupDetailView(APIView):
         run = request.query_params.get("run", "")
         if not run:
             return error(status.HTTP_400_BAD_REQUEST, "query parameter 'run' is required")
-        group = selectors.group_in_run(project, run, uid)
+        group = group_in_run(project, run, uid)
         if group is None:
             return error(status.HTTP_404_NOT_FOUND, f"no group {uid!r} in run {run!r}")
-        line = selectors.group_as_line(group)
+        line = group_as_line(group)
         policy = group.run.drop_policy or {}
         for rollout in line["rollouts"]:  # read only, like `passed`: what the run's drop policy makes of a drop
             if rollout.get("dropped"):

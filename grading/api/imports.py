@@ -13,7 +13,6 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from grading import selectors
 from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token
 from grading.formats import params
@@ -22,6 +21,7 @@ from grading.ingest.import_service import UploadRefused, create_import_job, stor
 from grading.ingest.importers.scan import FORMATS
 from grading.models import Capability, ImportJob
 from grading.projects.access import get_project_for
+from grading.selectors.imports import import_job, import_jobs_page
 
 PROJECT = OpenApiParameter("project", str, required=True, description="Project name")
 JOBS_PER_PAGE = 50
@@ -105,7 +105,7 @@ class ImportListCreateView(APIView):
     def get(self, request):
         project = project_for_request(request, Capability.VIEW, token_default=False)
         before = params.optional_whole(request.query_params.get("before"), "before", maximum=params.MAX_ID)
-        page = selectors.import_jobs_page(project, before=before, limit=JOBS_PER_PAGE + 1)
+        page = import_jobs_page(project, before=before, limit=JOBS_PER_PAGE + 1)
         response = Response(ImportJobSerializer(page[:JOBS_PER_PAGE], many=True).data)
         if len(page) > JOBS_PER_PAGE:
             query = urlencode({**request.query_params.dict(), "before": page[JOBS_PER_PAGE - 1].pk})
@@ -157,7 +157,7 @@ class ImportListCreateView(APIView):
             )
         except UploadRefused as exc:
             return error(status.HTTP_400_BAD_REQUEST, str(exc))
-        job = selectors.import_job(job.pk)  # read again: with eager Celery (no broker) the import has already run
+        job = import_job(job.pk)  # read again: with eager Celery (no broker) the import has already run
         data = ImportJobSerializer(job).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
 
@@ -165,7 +165,7 @@ class ImportListCreateView(APIView):
 class ImportDetailView(APIView):
     @extend_schema(responses=ImportJobSerializer, summary="Status, progress and summary of one import job")
     def get(self, request, pk: int):
-        job = selectors.import_job(pk)
+        job = import_job(pk)
         if job is None:
             raise Http404("No such import job")
         get_project_for(request.user, job.project.name, Capability.VIEW, token=request_token(request))

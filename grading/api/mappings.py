@@ -40,7 +40,7 @@ from grading.method.evidence import TooLittleEvidence
 from grading.method.services.activation import GraderMismatch, activate_mapping, create_mapping
 from grading.method.services.mappings import active_mapping
 from grading.models import Capability
-from grading.selectors import run_named
+from grading.selectors.runs import run_named
 
 READ = (Capability.VIEW, Capability.EXPORT)
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")

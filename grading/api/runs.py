@@ -17,7 +17,6 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from grading import selectors
 from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
@@ -26,6 +25,7 @@ from grading.jobs.grade import queue_jury_step, queue_step
 from grading.jobs.policy import PolicyError, create_run, update_run_policy
 from grading.models import Capability, Run, Step
 from grading.registry.backends import BACKENDS, GraderUnavailable
+from grading.selectors.runs import run_list, run_with_step_count
 from grading.waits.progress import step_status
 
 PROJECT = OpenApiParameter("project", str, description="required with a session login; a token implies its project")
@@ -53,7 +53,7 @@ class RunListCreateView(APIView):
     )
     def get(self, request):
         project = project_for_request(request, Capability.VIEW, Capability.EXPORT)
-        return Response(RunSerializer(selectors.run_list(project), many=True).data)
+        return Response(RunSerializer(run_list(project), many=True).data)
 
     @extend_schema(
         parameters=[PROJECT],
@@ -71,7 +71,7 @@ class RunListCreateView(APIView):
             run = create_run(project=project, name=fields.pop("name", None), policy=fields)
         except PolicyError as exc:
             return _policy_error(exc)
-        return Response(RunSerializer(selectors.run_with_step_count(run)).data, status=status.HTTP_201_CREATED)
+        return Response(RunSerializer(run_with_step_count(run)).data, status=status.HTTP_201_CREATED)
 
 
 class RunDetailView(APIView):
@@ -83,7 +83,7 @@ class RunDetailView(APIView):
     @extend_schema(parameters=[PROJECT], responses=RunSerializer, summary="A run's grading policy")
     def get(self, request, name: str):
         run = self._run(request, name, Capability.VIEW, Capability.EXPORT)
-        return Response(RunSerializer(selectors.run_with_step_count(run)).data)
+        return Response(RunSerializer(run_with_step_count(run)).data)
 
     @extend_schema(
         parameters=[PROJECT],
@@ -101,7 +101,7 @@ class RunDetailView(APIView):
             run = update_run_policy(run=run, changes=body)
         except PolicyError as exc:
             return _policy_error(exc)
-        return Response(RunSerializer(selectors.run_with_step_count(run)).data)
+        return Response(RunSerializer(run_with_step_count(run)).data)
 
 
 def _step(request, number: int, *capabilities: Capability) -> Step:

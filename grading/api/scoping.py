@@ -13,11 +13,12 @@ from typing import Literal, overload
 from django.http import Http404
 from rest_framework.exceptions import NotFound, ValidationError
 
-from grading import selectors
 from grading.formats import params
 from grading.formats.groupline import MAX_NAME
 from grading.models import ApiToken, Capability, Membership, Project, Run, Step
 from grading.projects.access import get_project_for
+from grading.selectors.runs import run_named
+from grading.selectors.steps import step_numbered
 
 
 def request_token(request) -> ApiToken | None:
@@ -68,7 +69,7 @@ def run_for_request(request, project: Project, *, required: bool = True) -> Run 
 
 def run_or_404(project: Project, name: str) -> Run:
     """The project's run of that name; NotFound when there is none (or none can have that name)."""
-    run = selectors.run_named(project, name)
+    run = run_named(project, name)
     if run is None:
         raise NotFound(f"no run {name[:MAX_NAME]!r} in {project.name}")
     return run
@@ -76,7 +77,7 @@ def run_or_404(project: Project, name: str) -> Run:
 
 def step_or_404(run: Run, number: int) -> Step:
     """The run's step of that number; NotFound when there is none."""
-    step = selectors.step_numbered(run, number)
+    step = step_numbered(run, number)
     if step is None:
         raise NotFound(f"run {run.name!r} has no step {number}")
     return step

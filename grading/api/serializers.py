@@ -42,7 +42,7 @@ class AutoGraderField(serializers.Field):
 
 
 # A run and its policy, as GET/POST/PATCH /api/v1/runs/ answer: the response and its schema
-# (component "Run"). `steps` is the `n_steps` its selector counts (grading.selectors.run_list,
+# (component "Run"). `steps` is the `n_steps` its selector counts (grading.selectors.runs.run_list,
 # run_with_step_count). A comment, not a docstring: a docstring would be the schema's text.
 class RunSerializer(serializers.Serializer):
     name = serializers.CharField()

@@ -57,7 +57,7 @@ from grading.ingest.importers.scan import FORMATS, IGNORED, NOTICE, SKIPPED, UNK
 from grading.ingest.service import IngestReport, ingest_group_lines
 from grading.models import Group, ImportJob, Project, Rollout, Run, Task
 from grading.queueing import queue_on_commit
-from grading.selectors import disk_kept
+from grading.selectors.imports import disk_kept
 
 logger = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from grading.models.bulk import copy_rows, jsonb
 from grading.registry.backends import GraderUnavailable
 from grading.registry.juries import member_backends
 from grading.search.index import index_or_queue
-from grading.selectors import rollout_as_line
+from grading.selectors.lines import rollout_as_line
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,6 @@ from django.db.models import F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from grading import selectors
 from grading.formats.groupline import MAX_INT, MAX_NAME
 from grading.jobs.grade import grade_group, record_timeout
 from grading.jobs.policy import auto_grader_name
@@ -42,6 +41,8 @@ from grading.models import Campaign, CampaignGroup, Group, Project, Run, Verdict
 from grading.queueing import queue
 from grading.registry.backends import BACKENDS, GraderUnavailable, grader_for, grader_name
 from grading.registry.defined import defined_version
+from grading.selectors.runs import run_named
+from grading.selectors.steps import step_numbered
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def parse_scope(project: Project, value: object) -> Scope:
         name = value["run"]
         if not isinstance(name, str) or not name:
             raise CampaignError("scope.run", "run must be a run's name")
-        run = selectors.run_named(project, name)
+        run = run_named(project, name)
         if run is None:
             raise CampaignError("scope.run", f"no run {name[:MAX_NAME]!r} in {project.name}", status=404)
     step = value.get("step")
@@ -98,7 +99,7 @@ def parse_scope(project: Project, value: object) -> Scope:
             raise CampaignError("scope.step", "a judged scope takes a run or the whole project, not a step")
         if run is None:
             raise CampaignError("scope.run", "a step's scope needs its run")
-        if selectors.step_numbered(run, step) is None:
+        if step_numbered(run, step) is None:
             raise CampaignError("scope.step", f"run {run.name!r} has no step {step}", status=404)
         return Scope(Campaign.Scope.STEP, run, step)
     if judged:

@@ -13,8 +13,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
-from grading import selectors
 from grading.models import ApiToken, Capability, Group, Membership, Project, Run
+from grading.selectors.groups import group_for_page
 
 
 def membership_for(user, project: Project) -> Membership | None:
@@ -61,4 +61,4 @@ def page_run(request: HttpRequest, project: str, run: str, capability: Capabilit
 
 def page_group(request: HttpRequest, project: str, run: str, uid: str, capability: Capability) -> tuple[Group, Membership]:
     _, membership, run_obj = page_run(request, project, run, capability)
-    return selectors.group_for_page(run_obj, uid), membership
+    return group_for_page(run_obj, uid), membership

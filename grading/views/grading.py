@@ -10,12 +10,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from grading import selectors
 from grading.http import HtmxHttpRequest
 from grading.jobs.grade import queue_step
 from grading.models import Capability
 from grading.projects.access import page_run
 from grading.registry.backends import BACKENDS, GraderUnavailable
+from grading.selectors.grading_jobs import grading_job_counts, grading_jobs
+from grading.selectors.steps import step_for_page
 from grading.waits.progress import step_status
 
 
@@ -24,7 +25,7 @@ from grading.waits.progress import step_status
 @vary_on_headers("HX-Request")
 def step_grading(request: HtmxHttpRequest, project: str, run: str, step: int) -> HttpResponse:
     project_obj, membership, run_obj = page_run(request, project, run, Capability.VIEW)
-    step_obj = selectors.step_for_page(run_obj, step)
+    step_obj = step_for_page(run_obj, step)
     if request.method == "POST":
         if Capability.MANAGE not in membership.capabilities:
             raise PermissionDenied("Only a project admin can start grading")
@@ -36,8 +37,8 @@ def step_grading(request: HtmxHttpRequest, project: str, run: str, step: int) ->
         else:
             messages.success(request, f"Queued {len(jobs)} mixed group{'s' if len(jobs) != 1 else ''} for the {backend} grader.")
         return redirect("step-grading", project=project_obj.name, run=run_obj.name, step=step_obj.number)
-    jobs = selectors.grading_jobs(step_obj)
-    counts = selectors.grading_job_counts(step_obj)
+    jobs = grading_jobs(step_obj)
+    counts = grading_job_counts(step_obj)
     context = {
         "project": project_obj,
         "run": run_obj,

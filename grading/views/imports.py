@@ -13,7 +13,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from grading import selectors
 from grading.api.imports import ImportUploadSerializer
 from grading.ingest.import_service import UploadRefused, create_import_job, store_upload
 from grading.ingest.importers.archives import ARCHIVE_SUFFIXES, MAX_BYTES, MAX_MEMBERS
@@ -21,6 +20,7 @@ from grading.ingest.importers.common import MAX_JSON_BYTES
 from grading.ingest.importers.scan import FORMATS
 from grading.models import Capability
 from grading.projects.access import page_run
+from grading.selectors.imports import import_disk, import_jobs
 
 FORMAT_LABELS = {
     "auto": "Detect per file",
@@ -43,8 +43,8 @@ def _context(project, run, **extra) -> dict:
         "max_bytes": MAX_BYTES,
         "max_json_bytes": MAX_JSON_BYTES,
         "values": {"format": "auto", "step": "", "reward_threshold": ""},
-        **selectors.import_jobs(run),
-        **selectors.import_disk(project),
+        **import_jobs(run),
+        **import_disk(project),
         **extra,
     }
 

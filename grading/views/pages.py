@@ -10,7 +10,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from grading import selectors
 from grading.formats import params
 from grading.jobs.policy import PolicyError, auto_grader_name, update_run_policy
 from grading.method.selectors import late_cheat_credit
@@ -20,20 +19,27 @@ from grading.models import Capability, Run
 from grading.presenters import charts
 from grading.projects import create
 from grading.projects.access import page_project, page_run, require_staff
+from grading.selectors.graders import policy_graders, policy_juries
+from grading.selectors.groups import GROUP_FILTERS, groups_page
+from grading.selectors.health import ping_database
+from grading.selectors.imports import import_jobs
+from grading.selectors.projects import projects_for_user
+from grading.selectors.runs import credit_per_step, run_progress, runs_with_totals
+from grading.selectors.steps import step_drops, step_for_page, step_totals, steps_page
 
 
 @require_safe  # GET and HEAD: a load balancer's probe may be either
 def healthz(request: HttpRequest) -> JsonResponse:
     """For load balancers and compose health checks: the one unauthenticated URL, so it says
     nothing beyond whether the database answers."""
-    selectors.ping_database()
+    ping_database()
     return JsonResponse({"status": "ok"})
 
 
 @login_required
 @require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "grading/projects.html", {"projects": selectors.projects_for_user(request.user)})
+    return render(request, "grading/projects.html", {"projects": projects_for_user(request.user)})
 
 
 @login_required
@@ -57,7 +63,7 @@ def new_project(request: HttpRequest) -> HttpResponse:
 @require_GET
 def project_detail(request: HttpRequest, project: str) -> HttpResponse:
     project_obj, membership = page_project(request, project, Capability.VIEW)
-    runs = selectors.runs_with_totals(project_obj)
+    runs = runs_with_totals(project_obj)
     return render(request, "grading/project.html", {"project": project_obj, "membership": membership, "runs": runs})
 
 
@@ -67,11 +73,11 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     project_obj, membership, run_obj = page_run(request, project, run, Capability.VIEW)
     # A page of steps with their counts, and the chart over every step from the stored
     # summaries, one query each: a few queries whatever the run's size.
-    page, steps = selectors.steps_page(run_obj, request.GET.get("page"))
+    page, steps = steps_page(run_obj, request.GET.get("page"))
     mapping = active_mapping(run_obj)
     refresh_stale_steps(steps=steps, mapping=mapping)  # a GET that writes: the page shows current figures
-    credit = selectors.credit_per_step(run_obj, mapping)
-    progress = selectors.run_progress(run_obj, mapping)
+    credit = credit_per_step(run_obj, mapping)
+    progress = run_progress(run_obj, mapping)
     numbers = [s.number for s in steps]
     late = late_cheat_credit(run_obj, read_first=numbers)
     return render(
@@ -86,15 +92,15 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             "page": page,
             "mapping": mapping,
             "credit_chart": charts.credit_chart(credit) if credit else None,
-            **selectors.import_jobs(run_obj),
+            **import_jobs(run_obj),
             "can_manage": Capability.MANAGE in membership.capabilities,
             "can_import": Capability.INGEST in membership.capabilities,
             "grader": auto_grader_name(run_obj),
             "caps": membership.capabilities,
             **progress,
             "baselines": Run.Baseline.choices,
-            "auto_grades": selectors.policy_graders(run_obj) if Capability.MANAGE in membership.capabilities else [],
-            "juries": selectors.policy_juries(run_obj) if Capability.MANAGE in membership.capabilities else [],
+            "auto_grades": policy_graders(run_obj) if Capability.MANAGE in membership.capabilities else [],
+            "juries": policy_juries(run_obj) if Capability.MANAGE in membership.capabilities else [],
         },
     )
 
@@ -132,7 +138,7 @@ def run_policy(request: HttpRequest, project: str, run: str) -> HttpResponse:
 def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
     """The import jobs of the run page and the import page, polled by htmx every 2 s while one is queued or running."""
     project_obj, _, run_obj = page_run(request, project, run, Capability.VIEW)
-    context = {"project": project_obj, "run": run_obj, **selectors.import_jobs(run_obj)}
+    context = {"project": project_obj, "run": run_obj, **import_jobs(run_obj)}
     return render(request, "grading/run.html#import-jobs", context)
 
 
@@ -140,12 +146,12 @@ def run_imports(request: HttpRequest, project: str, run: str) -> HttpResponse:
 @require_GET
 def step_detail(request: HttpRequest, project: str, run: str, step: int) -> HttpResponse:
     project_obj, membership, run_obj = page_run(request, project, run, Capability.VIEW)
-    step_obj = selectors.step_for_page(run_obj, step)
+    step_obj = step_for_page(run_obj, step)
     show = request.GET.get("show", "all")
-    if show not in selectors.GROUP_FILTERS:
+    if show not in GROUP_FILTERS:
         show = "all"
-    page = selectors.groups_page(step_obj, show=show, number=request.GET.get("page"))
-    totals = selectors.step_totals(step_obj)
+    page = groups_page(step_obj, show=show, number=request.GET.get("page"))
+    totals = step_totals(step_obj)
     mapping = active_mapping(run_obj)
     balance = refresh_stale_step(step=step_obj, mapping=mapping).summary  # a GET that writes, as on the run page
     return render(
@@ -157,7 +163,7 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
             "step": step_obj,
             "page": page,
             "show": show,
-            "filters": list(selectors.GROUP_FILTERS),
+            "filters": list(GROUP_FILTERS),
             "totals": totals,
             "mapping": mapping,
             "balance": balance,
@@ -166,6 +172,6 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
             "n_groups": totals["n_groups"],
             "n_mixed": totals["n_mixed"],
             "n_graded": balance.get("groups", {}).get("graded", 0),
-            "drops": selectors.step_drops(step_obj, run_obj.drop_policy or {}),
+            "drops": step_drops(step_obj, run_obj.drop_policy or {}),
         },
     )

@@ -11,10 +11,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_GET, require_POST
 
-from grading import selectors
 from grading.models import Capability, Role
 from grading.projects import invites, team
 from grading.projects.access import page_project
+from grading.selectors.projects import team_members, team_tokens
 
 
 def _page(
@@ -32,8 +32,8 @@ def _page(
         "project": project,
         "membership": membership,
         "roles": Role.choices,
-        "members": selectors.team_members(project),
-        "tokens": selectors.team_tokens(project),
+        "members": team_members(project),
+        "tokens": team_tokens(project),
         "new_token": new_token,
         "secret": secret,
         "form": form or {},

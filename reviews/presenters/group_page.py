@@ -20,7 +20,6 @@ from typing import Any
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from grading import selectors
 from grading.formats import params
 from grading.grader.evidence import split_file_locator
 from grading.method.partial import drop_of
@@ -35,6 +34,8 @@ from grading.rollouts.invisible import INVISIBLE, find_invisible
 from grading.rollouts.patch_files import COLLAPSED, file_kind, order_files
 from grading.rollouts.turns import find_turns, fold_head, to_turns
 from grading.search.query import QueryError, parse_query
+from grading.selectors.rollouts import patch_highlight, rollout_content, rollouts_with_patches
+from grading.selectors.verdicts import latest_verdict, settled_without_grader, turn_weights_of, verdict_checks
 from grading.templatetags.gagar import patch_anchor
 from reviews.access import sees_why_next
 from reviews.forms import draft_fields
@@ -411,7 +412,7 @@ def _evidence_links(
 
 
 def _turn_weight_links(group: Group, lane: str, weights: list | None) -> tuple[dict, ...] | None:
-    """A rollout's turn weights (selectors.turn_weights_of) as the verdict shows them, each
+    """A rollout's turn weights (grading.selectors.verdicts.turn_weights_of) as the verdict shows them, each
     turn linked as a turn citation is; None when the run gives no turn weights."""
     if weights is None:
         return None
@@ -527,7 +528,7 @@ def group_page(
     if form_data is not None:
         review.items = items_from_fields(fields_)
     # Passing lanes first, still in the reviewer's own shuffle when blind; failing after.
-    rollouts = lane_order(selectors.rollouts_with_patches(group, highlighted_up_to=DIFF_INLINE_CHARS), review.order)
+    rollouts = lane_order(rollouts_with_patches(group, highlighted_up_to=DIFF_INLINE_CHARS), review.order)
     lanes = lanes_for(user=user, group=group, assignment=review.assignment, indexes=[r.index for r in rollouts])
     withhold_on_page(rollouts, lanes)  # a blind judge's page: no source, cost or producer metadata
     page_clusters = cluster_labels(rollouts, lanes)
@@ -536,13 +537,13 @@ def group_page(
     if review.blind or browse is not None:  # no grader field is loaded, so none can reach the HTML
         verdict, grades = None, {}
     else:
-        verdict, grades = selectors.latest_verdict(group)
+        verdict, grades = latest_verdict(group)
         if needs_browse_reveal(user=user, group=group, verdict=verdict):
             browse_reveal = verdict
     if browse is not None:  # its one query said (a verdict hidden from this person says nothing)
         settled = browse.settled
     else:
-        settled = not review.blind and verdict is None and group.is_mixed and selectors.settled_without_grader(group) is not None
+        settled = not review.blind and verdict is None and group.is_mixed and settled_without_grader(group) is not None
     others: dict[int, list] = {}
     for judgment in review.others:
         for item in judgment.items.all():
@@ -590,7 +591,7 @@ def group_page(
     hit_lane, hit_bar = _hit_bar(query, group, shown, lanes)
     if hit_lane is not None:
         on_page[hit_lane]["hit_bar"] = hit_bar
-    turn_weights = selectors.turn_weights_of(group, grades)  # grader fields: empty where the verdict is hidden
+    turn_weights = turn_weights_of(group, grades)  # grader fields: empty where the verdict is hidden
     drop_policy = group.run.drop_policy or {}
     all_lanes = []
     for rollout in rollouts:
@@ -681,7 +682,7 @@ def group_page(
                 "killed": c.killed,
                 "sandbox": c.sandbox,
             }
-            for c in (selectors.verdict_checks(verdict) if verdict is not None else ())
+            for c in (verdict_checks(verdict) if verdict is not None else ())
         ),
     )
 
@@ -696,7 +697,7 @@ def part_rollout(*, user, group: Group, lane: str, body: str) -> tuple[Rollout, 
     index = lanes.index_of(lane)
     if index is None:
         return None
-    rollout, content = selectors.rollout_content(group, index, body)
+    rollout, content = rollout_content(group, index, body)
     return rollout, content, lanes
 
 
@@ -736,7 +737,7 @@ def _patch_part(*, user, group: Group, lane: str, view: str, scratch: bool) -> R
         patch,
         max_rows=DIFF_PARTIAL_ROWS,
         max_chars=DIFF_PARTIAL_CHARS,
-        ahead=selectors.patch_highlight(rollout, patch),
+        ahead=patch_highlight(rollout, patch),
         render_file=_only_collapsed(rollout.extra_files) if scratch else None,
     )
     note = ""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, QuerySet
 
 from grading.models import Group, Project
-from grading.selectors import shown_verdict_ids
+from grading.selectors.verdicts import shown_verdict_ids
 from reviews.models import Assignment, GroupReview, Judgment, Reveal
 
 
@@ -132,7 +132,7 @@ def disagreements_for(*, user, reviews: list[GroupReview]) -> DisagreementsShown
     Which rollouts a reviewer and the grader disagree on is a grader field. It is withheld
     (`hidden_reason` set, `disagreement` empty) on groups where the person holds an open
     blind assignment. Of those shown that name the grader, `unlogged` are the groups whose
-    shown verdict (grading.selectors.shown_verdict) this person has no Reveal of. Two queries
+    shown verdict (grading.selectors.verdicts.shown_verdict) this person has no Reveal of. Two queries
     and one a run on the page (two where a run's jury waits)."""
     ids = [r.group_id for r in reviews]
     blind_here = set(Assignment.objects.filter(reviewer=user, group_id__in=ids).open_blind().values_list("group_id", flat=True))

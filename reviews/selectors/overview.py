@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grading import selectors as grading_selectors
 from grading.rollouts.blinding import lane_position
+from grading.selectors.rollouts import cluster_members
 from reviews.selectors.lanes import Lanes, cluster_text
 
 
@@ -31,7 +31,7 @@ def cluster_labels(rollouts: list, lanes: Lanes | None = None) -> PageClusters:
     patch parsed on a page view. Rollouts not clustered yet are left out. A blind judge's
     clusters (`lanes`) are named by their labels, the cluster by its lowest."""
     lanes = lanes or Lanes(blind=False)
-    members = grading_selectors.cluster_members(rollouts)
+    members = cluster_members(rollouts)
     first = {
         number: min(indexes, key=lambda i: lane_position(lanes.key(i)) or 0) if lanes.blind else number
         for number, indexes in members.items()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grading.models import Group, RolloutGrade, Verdict
-from grading.selectors import shown_verdict
+from grading.selectors.verdicts import shown_verdict
 from reviews.models import Judgment, JudgmentItem
 from reviews.stats import consensus
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from grading.models import Group
-from grading.selectors import shown_verdict
+from grading.selectors.verdicts import shown_verdict
 from reviews.models import Assignment, Reveal
 from reviews.selectors.browse import claim_refusal
 from reviews.selectors.lanes import shuffled_order

@@ -17,7 +17,7 @@ from django.utils import timezone
 from grading.method.guide import RUBRIC, SCORE_RANGE
 from grading.method.tiers import TIERS
 from grading.models import CheatDecision, Group, Rollout, Verdict
-from grading.selectors import shown_verdict
+from grading.selectors.verdicts import shown_verdict
 from grading.verdicts.deliberation import PersonRanking, settle_with_person
 from reviews.formats.labeled import citations
 from reviews.models import AdjudicationDraft, Assignment, GroupReview, Judgment, JudgmentItem, Reveal

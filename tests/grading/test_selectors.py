@@ -1,11 +1,13 @@
-"""The run, step and group pages' reads (grading/selectors.py), on rows built by tests/factories.py."""
+"""The run, step and group pages' reads (grading/selectors/), on rows built by tests/factories.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from grading.models import Group, Rollout
-from grading.selectors import cluster_members, group_totals, latest_verdict
+from grading.selectors.rollouts import cluster_members
+from grading.selectors.totals import group_totals
+from grading.selectors.verdicts import latest_verdict
 from tests.factories import make_group, make_step, make_verdict
 
 pytestmark = pytest.mark.django_db

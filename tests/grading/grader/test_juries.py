@@ -10,7 +10,7 @@ from grading.method.services import computation as services
 from grading.method.services.mappings import active_mapping
 from grading.models import AdvantageResult, CheatDecision, Group, Jury, Run, Verdict
 from grading.registry.juries import JuryError, save_jury
-from grading.selectors import latest_verdict
+from grading.selectors.verdicts import latest_verdict
 from grading.verdicts.deliberation import record_jury_verdict, waiting_jury
 from grading.verdicts.store import GradeInput, record_verdict
 from grading.waits.progress import step_status

@@ -35,18 +35,18 @@ def test_import_jobs_api_refuses_an_unreadable_cursor_with_json(client, acme, al
 
 
 def test_run_page_pages_its_steps_and_charts_every_step(client, acme, alice):
-    from grading import selectors
+    from grading.selectors import steps
 
     ingest_groups(
-        acme, *[small_group(f"g@{s}", step=s, instance_id="g", rewards=(1, 0)) for s in range(1, selectors.STEPS_PER_PAGE + 6)]
+        acme, *[small_group(f"g@{s}", step=s, instance_id="g", rewards=(1, 0)) for s in range(1, steps.STEPS_PER_PAGE + 6)]
     )
     client.force_login(alice)
     first = client.get("/projects/acme/runs/r1/").content.decode()
-    assert ">step 1<" in first and f">step {selectors.STEPS_PER_PAGE}<" in first
-    assert f">step {selectors.STEPS_PER_PAGE + 1}<" not in first
-    assert f"steps 1–{selectors.STEPS_PER_PAGE} of {selectors.STEPS_PER_PAGE + 5}" in first and "?page=2" in first
+    assert ">step 1<" in first and f">step {steps.STEPS_PER_PAGE}<" in first
+    assert f">step {steps.STEPS_PER_PAGE + 1}<" not in first
+    assert f"steps 1–{steps.STEPS_PER_PAGE} of {steps.STEPS_PER_PAGE + 5}" in first and "?page=2" in first
     last = client.get("/projects/acme/runs/r1/?page=2").content.decode()
-    assert f">step {selectors.STEPS_PER_PAGE + 5}<" in last and ">step 1<" not in last
+    assert f">step {steps.STEPS_PER_PAGE + 5}<" in last and ">step 1<" not in last
     # The chart covers every step computed so far, both pages' worth after both were shown.
-    assert f'"step {selectors.STEPS_PER_PAGE + 5}"' in last and '"step 1"' in last
+    assert f'"step {steps.STEPS_PER_PAGE + 5}"' in last and '"step 1"' in last
     assert client.get("/projects/acme/runs/r1/?page=zzz").status_code == 200  # an unreadable page is the first

@@ -182,11 +182,11 @@ def test_a_huge_patch_loads_on_demand_and_evidence_still_opens_it(client, alice,
 
 
 def test_run_page_says_when_steps_off_the_page_are_being_recomputed(client, bob, alice_token, monkeypatch):
-    from grading import selectors
     from grading.models import StepComputation
+    from grading.selectors import steps
 
     post_groups(client, alice_token, small_group("a@1"), small_group("a@2", step=2))
-    monkeypatch.setattr(selectors, "STEPS_PER_PAGE", 1)
+    monkeypatch.setattr(steps, "STEPS_PER_PAGE", 1)
     client.force_login(bob)
     client.get("/projects/acme/runs/r1/?page=2")  # computes step 2
     html = client.get("/projects/acme/runs/r1/").content.decode()  # computes step 1: nothing stale

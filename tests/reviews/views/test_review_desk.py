@@ -383,7 +383,7 @@ def test_reviewer_against_grader_disagreement_also_needs_adjudication(client, bo
 
 def test_the_adjudication_queue_logs_the_verdict_people_are_shown(client, bob, fay, groups):
     """A campaign's bench-only verdict, newer than the run's, is not the grader's verdict people
-    see (grading.selectors.shown_verdict): showing the adjudicator a reason that names the grader
+    see (grading.selectors.verdicts.shown_verdict): showing the adjudicator a reason that names the grader
     logs a reveal of the run's verdict, the one the group page shows."""
     assign(group=groups["g1@1"], reviewer=bob)
     client.force_login(bob)

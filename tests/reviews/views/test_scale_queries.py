@@ -124,9 +124,9 @@ PAGES = {
 
 
 def test_pages_and_next_group_keep_their_query_count_as_the_run_doubles(client, acme, alice, bob, monkeypatch):
-    from grading import selectors as grading_selectors
+    from grading.selectors import steps as step_selectors
 
-    monkeypatch.setattr(grading_selectors, "STEPS_PER_PAGE", 2)  # so the run page has a second page in both rounds
+    monkeypatch.setattr(step_selectors, "STEPS_PER_PAGE", 2)  # so the run page has a second page in both rounds
     dan = member("dan", acme, Role.REVIEWER)
     fay = member("fay", acme, Role.ADJUDICATOR)
     erin = member("erin", acme, Role.AUDITOR)
