@@ -86,8 +86,8 @@ def main() -> None:
         from django.core.management import call_command
         from django.db import connections
 
-        from grading.ingest.import_service import import_runs
         from grading.ingest.importers.scan import Source
+        from grading.ingest.imports.runs import import_runs
         from grading.models import Project
 
         call_command("migrate", verbosity=0)

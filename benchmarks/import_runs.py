@@ -202,8 +202,8 @@ def main() -> None:
         from django.core.management import call_command
         from django.db import connection, connections
 
-        from grading.ingest.import_service import import_runs
         from grading.ingest.importers.scan import Source
+        from grading.ingest.imports.runs import import_runs
         from grading.models import Project, Rollout
 
         call_command("migrate", verbosity=0)

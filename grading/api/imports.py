@@ -17,8 +17,9 @@ from grading.api.errors import error
 from grading.api.scoping import project_for_request, request_token
 from grading.formats import params
 from grading.formats.groupline import MAX_INT, MAX_NAME, LineError, check_name
-from grading.ingest.import_service import UploadRefused, create_import_job, store_upload
 from grading.ingest.importers.scan import FORMATS
+from grading.ingest.imports.jobs import create_import_job
+from grading.ingest.imports.uploads import UploadRefused, store_upload
 from grading.models import Capability, ImportJob
 from grading.projects.access import get_project_for
 from grading.selectors.imports import import_job, import_jobs_page

@@ -7,7 +7,7 @@ from celery import shared_task
 
 @shared_task(name="grading.import_job")
 def import_job_task(*, job_id: int) -> str:
-    from grading.ingest.import_service import run_import_job
+    from grading.ingest.imports.jobs import run_import_job
 
     return run_import_job(job_id=job_id).status
 
@@ -15,6 +15,6 @@ def import_job_task(*, job_id: int) -> str:
 @shared_task(name="grading.remove_orphan_uploads")
 def remove_orphan_uploads_task() -> int:
     """Celery beat, hourly (gagar_web/celery.py): upload folders a day old that no queued or running job owns."""
-    from grading.ingest.import_service import remove_orphan_uploads
+    from grading.ingest.imports.orphans import remove_orphan_uploads
 
     return len(remove_orphan_uploads())

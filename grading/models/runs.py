@@ -334,10 +334,10 @@ class ImportJob(models.Model):
     progress_done = models.PositiveIntegerField(default=0)  # instances read so far
     progress_total = models.PositiveIntegerField(default=0)
     # Deliveries of the task that started this job; past MAX_ATTEMPTS (a worker killed each time,
-    # e.g. out of memory) the job is failed instead of run again (grading.ingest.import_service).
+    # e.g. out of memory) the job is failed instead of run again (grading.ingest.imports.jobs).
     attempts = models.PositiveSmallIntegerField(default=0)
     # Bytes of its files on disk: the upload, then what it unpacked; 0 once the job ended (its
-    # files are removed). A project's sum is held to GAGAR_IMPORT_QUOTA_BYTES (grading.ingest.import_service).
+    # files are removed). A project's sum is held to GAGAR_IMPORT_QUOTA_BYTES (grading.ingest.imports.uploads).
     disk_bytes = models.PositiveBigIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
@@ -358,7 +358,7 @@ class ImportJob(models.Model):
 
     @property
     def warnings(self) -> list[dict]:
-        """Files, attempts and groups this job was given and did not import, each with why (grading.ingest.import_service)."""
+        """Files, attempts and groups this job was given and did not import, each with why (grading.ingest.imports.runs)."""
         warnings = self.summary.get("warnings") if isinstance(self.summary, dict) else None
         return warnings if isinstance(warnings, list) else []
 

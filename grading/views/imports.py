@@ -14,10 +14,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from grading.api.imports import ImportUploadSerializer
-from grading.ingest.import_service import UploadRefused, create_import_job, store_upload
 from grading.ingest.importers.archives import ARCHIVE_SUFFIXES, MAX_BYTES, MAX_MEMBERS
 from grading.ingest.importers.common import MAX_JSON_BYTES
 from grading.ingest.importers.scan import FORMATS
+from grading.ingest.imports.jobs import create_import_job
+from grading.ingest.imports.uploads import UploadRefused, store_upload
 from grading.models import Capability
 from grading.projects.access import page_run
 from grading.selectors.imports import import_disk, import_jobs

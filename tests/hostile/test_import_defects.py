@@ -24,10 +24,12 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from grading.ingest.import_service import MAX_ATTEMPTS, ImportSummary, create_import_job, import_runs, store_upload
 from grading.ingest.importers import archives, mini_swe_agent
 from grading.ingest.importers.common import MAX_JSON_BYTES, MB, SourceError, load_json, problem_statement_of, repo_of
 from grading.ingest.importers.scan import Source
+from grading.ingest.imports.jobs import MAX_ATTEMPTS, create_import_job
+from grading.ingest.imports.runs import ImportSummary, import_runs
+from grading.ingest.imports.uploads import store_upload
 from grading.models import Group, ImportJob, Project, Rollout
 from tests.helpers import import_files as b
 from tests.hostile.corpus import record
@@ -302,7 +304,7 @@ def test_budgets_hold_for_the_whole_upload(
 def test_no_files_are_left_when_the_import_raises(
     client, acme, alice_token, media, tmp_path, monkeypatch, django_capture_on_commit_callbacks
 ):
-    import grading.ingest.import_service as imports
+    import grading.ingest.imports.jobs as imports
 
     def crash(**kwargs):
         raise RuntimeError("database went away")

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from grading.ingest.import_service import import_runs
 from grading.ingest.importers.scan import Source
+from grading.ingest.imports.runs import import_runs
 from grading.models import Group, Project
 from tests.helpers import import_files as b
 from tests.hostile.corpus import record

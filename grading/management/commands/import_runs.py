@@ -4,8 +4,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from grading.ingest.import_service import ImportSummary, import_runs
 from grading.ingest.importers.scan import FORMATS, IGNORED, NOTICE, SKIPPED, UNKNOWN, Source
+from grading.ingest.imports.runs import ImportSummary, import_runs
 from grading.models import Project
 
 LISTED = 50  # findings printed per kind; the rest are counted

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from grading.ingest.import_service import import_runs
 from grading.ingest.importers.scan import Source
+from grading.ingest.imports.runs import import_runs
 from grading.models import Group, Rollout, Task
 from tests.helpers import import_files as b
 from tests.helpers.vendored import MINI_SWE_AGENT
