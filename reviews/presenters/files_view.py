@@ -15,7 +15,8 @@ from grading.models import Group
 from grading.registry.workspaces import FetchState, fetch_state, repo_view_for
 from grading.repos.types import BASE, At, Entry, NotFetched, RepoError, RepoView
 from grading.rollouts.diffs import parse_patch
-from reviews.presenters.group_page import RolloutPart, lane_of, part_rollout, rollout_part
+from reviews.presenters.group_page.lanes import lane_of
+from reviews.presenters.group_page.parts import RolloutPart, part_rollout, rollout_part
 
 MAX_LINES = 2_000  # of one file shown at once: a window around the asked-for line past that
 MAX_ENTRIES = 1_000

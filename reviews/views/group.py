@@ -19,13 +19,13 @@ from grading.projects.access import page_group
 from grading.registry.workspaces import queue_fetch
 from reviews.models import Reveal
 from reviews.presenters import files_view
-from reviews.presenters import group_page as presenter
+from reviews.presenters.group_page import GroupPage, group_page, parts
 from reviews.services.judgments import log_reveal
 
 NO_SUCH_ROLLOUT = "No such rollout in this group"
 
 
-def render_group(request: HttpRequest, group: Group, page: presenter.GroupPage, *, status: int = 200) -> HttpResponse:
+def render_group(request: HttpRequest, group: Group, page: GroupPage, *, status: int = 200) -> HttpResponse:
     """The group page from its view model; the first showing of a verdict to a person
     browsing is logged as a reveal (reviews.views.judge shows a refused judgment alike)."""
     if page.browse_reveal is not None:
@@ -37,7 +37,7 @@ def render_group(request: HttpRequest, group: Group, page: presenter.GroupPage, 
 @require_GET
 def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     group, membership = page_group(request, project, run, uid, Capability.VIEW)
-    page = presenter.group_page(user=request.user, group=group, membership=membership, query=request.GET)
+    page = group_page(user=request.user, group=group, membership=membership, query=request.GET)
     return render_group(request, group, page)
 
 
@@ -47,7 +47,7 @@ def group_detail(request: HttpRequest, project: str, run: str, uid: str) -> Http
 def rollout_diff(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
     group, _ = page_group(request, project, run, uid, Capability.VIEW)
     if request.GET.get("format") == "raw":  # the whole text, as data: never rendered by the browser
-        found = presenter.raw_patch(user=request.user, group=group, lane=lane)
+        found = parts.raw_patch(user=request.user, group=group, lane=lane)
         if found is None:
             raise Http404(NO_SUCH_ROLLOUT)
         key, patch = found
@@ -59,7 +59,7 @@ def rollout_diff(request: HtmxHttpRequest, project: str, run: str, uid: str, lan
         patch_cache_control(response, private=True, no_store=True)
         return response
     view = "split" if request.GET.get("view") == "split" else "unified"
-    part = presenter.diff_part(user=request.user, group=group, lane=lane, view=view)
+    part = parts.diff_part(user=request.user, group=group, lane=lane, view=view)
     if part is None:
         raise Http404(NO_SUCH_ROLLOUT)
     template = "reviews/group.html#rollout-diff" if request.htmx else "reviews/rollout_part.html"
@@ -73,7 +73,7 @@ def rollout_extra_files(request: HtmxHttpRequest, project: str, run: str, uid: s
     """The diffs of a lane's scratch files, which its patch lists behind "+N extra files"."""
     group, _ = page_group(request, project, run, uid, Capability.VIEW)
     view = "split" if request.GET.get("view") == "split" else "unified"
-    part = presenter.extra_files_part(user=request.user, group=group, lane=lane, view=view)
+    part = parts.extra_files_part(user=request.user, group=group, lane=lane, view=view)
     if part is None:
         raise Http404(NO_SUCH_ROLLOUT)
     template = "reviews/group.html#rollout-extra-files" if request.htmx else "reviews/rollout_part.html"
@@ -91,10 +91,10 @@ def rollout_turns(request: HtmxHttpRequest, project: str, run: str, uid: str, la
         start = 0
     query = request.GET.get("q", "").strip()
     try:
-        part = presenter.turns_part(user=request.user, group=group, lane=lane, start=start, query=query)
-    except presenter.TurnQueryTooLong:
+        part = parts.turns_part(user=request.user, group=group, lane=lane, start=start, query=query)
+    except parts.TurnQueryTooLong:
         return HttpResponse(
-            f"q: a search within a rollout is at most {presenter.TURN_QUERY_CHARS} characters (got {len(query):,}).",
+            f"q: a search within a rollout is at most {parts.TURN_QUERY_CHARS} characters (got {len(query):,}).",
             status=400,
             content_type="text/plain; charset=utf-8",
         )
@@ -109,7 +109,7 @@ def rollout_turns(request: HtmxHttpRequest, project: str, run: str, uid: str, la
 @vary_on_headers("HX-Request")
 def rollout_log(request: HtmxHttpRequest, project: str, run: str, uid: str, lane: str) -> HttpResponse:
     group, _ = page_group(request, project, run, uid, Capability.VIEW)
-    part = presenter.log_part(user=request.user, group=group, lane=lane)
+    part = parts.log_part(user=request.user, group=group, lane=lane)
     if part is None:
         raise Http404(NO_SUCH_ROLLOUT)
     template = "reviews/group.html#rollout-log" if request.htmx else "reviews/rollout_part.html"

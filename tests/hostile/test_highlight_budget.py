@@ -23,7 +23,7 @@ from django.urls import reverse
 from pygments.lexers import find_lexer_class_for_filename, get_all_lexers
 
 from grading.rollouts import diffs, highlighter
-from reviews.presenters import group_page as group_views
+from reviews.presenters.group_page import diffs as group_diffs
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 
@@ -217,7 +217,7 @@ def test_diff_partial_of_a_200k_line_patch_is_bounded_with_a_note_and_a_raw_down
         body = r.content.decode()
         assert len(r.content) < 3_000_000, len(r.content)  # was 42 MB
         assert 'data-testid="diff-note-0"' in body
-        assert f"Showing the first {group_views.DIFF_PARTIAL_ROWS:,} of its {n:,} lines" in body
+        assert f"Showing the first {group_diffs.DIFF_PARTIAL_ROWS:,} of its {n:,} lines" in body
         assert "?format=raw" in body and "<i>" not in body
     raw = client.get(url + "?format=raw")
     assert raw.status_code == 200 and raw.content.decode() == patch

@@ -16,7 +16,7 @@ from django.template.loader import render_to_string
 
 from grading.jobs.grade import grade_group
 from grading.models import Group, Membership
-from reviews.presenters import group_page as presenter
+from reviews.presenters.group_page import group_page, parts
 from reviews.services.queue import assign
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.real_groups import producer_values, scratch_files_group
@@ -41,7 +41,7 @@ def group(acme, line):
 
 def _page(person, group, **query):
     membership = Membership.objects.get(user=person, project=group.run.project)
-    return presenter.group_page(user=person, group=group, membership=membership, query=query)
+    return group_page(user=person, group=group, membership=membership, query=query)
 
 
 def test_the_admin_sees_each_lane_passing_first_with_its_patch_and_the_verdict(alice, group):
@@ -115,20 +115,20 @@ def test_view_models_are_frozen_and_render_without_a_query(alice, group, django_
 
 
 def test_the_diff_partial_in_the_split_view(alice, group):
-    part = presenter.diff_part(user=alice, group=group, lane="4", view="split")
+    part = parts.diff_part(user=alice, group=group, lane="4", view="split")
     assert part.rollout.lane == "4" and part.values["diff_view"] == "split"
     assert [t.file.path for t in part.rollout.diff.extra] == ["FIX_SUMMARY.md", "debug_issue.py", "reproduce_issue.py"]
     assert all(t.view == "split" for t in part.rollout.diff.tables) and part.rollout.diff.note == ""
     with pytest.raises(Http404):  # no rollout 9 in this group
-        presenter.diff_part(user=alice, group=group, lane="9", view="split")
+        parts.diff_part(user=alice, group=group, lane="9", view="split")
 
 
 def test_a_blind_judge_names_partials_by_label_only(bob, group):
     assignment = assign(group=group, reviewer=bob, blind=True)
     assignment.order = BOB_ORDER
     assignment.save(update_fields=["order"])
-    assert presenter.turns_part(user=bob, group=group, lane="0", start=0, query="") is None
-    part = presenter.turns_part(user=bob, group=group, lane="A", start=0, query="")
+    assert parts.turns_part(user=bob, group=group, lane="0", start=0, query="") is None
+    part = parts.turns_part(user=bob, group=group, lane="A", start=0, query="")
     assert part.rollout.index == 4 and part.rollout.lane_name == "A" and part.values["n_messages"] == part.rollout.n_messages
-    with pytest.raises(presenter.TurnQueryTooLong):
-        presenter.turns_part(user=bob, group=group, lane="A", start=0, query="x" * (presenter.TURN_QUERY_CHARS + 1))
+    with pytest.raises(parts.TurnQueryTooLong):
+        parts.turns_part(user=bob, group=group, lane="A", start=0, query="x" * (parts.TURN_QUERY_CHARS + 1))
