@@ -23,8 +23,8 @@ from grading.method.services.activation import mapping_grader_refusal
 from grading.method.services.mappings import active_mapping
 from grading.method.tiers import TIERS
 from grading.models import Capability
-from grading.presenters.charts import lambda_histogram
 from grading.projects.access import page_project
+from reviews.presenters.calibration_page import heatmap_chart, lambda_chart, mapping_chart, trend_chart
 from reviews.selectors import calibration as data
 from reviews.services.calibration import activate_fitted_mapping
 
@@ -93,17 +93,11 @@ def calibration(request: HttpRequest, project: str) -> HttpResponse:
         "max_minimum": MAX_MINIMUM,
         "can_set_minimum": Capability.MANAGE in membership.capabilities,
         "fitted_rows": _mapping_rows(fitted, active),
-        "heatmap": {
-            "type": "heatmap",
-            "labels": list(TIERS),
-            "matrix": overall["confusion"],
-            "xlabel": "people (consensus)",
-            "ylabel": "grader",
-        },
+        "heatmap": heatmap_chart(overall["confusion"]),
         "confusion_rows": list(zip(TIERS, overall["confusion"])),
-        "trend_chart": _trend_chart(trend),
-        "mapping_chart": _mapping_chart(fitted, active),
-        "lambda_chart": _lambda_chart(preview) if preview else None,
+        "trend_chart": trend_chart(trend),
+        "mapping_chart": mapping_chart(fitted, active),
+        "lambda_chart": lambda_chart(preview) if preview else None,
     }
     return render(request, "reviews/calibration.html", context)
 
@@ -150,53 +144,6 @@ def _mapping_rows(fitted, active) -> list[dict]:
             }
         )
     return rows
-
-
-def _trend_chart(trend: list[dict]) -> dict:
-    return {
-        "type": "line",
-        "labels": [f"step {t['step']}" for t in trend],
-        "ylabel": "value",
-        "datasets": [
-            {"label": "κ grader vs people", "data": [t["kappa"] for t in trend]},
-            {"label": "T1 share, grader", "data": [t["grader_t1_share"] for t in trend]},
-            {"label": "T1 share, people", "data": [t["human_t1_share"] for t in trend]},
-        ],
-    }
-
-
-def _mapping_chart(fitted, active) -> dict:
-    """The fitted factors as points with their 95% intervals as error bars, over the active
-    mapping's band per tier (a shaded range; a band of one value is a line), drawn by
-    static/js/charts.js ("mapping")."""
-    tiers = list(TIERS)
-    return {
-        "type": "mapping",
-        "labels": tiers,
-        "ylabel": "discount factor f",
-        "fitted": {"label": "fitted f", "data": [round(v, 4) for v in fitted.f]},
-        "intervals": {
-            "label": "95% interval",
-            "data": [None if iv is None else [round(iv[0], 4), round(iv[1], 4)] for iv in fitted.intervals],
-        }
-        if fitted.intervals
-        else None,
-        "bands": {"label": f"active {active.label} (band)", "data": [sorted(active.bands[t]) for t in tiers]} if active else None,
-    }
-
-
-def _lambda_chart(preview) -> dict:
-    now, then = lambda_histogram(preview.lambdas_active), lambda_histogram(preview.lambdas_proposed)
-    return {
-        "type": "bar",
-        "labels": now["labels"],
-        "xlabel": "λ",
-        "ylabel": "graded groups",
-        "datasets": [
-            {"label": f"active {preview.active.label}", "data": now["datasets"][0]["data"]},
-            {"label": "fitted (preview)", "data": then["datasets"][0]["data"]},
-        ],
-    }
 
 
 @login_required
