@@ -4,18 +4,24 @@ to the lane's files view, and the scratch files the agent left listed apart behi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.urls import reverse
 from django.utils.http import urlencode
 
 from grading.models import Group
 from grading.registry.workspaces import has_workspace
-from grading.rollouts.diffs import FileDiff, ParsedPatch
+from grading.rollouts.diffs import FileDiff, HighlightBudget, ParsedPatch, parse_patch
 from grading.rollouts.invisible import INVISIBLE
 from grading.rollouts.patch_files import COLLAPSED, file_kind, order_files
 from reviews.presenters.group_page.head import group_args
+from reviews.selectors.lanes import Lanes
+
+if TYPE_CHECKING:
+    from grading.selectors import RolloutWithPatch
 
 # Patches highlighted inline on a group page: one rollout's up to DIFF_INLINE_CHARS, all of
 # them together up to DIFF_PAGE_CHARS; larger ones load when asked (benchmarks/group_page.py).
@@ -88,7 +94,7 @@ def diff_of(parsed: ParsedPatch, lane: str, view: str, extra_files=(), *, group:
     )
 
 
-def shown_inline(extra_files) -> Callable[[str, str], bool]:
+def _shown_inline(extra_files) -> Callable[[str, str], bool]:
     """render_file for a lane's patch on the page: its scratch files (COLLAPSED kinds) are
     not rendered there; their diffs load when asked (`extra_files_part`)."""
     extra = frozenset(extra_files or ())
@@ -99,3 +105,42 @@ def only_collapsed(extra_files) -> Callable[[str, str], bool]:
     """render_file for the scratch files' partial: those files only."""
     extra = frozenset(extra_files or ())
     return lambda path, status: file_kind(path, status, extra_files=extra) in COLLAPSED
+
+
+@dataclass(frozen=True)
+class InlineDiffs:
+    """The patches of the lanes on the page, as far as they are shown inline."""
+
+    values: Mapping[int, dict]  # a lane on the page -> its `diff`, or `diff_deferred`
+    deferred: AbstractSet[int]  # lanes whose patch loads when asked
+    scratch: Mapping[int, AbstractSet[str]]  # a lane on the page -> its scratch files (their diffs load when asked)
+
+
+def inline_diffs(group: Group, shown: list[RolloutWithPatch], lanes: Lanes) -> InlineDiffs:
+    """The diffs of the lanes on the page (`shown`), each patch up to DIFF_INLINE_CHARS and
+    all of them up to DIFF_PAGE_CHARS, under one highlight budget; the others load when asked."""
+    budget = DIFF_PAGE_CHARS
+    highlight_budget = HighlightBudget()  # one for the page: a lane that stalls the lexer cannot multiply it
+    deferred: set[int] = set()
+    scratch: dict[int, frozenset[str]] = {}
+    values: dict[int, dict] = {}
+    for rollout in shown:  # only lanes on the page need their patch parsed and highlighted
+        size = len(rollout.patch_text)
+        if size > DIFF_INLINE_CHARS or size > budget:  # a click away, so one huge patch cannot stall the page
+            values[rollout.index] = {"diff_deferred": True}
+            deferred.add(rollout.index)
+            continue
+        budget -= size
+        # Highlighted ahead where it was (grading.highlights); the scratch files load on demand, unlexed here.
+        parsed = parse_patch(
+            rollout.patch_text,
+            budget=highlight_budget,
+            ahead=rollout.patch_ahead,
+            render_file=_shown_inline(rollout.extra_files),
+        )
+        key = lanes.key(rollout.index)
+        extra_url = reverse("rollout-extra-files", args=[*group_args(group), key]) + "?view=unified"
+        diff = diff_of(parsed, key, "unified", rollout.extra_files, group=group, extra_url=extra_url)
+        values[rollout.index] = {"diff": diff}
+        scratch[rollout.index] = frozenset(t.file.path for t in diff.extra)
+    return InlineDiffs(values=values, deferred=frozenset(deferred), scratch=scratch)

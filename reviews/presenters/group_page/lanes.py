@@ -5,11 +5,15 @@ else the page puts in it (its diff, open turns, a hit bar)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grading.models import Rollout
+from grading.rollouts.invisible import find_invisible
 from reviews.presenters.group_page.diffs import Diff
 from reviews.selectors.lanes import Lanes
+
+if TYPE_CHECKING:
+    from grading.selectors import RolloutWithPatch
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,17 @@ def grade_view(grade) -> GradeView | None:
     return GradeView(tier=grade.tier, rank=grade.rank, cheat=grade.cheat, scores=grade.scores)
 
 
-def test_names(outcomes) -> str:
+def shown_rollouts(rollouts: list[RolloutWithPatch], only: str) -> list[RolloutWithPatch]:
+    """The rollouts `?only=` puts on the page: all, the passing or the failing ones."""
+    return [r for r in rollouts if only == "all" or (only == "passing" and r.passed) or (only == "failing" and r.passed is False)]
+
+
+def invisible_in(rollout: RolloutWithPatch) -> tuple[str, ...]:
+    """The bidi and zero-width characters in a rollout's patch and test names (as ⟨U+…⟩)."""
+    return tuple(find_invisible(rollout.patch_text + "\n" + _test_names(rollout.test_outcomes)))
+
+
+def _test_names(outcomes) -> str:
     if not isinstance(outcomes, dict):
         return ""
     names = list(outcomes)

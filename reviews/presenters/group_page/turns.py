@@ -3,7 +3,7 @@ the hit's turn, and the hit bar that walks the rollout's hits."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -24,7 +24,7 @@ def _lane_asked(query: Mapping, lanes: Lanes) -> int | None:
     return lanes.index_of(raw) if raw else None
 
 
-def opened_turns(query: Mapping, shown: list[Rollout], lanes: Lanes) -> tuple[int | None, dict | None]:
+def opened_turns(query: Mapping, shown: Sequence[Rollout], lanes: Lanes) -> tuple[int | None, dict | None]:
     """`?lane=<lane>&start=<turn>` (a search hit's link): that lane's turns box comes already
     open at that turn, so the page lands on its `#turn-<lane>-<turn>` anchor without a click."""
     lane = _lane_asked(query, lanes)
@@ -44,7 +44,7 @@ def opened_turns(query: Mapping, shown: list[Rollout], lanes: Lanes) -> tuple[in
     }
 
 
-def hit_bar_of(query: Mapping, group: Group, shown: list[Rollout], lanes: Lanes) -> tuple[int | None, dict | None]:
+def hit_bar_of(query: Mapping, group: Group, shown: Sequence[Rollout], lanes: Lanes) -> tuple[int | None, dict | None]:
     """`?q=&mode=` beside `lane=` (a search hit's link): that lane's header carries the hit
     bar, which walks the rollout's hits (static/js/hits.js, the rollout-hits JSON); the lane
     index and the bar, or None. A query that cannot be searched is shown there instead

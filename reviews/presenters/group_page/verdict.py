@@ -1,0 +1,70 @@
+"""The grader's verdict as this person's group page shows it: none while they judge blind or
+browse outside an assignment (no grader field is loaded then), the reveal to log the first
+time a person browsing is shown one, credit settled without a model call, each lane's grade
+with what it cites, and the checks the grader ran."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from grading.models import Group
+from grading.selectors import verdicts as stored
+from reviews.presenters.group_page.diffs import InlineDiffs
+from reviews.presenters.group_page.evidence import evidence_links, turn_weight_links
+from reviews.presenters.group_page.lanes import grade_view
+from reviews.selectors.blind import needs_browse_reveal
+from reviews.selectors.lanes import Lanes
+from reviews.selectors.review_context import ReviewContext
+
+
+@dataclass(frozen=True)
+class ShownVerdict:
+    verdict: Any  # None where it is hidden (or there is none)
+    grades: dict[int, Any] = field(default_factory=dict)  # rollout index -> the verdict's grade of it
+    settled: bool = False  # credit settled without a model call (grading.verdicts.identical), said in place of a verdict
+    browse_reveal: Any = None  # the verdict a person browsing is shown for the first time
+
+
+def shown_verdict(*, user, group: Group, review: ReviewContext, browse) -> ShownVerdict:
+    browse_reveal = None
+    if review.blind or browse is not None:  # no grader field is loaded, so none can reach the HTML
+        verdict, grades = None, {}
+    else:
+        verdict, grades = stored.latest_verdict(group)
+        if needs_browse_reveal(user=user, group=group, verdict=verdict):
+            browse_reveal = verdict
+    if browse is not None:  # its one query said (a verdict hidden from this person says nothing)
+        settled = browse.settled
+    else:
+        settled = not review.blind and verdict is None and group.is_mixed and stored.settled_without_grader(group) is not None
+    return ShownVerdict(verdict=verdict, grades=grades, settled=settled, browse_reveal=browse_reveal)
+
+
+def grade_fields(group: Group, grade, lanes: Lanes, key: str, weights: list | None, inline: InlineDiffs) -> dict:
+    """A lane's grade, its citations linked where they open on this page (`inline`: which
+    lanes' patches and scratch files load on demand) and its turn weights."""
+    return {
+        "grade": grade_view(grade),
+        "evidence_links": evidence_links(group, grade.evidence, lanes, inline.deferred, inline.scratch) if grade else (),
+        "turn_weights": turn_weight_links(group, key, weights),
+    }
+
+
+def verdict_checks(verdict, lanes: Lanes) -> tuple[dict, ...]:
+    """The commands the shown verdict's grader ran (evidence check:<n>); none while it is hidden."""
+    return tuple(
+        {
+            "number": c.number,
+            "lane": lanes.key(c.rollout.index),
+            "lane_name": lanes.name(c.rollout.index),
+            "command": c.command,
+            "exit_status": c.exit_status,
+            "seconds": c.seconds,
+            "output": c.output,
+            "truncated": c.truncated,
+            "killed": c.killed,
+            "sandbox": c.sandbox,
+        }
+        for c in (stored.verdict_checks(verdict) if verdict is not None else ())
+    )
