@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 FRAME = struct.Struct(">I")  # every message: 4-byte big-endian length, then that many bytes of JSON
@@ -176,15 +177,37 @@ class HighlightPool:
 def _serve() -> None:  # pragma: no cover  (runs in the child process)
     # Imported here: only the child lexes, so a process that imports this module does not load pygments.
     import resource
-    from functools import lru_cache
+    from functools import cache, lru_cache
 
-    from pygments import highlight
+    from pygments import format as format_tokens
     from pygments.formatters import HtmlFormatter
     from pygments.lexer import Lexer
     from pygments.lexers import TextLexer, get_lexer_for_filename
+    from pygments.token import STANDARD_TYPES, Text, _TokenType
     from pygments.util import ClassNotFound
 
     formatter = HtmlFormatter(nowrap=True, classprefix="hl-")
+    style = formatter.style
+
+    @cache
+    def styled(ttype: _TokenType) -> bool:
+        """Whether the style gives a token of this type a look, that is whether
+        static/css/pygments.css (this style's classes) has a rule for a class its span carries:
+        its own type's or, for a type outside pygments' standard ones, a parent's up to one."""
+        while True:
+            if style.styles_token(ttype):
+                look = style.style_for_token(ttype)
+                if look["color"] or look["bold"] or look["italic"] or look["underline"] or look["bgcolor"] or look["border"]:
+                    return True
+            if ttype in STANDARD_TYPES or ttype.parent is None:
+                return False
+            ttype = ttype.parent
+
+    def spans_that_show(tokens: Iterable[tuple[_TokenType, str]]) -> Iterator[tuple[_TokenType, str]]:
+        """Tokens the style leaves plain (names, punctuation: most of a patch) written as text,
+        without a span that would change nothing but the page's size."""
+        for ttype, value in tokens:
+            yield (ttype if styled(ttype) else Text), value
 
     @lru_cache(maxsize=256)
     def lexer_for(path: str) -> Lexer:
@@ -231,7 +254,8 @@ def _serve() -> None:  # pragma: no cover  (runs in the child process)
         limit_cpu()
         try:
             request = json.loads(body)
-            send({"html": highlight(request["text"], lexer_for(request["path"]), formatter)})
+            tokens = lexer_for(request["path"]).get_tokens(request["text"])
+            send({"html": format_tokens(spans_that_show(tokens), formatter)})
         except Exception as exc:  # noqa: BLE001  (any lexer failure: the caller shows plain text)
             send({"error": type(exc).__name__})
 
