@@ -47,6 +47,11 @@ def _ln(number: int | None) -> str:
     return "" if number is None else str(number)
 
 
+def _row_class(kind: str) -> str:
+    """A unified row's class: added or removed; a context row, the most of them, needs none."""
+    return "" if kind == "context" else f' class="{kind}"'
+
+
 def _row_id(lane: str, key: str, new_no: int | None) -> str:
     """The anchor evidence links point at (patch_anchor), on rows with a new-side line."""
     return f' id="p{lane}-{key}-{new_no}"' if new_no else ""
@@ -59,12 +64,14 @@ def diff_table(table) -> str:
     "split") and `marks` (show bidi / zero-width characters as ⟨U+…⟩).
 
     Built as one string rather than by a template loop over every row: the same markup at
-    a tenth of the cost (a group page holds thousands of diff rows). Marked safe because
-    every piece of it is escaped: the code cells are pygments' output, which escapes every
-    source character it emits, or the line through html.escape() where the highlighting
-    budget stopped; hunk headers, budget notes and the file URL go through escape(); the rest are line
-    numbers, fixed class names, the lane's key (a digit or a letter, escaped all the same)
-    and a hex digest of the path. Nothing else from a rollout is ever marked safe.
+    a tenth of the cost (a group page holds thousands of diff rows). For the same reason a
+    row is kept short: its line-number cells carry no class (app.css styles every cell but
+    the code) and a context row carries none either. Marked safe because every piece of it is
+    escaped: the code cells are pygments' output, which escapes every source character it
+    emits, or the line through html.escape() where the highlighting budget stopped; hunk
+    headers, budget notes and the file URL go through escape(); the rest are line numbers,
+    fixed class names, the lane's key (a digit or a letter, escaped all the same) and a hex
+    digest of the path. Nothing else from a rollout is ever marked safe.
     """
     file, lane = table.file, str(escape(table.lane))
     shown = visible_html if table.marks else (lambda html: html)
@@ -89,8 +96,8 @@ def diff_table(table) -> str:
             if hunk.note:  # why its text is shown unhighlighted (diffs.HighlightBudget)
                 out.append(f'<tr class="hunk note"><td colspan="4">{escape(hunk.note)}</td></tr>\n')
             out.extend(
-                f'<tr{_row_id(lane, key, row.new_no)}><td class="ln">{_ln(row.old_no)}</td>'
-                f'<td class="code {row.old_kind}">{shown(row.old_html)}</td><td class="ln">{_ln(row.new_no)}</td>'
+                f"<tr{_row_id(lane, key, row.new_no)}><td>{_ln(row.old_no)}</td>"
+                f'<td class="code {row.old_kind}">{shown(row.old_html)}</td><td>{_ln(row.new_no)}</td>'
                 f'<td class="code {row.new_kind}">{shown(row.new_html)}</td></tr>\n'
                 for row in hunk.split
             )
@@ -101,8 +108,8 @@ def diff_table(table) -> str:
             if hunk.note:  # why its text is shown unhighlighted (diffs.HighlightBudget)
                 out.append(f'<tr class="hunk note"><td colspan="3">{escape(hunk.note)}</td></tr>\n')
             out.extend(
-                f'<tr class="{row.kind}"{_row_id(lane, key, row.new_no)}>'
-                f'<td class="ln">{_ln(row.old_no)}</td><td class="ln">{_ln(row.new_no)}</td>'
+                f"<tr{_row_class(row.kind)}{_row_id(lane, key, row.new_no)}>"
+                f"<td>{_ln(row.old_no)}</td><td>{_ln(row.new_no)}</td>"
                 f'<td class="code">{shown(row.html)}</td></tr>\n'
                 for row in hunk.unified
             )
