@@ -18,7 +18,7 @@ from html import unescape
 
 import pytest
 
-from grading.grader.jobs import grade_group
+from grading.jobs.grade import grade_group
 from grading.models import Group, Membership, PatchHighlight
 from grading.rollouts.diffs import parse_patch
 from reviews.models import Assignment
