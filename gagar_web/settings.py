@@ -374,7 +374,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # hundreds of model conversations in one process, its database connections from a pool
 # (`docker/start.sh grader`, grading.grader.pool). Every other task (imports, exports, beat's)
 # stays on the default queue and the prefork worker. Eager Celery (`make run`) routes nothing.
-CELERY_TASK_DEFAULT_QUEUE = "celery"
+# GAGAR_DEFAULT_QUEUE / GAGAR_GRADING_QUEUE: for two deployments (or two test processes and
+# their workers, tests/conftest.py) sharing one Redis database.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("GAGAR_DEFAULT_QUEUE", "").strip() or "celery"
 GAGAR_GRADING_QUEUE = os.environ.get("GAGAR_GRADING_QUEUE", "").strip() or "grading"
 CELERY_TASK_ROUTES = {name: {"queue": GAGAR_GRADING_QUEUE} for name in ("grading.grade_group", "grading.grade_campaign_chunk")}
 # Task time limits must stay below the visibility timeout so a slow task is never

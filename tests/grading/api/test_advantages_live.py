@@ -79,7 +79,7 @@ def test_real_worker_recomputes_after_a_verdict(worked_example, settings):
 
     app.conf.task_always_eager = False
     app.conf.broker_url = os.environ["CELERY_BROKER_URL"]
-    worker = start_celery_worker("recompute", subprocess.DEVNULL, queue="celery")
+    worker = start_celery_worker("recompute", subprocess.DEVNULL, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
     try:
         app.control.purge()
         record_verdict(
