@@ -24,9 +24,9 @@ from tests.helpers.people import member
 def test_the_turn_citation_pattern_is_linear(spaces, budget):
     # Before: "turn" + 16,000 spaces took 5.4 s (two runs of \s* split the spaces N ways).
     for note in ("turn" + " " * spaces, "turn #" + " " * spaces + "x"):
-        started = time.perf_counter()
+        started = time.process_time()  # this process's CPU time: the bound is on the work, not on a loaded machine
         assert citations(note, 0) == []
-        assert time.perf_counter() - started < budget
+        assert time.process_time() - started < budget
     # ... and it still reads what people write.
     assert [c["locator"] for c in citations("see turn 3, turn #4, Turn: 5, turns 6", 0)] == ["3", "4", "5", "6"]
 

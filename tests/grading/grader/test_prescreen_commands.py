@@ -344,7 +344,7 @@ def test_hostile_input_is_bounded():
     parens = "python -c '" + "(" * 100_000 + "'"
     subst = "echo " + "$(" * 20_000 + "git reflog" + ")" * 20_000
     heredocs = "cat <<EOF\n" * 20_000
-    started = time.perf_counter()
+    started = time.process_time()  # this process's CPU time: the bound is on the work, not on a loaded machine
     for text in (huge, nested, parens, subst, heredocs, "\\" * 500_000, "'" * 300_000, "x() {" * 50_000):
         screen(text)
     sh = Shell()
@@ -352,6 +352,6 @@ def test_hostile_input_is_bounded():
     for _ in range(100):
         list(sh.run("git log " + "b" * 60_000))
     assert list(sh.run("git log --all")) == []  # the rollout's budget is spent
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     print(f"\nhostile inputs screened in {elapsed:.2f} s")
     assert elapsed < 5

@@ -552,9 +552,9 @@ def test_huge_lines_and_deep_nesting_finish_quickly():
         patch += new_file(f"tests/test_big{n}.py", text) + edit(f"tests/conftest{n}.py", f" import os\n+{text}\n", start=1)
     patch += edit("pytest.ini", " [pytest]\n+addopts = " + "-k " * 200_000 + "\n", start=1)
     log = "=" * 1_000_000 + "\n" + "ERROR collecting " * 50_000
-    started = time.perf_counter()
+    started = time.process_time()  # this process's CPU time: the bound is on the work, not on a loaded machine
     screen(patch, test_log=log, tests={"FAIL_TO_PASS": {"success": ["a"], "failure": []}})
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     print(f"screened a {len(patch) // 1_000_000} MB patch and a {len(log) // 1_000_000} MB log in {elapsed:.2f}s")
     assert elapsed < 5
 

@@ -269,7 +269,7 @@ def test_real_patches_each_their_own_cluster_whatever_the_whitespace():
 
 
 def test_hostile_and_huge_patches_finish_quickly():
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU time: the bound is on the work, not on a loaded machine
     # Over the parse cap: compared as a whole, never parsed.
     huge = FIX + "+" + "a " * (clusters.MAX_PATCH_CHARS // 2) + "\n"
     # Under it, but past the row cap: many tiny hunk lines.
@@ -279,7 +279,7 @@ def test_hostile_and_huge_patches_finish_quickly():
     g = cluster_patches(
         [(0, huge), (1, huge), (2, many), (3, nasty), (4, FIX)], tests=["(" * 10_000 + " (" + "a." * 5_000 + ")"] * 100
     )
-    elapsed = time.monotonic() - started
+    elapsed = time.process_time() - started
     assert g.clusters == {0: (0, 1), 2: (2,), 3: (3,), 4: (4,)}
     assert "compared as a whole" in g.of(0).note and "compared as a whole" in g.of(2).note
     assert elapsed < 10, elapsed
