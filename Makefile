@@ -28,11 +28,18 @@ run: $(STAMP)
 	env -u DATABASE_URL -u CELERY_BROKER_URL $(PY) manage.py runserver 127.0.0.1:8000
 
 # Uses DATABASE_URL / CELERY_BROKER_URL when set (CI sets both), SQLite + eager otherwise.
+# A test process per core (pytest-xdist), each with a test database and Celery queues of its own
+# (tests/conftest.py), taking whole files, the slow ones first; `make test PYTEST_WORKERS=0` runs
+# them in this one process. Timings on the 2-core machine: docs/benchmarks.md#test-suite.
+PYTEST_WORKERS ?= auto
+XDIST = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
+# No browser and no test marked `slow` (real servers and workers, sandboxes as another user,
+# migrations, whole-corpus scans: pyproject.toml's markers); stops at the first failure.
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not browser" -x -q
+	$(PY) -m pytest $(XDIST) -m "not browser and not slow" -x -q
 
 # The real trainer libraries, installed on demand so `make run` stays light: the `trainers` extra (verl, TRL,
 # torch 2.13 CPU from the local wheel), then SkyRL, AReaL, ART, OpenRLHF and Agent Lightning without their dependency

@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from grading.models import Project, Role
 from grading.projects.tokens import issue_api_token
+from tests.helpers.parallel import own_queues, restore_default_mapping, slow_files_first
 from tests.helpers.people import member
 
 # The real data and test vectors under tests/fixtures (tests/helpers/vendored.py names them) ship with
@@ -36,40 +37,13 @@ def pytest_configure(config):
     post_migrate.connect(restore_default_mapping, dispatch_uid="tests-restore-default-mapping")
 
 
-def restore_default_mapping(sender, **kwargs) -> None:
-    """A transactional test (django_db(transaction=True)) ends by flushing every table, the
-    default mapping that migration 0003 created included, and the flush ends with post_migrate:
-    put the row back, so the tests after it find the database as migrations leave it. Run
-    alone, pytest-django runs every transactional test after the others; under pytest-xdist
-    a test process runs whole files, so a file's tests may follow another's transactional one
-    (a page that found no default mapping would create it, with queries a pinned count does
-    not expect)."""
-    if sender.label == "grading":
-        from grading.method.services import default_mapping
-
-        default_mapping()
-
-
-def own_queues(worker: str) -> None:
-    """Under pytest-xdist (`make test` runs a process per core) each test process has a test
-    database of its own (pytest-django's _gw0, _gw1 suffix) and, here, Celery queues of its own
-    on the one broker: the real workers its tests start (tests.helpers.workers, which pass this
-    environment on) take only its tasks, and its `app.control.purge()` empties only its queues."""
-    from django.conf import settings
-
-    from gagar_web.celery import app
-
-    default, grading = f"celery-{worker}", f"grading-{worker}"
-    os.environ["GAGAR_DEFAULT_QUEUE"], os.environ["GAGAR_GRADING_QUEUE"] = default, grading
-    routes = {name: {"queue": grading} for name in settings.CELERY_TASK_ROUTES}
-    settings.CELERY_TASK_DEFAULT_QUEUE, settings.GAGAR_GRADING_QUEUE, settings.CELERY_TASK_ROUTES = default, grading, routes
-    app.conf.task_default_queue, app.conf.task_routes = default, routes
-
-
 def pytest_collection_modifyitems(config, items):
     """Tests marked `postgres` (advisory locks, TOAST compression, COPY) skip, saying why, where
     `make test` runs on its default SQLite; CI sets DATABASE_URL and runs them."""
     from django.conf import settings
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        slow_files_first(items)
 
     if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
         return

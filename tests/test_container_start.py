@@ -50,11 +50,14 @@ STEP_TIMEOUT = 60  # seconds for any one command (build step, probes)
 READY_TRIES = 150  # polls of /healthz, 0.1 s apart at most: gunicorn must answer within ~20 s
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0,
-    reason="needs root: the test makes a root-owned copy of the app and runs the start script "
-    "as an unprivileged user (CI runs as root)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0,
+        reason="needs root: the test makes a root-owned copy of the app and runs the start script "
+        "as an unprivileged user (CI runs as root)",
+    ),
+]
 
 
 # --- helpers ----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ def test_postgres_url_and_broker_are_read():
     assert r.stdout.split() == ["django.db.backends.postgresql", "False"]
 
 
+@pytest.mark.slow
 def test_a_database_pool_replaces_persistent_connections_where_sized():
     """The waits process (docker/start.sh waits) shares a few pooled connections among its threads."""
     code = (
@@ -115,6 +116,7 @@ def test_a_shared_cache_is_used_and_works_when_named():
     assert r.stdout.split() == ["django.core.cache.backends.redis.RedisCache", "42"]
 
 
+@pytest.mark.slow
 def test_invitations_are_mailed_by_smtp_only_where_email_host_is_set():
     show = (
         "import django; django.setup(); from django.conf import settings as s; "

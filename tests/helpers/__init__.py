@@ -17,6 +17,7 @@
 - routes: every route of the site, filled in for the tests that walk them all
 - browser: driving the site in real Chromium
 - trainers: what the trainer framework tests share
+- parallel: what the test processes of `make test` (pytest-xdist) must not share
 - gitrepos: git repositories built in a test (a tiny package, real history from an installed package),
   patches made on them, and a plain `git apply` to compare the workspace with
 """

@@ -83,6 +83,7 @@ def projects(tmp_path, acme, other_project):
         yield {"acme": (_group(acme, tiny, "tiny-1@1"), acme), "other": (_group(other_project, tiny, "tiny-2@1"), other_project)}
 
 
+@pytest.mark.slow
 def test_a_projects_long_checks_leave_room_for_another_projects(projects, monkeypatch):
     monkeypatch.setattr("grading.grader.tools.SHARE_WAIT_S", 0.5)
     results: dict[str, dict] = {}
@@ -109,6 +110,7 @@ def test_a_projects_long_checks_leave_room_for_another_projects(projects, monkey
     assert results["first"]["killed"] == "wall time", results["first"]
 
 
+@pytest.mark.slow
 def test_these_hold_for_a_non_root_worker():
     """The same, by pytest as a non-root worker (the compose set-up: bubblewrap unprivileged, no
     uids to hand out), where a project's share is the only thing between its checks and the host."""

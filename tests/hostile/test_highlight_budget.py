@@ -115,6 +115,7 @@ def test_scala_backslashes_stop_within_budget_and_show_plain_text():
     assert not note and '<span class="hl-' in out[0]
 
 
+@pytest.mark.slow
 def test_every_lexer_a_file_name_can_pick_comes_back_on_pathological_lines():
     names = lexer_file_names()
     assert len(names) > 300 and "ScalaLexer" in names
@@ -205,6 +206,7 @@ def test_group_page_and_partial_show_the_scala_patch_plain_with_a_note(client, a
 
 
 @pytest.mark.django_db
+@pytest.mark.slow
 def test_diff_partial_of_a_200k_line_patch_is_bounded_with_a_note_and_a_raw_download(client, alice, acme):
     n = 200_000
     patch = f"--- /dev/null\n+++ b/big.py\n@@ -0,0 +1,{n} @@\n" + "".join(f"+line_{i} = {i} * 2  # <i>\n" for i in range(n))

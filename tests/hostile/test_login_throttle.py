@@ -127,6 +127,7 @@ print(" ".join(str(throttle.hit(sys.argv[1], window=600).count) for _ in range(i
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_processes_share_one_count_and_never_repeat_a_number(store):
     # Four processes (four gunicorn workers) hitting one key 25 times each at once: 100
     # different counts, 1 to 100: one budget, counted atomically across them.

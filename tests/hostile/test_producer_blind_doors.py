@@ -63,6 +63,7 @@ def _body(r) -> str:
     return (b"".join(r.streaming_content) if r.streaming else r.content).decode()
 
 
+@pytest.mark.slow
 def test_no_door_shows_a_blind_judge_who_made_a_rollout(client, bob, world):
     group, forbidden = world["group"], world["forbidden"]
     lanes = lanes_for(user=bob, group=group)

@@ -17,8 +17,12 @@ from __future__ import annotations
 import socket
 import time
 
+import pytest
+
 from tests.helpers.served import TEMPLATE, Nginx, get
 from tests.hostile.corpus import record
+
+pytestmark = pytest.mark.slow
 
 SLOW_CLIENTS = 300
 PROBES = 10

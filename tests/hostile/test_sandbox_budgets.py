@@ -61,6 +61,7 @@ def test_a_check_within_the_budget_is_left_alone(sandbox: Bubblewrap, worktree: 
     assert "made all 2000" in result.output
 
 
+@pytest.mark.slow
 def test_these_hold_for_a_non_root_worker() -> None:
     if os.geteuid() != 0:
         pytest.skip("already running as a non-root user: the tests above were that run")

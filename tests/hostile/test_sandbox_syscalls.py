@@ -129,6 +129,7 @@ def test_kernel_calls_a_check_never_needs_are_refused(sandbox: Bubblewrap, workt
     assert {name: int(code) for name, code in answers.items() if int(code) != errno.ENOSYS} == {}
 
 
+@pytest.mark.slow
 def test_these_hold_for_a_non_root_worker() -> None:
     """The compose worker is not root: bwrap runs unprivileged, the sandbox as the worker's uid."""
     if os.geteuid() != 0:

@@ -149,6 +149,7 @@ def test_a_sandbox_uid_that_owns_the_cache_is_refused(tenants) -> None:
         assert check_budget_for(tenants["acme"].pk, deadline=None) is None
 
 
+@pytest.mark.slow
 def test_these_hold_for_a_non_root_worker() -> None:
     if os.geteuid() != 0:
         pytest.skip("already running as a non-root user: the tests above were that run")

@@ -15,6 +15,8 @@ import pytest
 
 from tests.helpers.served import App, get
 
+pytestmark = pytest.mark.slow
+
 SLOW_CLIENTS = 4
 
 

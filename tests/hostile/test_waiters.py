@@ -31,6 +31,8 @@ from tests.helpers.groups import jsonl, small_group
 from tests.helpers.ingest import post_groups
 from tests.hostile.corpus import record
 
+pytestmark = pytest.mark.slow
+
 
 def call(port: int, token: str, path: str, *, data: bytes | None = None, timeout: float = 60) -> tuple[int, dict, bytes]:
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson"}

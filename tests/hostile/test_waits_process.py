@@ -34,6 +34,8 @@ import pytest
 from tests.helpers.groups import jsonl, small_group
 from tests.helpers.served import Deployment, get, require_nginx
 
+pytestmark = pytest.mark.slow
+
 WAITERS = 24
 SITE_THREADS = 2
 WAITS_POOL = 3

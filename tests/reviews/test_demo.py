@@ -15,6 +15,7 @@ from reviews.demo import demo_evidence
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_the_default_demo_meets_the_minimum_and_its_calibration_page_says_so(client):
     out = StringIO()
     call_command("seed_demo", "--no-simulate", stdout=out)

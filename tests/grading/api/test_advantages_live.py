@@ -73,6 +73,7 @@ def test_export_command_writes_every_format(tmp_path, worked_example):
     not (os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL")),
     reason="needs a real broker and PostgreSQL (CI sets CELERY_BROKER_URL and DATABASE_URL)",
 )
+@pytest.mark.slow
 def test_real_worker_recomputes_after_a_verdict(worked_example, settings):
     """A verdict queues recompute_step_task after the commit; a real worker process runs it."""
     from gagar_web.celery import app

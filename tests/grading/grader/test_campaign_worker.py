@@ -25,6 +25,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.slow
 def test_a_real_worker_runs_a_campaign_chunk_by_chunk(acme, tmp_path, monkeypatch):
     from gagar_web.celery import app
 

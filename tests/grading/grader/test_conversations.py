@@ -28,6 +28,7 @@ from tests.helpers.ingest import ingest_groups
 from tests.helpers.workers import start_celery_worker, start_grading_worker, stop_process
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(

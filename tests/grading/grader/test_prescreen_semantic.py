@@ -890,6 +890,7 @@ def test_a_file_that_does_not_parse_whole_is_read_piece_by_piece():
     assert cited(screen(new_file("pkg/geometry.py", text))) == ["pkg/geometry.py:6"]
 
 
+@pytest.mark.slow
 def test_huge_lines_and_deep_nesting_cost_work_linear_in_the_patch():
     one_line = "x = '" + "a" * 1_000_000 + "'"
     deep = "x = " + "[" * 5000 + "]" * 5000

@@ -21,6 +21,7 @@ from tests.helpers.workers import start_celery_worker, stop_process
 SCORES = RUBRIC_SCORES
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
         not (os.environ.get("CELERY_BROKER_URL") and os.environ.get("DATABASE_URL")),

@@ -109,6 +109,7 @@ def test_run_and_step_pages_count_distinct_solutions(client, django_user_model, 
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_the_migration_clusters_groups_stored_before_it():
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()

@@ -31,6 +31,7 @@ def worker(tmp_path):
         yield {**w, "media": media}
 
 
+@pytest.mark.slow
 def test_upload_is_imported_by_a_real_worker(client, alice_token, worker, settings, monkeypatch, tmp_path):
     import grading.ingest.tasks
     from gagar_web.celery import app as current_app

@@ -15,6 +15,7 @@ AFTER = [("grading", "0030_grader_disagreement")]
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("back_to_latest")
+@pytest.mark.slow
 def test_existing_verdicts_give_gap_cheat_split_and_a_waiting_jurys_mark():
     apps = migrate(BEFORE)
     Project, Run, Step, Task, Jury = (apps.get_model("grading", m) for m in ("Project", "Run", "Step", "Task", "Jury"))

@@ -29,6 +29,7 @@ def back_to_latest():
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("back_to_latest")
+@pytest.mark.slow
 def test_existing_groups_get_step_number_verdict_flag_credit_and_review_state():
     apps = migrate(BEFORE)
     User = apps.get_model("auth", "User")

@@ -355,6 +355,7 @@ def test_sandbox_from_reads_the_settings_names() -> None:
 GREEN_CHECKS = ["passes", "cpu_beyond", "sleeping", "concurrent", "fork_bomb", "huge_output"]
 
 
+@pytest.mark.slow
 def test_checks_hold_in_the_grading_workers_gevent_process(sandbox: Bubblewrap) -> None:
     """The grading worker runs checks in a gevent monkey-patched process with GEVENT_NOWAITPID=1
     (docker/start.sh grader, grading.jobs.worker): these tests of the sandbox hold there too."""
@@ -379,6 +380,7 @@ def test_checks_hold_in_the_grading_workers_gevent_process(sandbox: Bubblewrap) 
     assert done.returncode == 0 and f"{len(GREEN_CHECKS)} passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_these_hold_for_a_non_root_worker() -> None:
     """The compose worker is not root (uid 10001): bwrap runs unprivileged, in a user namespace,
     and the sandbox as the worker's own uid. Every test above, again as such a worker."""

@@ -153,6 +153,7 @@ def worker(tmp_path):
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_a_real_worker_highlights_what_ingest_queued(acme, alice, client, worker, monkeypatch, no_lexing):
     """Ingest commits, its task goes to a real Celery worker (subprocess, PostgreSQL, Redis),
     which stores the highlights; the page then reads them without lexing (no_lexing: in

@@ -182,6 +182,7 @@ def test_the_long_groups_hold_all_64_real_trajectories_and_the_first_16_as_load_
     assert all([r["index"] for r in g["rollouts"]] == [0, 1, 2, 3] for g in groups)
 
 
+@pytest.mark.slow
 def test_every_command_a_real_rollout_ran_finds_that_rollout(real):
     ran = searchable_commands(real)
     assert len(ran) > 1_900 and all(real.commands[pk] for pk in real.fields)  # ~2,500 commands, 1,973 distinct
@@ -197,6 +198,7 @@ def test_every_command_a_real_rollout_ran_finds_that_rollout(real):
         pytest.fail(f"{len(missed)} of {len(ran)} commands do not find every rollout that ran them, e.g.\n{sample}")
 
 
+@pytest.mark.slow
 def test_a_command_first_run_past_the_100000th_character_finds_its_rollout(real):
     deep = deep_commands(real)
     # The long trajectories have such commands (240 rollout-command pairs, the deepest at 168,756); without one
@@ -289,6 +291,7 @@ def data_probes(corpus: Corpus, seed: int = 20251118) -> list[str]:
     return probes
 
 
+@pytest.mark.slow
 def test_literal_probes_from_the_real_data_return_exactly_the_rollouts_that_hold_them(real):
     probes = list(
         dict.fromkeys(p for p in TYPED_PROBES + data_probes(real) if p.strip() and MIN_COMMAND_CHARS <= len(p) <= MAX_QUERY_CHARS)

@@ -36,6 +36,7 @@ def search(client, token, q):
     return r.json()
 
 
+@pytest.mark.slow
 def test_a_post_is_searchable_once_a_real_worker_has_indexed_it(client, alice_token, worker, settings, monkeypatch):
     import grading.search.tasks
     from gagar_web.celery import app as current_app

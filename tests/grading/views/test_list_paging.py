@@ -34,6 +34,7 @@ def test_import_jobs_api_refuses_an_unreadable_cursor_with_json(client, acme, al
     assert "before" in response.json()["detail"]
 
 
+@pytest.mark.slow
 def test_run_page_pages_its_steps_and_charts_every_step(client, acme, alice):
     from grading.selectors import steps
 

@@ -47,6 +47,7 @@ def ranked(tiers: dict[int, str]) -> list[tuple[int, str, int]]:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_a_heuristic_and_a_posted_grader_compared_against_a_person_on_real_groups(client, acme, alice, alice_token):
     bob = member("bob", acme, Role.REVIEWER)
     assert api(client, "post", "/api/v1/runs/", alice_token, {"name": RUN, "auto_grade": "heuristic"}).status_code == 201

@@ -51,6 +51,7 @@ def test_warming_computes_everything_the_page_and_the_api_show(client, alice, ju
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(not REAL, reason="needs a real broker and PostgreSQL (CI sets CELERY_BROKER_URL and DATABASE_URL)")
+@pytest.mark.slow
 def test_a_real_worker_warms_the_figures_a_judgment_changed(client, alice, judged, erin, monkeypatch, tmp_path):
     from gagar_web.celery import app
 
