@@ -39,7 +39,7 @@ from reviews.selectors.overview import cluster_labels, lane_order, rollout_test_
 from reviews.selectors.review_context import ReviewContext
 
 if TYPE_CHECKING:
-    from grading.selectors import RolloutWithPatch
+    from grading.selectors.rollouts import RolloutWithPatch
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from reviews.presenters.group_page.head import group_args
 from reviews.selectors.lanes import Lanes
 
 if TYPE_CHECKING:
-    from grading.selectors import RolloutWithPatch
+    from grading.selectors.rollouts import RolloutWithPatch
 
 # Patches highlighted inline on a group page: one rollout's up to DIFF_INLINE_CHARS, all of
 # them together up to DIFF_PAGE_CHARS; larger ones load when asked (benchmarks/group_page.py).

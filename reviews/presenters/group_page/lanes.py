@@ -13,7 +13,7 @@ from reviews.presenters.group_page.diffs import Diff
 from reviews.selectors.lanes import Lanes
 
 if TYPE_CHECKING:
-    from grading.selectors import RolloutWithPatch
+    from grading.selectors.rollouts import RolloutWithPatch
 
 
 @dataclass(frozen=True)
