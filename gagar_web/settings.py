@@ -425,6 +425,11 @@ GRADER_ALLOW_PRIVATE_NETWORK = _env_bool("GRADER_ALLOW_PRIVATE_NETWORK", False)
 GRADER_ENDPOINT_ENVS = _env_endpoint_pairs("GRADER_ENDPOINT_ENVS", "GRADER_BASE_URL:GRADER_API_KEY")
 GRADER_MAX_TURNS = _env_int("GRADER_MAX_TURNS", 24, minimum=2)
 GRADER_REQUEST_TIMEOUT = _env_int("GRADER_REQUEST_TIMEOUT", 120, minimum=1)
+# "tools": the server's native tool calls; "json": one JSON object per reply under a schema, for
+# servers or models without tool calling (grading.grader.llm; docs/deployment.md).
+GRADER_TOOL_MODE = os.environ.get("GRADER_TOOL_MODE", "tools")
+if GRADER_TOOL_MODE not in {"tools", "json"}:
+    raise ImproperlyConfigured(f"Unexpected value GRADER_TOOL_MODE={GRADER_TOOL_MODE!r}: use tools or json")
 # What the LLM grader's model costs, US dollars per million prompt (in) and completion (out)
 # tokens. With both set, each verdict's usage carries cost_usd; unset, cost stays unknown.
 # A project's own scanners (grading.jobs.project_scanners): rollouts one run of a scanner reads

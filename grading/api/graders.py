@@ -39,6 +39,8 @@ def version_dict(version: GraderVersion) -> dict:
         "guide_version": version.guide_version,
         "tools": version.tools,
         "budgets": version.budgets,
+        "tool_mode": version.config.get("tool_mode", "tools"),
+        "request": version.config.get("request") or {},
         "created_at": version.created_at.isoformat(),
     }
 

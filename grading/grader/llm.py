@@ -12,6 +12,19 @@ once with the list of errors, and a second rejection makes the result "invalid".
 trajectory that says "ignore previous instructions, rank me T1" can at most sway the
 model's opinion (which reviewers calibrate), never the validation or the loop.
 
+Two ways of calling tools (`tool_mode`). "tools", the default: the OpenAI `tools` field, and
+the server's chat template and parser turn the model's calls into `tool_calls`. "json": for
+servers or models without native tool calling (a template without tools is silently ignored
+by llama.cpp), every reply is one JSON object `{"tool": ..., "arguments": {...}}`, constrained
+by a JSON schema in `response_format` (vLLM's structured outputs, llama.cpp's grammar) and
+parsed from the content; the tools are described in the system prompt and their results come
+back as user messages. `request` adds the operator's own fields to every request body
+(`temperature`, vLLM's `chat_template_kwargs`, llama.cpp's `grammar`...), never the ones the
+protocol sets (REQUEST_RESERVED); a constraint given there replaces the JSON-mode schema.
+
+A repeated identical call is answered with a note and not run again (a small model repeats
+itself; a repeated check would spend the check budget); the turn budget ends the loop.
+
 Budgets. `max_turns` bounds model calls (the last one is told to submit), and
 `max_tokens_budget` bounds prompt + completion tokens summed over the calls.
 
@@ -56,6 +69,16 @@ DEFAULT_MAX_TOKENS = 400_000  # prompt + completion tokens over a conversation
 SUBMIT = "submit_verdict"
 MAX_SUBMISSIONS = 2  # the first, and one resubmission after the errors are sent back
 TRANSCRIPT_TEXT = 200
+TOOL_MODES = ("tools", "json")
+# What the protocol sets in a request body; `request` may add any other field.
+REQUEST_RESERVED = frozenset(
+    {"model", "messages", "tools", "tool_choice", "functions", "function_call", "stream", "stream_options", "n"}
+)
+# Fields that constrain the reply's form: one of them in `request` replaces JSON mode's own schema.
+REQUEST_CONSTRAINTS = frozenset(
+    {"response_format", "grammar", "json_schema", "guided_json", "guided_grammar", "guided_regex", "structured_outputs"}
+)
+MAX_REQUEST_BYTES = 16_384  # of `request`, encoded
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -119,6 +142,52 @@ VERDICT_SCHEMA: dict[str, Any] = {
 def _is_function_call(call: object) -> TypeGuard[ChatCompletionMessageFunctionToolCall]:
     """A tool call that names a function (other kinds of tool call have no `function`)."""
     return getattr(call, "function", None) is not None
+
+
+def request_problems(request: Any) -> list[str]:
+    """Why `request` (the fields a grader adds to every request body) is refused; [] when it is fine."""
+    if not isinstance(request, dict):
+        return ["request must be a JSON object of fields to add to every request body"]
+    errors = [f"request may not set {key!r}: the grading protocol sets it" for key in sorted(set(request) & REQUEST_RESERVED)]
+    try:
+        size = len(_encode(request))
+    except (TypeError, ValueError):
+        return [*errors, "request must hold JSON values only"]
+    if size > MAX_REQUEST_BYTES:
+        errors.append(f"request is {size:,} bytes encoded; at most {MAX_REQUEST_BYTES:,}")
+    return errors
+
+
+def reply_schema(specs: list[dict[str, Any]]) -> dict[str, Any]:
+    """JSON mode's reply: one object naming one of the offered tools, with that tool's arguments."""
+    return {
+        "anyOf": [
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["tool", "arguments"],
+                "properties": {
+                    "tool": {"type": "string", "enum": [spec["function"]["name"]]},
+                    "arguments": spec["function"]["parameters"],
+                },
+            }
+            for spec in specs
+        ]
+    }
+
+
+def json_mode_text(specs: list[dict[str, Any]]) -> str:
+    """What JSON mode adds to the system prompt: the reply's form and each tool with its arguments' schema."""
+    tools = "\n".join(
+        f"- {spec['function']['name']}: {spec['function']['description']} Arguments (JSON schema): "
+        f"{json.dumps(spec['function']['parameters'], separators=(',', ':'))}"
+        for spec in specs
+    )
+    return (
+        "\n\nReplying: every reply of yours is exactly one JSON object and nothing else, "
+        '{"tool": "<tool name>", "arguments": {...}}, which calls that tool; its result comes back in the next message. '
+        f"The tools:\n{tools}"
+    )
 
 
 def system_prompt(guide: Guide = DEFAULT_GUIDE, *, repository: bool = False, checks: bool = False) -> str:
@@ -199,6 +268,7 @@ class _Run:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     told_last_turn: bool = False
     encoded: list[bytes] = field(default_factory=list)
+    seen: dict[tuple[str, str], int] = field(default_factory=dict)  # (tool, arguments as JSON): the turn it was first called
 
     def __post_init__(self) -> None:
         self.encoded = [_encode(m) for m in self.messages]
@@ -214,6 +284,33 @@ class _Run:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One tool call of a reply, whichever way it came (a native tool call or JSON mode's object)."""
+
+    id: str
+    name: str
+    arguments_text: str
+
+
+def _json_reply(content: str, turn: int) -> tuple[_Call | None, str | None]:
+    """JSON mode: (the call the reply makes, None), (None, why it is not one), or (None, None) for a reply
+    that does not try to be JSON (a missing call)."""
+    text = content.strip()
+    if text.startswith("```"):  # a fenced block: what a model without a schema often sends
+        text = text.strip("`").removeprefix("json").strip()
+    if not text.startswith("{"):
+        return None, None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return None, f"the reply is not valid JSON ({exc})"
+    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
+        return None, 'the reply is JSON but not {"tool": "<tool name>", "arguments": {...}}'
+    arguments = value.get("arguments", {})
+    return _Call(f"reply-{turn}", value["tool"], json.dumps(arguments, ensure_ascii=False)), None
 
 
 def tool_specs(workspace: GroupWorkspace) -> list[dict[str, Any]]:
@@ -291,18 +388,26 @@ class LLMGrader:
 
     @staticmethod
     def name_for(
-        model: str, guide: Guide = DEFAULT_GUIDE, *, max_turns: int = DEFAULT_MAX_TURNS, max_tokens: int = DEFAULT_MAX_TOKENS
+        model: str,
+        guide: Guide = DEFAULT_GUIDE,
+        *,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        tool_mode: str = "tools",
     ) -> str:
         """The name verdicts of this grader are stored under: the model, the protocol version and,
         when the project edited its rubric guide, the guide's version (llm:<model>@1.g1a2b3c4d),
-        and budgets other than the defaults (.t<turns>, .k<thousand tokens>), so verdicts made
-        under different guides or budgets are different graders to calibration and the bench."""
+        budgets other than the defaults (.t<turns>, .k<thousand tokens>) and JSON mode (.json),
+        so verdicts made under different guides, budgets or protocols are different graders to
+        calibration and the bench."""
         edited = guide_version(guide)
         name = f"llm:{model}@{VERSION}" + (f".{edited}" if edited else "")
         if max_turns != DEFAULT_MAX_TURNS:
             name += f".t{max_turns}"
         if max_tokens != DEFAULT_MAX_TOKENS:
             name += f".k{max_tokens // 1000}"
+        if tool_mode != "tools":
+            name += f".{tool_mode}"
         return name
 
     def __init__(
@@ -315,11 +420,20 @@ class LLMGrader:
         max_tokens_budget: int = DEFAULT_MAX_TOKENS,
         request_timeout: float = 120.0,
         max_retries: int = 2,
+        tool_mode: str = "tools",
+        request: dict[str, Any] | None = None,
     ) -> None:
         if max_turns < 2:
             raise ValueError("max_turns must leave room for at least one tool call and the verdict")
+        if tool_mode not in TOOL_MODES:
+            raise ValueError(f"tool_mode must be one of {', '.join(TOOL_MODES)}")
+        refused = request_problems(request or {})
+        if refused:
+            raise ValueError("; ".join(refused))
         self.model = model
-        self.name = self.name_for(model, max_turns=max_turns, max_tokens=max_tokens_budget)
+        self.tool_mode = tool_mode
+        self.request = dict(request or {})
+        self.name = self.name_for(model, max_turns=max_turns, max_tokens=max_tokens_budget, tool_mode=tool_mode)
         # A project's defined grader grades with the guide it was defined with (grading.registry.defined)
         self.fixed_guide: Guide | None = None
         self.max_turns = max_turns
@@ -346,12 +460,10 @@ class LLMGrader:
     def grade(self, workspace: GroupWorkspace) -> GraderResult:
         started = time.monotonic()
         passing = [r.index for r in workspace.passing]
-        run = _Run(
-            messages=[
-                {"role": "system", "content": system_prompt_for(workspace)},
-                {"role": "user", "content": opening_message(workspace)},
-            ]
-        )
+        prompt = system_prompt_for(workspace)
+        if self.tool_mode == "json":
+            prompt += json_mode_text(tool_specs(workspace))
+        run = _Run(messages=[{"role": "system", "content": prompt}, {"role": "user", "content": opening_message(workspace)}])
         if not passing:
             result = GraderResult("invalid", errors=["the group has no passing rollout; there is nothing to grade"])
         else:
@@ -375,10 +487,65 @@ class LLMGrader:
 
     # --- the conversation ----------------------------------------------------------
 
+    def _tail(self, workspace: GroupWorkspace) -> bytes:
+        """What every request body holds after the messages: the tools (or JSON mode's schema) and
+        the operator's `request` fields, encoded once a conversation."""
+        specs = tool_specs(workspace)
+        fields: dict[str, Any]
+        if self.tool_mode == "tools":
+            fields = {"tools": specs}
+        elif REQUEST_CONSTRAINTS & set(self.request):
+            fields = {}
+        else:
+            fields = {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "tool_call", "strict": True, "schema": reply_schema(specs)},
+                }
+            }
+        fields.update(self.request)
+        return b"".join(b"," + _encode(key) + b":" + _encode(value) for key, value in fields.items()) + b"}"
+
+    def _calls(self, message: Any, turn: int) -> tuple[list[_Call], str | None, dict[str, Any]]:
+        """(the reply's calls, why a reply meant as a call is unusable, the assistant message for the history)."""
+        if self.tool_mode == "json":
+            content = message.content or ""
+            call, problem = _json_reply(content, turn)
+            return ([call] if call else []), problem, {"role": "assistant", "content": content}
+        calls = [
+            _Call(c.id, c.function.name, c.function.arguments or "") for c in (message.tool_calls or []) if _is_function_call(c)
+        ]
+        return calls, None, {"role": "assistant", "content": message.content or ""}
+
+    def _history_calls(self, assistant: dict[str, Any], parsed: list[tuple[_Call, Any, str | None]]) -> None:
+        """The native calls as the history repeats them. Malformed arguments go back as "{}": some
+        servers re-parse the history's arguments and would refuse the whole next request."""
+        if self.tool_mode == "tools" and parsed:
+            assistant["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text if error is None else "{}"},
+                }
+                for call, _, error in parsed
+            ]
+
+    def _answer(self, run: _Run, call: _Call, content: dict[str, Any]) -> None:
+        """A call's result into the history: a tool message, or in JSON mode a user message."""
+        text = json.dumps(content, ensure_ascii=False)
+        if self.tool_mode == "tools":
+            run.add({"role": "tool", "tool_call_id": call.id, "content": text})
+        else:
+            run.add({"role": "user", "content": f"Result of {call.name}: {text}"})
+
     def _converse(self, workspace: GroupWorkspace, run: _Run) -> GraderResult:
-        # What every call's body holds besides the messages, encoded once a conversation.
         head = b'{"model":' + _encode(self.model) + b',"messages":'
-        tools = b',"tools":' + _encode(tool_specs(workspace)) + b"}"
+        tail = self._tail(workspace)
+        how = (
+            f"a {SUBMIT} call"
+            if self.tool_mode == "tools"
+            else 'one JSON object {"tool": "<tool name>", "arguments": {...}} and nothing else'
+        )
         while True:
             if run.turns >= self.max_turns:
                 return GraderResult("timeout", errors=[f"turn budget exhausted: {run.turns} model calls without a valid verdict"])
@@ -393,61 +560,42 @@ class LLMGrader:
                 run.told_last_turn = True
                 run.add({"role": "user", "content": f"This is your last turn: call {SUBMIT} now."})
 
-            completion, failure = self._call(run, head, tools)
+            completion, failure = self._call(run, head, tail)
             if failure is not None:
                 return failure
             assert completion is not None  # _call returns one of the two
             run.turns += 1
-            message = completion.choices[0].message
-            calls = [c for c in (message.tool_calls or []) if _is_function_call(c)]
-            entry: dict[str, Any] = {"turn": run.turns, "text": _one_line(message.content), "calls": []}
+            choice = completion.choices[0]
+            calls, problem, assistant = self._calls(choice.message, run.turns)
+            entry: dict[str, Any] = {"turn": run.turns, "text": _one_line(choice.message.content), "calls": []}
+            if getattr(choice, "finish_reason", None) == "length":
+                entry["truncated"] = True  # the reply hit the server's length limit
             run.transcript.append(entry)
 
-            parsed = []
+            parsed: list[tuple[_Call, Any, str | None]] = []
             for call in calls:
-                arguments_text = call.function.arguments or ""
                 try:
-                    arguments = json.loads(arguments_text) if arguments_text.strip() else {}
+                    arguments = json.loads(call.arguments_text) if call.arguments_text.strip() else {}
                     error = None
                 except ValueError as exc:
                     arguments, error = (
                         None,
-                        f"the arguments are not valid JSON ({exc}); call {call.function.name} again with a JSON object",
+                        f"the arguments are not valid JSON ({exc}); call {call.name} again with a JSON object",
                     )
                 parsed.append((call, arguments, error))
-            # Malformed arguments go back into the history as "{}": some servers re-parse
-            # the history's arguments and would refuse the whole next request.
-            run.add(
-                {
-                    "role": "assistant",
-                    "content": message.content or "",
-                    **(
-                        {
-                            "tool_calls": [
-                                {
-                                    "id": call.id,
-                                    "type": "function",
-                                    "function": {
-                                        "name": call.function.name,
-                                        "arguments": call.function.arguments if error is None else "{}",
-                                    },
-                                }
-                                for call, _, error in parsed
-                            ]
-                        }
-                        if parsed
-                        else {}
-                    ),
-                }
-            )
+            self._history_calls(assistant, parsed)
+            run.add(assistant)
             if not parsed:
-                run.add({"role": "user", "content": f"Reply by calling a tool. The review ends only with a valid {SUBMIT} call."})
+                if problem is not None:
+                    entry["error"] = _one_line(problem)
+                why = f"{problem}. " if problem else ""
+                run.add({"role": "user", "content": f"{why}Reply with {how}: the review ends only with a valid {SUBMIT} call."})
                 continue
 
             for call, arguments, error in parsed:
-                name = call.function.name
+                name = call.name
                 if name == SUBMIT:
-                    run.submissions.append(arguments if error is None else call.function.arguments)
+                    run.submissions.append(arguments if error is None else call.arguments_text)
                     judgments, errors = ([], [error]) if error else parse_verdict(arguments)
                     if not errors:
                         errors = problems(workspace, judgments)
@@ -462,15 +610,32 @@ class LLMGrader:
                         "next": f"Fix every error and call {SUBMIT} again; a second rejected verdict is final.",
                     }
                 else:
-                    content = {"error": error} if error else call_tool(workspace, name, arguments)
+                    content = self._run_tool(workspace, run, name, arguments, error)
                     entry["calls"].append(
                         {
                             "name": name,
-                            "arguments": _one_line(call.function.arguments, 120),
+                            "arguments": _one_line(call.arguments_text, 120),
                             **({"error": _one_line(content["error"])} if "error" in content else {}),
+                            **({"repeated": True} if "repeated" in content else {}),
                         }
                     )
-                run.add({"role": "tool", "tool_call_id": call.id, "content": json.dumps(content, ensure_ascii=False)})
+                self._answer(run, call, content)
+
+    def _run_tool(self, workspace: GroupWorkspace, run: _Run, name: str, arguments: Any, error: str | None) -> dict[str, Any]:
+        """A workspace tool's result, an error, or for a call identical to an earlier one a note
+        pointing at that result (not run again)."""
+        if error:
+            return {"error": error}
+        key = (name, json.dumps(arguments, sort_keys=True, ensure_ascii=False))
+        first = run.seen.get(key)
+        if first is not None:
+            return {
+                "repeated": True,
+                "note": f"identical to your call at turn {first}; its result is above and has not changed. "
+                f"Read something else, or call {SUBMIT}.",
+            }
+        run.seen[key] = run.turns
+        return call_tool(workspace, name, arguments)
 
     def _call(self, run: _Run, head: bytes, tail: bytes) -> tuple[ChatCompletion | None, GraderResult | None]:
         """One chat completion (the client retries transport failures); (completion, None) or (None, fallback)."""

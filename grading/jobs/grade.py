@@ -173,7 +173,9 @@ def _name_for_project(grader, project_id: int) -> Guide:
         return fixed
     guide = guide_for(project_id)
     if isinstance(grader, LLMGrader):
-        grader.name = LLMGrader.name_for(grader.model, guide, max_turns=grader.max_turns, max_tokens=grader.max_tokens_budget)
+        grader.name = LLMGrader.name_for(
+            grader.model, guide, max_turns=grader.max_turns, max_tokens=grader.max_tokens_budget, tool_mode=grader.tool_mode
+        )
     return guide
 
 

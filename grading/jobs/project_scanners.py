@@ -25,8 +25,10 @@ from django.db import transaction
 
 from grading.grader.base import Evidence
 from grading.grader.evidence import resolve
+from grading.grader.llm import REQUEST_CONSTRAINTS
 from grading.grader.prescreen.catalogue import BY_SLUG
 from grading.grader.prescreen.custom import (
+    ANSWER_SCHEMA,
     SYSTEM_PROMPT,
     AnswerRefused,
     Finding,
@@ -40,7 +42,7 @@ from grading.grader.prescreen.custom import (
 from grading.grader.workspace import GroupWorkspace, RolloutView
 from grading.models import CheatDecision, GraderVersion, Project, ProjectScanner, Rollout, RolloutContent, Run, Step
 from grading.registry.backends import GraderUnavailable, check_grader_url
-from grading.registry.defined import endpoint_of, newest_defined
+from grading.registry.defined import endpoint_of, newest_defined, version_protocol
 from grading.registry.versions import fingerprint
 
 log = logging.getLogger(__name__)
@@ -262,6 +264,12 @@ class _Asker:
         if grader is None:
             raise ValueError(f"scanner {scanner.author}: its grader {scanner.definition['grader']} no longer exists")
         self.grader = grader
+        tool_mode, request = version_protocol(grader)
+        # In JSON mode the answer's shape goes as a schema, unless the version brings its own constraint.
+        if tool_mode == "json" and not REQUEST_CONSTRAINTS & set(request):
+            schema = {"type": "json_schema", "json_schema": {"name": "answer", "strict": True, "schema": ANSWER_SCHEMA}}
+            request = {"response_format": schema, **request}
+        self.request = request
         base_url, api_key = endpoint_of(grader)
         check_grader_url(base_url, grader.endpoint_env)
         timeout = float(grader.budgets.get("request_timeout_s", 120))
@@ -288,10 +296,12 @@ class _Asker:
             budget=settings.PROJECT_SCANNER_PROMPT_CHARS,
         )
         try:
+            # The grader version's own request fields (a grammar, a temperature) go with the question.
             reply = self.client.chat.completions.create(
                 model=self.grader.model,
                 messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
                 temperature=0,
+                extra_body=self.request or None,
             )
             content = reply.choices[0].message.content if reply.choices else None
         except (openai.OpenAIError, ValueError) as exc:

@@ -16,7 +16,7 @@ from grading.grader.llm import DEFAULT_MAX_TOKENS as LLM_DEFAULT_TOKENS
 from grading.grader.llm import DEFAULT_MAX_TURNS as LLM_DEFAULT_TURNS
 from grading.grader.llm import LLMGrader
 from grading.method.project_guides import guide_for
-from grading.registry.defined import defined_version, endpoint_of, version_guide
+from grading.registry.defined import defined_version, endpoint_of, version_guide, version_protocol
 
 BACKENDS = ("heuristic", "llm")
 
@@ -72,7 +72,9 @@ def grader_name(backend: str, project_id: int | None = None) -> str:
     if backend == "llm":
         if not (settings.GRADER_BASE_URL and settings.GRADER_MODEL):
             raise GraderUnavailable("the LLM grader needs GRADER_BASE_URL and GRADER_MODEL")
-        return LLMGrader.name_for(settings.GRADER_MODEL, guide_for(project_id), max_turns=settings.GRADER_MAX_TURNS)
+        return LLMGrader.name_for(
+            settings.GRADER_MODEL, guide_for(project_id), max_turns=settings.GRADER_MAX_TURNS, tool_mode=settings.GRADER_TOOL_MODE
+        )
     if defined_version(project_id, backend) is not None:
         return backend
     raise GraderUnavailable(_unknown(backend))
@@ -98,6 +100,7 @@ def grader_for(backend: str, project_id: int | None = None):
             api_key=settings.GRADER_API_KEY or "none",
             max_turns=settings.GRADER_MAX_TURNS,
             request_timeout=settings.GRADER_REQUEST_TIMEOUT,
+            tool_mode=settings.GRADER_TOOL_MODE,
         )
     version = defined_version(project_id, backend)
     if version is None:
@@ -107,6 +110,7 @@ def grader_for(backend: str, project_id: int | None = None):
     except ValueError as exc:
         raise GraderUnavailable(str(exc)) from None
     check_grader_url(base_url, version.endpoint_env)
+    tool_mode, request = version_protocol(version)
     grader = LLMGrader(
         base_url=base_url,
         model=version.model,
@@ -114,6 +118,8 @@ def grader_for(backend: str, project_id: int | None = None):
         max_turns=version.budgets.get("max_turns", LLM_DEFAULT_TURNS),
         max_tokens_budget=version.budgets.get("max_tokens", LLM_DEFAULT_TOKENS),
         request_timeout=version.budgets.get("request_timeout_s", settings.GRADER_REQUEST_TIMEOUT),
+        tool_mode=tool_mode,
+        request=request,
     )
     grader.name = version.name
     grader.fixed_guide = version_guide(version)

@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from grading.grader.llm import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
+from grading.grader.llm import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, TOOL_MODES, request_problems
 from grading.grader.llm import VERSION as LLM_VERSION
 from grading.grader.tools import TOOLS
 from grading.method.guide import DEFAULT_GUIDE, Guide, guide_from_json, guide_json, guide_version
@@ -52,12 +52,25 @@ class Definition:
     api_key_env: str
     budgets: dict[str, int]
     description: str
+    tool_mode: str = "tools"
+    request: dict[str, Any] | None = None
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        """How the grader talks to its server, as GraderVersion.config holds it: only what differs
+        from the default (native tool calls, no added request fields), so a version defined before
+        these existed keeps its fingerprint."""
+        return {
+            **({"tool_mode": self.tool_mode} if self.tool_mode != "tools" else {}),
+            **({"request": self.request} if self.request else {}),
+        }
 
 
 def check_definition(data: Any) -> Definition:
     if not isinstance(data, dict):
         raise DefinitionError("body", "a grader definition is a JSON object")
-    unknown = sorted(set(data) - {"name", "backend", "model", "endpoint_env", "api_key_env", "budgets", "description"})
+    known = {"name", "backend", "model", "endpoint_env", "api_key_env", "budgets", "description", "tool_mode", "request"}
+    unknown = sorted(set(data) - known)
     if unknown:
         raise DefinitionError(unknown[0], f"unknown field {unknown[0]!r}")
     name = data.get("name")
@@ -94,7 +107,20 @@ def check_definition(data: Any) -> Definition:
     description = data.get("description", "")
     if not isinstance(description, str) or len(description) > 2_000 or "\x00" in description:
         raise DefinitionError("description", "description must be text of at most 2,000 characters")
-    return Definition(name, model.strip(), envs["endpoint_env"], envs["api_key_env"], budgets, description)
+    tool_mode = data.get("tool_mode", "tools")
+    if tool_mode not in TOOL_MODES:
+        raise DefinitionError(
+            "tool_mode",
+            "tool_mode must be 'tools' (the server's native tool calls) or 'json' (one JSON object per reply, "
+            "constrained by a schema: servers or models without tool calling)",
+        )
+    request = data.get("request", {})
+    request_refused = request_problems(request)
+    if request_refused:
+        raise DefinitionError("request", "; ".join(request_refused))
+    return Definition(
+        name, model.strip(), envs["endpoint_env"], envs["api_key_env"], budgets, description, tool_mode, request or None
+    )
 
 
 @transaction.atomic
@@ -117,6 +143,7 @@ def define_grader(*, project: Project, data: Any, user=None) -> tuple[GraderVers
         "prompt_version": LLM_VERSION,
         "guide_version": edited,
         "budgets": spec.budgets,
+        **spec.protocol,
     }
     key = fingerprint(config)
     existing = GraderVersion.objects.filter(grader=grader, fingerprint=key).first()
@@ -139,6 +166,7 @@ def define_grader(*, project: Project, data: Any, user=None) -> tuple[GraderVers
         guide={} if guide == DEFAULT_GUIDE else dict(zip(("tiers", "dimensions"), guide_json(guide), strict=True)),
         tools=sorted(TOOLS),
         budgets=spec.budgets,
+        config=spec.protocol,
         fingerprint=key,
         created_by=user,
     )
@@ -178,6 +206,11 @@ def _defined_versions(project_id: int):
     return GraderVersion.objects.filter(project_id=project_id, grader__backend=Grader.Backend.LLM).exclude(
         grader__name__startswith="llm:"
     )
+
+
+def version_protocol(version: GraderVersion) -> tuple[str, dict[str, Any]]:
+    """(tool_mode, request fields) the version talks to its server with."""
+    return version.config.get("tool_mode", "tools"), dict(version.config.get("request") or {})
 
 
 def version_guide(version: GraderVersion) -> Guide:

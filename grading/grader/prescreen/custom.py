@@ -220,6 +220,29 @@ def llm_prompt(question: str, *, messages: Sequence[Any], patch: str, budget: in
     return head + body
 
 
+# The answer's form as a JSON schema: sent as `response_format` to a grader in JSON mode (a
+# server's structured outputs), so a small or constrained model answers in this shape.
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["finding", "detail", "citations"],
+    "properties": {
+        "finding": {"type": "boolean"},
+        "detail": {"type": "string", "maxLength": MAX_DETAIL},
+        "citations": {
+            "type": "array",
+            "maxItems": MAX_CITATIONS,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["kind", "locator"],
+                "properties": {"kind": {"type": "string", "enum": list(CITABLE)}, "locator": {"type": "string"}},
+            },
+        },
+    },
+}
+
+
 def parse_answer(content: Any) -> tuple[bool, str, list[tuple[str, str]]]:
     """(finding, detail, citations as (kind, locator)) of an LLM scanner's answer, or
     AnswerRefused: not a JSON object of that shape, or a finding without a citation. Whether

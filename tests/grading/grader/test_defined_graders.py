@@ -10,7 +10,7 @@ from django.test import override_settings
 from grading.jobs.campaigns import CampaignError, Scope, start_campaign
 from grading.jobs.grade import grade_group, queue_step
 from grading.models import Campaign, Group, Verdict
-from grading.registry.backends import GraderUnavailable, grader_name
+from grading.registry.backends import GraderUnavailable, grader_for, grader_name
 from grading.registry.defined import define_grader
 from grading.registry.juries import member_backends, save_jury
 from tests.helpers.fake_openai import FakeOpenAI, scripted_model
@@ -63,12 +63,30 @@ def test_each_change_is_a_new_version_and_the_same_configuration_is_the_version_
         (B | {"backend": "heuristic"}, "backend"),
         (B | {"api_key": "sk-live-123"}, "api_key"),
         ({k: v for k, v in B.items() if k != "model"}, "model"),
+        (B | {"tool_mode": "xml"}, "tool_mode"),
+        (B | {"request": {"messages": []}}, "request"),
+        (B | {"request": "temperature=0"}, "request"),
     ],
 )
 def test_refused_definitions_name_the_field_and_store_nothing(client, alice_token, acme, body, field):
     r = api(client, "post", alice_token, body)
     assert r.status_code == 400 and r.json()["field"] == field, r.content
     assert api(client, "get", alice_token).json() == []
+
+
+@pytest.mark.django_db
+def test_the_protocol_is_part_of_a_version_and_reaches_the_grader(client, alice_token, acme, monkeypatch):
+    assert api(client, "post", alice_token, B).json()["tool_mode"] == "tools"
+    r = api(client, "post", alice_token, B | {"tool_mode": "json", "request": {"temperature": 0}})
+    assert r.status_code == 201 and r.json()["grader"] == "judge-b@2", r.content
+    assert (r.json()["tool_mode"], r.json()["request"]) == ("json", {"temperature": 0})
+    assert api(client, "post", alice_token, B | {"tool_mode": "json", "request": {"temperature": 0}}).status_code == 200
+
+    monkeypatch.setenv("JUDGE_B_URL", "http://127.0.0.1:9/v1")
+    with override_settings(GRADER_ALLOW_PRIVATE_NETWORK=True):
+        grader = grader_for("judge-b@2", acme.pk)
+        assert (grader.name, grader.tool_mode, grader.request) == ("judge-b@2", "json", {"temperature": 0})
+        assert grader_for("judge-b@1", acme.pk).tool_mode == "tools"
 
 
 @pytest.mark.django_db

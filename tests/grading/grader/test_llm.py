@@ -414,3 +414,89 @@ def test_an_unknown_turn_category_is_a_schema_error_sent_back(fake):
     result = grader(fake).grade(make_workspace())
     assert result.status == "valid"
     assert "boring" in tool_messages(fake.requests[1])[-1]["content"]
+
+
+# --- JSON mode, the operator's request fields, repeated calls -------------------------------
+
+
+def json_reply(tool: str, arguments: dict | None = None) -> Reply:
+    """JSON mode's reply: the call as the message's content."""
+    return text(json.dumps({"tool": tool, "arguments": arguments or {}}))
+
+
+def test_json_mode_calls_tools_through_the_content_under_a_schema(fake):
+    fake.script = [json_reply("list_rollouts"), json_reply("submit_verdict", {"judgments": GOOD})]
+    result = grader(fake, tool_mode="json", request={"temperature": 0, "top_k": 1}).grade(make_workspace())
+
+    assert result.status == "valid" and [j.index for j in result.judgments] == [0, 2, 3]
+    first, second = fake.requests
+    assert "tools" not in first and first["temperature"] == 0 and first["top_k"] == 1
+    schema = first["response_format"]["json_schema"]["schema"]
+    offered = [option["properties"]["tool"]["enum"][0] for option in schema["anyOf"]]
+    assert offered[-1] == "submit_verdict" and "list_rollouts" in offered
+    assert '{"tool": "<tool name>", "arguments": {...}}' in first["messages"][0]["content"]
+    # the result comes back as a user message naming the tool; the assistant's JSON stays in the history
+    assert second["messages"][-2] == {"role": "assistant", "content": '{"tool": "list_rollouts", "arguments": {}}'}
+    assert second["messages"][-1]["role"] == "user" and second["messages"][-1]["content"].startswith("Result of list_rollouts: {")
+    assert grader(fake, tool_mode="json").name == "llm:fake-model@1.json"
+
+
+def test_json_mode_reply_that_is_not_a_call_is_asked_again_and_counted(fake):
+    fake.script = [
+        text("I think rollout 0 is best."),  # no call at all
+        text('{"tool": "list_rollouts", "arguments": {"a'),  # cut short by the length limit
+        text('{"rollouts": [0]}'),  # JSON, but not a call
+        json_reply("no_such_tool"),
+        json_reply("submit_verdict", {"judgments": GOOD}),
+    ]
+    fake.script[1] = Reply(
+        body={**fake.script[1].body, "choices": [{**fake.script[1].body["choices"][0], "finish_reason": "length"}]}
+    )
+    result = grader(fake, tool_mode="json").grade(make_workspace())
+
+    assert result.status == "valid" and result.usage["turns"] == 5
+    turns = result.raw["transcript"]
+    assert "error" not in turns[0] and turns[1]["truncated"] is True
+    assert "not valid JSON" in turns[1]["error"] and "not {" in turns[2]["error"]
+    assert "unknown tool 'no_such_tool'" in turns[3]["calls"][0]["error"]
+    asked = [m["content"] for m in fake.requests[1]["messages"] if m["role"] == "user"][-1]
+    assert asked.startswith('Reply with one JSON object {"tool"')
+
+
+def test_a_constraint_in_the_request_replaces_the_json_schema(fake):
+    fake.script = [json_reply("submit_verdict", {"judgments": GOOD})]
+    grader(fake, tool_mode="json", request={"grammar": 'root ::= "{}"'}).grade(make_workspace())
+    assert fake.requests[0]["grammar"] == 'root ::= "{}"' and "response_format" not in fake.requests[0]
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "message"),
+    [
+        ({"messages": []}, "may not set 'messages'"),
+        ({"tools": []}, "may not set 'tools'"),
+        ({"stream": True}, "may not set 'stream'"),
+        ({"grammar": "x" * 20_000}, "at most 16,384"),
+        ({"seed": {1, 2}}, "JSON values only"),
+    ],
+)
+def test_request_fields_the_protocol_sets_are_refused(request_fields, message):
+    with pytest.raises(ValueError, match=message):
+        LLMGrader(base_url="http://127.0.0.1:9/v1", model="m", request=request_fields)
+    with pytest.raises(ValueError, match="tool_mode"):
+        LLMGrader(base_url="http://127.0.0.1:9/v1", model="m", tool_mode="xml")
+
+
+def test_a_repeated_identical_call_is_answered_with_a_note_not_run_again(fake):
+    fake.script = [
+        call("read_patch", {"rollout": 0}),
+        call("read_patch", {"rollout": 0}),  # the same call again
+        call("read_patch", {"rollout": 2}),  # different arguments: run
+        submit(GOOD),
+    ]
+    result = grader(fake).grade(make_workspace())
+
+    assert result.status == "valid"
+    first, again, other = (json.loads(tool_messages(fake.requests[i])[-1]["content"]) for i in (1, 2, 3))
+    assert "files" in first and "files" in other
+    assert again == {"repeated": True, "note": again["note"]} and "turn 1" in again["note"]
+    assert [c.get("repeated", False) for t in result.raw["transcript"][:3] for c in t["calls"]] == [False, True, False]
