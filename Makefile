@@ -85,6 +85,7 @@ bench: $(STAMP)
 # Every benchmark once at a tiny size (benchmarks/smoke.py): they still run. PostgreSQL from
 # DATABASE_URL's server, Redis from CELERY_BROKER_URL, as in CI.
 bench-smoke: $(STAMP)
+	PYTHON=$(PY) scripts/llm-server build >/dev/null
 	$(PY) benchmarks/smoke.py
 
 # Layers and lint: import-linter holds gagar_web -> reviews -> grading and the pure cores; ruff

@@ -11,7 +11,8 @@ a few seconds, and must exit 0 and print its table. The figures mean nothing at 
 and are not kept. The scripts that need PostgreSQL create and drop their own databases on
 the server DATABASE_URL names, named `gagar_smoke_<script>` here (never the scripts' own
 defaults, which a full run may have kept); training_loop.py also needs CELERY_BROKER_URL (Redis),
-waiters.py Debian's nginx (as tests/hostile/test_proxy.py).
+waiters.py Debian's nginx (as tests/hostile/test_proxy.py), llm_server.py the model server
+`scripts/llm-server build` makes (the Makefile's bench-smoke builds it first when it is not there).
 About three minutes on two cores.
 """
 
@@ -41,6 +42,7 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "import_runs": (["--trajectories", "8", "--runs", "2"], "re-import:"),
     "importer_regex": (["--sizes", "100", "--big", "10000", "--repeat", "1"], "well-formed inputs"),
     "ingest": (["--groups", "3", "--rollouts", "4", "--rollout-kb", "5"], "ratio REST/COPY"),
+    "llm_server": (["--slots", "1", "--per-slot", "1", "--turns", "2", "--max-tokens", "8"], "conv/min"),
     "last_verdict": (["--sizes", "4", "--rollouts", "4"], "last verdict -> final rows"),
     "sandbox": (["--files", "200", "--small", "20", "--repeat", "2"], "overhead = median"),
     "scale": (["--scale", "0.005", "--requests", "2", "--api-requests", "1"], "judge next group"),
