@@ -20,11 +20,12 @@ from __future__ import annotations
 import email.utils
 import gzip as gzip_module
 import json
+import math
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 GROUP_FORMAT = "gagar-group/1"
@@ -139,6 +140,24 @@ def _header_bool(value: str | None) -> bool | None:
 
 def parse_jsonl(body: bytes) -> list[dict]:
     return [json.loads(line) for line in body.decode("utf-8").splitlines() if line.strip()]
+
+
+def scalar_metrics(metrics: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
+    """(name -> float) of the finite real scalars in `metrics`, and the names left out. A numpy or
+    torch scalar (anything with `.item()` giving a number) counts; a bool does not."""
+    numbers: dict[str, float] = {}
+    skipped: list[str] = []
+    for name, value in metrics.items():
+        if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 0) == 0:
+            try:
+                value = value.item()
+            except (TypeError, ValueError, RuntimeError):
+                pass
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
+            skipped.append(str(name))
+            continue
+        numbers[str(name)] = float(value)
+    return numbers, skipped
 
 
 class Client:
@@ -304,6 +323,29 @@ class Client:
         return self.create_run(name, **policy)
 
     # -- steps -------------------------------------------------------------------------
+
+    def log_metrics(self, run: str, step: int, metrics: Mapping[str, Any]) -> dict:
+        """Log a step's scalars by name (entropy, response length, clip ratio, eval pass rates…),
+        beside the desk's own figures on the run's timeline. Pass the dict the trainer already has
+        (verl's `metrics`, TRL's `logs`): numbers are sent (numpy and torch scalars included), the
+        rest (text, lists, NaN and infinities) is left out and named in the answer's `skipped`.
+        Posting the same values again changes nothing; a new value replaces the old."""
+        numbers, skipped = scalar_metrics(metrics)
+        if not numbers:
+            return {"run": run, "created": 0, "changed": 0, "unchanged": 0, "skipped": skipped}
+        answer = self._json("POST", f"/api/v1/runs/{_segment(run)}/metrics/", json_body={"step": int(step), "metrics": numbers})
+        return {**answer, "skipped": skipped}
+
+    def metrics(self, run: str, *, names: Sequence[str] | None = None, first: int | None = None, last: int | None = None) -> dict:
+        """The run's series: the trainer's (`trainer`), the desk's own (`desk`), and the `warnings`."""
+        query: dict[str, Any] = {}
+        if names is not None:
+            query["names"] = ",".join(names)
+        if first is not None:
+            query["from"] = int(first)
+        if last is not None:
+            query["to"] = int(last)
+        return self._json("GET", f"/api/v1/runs/{_segment(run)}/metrics/", params=query)
 
     def post_step(
         self,

@@ -5,6 +5,8 @@ post a step, wait for it and know when its advantages are final.
     GET   /api/v1/runs/?project=P                 the project's runs
     GET   /api/v1/runs/{name}/?project=P          one run's policy
     PATCH /api/v1/runs/{name}/?project=P          change it (admin)
+    POST  /api/v1/runs/{name}/metrics/?project=P  log a step's metrics (trainer, ingest)
+    GET   /api/v1/runs/{name}/metrics/?project=P  the trainer's series, the desk's, the warnings
     GET   /api/v1/steps/{n}/?project=P&run=R      grading status of a step
     POST  /api/v1/steps/{n}/grade/?project=P&run=R {"backend": ...}   (re)start grading a step (admin)
 """
@@ -21,10 +23,15 @@ from grading.api.errors import error
 from grading.api.parsers import StrictJSONParser
 from grading.api.scoping import project_for_request, run_for_request, run_or_404, step_or_404
 from grading.api.serializers import RunSerializer, StepGradingSerializer, StepStatusSerializer
+from grading.formats import params
+from grading.health.metrics import MetricsError, parse_metrics
+from grading.health.services import record_metrics
 from grading.jobs.grade import queue_jury_step, queue_step
 from grading.jobs.policy import PolicyError, create_run, update_run_policy
+from grading.method.services.mappings import active_mapping
 from grading.models import Capability, Run, Step
 from grading.registry.backends import BACKENDS, GraderUnavailable
+from grading.selectors.metrics import run_health
 from grading.selectors.runs import run_list, run_with_step_count
 from grading.waits.progress import step_status
 
@@ -145,3 +152,55 @@ class StepGradeView(APIView):
             return error(status.HTTP_400_BAD_REQUEST, str(exc), field="backend")
         data = StepGradingSerializer({**step_status(step).as_dict(), "queued": len(jobs)}).data
         return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+class RunMetricsView(APIView):
+    """A run's step metrics: the trainer posts its scalars; anyone who may see the run reads them
+    beside the desk's own figures and the warnings they raise (grading.health)."""
+
+    parser_classes = [StrictJSONParser]
+
+    @extend_schema(
+        parameters=[
+            PROJECT,
+            OpenApiParameter("names", str, description="comma-separated trainer metrics to return; all when absent"),
+            OpenApiParameter("from", int, description="first step"),
+            OpenApiParameter("to", int, description="last step"),
+        ],
+        responses=OpenApiTypes.OBJECT,
+        summary="A run's step metrics: the trainer's, the desk's own, and the warnings they raise",
+    )
+    def get(self, request, name: str):
+        run = run_or_404(project_for_request(request, Capability.VIEW, Capability.EXPORT), name)
+        query = request.query_params
+        first = params.optional_whole(query.get("from"), "from")
+        last = params.optional_whole(query.get("to"), "to")
+        names = [n for n in query.get("names", "").split(",") if n] if "names" in query else None
+        health = run_health(run, active_mapping(run), names=names, first=first, last=last)
+        timeline = health.timeline
+        return Response(
+            {
+                "run": run.name,
+                "steps": timeline.steps,
+                "trainer": {n: [[s, v] for s, v in series] for n, series in timeline.trainer.items()},
+                "desk": {n: [[s, v] for s, v in series] for n, series in timeline.desk.items()},
+                "warnings": [w.as_dict() for w in health.warnings],
+            }
+        )
+
+    @extend_schema(
+        parameters=[PROJECT],
+        request=OpenApiTypes.OBJECT,
+        responses={201: OpenApiTypes.OBJECT, 200: OpenApiTypes.OBJECT},
+        summary='Log a step\'s metrics: {"step": n, "metrics": {name: number}} or a list of them; '
+        "idempotent per (run, step, name), a new value replacing the old",
+    )
+    def post(self, request, name: str):
+        run = run_or_404(project_for_request(request, Capability.INGEST, Capability.EXPORT), name)
+        try:
+            values = parse_metrics(request.data)
+        except MetricsError as exc:
+            return error(status.HTTP_400_BAD_REQUEST, str(exc), field=exc.field)
+        logged = record_metrics(run=run, values=values)
+        created = logged.created > 0
+        return Response({"run": run.name, **logged.as_dict()}, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

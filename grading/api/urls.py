@@ -17,6 +17,7 @@ urlpatterns = [
     path("mappings/", include("grading.api.mappings")),
     path("runs/", runs.RunListCreateView.as_view(), name="api-runs"),
     path("runs/<str:name>/", runs.RunDetailView.as_view(), name="api-run"),
+    path("runs/<str:name>/metrics/", runs.RunMetricsView.as_view(), name="api-run-metrics"),
     path("steps/<int:number>/", runs.StepStatusView.as_view(), name="api-step"),
     path("steps/<int:number>/grade/", runs.StepGradeView.as_view(), name="api-step-grade"),
     path("verdicts/", verdicts.VerdictPostView.as_view(), name="api-verdicts"),

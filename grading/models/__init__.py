@@ -49,6 +49,7 @@ from grading.models.runs import Rollout as Rollout
 from grading.models.runs import RolloutContent as RolloutContent
 from grading.models.runs import Run as Run
 from grading.models.runs import Step as Step
+from grading.models.runs import StepMetric as StepMetric
 from grading.models.runs import StepWaiter as StepWaiter
 from grading.models.runs import Task as Task
 from grading.models.scanners import ProjectScanner as ProjectScanner

@@ -56,6 +56,9 @@ class Project(models.Model):
     # Instance-id prefixes of the benchmarks whose images hold history past the base commit
     # (commit0-style): reading that history is no leak there (grading.grader.prescreen, Task.future_history).
     future_history_prefixes = models.JSONField(default=list, blank=True)
+    health_thresholds = models.JSONField(
+        default=dict, blank=True, help_text="what raises a run's health warnings (grading.health.warnings.Thresholds)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"

@@ -130,6 +130,28 @@ class Step(models.Model):
         return f"{self.run} step {self.number}"
 
 
+class StepMetric(models.Model):
+    """A scalar the trainer logged for a step of a run (entropy, response length, clip ratio, an
+    eval pass rate…), by name: one value per (run, step, name), a later post of the same name
+    replacing it (grading.health.services). Keyed by the step's number, not the Step: a trainer
+    logs its metrics whether or not the desk holds the step's groups."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metrics")
+    step_number = models.PositiveIntegerField()
+    name = models.CharField(max_length=100)
+    value = models.FloatField()
+    logged_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["run", "name", "step_number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step_number", "name"], name="one_metric_per_name_per_step"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} step {self.step_number} {self.name}={self.value}"
+
+
 class Task(models.Model):
     """A coding task (e.g. a SWE-bench instance) as seen by one run; shared by its groups across steps."""
 

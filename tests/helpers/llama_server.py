@@ -142,6 +142,9 @@ class LlamaServer:
         ]
 
     def start(self) -> LlamaServer:
+        """Start the server, or (after kill()) start it again on its port; a running one is left as it is."""
+        if self.process is not None and self.process.poll() is None:
+            return self
         self.port = self.port or _free_port()
         self.template = str(steerable_template(Path(self.template)))
         handle, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
