@@ -83,6 +83,7 @@ error, not a silent pick).
 
 from __future__ import annotations
 
+from grading.method.intervals import bootstrap_ci as bootstrap_ci
 from grading.method.tiers import LEVELS as LEVELS
 from grading.method.tiers import TIERS as TIERS
 from reviews.stats.agreement.figures import FIGURES as FIGURES
@@ -109,7 +110,6 @@ from reviews.stats.agreement.groups import GroupStatistics as GroupStatistics
 from reviews.stats.agreement.groups import group_statistics as group_statistics
 from reviews.stats.agreement.report import Figure as Figure
 from reviews.stats.agreement.report import agreement_report as agreement_report
-from reviews.stats.agreement.report import bootstrap_ci as bootstrap_ci
 from reviews.stats.agreement.report import ceiling_frame as ceiling_frame
 from reviews.stats.agreement.report import ceiling_report as ceiling_report
 from reviews.stats.agreement.report import report_from_statistics as report_from_statistics
