@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from grading.views import checks, grading, guide, imports, pages, team
+from grading.views import checks, grading, guide, health, imports, pages, team
 
 RUN = "projects/<slug:project>/runs/<str:run>/"
 
@@ -26,4 +26,5 @@ urlpatterns = [
     path(RUN + "imports/", imports.import_page, name="import-page"),
     path(RUN + "imports/jobs/", pages.run_imports, name="run-imports"),
     path(RUN + "policy/", pages.run_policy, name="run-policy"),
+    path(RUN + "timeline/", health.run_timeline, name="run-timeline"),
 ]

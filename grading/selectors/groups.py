@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, F, Max, OuterRef, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from grading.formats import params
 from grading.formats.groupline import MAX_UID
-from grading.models import Group, Project, Run, Step
+from grading.models import CheatDecision, Group, Project, Run, Step
 
 
 def group_in_run(project: Project, run: str, uid: str) -> Group | None:
@@ -37,37 +37,47 @@ GROUP_FILTERS = {
     "mixed": Q(is_mixed=True),
     "all-pass": Q(is_mixed=False, n_passed__gt=0),
     "all-fail": Q(is_mixed=False, n_passed=0),
+    # a rollout of the group confirmed as a cheat in the audit
+    "cheats": Q(Exists(CheatDecision.objects.filter(rollout__group=OuterRef("pk"), confirmed=True))),
+}
+# How a step's groups are listed (the run's timeline opens a step in the order its point is about).
+GROUP_ORDERS = {
+    "uid": "by uid",
+    "credit": "most credit moved first",
+    "longest": "longest trajectory first",
 }
 
 
-def groups_for_step(step: Step, *, show: str = "all") -> QuerySet[Group]:
-    return (
-        Group.objects.filter(step=step)
-        .filter(GROUP_FILTERS.get(show, Q()))
-        .select_related("task")
-        .only(
-            "uid",
-            "n_rollouts",
-            "n_passed",
-            "n_unknown",
-            "is_mixed",
-            "distinct_solutions",
-            "task__instance_id",
-            "task__repo",
-            "step_id",
-            "run_id",
-        )
-        .order_by("uid")
+def groups_for_step(step: Step, *, show: str = "all", order: str = "uid") -> QuerySet[Group]:
+    groups = Group.objects.filter(step=step).filter(GROUP_FILTERS.get(show, Q()))
+    if order == "credit":
+        groups = groups.order_by("-credit_moved", "uid")
+    elif order == "longest":
+        groups = groups.annotate(longest=Max("rollouts__tokens")).order_by(F("longest").desc(nulls_last=True), "uid")
+    else:
+        groups = groups.order_by("uid")
+    return groups.select_related("task").only(
+        "uid",
+        "n_rollouts",
+        "n_passed",
+        "n_unknown",
+        "is_mixed",
+        "distinct_solutions",
+        "task__instance_id",
+        "task__repo",
+        "step_id",
+        "run_id",
+        "credit_moved",
     )
 
 
 GROUPS_PER_PAGE = 100
 
 
-def groups_page(step: Step, *, show: str, number) -> Page:
-    """Page `number` (as the request gives it) of the step's groups under the filter `show`,
-    read here: its object_list is a list."""
-    page = Paginator(groups_for_step(step, show=show), GROUPS_PER_PAGE).get_page(number)
+def groups_page(step: Step, *, show: str, number, order: str = "uid") -> Page:
+    """Page `number` (as the request gives it) of the step's groups under the filter `show`, in
+    the order `order` (GROUP_ORDERS), read here: its object_list is a list."""
+    page = Paginator(groups_for_step(step, show=show, order=order), GROUPS_PER_PAGE).get_page(number)
     page.object_list = list(page.object_list)
     return page
 

@@ -23,7 +23,7 @@ from django.db.models import Avg, Count, F, Q, Sum, Value
 from django.db.models.functions import Greatest
 
 from grading.health.warnings import HealthWarning, Thresholds, health_warnings
-from grading.models import AdvantageResult, FactorMapping, GradingJob, Group, Rollout, Run, StepMetric
+from grading.models import AdvantageResult, FactorMapping, GradingJob, Group, Project, Rollout, Run, StepMetric
 
 Series = list[tuple[int, float]]
 
@@ -181,12 +181,48 @@ class RunHealth:
 
 
 def run_health(
-    run: Run, mapping: FactorMapping, *, names: list[str] | None = None, first: int | None = None, last: int | None = None
+    run: Run,
+    mapping: FactorMapping,
+    *,
+    names: list[str] | None = None,
+    first: int | None = None,
+    last: int | None = None,
+    project: Project | None = None,
 ) -> RunHealth:
     """The run's timeline within [first, last] and the warnings it raises under its project's
-    thresholds. The warnings read every logged series whatever `names` asks to show."""
+    thresholds (`project`: the run's, when the caller has it already). The warnings read every
+    logged series whatever `names` asks to show. Five queries."""
     timeline = run_timeline(run, mapping, first=first, last=last)
-    warnings = health_warnings(timeline.trainer, timeline.desk, Thresholds.from_dict(run.project.health_thresholds))
+    thresholds = Thresholds.from_dict((project or run.project).health_thresholds)
+    warnings = health_warnings(timeline.trainer, timeline.desk, thresholds)
     if names is not None:
         timeline.trainer = {name: series for name, series in timeline.trainer.items() if name in names}
     return RunHealth(timeline, warnings)
+
+
+TASK_FIGURES = ("pass_rate", "messages", "tokens")
+
+
+def task_figures(run: Run, step: int) -> dict[str, dict[str, float]]:
+    """Per figure (TASK_FIGURES), each task's mean over its rollouts at `step` of `run`, by the
+    task's instance id. One query."""
+    out: dict[str, dict[str, float]] = {name: {} for name in TASK_FIGURES}
+    rows = (
+        Rollout.objects.filter(group__run=run, group__step__number=step)
+        .values("group__task__instance_id")
+        .annotate(
+            n_known=Count("id", filter=Q(reward__isnull=False)),
+            n_passed=Count("id", filter=Q(reward=1.0)),
+            messages=Avg("n_messages"),
+            tokens=Avg("tokens"),
+        )
+    )
+    for row in rows:
+        task = row["group__task__instance_id"]
+        if row["n_known"]:
+            out["pass_rate"][task] = row["n_passed"] / row["n_known"]
+        if row["messages"] is not None:
+            out["messages"][task] = float(row["messages"])
+        if row["tokens"] is not None:
+            out["tokens"][task] = float(row["tokens"])
+    return out

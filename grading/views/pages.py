@@ -16,13 +16,14 @@ from grading.method.selectors import late_cheat_credit
 from grading.method.services.computation import refresh_stale_step, refresh_stale_steps
 from grading.method.services.mappings import active_mapping
 from grading.models import Capability, Run
-from grading.presenters import charts
+from grading.presenters import charts, timeline
 from grading.projects import create
 from grading.projects.access import page_project, page_run, require_staff
 from grading.selectors.graders import policy_graders, policy_juries
-from grading.selectors.groups import GROUP_FILTERS, groups_page
+from grading.selectors.groups import GROUP_FILTERS, GROUP_ORDERS, groups_page
 from grading.selectors.health import ping_database
 from grading.selectors.imports import import_jobs
+from grading.selectors.metrics import run_health
 from grading.selectors.projects import projects_for_user
 from grading.selectors.runs import credit_per_step, run_progress, runs_with_totals
 from grading.selectors.steps import step_drops, step_for_page, step_totals, steps_page
@@ -80,6 +81,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
     progress = run_progress(run_obj, mapping)
     numbers = [s.number for s in steps]
     late = late_cheat_credit(run_obj, read_first=numbers)
+    health = run_health(run_obj, mapping, project=project_obj)
     return render(
         request,
         "grading/run.html",
@@ -92,6 +94,8 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             "page": page,
             "mapping": mapping,
             "credit_chart": charts.credit_chart(credit) if credit else None,
+            "health_warnings": timeline.warning_rows(project_obj.name, run_obj.name, health.warnings),
+            "n_metrics": len(health.timeline.trainer),
             **import_jobs(run_obj),
             "can_manage": Capability.MANAGE in membership.capabilities,
             "can_import": Capability.INGEST in membership.capabilities,
@@ -150,7 +154,10 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
     show = request.GET.get("show", "all")
     if show not in GROUP_FILTERS:
         show = "all"
-    page = groups_page(step_obj, show=show, number=request.GET.get("page"))
+    order = request.GET.get("sort", "uid")
+    if order not in GROUP_ORDERS:
+        order = "uid"
+    page = groups_page(step_obj, show=show, number=request.GET.get("page"), order=order)
     totals = step_totals(step_obj)
     mapping = active_mapping(run_obj)
     balance = refresh_stale_step(step=step_obj, mapping=mapping).summary  # a GET that writes, as on the run page
@@ -164,6 +171,8 @@ def step_detail(request: HttpRequest, project: str, run: str, step: int) -> Http
             "page": page,
             "show": show,
             "filters": list(GROUP_FILTERS),
+            "order": order,
+            "orders": GROUP_ORDERS,
             "totals": totals,
             "mapping": mapping,
             "balance": balance,

@@ -102,19 +102,33 @@
     if (typeof Chart === "undefined") return;
     canvas.dataset.drawn = "1";
     if (spec.type === "mapping") { mapping(canvas, spec); return; }
-    new Chart(canvas, {
-      type: spec.type,
-      data: { labels: spec.labels, datasets: spec.datasets },
-      options: {
-        animation: false,
-        responsive: true,
-        maintainAspectRatio: false,
-        plugins: { legend: { display: spec.datasets.length > 1 }, title: { display: !!spec.title, text: spec.title } },
-        scales: { x: { title: { display: !!spec.xlabel, text: spec.xlabel } }, y: { beginAtZero: true, title: { display: !!spec.ylabel, text: spec.ylabel } } }
-      }
-    });
+    var scales = { x: { title: { display: !!spec.xlabel, text: spec.xlabel } },
+                   y: { beginAtZero: !spec.links, title: { display: !!spec.ylabel, text: spec.ylabel } } };
+    // A second axis on the right for an overlaid metric (datasets with yAxisID "y1").
+    if (spec.y2label) scales.y1 = { position: "right", grid: { drawOnChartArea: false }, title: { display: true, text: spec.y2label } };
+    var options = {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      plugins: { legend: { display: spec.datasets.length > 1 }, title: { display: !!spec.title && !spec.links, text: spec.title } },
+      scales: scales
+    };
+    // spec.links[dataset][point]: a point opens its step (the run timeline, grading/presenters/timeline.py).
+    if (spec.links) {
+      options.onClick = function (event, elements) {
+        if (!elements.length) return;
+        var url = spec.links[elements[0].datasetIndex][elements[0].index];
+        if (url) window.location.assign(url);
+      };
+      options.onHover = function (event, elements) { event.native.target.style.cursor = elements.length ? "pointer" : "default"; };
+    }
+    new Chart(canvas, { type: spec.type, data: { labels: spec.labels, datasets: spec.datasets }, options: options });
+    if (spec.points !== undefined) canvas.dataset.points = String(spec.points);
   }
-  function drawAll(root) { (root || document).querySelectorAll("canvas[data-chart]").forEach(draw); }
+  function drawAll(root) {
+    (root || document).querySelectorAll("canvas[data-chart]").forEach(draw);
+    document.documentElement.dataset.chartsDrawn = "1";  // a marker for tests and tools: every chart is drawn
+  }
   document.addEventListener("DOMContentLoaded", function () { drawAll(document); });
   document.addEventListener("htmx:afterSettle", function (e) { drawAll(e.target); });
 })();

@@ -66,8 +66,8 @@ def test_the_run_page_shows_the_figure_and_links_the_audit_to_those_rollouts(cli
     # session, user, project, membership, run, step count, the page of steps, their counts, active
     # mapping (2), current computations, credit chart, run totals, graded totals, import jobs; and
     # the late cheats: the rollouts, their scanner findings, when those versions first stored
-    # one, the served bodies
-    with django_assert_num_queries(19):
+    # one, the served bodies; the run's health: the trainer's metrics and the desk's four figures
+    with django_assert_num_queries(24):
         page = client.get("/projects/acme/runs/r1/")
     html = page.content.decode()
     ids = f"{r['fetch'].pk},{r['skip'].pk},{r['history'].pk}"
@@ -107,8 +107,9 @@ def test_a_run_without_late_cheats_shows_nothing_and_costs_one_query(
     take(Client(), trainer_token, 1, "jsonl")
     client.force_login(alice)
     client.get("/projects/acme/runs/r1/")
-    # the 15 above and, as alice is admin, the policy form's graders and juries; one asks for late cheats
-    with django_assert_num_queries(18):
+    # the 15 above and, as alice is admin, the policy form's graders and juries; one asks for late
+    # cheats; five for the run's health
+    with django_assert_num_queries(23):
         html = client.get("/projects/acme/runs/r1/").content.decode()
     assert (
         "late-credit-summary" not in html and '<td class="num" data-testid="late-credit-1"><span class="muted">–</span>' in html
