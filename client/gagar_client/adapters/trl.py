@@ -121,3 +121,18 @@ def from_client(
         return client.advantages(run, step, inputs_version=rows.inputs_version)
 
     return lookup
+
+
+def metrics_callback(client: Any, run: str) -> Any:
+    """A transformers `TrainerCallback` that logs what TRL logs (loss, reward, entropy,
+    completion lengths, clip ratios…) to the run's timeline at the trainer's global step, from
+    the main process: `trainer.add_callback(metrics_callback(client, "my-run"))`. Text and
+    non-finite values are left out (`Client.log_metrics`)."""
+    from transformers import TrainerCallback
+
+    class GagarMetrics(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+            if logs and state.is_world_process_zero:
+                client.log_metrics(run, state.global_step, logs)
+
+    return GagarMetrics()
