@@ -119,12 +119,17 @@ class StepStatusView(APIView):
     @extend_schema(
         parameters=[PROJECT, RUN],
         responses=StepStatusSerializer,
-        summary="Grading status of a step: counts, and whether its advantages are final",
+        summary="Grading status of a step: counts, whether its advantages are final, and the run's health warnings up to it",
     )
     def get(self, request, number: int):
-        return Response(
-            StepStatusSerializer(step_status(_step(request, number, Capability.VIEW, Capability.EXPORT)).as_dict()).data
-        )
+        project = project_for_request(request, Capability.VIEW, Capability.EXPORT)
+        step = step_or_404(run_for_request(request, project), number)
+        data = dict(StepStatusSerializer(step_status(step).as_dict()).data)
+        # The run's health as of this step: what a trainer reading the status should know before
+        # it trains on the step (the collapse or hacking signature, a step not sum-preserving).
+        health = run_health(step.run, active_mapping(step.run), last=step.number, project=project)
+        data["warnings"] = [w.as_dict() for w in health.warnings]
+        return Response(data)
 
 
 class StepGradeView(APIView):

@@ -104,3 +104,24 @@ def test_the_runs_metrics_beside_the_desks_and_the_warnings(client, trainer_toke
     narrowed = get(client, trainer_token, "&names=eval/swe_bench&from=3&to=5")
     assert list(narrowed["trainer"]) == ["eval/swe_bench"] and [s for s, _ in narrowed["trainer"]["eval/swe_bench"]] == [3, 4, 5]
     assert narrowed["desk"] == {} and narrowed["warnings"] == []  # three steps are less than a window
+
+
+@pytest.mark.django_db
+def test_the_step_status_a_trainer_reads_carries_the_warnings_up_to_that_step(client, trainer_token, run):
+    for step in range(1, 13):
+        post(
+            client,
+            trainer_token,
+            {"step": step, "metrics": {"critic/score/mean": 0.2 + 0.04 * step, "eval/swe": 0.45 - 0.01 * step}},
+        )
+
+    def status(number):
+        r = client.get(f"/api/v1/steps/{number}/?project=acme&run=r1", HTTP_AUTHORIZATION=f"Bearer {trainer_token}")
+        assert r.status_code == 200, r.content
+        return r.json()
+
+    assert status(2)["warnings"] == []  # two steps are less than a window
+    assert status(2)["groups"] == 1
+    ingest_groups(run.project, *[small_group(f"g{n}@{n}", step=n, rewards=(1, 0)) for n in range(3, 13)])
+    (warning,) = status(12)["warnings"]
+    assert warning["kind"] == "hacking" and warning["steps"][1] == 12
