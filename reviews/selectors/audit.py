@@ -15,12 +15,27 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypedDict
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    FloatField,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils.http import urlencode
 
 from grading.grader.prescreen.signals import LEAK_SIGNALS, RETIRED_SIGNALS, TAMPER_SIGNALS
-from grading.models import CheatDecision, Project, Rollout
+from grading.models import AdvantageResult, CheatDecision, Project, Rollout
 from grading.templatetags.gagar import patch_anchor
 from reviews.models import CheatAudit, ReviewPolicy
 from reviews.selectors.blind import open_blind_group_ids
@@ -141,7 +156,8 @@ def split_first(project: Project) -> Q:
 
 def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> QuerySet[AuditedRollout]:
     """The rollouts the queue lists for `scope`: with the policy's disagreements first, those
-    whose cheat call graders split on first; then newest signal first."""
+    whose cheat call graders split on first; then by risk, the most credit at stake first (the
+    largest positive A* the rollout was given: what a cheat would take); then newest signal first."""
     rollouts = _audited(project, hidden_from=hidden_from).filter(STATE_FILTERS[scope.status])
     if scope.source:
         rollouts = rollouts.filter(Exists(_signals(source=scope.source)))
@@ -153,8 +169,19 @@ def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> 
         rollouts = rollouts.filter(pk__in=scope.rollouts)
     newest = _signals().order_by("-id").values("id")[:1]
     first = Case(When(split_first(project), then=Value(1)), default=Value(0), output_field=IntegerField())
+    # Risk: the credit a cheat would take, the largest positive A* the rollout was given (a
+    # failing rollout's is not positive: nothing at stake). Stored advantages, one subquery.
+    stake = (
+        AdvantageResult.objects.filter(rollout=OuterRef("pk"), redistributed_advantage__gt=0)
+        .order_by("-redistributed_advantage")
+        .values("redistributed_advantage")[:1]
+    )
     return (
-        rollouts.annotate(newest_signal=Subquery(newest), split_first=first)
+        rollouts.annotate(
+            newest_signal=Subquery(newest),
+            split_first=first,
+            at_stake=Coalesce(Subquery(stake, output_field=FloatField()), Value(0.0)),
+        )
         .select_related("group__run", "group__task")
         .only(
             "id",
@@ -166,7 +193,7 @@ def audit_rollouts(project: Project, *, scope: AuditScope, hidden_from=None) -> 
             "group__run__name",
             "group__task__instance_id",
         )
-        .order_by("-split_first", "-newest_signal", "-id")
+        .order_by("-split_first", "-at_stake", "-newest_signal", "-id")
     )
 
 
