@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from grading.grader.base import Evidence
 from grading.grader.evidence import resolve
@@ -40,7 +41,17 @@ from grading.grader.prescreen.custom import (
     parse_answer,
 )
 from grading.grader.workspace import GroupWorkspace, RolloutView
-from grading.models import CheatDecision, GraderVersion, Project, ProjectScanner, Rollout, RolloutContent, Run, Step
+from grading.models import (
+    CheatDecision,
+    GraderVersion,
+    Project,
+    ProjectScanner,
+    Rollout,
+    RolloutContent,
+    Run,
+    ScannerRead,
+    Step,
+)
 from grading.registry.backends import GraderUnavailable, check_grader_url
 from grading.registry.defined import endpoint_of, newest_defined, version_protocol
 from grading.registry.versions import fingerprint
@@ -69,7 +80,7 @@ class RunResult:
     rollouts: int = 0  # read now
     findings: int = 0  # stored now
     clear: int = 0  # read, nothing found
-    already: int = 0  # flagged by this version before: not read again
+    already: int = 0  # read by this version before (flagged, clear or refused): not read again
     refused: int = 0  # LLM answers refused (uncited, unresolved, malformed)
     errors: int = 0  # LLM calls that failed (the rollout is read again next time)
     capped: bool = False  # more rollouts in scope than one run reads
@@ -181,17 +192,20 @@ def newest_scanner(project: Project, name: str) -> ProjectScanner | None:
 
 
 def run_scanner(*, scanner: ProjectScanner, scope: Scope) -> RunResult:
-    """Run one version over the rollouts of the scope it has not flagged yet (at most
+    """Run one version over the rollouts of the scope it has not read yet (at most
     PROJECT_SCANNER_MAX_ROLLOUTS; `capped` says more are left) and store its findings."""
     result = RunResult(scanner=scanner.author)
     rollouts = Rollout.objects.filter(group__run_id=scope.run_id, group__run__project_id=scanner.project_id)
     if scope.step is not None:
         rollouts = rollouts.filter(group__step__number=scope.step)
     flagged = CheatDecision.objects.filter(source=CheatDecision.Source.PRESCREEN, author=scanner.author)
-    result.already = rollouts.filter(pk__in=flagged.values("rollout_id")).count()
+    read = ScannerRead.objects.filter(scanner=scanner)
+    done = rollouts.filter(Q(pk__in=flagged.values("rollout_id")) | Q(pk__in=read.values("rollout_id")))
+    result.already = done.count()
     limit = settings.PROJECT_SCANNER_MAX_ROLLOUTS
     todo = list(
         rollouts.exclude(pk__in=flagged.values("rollout_id"))
+        .exclude(pk__in=read.values("rollout_id"))
         .select_related("group")
         .order_by("group_id", "index")
         .only("id", "index", "passed", "group__uid", "group_id")[: limit + 1]
@@ -204,6 +218,7 @@ def run_scanner(*, scanner: ProjectScanner, scope: Scope) -> RunResult:
     except (ValueError, GraderUnavailable) as exc:  # messages name variables, never their values
         result.error = str(exc)
         return result
+    reads: list[ScannerRead] = []
     try:
         for rollout in todo:
             content = contents.get(rollout.pk) or RolloutContent()
@@ -212,17 +227,22 @@ def run_scanner(*, scanner: ProjectScanner, scope: Scope) -> RunResult:
             if asker is None:
                 found, detail = match_pattern(scanner.definition, messages=view.messages, patch=view.patch), ""
             else:
+                refused = result.refused
                 answer = asker.ask(rollout, view, result)
-                if answer is None:
+                if answer is None:  # refused (kept: the same question gets the same refusal) or failed (asked again)
+                    if result.refused > refused:
+                        reads.append(ScannerRead(scanner=scanner, rollout=rollout, outcome=ScannerRead.Outcome.REFUSED))
                     continue
                 found, detail = answer
             if found:
                 result.findings += _store(scanner, rollout, found, detail)
             else:
                 result.clear += 1
+                reads.append(ScannerRead(scanner=scanner, rollout=rollout, outcome=ScannerRead.Outcome.CLEAR))
     finally:
         if asker is not None:
             asker.close()
+        ScannerRead.objects.bulk_create(reads, ignore_conflicts=True, batch_size=500)
     return result
 
 

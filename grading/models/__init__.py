@@ -54,6 +54,7 @@ from grading.models.runs import StepWaiter as StepWaiter
 from grading.models.runs import Task as Task
 from grading.models.scanners import ProjectScanner as ProjectScanner
 from grading.models.scanners import ScanLabel as ScanLabel
+from grading.models.scanners import ScannerRead as ScannerRead
 from grading.models.search import RolloutSearch as RolloutSearch
 from grading.models.search import SearchBacklog as SearchBacklog
 from grading.models.search import SearchChunk as SearchChunk

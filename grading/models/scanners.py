@@ -77,3 +77,25 @@ class ProjectScanner(models.Model):
     def author(self) -> str:
         """The versioned name its findings are stored under."""
         return f"{self.name}@{self.version}"
+
+
+class ScannerRead(models.Model):
+    """A project scanner's version read this rollout and stored no finding: it found nothing, or
+    (an LLM scanner) its answer was refused. Running the version again does not read the rollout
+    again (grading.jobs.project_scanners.run_scanner): the same version asks the same question
+    once. A call that failed leaves no row, so the next run asks again."""
+
+    class Outcome(models.TextChoices):
+        CLEAR = "clear", "nothing found"
+        REFUSED = "refused", "the answer was refused"
+
+    scanner = models.ForeignKey(ProjectScanner, on_delete=models.CASCADE, related_name="reads")
+    rollout = models.ForeignKey("grading.Rollout", on_delete=models.CASCADE, related_name="+")
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scanner", "rollout"], name="one_read_per_scanner_version_per_rollout")]
+
+    def __str__(self) -> str:
+        return f"{self.scanner_id} read {self.rollout_id}: {self.outcome}"

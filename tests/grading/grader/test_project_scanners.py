@@ -12,9 +12,9 @@ from django.test import override_settings
 
 from grading.grader.prescreen.custom import check_pattern, match_pattern
 from grading.grader.prescreen.patchfiles import patch_files
-from grading.models import CheatDecision, Rollout
+from grading.models import CheatDecision, Rollout, ScannerRead
 from grading.registry.defined import define_grader
-from tests.helpers.fake_openai import FakeOpenAI, completion
+from tests.helpers.fake_openai import FakeOpenAI, Reply, completion
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
 from tests.helpers.real_groups import load_real_groups
@@ -58,7 +58,7 @@ def test_a_pattern_finds_a_planted_command_cites_its_turn_and_a_rerun_stores_not
     assert "cat /eval/secret_answers.txt" in decision.reason and decision.reason.startswith("custom: peek@1")
 
     again = api(client, "post", alice_token, "peek/runs/", {"run": RUN, "step": 0}).json()["result"]
-    assert (again["findings"], again["already"], again["rollouts"]) == (0, 1, 3)
+    assert (again["findings"], again["already"], again["rollouts"]) == (0, 4, 0)  # the same version reads nothing twice
     assert CheatDecision.objects.filter(author="peek@1").count() == 1
 
 
@@ -223,8 +223,19 @@ def test_an_llm_scanner_stores_a_cited_finding_and_refuses_the_uncited_and_the_u
         assert fake.headers[0]["authorization"] == "Bearer sk-test-judge"
 
         again = api(client, "post", alice_token, "asks/runs/", {"run": RUN}).json()["result"]
-        assert (again["findings"], again["already"], again["rollouts"]) == (0, 1, 4)
-        assert len(fake.requests) == 9  # the flagged rollout is not asked about again
+        assert (again["findings"], again["already"], again["rollouts"]) == (0, 5, 0)
+        assert len(fake.requests) == 5  # the same version asks nothing again: flagged, clear or refused
+        reads = dict(ScannerRead.objects.values_list("rollout__group__uid", "outcome"))
+        assert sorted(reads.values()) == ["clear", "refused", "refused", "refused"]
+
+        # a failed call leaves no read: the next run asks that rollout again
+        ScannerRead.objects.filter(outcome="clear").delete()
+        fake.responder = lambda request: Reply(500, {"error": {"message": "down"}}, {"x-should-retry": "false"})
+        failed = api(client, "post", alice_token, "asks/runs/", {"run": RUN}).json()["result"]
+        assert (failed["rollouts"], failed["errors"], failed["already"]) == (1, 1, 4)
+        fake.responder = respond
+        retried = api(client, "post", alice_token, "asks/runs/", {"run": RUN}).json()["result"]
+        assert (retried["rollouts"], retried["clear"]) == (1, 1)
 
     decision = CheatDecision.objects.get(author="asks@1")
     assert decision.rollout == Rollout.objects.get(group__uid=groups[0]["uid"])
