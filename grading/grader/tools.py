@@ -470,16 +470,22 @@ def _in_share(budget: CheckBudget, run: Callable[[], CheckResult]) -> CheckResul
         return run()
 
 
-def run_check(workspace: GroupWorkspace, rollout: int, command: str) -> dict[str, Any]:
+def _check_budget(workspace: GroupWorkspace) -> CheckBudget:
+    """The group's check budget, when it has a check left (else ToolError saying why not)."""
     budget = workspace.checks
     if budget is None:
         raise ToolError("checks are off for this project")
     if workspace.checks_left <= 0:
         raise ToolError(f"the check budget is spent: {budget.max_checks} checks per group")
-    if not command.strip():
-        raise ToolError("command must not be empty")
-    view = _view(workspace)
-    at = _at(workspace, rollout)
+    return budget
+
+
+def run_sandboxed(workspace: GroupWorkspace, view: RepoView, at: At, rollout: int, command: str) -> CheckRecord:
+    """Run `command` in the sandbox on a copy of `view`'s state `at`, within the group's check
+    budget and deadline, and record it as the group's next check (cited on `rollout`). The one
+    path every check takes: the model's run_check and the differential matrix
+    (grading.grader.differential). ToolError when the budget or the deadline leaves none."""
+    budget = _check_budget(workspace)
     limits = budget.limits
     left = budget.seconds_left()
     if left is not None:
@@ -500,6 +506,16 @@ def run_check(workspace: GroupWorkspace, rollout: int, command: str) -> dict[str
         sandbox=result.sandbox or budget.sandbox.name,
     )
     workspace.check_log.append(record)
+    return record
+
+
+def run_check(workspace: GroupWorkspace, rollout: int, command: str) -> dict[str, Any]:
+    _check_budget(workspace)
+    if not command.strip():
+        raise ToolError("command must not be empty")
+    view = _view(workspace)
+    at = _at(workspace, rollout)
+    record = run_sandboxed(workspace, view, at, rollout, command)
     return {
         "check": record.number,
         "cite_as": f"kind check, locator {record.number}",
