@@ -19,6 +19,10 @@ from grading.repos.types import Limits, RepoView, Sandbox
 from grading.rollouts.diffs import ParsedPatch, parse_patch
 
 MAX_TEXT = 20_000  # characters of one field a tool returns before it truncates (and says so)
+# The states of a task's reference view (GroupWorkspace.reference_view): the base commit with the
+# gold patch, and with the task's test patch.
+GOLD_STATE = 0
+TEST_PATCH_STATE = 1
 
 
 @dataclass
@@ -55,8 +59,14 @@ class GroupWorkspace:
     # The repository at base and at every rollout's state (grading.repos); None when the task
     # names no repository or none is configured. Lazy: nothing is fetched until a tool reads it.
     repo_view: RepoView | None = None
+    # The same repository with the task's own patches as states (GOLD_STATE, TEST_PATCH_STATE),
+    # when it has them; lazy like repo_view. Read by the differential matrix only.
+    reference_view: RepoView | None = None
     checks: CheckBudget | None = None  # None: no more checks may run (the project runs none)
     check_log: list[CheckRecord] = field(default_factory=list)  # checks run on this group, in order
+    # The differential matrix (grading.grader.differential.run_matrix), run once a workspace when
+    # asked; typed loosely, since that module imports this one
+    differential: object = field(default=None, repr=False, compare=False)
     guide: Guide = DEFAULT_GUIDE  # the project's rubric guide: what the tiers and scores mean
     # the task's benchmark images hold history past the base (the project says so): no leak there
     future_history: bool = False

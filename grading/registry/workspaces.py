@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 
-from grading.grader.workspace import GroupWorkspace, RolloutView
+from grading.grader.workspace import GOLD_STATE, TEST_PATCH_STATE, GroupWorkspace, RolloutView
 from grading.method.guide import Guide
 from grading.method.project_guides import guide_for
 from grading.models import Group, RolloutContent, Task
@@ -155,6 +155,17 @@ def repo_view_for(task: Task, rollouts: list[RolloutView], *, fetch: bool = True
     return GitRepoView(source, task.repo, task.base_commit, {r.index: r.patch for r in rollouts}, fetch=fetch)
 
 
+def reference_view_for(task: Task) -> RepoView | None:
+    """The repository with the task's own patches as states: the gold patch (GOLD_STATE) and
+    the test patch (TEST_PATCH_STATE); None when it has no gold patch or no repository. Lazy, as
+    repo_view_for's: read only by the differential matrix when checks run."""
+    source = repo_source()
+    if source is None or not names_a_repository(task) or not (task.gold_patch or "").strip():
+        return None
+    patches = {GOLD_STATE: task.gold_patch, TEST_PATCH_STATE: task.test_patch or ""}
+    return GitRepoView(source, task.repo, task.base_commit, patches)
+
+
 def workspace_for(group: Group, rollouts: list[RolloutView], *, guide: Guide) -> GroupWorkspace:
     """The grader's workspace of `group` (its task read from `group.task`) around `rollouts`:
     the one place a GroupWorkspace is assembled, for the live grader and the SFT export alike."""
@@ -171,5 +182,6 @@ def workspace_for(group: Group, rollouts: list[RolloutView], *, guide: Guide) ->
         pass_to_pass=list(task.pass_to_pass or []),
         rollouts=rollouts,
         repo_view=repo_view_for(task, rollouts),
+        reference_view=reference_view_for(task),
         guide=guide,  # the project's rubric guide goes into the grader's prompt
     )
