@@ -32,7 +32,7 @@ from reviews.presenters.group_page.head import GroupHead, TaskHead, group_head, 
 from reviews.presenters.group_page.judging import desk_for, place_in_queue
 from reviews.presenters.group_page.lanes import Lane, invisible_in, lane_of, shown_rollouts
 from reviews.presenters.group_page.turns import TURNS_PER_PAGE, hit_bar_of, opened_turns
-from reviews.presenters.group_page.verdict import grade_fields, shown_verdict, verdict_checks
+from reviews.presenters.group_page.verdict import differential_of, grade_fields, shown_verdict, verdict_checks
 from reviews.selectors.judge_panel import start_rankings
 from reviews.selectors.lanes import Lanes, lanes_for, withhold_on_page
 from reviews.selectors.overview import cluster_labels, lane_order, rollout_test_counts
@@ -88,6 +88,8 @@ class GroupPage:
     draft_reason: str
     # The commands the shown verdict's grader ran (evidence check:<n>); none while it is hidden.
     checks: tuple[dict, ...] = ()
+    # The differential matrix among the passing patches, with its sentences; None while hidden.
+    differential: dict | None = None
     # Credit settled without a model call (grading.verdicts.identical), said in place of a
     # grader's verdict; False when a grader's verdict stands or the page is blind.
     settled: bool = False
@@ -193,4 +195,5 @@ def group_page(
         browse_reveal=graded.browse_reveal,
         settled=graded.settled,
         checks=verdict_checks(graded.verdict, lanes),
+        differential=differential_of(graded.verdict, lanes),
     )

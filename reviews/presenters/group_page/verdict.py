@@ -1,13 +1,14 @@
 """The grader's verdict as this person's group page shows it: none while they judge blind or
 browse outside an assignment (no grader field is loaded then), the reveal to log the first
 time a person browsing is shown one, credit settled without a model call, each lane's grade
-with what it cites, and the checks the grader ran."""
+with what it cites, the checks the grader ran and the differential matrix among them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from grading.grader.differential import GOLD, DifferentialMatrix
 from grading.models import Group
 from grading.selectors import verdicts as stored
 from reviews.presenters.group_page.diffs import InlineDiffs
@@ -52,10 +53,14 @@ def grade_fields(group: Group, grade, lanes: Lanes, key: str, weights: list | No
 
 
 def verdict_checks(verdict, lanes: Lanes) -> tuple[dict, ...]:
-    """The commands the shown verdict's grader ran (evidence check:<n>); none while it is hidden."""
+    """The commands the shown verdict's grader ran (evidence check:<n>); none while it is hidden.
+    A cell of the differential matrix says which, in the person's names for the rollouts."""
+    matrix = _matrix(verdict)
+    cells = {c.check: c for c in matrix.cells if c.check is not None} if matrix is not None else {}
     return tuple(
         {
             "number": c.number,
+            "cell": cells[c.number].describe(lanes.name) if c.number in cells else "",
             "lane": lanes.key(c.rollout.index),
             "lane_name": lanes.name(c.rollout.index),
             "command": c.command,
@@ -68,3 +73,43 @@ def verdict_checks(verdict, lanes: Lanes) -> tuple[dict, ...]:
         }
         for c in (stored.verdict_checks(verdict) if verdict is not None else ())
     )
+
+
+def differential_of(verdict, lanes: Lanes) -> dict | None:
+    """The shown verdict's differential matrix (grading.grader.differential), stored in its raw:
+    the divergences in words, each linked to its check, and the matrix as rows of cells; None
+    while the verdict is hidden or its grader ran none. Read from the verdict already loaded."""
+    matrix = _matrix(verdict)
+    if matrix is None or not matrix.cells:
+        return None
+
+    def name(who) -> str:
+        return "gold" if who == GOLD else lanes.name(who)
+
+    def cell(tests_of, state) -> dict:
+        found = None if tests_of == state else matrix.cell(tests_of, state)
+        if found is None:
+            return {"label": "", "outcome": "none", "title": ""}
+        href = f"#check-{found.check}" if found.check is not None else ""
+        title = found.describe(lanes.name) + (f" ({found.why})" if found.why else "")
+        return {"label": found.outcome, "outcome": found.outcome.replace(" ", "-"), "href": href, "title": title}
+
+    order = sorted(matrix.participants, key=lambda p: (p == GOLD, name(p)))  # as the person's lanes read
+    rows = [p for p in order if p in matrix.tests]
+    return {
+        "columns": tuple(name(p) for p in order),
+        "rows": tuple({"name": name(r), "cells": tuple(cell(r, p) for p in order)} for r in rows),
+        "sentences": tuple(
+            {"text": s.text, "check": s.check, "href": f"#check-{s.check}" if s.check is not None else ""}
+            for s in matrix.sentences(lanes.name)
+        ),
+        "ran": sum(1 for c in matrix.cells if c.check is not None),
+        "not_run": len(matrix.not_run),
+        "stopped": matrix.stopped,
+    }
+
+
+def _matrix(verdict) -> DifferentialMatrix | None:
+    """The differential matrix the verdict stored in its raw (loaded with it), if any."""
+    raw = getattr(verdict, "raw", None) if verdict is not None else None
+    return DifferentialMatrix.from_dict(raw.get("differential")) if isinstance(raw, dict) else None
