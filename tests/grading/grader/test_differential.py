@@ -23,7 +23,7 @@ from grading.grader.differential import (
 )
 from grading.jobs.grade import grade_group
 from grading.models import CheckPolicy, Verdict, VerdictCheck
-from tests.helpers.fake_openai import FakeOpenAI, submit
+from tests.helpers.fake_openai import FakeOpenAI, submit, text
 from tests.helpers.repo_groups import diverging_group
 
 NEW_FILE = """diff --git a/tests/test_empty.py b/tests/test_empty.py
@@ -213,6 +213,34 @@ def test_the_llm_grader_gets_the_matrix_as_a_tool_result_and_cites_a_cell(tmp_pa
     assert result["checks_left"] == 2 and result["tests_added"]["2"] == ["tests/test_core.py::TestEmpty::test_zero"]
     assert VerdictCheck.objects.filter(verdict=verdict).count() == 6
     assert outcomes(verdict.raw)[0, 1] == "fail"
+
+
+@pytest.mark.django_db
+def test_in_json_mode_the_matrix_comes_as_the_models_reply_and_its_result(tmp_path, settings, acme):
+    group = diverging_group(tmp_path, settings, acme, gold=False)
+    CheckPolicy.objects.create(project=acme, enabled=True, max_checks=8, seconds=60)
+    verdict = {
+        "judgments": [
+            {"rollout": i, "tier": "T1", "rank": 1, "cheat": False, "scores": dict.fromkeys(RUBRIC, 4), "evidence": []}
+            for i in (0, 1, 2)
+        ]
+    }
+    reply = text(json.dumps({"tool": "submit_verdict", "arguments": verdict}))
+    with (
+        FakeOpenAI(script=[reply]) as fake,
+        override_settings(
+            GRADER_BASE_URL=fake.base_url, GRADER_MODEL="fake-model", GRADER_ALLOW_PRIVATE_NETWORK=True, GRADER_TOOL_MODE="json"
+        ),
+    ):
+        stored = grade_group(group_id=group.pk, backend="llm")
+
+    assert stored.status == Verdict.Status.VALID and stored.grader.endswith(".json"), stored.errors
+    first = fake.requests[0]
+    assert "tools" not in first
+    call, answer = first["messages"][2:4]
+    assert json.loads(call["content"]) == {"tool": "differential_matrix", "arguments": {}}
+    assert answer["role"] == "user" and answer["content"].startswith("Result of differential_matrix: {")
+    assert len(json.loads(answer["content"].removeprefix("Result of differential_matrix: "))["cells"]) == 6
 
 
 @pytest.mark.django_db
