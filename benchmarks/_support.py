@@ -6,16 +6,21 @@ from __future__ import annotations
 import http.client
 import os
 import platform
+import random
 import secrets
 import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse, urlunparse
 
 import psycopg
 from psycopg import sql
+
+if TYPE_CHECKING:
+    from grading.grader.workspace import GroupWorkspace
 
 
 def cpu_model() -> str:
@@ -165,3 +170,39 @@ def copy_baseline(url: str, path: Path, expected_rows: int, *, nbytes: int | Non
     if rows != expected_rows:
         raise SystemExit(f"COPY stored {rows} rows, expected {expected_rows}")
     return elapsed
+
+
+def mixed_workspace(rng: random.Random, number: int, n_rollouts: int = 8) -> GroupWorkspace:
+    """A demo group (grading.ingest.demo: real-sized patches and trajectories) as a grader's
+    workspace, made mixed: at least one pass and one failure (grading.py, llm_server.py). The
+    project must be on sys.path (the scripts put it there before they call this)."""
+    from grading.grader.workspace import GroupWorkspace, RolloutView
+    from grading.ingest.demo import make_group
+
+    group = make_group(rng, run="bench", step=1, task_number=number, n_rollouts=n_rollouts, pass_rate=0.5)
+    rows = group["rollouts"]
+    if not any(r["reward"] for r in rows):
+        rows[0]["reward"] = 1.0
+    if all(r["reward"] for r in rows):
+        rows[-1]["reward"] = 0.0
+    task = group["task"]
+    return GroupWorkspace(
+        uid=group["uid"],
+        instance_id=task["instance_id"],
+        repo=task["repo"],
+        problem_statement=task["problem_statement"],
+        fail_to_pass=task["FAIL_TO_PASS"],
+        rollouts=[
+            RolloutView(
+                index=r["index"],
+                passed=bool(r["reward"]),
+                patch=r["patch"],
+                messages=r["messages"],
+                tests=r["tests"],
+                test_log=r["test_log"],
+                exit_status=r["exit_status"],
+                stats=r["stats"],
+            )
+            for r in rows
+        ],
+    )

@@ -28,7 +28,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from _support import cpu_model, load_average, memory_gib, usable_cores  # benchmarks/ is on sys.path when a script runs
+from _support import (  # benchmarks/ is on sys.path when a script runs
+    cpu_model,
+    load_average,
+    memory_gib,
+    mixed_workspace,
+    usable_cores,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -36,8 +42,7 @@ sys.path.insert(0, str(ROOT))
 import openai  # noqa: E402
 
 from grading.grader.llm import LLMGrader  # noqa: E402
-from grading.grader.workspace import GroupWorkspace, RolloutView  # noqa: E402
-from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
+from grading.grader.workspace import GroupWorkspace  # noqa: E402
 from tests.helpers.fake_openai import FakeOpenAI, scripted_model  # noqa: E402
 
 
@@ -54,38 +59,7 @@ def parse_args() -> argparse.Namespace:
 
 def workspaces(n: int, seed: int) -> list[GroupWorkspace]:
     rng = random.Random(seed)
-    out = []
-    for number in range(n):
-        group = make_group(rng, run="bench", step=1, task_number=number, n_rollouts=8, pass_rate=0.5)
-        rows = group["rollouts"]
-        if not any(r["reward"] for r in rows):
-            rows[0]["reward"] = 1.0
-        if all(r["reward"] for r in rows):
-            rows[-1]["reward"] = 0.0
-        task = group["task"]
-        out.append(
-            GroupWorkspace(
-                uid=group["uid"],
-                instance_id=task["instance_id"],
-                repo=task["repo"],
-                problem_statement=task["problem_statement"],
-                fail_to_pass=task["FAIL_TO_PASS"],
-                rollouts=[
-                    RolloutView(
-                        index=r["index"],
-                        passed=bool(r["reward"]),
-                        patch=r["patch"],
-                        messages=r["messages"],
-                        tests=r["tests"],
-                        test_log=r["test_log"],
-                        exit_status=r["exit_status"],
-                        stats=r["stats"],
-                    )
-                    for r in rows
-                ],
-            )
-        )
-    return out
+    return [mixed_workspace(rng, number) for number in range(n)]
 
 
 def _serve(turns: int, delay: float, ports, stop) -> None:

@@ -33,14 +33,19 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from _support import cpu_model, load_average, memory_gib, usable_cores  # benchmarks/ is on sys.path when a script runs
+from _support import (  # benchmarks/ is on sys.path when a script runs
+    cpu_model,
+    load_average,
+    memory_gib,
+    mixed_workspace,
+    usable_cores,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grading.grader.llm import LLMGrader  # noqa: E402
-from grading.grader.workspace import GroupWorkspace, RolloutView  # noqa: E402
-from grading.ingest.demo import make_group  # noqa: E402  (pure, no Django)
+from grading.grader.workspace import GroupWorkspace  # noqa: E402
 from tests.helpers.llama_server import ALIAS, LlamaServer, NotBuilt  # noqa: E402
 
 
@@ -57,21 +62,8 @@ def parse_args() -> argparse.Namespace:
 
 
 def workspace(seed: int, number: int) -> GroupWorkspace:
-    group = make_group(random.Random(seed + number), run="bench", step=1, task_number=number, n_rollouts=4, pass_rate=0.5)
-    rows = group["rollouts"]
-    rows[0]["reward"], rows[-1]["reward"] = 1.0, 0.0
-    task = group["task"]
-    return GroupWorkspace(
-        uid=group["uid"],
-        instance_id=task["instance_id"],
-        repo=task["repo"],
-        problem_statement=task["problem_statement"],
-        fail_to_pass=task["FAIL_TO_PASS"],
-        rollouts=[
-            RolloutView(index=r["index"], passed=bool(r["reward"]), patch=r["patch"], messages=r["messages"], tests=r["tests"])
-            for r in rows
-        ],
-    )
+    """The grading benchmark's demo group (benchmarks/grading.py), four rollouts."""
+    return mixed_workspace(random.Random(seed + number), number, n_rollouts=4)
 
 
 def server_tokens(server: LlamaServer) -> tuple[int, int, float, float]:

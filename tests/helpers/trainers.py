@@ -164,3 +164,29 @@ def word_tokenizer():
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
+
+
+def verl_batch(a_star, *, n: int = 4, prompt_length: int = 3, response_length: int = 5, seed: int = 1):
+    """The batch as verl builds it for GROUPS_OF_FOUR: one uid per prompt, `repeat(n,
+    interleave=True)`, sample ids stamped, random responses of random lengths, then A* set by
+    `apply_to_batch`. Returns (data, response_mask, lengths). Needs the trainer extra."""
+    import numpy as np
+    import torch
+    import verl
+
+    from gagar_client.adapters import verl as gagar_verl
+
+    prompts = len(GROUPS_OF_FOUR)
+    generator = torch.Generator().manual_seed(seed)
+    data = verl.DataProto.from_dict(
+        tensors={"input_ids": torch.randint(0, 50, (prompts, prompt_length), generator=generator)},
+        non_tensors={"uid": np.array([g.uid for g in GROUPS_OF_FOUR], dtype=object)},
+    )
+    data = data.repeat(repeat_times=n, interleave=True)
+    gagar_verl.stamp_sample_ids(data)
+    lengths = torch.randint(1, response_length + 1, (prompts * n,), generator=generator)
+    response_mask = (torch.arange(response_length)[None, :] < lengths[:, None]).to(torch.int64)
+    data.batch["responses"] = torch.randint(0, 50, (prompts * n, response_length), generator=generator)
+    data.batch["attention_mask"] = torch.cat([torch.ones(prompts * n, prompt_length, dtype=torch.int64), response_mask], dim=1)
+    gagar_verl.apply_to_batch(data, a_star)  # response mask taken from attention_mask
+    return data, response_mask, lengths

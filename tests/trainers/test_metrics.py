@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
-from tests.helpers.trainers import GROUPS_OF_FOUR, require
+from tests.helpers.trainers import require, verl_batch
 
 pytestmark = pytest.mark.trainers
 
@@ -24,29 +23,16 @@ transformers = require("transformers")
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage  # noqa: E402
 from verl.trainer.ppo.metric_utils import compute_data_metrics  # noqa: E402
 
-from gagar_client.adapters import verl as gagar_verl  # noqa: E402
 from gagar_client.adapters.trl import metrics_callback  # noqa: E402
 from grading.models import Project  # noqa: E402
 
 
 def _verl_batch(a_star):
-    """The batch verl builds before its metrics: prompts, responses, masks, A* as rewards, advantages."""
-    n, prompt_length, response_length = 4, 3, 5
-    prompts = len(GROUPS_OF_FOUR)
-    generator = torch.Generator().manual_seed(2)
-    data = verl.DataProto.from_dict(
-        tensors={"input_ids": torch.randint(0, 50, (prompts, prompt_length), generator=generator)},
-        non_tensors={"uid": np.array([g.uid for g in GROUPS_OF_FOUR], dtype=object)},
-    )
-    data = data.repeat(repeat_times=n, interleave=True)
-    gagar_verl.stamp_sample_ids(data)
-    lengths = torch.randint(1, response_length + 1, (prompts * n,), generator=generator)
-    response_mask = (torch.arange(response_length)[None, :] < lengths[:, None]).to(torch.int64)
+    """The batch verl builds before its metrics (tests.helpers.trainers.verl_batch), with the
+    prompts, scores and advantages its metrics read."""
+    data, response_mask, _ = verl_batch(a_star, seed=2)
     data.batch["prompts"] = data.batch["input_ids"]
-    data.batch["responses"] = torch.randint(0, 50, (prompts * n, response_length), generator=generator)
-    data.batch["attention_mask"] = torch.cat([torch.ones(prompts * n, prompt_length, dtype=torch.int64), response_mask], 1)
     data.batch["response_mask"] = response_mask
-    gagar_verl.apply_to_batch(data, a_star)
     data.batch["token_level_scores"] = data.batch["token_level_rewards"].clone()
     advantages, returns = compute_grpo_outcome_advantage(
         token_level_rewards=data.batch["token_level_rewards"],

@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pytest
 
-from tests.helpers.trainers import GROUPS_OF_FOUR, MORE_GROUPS, require
+from tests.helpers.trainers import GROUPS_OF_FOUR, MORE_GROUPS, require, verl_batch
 
 pytestmark = pytest.mark.trainers
 
@@ -93,20 +93,7 @@ def test_on_a_verl_dataproto(a_star_four):
     A* set on the DataProto by `apply_to_batch`, then verl's estimator."""
     n = 4
     prompts = len(GROUPS_OF_FOUR)
-    prompt_length, response_length = 3, 5
-    generator = torch.Generator().manual_seed(1)
-    data = verl.DataProto.from_dict(
-        tensors={"input_ids": torch.randint(0, 50, (prompts, prompt_length), generator=generator)},
-        non_tensors={"uid": np.array([g.uid for g in GROUPS_OF_FOUR], dtype=object)},
-    )
-    data = data.repeat(repeat_times=n, interleave=True)
-    gagar_verl.stamp_sample_ids(data)
-    lengths = torch.randint(1, response_length + 1, (prompts * n,), generator=generator)
-    response_mask = (torch.arange(response_length)[None, :] < lengths[:, None]).to(torch.int64)
-    data.batch["responses"] = torch.randint(0, 50, (prompts * n, response_length), generator=generator)
-    data.batch["attention_mask"] = torch.cat([torch.ones(prompts * n, prompt_length, dtype=torch.int64), response_mask], dim=1)
-
-    gagar_verl.apply_to_batch(data, a_star_four)  # response mask taken from attention_mask
+    data, response_mask, lengths = verl_batch(a_star_four, n=n)
     expected = [a_star_four[(g.uid, i)] for g in GROUPS_OF_FOUR for i in range(n)]
     last = lengths - 1
     assert data.batch["token_level_rewards"][torch.arange(prompts * n), last].tolist() == pytest.approx(expected, abs=TOL)
