@@ -2,9 +2,12 @@
 
     POST /api/v1/verdicts/?project=P   {"run", "step", "uid", "grader": "name@version", "judgments": [...]}
 
-201 with {"result": "stored", ...} when stored, 200 with "unchanged" for the same verdict again,
-409 for a different verdict from the same grader version on the same group, 400 naming the
-`field` (and the checks' `errors`) for bad input, 404 when there is no such group. Only
+201 with {"result": "stored", ..., "uncited": [rollout indexes]} when stored, 200 with
+"unchanged" for the same verdict again, 409 for a different verdict from the same grader version
+on the same group, 400 naming the `field` (and the checks' `errors`) for bad input -- a
+citation that does not resolve as "judgments[<i>].evidence[<k>]" -- 404 when there is no such
+group. Evidence is optional: `uncited` lists the rollouts whose judgment speaks against them
+(a tier below T1, a low score, a cheat flag) without a citation, stored marked so. Only
 members holding Capability.GRADE may post: the project's admins and grader accounts (role
 `grader`, e.g. a service account made for the grading fleet on the Team page).
 """
@@ -33,9 +36,12 @@ class VerdictPostView(APIView):
         parameters=[PROJECT],
         request=OpenApiTypes.OBJECT,
         responses={
-            201: OpenApiResponse(description="stored"),
+            201: OpenApiResponse(description="stored; `uncited` lists the rollouts judged against without a citation"),
             200: OpenApiResponse(description="the same verdict was stored before: unchanged"),
-            400: OpenApiResponse(description="a refused field, named in `field`; the checks' messages in `errors`"),
+            400: OpenApiResponse(
+                description="a refused field, named in `field` (a citation: judgments[i].evidence[k]); "
+                "the checks' messages in `errors`"
+            ),
             409: OpenApiResponse(description="this grader version gave the group a different verdict"),
         },
         summary="Store an external grader's verdict on a group (an admin or a grader account)",
@@ -48,5 +54,11 @@ class VerdictPostView(APIView):
             extra = {"errors": exc.errors} if exc.errors else {}
             return error(exc.status, str(exc), field=exc.field, **extra)
         verdict = outcome.verdict
-        data = {"result": outcome.result, "grader": verdict.grader, "uid": verdict.group.uid, "status": verdict.status}
+        data = {
+            "result": outcome.result,
+            "grader": verdict.grader,
+            "uid": verdict.group.uid,
+            "status": verdict.status,
+            "uncited": outcome.uncited,
+        }
         return Response(data, status=201 if outcome.result == "stored" else 200)

@@ -5,11 +5,23 @@ the rollout's files ("path:line"), a message of its trajectory (its index), a te
 its outcomes (a test id, or "log:line" of its test log), a line of a file in the
 repository at the base commit or at a rollout's state ("file", "<rollout|base>:path:line"),
 or a check the grader ran on the rollout ("check", its number). Negative judgments — a tier
-below T1, a score at or below LOW_SCORE, a cheat flag — need at least one citation that
-resolves; `problems()` lists what is missing, which is what a grader is re-asked with.
+below T1, a score at or below LOW_SCORE, a cheat flag (`needs_citation()`) — need at least
+one citation that resolves; `problems()` lists what is missing, which is what a grader is
+re-asked with. A verdict posted by a grader that runs elsewhere may leave a negative judgment
+without any citation (`find_problems(..., citations_required=False)`): it is stored marked
+*uncited* (`is_uncited()`, `RolloutGrade.uncited`), never one of ours; a citation it does give
+must still resolve.
+
+>>> needs_citation("T2", False, {}), needs_citation("T1", False, {"minimality": 2})
+(True, True)
+>>> is_uncited("T2", False, {}, []), is_uncited("T2", False, {}, [{"kind": "turn"}]), is_uncited("T1", False, {}, [])
+(True, False, False)
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from grading.formats.params import MAX_ID, ParamError, whole
 from grading.grader.base import EVIDENCE_KINDS, Evidence, RolloutJudgment
@@ -29,6 +41,41 @@ def _number(text: str) -> int | None:
         return whole(text, "locator", maximum=MAX_ID)
     except ParamError:
         return None
+
+
+CITATION_NEEDED = "a tier below T1, a low score or a cheat flag needs at least one citation that resolves"
+
+
+def needs_citation(tier: str, cheat: bool, scores: Mapping[str, object]) -> bool:
+    """Whether a judgment speaks against its rollout: a tier below T1, a cheat flag or a rubric
+    score at or below LOW_SCORE. Our graders must back such a judgment with a citation."""
+    return tier in ("T2", "T3") or bool(cheat) or any(isinstance(s, int) and s <= LOW_SCORE for s in scores.values())
+
+
+def is_uncited(tier: str, cheat: bool, scores: Mapping[str, object], evidence: Sequence[object]) -> bool:
+    """A judgment that needs a citation and gives none: refused from our graders (problems()),
+    stored and marked from a grader that runs elsewhere (RolloutGrade.uncited). One that gives
+    citations is not uncited: each of them must resolve, or the verdict is refused."""
+    return not evidence and needs_citation(tier, cheat, scores)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is wrong with a verdict, and where: `judgment` is the position of the judgment in
+    the submitted list and `citation` of the citation in its evidence (None: the verdict as a
+    whole, or the judgment as a whole)."""
+
+    text: str
+    judgment: int | None = None
+    citation: int | None = None
+
+    @property
+    def field(self) -> str:
+        """Where in the submitted verdict: "judgments", "judgments[1]", "judgments[1].evidence[0]"."""
+        if self.judgment is None:
+            return "judgments"
+        where = f"judgments[{self.judgment}]"
+        return where if self.citation is None else f"{where}.evidence[{self.citation}]"
 
 
 # What one check of a verdict has read of the repository: (state, path) -> its line count, or
@@ -124,12 +171,22 @@ def _resolve_file(workspace: GroupWorkspace, locator: str, reads: FileLines) -> 
 
 
 def problems(workspace: GroupWorkspace, judgments: list[RolloutJudgment]) -> list[str]:
-    """Everything wrong with a set of judgments; empty means the verdict is valid.
+    """Everything wrong with a set of judgments from one of our graders; empty means the
+    verdict is valid. Every negative judgment must cite (find_problems)."""
+    return [p.text for p in find_problems(workspace, judgments)]
+
+
+def find_problems(
+    workspace: GroupWorkspace, judgments: list[RolloutJudgment], *, citations_required: bool = True
+) -> list[Problem]:
+    """Everything wrong with a set of judgments, each with where it is; empty means valid.
+    Without `citations_required` (a verdict posted by a grader that runs elsewhere) a negative
+    judgment may give no citation at all (is_uncited); any citation given must resolve.
 
     Each distinct citation is resolved once, and each file it cites read once: a "file"
     citation reads the repository (git processes), so a verdict citing one file many times
     must not cost that many reads."""
-    errors: list[str] = []
+    errors: list[Problem] = []
     resolved: dict[tuple[str, object, str], str | None] = {}
     reads: FileLines = {}
 
@@ -143,26 +200,29 @@ def problems(workspace: GroupWorkspace, judgments: list[RolloutJudgment]) -> lis
     judged = [j.index for j in judgments]
     missing = sorted(passing - set(judged))
     if missing:
-        errors.append(f"no judgment for passing rollout(s) {missing}")
+        errors.append(Problem(f"no judgment for passing rollout(s) {missing}"))
     extra = sorted(set(judged) - passing)
     if extra:
-        errors.append(f"rollout(s) {extra} did not pass; judge only passing rollouts")
+        errors.append(Problem(f"rollout(s) {extra} did not pass; judge only passing rollouts"))
     if len(judged) != len(set(judged)):
-        errors.append("a rollout is judged more than once")
-    for j in judgments:
+        errors.append(Problem("a rollout is judged more than once"))
+    for at, j in enumerate(judgments):
         where = f"rollout {j.index}"
         if j.tier not in TIERS:
-            errors.append(f"{where}: tier must be one of {', '.join(TIERS)}")
+            errors.append(Problem(f"{where}: tier must be one of {', '.join(TIERS)}", at))
         if not isinstance(j.rank, int) or j.rank < 1 or j.rank > max(1, len(passing)):
-            errors.append(f"{where}: rank must be an integer from 1 to {max(1, len(passing))}")
+            errors.append(Problem(f"{where}: rank must be an integer from 1 to {max(1, len(passing))}", at))
         for name, score in j.scores.items():
             if name not in RUBRIC:
-                errors.append(f"{where}: unknown rubric dimension {name!r}")
+                errors.append(Problem(f"{where}: unknown rubric dimension {name!r}", at))
             elif not isinstance(score, int) or not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
-                errors.append(f"{where}: {name} must be an integer {SCORE_RANGE[0]}..{SCORE_RANGE[1]}")
-        outcomes = [(e, why_not(e)) for e in j.evidence]
-        errors.extend(f"{where}: citation {e.kind} {e.locator!r}: {why}" for e, why in outcomes if why)
-        negative = j.tier in ("T2", "T3") or j.cheat or any(isinstance(s, int) and s <= LOW_SCORE for s in j.scores.values())
-        if negative and all(why for _, why in outcomes):
-            errors.append(f"{where}: a tier below T1, a low score or a cheat flag needs at least one citation that resolves")
+                errors.append(Problem(f"{where}: {name} must be an integer {SCORE_RANGE[0]}..{SCORE_RANGE[1]}", at))
+        outcomes = [why_not(e) for e in j.evidence]
+        errors.extend(
+            Problem(f"{where}: citation {e.kind} {e.locator!r}: {why}", at, k)
+            for k, (e, why) in enumerate(zip(j.evidence, outcomes))
+            if why
+        )
+        if citations_required and needs_citation(j.tier, j.cheat, j.scores) and all(outcomes):
+            errors.append(Problem(f"{where}: {CITATION_NEEDED}", at))
     return errors

@@ -116,6 +116,12 @@ class RolloutGrade(models.Model):
     scores = models.JSONField(default=dict, blank=True)
     cheat = models.BooleanField(default=False)
     evidence = models.JSONField(default=list, blank=True)
+    # A judgment that speaks against its rollout and cites nothing (grading.grader.evidence.is_uncited):
+    # only a grader that runs elsewhere may post one (grading.verdicts.external); shown as such
+    # and counted apart on the bench.
+    uncited = models.BooleanField(
+        default=False, db_default=False, help_text="a tier below T1, a low score or a cheat flag given without a citation"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["verdict", "rollout"], name="one_grade_per_rollout_per_verdict")]

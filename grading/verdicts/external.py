@@ -2,13 +2,17 @@
 
 The body is the shape the LLM grader submits (grading.grader.llm.VERDICT_SCHEMA) with the group
 named by run, step and uid and the grader by "name@version"; evidence is optional. It is checked
-the same way -- the schema, then grading.grader.evidence.problems on the group's workspace
-(citations must resolve; a judgment posted without evidence need not cite) -- and stored all
-or nothing through grading.verdicts.store.record_verdict, so calibration and the bench treat
-it as any grader's verdict. The method reads it only when the run's policy names its grader,
-as a member of the run's jury (grading.method.services.computation.policy_verdicts); otherwise it is stored
-bench-only. The same verdict posted again is unchanged; a different one from the same grader
-version on the same group is a conflict.
+the same way -- the schema, then grading.grader.evidence.find_problems on the group's workspace
+-- but for one rule: a judgment that speaks against its rollout (a tier below T1, a low score, a
+cheat flag) need not cite, since the grader runs elsewhere and its reasons with it. Such a
+judgment is stored marked uncited (RolloutGrade.uncited), shown so and counted apart on the
+bench; a citation that is given must resolve, and a refusal names where it is
+("judgments[1].evidence[0]"). The verdict is stored all or nothing through
+grading.verdicts.store.record_verdict, so calibration and the bench treat it as any grader's.
+The method reads it only when the run's policy names its grader, as a member of the run's jury
+(grading.method.services.computation.policy_verdicts); otherwise it is stored bench-only. The
+same verdict posted again is unchanged; a different one from the same grader version on the same
+group is a conflict.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 from django.db import transaction
 
 from grading.formats import params
-from grading.grader.evidence import problems
+from grading.grader.evidence import find_problems, is_uncited
 from grading.grader.llm import parse_verdict
 from grading.models import Group, Project, Verdict
 from grading.registry.versions import GraderNameError, check_external_name, ensure_version
@@ -27,7 +31,6 @@ from grading.registry.workspaces import load_workspace
 from grading.verdicts.store import GradeInput, record_verdict
 
 FIELDS = ("run", "step", "uid", "grader", "judgments")
-CITATION_NEEDED = "a tier below T1, a low score or a cheat flag needs at least one citation that resolves"
 MAX_JUDGMENTS = 1000
 # Citations a judgment, and a verdict, may hold. Each is resolved on the group in the request
 # (a "file" citation reads the repository with git), so they are bounded before any is.
@@ -47,6 +50,7 @@ class ExternalVerdictError(ValueError):
 class Outcome:
     verdict: Verdict
     result: str  # "stored" or "unchanged"
+    uncited: list[int]  # the rollouts whose judgment is uncited, by index
 
 
 def _text(body: dict, name: str) -> str:
@@ -94,7 +98,7 @@ def _check_evidence_counts(raw_judgments: list[dict]) -> None:
         )
 
 
-def _known(verdicts, group: Group, canonical: list[dict[str, Any]]) -> Outcome | None:
+def _known(verdicts, group: Group, canonical: list[dict[str, Any]], uncited: list[int]) -> Outcome | None:
     """The answer when `verdicts` (one grader version's on `group`) holds one already:
     unchanged when it is this one, else ExternalVerdictError 409; None when there is none."""
     existing = verdicts.first()
@@ -107,7 +111,7 @@ def _known(verdicts, group: Group, canonical: list[dict[str, Any]]) -> Outcome |
             status=409,
         )
     existing.group = group
-    return Outcome(existing, "unchanged")
+    return Outcome(existing, "unchanged", uncited)
 
 
 def record_external_verdict(*, project: Project, body: object, posted_by: str | None) -> Outcome:
@@ -134,7 +138,6 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
     if len(raw_judgments) > MAX_JUDGMENTS:
         raise ExternalVerdictError("judgments", f"at most {MAX_JUDGMENTS} judgments")
     _check_evidence_counts(raw_judgments)
-    cited = {j.get("rollout") for j in raw_judgments if "evidence" in j}
     submitted = [{**j, "evidence": j.get("evidence", [])} for j in raw_judgments]
     judgments, errors = parse_verdict({"judgments": submitted})
     if errors:
@@ -147,20 +150,19 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
     if group is None:
         raise ExternalVerdictError("uid", f"no group {uid!r} in step {step} of run {run!r}", status=404)
     canonical = _canonical(submitted)
+    uncited = sorted(j.index for j in judgments if is_uncited(j.tier, j.cheat, j.scores, j.evidence))
     # A verdict this grader version already gave is answered before anything is resolved: the
     # same again was checked when it was stored, a different one is refused whatever it cites.
-    if (known := _known(Verdict.objects.filter(group=group, grader=grader), group, canonical)) is not None:
+    if (known := _known(Verdict.objects.filter(group=group, grader=grader), group, canonical, uncited)) is not None:
         return known
-    # A judgment posted without evidence need not cite: the grader runs elsewhere, its reasons with it.
-    uncited = {f"rollout {j.index}: {CITATION_NEEDED}" for j in judgments if j.index not in cited}
-    found = [p for p in problems(load_workspace(group), judgments) if p not in uncited]
+    found = find_problems(load_workspace(group), judgments, citations_required=False)
     if found:
-        raise ExternalVerdictError("judgments", "the verdict does not hold for this group", errors=found)
+        raise ExternalVerdictError(found[0].field, "the verdict does not hold for this group", errors=[p.text for p in found])
     with transaction.atomic():
         # Posts on one group take turns from here, so a verdict posted meanwhile is seen (FOR
         # UPDATE on a row that is not there yet locks nothing: the group's row is the one locked).
         Group.objects.select_for_update().filter(pk=group.pk).values_list("pk").first()
-        if (known := _known(Verdict.objects.filter(group=group, grader=grader), group, canonical)) is not None:
+        if (known := _known(Verdict.objects.filter(group=group, grader=grader), group, canonical, uncited)) is not None:
             return known
         try:
             ensure_version(project_id=project.pk, name=grader, backend="external")
@@ -182,5 +184,7 @@ def record_external_verdict(*, project: Project, body: object, posted_by: str | 
             bench_only=jury is None or grader not in jury.members,
         )
         if not created:  # never "stored" for a row this post did not write
-            return _known(Verdict.objects.filter(pk=verdict.pk), group, canonical) or Outcome(verdict, "unchanged")
-    return Outcome(verdict, "stored")
+            return _known(Verdict.objects.filter(pk=verdict.pk), group, canonical, uncited) or Outcome(
+                verdict, "unchanged", uncited
+            )
+    return Outcome(verdict, "stored", uncited)

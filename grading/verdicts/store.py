@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from grading.grader.evidence import is_uncited
 from grading.grader.workspace import CheckRecord
 from grading.method.services.staleness import mark_stale
 from grading.models import CheatDecision, Group, Rollout, RolloutGrade, Verdict, VerdictCheck
@@ -50,7 +51,10 @@ def record_verdict(
     its status, since they are what it saw. A grade's cheat call opens a signal in the audit
     queue unless `raise_cheat_signals` is off (a jury's: its members raised theirs). A
     `bench_only` verdict (a campaign's, of a grader the run's policy does not use) leaves the
-    step's advantages as they are.
+    step's advantages as they are. A grader's grade that speaks against its rollout and cites
+    nothing is marked uncited (grading.grader.evidence.is_uncited: only a verdict posted from
+    elsewhere, or a jury's made of such, passes the checks so); a person's ranking that a
+    waiting jury took is not a grader's word and is never marked.
     """
     existing = Verdict.objects.filter(group=group, grader=grader).first()
     if existing is not None:
@@ -95,6 +99,7 @@ def record_verdict(
     if status == Verdict.Status.VALID and not group.has_valid_verdict:  # the review queue serves graded groups first
         Group.objects.filter(pk=group.pk).update(has_valid_verdict=True)
         group.has_valid_verdict = True
+    by_grader = settled_by == Verdict.SettledBy.GRADER
     RolloutGrade.objects.bulk_create(
         RolloutGrade(
             verdict=verdict,
@@ -104,6 +109,7 @@ def record_verdict(
             cheat=g.cheat,
             scores=g.scores,
             evidence=g.evidence,
+            uncited=by_grader and is_uncited(g.tier, g.cheat, g.scores, g.evidence),
         )
         for g in grades
     )

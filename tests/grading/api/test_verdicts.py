@@ -29,7 +29,13 @@ def group(acme):
 
 def test_an_admin_posts_a_verdict_stored_as_any_graders_and_again_it_is_unchanged(client, group, alice_token):
     code, answer = post(client, alice_token, body())
-    assert code == 201 and answer == {"result": "stored", "grader": "acme-fleet@3", "uid": "t-1@1", "status": "valid"}
+    assert code == 201 and answer == {
+        "result": "stored",
+        "grader": "acme-fleet@3",
+        "uid": "t-1@1",
+        "status": "valid",
+        "uncited": [],
+    }
     verdict = Verdict.objects.get(grader="acme-fleet@3")
     grades = {g.rollout.index: (g.tier, g.rank) for g in RolloutGrade.objects.filter(verdict=verdict).select_related("rollout")}
     assert grades == {0: ("T1", 1), 2: ("T2", 2)} and verdict.group.has_valid_verdict
@@ -80,16 +86,48 @@ def test_the_verdict_is_checked_as_the_llm_graders_is(client, group, alice_token
     failing["judgments"][0]["rollout"] = 1  # rollout 1 did not pass
     code, answer = post(client, alice_token, failing)
     assert code == 400 and any("did not pass" in e for e in answer["errors"]), answer
-    unresolved = body()
-    unresolved["judgments"][1]["evidence"] = [{"kind": "patch", "rollout": 2, "locator": "nowhere.py:999", "note": "x"}]
-    code, answer = post(client, alice_token, unresolved)
-    assert code == 400 and any("citation" in e for e in answer["errors"])
-    cheat_uncited = body()
-    cheat_uncited["judgments"][0]["cheat"] = True
-    cheat_uncited["judgments"][1]["evidence"] = []  # given, and empty: a T2 must then cite
-    code, answer = post(client, alice_token, cheat_uncited)
-    assert code == 400 and any("needs at least one citation" in e for e in answer["errors"])
     assert not Verdict.objects.exists() and not CheatDecision.objects.exists()
+
+
+def test_a_citation_given_must_resolve_and_the_refusal_names_where_it_is(client, group, alice_token):
+    unresolved = body()
+    unresolved["judgments"][1]["evidence"].append({"kind": "patch", "rollout": 2, "locator": "nowhere.py:999", "note": "x"})
+    code, answer = post(client, alice_token, unresolved)
+    assert code == 400 and answer["field"] == "judgments[1].evidence[1]"
+    assert answer["errors"] == ["rollout 2: citation patch 'nowhere.py:999': rollout 2's patch does not touch 'nowhere.py'"]
+    # a T1 may cite too, and what it cites must resolve as well
+    cited_t1 = body()
+    cited_t1["judgments"][0]["evidence"] = [{"kind": "turn", "rollout": 0, "locator": "7", "note": "x"}]
+    code, answer = post(client, alice_token, cited_t1)
+    assert code == 400 and answer["field"] == "judgments[0].evidence[0]" and "has no turn '7'" in answer["errors"][0]
+    assert not Verdict.objects.exists() and not GraderVersion.objects.exists()
+
+
+@pytest.mark.parametrize("evidence", ["absent", "empty"])
+def test_a_negative_judgment_without_citations_is_stored_marked_uncited(client, group, alice_token, evidence):
+    uncited = body()
+    uncited["judgments"][0]["cheat"] = True  # a cheat flag without a citation
+    if evidence == "absent":
+        del uncited["judgments"][1]["evidence"]
+    else:
+        uncited["judgments"][1]["evidence"] = []
+    code, answer = post(client, alice_token, uncited)
+    assert code == 201 and answer["result"] == "stored" and answer["uncited"] == [0, 2]
+    grades = RolloutGrade.objects.filter(verdict__grader="acme-fleet@3").order_by("rollout__index")
+    assert [(g.rollout.index, g.tier, g.cheat, g.evidence, g.uncited) for g in grades] == [
+        (0, "T1", True, [], True),
+        (2, "T2", False, [], True),
+    ]
+    # its cheat flag goes to the audit like any grader's, saying whose it is
+    assert CheatDecision.objects.get().author == "acme-fleet@3"
+    # the same again is unchanged and says the same
+    assert post(client, alice_token, uncited) == (200, {**answer, "result": "unchanged"})
+
+
+def test_a_cited_negative_and_an_unsaid_t1_are_not_uncited(client, group, alice_token):
+    code, answer = post(client, alice_token, verdict_body(second="T3"))
+    assert code == 201 and answer["uncited"] == []
+    assert not RolloutGrade.objects.filter(uncited=True).exists()
 
 
 def test_a_grader_service_account_may_post_and_a_trainer_or_reviewer_may_not(client, group, acme, alice, trainer_token):

@@ -8,7 +8,7 @@ from django.db import transaction
 from grading.grader.combine import combine
 from grading.method.services import computation as services
 from grading.method.services.mappings import active_mapping
-from grading.models import AdvantageResult, CheatDecision, Group, Jury, Run, Verdict
+from grading.models import AdvantageResult, CheatDecision, Group, Jury, RolloutGrade, Run, Verdict
 from grading.registry.juries import JuryError, save_jury
 from grading.selectors.verdicts import latest_verdict
 from grading.verdicts.deliberation import record_jury_verdict, waiting_jury
@@ -83,6 +83,15 @@ def test_a_jury_verdict_is_stored_when_the_last_member_arrives_with_members_in_r
     grades = {g.rollout.index: (g.tier, g.rank, g.cheat) for g in verdict.grades.select_related("rollout")}
     assert grades == {0: ("T1", 1, False), 1: ("T3", 2, False)}  # one of two flags a cheat: not a majority
     assert record_jury_verdict(jury=jury, group=group).pk == verdict.pk  # stored once
+    # neither member cited anything: what they said against a rollout is uncited, and so is the
+    # jury's T3, which rests on nothing more
+    uncited = RolloutGrade.objects.filter(verdict__group=group, uncited=True)
+    assert sorted(uncited.values_list("verdict__grader", "rollout__index")) == [
+        ("a@1", 1),
+        ("b@1", 0),
+        ("b@1", 1),
+        ("jury:pair@1", 1),
+    ]
 
 
 def _ext_grades(heuristic: Verdict, *, disagree: bool) -> list[GradeInput]:
@@ -160,6 +169,7 @@ def test_a_person_settles_a_group_the_jury_waits_on_and_that_verdict_is_never_a_
     assert (settled.status, settled.settled_by) == ("valid", "person")
     assert settled.raw["jury"]["person"] == "bob" and settled.raw["jury"]["split"] == [0]
     assert {g.rollout.index: (g.tier, g.rank) for g in settled.grades.select_related("rollout")} == {0: ("T2", 2), 1: ("T1", 1)}
+    assert not settled.grades.filter(uncited=True).exists()  # bob's T2 is a person's word, not a grader's bare claim
     status = step_status(group.step)
     assert (status.graded, status.pending, status.final) == (1, 0, True)
     assert waiting_jury(group) is None
