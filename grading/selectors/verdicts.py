@@ -69,7 +69,7 @@ def latest_verdict(group: Group):
         g.rollout.index: g
         for g in RolloutGrade.objects.filter(verdict=verdict)
         .select_related("rollout")
-        .only("tier", "rank", "scores", "cheat", "evidence", "rollout__index")
+        .only("tier", "rank", "scores", "cheat", "evidence", "uncited", "rollout__index")
     }
     return verdict, grades
 

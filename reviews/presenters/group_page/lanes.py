@@ -22,6 +22,7 @@ class GradeView:
     rank: int
     cheat: bool
     scores: dict
+    uncited: bool = False  # speaks against the rollout without a citation (RolloutGrade.uncited)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def lane_of(rollout: Rollout, lanes: Lanes, **values) -> Lane:
 def grade_view(grade) -> GradeView | None:
     if grade is None:
         return None
-    return GradeView(tier=grade.tier, rank=grade.rank, cheat=grade.cheat, scores=grade.scores)
+    return GradeView(tier=grade.tier, rank=grade.rank, cheat=grade.cheat, scores=grade.scores, uncited=grade.uncited)
 
 
 def shown_rollouts(rollouts: list[RolloutWithPatch], only: str) -> list[RolloutWithPatch]:

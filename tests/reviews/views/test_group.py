@@ -146,3 +146,23 @@ def test_overview_reads_the_stored_clusters(client, bob, clustered):
     Rollout.objects.filter(group=clustered).update(cluster=None)
     html = client.get(PAGE).content.decode()
     assert _rows(html) == ["0", "2", "3", "1"] and 'data-testid="cluster-' not in html and 'data-sort="cluster"' not in html
+
+
+def test_a_judgment_given_without_a_citation_is_shown_uncited(client, alice, bob, clustered):
+    # fleet@1 posted from elsewhere: #2's T2 cites nothing, #3's T3 cites a turn, #0's T1 needs nothing
+    cited = [{"kind": "turn", "rollout": 3, "locator": "1", "note": "adds a debug file"}]
+    record_verdict(
+        group=clustered,
+        grader="fleet@1",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(2, "T2", 2), GradeInput(3, "T3", 3, evidence=cited)],
+        raw={"external": {"posted_by": "alice"}},
+    )
+    client.force_login(alice)
+    html = client.get(PAGE).content.decode()
+    lanes = {i: html.split(f'id="rollout-{i}"')[1].split("</article>")[0] for i in (0, 2, 3)}
+    assert ">uncited</span>" in lanes[2] and 'data-testid="uncited-2"' in lanes[2]
+    assert "uncited" not in lanes[0] and "uncited" not in lanes[3] and "turn 1" in lanes[3]
+    row = html.split('data-testid="overview-row-2"')[1].split("</tr>")[0]
+    assert 'data-testid="overview-uncited-2"' in row and ">uncited</span>" in row
+    assert html.count(">uncited</span>") == 2  # the lane and its overview row, nowhere else
