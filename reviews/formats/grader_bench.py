@@ -5,13 +5,14 @@ One JSON line per judged group (see docs/formats.md):
 
     {"format": "gagar-grader-bench/1", "run", "step", "uid", "instance_id", "repo",
      "rollouts": [{"index", "reward", "passed"}],
-     "verdicts": [{"grader", "status", "usage", "jury", "grades": [{"index", "tier", "rank", "cheat"}]}],
+     "verdicts": [{"grader", "status", "usage", "jury", "grades": [{"index", "tier", "rank", "cheat", "uncited"}]}],
      "judgments": [{"rater", "kind", "items": [{"index", "tier", "rank", "cheat"}]}],
      "audits": [{"index", "confirmed"}]}
 
 Parquet is the same data long: one row per (group, rollout, rater) that tiered it, with the
 group's run, step, uid, the rollout's reward and audit, and who the rater is (`source`
-"grader", "review" or "adjudication").
+"grader", "review" or "adjudication"); `uncited` says a grader's judgment spoke against the
+rollout without a citation (grading.grader.evidence.is_uncited), null for people's.
 
 >>> line = {"format": FORMAT, "run": "r1", "step": 1, "uid": "t@1", "instance_id": "t", "repo": "o/r",
 ...         "rollouts": [{"index": 0, "reward": 1.0, "passed": True}],
@@ -48,6 +49,7 @@ _FIELDS: list[pa.Field[Any]] = [
     pa.field("tier", pa.string()),
     pa.field("rank", pa.int64()),
     pa.field("cheat", pa.bool_()),
+    pa.field("uncited", pa.bool_()),
 ]
 SCHEMA = pa.schema(_FIELDS)
 
@@ -61,6 +63,7 @@ def long_rows(lines: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         raters = [(v["grader"], "grader", v["status"], v["grades"]) for v in line["verdicts"]]
         raters += [(j["rater"], j["kind"], None, j["items"]) for j in line["judgments"]]
         for rater, source, status, items in raters:
+            grader = source == "grader"
             for item in items:
                 yield {
                     **base,
@@ -73,6 +76,7 @@ def long_rows(lines: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
                     "tier": item["tier"],
                     "rank": item["rank"],
                     "cheat": item["cheat"],
+                    "uncited": bool(item.get("uncited")) if grader else None,
                 }
 
 

@@ -53,12 +53,12 @@ def _chunk_lines(ids: list[int], run_name: str) -> list[dict]:
         entry: dict[str, Any] = {"grader": grader, "status": status, "usage": _usage(raw), "jury": _jury(raw), "grades": []}
         verdicts[group_id].append(entry)
         by_verdict[verdict_id] = entry
-    for verdict_id, index, tier, rank, cheat in (
+    for verdict_id, index, tier, rank, cheat, uncited in (
         RolloutGrade.objects.filter(verdict_id__in=list(by_verdict))
         .order_by("verdict_id", "rollout__index")
-        .values_list("verdict_id", "rollout__index", "tier", "rank", "cheat")
+        .values_list("verdict_id", "rollout__index", "tier", "rank", "cheat", "uncited")
     ):
-        by_verdict[verdict_id]["grades"].append({"index": index, "tier": tier, "rank": rank, "cheat": cheat})
+        by_verdict[verdict_id]["grades"].append({"index": index, "tier": tier, "rank": rank, "cheat": cheat, "uncited": uncited})
     judgments: dict[int, dict[int, dict]] = defaultdict(dict)
     for judgment_id, group_id, rater, kind, index, tier, rank, cheat in (
         JudgmentItem.objects.filter(judgment__group_id__in=ids)

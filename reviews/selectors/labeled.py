@@ -186,7 +186,7 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
     for grade in (
         RolloutGrade.objects.filter(verdict__group_id__in=ids)
         .order_by("verdict_id", "rank", "rollout__index")
-        .values("verdict_id", "rollout__index", "tier", "rank", "scores", "cheat", "evidence")
+        .values("verdict_id", "rollout__index", "tier", "rank", "scores", "cheat", "evidence", "uncited")
     ):
         by_verdict[grade["verdict_id"]]["grades"].append(
             {
@@ -196,6 +196,7 @@ def _load_chunk(ids: list[int], *, sft: bool) -> list[dict]:
                 "scores": grade["scores"] or {},
                 "cheat": grade["cheat"],
                 "evidence": grade["evidence"] or [],
+                "uncited": grade["uncited"],
             }
         )
     # What the grader ran in its sandbox, cited by its evidence as check:<number> (no query

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from grading.models import Group, Role, Step
 from reviews.models import Assignment
 from tests.factories import make_assignment, make_group, make_project
-from tests.helpers.bench import GRADERS, GROUPS, flat, make_bench
+from tests.helpers.bench import EXT_UNCITED, GRADERS, GROUPS, flat, make_bench
 from tests.helpers.people import member
 
 pytestmark = pytest.mark.django_db
@@ -48,6 +48,9 @@ def test_jsonl_has_every_judged_group_with_every_verdict_and_judgment(client, pr
     assert jury["jury"] == {"members": ["heuristic@1", "ext@1"]}
     ext = next(v for v in first["verdicts"] if v["grader"] == "ext@1")
     assert [g["tier"] for g in ext["grades"]] == list(GROUPS[0][1]) and ext["usage"]["cost_usd"] == 0.01
+    assert not any(g["uncited"] for g in ext["grades"])  # ext@1 cited on t-0@1, not on t-2@1 and t-3@1 (EXT_UNCITED)
+    late = next(v for v in body[EXT_UNCITED[0]]["verdicts"] if v["grader"] == "ext@1")
+    assert [g["uncited"] for g in late["grades"]] == [t != "T1" for t in GROUPS[EXT_UNCITED[0]][1]]
     assert [(j["rater"], j["kind"], [i["tier"] for i in j["items"]]) for j in first["judgments"]] == [
         ("bob", "review", list(GROUPS[0][3]))
     ]
@@ -68,6 +71,9 @@ def test_parquet_holds_the_same_tiers_long(client, project):
     np.testing.assert_array_equal(wide["heuristic@1"].map(codes).to_numpy(), flat(0))
     np.testing.assert_array_equal(wide["bob"].map(codes).to_numpy(), flat(3))
     assert set(table["source"]) == {"grader", "review"}
+    uncited = table[table["uncited"].notna() & table["uncited"].astype(bool)]
+    assert set(uncited["rater"]) == {"ext@1"} and len(uncited) == sum(t != "T1" for n in EXT_UNCITED for t in GROUPS[n][1])
+    assert table.loc[table["source"] == "review", "uncited"].isna().all()  # people's rows say nothing of citations
 
 
 def test_bad_format_names_the_field_and_open_blind_work_is_a_409(client, project):

@@ -242,10 +242,10 @@ def test_jsonl_lines_hold_rollouts_judgments_consensus_cheats_and_verdicts(as_al
     assert (fay_flag["source"], fay_flag["reason"]) == ("reviewer", f"flagged by fay: {FAY_NOTE_3}")
     (verdict,) = g1["verdicts"]
     assert (verdict["grader"], verdict["status"], verdict["errors"]) == (GRADER, "valid", [])
-    assert [(x["index"], x["tier"], x["rank"], x["cheat"]) for x in verdict["grades"]] == [
-        (0, "T1", 1, False),
-        (1, "T2", 2, False),
-        (3, "T3", 3, True),
+    assert [(x["index"], x["tier"], x["rank"], x["cheat"], x["uncited"]) for x in verdict["grades"]] == [
+        (0, "T1", 1, False, False),
+        (1, "T2", 2, False, False),
+        (3, "T3", 3, True, False),
     ]
     assert verdict["grades"][1]["evidence"] == [{"kind": "patch", "rollout": 1, "locator": "w.py:2", "note": SECRET_NOTE}]
 
@@ -282,6 +282,24 @@ def test_jsonl_lines_hold_rollouts_judgments_consensus_cheats_and_verdicts(as_al
     }
 
     assert by_uid["g6@1"]["consensus"]["items"] == [{"index": 0, "tier": "T2", "rank": 1, "cheat": False, "scores": {}}]
+
+
+def test_a_verdict_posted_without_citations_is_exported_with_its_judgments_marked_uncited(as_alice, labeled_run):
+    # fleet@1 grades from elsewhere: its T2 of g2@1's #3 says nothing of why
+    record_verdict(
+        group=labeled_run["g2@1"],
+        grader="fleet@1",
+        status="valid",
+        grades=[GradeInput(0, "T1", 1), GradeInput(1, "T1", 1), GradeInput(3, "T2", 2)],
+        raw={"external": {"posted_by": "alice"}},
+    )
+    (verdict,) = next(line for line in get(as_alice)[1] if line["uid"] == "g2@1")["verdicts"]
+    assert verdict["grader"] == "fleet@1"
+    assert [(x["index"], x["tier"], x["evidence"], x["uncited"]) for x in verdict["grades"]] == [
+        (0, "T1", [], False),
+        (1, "T1", [], False),
+        (3, "T2", [], True),
+    ]
 
 
 def test_untrusted_text_round_trips_unchanged(as_alice, labeled_run):
