@@ -38,6 +38,18 @@ class Row:
 
 
 @dataclass(frozen=True)
+class CitationRow:
+    """A grader's agreement with people on its cited and its uncited verdicts apart."""
+
+    name: str
+    uncited_verdicts: int
+    uncited_judgments: int
+    cited_groups: int
+    cited: list[Cell]  # CITATION_FIGURES on the cited verdicts
+    uncited: list[Cell]  # the same on the uncited ones
+
+
+@dataclass(frozen=True)
 class Move:
     """What a grader's fitted mapping would move on the run (the compare API's `would_move`)."""
 
@@ -63,6 +75,16 @@ class BenchPage:
     ceiling: list[tuple[str, Cell]]
     moves: list[Move] = field(default_factory=list)
     run_grader: str | None = None
+    citation_figures: list[str] = field(default_factory=list)
+    citations: list[CitationRow] = field(default_factory=list)
+
+    @property
+    def any_uncited(self) -> bool:
+        return any(row.uncited_verdicts for row in self.citations)
+
+
+# The figures the page gives on cited and uncited verdicts apart (the API gives them all).
+CITATION_FIGURES = ("exact_agreement", "kappa", "pairwise_accuracy")
 
 
 def _cell(figure: dict | None) -> Cell:
@@ -107,6 +129,20 @@ def bench_page(body: dict) -> BenchPage:
                 run_grader=row["grader"] == body.get("run_grader"),
             )
         )
+    citations = []
+    for row in body["graders"]:
+        split = row.get("citations") or {}
+        cited, uncited = split.get("cited") or {}, split.get("uncited") or {}
+        citations.append(
+            CitationRow(
+                name=row["grader"],
+                uncited_verdicts=int(split.get("uncited_verdicts") or 0),
+                uncited_judgments=int(split.get("uncited_judgments") or 0),
+                cited_groups=int(cited.get("groups") or 0),
+                cited=[_cell(cited.get(name)) for name in CITATION_FIGURES],
+                uncited=[_cell(uncited.get(name)) for name in CITATION_FIGURES],
+            )
+        )
     return BenchPage(
         groups=body["groups"],
         withheld=body["withheld_open_blind_groups"] + body["withheld_queued_groups"],
@@ -118,4 +154,6 @@ def bench_page(body: dict) -> BenchPage:
         ceiling=ceiling,
         moves=moves,
         run_grader=body.get("run_grader"),
+        citation_figures=[LABELS[name] for name in CITATION_FIGURES],
+        citations=citations,
     )

@@ -5,11 +5,16 @@ included. The people's word follows docs/method.md §5 (an adjudication where th
 else the reviews); the ceiling uses the reviews. Five queries whatever the number of
 graders and judgments (six with `hidden_from`: the groups withheld from them), and five more for what each grader's fitted
 mapping would move on the run (would_move), also whatever the number of graders.
+
+A verdict with an uncited judgment (RolloutGrade.uncited: it speaks against a rollout without a
+citation, as a grader that runs elsewhere may post) counts in every figure like any other; each
+grader's row also says how many of its compared verdicts are uncited and gives its figures on
+its cited and its uncited verdicts apart (reviews.stats.bench.by_citation), read with the grades.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,7 +28,7 @@ from reviews.models import Judgment, JudgmentItem
 from reviews.selectors.blind import Withheld, withheld_groups
 from reviews.selectors.calibration import ADJUDICATED, _figure, activation_impacts, ceiling, fitted_mapping
 from reviews.stats.agreement.frame import GRADER
-from reviews.stats.bench import JURY_PREFIX, compare, jury_n_eff, usage_per_group
+from reviews.stats.bench import JURY_PREFIX, by_citation, compare, jury_n_eff, usage_per_group
 
 MAX_GRADERS = 8
 N_BOOT = 1000
@@ -37,6 +42,7 @@ class BenchFrames:
     members: dict[str, list[str]]  # jury -> its members (from its verdicts' raw["jury"]["members"])
     uids: dict[int, str]
     withheld: Withheld  # the groups left out for the viewer (reviews.selectors.blind.withheld_groups)
+    uncited: dict[str, dict[int, int]] = field(default_factory=dict)  # grader -> group id -> uncited judgments
 
     @property
     def hidden(self) -> frozenset[int]:
@@ -100,11 +106,15 @@ def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=
     machine = pd.DataFrame(
         list(
             grade_filter.filter(verdict__grader__in=[*graders, *extra]).values_list(
-                "verdict__group_id", "rollout__index", "rollout_id", "verdict__grader", "tier", "rank", "cheat"
+                "verdict__group_id", "rollout__index", "rollout_id", "verdict__grader", "tier", "rank", "cheat", "uncited"
             )
         ),
-        columns=["group", "rollout", "rollout_id", "rater", "tier", "rank", "cheat"],
+        columns=["group", "rollout", "rollout_id", "rater", "tier", "rank", "cheat", "uncited"],
     )
+    uncited: dict[str, dict[int, int]] = {g: {} for g in graders}
+    for name, group_id in machine.loc[machine["uncited"].astype(bool), ["rater", "group"]].itertuples(index=False, name=None):
+        counts = uncited.setdefault(name, {})
+        counts[group_id] = counts.get(group_id, 0) + 1
     audits: dict[int, bool] = {}
     for rollout_id, confirmed in (
         CheatDecision.objects.filter(rollout_id__in=human["rollout_id"].unique().tolist(), confirmed__isnull=False)
@@ -127,7 +137,7 @@ def bench_frames(*, project: Project, run: Run, graders: list[str], hidden_from=
 
     uids = dict(human.drop_duplicates("group")[["group", "uid"]].itertuples(index=False, name=None))
     frame = finish(pd.concat([machine, word], ignore_index=True))
-    return BenchFrames(frame, finish(reviews), usage, members, uids, withheld)
+    return BenchFrames(frame, finish(reviews), usage, members, uids, withheld, uncited)
 
 
 def _plain(x: float) -> float | None:
@@ -147,10 +157,18 @@ def comparison(*, project: Project, run: Run, graders: list[str], hidden_from=No
     compared = frame[~frame["rater"].isin(members_only)]
     bench = compare(compared, graders, n_boot=n_boot, seed=0)
     groups = bench.group_keys
+    citations = by_citation(compared, graders, groups, data.uncited, n_boot=n_boot, seed=0)
     rows = []
     for grader in graders:
         row: dict[str, Any] = {"grader": grader, "groups": bench.groups}
         row.update({name: _interval(figure) for name, figure in bench.graders[grader].items()})
+        split = citations[grader]
+        row["citations"] = {
+            "uncited_verdicts": split.uncited_groups,
+            "uncited_judgments": split.uncited_judgments,
+            "cited": {"groups": split.cited_groups, **{name: _interval(f) for name, f in split.cited.items()}},
+            "uncited": {"groups": split.uncited_groups, **{name: _interval(f) for name, f in split.uncited.items()}},
+        }
         row["usage_per_group"] = {k: _plain(v) for k, v in usage_per_group(data.usage[grader], groups).items()}
         if grader.startswith(JURY_PREFIX):
             jury = jury_n_eff(frame, data.members.get(grader, []), groups)

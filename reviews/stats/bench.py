@@ -186,6 +186,72 @@ def compare(
     return Bench(len(groups), groups, per_grader, paired, between)
 
 
+@dataclass(frozen=True)
+class CitationSplit:
+    """One grader's figures on the compared groups where its verdict cites for every judgment
+    that speaks against a rollout (`cited`) and where it leaves one or more of them uncited
+    (`uncited`, grading.grader.evidence.is_uncited), with how many groups each rests on."""
+
+    cited_groups: int
+    uncited_groups: int
+    uncited_judgments: int
+    cited: dict[str, Figure]
+    uncited: dict[str, Figure]
+
+
+def _figures_on(
+    frame: pd.DataFrame, grader: str, graders: Sequence[str], groups: Sequence[Any], n_boot: int, seed: int, level: float
+) -> dict[str, Figure]:
+    """The grader's figures on `groups` alone (all NaN on none)."""
+    if not groups:
+        return {name: Figure(float("nan"), float("nan"), float("nan"), 0) for name in BENCH_FIGURES}
+    stats = _statistics(_grader_frame(frame, grader, graders), groups)
+    boot = figures_from_sums(resample_sums(stats, n_boot, seed)) if n_boot else None
+    return _figures(figures_from_sums(stats.table.sum(axis=0)), boot, BENCH_FIGURES, level)
+
+
+def by_citation(
+    frame: pd.DataFrame,
+    graders: Sequence[str],
+    groups: Sequence[Any],
+    uncited: Mapping[str, Mapping[Any, int]],
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, CitationSplit]:
+    """Each grader's figures against people split by citation, on `groups` (the compared groups,
+    Bench.group_keys): `uncited[grader]` counts its uncited judgments per group. The bench's
+    figures take both kinds of verdict together; this says whether the uncited ones agree less.
+
+    >>> frame = pd.DataFrame({
+    ...     "group": ["g", "g", "g", "g", "h", "h", "h", "h"],
+    ...     "rollout": [0, 1] * 4,
+    ...     "rater": ["a", "a", "bob", "bob"] * 2,
+    ...     "tier": ["T1", "T2", "T1", "T2", "T1", "T3", "T2", "T3"],
+    ...     "rank": [1, 2] * 4,
+    ... })
+    >>> split = by_citation(frame, ["a"], ["g", "h"], {"a": {"h": 1}}, n_boot=0)["a"]
+    >>> split.cited_groups, split.uncited_groups, split.uncited_judgments
+    (1, 1, 1)
+    >>> split.cited["exact_agreement"].value, split.uncited["exact_agreement"].value
+    (1.0, 0.5)
+    """
+    out = {}
+    for grader in graders:
+        counts = uncited.get(grader, {})
+        without = [g for g in groups if counts.get(g, 0)]
+        cited = [g for g in groups if not counts.get(g, 0)]
+        out[grader] = CitationSplit(
+            cited_groups=len(cited),
+            uncited_groups=len(without),
+            uncited_judgments=int(sum(counts.get(g, 0) for g in without)),
+            cited=_figures_on(frame, grader, graders, cited, n_boot, seed, level),
+            uncited=_figures_on(frame, grader, graders, without, n_boot, seed, level),
+        )
+    return out
+
+
 def pairwise_kappa(frame: pd.DataFrame, members: Sequence[str], groups: Sequence[Any] | None = None) -> float:
     """Mean quadratic κ over every two members, on the rollouts both tiered (in `groups`, or all).
     NaN with fewer than two members or when no pair has a defined κ."""
@@ -233,4 +299,15 @@ def usage_per_group(usages: Mapping[Any, Mapping[str, Any]], groups: Sequence[An
     }
 
 
-__all__ = ["BENCH_FIGURES", "BETWEEN_FIGURES", "FIGURES", "Bench", "compare", "jury_n_eff", "n_eff", "usage_per_group"]
+__all__ = [
+    "BENCH_FIGURES",
+    "BETWEEN_FIGURES",
+    "FIGURES",
+    "Bench",
+    "CitationSplit",
+    "by_citation",
+    "compare",
+    "jury_n_eff",
+    "n_eff",
+    "usage_per_group",
+]

@@ -3,6 +3,8 @@ the figures recomputed independently from the same rows."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from django.core.cache import cache
@@ -13,11 +15,14 @@ from sklearn.metrics import cohen_kappa_score
 from grading.method.services.activation import create_mapping
 from grading.method.services.computation import compute_step, refresh_stale_steps
 from grading.method.services.mappings import active_mapping
-from grading.models import AdvantageResult, Group, Role, Run
+from grading.models import AdvantageResult, Group, Role, RolloutGrade, Run
 from reviews.selectors import calibration
-from tests.factories import make_assignment, make_project
-from tests.helpers.bench import GRADERS, flat, make_bench
+from tests.factories import make_assignment, make_judgment, make_project
+from tests.helpers.bench import EXT_UNCITED, GRADERS, GROUPS, flat, make_bench
+from tests.helpers.groups import small_group
+from tests.helpers.ingest import ingest_groups
 from tests.helpers.people import member
+from tests.helpers.verdicts import post_verdict, verdict_body
 
 pytestmark = pytest.mark.django_db
 
@@ -62,6 +67,23 @@ def test_compare_recomputes_per_grader_figures_and_the_paired_difference(bench, 
     between = next(p for p in body["between_graders"] if (p["a"], p["b"]) == ("heuristic@1", "ext@1"))
     assert between["kappa"]["value"] == pytest.approx(members_kappa, abs=1e-6)
     assert body["human_ceiling"]["n_groups"] == 0  # one person per group
+    # ext@1's uncited verdicts (groups 2 and 3) count above; apart, they agree less
+    citations = rows["ext@1"]["citations"]
+    uncited_judgments = sum(t != "T1" for n in EXT_UNCITED for t in GROUPS[n][1])
+    assert (citations["uncited_verdicts"], citations["uncited_judgments"]) == (2, uncited_judgments) == (2, 5)
+    ext, people = flat(1).reshape(4, 4), person.reshape(4, 4)
+    for part, groups in (("cited", [0, 1]), ("uncited", list(EXT_UNCITED))):
+        assert citations[part]["groups"] == 2
+        agree = np.mean(ext[groups] == people[groups])
+        assert citations[part]["exact_agreement"]["value"] == pytest.approx(agree, abs=1e-6)
+        kappa = cohen_kappa_score(ext[groups].ravel(), people[groups].ravel(), weights="quadratic", labels=[1, 2, 3])
+        assert citations[part]["kappa"]["value"] == pytest.approx(kappa, abs=1e-6)
+    assert citations["cited"]["exact_agreement"]["value"] == 0.875 and citations["uncited"]["exact_agreement"]["value"] == 0.5
+    for name in ("heuristic@1", "jury:j@1"):  # ours cite: every verdict is on the cited side
+        split = rows[name]["citations"]
+        assert (split["uncited_verdicts"], split["uncited_judgments"], split["cited"]["groups"]) == (0, 0, 4)
+        assert split["cited"]["exact_agreement"]["value"] == rows[name]["exact_agreement"]["value"]
+        assert split["uncited"]["exact_agreement"] == {"value": None, "low": None, "high": None, "n": 0}
 
 
 @pytest.mark.parametrize(
@@ -152,3 +174,40 @@ def test_what_would_move_leaves_out_the_callers_open_blind_group(client):
     compute_step(step=run.steps.get(), mapping=mapping)
     then = {(r.uid, r.index): r.redistributed_advantage for r in AdvantageResult.objects.filter(mapping=mapping)}
     assert move["credit_moved"] == pytest.approx(sum(abs(then[k] - stored[k]) for k in stored if k[0] != "t-0@1"), abs=1e-5)
+
+
+def test_a_verdict_posted_without_evidence_is_on_the_bench_and_counted_apart(client, acme, alice, alice_token, bob):
+    ingest_groups(acme, small_group("t-1@1", rewards=(1, 0, 1)), small_group("t-2@1", instance_id="t-2", rewards=(1, 0, 1)))
+    assert post_verdict(client, alice_token, verdict_body(second="T2")) == (
+        201,
+        {"result": "stored", "grader": "acme-fleet@3", "uid": "t-1@1", "status": "valid", "uncited": []},
+    )  # rollout 2's T2 cites a line of its test log
+    uncited = verdict_body(second="T3", uid="t-2@1")
+    del uncited["judgments"][1]["evidence"]  # a T3 for no stated reason
+    code, answer = post_verdict(client, alice_token, uncited)
+    assert code == 201 and answer["uncited"] == [2]
+    grades = RolloutGrade.objects.filter(verdict__grader="acme-fleet@3").order_by("verdict__group__uid", "rollout__index")
+    assert [(g.verdict.group.uid, g.rollout.index, g.tier, g.uncited) for g in grades] == [
+        ("t-1@1", 0, "T1", False),
+        ("t-1@1", 2, "T2", False),
+        ("t-2@1", 0, "T1", False),
+        ("t-2@1", 2, "T3", True),
+    ]
+    for uid in ("t-1@1", "t-2@1"):  # bob: #0 T1, #2 T2 on both
+        make_judgment(Group.objects.get(uid=uid), bob, tiers={0: "T1", 2: "T2"})
+
+    client.force_login(alice)
+    body = client.get(URL, {"project": "acme", "run": "r1", "graders": "acme-fleet@3", "n_boot": "0"}).json()
+    (row,) = body["graders"]
+    # the uncited verdict counts: 3 of the 4 rollouts agree, the uncited T3 the one that does not
+    assert row["groups"] == 2 and row["exact_agreement"]["value"] == 0.75 and row["exact_agreement"]["n"] == 4
+    citations = row["citations"]
+    assert (citations["uncited_verdicts"], citations["uncited_judgments"]) == (1, 1)
+    assert citations["cited"]["groups"] == citations["uncited"]["groups"] == 1
+    assert citations["cited"]["exact_agreement"]["value"] == 1.0 and citations["uncited"]["exact_agreement"]["value"] == 0.5
+
+    page = client.get("/projects/acme/calibration/bench/", {"run": "r1", "grader": "acme-fleet@3"}).content.decode()
+    table = page.split('data-testid="bench-citations"')[1].split("</table>")[0]
+    row_html = table.split('data-grader="acme-fleet@3"')[1]
+    assert 'data-testid="uncited-verdicts">1 of 2<' in row_html and 'data-testid="uncited-judgments">1<' in row_html
+    assert re.findall(r'data-testid="uncited-figure">([^<]*)<', row_html)[0] == "0.500"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
-from reviews.stats.bench import compare, compared_groups, jury_n_eff, n_eff, usage_per_group
+from reviews.stats.bench import by_citation, compare, compared_groups, jury_n_eff, n_eff, usage_per_group
 
 TIERS = ["T1", "T2", "T3"]
 
@@ -177,3 +177,16 @@ def test_usage_per_group_means_tokens_and_cost():
     out = usage_per_group(usages, ["g1", "g2", "g3"])
     assert out["tokens"] == pytest.approx(60.0) and out["cost"] == pytest.approx(0.5 / 3)
     assert np.isnan(usage_per_group({"g1": {"prompt_tokens": 3}}, ["g1"])["cost"])
+
+
+def test_the_split_by_citation_is_the_bench_on_each_part_of_the_groups():
+    frame = only(bench_frame(4), "a", "b", "bob")
+    groups = compare(frame, ["a", "b"], n_boot=0).group_keys
+    uncited = {"a": dict.fromkeys(groups[::3], 2)}  # a left every third group's verdict uncited, b none
+    split = by_citation(frame, ["a", "b"], groups, uncited, n_boot=50, seed=3)
+    assert (split["a"].uncited_groups, split["a"].cited_groups, split["a"].uncited_judgments) == (4, 8, 8)
+    for part, kept in (("uncited", groups[::3]), ("cited", [g for g in groups if g not in groups[::3]])):
+        alone = compare(frame[frame.group.isin(kept)], ["a", "b"], n_boot=50, seed=3).graders["a"]
+        assert getattr(split["a"], part) == alone
+    assert split["b"].uncited_groups == 0 and split["b"].cited == compare(frame, ["a", "b"], n_boot=50, seed=3).graders["b"]
+    assert all(np.isnan(f.value) and f.n == 0 for f in split["b"].uncited.values())
