@@ -187,6 +187,9 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call(RUN + "steps/<int:step>/", "get", f"{run}steps/0/"),
         Call(RUN + "steps/<int:step>/grading/", "get", f"{run}steps/0/grading/"),
         Call(RUN + "imports/", "get", f"{run}imports/"),
+        Call(
+            RUN + "timeline/", "get", f"{run}timeline/?compare=other&show=desk:pass_rate&overlay=desk:pass_rate&with=desk:tokens"
+        ),
         Call(RUN + "imports/jobs/", "get", f"{run}imports/jobs/", kwargs=htmx),
         Call(R + "review/", "get", f"{p}review/"),
         Call(R + "adjudication/", "get", f"{p}adjudication/"),
@@ -223,6 +226,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call("api/v1/juries/", "get", f"{api}juries/", kwargs={"data": q}, client="token"),
         Call("api/v1/graders/", "get", f"{api}graders/", kwargs={"data": q}, client="token"),
         Call("api/v1/runs/<str:name>/", "get", f"{api}runs/long/", kwargs={"data": q}, client="token"),
+        Call("api/v1/runs/<str:name>/metrics/", "get", f"{api}runs/long/metrics/", kwargs={"data": q}, client="token"),
         Call("api/v1/steps/<int:number>/", "get", f"{api}steps/0/", kwargs={"data": qr}, client="token"),
         Call("api/v1/agreement/", "get", f"{api}agreement/", kwargs={"data": qr}, client="token"),
         Call(
@@ -248,6 +252,14 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             "post",
             f"{api}groups/?project=acme",
             kwargs={"data": jsonl(small_group("t-2@1", instance_id="t-2")), "content_type": NDJSON},
+            client="token",
+        ),
+        Call(
+            "api/v1/runs/<str:name>/metrics/",
+            "post",
+            f"{api}runs/long/metrics/?project=acme",
+            kwargs=json_body({"step": 0, "metrics": {"actor/entropy": 0.4}}),
+            ok=(201,),
             client="token",
         ),
         Call(

@@ -20,7 +20,7 @@ Which logged series is "entropy", "response length" or an evaluation is decided 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -135,7 +135,7 @@ def _spans(hits: list[tuple[int, int, list[str]]]) -> list[tuple[int, int, list[
     return merged
 
 
-def _windows(rows: list[tuple[int, tuple[float, ...]]], window: int):
+def _windows(rows: list[tuple[int, tuple[float, ...]]], window: int) -> Iterator[list[tuple[int, tuple[float, ...]]]]:
     for end in range(window, len(rows) + 1):
         yield rows[end - window : end]
 
