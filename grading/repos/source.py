@@ -1,12 +1,21 @@
 """A task's `repo` resolved through a URL template into a bare mirror cache. Pure: no Django.
 
-`RepoSource(url_template, cache, budget_bytes)` keeps one bare mirror per repository under
-`<cache>/mirrors/<safe name>.git`, fetched the first time a task needs it and reused after
-that; a base commit the mirror lacks makes it fetch once more (then `MissingCommit`). The
-mirrors (with the worktrees made from them, `<cache>/trees`) are held under `budget_bytes`:
+`RepoSource(url_template, cache, budget_bytes)` keeps one bare repository per repository under
+`<cache>/mirrors/<safe name>.git` (a "mirror", though it holds only what was asked for), and
+fetches into it the base commits tasks need, by id: `git fetch --depth 1 <url> <sha>:refs/gagar/
+commits/<sha>`, the commit and its tree, not the history (several commits of one repository go
+in one fetch). Git servers send a commit by id (protocol v2 always; v0 when the server allows
+it), and so does a source whose old history is incomplete (a shallow or partial copy). A server
+that refuses it ("Server does not allow request for unadvertised object") or does not have it
+gets the whole fetch instead, its branches and tags; a commit still missing then is
+`MissingCommit`. The history is fetched too (`fetch_history`) when a patch written at another
+commit needs file versions from it for a 3-way merge.
+
+The mirrors (with the worktrees made from them, `<cache>/trees`) are held under `budget_bytes`:
 whatever writes into the cache (a fetch, a patch's objects) first reserves room under a lock
 every process shares (`reserve`), evicting the least recently used mirrors to make it, and is
-refused when the room is not there; a repository bigger than the whole budget is refused.
+refused when the room is not there. What counts is what is on disk: a fetch of one commit of a
+repository bigger than the budget fits when that commit does.
 
 Every git command runs here through `run_git`: a timeout, no terminal prompt, no hooks,
 the system and global git configuration ignored (so a worker's `apply.whitespace` or
@@ -43,7 +52,14 @@ DEFAULT_BUDGET_BYTES = 20 * 1024**3
 MAX_REPO_CHARS = 200
 MAX_MESSAGE_CHARS = 2_000  # of git's stderr kept in an error's message
 REPO_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")  # the whole repository
+COMMIT_REFS = "refs/gagar/commits/"  # a commit fetched by id is kept under a ref of its own
+# What git says when a source will not send a commit by id: the server refuses such requests
+# (protocol v0 without uploadpack.allowAnySHA1InWant or allowReachableSHA1InWant), or lacks it
+# (v2), or it is not on a ref it advertises (v0). The whole fetch is tried then.
+REFUSED_BY_ID = ("unadvertised object", "not our ref", "couldn't find remote ref", "no such remote ref")
+HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+FULL_ID_LENGTHS = (40, 64)  # SHA-1, SHA-256: only a whole id can be asked for
 MIN_RESERVE_BYTES = 1024**2  # a fetch reserves a sixteenth of the budget at a time, at least this
 WATCH_SECONDS = 0.1  # how often a running fetch's size is checked against what it reserved
 _URL = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]{0,30}://)([^\s'\"<>`]*)")
@@ -219,6 +235,11 @@ def validate_repo(repo: str) -> str:
     return repo
 
 
+def is_commit_id(commit: str) -> bool:
+    """Whether `commit` may name a commit: 1 to 64 hex digits (nothing git could read as an option or a range)."""
+    return isinstance(commit, str) and 0 < len(commit) <= 64 and set(commit) <= HEX_DIGITS
+
+
 def is_local_template(template: str) -> bool:
     return template.startswith(("file://", "/", "./"))
 
@@ -310,36 +331,72 @@ class RepoSource:
         return run_git(git_dir, args, timeout=timeout or self.git_timeout, input=input, env=env, check=check)
 
     def has_commit(self, git_dir: Path, commit: str) -> bool:
-        if not commit or len(commit) > 64 or not set(commit) <= set("0123456789abcdefABCDEF"):
+        if not is_commit_id(commit):
             return False
         done = self.git(git_dir, ["cat-file", "-e", f"{commit}^{{commit}}"], check=False)
         return done.returncode == 0
 
+    def is_shallow(self, git_dir: Path) -> bool:
+        """Whether the mirror holds a commit without its parents (fetched by id, `--depth 1`)."""
+        return (git_dir / "shallow").exists()
+
+    def holds_history(self, git_dir: Path) -> bool:
+        """Whether the mirror holds the source's branches and tags with their whole history."""
+        if self.is_shallow(git_dir):
+            return False
+        done = self.git(git_dir, ["for-each-ref", "--count=1", "--format=%(refname)", "refs/heads", "refs/tags"])
+        return bool(done.stdout.strip())
+
     # -- mirrors ----------------------------------------------------------------------
 
     def mirror(self, repo: str, commit: str) -> Path:
-        """The bare mirror of `repo` holding `commit`, fetched the first time and reused after.
+        """The bare mirror of `repo` holding `commit`, fetched by id the first time and reused after.
 
-        UnknownRepo (bad name), FetchRefused (the source said no, timed out, or the repository is
-        bigger than the budget), MissingCommit (fetched, fetched again, still no `commit`).
+        UnknownRepo (bad name), FetchRefused (the source said no, timed out, or what it sends does
+        not fit the budget), MissingCommit (asked for by id and fetched whole, still no `commit`).
         """
+        return self.mirror_commits(repo, [commit])
+
+    def mirror_commits(self, repo: str, commits: Sequence[str]) -> Path:
+        """The bare mirror of `repo` holding every one of `commits`: those it lacks fetched in one
+        fetch by id (see the module's docstring). The errors of `mirror`."""
         url = self.url_for(repo)
-        if not commit or len(commit) > 64 or not set(commit) <= set("0123456789abcdefABCDEF"):
-            raise MissingCommit(f"the task's base commit {commit[:80]!r} is not a commit id (hex digits)")
+        wanted = list(dict.fromkeys(commits))
+        for commit in wanted:
+            if not is_commit_id(commit):
+                raise MissingCommit(f"the task's base commit {commit[:80]!r} is not a commit id (hex digits)")
+        if not wanted:
+            raise MissingCommit("no commit was asked for")
+        path = self.mirror_path(repo)
+        name = self.safe_name(repo)
+        self.make_private()
+        with flocked(self.mirrors_dir / f"{name}.lock"):
+            made = (path / "HEAD").exists()
+            missing = [c for c in wanted if not made or not self.has_commit(path, c)]
+            if missing:
+                self._fetch(url, path, name, repo=repo, create=not made, commits=missing)
+                for commit in missing:
+                    if not self.has_commit(path, commit):
+                        raise MissingCommit(self._missing(repo, commit))
+            self._touch(name)
+        return path
+
+    def fetch_history(self, repo: str) -> bool:
+        """Fetch the source's branches and tags, with their history, into the mirror of `repo` (made
+        by `mirror`): what a 3-way merge of a patch written at another commit needs. True when it
+        fetched, False when the mirror held them already. FetchRefused as `mirror`."""
+        url = self.url_for(repo)
         path = self.mirror_path(repo)
         name = self.safe_name(repo)
         self.make_private()
         with flocked(self.mirrors_dir / f"{name}.lock"):
             if not (path / "HEAD").exists():
-                self._fetch(url, path, name, repo=repo, create=True)
-            if not self.has_commit(path, commit):
-                # Once more: the source may have moved on since the mirror was made, or it may send a
-                # commit on no branch or tag when asked for it by id.
-                self._fetch(url, path, name, repo=repo, create=False, commit=commit)
-                if not self.has_commit(path, commit):
-                    raise MissingCommit(self._missing(repo, commit))
+                raise NotFetched(f"{repo} is not fetched yet")
+            if self.holds_history(path):
+                return False
+            self._fetch(url, path, name, repo=repo, create=False, commits=[])
             self._touch(name)
-        return path
+        return True
 
     def cached(self, repo: str, commit: str) -> Path:
         """The bare mirror of `repo` if the cache holds `commit` in it; NotFetched otherwise. No fetch,
@@ -352,16 +409,21 @@ class RepoSource:
         return path
 
     def _missing(self, repo: str, commit: str) -> str:
-        return f"{repo} has no commit {commit} (the source was fetched and fetched again)"
+        return (
+            f"{repo} has no commit {commit}: the source did not send it when asked for it by id, "
+            "and none of its branches and tags holds it (the whole repository was fetched again)"
+        )
 
     def _touch(self, name: str) -> None:
         used = self.mirrors_dir / f"{name}.used"
         used.touch()
         os.utime(used)
 
-    def _fetch(self, url: str, path: Path, name: str, *, repo: str, create: bool, commit: str = "") -> None:
-        """Fetch `url` into the mirror at `path` (made in a scratch directory and renamed when `create`),
-        in room reserved in the budget first and grown as the fetch grows (refused when it cannot)."""
+    def _fetch(self, url: str, path: Path, name: str, *, repo: str, create: bool, commits: Sequence[str]) -> None:
+        """Fetch `commits` from `url` into the mirror at `path` (made in a scratch directory and renamed
+        when `create`), by id where the source allows it, else whole; with no `commits`, the whole
+        history. In room reserved in the budget first and grown as the fetch grows (refused when it
+        cannot)."""
         private_dir(self.mirrors_dir)
         target = path.with_name(f"{path.name}.tmp-{os.getpid()}") if create else path
         if create:
@@ -378,15 +440,9 @@ class RepoSource:
         try:
             with self.reserve(target, room=step, least=self.least_step(), what=f"the repository {repo}", mirror=name) as held:
                 fetched = True
-                self._run_fetch(target, url, list(FETCH_REFSPECS), held)
-                if commit:
-                    # A commit on no branch or tag (a pull request's, say): servers that allow it send it by id.
-                    try:
-                        self._run_fetch(target, url, [commit], held)
-                    except OverBudget:
-                        raise
-                    except FetchRefused:
-                        pass
+                if not commits or not self._fetch_by_id(target, url, commits, held):
+                    whole = ["--unshallow"] if self.is_shallow(target) else []
+                    self._run_fetch(target, url, list(FETCH_REFSPECS), held, options=whole)
                 held.ensure(tree_bytes(target))  # what the fetch wrote since it was last looked at
                 if create:
                     remove_tree(path)  # what a worker killed mid-rename may have left (no HEAD, so not a mirror)
@@ -398,22 +454,52 @@ class RepoSource:
                 self._drop(name)  # what the fetch added cannot be told apart from the rest: the mirror goes
             raise
 
+    def _fetch_by_id(self, git_dir: Path, url: str, commits: Sequence[str], held: Reservation) -> bool:
+        """Fetch `commits` by id, each kept under `refs/gagar/commits/<id>`: in one fetch, then (when
+        the source lacks one of them) one at a time. Only the commits and their trees come when the
+        mirror has no history (`--depth 1`); a mirror with history gets what it lacks of theirs.
+        False when the source will not send some of them by id (REFUSED_BY_ID), or one is not a
+        whole id; FetchRefused for any other failure."""
+        if any(len(commit) not in FULL_ID_LENGTHS for commit in commits):
+            return False
+        options = ["--depth", "1"] if self.is_shallow(git_dir) or not self.holds_history(git_dir) else []
+        try:
+            self._run_fetch(git_dir, url, [f"+{c}:{COMMIT_REFS}{c}" for c in commits], held, options=options)
+            return True
+        except OverBudget:
+            raise
+        except FetchRefused as exc:
+            said = str(exc).lower()
+            if not any(refusal in said for refusal in REFUSED_BY_ID):
+                raise
+            if len(commits) == 1 or "unadvertised object" in said:
+                return False
+        for commit in commits:  # one of them is not there: the others are fetched, each on its own
+            try:
+                self._run_fetch(git_dir, url, [f"+{commit}:{COMMIT_REFS}{commit}"], held, options=options)
+            except OverBudget:
+                raise
+            except FetchRefused:
+                pass
+        return all(self.has_commit(git_dir, commit) for commit in commits)
+
     def fetches_by_name(self, name: str) -> int:
         try:
             return int((self.mirrors_dir / f"{name}.fetches").read_text() or 0)
         except (OSError, ValueError):
             return 0
 
-    def _run_fetch(self, git_dir: Path, url: str, refspecs: list[str], held: Reservation) -> None:
-        """One `git fetch`, killed at `fetch_timeout` or when the mirror outgrows the room `held` and
-        no more can be had."""
+    def _run_fetch(self, git_dir: Path, url: str, refspecs: list[str], held: Reservation, *, options: Sequence[str] = ()) -> None:
+        """One `git fetch` (with `options`, such as `--depth 1`), killed at `fetch_timeout` or when the
+        mirror outgrows the room `held` and no more can be had."""
         config = ["protocol.file.allow=always"] if self.local else ["protocol.file.allow=never"]
         config += ["protocol.ext.allow=never", "fetch.recurseSubmodules=false", "transfer.fsckObjects=false"]
         config += ["fetch.unpackLimit=1"]  # kept as the pack it came in, never a loose file per object
         command = ["git", "-c", "core.hooksPath=" + os.devnull]
         for item in config:
             command += ["-c", item]
-        command += ["--git-dir", str(git_dir), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, *refspecs]
+        command += ["--git-dir", str(git_dir), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", *options]
+        command += ["--", url, *refspecs]
         started = time.monotonic()
         with subprocess.Popen(
             command,

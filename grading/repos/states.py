@@ -18,6 +18,13 @@ when they are many.
 - "failed": nothing applied (`commit` is None); `error` says why: git's own message (bounded)
   for a patch that conflicts even 3-way, or ours for a patch refused before git saw it.
 
+A mirror holds the base commit, not its history (grading.repos.source fetches commits by id). A
+patch written at another commit that does not apply as it is needs, for `--3way`, the file
+versions it was written against ("repository lacks the necessary blob"): then the source's
+history is fetched (`history`, once per mirror) and the patch tried again. Without `history` (a
+page request, which never fetches) or when that fetch fails, the patch is `failed` with a reason,
+and that result is not remembered: the next grader to ask fetches and tries again.
+
 Refused before git sees it (git refuses most of these too; we do not lean on that): a path that
 is absolute, has a `..` or `.` component, goes through `.git`, or goes through a symbolic link
 (one at base, or one the patch itself adds); a patch bigger than MAX_PATCH_BYTES. The scan is
@@ -33,11 +40,12 @@ import json
 import os
 import secrets
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grading.repos.source import RepoSource, bounded, git_env, remove_tree, tree_bytes
-from grading.repos.types import Applied, ApplyHow, OverBudget, RepoError
+from grading.repos.types import Applied, ApplyHow, FetchRefused, OverBudget, RepoError
 
 MAX_PATCH_BYTES = 32 * 1024**2
 MAX_PATH_CHARS = 4_096
@@ -53,6 +61,8 @@ STATE_MESSAGE = "gagar: a rollout's patch applied at its task's base commit\n"
 MEMO_VERSION = "1"
 MAX_LOOSE_MOVED = 256  # a state's objects moved into the mirror as loose files; more go in as a pack
 OBJECT_BYTES = 4_096 + 512  # a loose object on disk, at least: one block and its directory entry
+LACKS_BLOB = "lacks the necessary blob"  # git apply --3way, when the patch's preimage is not in the mirror
+HEX = frozenset("0123456789abcdef")
 
 
 class Refused(Exception):
@@ -68,6 +78,7 @@ class Scan:
     links: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)
     skipped: list[str] = field(default_factory=list)
+    preimages: list[str] = field(default_factory=list)  # the blob ids (abbreviated) of its `index` lines
     text: str = ""
     sections: int = 0  # file sections left for git
 
@@ -160,6 +171,7 @@ class _Section:
     binary_data: bool = False
     binary_without_data: bool = False
     deleted: bool = False
+    preimage: str = ""
 
 
 def scan(patch: str) -> Scan:
@@ -186,6 +198,8 @@ def scan(patch: str) -> Scan:
             out.links.add(target)
         if section.deleted and target:
             out.deleted.add(target)
+        if section.preimage:
+            out.preimages.append(section.preimage)
 
     lines = patch.split("\n")
     old_left = new_left = 0
@@ -238,6 +252,10 @@ def scan(patch: str) -> Scan:
             current.mode = bare.rsplit(" ", 1)[-1]
         elif bare.startswith("deleted file mode "):
             current.deleted = True
+        elif bare.startswith("index ") and ".." in bare:
+            old = bare[len("index ") :].split("..", 1)[0]
+            if 4 <= len(old) <= 64 and set(old) <= HEX and set(old) != {"0"}:  # all zeros: a new file
+                current.preimage = old
         elif bare.startswith("GIT binary patch"):
             current.binary_data = True
         elif bare.startswith("Binary files ") and bare.endswith(" differ"):
@@ -318,9 +336,12 @@ def memo_key(base: str, patch: str) -> str:
     return digest.hexdigest()
 
 
-def apply_patch(source: RepoSource, git_dir: Path, base: str, index: int, patch: str) -> Applied:
+def apply_patch(
+    source: RepoSource, git_dir: Path, base: str, index: int, patch: str, *, history: Callable[[], bool] | None = None
+) -> Applied:
     """Rollout `index`'s state: `patch` applied at `base` in the mirror `git_dir`, never raising for
-    the patch's sake (a patch that does not apply is an Applied with how="failed")."""
+    the patch's sake (a patch that does not apply is an Applied with how="failed"). `history` fetches
+    the source's history into the mirror when a 3-way merge needs it (True when it fetched)."""
     if not patch or not patch.strip():
         return Applied(index=index, how="base", commit=base)
     memo = git_dir / "gagar-states" / f"{memo_key(base, patch)}.json"
@@ -330,7 +351,18 @@ def apply_patch(source: RepoSource, git_dir: Path, base: str, index: int, patch:
             return Applied(
                 index=index, how=saved["how"], commit=saved["commit"], error=saved["error"], skipped=tuple(saved["skipped"])
             )
-    applied = _apply(source, git_dir, base, index, patch)
+    applied, lacks = _apply(source, git_dir, base, index, patch)
+    if lacks:
+        if history is None:
+            return _without_history(applied, "the history is not fetched yet (a grader fetches it when it reads the group)")
+        try:
+            fetched = history()
+        except OverBudget:
+            raise  # no room now: asking again tries again
+        except FetchRefused as exc:
+            return _without_history(applied, f"fetching the source's history failed: {exc}")
+        if fetched:
+            applied, lacks = _apply(source, git_dir, base, index, patch)
     with contextlib.suppress(OSError):
         memo.parent.mkdir(mode=0o700, exist_ok=True)
         scratch = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
@@ -343,7 +375,16 @@ def apply_patch(source: RepoSource, git_dir: Path, base: str, index: int, patch:
     return applied
 
 
-def _apply(source: RepoSource, git_dir: Path, base: str, index: int, patch: str) -> Applied:
+def _without_history(applied: Applied, why: str) -> Applied:
+    """`applied` (failed for want of the history's file versions), saying so; never remembered."""
+    error = f"the patch does not apply as it is, and a 3-way merge needs file versions of other commits; {why}"
+    return Applied(index=applied.index, how="failed", commit=None, error=bounded(f"{error}. git said: {applied.error}"))
+
+
+def _apply(source: RepoSource, git_dir: Path, base: str, index: int, patch: str) -> tuple[Applied, bool]:
+    """The state, and whether it failed only for want of file versions the mirror lacks (LACKS_BLOB)."""
+    lacks = False
+
     def failed(error: str) -> Applied:
         return Applied(index=index, how="failed", commit=None, error=error)
 
@@ -354,12 +395,12 @@ def _apply(source: RepoSource, git_dir: Path, base: str, index: int, patch: str)
             shown = path.encode("unicode_escape").decode("ascii")[:200]
             raise Refused(f"the patch touches {shown!r} through a symbolic link, which would leave the repository's tree")
     except Refused as exc:
-        return failed(f"refused: {exc}")
+        return failed(f"refused: {exc}"), lacks
     skipped = tuple(found.skipped)
     if not found.sections:
         if skipped:
-            return Applied(index=index, how="partial", commit=base, skipped=skipped)
-        return failed("the patch names no file git can apply (no diff header or hunk in it)")
+            return Applied(index=index, how="partial", commit=base, skipped=skipped), lacks
+        return failed("the patch names no file git can apply (no diff header or hunk in it)"), lacks
     body = _encode(found.text if found.text.endswith("\n") else found.text + "\n")
     objects = git_dir / "objects"
     incoming = objects / f"incoming-gagar-{os.getpid()}-{secrets.token_hex(4)}"
@@ -386,7 +427,8 @@ def _apply(source: RepoSource, git_dir: Path, base: str, index: int, patch: str)
                 )
                 if three.returncode != 0:
                     said = bounded(three.stderr.decode("utf-8", "replace") or plain.stderr.decode("utf-8", "replace"))
-                    return failed(f"the patch does not apply, even 3-way: {said}")
+                    lacks = LACKS_BLOB in said and _lacks_preimages(source, git_dir, found.preimages)
+                    return failed(f"the patch does not apply, even 3-way: {said}"), lacks
                 how = "three_way"
             tree = source.git(git_dir, ["write-tree"], env=env).stdout.decode().strip()
             commit = source.git(git_dir, ["commit-tree", tree, "-p", base, "-m", STATE_MESSAGE], env=env).stdout.decode().strip()
@@ -395,12 +437,22 @@ def _apply(source: RepoSource, git_dir: Path, base: str, index: int, patch: str)
     except OverBudget:
         raise  # no room now is not the patch's fault: nothing is remembered, and asking again tries again
     except RepoError as exc:
-        return failed(str(exc))
+        return failed(str(exc)), lacks
     finally:
         remove_tree(incoming)
     if skipped:
-        return Applied(index=index, how="partial", commit=commit, skipped=skipped)
-    return Applied(index=index, how=how, commit=commit)
+        return Applied(index=index, how="partial", commit=commit, skipped=skipped), lacks
+    return Applied(index=index, how=how, commit=commit), lacks
+
+
+def _lacks_preimages(source: RepoSource, git_dir: Path, preimages: list[str]) -> bool:
+    """Whether the mirror lacks a file version the patch's `index` lines name (a patch with none,
+    or whose versions are all here, would not merge 3-way with the history either)."""
+    if not preimages:
+        return False
+    asked = "".join(f"{blob}\n" for blob in preimages).encode()
+    done = source.git(git_dir, ["cat-file", "--batch-check=%(objectname)"], input=asked, check=False)
+    return done.returncode != 0 or b" missing" in done.stdout or b" ambiguous" in done.stdout
 
 
 def _room_for(found: Scan, body: bytes) -> int:
@@ -425,6 +477,10 @@ def _settle(source: RepoSource, git_dir: Path, incoming: Path, env: dict[str, st
             obj.replace(target)
 
 
-def apply_all(source: RepoSource, git_dir: Path, base: str, patches: dict[int, str]) -> dict[int, Applied]:
-    """Every rollout's state, by index."""
-    return {index: apply_patch(source, git_dir, base, index, patch or "") for index, patch in sorted(patches.items())}
+def apply_all(
+    source: RepoSource, git_dir: Path, base: str, patches: dict[int, str], *, history: Callable[[], bool] | None = None
+) -> dict[int, Applied]:
+    """Every rollout's state, by index (`history` as in `apply_patch`)."""
+    return {
+        index: apply_patch(source, git_dir, base, index, patch or "", history=history) for index, patch in sorted(patches.items())
+    }

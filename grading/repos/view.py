@@ -3,11 +3,13 @@
 `GitRepoView(source, repo, base_commit, patches)` is the `RepoView` the grader's tools and the
 group page read. Nothing touches the disk until the first call; then the mirror is fetched (or
 reused) and every rollout's state is made once (`applied()`, memoised). With `fetch=False` (a page
-request) nothing is fetched: a mirror without the base commit is `NotFetched`. Reads, listings,
-greps and diffs go to git's objects at a state's commit (`git cat-file`, `ls-tree`, `grep`,
-`diff`), so no file is checked out for them; `checkout(at)` makes a directory of one state's tree,
-once, under `<trees>/<key>/<base|r<index>>`, read-only, for a check to run in. `cleanup()` removes
-such directories by age, then the least recently used until under a size.
+request) nothing is fetched: a mirror without the base commit is `NotFetched`, and a patch whose
+3-way merge needs the source's history (grading.repos.states) fails, unremembered, until a
+grader's view fetches it. Reads, listings, greps and diffs go to git's objects at a state's
+commit (`git cat-file`, `ls-tree`, `grep`, `diff`), so no file is checked out for them;
+`checkout(at)` makes a directory of one state's tree, once, under `<trees>/<key>/<base|r<index>>`,
+read-only, for a check to run in. `cleanup()` removes such directories by age, then the least
+recently used until under a size.
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ class GitRepoView:
 
     def applied(self) -> dict[int, Applied]:
         if self._applied is None:
-            self._applied = apply_all(self.source, self.mirror, self.base_commit, self.patches)
+            history = (lambda: self.source.fetch_history(self.repo)) if self.fetch else None
+            self._applied = apply_all(self.source, self.mirror, self.base_commit, self.patches, history=history)
         return dict(self._applied)
 
     def commit_at(self, at: At) -> str:

@@ -12,6 +12,11 @@
   `new_file(path, text)`: a hand-written patch adding one file (any path, for refusals).
 - `plain_apply(repo, commit, patch)` and `snapshot(dir)`: what a plain `git apply` of a patch
   on a fresh clone at `commit` leaves, file by file, to compare a workspace state with.
+- `incomplete_copy(repo, root, at, kind)`: a bare copy of `repo` whose history before `at` is
+  missing, as companies keep mirrors: "shallow" (fetched `--depth 1` at `at`) or "pruned" (every
+  commit, with the objects of the commits before `at` deleted), so a whole fetch of it fails.
+- `refuse_fetch_by_id(path)` and `speak_protocol_v0(home)`: a source that will not send a
+  commit it does not advertise (protocol v0, `uploadpack.allow*SHA1InWant` off).
 Every repository lives under `root/<owner>/<name>` so `file://<root>/{repo}` serves it.
 """
 
@@ -251,3 +256,43 @@ def move_calc(work: Path) -> None:
 
 
 MOVE_CALC = move_calc
+
+
+def incomplete_copy(repo: TinyRepo, root: Path, at: str, kind: str) -> TinyRepo:
+    """A bare copy of `repo` under `root/<repo>` holding `at` but not the history before it (see the
+    module's docstring); `kind` is "shallow" (`at` its branch `main`) or "pruned" (`repo`'s branches
+    and the history after `at` kept)."""
+    path = root / repo.repo
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "--bare", "-b", "main")
+    if kind == "shallow":
+        git(path, "fetch", "-q", "--depth", "1", f"file://{repo.path}", f"{at}:refs/heads/main")
+    elif kind == "pruned":
+        git(path, "fetch", "-q", f"file://{repo.path}", "+refs/heads/*:refs/heads/*")
+        packs = list((path / "objects/pack").glob("*.pack"))
+        for pack in packs:  # every object as a file of its own, so old ones can be deleted
+            moved = pack.with_name("unpacking")
+            pack.rename(moved)
+            git(path, "unpack-objects", "-q", input=moved.read_bytes())
+            moved.unlink()
+            pack.with_suffix(".idx").unlink()
+        for commit in git(path, "rev-list", f"{at}^@").split():
+            (path / "objects" / commit[:2] / commit[2:]).unlink()
+    else:
+        raise ValueError(f"no such kind of copy: {kind}")
+    return TinyRepo(root=root, repo=repo.repo, path=path, base=at, commits=[at])
+
+
+def refuse_fetch_by_id(path: Path) -> None:
+    """The repository at `path`, served over protocol v0, refuses a commit asked for by id."""
+    for key in ("uploadpack.allowAnySHA1InWant", "uploadpack.allowReachableSHA1InWant", "uploadpack.allowTipSHA1InWant"):
+        git(path, "config", key, "false")
+
+
+def speak_protocol_v0(home: Path) -> dict[str, str]:
+    """The environment (to monkeypatch) of a worker whose git speaks protocol v0, as some servers
+    still do: its global configuration (which fetches read) in `home`. In v2 a server sends any
+    object it has when asked for it by id; in v0 its `uploadpack.allow*SHA1InWant` decide."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").write_text("[protocol]\n\tversion = 0\n")
+    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}

@@ -8,17 +8,22 @@ after the reveal, and the labeled export carries the check."""
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 from django.test import override_settings
 
+from grading.grader.tools import call_tool
 from grading.jobs.grade import grade_group
 from grading.models import CheckPolicy, Verdict, VerdictCheck
+from grading.registry.workspaces import load_workspace
 from reviews.selectors.labeled import labeled_lines
-from tests.factories import make_judgment
+from tests.factories import make_group, make_judgment, make_run, make_step, make_task
 from tests.helpers.fake_openai import FakeOpenAI, call, submit
+from tests.helpers.gitrepos import ENV, git, incomplete_copy, patch_at, tiny_package
 from tests.helpers.people import member
-from tests.helpers.repo_groups import tiny_group
+from tests.helpers.repo_groups import fix_mean, tiny_group
 
 pytestmark = pytest.mark.django_db
 
@@ -137,3 +142,37 @@ def test_without_a_sandbox_or_with_checks_off_no_check_is_offered(world, setting
     refused = json.loads(next(m for m in fake.requests[1]["messages"] if m["role"] == "tool")["content"])
     assert "checks are off" in refused["error"]
     assert not VerdictCheck.objects.exists()
+
+
+@pytest.mark.parametrize("kind", ["pruned", "shallow"])
+def test_a_source_missing_its_old_history_still_serves_the_group(tmp_path, settings, acme, kind):
+    # The source has lost the history before the task's base commit (a partial or shallow copy, as
+    # companies keep them): fetching it whole fails, but the base commit itself is there.
+    tiny = tiny_package(tmp_path / "git")
+    base = tiny.commits[1]
+    copy = incomplete_copy(tiny, tmp_path / kind, base, kind)
+    said = git_fetch_whole(tmp_path / "whole", copy.path)
+    assert ("corruption" if kind == "pruned" else "shallow") in said, said
+    settings.GAGAR_REPO_URL_TEMPLATE = copy.template
+    settings.GAGAR_REPO_CACHE = str(tmp_path / "cache")
+    run = make_run(acme)
+    task = make_task(run, "tiny-2", repo=tiny.repo, base_commit=base, problem_statement="mean([]) should be 0.0")
+    patches = {0: patch_at(tiny, base, fix_mean), 1: ""}
+    group = make_group(
+        "tiny-2@1", step=make_step(run), task=task, rewards=(1, 0), rollouts={i: {"patch": p} for i, p in patches.items()}
+    )
+    workspace = load_workspace(group)
+    at_base = call_tool(workspace, "read_file", {"path": "README.md"})
+    assert "error" not in at_base and "Adds and averages numbers." in json.dumps(at_base)
+    fixed = call_tool(workspace, "read_file", {"path": "tiny/calc.py", "rollout": 0})
+    assert "error" not in fixed and "if values else 0.0" in json.dumps(fixed)
+
+
+def git_fetch_whole(repo: Path, source: Path) -> str:
+    """What git says fetching every branch of `source` into a new bare `repo`, as the cache once did."""
+    repo.mkdir()
+    git(repo, "init", "-q", "--bare")
+    command = ["git", "fetch", f"file://{source}", "+refs/heads/*:refs/heads/*"]
+    done = subprocess.run(command, cwd=repo, env=ENV, capture_output=True, text=True, check=False)
+    assert not git(repo, "for-each-ref"), "no branch came"
+    return done.stderr

@@ -182,3 +182,26 @@ def test_real_history_states_equal_git_apply(tmp_path, history: TinyRepo):
     assert applied[3].how == "failed"
     assert usable_trees_equal_plain_apply(view, history, patches) >= 3
     assert len(view.list("base", "sqlparse")) > 10
+
+
+def test_a_3_way_merge_fetches_the_history_it_needs_once(tmp_path, tiny: TinyRepo):
+    source = RepoSource(cache=tmp_path / "cache", url_template=tiny.template)
+    later = tiny.commits[2]  # the patch's preimage of calc.py is this commit's, not the base's
+    merges = {0: patch_at(tiny, later, edit("tiny/calc.py", "    return a + b\n\n", "    return a + b\n# agent\n"))}
+    mirror = source.mirror(tiny.repo, tiny.base)
+    assert source.is_shallow(mirror), "the base commit alone, fetched by id"
+    # A patch that names no file version (no `index` line) and does not apply: no history helps it.
+    stale = "--- a/tiny/calc.py\n+++ b/tiny/calc.py\n@@ -1,2 +1,2 @@\n no such line\n-here\n+there\n"
+    assert GitRepoView(source, tiny.repo, tiny.base, {0: stale}).applied()[0].how == "failed"
+    assert source.fetches(tiny.repo) == 1
+    # A page request fetches nothing: the patch fails for now, saying why, and that is not remembered.
+    remembered = set((mirror / "gagar-states").glob("*.json"))
+    assert len(remembered) == 1, "the stale patch's failure is remembered"
+    page = GitRepoView(source, tiny.repo, tiny.base, merges, fetch=False).applied()[0]
+    assert page.how == "failed" and "history is not fetched yet" in page.error
+    assert source.fetches(tiny.repo) == 1 and set((mirror / "gagar-states").glob("*.json")) == remembered
+    # The grader's view fetches the history (once) and the patch merges 3-way.
+    assert GitRepoView(source, tiny.repo, tiny.base, merges).applied()[0].how == "three_way"
+    assert source.fetches(tiny.repo) == 2 and source.holds_history(mirror)
+    again = GitRepoView(source, tiny.repo, tiny.base, {1: merges[0].replace("# agent", "# agent again")}).applied()[1]
+    assert again.how == "three_way" and source.fetches(tiny.repo) == 2
