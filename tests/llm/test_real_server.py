@@ -3,7 +3,8 @@ llama-server with SmolLM2-135M-Instruct (tests/helpers/llama_server.py; `make te
 
 The model cannot judge code. It is here for what a real server does that our scripted one
 does not: chat templates, its own tool-call parser, grammars from JSON schemas, replies cut at
-a length limit, error statuses, and a process that can stop answering. Every malformed answer
+a length limit, a context a conversation outgrows, error statuses, and a process that can stop
+answering. Every malformed answer
 below comes from the server itself, steered by a grammar (JSON mode) or by a last instruction
 its chat template adds (`gagar_say`, native tool calls). Sampling is at temperature 0, and the
 tests assert what the desk records (verdict status, the conversation, usage, the group's
@@ -24,6 +25,7 @@ from grading.jobs.grade import grade_group
 from grading.models import Campaign, GradingJob, Group, Verdict
 from tests.helpers.groups import small_group
 from tests.helpers.ingest import ingest_groups
+from tests.helpers.llama_server import LlamaServer
 from tests.helpers.real_groups import load_real_groups, multi_model_group
 
 pytestmark = [pytest.mark.llm, pytest.mark.django_db(transaction=True)]
@@ -219,6 +221,25 @@ def test_the_server_failing_mid_group_ends_as_a_timeout_verdict(how, llama, smol
     # the first call, then the second with the client's two retries (a refused connection may
     # count more attempts: the pool's stale connection fails first)
     assert verdict.raw["usage"]["api_calls"] >= 1 + 3
+
+
+def test_a_conversation_that_outgrows_the_servers_context_is_an_invalid_verdict(smol, acme, client, trainer_token, monkeypatch):
+    """A server of 6,144 tokens of context: the grader's first request fits, the model reads 20
+    turns of a real trajectory (a grammar makes it), and the next request is over the context.
+    llama-server refuses it (400, exceed_context_size_error): the verdict is invalid, its first
+    turn kept, the group fallen back."""
+    small = LlamaServer.from_environment(slots=1, context=6_144, max_reply=64).start()
+    read = call_text("read_turns", {"rollout": 0, "start": 0, "count": 20, "max_chars": 20000})
+    try:
+        monkeypatch.setenv("LLAMA_URL", small.base_url)
+        grader = smol("narrow", tool_mode="json", request={**COLD, "grammar": grammar(read)})
+        verdict = graded(acme, multi_model_group("g1@1", size=4), grader)
+    finally:
+        small.stop()
+
+    assert_kept_and_fell_back(verdict, client, trainer_token, status="invalid", turns=1)
+    assert "the model server answered 400" in errors_of(verdict) and "context" in errors_of(verdict)
+    assert verdict.raw["transcript"][0]["calls"][0]["name"] == "read_turns"
 
 
 # --- a campaign and an LLM scanner ------------------------------------------------------------
