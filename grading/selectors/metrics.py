@@ -17,7 +17,9 @@ desk's figures take four aggregate queries whatever the run's size:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import Avg, Count, F, Q, Sum, Value
 from django.db.models.functions import Greatest
@@ -86,6 +88,30 @@ def _ratio(part: float | None, whole: float | None) -> float | None:
     return None if not whole else float(part or 0) / float(whole)
 
 
+def _rollout_figures(rollouts, key: str) -> Iterator[tuple[Any, dict[str, float | None]]]:
+    """(key, {pass_rate, tokens, messages, cost_usd}) of `rollouts` grouped by `key`, one query:
+    the pass rate over rollouts with a known reward, tokens and messages as means over the
+    rollouts that report them, cost as their sum. The timeline groups by step, a comparison of
+    runs by task."""
+    rows = rollouts.values(key).annotate(
+        n_known=Count("id", filter=Q(reward__isnull=False)),
+        n_passed=Count("id", filter=Q(reward=1.0)),
+        tokens=Avg("tokens"),
+        messages=Avg("n_messages"),
+        cost=Sum("cost_usd"),
+    )
+    for row in rows:
+        yield (
+            row[key],
+            {
+                "pass_rate": _ratio(row["n_passed"], row["n_known"]),
+                "tokens": row["tokens"],
+                "messages": row["messages"],
+                "cost_usd": row["cost"],
+            },
+        )
+
+
 def desk_series(run: Run, mapping: FactorMapping, *, first: int | None = None, last: int | None = None) -> dict[str, Series]:
     """The desk's own figures per step (see the module's docstring). Four queries."""
     per_step: dict[str, dict[int, float]] = defaultdict(dict)
@@ -94,24 +120,10 @@ def desk_series(run: Run, mapping: FactorMapping, *, first: int | None = None, l
         if value is not None:
             per_step[name][step] = round(float(value), 6)
 
-    rollouts = (
-        _in_range(Rollout.objects.filter(group__run=run), "group__step__number", first, last)
-        .values("group__step__number")
-        .annotate(
-            n=Count("id"),
-            n_known=Count("id", filter=Q(reward__isnull=False)),
-            n_passed=Count("id", filter=Q(reward=1.0)),
-            tokens=Avg("tokens"),
-            messages=Avg("n_messages"),
-            cost=Sum("cost_usd"),
-        )
-    )
-    for row in rollouts:
-        step = row["group__step__number"]
-        put("pass_rate", step, _ratio(row["n_passed"], row["n_known"]))
-        put("tokens", step, row["tokens"])
-        put("messages", step, row["messages"])
-        put("cost_usd", step, row["cost"])
+    rollouts = _in_range(Rollout.objects.filter(group__run=run), "group__step__number", first, last)
+    for key, figures in _rollout_figures(rollouts, "group__step__number"):
+        for name, value in figures.items():
+            put(name, key, value)
 
     groups = (
         _in_range(Group.objects.filter(run=run), "step__number", first, last)
@@ -207,22 +219,10 @@ def task_figures(run: Run, step: int) -> dict[str, dict[str, float]]:
     """Per figure (TASK_FIGURES), each task's mean over its rollouts at `step` of `run`, by the
     task's instance id. One query."""
     out: dict[str, dict[str, float]] = {name: {} for name in TASK_FIGURES}
-    rows = (
-        Rollout.objects.filter(group__run=run, group__step__number=step)
-        .values("group__task__instance_id")
-        .annotate(
-            n_known=Count("id", filter=Q(reward__isnull=False)),
-            n_passed=Count("id", filter=Q(reward=1.0)),
-            messages=Avg("n_messages"),
-            tokens=Avg("tokens"),
-        )
-    )
-    for row in rows:
-        task = row["group__task__instance_id"]
-        if row["n_known"]:
-            out["pass_rate"][task] = row["n_passed"] / row["n_known"]
-        if row["messages"] is not None:
-            out["messages"][task] = float(row["messages"])
-        if row["tokens"] is not None:
-            out["tokens"][task] = float(row["tokens"])
+    rollouts = Rollout.objects.filter(group__run=run, group__step__number=step)
+    for task, figures in _rollout_figures(rollouts, "group__task__instance_id"):
+        for name in TASK_FIGURES:
+            value = figures[name]
+            if value is not None:
+                out[name][task] = float(value)
     return out
