@@ -15,6 +15,7 @@ from grading.models import Capability, Run
 from grading.presenters import timeline as present
 from grading.projects.access import page_run
 from grading.selectors.metrics import TASK_FIGURES, run_health, task_figures
+from grading.selectors.metrics import run_timeline as timeline_of
 from grading.selectors.runs import run_list, run_named
 
 
@@ -36,11 +37,7 @@ def run_timeline(request: HttpRequest, project: str, run: str) -> HttpResponse:
             continue
         if len(compared) < present.MAX_COMPARED:
             compared.append(other)
-            runs.append(
-                present.RunSeries(
-                    other.name, run_health(other, active_mapping(other), first=first, last=last, project=project_obj).timeline
-                )
-            )
+            runs.append(present.RunSeries(other.name, timeline_of(other, active_mapping(other), first=first, last=last)))
 
     available = present.available_names([(r.run, r.timeline) for r in runs])
     names = [n for n in dict.fromkeys(query.getlist("show")) if n in available] or present.default_names(health.timeline)
