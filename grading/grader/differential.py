@@ -428,7 +428,8 @@ def run_matrix(workspace: GroupWorkspace, *, reserve: int = 0) -> DifferentialMa
     for tests_of, state in pairs(participants, matrix.tests):
         added = tests[tests_of]
         cited_on = tests_of if state == GOLD else state
-        assert isinstance(cited_on, int)  # a cell on the gold state has a rollout's tests
+        if not isinstance(cited_on, int):  # pairs() never puts the gold tests on the gold state
+            raise TypeError(f"a cell of the gold tests on the gold state: {tests_of!r}, {state!r}")
         cell = Cell(tests_of=tests_of, state=state, tests=added.ids, cited_on=cited_on)
         if matrix.stopped:
             matrix.cells.append(_not_run(cell, matrix.stopped))
@@ -439,7 +440,8 @@ def run_matrix(workspace: GroupWorkspace, *, reserve: int = 0) -> DifferentialMa
             continue
         try:
             source = reference if tests_of == GOLD else view
-            assert source is not None
+            if source is None:
+                raise RepoError("the reference repository is not available")
             at: At = TEST_PATCH_STATE if tests_of == GOLD else tests_of
             files = [(path, source.read(at, path)) for path in added.files]
         except RepoError as exc:
@@ -449,8 +451,9 @@ def run_matrix(workspace: GroupWorkspace, *, reserve: int = 0) -> DifferentialMa
             matrix.cells.append(_not_run(cell, f"{_name(tests_of)}'s test files are over {MAX_OVERLAY_BYTES:,} bytes"))
             continue
         state_view, state_at = (reference, GOLD_STATE) if state == GOLD else (view, state)
-        assert state_view is not None
         try:
+            if state_view is None:
+                raise RepoError("the reference repository is not available")
             state_view.checkout(state_at)  # a patch that did not apply has no state: this cell only
         except RepoError as exc:
             matrix.cells.append(_not_run(cell, str(exc)))
