@@ -142,8 +142,8 @@ def resolve_grader(project: Project, value: object) -> tuple[str, str]:
 
 
 def scope_groups(project: Project, scope: Scope, judged: QuerySet | None = None) -> QuerySet:
-    """The scope's mixed groups."""
-    groups = Group.objects.filter(run__project=project, is_mixed=True)
+    """The scope's groups to judge (mixed, or a comparison's)."""
+    groups = Group.objects.filter(run__project=project, to_judge=True)
     if scope.run is not None:
         groups = groups.filter(run=scope.run)
     if scope.kind == Campaign.Scope.STEP:

@@ -47,10 +47,11 @@ GRADE_GROUP = "grading.grade_group"  # grading.jobs.tasks.grade_group_task
 
 
 def queue_step(*, step: Step, backend: str) -> list[GradingJob]:
-    """Queue (or queue again) every mixed group of the step that has no verdict from this grader yet."""
+    """Queue (or queue again) every group to judge of the step (Group.to_judge: mixed, or a
+    comparison's) that has no verdict from this grader yet."""
     grader_for(backend, step.run.project_id)  # fail here, in the request, if it cannot run
     name = grader_name(backend, step.run.project_id)
-    groups = list(step.groups.filter(is_mixed=True).exclude(verdicts__grader=name).values_list("id", flat=True))
+    groups = list(step.groups.filter(to_judge=True).exclude(verdicts__grader=name).values_list("id", flat=True))
     return _queue(groups, backend=backend, grader_name=name, again=True)
 
 
@@ -65,7 +66,7 @@ def queue_new_groups(*, group_ids: list[int], backend: str) -> list[GradingJob]:
         project_id = Group.objects.filter(pk=group_ids[0]).values_list("run__project_id", flat=True).first()
     name = grader_name(backend, project_id)  # once per ingest batch: the name only, the task builds the grader
     groups = list(
-        Group.objects.filter(pk__in=group_ids, is_mixed=True)
+        Group.objects.filter(pk__in=group_ids, to_judge=True)
         .exclude(verdicts__grader=name)
         .exclude(grading_jobs__grader=name)
         .values_list("id", flat=True)
@@ -265,7 +266,7 @@ def queue_jury_step(*, step: Step, jury: Jury) -> list[GradingJob]:
     spoken already (a jury chosen after they graded). Members that run elsewhere post theirs."""
     jobs = [job for backend in member_backends(jury) for job in queue_step(step=step, backend=backend)]
     ready = (
-        step.groups.filter(is_mixed=True)
+        step.groups.filter(to_judge=True)
         .exclude(verdicts__grader=jury.grader)
         .annotate(n=Count("verdicts", filter=Q(verdicts__grader__in=jury.members)))
         .filter(n=len(jury.members))

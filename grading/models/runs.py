@@ -186,6 +186,16 @@ class Group(models.Model):
     n_passed = models.PositiveIntegerField(default=0)
     n_unknown = models.PositiveIntegerField(default=0)
     is_mixed = models.BooleanField(default=False, db_index=True)
+    # A cross-run group of a blind comparison (grading.comparisons): every rollout passed, and
+    # its candidates are judged all the same. Set only by the comparison that built it.
+    in_comparison = models.BooleanField(default=False, db_default=False)
+    # Whether its passing rollouts are graded and judged: a mixed group, or a comparison's.
+    # The queue, the judge's form and the grading jobs ask this, never is_mixed, so a group
+    # is judged for what it is, not by pretending it mixes passes and failures. Kept by the
+    # database from the two flags it is made of.
+    to_judge = models.GeneratedField(
+        expression=Q(is_mixed=True) | Q(in_comparison=True), output_field=models.BooleanField(), db_persist=True
+    )
     # The review queue's order, stored so "next group" is one index scan whatever the number
     # of graded groups (reviews.selectors.queue): the step's number (a group never changes
     # step), whether a grader gave a valid verdict (grading.verdicts.store.record_verdict),
@@ -225,12 +235,12 @@ class Group(models.Model):
             models.Index(fields=["step", "uid"], name="group_step_uid"),
             models.Index(
                 fields=["run", "-has_valid_verdict", "-credit_moved", "step_number", "uid"],
-                condition=Q(is_mixed=True, awaits_review=True),
+                condition=Q(to_judge=True, awaits_review=True),
                 name="group_review_queue",
             ),
             models.Index(  # the same queue with the review policy's disagreements first
                 fields=["run", "-awaits_person", "-grader_gap", "-has_valid_verdict", "-credit_moved", "step_number", "uid"],
-                condition=Q(is_mixed=True, awaits_review=True),
+                condition=Q(to_judge=True, awaits_review=True),
                 name="group_review_queue_split",
             ),
             models.Index(fields=["awaits_person_until"], condition=Q(awaits_person=True), name="group_awaits_person"),

@@ -134,7 +134,7 @@ def _abstained(groups: list[Group], ranks: dict[int, dict[str, Ranking]]) -> set
 
 def refresh_run(run: Run) -> int:
     """Recompute every mixed group of the run (its jury or its deadline changed), CHUNK at a time."""
-    ids = list(Group.objects.filter(run=run, is_mixed=True).order_by("pk").values_list("pk", flat=True))
+    ids = list(Group.objects.filter(run=run, to_judge=True).order_by("pk").values_list("pk", flat=True))
     return sum(refresh_disagreement(group_ids=ids[i : i + CHUNK]) for i in range(0, len(ids), CHUNK))
 
 

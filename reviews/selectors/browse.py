@@ -43,8 +43,8 @@ _ASSIGNMENT_REFUSALS: dict[str, str] = {
 
 
 def _refusal(*, group: Group, reviewer, assignment: Assignment | None, judged: bool, revealed: bool, policy: ReviewPolicy) -> str:
-    if not group.is_mixed:
-        return "only mixed groups are judged"
+    if not group.to_judge:
+        return "only mixed groups and comparisons' groups are judged"
     if assignment is not None:
         return _ASSIGNMENT_REFUSALS[assignment.status]
     if judged:
@@ -78,7 +78,7 @@ def browse_choice(
     """The choice the page offers, or None when the page shows what it always did (the
     person's role sees verdicts, their own assignment decides, or they judged or revealed it).
     A reviewer's page pays a few queries for it (policy; reveal and verdict in one; the queue check)."""
-    if not hides_verdict_when_browsing(membership) or not group.is_mixed or judged:
+    if not hides_verdict_when_browsing(membership) or not group.to_judge or judged:
         return None
     if assignment is not None and assignment.is_open:
         return None

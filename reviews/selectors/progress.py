@@ -65,7 +65,7 @@ def team_progress(project: Project) -> list[dict]:
 
 
 def project_review_totals(project: Project) -> dict:
-    mixed = Group.objects.filter(run__project=project, is_mixed=True)
+    mixed = Group.objects.filter(run__project=project, to_judge=True)
     reviewed = GroupReview.objects.filter(group__run__project=project)
     return {
         "mixed": mixed.count(),

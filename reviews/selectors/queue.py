@@ -1,6 +1,7 @@
-"""What the queue serves: the mixed groups a reviewer may be handed, best first, and their place in it.
+"""What the queue serves: the groups a reviewer may be handed, best first, and their place in it.
 
-The queue holds the mixed groups of a project (only they carry signal, docs/method.md §1). A
+The queue holds the groups of a project to judge (Group.to_judge): its mixed groups (only they
+carry signal, docs/method.md §1) and the cross-run groups of its blind comparisons. A
 group wants one reviewer, or two for the overlap share that measures people against
 each other. The share is picked by group id (`id·19 mod 100 < overlap·100`), so the
 same groups stay in the overlap set however often the queue is asked, spread evenly over
@@ -107,7 +108,7 @@ def queue_groups(
 
 
 def may_be_served(reviewer) -> Q:
-    """The groups the queue may serve `reviewer`, now or later: mixed, still wanting reviews,
+    """The groups the queue may serve `reviewer`, now or later: to judge, still wanting reviews,
     and never served to them (assigned or skipped), shown to them (a Reveal) or judged by
     them. queue_groups narrows it to those with a reviewer slot free now; a slot held by
     someone else's open assignment frees when its lease lapses, so it is not part of this."""
@@ -115,7 +116,7 @@ def may_be_served(reviewer) -> Q:
         ~Exists(Assignment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)),
         ~Exists(Reveal.objects.filter(group=OuterRef("pk"), user=reviewer)),
         ~Exists(Judgment.objects.filter(group=OuterRef("pk"), reviewer=reviewer)),
-        is_mixed=True,
+        to_judge=True,
         awaits_review=True,
     )
 

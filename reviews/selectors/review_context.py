@@ -60,7 +60,7 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
     review = GroupReview.objects.filter(group=group).first()
     judgment = own[0] if own else None
     open_blind = bool(assignment and assignment.is_open_blind)
-    adjudicator = Capability.ADJUDICATE in caps and group.is_mixed
+    adjudicator = Capability.ADJUDICATE in caps and group.to_judge
     # The form is offered only where the queue says the group waits for an adjudicator, and
     # never to a party to it: someone who reviewed it or holds an open assignment on it
     # (selectors.adjudication.adjudication_refusal says the same when the form is posted).
@@ -69,7 +69,7 @@ def review_context(*, user, membership: Membership, group: Group) -> ReviewConte
         assignment=assignment,
         judgment=judgment,
         review=review,
-        can_judge=Capability.REVIEW in caps and assignment is not None and assignment.is_open and group.is_mixed,
+        can_judge=Capability.REVIEW in caps and assignment is not None and assignment.is_open and group.to_judge,
         can_adjudicate=adjudicator and not party and review is not None and review.needs_adjudication,
         blind=open_blind,
     )

@@ -94,8 +94,8 @@ def submit(request: HtmxHttpRequest, project: str, run: str, uid: str) -> HttpRe
     """Store the judgment; `then=next` (Submit and next, Shift+S) goes on to the next queued group."""
     assignment, membership = get_assignment_for_reviewer(request, project, run, uid)
     group = assignment.group
-    if not group.is_mixed:
-        raise Http404("Only mixed groups are judged")
+    if not group.to_judge:
+        raise Http404("Only mixed groups and comparisons' groups are judged")
     lanes = lanes_for(user=request.user, group=group, assignment=assignment)
     data = lanes.form_to_storage(request.POST)  # a blind judge's `tier-C` is stored as `tier-<index>`
     try:
@@ -246,8 +246,8 @@ def compare(request: HttpRequest, project: str, run: str, uid: str) -> HttpRespo
 @require_POST
 def adjudicate(request: HttpRequest, project: str, run: str, uid: str) -> HttpResponse:
     group, membership = page_group(request, project, run, uid, Capability.ADJUDICATE)
-    if not group.is_mixed:
-        raise Http404("Only mixed groups are adjudicated")
+    if not group.to_judge:
+        raise Http404("Only mixed groups and comparisons' groups are adjudicated")
     # Refused before the form is even read (and again under the lock, in submit_judgment):
     # only where the queue says the group waits for an adjudicator, never by a party to it.
     # A settled group is left to submit_judgment's 409, which names who settled it.
