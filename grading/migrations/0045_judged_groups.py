@@ -24,7 +24,9 @@ class Migration(migrations.Migration):
             name="to_judge",
             field=models.GeneratedField(
                 db_persist=True,
-                expression=models.Q(("is_mixed", True), ("in_comparison", True), _connector="OR"),
+                expression=models.ExpressionWrapper(
+                    models.Q(("is_mixed", True), ("in_comparison", True), _connector="OR"), output_field=models.BooleanField()
+                ),
                 output_field=models.BooleanField(),
             ),
         ),

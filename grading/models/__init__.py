@@ -13,9 +13,13 @@ migrations keep working whichever module a model lives in.
 - scanners: the scanners' validation set (people's labels of rollouts, per scanner category)
   and a project's own scanners (pattern or LLM, by version)
 - search: the search index (one row of searchable text per rollout)
+- comparisons: blind quality evaluations between two runs or checkpoints, and which side each
+  of their rollouts came from
 - throttle: shared attempt counts (login throttling) where no Redis is configured
 """
 
+from grading.models.comparisons import Comparison as Comparison
+from grading.models.comparisons import ComparisonEntry as ComparisonEntry
 from grading.models.graders import Campaign as Campaign
 from grading.models.graders import CampaignGroup as CampaignGroup
 from grading.models.graders import Grader as Grader

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import ExpressionWrapper, Q
 
 from grading.models.bulk import jsonb
 from grading.models.projects import Project
@@ -194,7 +194,9 @@ class Group(models.Model):
     # is judged for what it is, not by pretending it mixes passes and failures. Kept by the
     # database from the two flags it is made of.
     to_judge = models.GeneratedField(
-        expression=Q(is_mixed=True) | Q(in_comparison=True), output_field=models.BooleanField(), db_persist=True
+        expression=ExpressionWrapper(Q(is_mixed=True) | Q(in_comparison=True), output_field=models.BooleanField()),
+        output_field=models.BooleanField(),
+        db_persist=True,
     )
     # The review queue's order, stored so "next group" is one index scan whatever the number
     # of graded groups (reviews.selectors.queue): the step's number (a group never changes

@@ -111,6 +111,9 @@ class SearchScope:
     tier: str | None = None
     cheat: str | None = None  # "any" | "confirmed"
     grader_hidden: QuerySet | None = None  # group ids whose grader fields this person may not see yet
+    # Rollout ids this person may not find: the sources of the comparison rollouts they judge
+    # blind (a hit on one, in its run, would say which run a lane's identical copy came from).
+    rollouts_hidden: QuerySet | None = None
     # How this person names a rollout in hits and links: None, its index; a blind judge's
     # lane label on a group they judge blind (reviews.selectors.lanes.search_lanes).
     lane_of: Callable[[Rollout], str] | None = field(default=None, repr=False, compare=False)
@@ -297,6 +300,8 @@ def _scoped(scope: SearchScope, sees_grader: bool) -> QuerySet[RolloutSearch]:
         rows = rows.filter(rollout_id__in=signals.values("rollout_id"))
     if scope.uses_grader_fields and scope.grader_hidden is not None:
         rows = rows.exclude(rollout__group_id__in=scope.grader_hidden)
+    if scope.rollouts_hidden is not None:
+        rows = rows.exclude(rollout_id__in=scope.rollouts_hidden)
     return rows
 
 

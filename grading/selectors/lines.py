@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grading.formats.groupline import stored_rollout
-from grading.models import Group, Rollout
+from grading.models import Group, Rollout, Task
 
 
 def rollout_as_line(rollout: Rollout) -> dict:
@@ -25,9 +25,8 @@ def rollout_as_line(rollout: Rollout) -> dict:
     )
 
 
-def group_as_line(group: Group) -> dict:
-    """The stored group in its `gagar-group/1` shape, as it was ingested."""
-    task = group.task
+def task_as_line(task: Task) -> dict:
+    """A stored task in its `gagar-group/1` shape (a line's "task")."""
     task_out = {"instance_id": task.instance_id}
     for name, key in (
         ("repo", "repo"),
@@ -42,6 +41,11 @@ def group_as_line(group: Group) -> dict:
         if value:
             task_out[key] = value
     task_out.update(task.extra or {})
+    return task_out
+
+
+def group_as_line(group: Group) -> dict:
+    """The stored group in its `gagar-group/1` shape, as it was ingested."""
     rollouts = []
     for rollout in group.rollouts.select_related("content").order_by("index"):
         # Exactly the stored fields the content hash covers, so the group posted back is
@@ -54,6 +58,6 @@ def group_as_line(group: Group) -> dict:
         "run": group.run.name,
         "step": group.step.number,
         "uid": group.uid,
-        "task": task_out,
+        "task": task_as_line(group.task),
         "rollouts": rollouts,
     }

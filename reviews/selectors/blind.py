@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from grading.models import ROLE_CAPABILITIES, Capability, Group, Membership, Project, Run, Verdict
+from grading.models import ROLE_CAPABILITIES, Capability, ComparisonEntry, Group, Membership, Project, Run, Verdict
 from reviews.models import Assignment, Reveal, ReviewPolicy
 from reviews.selectors.queue import may_be_served
 
@@ -27,6 +27,15 @@ def open_blind_group_ids(*, project: Project, user) -> QuerySet:
     if user is None or not getattr(user, "is_authenticated", False):
         return Assignment.objects.none().values_list("group_id", flat=True)
     return Assignment.objects.filter(reviewer=user, group__run__project=project).open_blind().values_list("group_id", flat=True)
+
+
+def blind_comparison_sources(*, project: Project, user) -> QuerySet:
+    """The rollouts copied into comparison groups this person judges blind (open_blind_group_ids):
+    their sources, which name the run a lane came from. Lazy, as a subquery; never a NULL (a
+    deleted source), which would make NOT IN match nothing."""
+    return ComparisonEntry.objects.filter(
+        rollout__group_id__in=open_blind_group_ids(project=project, user=user), source__isnull=False
+    ).values_list("source_id", flat=True)
 
 
 @dataclass(frozen=True)

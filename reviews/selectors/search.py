@@ -11,7 +11,7 @@ from grading.method.tiers import TIERS
 from grading.models import Membership, Project, Run
 from grading.search.query import Query, QueryError, parse_query
 from grading.search.selectors import CHEAT_FILTERS, GraderFieldsHidden, SearchRefused, SearchScope
-from reviews.selectors.blind import open_blind_group_ids
+from reviews.selectors.blind import blind_comparison_sources, open_blind_group_ids
 from reviews.selectors.browse import SEES_VERDICT
 from reviews.selectors.lanes import search_lanes
 
@@ -55,6 +55,7 @@ def read_search(data, *, project: Project, membership: Membership, user) -> Sear
     mode = data.get("mode") or "auto"
     query = parse_query(data.get("q"), mode=mode)
     scope = SearchScope(project=project, lane_of=search_lanes(project=project, user=user))
+    scope.rollouts_hidden = blind_comparison_sources(project=project, user=user)
     run_name = data.get("run") or ""
     if run_name:
         if not params.usable_name(run_name, max_len=MAX_NAME):

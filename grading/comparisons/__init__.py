@@ -1,0 +1,5 @@
+"""Blind quality evaluations between two runs or checkpoints (docs/health.md#blind-evaluation).
+
+- services: build a comparison's cross-run groups from two sides' passing rollouts
+- figures: the evaluation's figures from judged groups, with bootstrap intervals (pure)
+"""
