@@ -43,21 +43,22 @@ DOOR_QUERY = {
 }
 
 
-def doors(lane: str = "1") -> list[tuple[str, str]]:
-    """(name, URL) of every GET-able project route, filled in for g1, rollout `lane` (#1, or
-    how a blind judge names a rollout: its label), step 1."""
+def doors(lane: str = "1", *, run: str = "r1", uid: str = "g1@1", name: str | None = None) -> list[tuple[str, str]]:
+    """(name, URL) of every GET-able project route, filled in for group `uid` of `run` (g1@1 of
+    r1), rollout `lane` (#1, or how a blind judge names a rollout: its label), step 1, and
+    `name` (a run's or comparison's name; the run's by default)."""
     values = {
         "project": "acme",
-        "run": "r1",
-        "uid": "g1@1",
+        "run": run,
+        "uid": uid,
         "lane": lane,
         "step": "1",
-        "name": "r1",
+        "name": name or run,
         "number": "1",
         "rollout_id": "1",
     }
     out = []
-    for route, name in routes():
+    for route, route_name in routes():
         if route in (
             "",
             "accounts/login/",
@@ -70,11 +71,11 @@ def doors(lane: str = "1") -> list[tuple[str, str]]:
         ):
             continue
 
-        def value(match: re.Match, name=name, route=route) -> str:
+        def value(match: re.Match, route_name=route_name, route=route) -> str:
             if match["name"] == "pk":
-                return str(default_mapping().pk) if name and "mapping" in name else "1"
+                return str(default_mapping().pk) if route_name and "mapping" in route_name else "1"
             assert match["name"] in values, f"route {route!r} has a parameter the blind-door matrix does not know"
             return values[match["name"]]
 
-        out.append((name or route, "/" + PARAM.sub(value, route)))
+        out.append((route_name or route, "/" + PARAM.sub(value, route)))
     return out
