@@ -1,4 +1,4 @@
-"""Blind comparisons between two runs or checkpoints (grading.comparisons, docs/health.md).
+"""Blind comparisons between two runs or checkpoints (grading.comparisons, docs/user-guide.md#blind-comparisons-between-two-runs-or-checkpoints).
 
 POST /api/v1/comparisons/?project=P                 {"name", "a": {"run", "steps": [first, last] | "step"},
                                                      "b": {...}, "per_side"?: 4, "max_tasks"?: 100,

@@ -1,6 +1,6 @@
 """Blind comparisons between two runs or checkpoints: the list and the form that builds one
 (admins), and one comparison's figures as people or a grader judged it. The API is
-reviews.api.comparisons; the protocol is docs/health.md#blind-evaluation."""
+reviews.api.comparisons; the protocol is docs/user-guide.md#blind-comparisons-between-two-runs-or-checkpoints."""
 
 from __future__ import annotations
 
