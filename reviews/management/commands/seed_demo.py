@@ -7,13 +7,15 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from grading.comparisons.services import ComparisonError, create_comparison
 from grading.ingest.demo import demo_groups
 from grading.ingest.service import ingest_group_lines
 from grading.jobs.grade import grade_group
-from grading.models import Group, Membership, Project, Role, Run
+from grading.models import Comparison, Group, Membership, Project, Role, Run
 from reviews.demo import REVIEWERS, demo_evidence, seed_judgments
 
 SIMULATED_RUN = "simulated-rl"
+DEMO_COMPARISON = "blind-eval"
 
 
 class Command(BaseCommand):
@@ -77,7 +79,34 @@ class Command(BaseCommand):
                 f"{counts['stored']} judgments stored, {counts['kept']} already there"
             )
             self.stdout.write(demo_evidence(project=project_obj, run_name="demo-run"))
+            self._comparison(project_obj, steps)
             if not no_simulate and not Run.objects.filter(project=project_obj, name=SIMULATED_RUN).exists():
                 # A run a trainer drove through the client: policy set first, steps posted, waited for, taken.
                 call_command("simulate_training", project=project, run=SIMULATED_RUN, steps=3, stdout=self.stdout)
         self.stdout.write(self.style.SUCCESS(f"Log in at http://127.0.0.1:8000/ as {username!r} with password {password!r}"))
+
+    def _comparison(self, project: Project, steps: int) -> None:
+        """A blind comparison of the demo run's early and late checkpoints, graded by the
+        heuristic grader, its groups in the review queue for people (grading.comparisons)."""
+        if steps < 2 or Comparison.objects.filter(project=project, name=DEMO_COMPARISON).exists():
+            return
+        half = steps // 2
+        try:
+            comparison = create_comparison(
+                project=project,
+                body={
+                    "name": DEMO_COMPARISON,
+                    "a": {"run": "demo-run", "steps": [1, half]},
+                    "b": {"run": "demo-run", "steps": [half + 1, steps]},
+                    "per_side": 3,
+                },
+            )
+        except ComparisonError as exc:
+            self.stdout.write(f"no demo comparison: {exc.field}: {exc}")
+            return
+        groups = list(comparison.run.groups.values_list("id", flat=True))
+        statuses = [grade_group(group_id=group_id, backend="heuristic").status for group_id in groups]
+        self.stdout.write(
+            f"comparison {DEMO_COMPARISON!r} of {comparison.label_a} and {comparison.label_b}: {len(groups)} cross-run "
+            f"groups, {statuses.count('valid')} graded by the heuristic grader"
+        )

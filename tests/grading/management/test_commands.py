@@ -6,7 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from grading.models import ApiToken, Group, Membership, Project
+from grading.models import ApiToken, Comparison, Group, Membership, Project
 from tests.helpers.groups import jsonl, small_group
 
 pytestmark = pytest.mark.django_db
@@ -61,7 +61,13 @@ def test_seed_demo_is_idempotent_and_mixed():
     call_command("seed_demo", "--steps", "2", "--groups-per-step", "6", "--no-simulate", stdout=out)
     assert "12 groups created" in out.getvalue() and "Log in at" in out.getvalue()
     call_command("seed_demo", "--steps", "2", "--groups-per-step", "6", "--no-simulate", stdout=StringIO())
-    groups = Group.objects.all()
+    groups = Group.objects.filter(in_comparison=False)
     assert groups.count() == 12
+    # and a blind comparison of the demo run's first and second step, graded, made once
+    comparison = Comparison.objects.get()
+    assert (comparison.label_a, comparison.label_b) == ("demo-run@1", "demo-run@2")
+    compared = Group.objects.filter(in_comparison=True)
+    assert compared.exists() and all(g.verdicts.count() == 1 for g in compared)
+    assert "comparison 'blind-eval' of demo-run@1 and demo-run@2" in out.getvalue()
     assert groups.filter(is_mixed=True).exists() and groups.filter(is_mixed=False).exists()
     assert max(g.n_rollouts for g in groups) == 8
