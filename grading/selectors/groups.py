@@ -62,6 +62,7 @@ def groups_for_step(step: Step, *, show: str = "all", order: str = "uid") -> Que
         "n_passed",
         "n_unknown",
         "is_mixed",
+        "in_comparison",
         "distinct_solutions",
         "task__instance_id",
         "task__repo",

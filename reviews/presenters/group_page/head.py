@@ -18,6 +18,8 @@ class GroupHead:
     n_failed: int
     n_unknown: int
     is_mixed: bool
+    in_comparison: bool  # a blind comparison's cross-run group (grading.comparisons)
+    to_judge: bool  # its passing rollouts are judged: mixed, or a comparison's
     distinct_solutions: int | None
 
 
@@ -39,6 +41,8 @@ def group_head(group: Group) -> GroupHead:
         n_failed=group.n_failed,
         n_unknown=group.n_unknown,
         is_mixed=group.is_mixed,
+        in_comparison=group.in_comparison,
+        to_judge=group.to_judge,
         distinct_solutions=group.distinct_solutions,
     )
 

@@ -38,7 +38,7 @@ def shown_verdict(*, user, group: Group, review: ReviewContext, browse) -> Shown
     if browse is not None:  # its one query said (a verdict hidden from this person says nothing)
         settled = browse.settled
     else:
-        settled = not review.blind and verdict is None and group.is_mixed and stored.settled_without_grader(group) is not None
+        settled = not review.blind and verdict is None and group.to_judge and stored.settled_without_grader(group) is not None
     return ShownVerdict(verdict=verdict, grades=grades, settled=settled, browse_reveal=browse_reveal)
 
 
