@@ -1,4 +1,5 @@
-"""Blind comparisons between two runs or checkpoints (grading.comparisons, docs/user-guide.md#blind-comparisons-between-two-runs-or-checkpoints).
+"""Blind comparisons between two runs or checkpoints (grading.comparisons; docs/api.md and
+docs/user-guide.md, "Blind comparisons between two runs or checkpoints").
 
 POST /api/v1/comparisons/?project=P                 {"name", "a": {"run", "steps": [first, last] | "step"},
                                                      "b": {...}, "per_side"?: 4, "max_tasks"?: 100,
