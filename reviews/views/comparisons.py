@@ -41,6 +41,8 @@ def comparisons(request: HttpRequest, project: str) -> HttpResponse:
         "runs": side_runs(project_obj) if Capability.MANAGE in membership.capabilities else [],
         "graders": campaign_data.offered_graders(project_obj) if Capability.MANAGE in membership.capabilities else [],
         "posted": request.POST if error else {},
+        # the runs a side starts on: what was posted, or what a link asked (the timeline's "compare blind")
+        "chosen": {side: (request.POST if error else request.GET).get(f"{side}_run", "") for side in ("a", "b")},
         "error": error,
         "defaults": {"per_side": DEFAULT_PER_SIDE, "max_tasks": DEFAULT_MAX_TASKS, "max_per_side": MAX_PER_SIDE},
     }

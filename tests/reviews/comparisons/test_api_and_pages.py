@@ -100,3 +100,13 @@ def test_the_list_and_the_page_cost_a_fixed_number_of_queries(client, alice, run
     with django_assert_max_num_queries(16):
         html = client.get("/projects/acme/comparisons/").content.decode()
     assert html.count("data-comparison=") == 3
+
+
+def test_runs_side_by_side_link_to_a_blind_comparison_of_them(client, alice, runs):
+    client.force_login(alice)
+    html = client.get("/projects/acme/runs/baseline/timeline/", {"compare": "gagar", "at": "2"}).content.decode()
+    link = "/projects/acme/comparisons/?a_run=baseline&amp;b_run=gagar"
+    assert f'href="{link}"' in html
+    form = client.get(link.replace("&amp;", "&")).content.decode()
+    assert '<option value="baseline" selected>' in form.split('name="a_run"')[1].split("</select>")[0]
+    assert '<option value="gagar" selected>' in form.split('name="b_run"')[1].split("</select>")[0]
