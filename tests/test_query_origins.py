@@ -29,6 +29,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, clear_url_caches, get_resolver, path
 
+from grading.comparisons.services import create_comparison
 from grading.method.guide import RUBRIC
 from grading.method.services.mappings import default_mapping
 from grading.models import ApiToken, Campaign, CheatDecision, FactorMapping, ImportJob, Membership, Rollout
@@ -143,6 +144,8 @@ def world(acme, alice, alice_token):
     rollout = Rollout.objects.get(group__uid=groups[0]["uid"], index=0)
     CheatDecision.objects.create(rollout=rollout, source="prescreen", author="prescreen", reason="upstream_history")
     job = ImportJob.objects.create(project=acme, run=rollout.group.run, step=0, created_by=alice)
+    ingest_groups(acme, *[{**g, "run": "long-b"} for g in groups])  # the same tasks again, to compare blind
+    create_comparison(project=acme, body={"name": "cmp", "a": {"run": "long"}, "b": {"run": "long-b"}})
     bob = member("bob", acme, "reviewer")
     return {
         "uid": groups[0]["uid"],
@@ -203,6 +206,8 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             kwargs={"data": {"run": "long", "grader": ["heuristic@1", "jury:j@1"]}},
         ),
         Call(R + "calibration/campaigns/", "get", f"{p}calibration/campaigns/"),
+        Call(R + "comparisons/", "get", f"{p}comparisons/"),
+        Call(R + "comparisons/<str:name>/", "get", f"{p}comparisons/cmp/"),
         Call(R + "calibration/campaigns/", "get", f"{p}calibration/campaigns/", kwargs=htmx),
         Call(R + "search/", "get", f"{p}search/", kwargs={"data": {"q": "django"}}),
         Call(G, "get", g),
@@ -239,6 +244,11 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call("api/v1/grader-bench/", "get", f"{api}grader-bench/", kwargs={"data": qr}, client="token"),
         Call("api/v1/grader-bench/", "get", f"{api}grader-bench/", kwargs={"data": {**qr, "format": "parquet"}}, client="token"),
         Call("api/v1/campaigns/", "get", f"{api}campaigns/", kwargs={"data": q}, client="token"),
+        Call("api/v1/comparisons/", "get", f"{api}comparisons/", kwargs={"data": q}, client="token"),
+        Call("api/v1/comparisons/<str:name>/", "get", f"{api}comparisons/cmp/", kwargs={"data": q}, client="token"),
+        Call(
+            "api/v1/comparisons/<str:name>/dataset/", "get", f"{api}comparisons/cmp/dataset/", kwargs={"data": q}, client="token"
+        ),
         Call("api/v1/labeled-groups/", "get", f"{api}labeled-groups/", kwargs={"data": qr}, client="token"),
         Call("api/v1/search/", "get", f"{api}search/", kwargs={"data": {**q, "q": "django"}}, client="token"),
         Call("api/v1/scanners/", "get", f"{api}scanners/", kwargs={"data": q}, client="token"),
@@ -385,6 +395,21 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             client="token",
         ),
         Call("api/v1/campaigns/<int:pk>/", "get", f"{api}campaigns/{{campaign}}/", kwargs={"data": q}, client="token"),
+        Call(
+            "api/v1/comparisons/",
+            "post",
+            f"{api}comparisons/?project=acme",
+            kwargs=json_body({"name": "cmp-api", "a": {"run": "long"}, "b": {"run": "long-b"}, "per_side": 2}),
+            ok=(201,),
+            client="token",
+        ),
+        Call(
+            R + "comparisons/",
+            "post",
+            f"{p}comparisons/",
+            kwargs={"data": {"name": "cmp-page", "a_run": "long", "b_run": "long-b"}},
+            ok=(302,),
+        ),
         Call(
             "api/v1/campaigns/<int:pk>/cancel/",
             "post",

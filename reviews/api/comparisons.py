@@ -80,11 +80,17 @@ def _readable(request, name: str, capability: Capability) -> Comparison:
 class ComparisonListCreateView(APIView):
     parser_classes = [StrictJSONParser]
 
-    @extend_schema(parameters=[PROJECT], responses=OpenApiTypes.OBJECT, summary="The project's blind comparisons, newest first")
+    @extend_schema(
+        parameters=[PROJECT],
+        responses=OpenApiTypes.OBJECT,
+        operation_id="v1_comparisons_list",
+        summary="The project's blind comparisons, newest first",
+    )
     def get(self, request):
         project = project_for_request(request, Capability.VIEW)
         listed = data.comparison_list(project)
-        return Response([as_dict(c, sides=not data.withheld_from(c, request.user)) for c in listed])
+        withheld = data.withheld_runs(project, request.user)
+        return Response([as_dict(c, sides=c.run_id not in withheld) for c in listed])
 
     @extend_schema(
         parameters=[PROJECT],

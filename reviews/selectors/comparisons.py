@@ -29,7 +29,7 @@ def comparison_list(project: Project) -> list[Comparison]:
     """The project's comparisons, newest first, each with `n_groups` and `n_judged` (groups with a review). One query."""
     return list(
         Comparison.objects.filter(project=project)
-        .select_related("run")
+        .select_related("project", "run")
         .annotate(
             n_groups=Count("run__groups", distinct=True),
             n_judged=Count("run__groups", filter=Q(run__groups__judgments__kind=Judgment.Kind.REVIEW), distinct=True),
@@ -38,13 +38,26 @@ def comparison_list(project: Project) -> list[Comparison]:
 
 
 def comparison_in(project: Project, name: str) -> Comparison | None:
-    return Comparison.objects.filter(project=project, name=name).select_related("run", "created_by").first()
+    related = ("project", "run", "run_a", "run_b", "created_by")
+    return Comparison.objects.filter(project=project, name=name).select_related(*related).first()
+
+
+def withheld_runs(project: Project, user) -> frozenset[int]:
+    """The runs of the project's comparisons this person may not see the sides and figures of
+    yet: those holding a group they judge, or may still be served, blind. Two queries at most."""
+    hidden = withheld_groups(project=project, user=user).groups
+    if not hidden:
+        return frozenset()
+    return frozenset(Group.objects.filter(pk__in=hidden, in_comparison=True).values_list("run_id", flat=True).distinct())
 
 
 def withheld_from(comparison: Comparison, user) -> bool:
     """Whether this person may not see the comparison's sides and figures yet."""
-    hidden = withheld_groups(project=comparison.project, user=user).groups
-    return bool(hidden) and Group.objects.filter(run=comparison.run, pk__in=hidden).exists()
+    return comparison.run_id in withheld_runs(comparison.project, user)
+
+
+def group_count(comparison: Comparison) -> int:
+    return Group.objects.filter(run_id=comparison.run_id).count()
 
 
 def judges(comparison: Comparison) -> list[str]:

@@ -31,13 +31,15 @@ def comparisons(request: HttpRequest, project: str) -> HttpResponse:
         except ComparisonError as exc:
             error = f"{exc.field}: {exc}"
         else:
-            messages.success(request, f"Comparison {comparison.name} stored: {comparison.run.groups.count()} cross-run groups.")
+            n = data.group_count(comparison)
+            messages.success(request, f"Comparison {comparison.name} stored: {n} cross-run group{'s' * (n != 1)}.")
             return redirect("comparison", project=project_obj.name, name=comparison.name)
     listed = data.comparison_list(project_obj)
+    withheld = data.withheld_runs(project_obj, request.user)
     context = {
         "project": project_obj,
         "membership": membership,
-        "comparisons": [(c, data.withheld_from(c, request.user)) for c in listed],
+        "comparisons": [(c, c.run_id in withheld) for c in listed],
         "runs": side_runs(project_obj) if Capability.MANAGE in membership.capabilities else [],
         "graders": campaign_data.offered_graders(project_obj) if Capability.MANAGE in membership.capabilities else [],
         "posted": request.POST if error else {},

@@ -29,10 +29,10 @@ from tests.helpers.ingest import ingest_groups
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 TABS = {
-    "alice": ["Runs", "Review queue", "Cheat audit", "Adjudication", "Calibration", "Search", "Team"],
-    "bob": ["Runs", "Review queue", "Calibration", "Search"],
-    "erin": ["Runs", "Review queue", "Cheat audit", "Calibration", "Search"],
-    "fay": ["Runs", "Review queue", "Adjudication", "Calibration", "Search"],
+    "alice": ["Runs", "Review queue", "Cheat audit", "Adjudication", "Calibration", "Comparisons", "Search", "Team"],
+    "bob": ["Runs", "Review queue", "Calibration", "Comparisons", "Search"],
+    "erin": ["Runs", "Review queue", "Cheat audit", "Calibration", "Comparisons", "Search"],
+    "fay": ["Runs", "Review queue", "Adjudication", "Calibration", "Comparisons", "Search"],
 }
 
 

@@ -114,11 +114,11 @@ def test_the_api_reports_what_the_stored_judgments_give(client, alice, judged):
     assert led["a"]["estimate"] + led["b"]["estimate"] == pytest.approx(1.0, abs=2e-4)
 
 
-def test_the_page_shows_the_same_figures_and_a_graders_own(client, alice, judged, django_assert_max_num_queries):
+def test_the_page_shows_the_same_figures_and_a_graders_own(client, alice, judged, django_assert_num_queries):
     comparison = judged
     client.force_login(alice)
     api = client.get("/api/v1/comparisons/final/", {"project": "acme"}).json()
-    with django_assert_max_num_queries(20):
+    with django_assert_num_queries(11):
         html = client.get("/projects/acme/comparisons/final/").content.decode()
     for name in ("win_rate", "groups_led", "t1_share"):
         row = re.search(rf'data-figure="{name}">(.*?)</tr>', html, re.S).group(1)
