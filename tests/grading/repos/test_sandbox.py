@@ -247,22 +247,25 @@ def test_the_process_cap_holds(sandbox: Bubblewrap, worktree: Path) -> None:
         "    n += 1\n"
         "print(n)\n"
     )
-    (worktree / "forks.py").write_text(forks)
+    script = f"forks{uuid.uuid4().hex[:10]}.py"  # its own name: another run's forks on this machine are not ours
+    (worktree / script).write_text(forks)
     started = time.monotonic()
-    result = sandbox.run(worktree, "/usr/bin/python3 forks.py", LIMITS)
+    result = sandbox.run(worktree, f"/usr/bin/python3 {script}", LIMITS)
     assert result.exit_status == 0, result.output
     assert 20 <= int(result.output) < LIMITS.processes
     assert time.monotonic() - started < LIMITS.wall_s  # the sleepers die with the sandbox's pid 1
-    assert _processes(uids=UIDS if AS_ROOT else (), token="forks.py") == []
+    assert _processes(uids=UIDS if AS_ROOT else (), token=script) == []
 
 
 def test_sleeping_past_the_wall_time_is_killed(sandbox: Bubblewrap, worktree: Path) -> None:
     limits = Limits(wall_s=1.0, cpu_s=5, memory_bytes=256 * 1024**2, processes=32, output_bytes=2_000, disk_bytes=1024**2)
-    result = sandbox.run(worktree, "echo going to sleep; sleep 60; echo woke", limits)
+    # a duration of its own: a `sleep 60` of anything else on this (shared) machine is not ours
+    sleep = f"sleep 60.{uuid.uuid4().int % 10**9:09d}"
+    result = sandbox.run(worktree, f"echo going to sleep; {sleep}; echo woke", limits)
     assert (result.exit_status, result.killed) == (None, "wall time")
     assert 1.0 <= result.seconds < 30  # stopped at its wall time, long before the sleep would end
     assert result.output == "going to sleep\n"
-    assert _processes(uids=UIDS if AS_ROOT else (), token="sleep 60") == []
+    assert _processes(uids=UIDS if AS_ROOT else (), token=sleep) == []
 
 
 def test_background_processes_do_not_outlive_the_check(sandbox: Bubblewrap, worktree: Path) -> None:
