@@ -10,7 +10,7 @@ from django.db.models.functions import Cast, Coalesce
 
 from grading.formats import params
 from grading.formats.groupline import MAX_NAME
-from grading.models import Group, Project, Run, StepComputation
+from grading.models import Comparison, Group, Project, Run, StepComputation
 from grading.selectors.totals import NO_GROUPS, group_totals_by_run
 
 if TYPE_CHECKING:
@@ -38,6 +38,11 @@ def run_named(project: Project, name: str) -> Run | None:
 def run_list(project: Project) -> list[Run]:
     """The project's runs by name, each with `n_steps`: one query however many runs."""
     return list(runs_for_project(project))
+
+
+def comparison_of(run: Run) -> str | None:
+    """The name of the blind comparison whose cross-run groups `run` holds, if it holds any."""
+    return Comparison.objects.filter(run=run).values_list("name", flat=True).first()
 
 
 def run_with_step_count(run: Run) -> Run:

@@ -25,7 +25,7 @@ from grading.selectors.health import ping_database
 from grading.selectors.imports import import_jobs
 from grading.selectors.metrics import run_health
 from grading.selectors.projects import projects_for_user
-from grading.selectors.runs import credit_per_step, run_progress, runs_with_totals
+from grading.selectors.runs import comparison_of, credit_per_step, run_progress, runs_with_totals
 from grading.selectors.steps import step_drops, step_for_page, step_totals, steps_page
 
 
@@ -96,6 +96,7 @@ def run_detail(request: HttpRequest, project: str, run: str) -> HttpResponse:
             "credit_chart": charts.credit_chart(credit) if credit else None,
             "health_warnings": timeline.warning_rows(project_obj.name, run_obj.name, health.warnings),
             "n_metrics": len(health.timeline.trainer),
+            "comparison": comparison_of(run_obj),
             **import_jobs(run_obj),
             "can_manage": Capability.MANAGE in membership.capabilities,
             "can_import": Capability.INGEST in membership.capabilities,

@@ -67,7 +67,7 @@ def test_the_run_page_shows_the_figure_and_links_the_audit_to_those_rollouts(cli
     # mapping (2), current computations, credit chart, run totals, graded totals, import jobs; and
     # the late cheats: the rollouts, their scanner findings, when those versions first stored
     # one, the served bodies; the run's health: the trainer's metrics and the desk's four figures
-    with django_assert_num_queries(24):
+    with django_assert_num_queries(25):
         page = client.get("/projects/acme/runs/r1/")
     html = page.content.decode()
     ids = f"{r['fetch'].pk},{r['skip'].pk},{r['history'].pk}"
@@ -109,7 +109,7 @@ def test_a_run_without_late_cheats_shows_nothing_and_costs_one_query(
     client.get("/projects/acme/runs/r1/")
     # the 15 above and, as alice is admin, the policy form's graders and juries; one asks for late
     # cheats; five for the run's health
-    with django_assert_num_queries(23):
+    with django_assert_num_queries(24):
         html = client.get("/projects/acme/runs/r1/").content.decode()
     assert (
         "late-credit-summary" not in html and '<td class="num" data-testid="late-credit-1"><span class="muted">–</span>' in html

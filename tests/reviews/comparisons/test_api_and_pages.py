@@ -110,3 +110,11 @@ def test_runs_side_by_side_link_to_a_blind_comparison_of_them(client, alice, run
     form = client.get(link.replace("&amp;", "&")).content.decode()
     assert '<option value="baseline" selected>' in form.split('name="a_run"')[1].split("</select>")[0]
     assert '<option value="gagar" selected>' in form.split('name="b_run"')[1].split("</select>")[0]
+
+
+def test_the_comparisons_run_page_says_whose_groups_it_holds(client, alice, runs):
+    client.force_login(alice)
+    client.post("/projects/acme/comparisons/", {"name": "final", "a_run": "baseline", "b_run": "gagar"})
+    html = client.get("/projects/acme/runs/final/").content.decode()
+    assert 'data-testid="comparison-run"' in html and 'href="/projects/acme/comparisons/final/"' in html
+    assert 'data-testid="comparison-run"' not in client.get("/projects/acme/runs/baseline/").content.decode()
