@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import orjson
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from grading.formats.groupline import MAX_NAME, LineError, check_name
 from grading.ingest.service import ingest_group_lines
@@ -219,13 +219,17 @@ def create_comparison(*, project: Project, body: Any, user=None) -> Comparison:
         )
     }
     with transaction.atomic():
+        try:  # the run first: a request that took the name meanwhile makes this one wait, then refuses it
+            with transaction.atomic():
+                run = Run.objects.create(
+                    project=project, name=spec.name, description=f"The cross-run groups of the blind comparison {spec.name!r}."
+                )
+        except IntegrityError:
+            raise ComparisonError("name", f"{project.name} already has a run named {spec.name!r}", status=409) from None
         report = ingest_group_lines(project=project, lines=_lines(spec, picks))
         if report.errors:  # a stored rollout that no longer reads as a line: refuse it all
             first = report.errors[0]
             raise ComparisonError("a", f"a rollout could not be copied: {first.error}"[:500], status=422)
-        run = Run.objects.get(project=project, name=spec.name)
-        run.description = f"The cross-run groups of the blind comparison {spec.name!r}."
-        run.save(update_fields=["description"])
         comparison = Comparison.objects.create(
             project=project,
             name=spec.name,

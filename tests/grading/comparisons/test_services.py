@@ -129,3 +129,21 @@ def test_sides_that_share_no_solved_task_are_refused(acme):
         create_comparison(project=acme, body={**BODY, "a": {"run": "baseline"}, "b": {"run": "gagar"}})
     assert refused.value.status == 422 and "no task was solved by both" in str(refused.value)
     assert not Run.objects.filter(name="final").exists()
+
+
+def test_a_name_taken_while_sampling_is_refused_and_nothing_is_stored(runs, acme, monkeypatch):
+    from grading.comparisons import services
+
+    original = services.sample
+
+    def meanwhile(spec):  # another request stores a run of that name after this one checked it
+        Run.objects.create(project=acme, name="final")
+        return original(spec)
+
+    monkeypatch.setattr(services, "sample", meanwhile)
+    groups = Group.objects.count()
+    with pytest.raises(ComparisonError) as refused:
+        create_comparison(project=acme, body=BODY)
+    assert (refused.value.field, refused.value.status) == ("name", 409)
+    assert Group.objects.count() == groups and not Comparison.objects.exists()
+    assert Run.objects.get(name="final").groups.count() == 0
