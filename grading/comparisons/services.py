@@ -203,6 +203,18 @@ def _lines(spec: ComparisonSpec, picks: list[Pick]) -> Iterator[tuple[int, bytes
         yield number, orjson.dumps(group)
 
 
+def _source_labels(ids: list[int], chunk: int = 500) -> dict[int, str]:
+    """Each source rollout as "<run>@<step>/<group uid>#<index>", read `chunk` ids a query
+    (a comparison may pick tens of thousands; SQLite caps a query's parameters)."""
+    out = {}
+    for start in range(0, len(ids), chunk):
+        rows = Rollout.objects.filter(pk__in=ids[start : start + chunk]).values_list(
+            "pk", "group__run__name", "group__step_number", "group__uid", "index"
+        )
+        out |= {pk: f"{run}@{step}/{uid}#{index}" for pk, run, step, uid, index in rows}
+    return out
+
+
 def create_comparison(*, project: Project, body: Any, user=None) -> Comparison:
     """Sample, store and (when the body names a grader) queue a comparison; all of it or none.
     ComparisonError (naming the field) when the body is refused or no task was solved by both."""
@@ -212,12 +224,7 @@ def create_comparison(*, project: Project, body: Any, user=None) -> Comparison:
         raise ComparisonError(
             "b", f"no task was solved by both {spec.a.label} and {spec.b.label}: there is nothing to compare", status=422
         )
-    labels = {
-        pk: f"{run}@{step}/{uid}#{index}"
-        for pk, run, step, uid, index in Rollout.objects.filter(pk__in=[pk for p in picks for _, pk in p.members]).values_list(
-            "pk", "group__run__name", "group__step_number", "group__uid", "index"
-        )
-    }
+    labels = _source_labels([pk for p in picks for _, pk in p.members])
     with transaction.atomic():
         try:  # the run first: a request that took the name meanwhile makes this one wait, then refuses it
             with transaction.atomic():
