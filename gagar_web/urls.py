@@ -1,6 +1,6 @@
 """The site's URLconf: include()s of each app's own URLconf, plus auth, admin and the schema,
-the error views (JSON under /api/, gagar_web/errors.py), and the group page, which both apps
-link to."""
+the error views (JSON under /api/, gagar_web/errors.py), and the pages both apps link to: the
+group page and the blind comparisons (a run's timeline and a comparison's run link to them)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -9,7 +9,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from gagar_web.login import admin_login, login_page
-from reviews.views import group
+from reviews.views import comparisons, group
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="projects", permanent=False)),
@@ -23,6 +23,9 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("", include("grading.urls")),
     path("projects/<slug:project>/", include("reviews.urls")),
+    # Blind comparisons: the review desk's views, named here because grading's pages link to them.
+    path("projects/<slug:project>/comparisons/", comparisons.comparisons, name="comparisons"),
+    path("projects/<slug:project>/comparisons/<str:name>/", comparisons.comparison, name="comparison"),
     # The group page: the review desk's view, named here, by the site, because both apps' pages
     # link to it (a step's groups and grading jobs, search hits). After reviews.urls: a group
     # uid may contain '/', so the routes under a group must match first.

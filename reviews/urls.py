@@ -6,7 +6,7 @@ ends with (adjudication/draft/ before draft/)."""
 
 from django.urls import path, register_converter
 
-from reviews.views import audit, bench, calibration, campaigns, comparisons, group, hits, judge, queue, search
+from reviews.views import audit, bench, calibration, campaigns, group, hits, judge, queue, search
 
 
 class LaneConverter:
@@ -41,8 +41,6 @@ urlpatterns = [
     path("audit/rollouts/<int:rollout_id>/", audit.decide, name="audit-decide"),
     path("audit/bulk/", audit.decide_bulk, name="audit-bulk"),
     path("audit/scanners/", audit.scanners, name="audit-scanners"),
-    path("comparisons/", comparisons.comparisons, name="comparisons"),
-    path("comparisons/<str:name>/", comparisons.comparison, name="comparison"),
     path("search/", search.search, name="search"),
     path("search/signals/", search.signal, name="search-signals"),
     path(GROUP + "adjudication/draft/", judge.adjudication_draft, name="adjudication-draft"),
