@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from grading.views import checks, grading, guide, health, imports, pages, team
+from grading.views import checks, grading, guide, health, imports, pages, team, thresholds
 
 RUN = "projects/<slug:project>/runs/<str:run>/"
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("projects/<slug:project>/", pages.project_detail, name="project"),
     path("projects/<slug:project>/guide/", guide.rubric_guide, name="rubric-guide"),
     path("projects/<slug:project>/checks/", checks.check_policy, name="check-policy"),
+    path("projects/<slug:project>/health/", thresholds.health_thresholds_page, name="health-thresholds"),
     path("projects/<slug:project>/team/", team.team_page, name="team"),
     path("projects/<slug:project>/team/members/", team.add_member, name="team-add-member"),
     path("projects/<slug:project>/team/invites/", team.invite_member, name="team-invite"),

@@ -185,6 +185,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call(R, "get", p),
         Call(R + "guide/", "get", f"{p}guide/"),
         Call(R + "checks/", "get", f"{p}checks/"),
+        Call(R + "health/", "get", f"{p}health/"),
         Call(R + "team/", "get", f"{p}team/"),
         Call(RUN, "get", run),
         Call(RUN + "steps/<int:step>/", "get", f"{run}steps/0/"),
@@ -434,6 +435,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             kwargs={"data": {"action": "reset"}},
             ok=(302,),
         ),
+        Call(R + "health/", "post", f"{p}health/", kwargs={"data": {"window": "12", "entropy_rise": "0.2"}}, ok=(302,)),
         Call(
             R + "checks/",
             "post",

@@ -20,6 +20,7 @@ Which logged series is "entropy", "response length" or an evaluation is decided 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -38,32 +39,163 @@ REWARD_NAMES = ("critic/score/mean", "reward", "train/reward", "rewards/mean", "
 EVAL_PREFIXES = ("eval/", "val/", "val-core/", "val-aux/", "test/", "evaluation/")
 
 
+MAX_WINDOW = 1_000
+
+
+def _threshold(default: float, warning: str, unit: str, meaning: str) -> Any:
+    """A field of Thresholds with what a settings page says of it (`meaning` in plain words)."""
+    return field(default=default, metadata={"warning": warning, "unit": unit, "meaning": meaning})
+
+
 @dataclass(frozen=True)
 class Thresholds:
-    """What raises a warning; a project may change any of them (Project.health_thresholds)."""
+    """What raises a warning; a project may change any of them (Project.health_thresholds).
+
+    Each field's metadata says which warning it belongs to, its unit and what it means, for the
+    project's Health warnings page and the API."""
 
     # Between the means of a window's halves. The ablation's 30 steps, taken as straight lines,
     # move each half of a 10-step window by about +20 % entropy, +19 % length and -1.3 points of
     # pass rate: these defaults raise the warning in its first window.
-    window: int = 10  # steps a signature is looked for over (at least 4)
-    entropy_rise: float = 0.10  # relative: +10 %
-    length_rise: float = 0.10  # relative
-    pass_rate_fall: float = 0.01  # absolute: 1 point
-    reward_rise: float = 0.01  # absolute
-    eval_fall: float = 0.01  # absolute
-    cheat_share_rise: float = 0.02  # absolute
-    imbalance: float = 1e-6  # |Σ A* − Σ A| over a step's passes
+    window: int = _threshold(
+        10,
+        "all",
+        "steps",
+        "How many consecutive steps a signature is looked for over: the mean of the window's second half is"
+        f" compared with the mean of its first, so one noisy step raises nothing. A whole number from 4 to {MAX_WINDOW}.",
+    )
+    entropy_rise: float = _threshold(
+        0.10,
+        "collapse",
+        "relative (0.10 = +10 %)",
+        "How much the policy's entropy must rise between the window's halves for a collapse signature.",
+    )
+    length_rise: float = _threshold(
+        0.10,
+        "collapse",
+        "relative (0.10 = +10 %)",
+        "How much the mean response length must grow between the window's halves for a collapse signature"
+        " (the desk's tokens per rollout when the trainer logs no length).",
+    )
+    pass_rate_fall: float = _threshold(
+        0.01,
+        "collapse",
+        "absolute (0.01 = 1 point)",
+        "How far the pass rate must fall between the window's halves for a collapse signature;"
+        " entropy, length and pass rate must all move together.",
+    )
+    reward_rise: float = _threshold(
+        0.01,
+        "hacking",
+        "absolute",
+        "How much the training reward must rise between the window's halves, while an evaluation falls, for a hacking signature.",
+    )
+    eval_fall: float = _threshold(
+        0.01,
+        "hacking",
+        "absolute",
+        "How far an evaluation metric (eval/…, val/…) must fall between the window's halves, while the"
+        " training reward rises, for a hacking signature.",
+    )
+    cheat_share_rise: float = _threshold(
+        0.02,
+        "hacking",
+        "absolute (0.02 = 2 points)",
+        "How much the share of passes marked cheats must rise between the window's halves for a hacking signature.",
+    )
+    imbalance: float = _threshold(
+        1e-6,
+        "credit_imbalance",
+        "advantage units",
+        "How far Σ A* may differ from Σ A over a step's graded passes before the step is warned as not"
+        " sum-preserving (an export that moved credit in or out).",
+    )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object] | None) -> Thresholds:
         """Defaults overridden by the numbers `data` gives; unknown keys and non-numbers ignored,
-        a window of fewer than 4 steps taken as 4."""
+        a window of fewer than 4 steps taken as 4. Lenient: for reading what is stored."""
         given: dict[str, Any] = {}
         for f in fields(cls):
             value = (data or {}).get(f.name)
             if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
                 given[f.name] = max(4, int(value)) if f.name == "window" else float(value)
         return cls(**given)
+
+    @classmethod
+    def checked(cls, data: Mapping[str, object]) -> Thresholds:
+        """Defaults overridden by `data`, strictly: ThresholdsRefused, naming every bad field, for a
+        key that is no threshold, a value that is not a finite number >= 0, or a window that is not
+        a whole number from 4 to MAX_WINDOW. A key left out keeps its default.
+
+        >>> Thresholds.checked({"window": 12, "entropy_rise": 0.2}).window
+        12
+        >>> Thresholds.checked({"window": 2.5}) # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        ThresholdsRefused: window must be a whole number of steps from 4 to 1000
+        """
+        known = {f.name for f in fields(cls)}
+        errors = {str(key)[:100]: "is not a threshold" for key in data if key not in known}
+        given: dict[str, Any] = {}
+        for name in (f.name for f in fields(cls)):
+            if name not in data:
+                continue
+            value = data[name]
+            number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+            if name == "window":
+                if number is None or not math.isfinite(number) or number != int(number) or not 4 <= number <= MAX_WINDOW:
+                    errors[name] = f"must be a whole number of steps from 4 to {MAX_WINDOW}"
+                else:
+                    given[name] = int(number)
+            elif number is None or not math.isfinite(number) or number < 0:
+                errors[name] = "must be a number, 0 or more"
+            else:
+                given[name] = float(number)
+        if errors:
+            raise ThresholdsRefused(errors)
+        return cls(**given)
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def overrides(self) -> dict[str, float]:
+        """The values that differ from the defaults: what a project stores, so a default it never
+        changed follows the method's."""
+        default = Thresholds()
+        return {name: value for name, value in self.as_dict().items() if value != getattr(default, name)}
+
+
+class ThresholdsRefused(ValueError):
+    """Thresholds not taken; `errors` maps each bad field to what is wrong with it, `field` is the first."""
+
+    def __init__(self, errors: Mapping[str, str]):
+        self.errors = dict(errors)
+        self.field = next(iter(self.errors))
+        super().__init__("; ".join(f"{name} {message}" for name, message in self.errors.items()))
+
+
+def form_values(data: Mapping[str, str], names: Sequence[str]) -> dict[str, object]:
+    """A form's text for the fields `names`, as numbers for Thresholds.checked: an empty field is
+    left out (its default), text that is no number is passed on as text for `checked` to refuse."""
+    out: dict[str, object] = {}
+    for name in names:
+        raw = str(data.get(name) or "").strip()
+        if not raw:
+            continue
+        try:
+            out[name] = int(raw) if raw.lstrip("+-").isdigit() and len(raw) <= 20 else float(raw)
+        except ValueError:
+            out[name] = raw[:100]
+    return out
+
+
+def threshold_fields() -> list[tuple[str, float, str, str, str]]:
+    """Each threshold as (name, default, warning, unit, meaning), in Thresholds' order."""
+    default = Thresholds()
+    return [
+        (f.name, getattr(default, f.name), f.metadata["warning"], f.metadata["unit"], f.metadata["meaning"])
+        for f in fields(Thresholds)
+    ]
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,12 @@ class Project(models.Model):
     health_thresholds = models.JSONField(
         default=dict, blank=True, help_text="what raises a run's health warnings (grading.health.warnings.Thresholds)"
     )
+    # Who last changed them and when, shown on the project's Health warnings page
+    # (grading.health.services.set_health_thresholds); empty while they are the defaults as made.
+    health_thresholds_updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    health_thresholds_updated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     members: models.ManyToManyField[User, Membership] = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"

@@ -190,6 +190,7 @@ def run_timeline(
 class RunHealth:
     timeline: Timeline
     warnings: list[HealthWarning]
+    thresholds: Thresholds  # what raised them: the project's
 
 
 def run_health(
@@ -209,7 +210,7 @@ def run_health(
     warnings = health_warnings(timeline.trainer, timeline.desk, thresholds)
     if names is not None:
         timeline.trainer = {name: series for name, series in timeline.trainer.items() if name in names}
-    return RunHealth(timeline, warnings)
+    return RunHealth(timeline, warnings, thresholds)
 
 
 TASK_FIGURES = ("pass_rate", "messages", "tokens")

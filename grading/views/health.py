@@ -85,5 +85,6 @@ def run_timeline(request: HttpRequest, project: str, run: str) -> HttpResponse:
             "at": at,
             "differences": differences,
             "warnings": present.warning_rows(project, run_obj.name, health.warnings),
+            "thresholds_changed": health.thresholds.overrides(),
         },
     )

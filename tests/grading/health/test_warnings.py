@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grading.health.warnings import Thresholds, health_warnings, role_of
+from grading.health.warnings import (
+    MAX_WINDOW,
+    Thresholds,
+    ThresholdsRefused,
+    form_values,
+    health_warnings,
+    role_of,
+    threshold_fields,
+)
 
 
 def ramp(first: float, last: float, steps: int = 30, start: int = 1, noise: float = 0.0, seed: int = 0):
@@ -79,6 +87,46 @@ def test_a_rising_cheat_share_is_a_hacking_signature_and_thresholds_are_the_proj
     assert warning.kind == "hacking" and "cheats rose" in warning.evidence[0]
     assert health_warnings({}, desk, Thresholds.from_dict({"cheat_share_rise": 0.2})) == []
     assert Thresholds.from_dict({"window": 2, "entropy_rise": "x", "nope": 1}) == Thresholds(window=4)
+
+
+def test_set_thresholds_are_checked_strictly_naming_every_bad_field():
+    assert Thresholds.checked({}) == Thresholds()
+    assert Thresholds.checked({"window": 12.0, "imbalance": 0}) == Thresholds(window=12, imbalance=0.0)
+    with pytest.raises(ThresholdsRefused) as refused:
+        Thresholds.checked(
+            {"window": 3, "entropy_rise": -0.1, "eval_fall": True, "reward_rise": "0.1", "imbalance": float("inf"), "nope": 1}
+        )
+    assert refused.value.errors == {
+        "nope": "is not a threshold",
+        "window": f"must be a whole number of steps from 4 to {MAX_WINDOW}",
+        "entropy_rise": "must be a number, 0 or more",
+        "reward_rise": "must be a number, 0 or more",
+        "eval_fall": "must be a number, 0 or more",
+        "imbalance": "must be a number, 0 or more",
+    }
+    assert refused.value.field == "nope"
+    for window in (4.5, MAX_WINDOW + 1, float("nan")):
+        with pytest.raises(ThresholdsRefused, match="window must be a whole number"):
+            Thresholds.checked({"window": window})
+
+
+def test_only_what_differs_from_a_default_is_stored_and_a_form_left_empty_keeps_the_defaults():
+    assert Thresholds(window=10, entropy_rise=0.3).overrides() == {"entropy_rise": 0.3}
+    names = [name for name, *_ in threshold_fields()]
+    assert form_values({"window": " 12 ", "entropy_rise": "2e-1", "length_rise": "", "imbalance": "abc"}, names) == {
+        "window": 12,
+        "entropy_rise": 0.2,
+        "imbalance": "abc",
+    }
+    assert Thresholds.checked(form_values(dict.fromkeys(names, ""), names)) == Thresholds()
+
+
+def test_every_threshold_says_what_it_means_and_its_default():
+    rows = threshold_fields()
+    assert [name for name, *_ in rows] == list(Thresholds().as_dict())
+    for name, default, warning, unit, meaning in rows:
+        assert default == getattr(Thresholds(), name) and warning in {"all", "collapse", "hacking", "credit_imbalance"}
+        assert unit and len(meaning) > 40, name
 
 
 def test_roles_are_found_by_name():
