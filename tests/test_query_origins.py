@@ -256,6 +256,7 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
         Call("api/v1/scan-labels/", "get", f"{api}scan-labels/", kwargs={"data": q}, client="token"),
         Call("api/v1/scanners/custom/", "get", f"{api}scanners/custom/", kwargs={"data": q}, client="token"),
         Call("api/v1/scanners/future-history/", "get", f"{api}scanners/future-history/", kwargs={"data": q}, client="token"),
+        Call("api/v1/health-thresholds/", "get", f"{api}health-thresholds/", kwargs={"data": q}, client="token"),
         Call("api/v1/groups/", "get", f"{api}groups/", kwargs={"data": q}),  # a session, too
         # the API, written
         Call(
@@ -377,6 +378,13 @@ def calls(world: dict, mapping_id: int, token_id: int, invite_path: str) -> list
             "put",
             f"{api}scanners/future-history/?project=acme",
             kwargs=json_body({"prefixes": ["commit0__"]}),
+            client="token",
+        ),
+        Call(
+            "api/v1/health-thresholds/",
+            "put",
+            f"{api}health-thresholds/?project=acme",
+            kwargs=json_body({"thresholds": {"window": 12}}),
             client="token",
         ),
         Call(

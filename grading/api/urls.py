@@ -2,12 +2,13 @@
 
 from django.urls import include, path
 
-from grading.api import future_history, graders, groups, imports, juries, runs, verdicts
+from grading.api import future_history, graders, groups, health, imports, juries, runs, verdicts
 from grading.api.advantages import advantage_export
 
 urlpatterns = [
     path("graders/", graders.GraderListCreateView.as_view(), name="api-graders"),
     path("scanners/future-history/", future_history.FutureHistoryView.as_view(), name="api-future-history"),
+    path("health-thresholds/", health.HealthThresholdsView.as_view(), name="api-health-thresholds"),
     path("groups/", groups.GroupListIngestView.as_view(), name="api-groups"),
     path("groups/<path:uid>/", groups.GroupDetailView.as_view(), name="api-group"),
     path("imports/", imports.ImportListCreateView.as_view(), name="api-imports"),
