@@ -1,6 +1,10 @@
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from grading.health.services import set_health_thresholds
+from grading.health.warnings import Thresholds, ThresholdsRefused
 from grading.jobs.policy import PolicyError, check_policy
 from grading.models import (
     ApiToken,
@@ -24,11 +28,57 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ["user"]
 
 
+class ProjectForm(forms.ModelForm):
+    class Meta:
+        model = Project
+        fields = ["name", "description", "future_history_prefixes", "health_thresholds"]
+
+    def clean_health_thresholds(self):
+        """The same check as the Health warnings page and the API: each bad field named."""
+        value = self.cleaned_data.get("health_thresholds")
+        if value is None or value == "":
+            return {}
+        if not isinstance(value, dict):
+            raise ValidationError('An object of thresholds, e.g. {"window": 12, "entropy_rise": 0.2}; {} for the defaults.')
+        try:
+            return Thresholds.checked(value).overrides()
+        except ThresholdsRefused as exc:
+            raise ValidationError([f"{name} {message}" for name, message in exc.errors.items()]) from None
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "created_at"]
+    form = ProjectForm
+    list_display = ["name", "created_at", "thresholds"]
     search_fields = ["name"]
     inlines = [MembershipInline]
+    readonly_fields = ["health_thresholds_updated_by", "health_thresholds_updated_at"]
+    fieldsets = [
+        (None, {"fields": ["name", "description", "future_history_prefixes"]}),
+        (
+            "Health warnings",
+            {
+                "fields": ["health_thresholds", "health_thresholds_updated_by", "health_thresholds_updated_at"],
+                "description": "Only the thresholds that differ from the defaults, e.g. "
+                '<code>{"window": 12, "entropy_rise": 0.2}</code>; <code>{}</code> for the defaults. '
+                "The project's admins change them on its Health warnings page, each explained there.",
+            },
+        ),
+    ]
+
+    @admin.display(description="health thresholds")
+    def thresholds(self, obj: Project) -> str:
+        changed = Thresholds.from_dict(obj.health_thresholds).overrides()
+        return ", ".join(f"{name} {value:g}" for name, value in changed.items()) or "defaults"
+
+    def save_model(self, request, obj, form, change):
+        # New thresholds go through the service (who and when, the log line); the rest as usual.
+        if "health_thresholds" not in form.changed_data:
+            return super().save_model(request, obj, form, change)
+        values = obj.health_thresholds
+        obj.health_thresholds = (form.initial.get("health_thresholds") or {}) if change else {}
+        super().save_model(request, obj, form, change)
+        set_health_thresholds(project=obj, user=request.user, values=values)
 
 
 @admin.register(Membership)

@@ -1,6 +1,7 @@
 """The project's Health warnings page: every threshold with its default and its meaning; an admin
 changes them (or resets them) and the runs' warnings follow; a member who is not an admin reads
-them; bad input names its field and stores nothing; a fixed number of queries.
+them; bad input names its field and stores nothing; a fixed number of queries. The site's admin
+edits them too, under the same checks.
 
 People (tests/conftest.py): alice admin of acme, bob a reviewer in acme, carol admin of "other" only.
 """
@@ -155,3 +156,22 @@ def test_bad_input_names_the_field_and_stores_nothing(client, alice, acme, form,
     assert 'value="0.3"' in html
     assert stored(acme) == {} and acme.health_thresholds_updated_by is None
     assert Thresholds.from_dict(acme.health_thresholds) == Thresholds()
+
+
+@pytest.mark.django_db
+def test_the_site_admin_edits_them_checked_and_recorded(admin_client, admin_user, acme):
+    change = f"/admin/grading/project/{acme.pk}/change/"
+    page = admin_client.get(change)
+    assert page.status_code == 200 and "Health warnings" in page.content.decode()
+    form = {"name": "acme", "description": "", "future_history_prefixes": "[]", "memberships-TOTAL_FORMS": "0"}
+    form |= {"memberships-INITIAL_FORMS": "0", "memberships-MIN_NUM_FORMS": "0", "memberships-MAX_NUM_FORMS": "1000"}
+    r = admin_client.post(change, {**form, "health_thresholds": '{"window": 2, "bogus": 1}'})
+    html = r.content.decode()
+    assert r.status_code == 200 and "window must be a whole number of steps" in html and "bogus is not a threshold" in html
+    assert stored(acme) == {}
+    r = admin_client.post(change, {**form, "health_thresholds": '{"window": 12, "entropy_rise": 0.1}'})
+    assert r.status_code == 302, r.content.decode()[:2000]
+    assert stored(acme) == {"window": 12} and acme.health_thresholds_updated_by == admin_user
+    assert "window 12" in admin_client.get("/admin/grading/project/").content.decode()
+    r = admin_client.post("/admin/grading/project/add/", {**form, "name": "fresh", "health_thresholds": '{"imbalance": 0.001}'})
+    assert r.status_code == 302 and Project.objects.get(name="fresh").health_thresholds == {"imbalance": 0.001}
