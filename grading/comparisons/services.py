@@ -206,7 +206,7 @@ def _lines(spec: ComparisonSpec, picks: list[Pick]) -> Iterator[tuple[int, bytes
 def _source_labels(ids: list[int], chunk: int = 500) -> dict[int, str]:
     """Each source rollout as "<run>@<step>/<group uid>#<index>", read `chunk` ids a query
     (a comparison may pick tens of thousands; SQLite caps a query's parameters)."""
-    out = {}
+    out: dict[int, str] = {}
     for start in range(0, len(ids), chunk):
         rows = Rollout.objects.filter(pk__in=ids[start : start + chunk]).values_list(
             "pk", "group__run__name", "group__step_number", "group__uid", "index"
