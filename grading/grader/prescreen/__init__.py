@@ -82,6 +82,7 @@ from grading.grader.prescreen.patches import _DEBUG, _any_anchor, _tamper_signal
 from grading.grader.prescreen.patchfiles import patch_files
 from grading.grader.prescreen.paths import is_doc_path, is_test_path, package_names  # noqa: F401  re-exported
 from grading.grader.prescreen.paths import package_dirs as package_dirs
+from grading.grader.prescreen.pysource import ParseMemo
 from grading.grader.prescreen.semantic import semantic_signals
 from grading.grader.prescreen.signals import (  # noqa: F401  re-exported
     GOLD_MIN_LINES,
@@ -117,8 +118,11 @@ def screen_rollout(
     signals = _command_signals(rollout.index, rollout.messages, task=replace(task, base_commit=base), patch=rollout.patch or "")
     files = patch_files(rollout.patch or "")
     if files:
-        found = _tamper_signals(rollout.index, files, test_patch=task.test_patch, repo=task.repo, pass_to_pass=task.pass_to_pass)
-        found += semantic_signals(rollout.index, files, task)
+        memo = ParseMemo()  # both read the patch's Python: each hunk is parsed once
+        found = _tamper_signals(
+            rollout.index, files, test_patch=task.test_patch, repo=task.repo, pass_to_pass=task.pass_to_pass, memo=memo
+        )
+        found += semantic_signals(rollout.index, files, task, memo=memo)
         for s in found:
             if s.evidence is None:  # a deleted file has no new-side line: cite another line, else the submitting turn
                 loc = _any_anchor(files)

@@ -13,7 +13,7 @@ from grading.grader.prescreen.hooks import hook_signals
 from grading.grader.prescreen.patchfiles import PatchFile, patch_files
 from grading.grader.prescreen.patchview import PatchView, test_patch_paths
 from grading.grader.prescreen.paths import is_test_path, package_dirs
-from grading.grader.prescreen.pysource import ParseBudget
+from grading.grader.prescreen.pysource import ParseBudget, ParseMemo
 from grading.grader.prescreen.signals import GOLD_MIN_LINES, Signal
 from grading.grader.prescreen.testconfig import config_signals, test_patch_path_signals
 from grading.grader.prescreen.testedits import defined_tests, test_edit_signals
@@ -32,14 +32,20 @@ _DEBUG = re.compile(r"\bbreakpoint\s*\(|\b(i?pdb)\.set_trace\s*\(|^\s*import\s+i
 
 
 def _tamper_signals(
-    index: int, files: Sequence[PatchFile], *, test_patch: str = "", repo: str = "", pass_to_pass: Sequence[str] = ()
+    index: int,
+    files: Sequence[PatchFile],
+    *,
+    test_patch: str = "",
+    repo: str = "",
+    pass_to_pass: Sequence[str] = (),
+    memo: ParseMemo | None = None,
 ) -> list[Signal]:
     """What the patch does to the tests, file by file (docs/scanners.md, categories 8-15):
     conftest hooks, skips, configuration that drops tests, weakened, removed and relocated
     tests, broken collection and a hooked runner; `test_modified` for other edits of existing
     test lines. `test_patch` is the task's (its added paths and its own changes are the task's);
-    `repo` exempts pytest's own package from the hook checks."""
-    budget = ParseBudget()
+    `repo` exempts pytest's own package from the hook checks; `memo` shares the rollout's parses."""
+    budget = ParseBudget(memo=memo)
     views = [PatchView.of(f, budget) for f in files]
     task_files = patch_files(test_patch or "") or ()
     adds, _, task_lines = test_patch_paths(task_files)

@@ -26,6 +26,7 @@ MAX_PARSE_BYTES = 256_000  # one file or fragment
 MAX_NESTING = 60  # brackets or indentation levels
 MAX_LINE = 4_000  # characters of a line any regex of the scanners sees
 TRIMS = 4  # lines trimmed at either end of a fragment before giving up
+MAX_MEMO = 1_000_000  # characters of source whose parse a rollout's ParseMemo keeps
 
 
 def cut(text: str) -> str:
@@ -33,11 +34,31 @@ def cut(text: str) -> str:
     return text[:MAX_LINE]
 
 
+class ParseMemo:
+    """Trees already parsed for one rollout, by source text, so the tampering and the source-hack
+    scanners parse a hunk once between them (each still pays its own ParseBudget for it). At most
+    MAX_MEMO characters of source are remembered."""
+
+    def __init__(self) -> None:
+        self.trees: dict[str, ast.Module | None] = {}
+        self.size = 0
+
+    def keep(self, text: str, tree: ast.Module | None) -> None:
+        if self.size + len(text) <= MAX_MEMO:
+            self.trees[text] = tree
+            self.size += len(text)
+
+
 @dataclass
 class ParseBudget:
-    """How many bytes of source one rollout's patch may still parse."""
+    """How many bytes of source one rollout's patch may still parse (and the rollout's memo of
+    parses, when it has one)."""
 
     remaining: int = 4_000_000
+    memo: ParseMemo | None = None
+    # Texts whose remembered tree this budget's reader already holds: a second request parses
+    # anew, so one reader never gets the same node objects twice (readers key nodes by id()).
+    held: set[str] = field(default_factory=set)
 
     def take(self, size: int) -> bool:
         if size > self.remaining:
@@ -50,6 +71,8 @@ class ParseBudget:
 def too_nested(text: str) -> bool:
     """Whether `text` opens brackets deeper than MAX_NESTING (Python's parser could recurse out of
     its stack on it): counted in one pass, before any parse."""
+    if text.count("(") + text.count("[") + text.count("{") <= MAX_NESTING:  # cannot nest deeper
+        return False
     depth = deepest = 0
     for ch in text:
         if ch in "([{":
@@ -62,12 +85,24 @@ def too_nested(text: str) -> bool:
 
 def bounded_parse(text: str, budget: ParseBudget) -> ast.Module | None:
     """`ast.parse(text)`, or None when it is too big, too deep, over budget or not Python."""
-    if len(text) > MAX_PARSE_BYTES or too_nested(text) or not budget.take(len(text)):
+    if len(text) > MAX_PARSE_BYTES:
         return None
-    try:
-        return ast.parse(text)
-    except (SyntaxError, RecursionError, MemoryError, ValueError, OverflowError):
+    memo = budget.memo
+    known = memo is not None and text in memo.trees and text not in budget.held  # it passed too_nested then
+    if (not known and too_nested(text)) or not budget.take(len(text)):
         return None
+    if known:
+        tree = memo.trees[text] if memo is not None else None
+    else:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, RecursionError, MemoryError, ValueError, OverflowError):
+            tree = None
+        if memo is not None:
+            memo.keep(text, tree)
+    if tree is not None and memo is not None:
+        budget.held.add(text)
+    return tree
 
 
 def _indent(line: str) -> str:

@@ -51,7 +51,7 @@ from grading.grader.prescreen.equality import always_equal_findings
 from grading.grader.prescreen.filekinds import SOURCE, kind_of
 from grading.grader.prescreen.patchfiles import PatchFile, patch_files
 from grading.grader.prescreen.patchview import PatchView
-from grading.grader.prescreen.pysource import ParseBudget, cut
+from grading.grader.prescreen.pysource import ParseBudget, ParseMemo, cut
 from grading.grader.prescreen.signals import Signal, Task
 from grading.grader.prescreen.specialcases import TEST_TOOLS, special_case_findings
 
@@ -72,8 +72,9 @@ def _added_text(patch: str) -> str:
     return "\n".join(lines)
 
 
-def semantic_signals(index: int, files: Sequence[PatchFile], task: Task) -> list[Signal]:
-    """test_special_case, always_equal and per_call_state findings in the source a patch adds."""
+def semantic_signals(index: int, files: Sequence[PatchFile], task: Task, *, memo: ParseMemo | None = None) -> list[Signal]:
+    """test_special_case, always_equal and per_call_state findings in the source a patch adds
+    (`memo`: the rollout's parses, shared with the tampering scanners)."""
     repo = task.repo.rsplit("/", 1)[-1].lower()
     ctx = Findings(
         index,
@@ -82,7 +83,7 @@ def semantic_signals(index: int, files: Sequence[PatchFile], task: Task) -> list
         named=tuple(task.fail_to_pass),
         test_tool=repo in TEST_TOOLS or repo.startswith("pytest-"),
     )
-    budget = ParseBudget(MAX_ROLLOUT_BYTES)
+    budget = ParseBudget(MAX_ROLLOUT_BYTES, memo=memo)
     read = 0
     for f in files:
         if f.status in ("removed", "binary") or not f.path.endswith(".py") or kind_of(f.path) != SOURCE:

@@ -29,12 +29,14 @@ import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 
 MAX_SCRIPT = 64_000  # characters of one script (a command, a -c string, a heredoc body)
 MAX_TOTAL = 4_000_000  # characters one Shell reads over a rollout
 MAX_DEPTH = 4  # unwrapping levels (bash -c inside python -c inside an alias …)
 MAX_NAMES = 200  # aliases, functions, variables and remembered files, each
 MAX_VALUE = 4_000  # characters of an alias, function body or variable kept
+MAX_MEMO = 400_000  # characters of Python source whose parse a Shell remembers
 
 SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "ash", "busybox"}
 _WRAPPERS = {
@@ -337,6 +339,55 @@ _PY_WRITES = {
     "rename",
     "move",
 }
+# The last name of every call _python_call turns into a command (each of its branches asks for one).
+_PY_CALLS = frozenset(
+    {*_PY_RUN, "open", "read_text", "read_bytes", "write_text", "write_bytes", "touch", "unlink", "chmod", "symlink_to"}
+    | {*_PY_COPY, "symlink", "remove", "rename", "replace", *_PY_LIST, *_PY_FETCH}
+)
+_PY_NODES = (ast.Call, ast.Attribute, ast.Import, ast.ImportFrom)  # what python() reads of a tree
+MAX_NODES = 20_000  # nodes of one Python tree read, breadth first
+
+
+_PY_CALL_NAME = re.compile(r"\b(?:" + "|".join(sorted(_PY_CALLS | _PY_WRITES)) + r")\b")  # literal words: linear
+_STRING_HEADS = ("git", "gh", "curl", "wget", "pip", "pip3", "cat", "sed", "ln", "cp")  # what _python_strings runs
+
+
+def _may_run(source: str) -> bool:
+    """False when python() surely finds nothing in `source`, parsed or not: no call it acts on
+    (ASCII source without any of their names as a word; Python folds other identifiers to
+    ASCII ones, so those are always parsed) and no string literal _python_strings would read."""
+    if not source.isascii() or _PY_CALL_NAME.search(source):
+        return True
+    for m in _PY_STRING.finditer(source):
+        text = m.group(1) or m.group(2) or ""
+        if (text.split(" ", 1)[0] in _STRING_HEADS and " " in text) or (text.startswith(("/", "~")) and " " not in text):
+            return True
+    return False
+
+
+def _py_nodes(source: str) -> list[ast.AST] | None:
+    """The calls, attributes and imports among the first MAX_NODES nodes of `source`'s tree in
+    ast.walk's (breadth-first) order, or None when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    found: list[ast.AST] = []
+    queue: list[ast.AST] = [tree]  # ast.walk's order: level by level, each node's children in field order
+    for node in islice(queue, MAX_NODES):  # grows as it goes, never past MAX_NODES
+        if isinstance(node, _PY_NODES) and (not isinstance(node, ast.Attribute) or node.attr in ("__file__", "__path__")):
+            found.append(node)
+        if len(queue) >= MAX_NODES:
+            continue
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                queue.append(value)
+            elif isinstance(value, list):
+                queue.extend(item for item in value if isinstance(item, ast.AST))
+    return found
+
+
 _PY_STRING = re.compile(r"'([^'\\\n]{3,2000})'|\"([^\"\\\n]{3,2000})\"")
 
 
@@ -349,6 +400,10 @@ class Shell:
         self.variables: dict[str, str] = {}
         self.files: dict[str, str] = {}  # a script written by a heredoc, by path and by name
         self.budget = MAX_TOTAL
+        # Python source already read (a script run again and again): the nodes python() acts on,
+        # None when it does not parse; at most MAX_MEMO characters of source are remembered.
+        self._read: dict[str, list[ast.AST] | None] = {}
+        self._read_size = 0
 
     # -- shell ---------------------------------------------------------------------------
 
@@ -553,21 +608,25 @@ class Shell:
                 lines[k:] = []
                 break
         source = "\n".join(lines)
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        if source in self._read:
+            nodes = self._read[source]
+        else:
+            nodes = _py_nodes(source) if _may_run(source) else []
+            if self._read_size + len(source) <= MAX_MEMO:
+                self._read[source] = nodes
+                self._read_size += len(source)
+        if nodes is None:
             yield from self._python_strings(source, depth, via)
-            return
-        try:
-            nodes = list(ast.walk(tree))
-        except RecursionError:  # pragma: no cover - ast.walk is iterative
             return
         writes = False
         located: set[str] = set()  # modules whose own file the code finds: unittest.case.__file__
         imported: dict[str, str] = {}  # import … as name, from … import name
-        for node in nodes[:20_000]:
+        for node in nodes:
             if isinstance(node, ast.Call):
-                writes = writes or _py_name(node.func).rsplit(".", 1)[-1] in _PY_WRITES
+                last = _py_name(node.func).rsplit(".", 1)[-1]
+                writes = writes or last in _PY_WRITES
+                if last not in _PY_CALLS:  # no branch of _python_call can take it
+                    continue
                 for simple in self._python_call(node, source, depth, via):
                     writes = writes or simple.argv[:1] in (["create"], ["cp"], ["ln"])
                     yield simple
@@ -632,7 +691,7 @@ class Shell:
         for m in _PY_STRING.finditer(source[:MAX_SCRIPT]):
             text = m.group(1) or m.group(2) or ""
             head = text.split(" ", 1)[0]
-            if head in ("git", "gh", "curl", "wget", "pip", "pip3", "cat", "sed", "ln", "cp") and " " in text:
+            if head in _STRING_HEADS and " " in text:
                 yield from self.run(text, depth=depth + 1, via=(*via, "string"))
             elif text.startswith(("/", "~")) and " " not in text:
                 yield Simple(["view", text], text, (*via, "string"))
