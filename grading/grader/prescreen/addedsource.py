@@ -28,7 +28,17 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from grading.grader.prescreen.patchview import PatchView, signal
-from grading.grader.prescreen.pysource import MAX_NESTING, ParseBudget, SourceView, cut, dotted, parse_rows, too_nested
+from grading.grader.prescreen.pysource import (
+    MAX_NESTING,
+    ParseBudget,
+    SourceView,
+    children,
+    cut,
+    dotted,
+    parse_rows,
+    too_nested,
+)
+from grading.grader.prescreen.pysource import walk as walk_all
 from grading.grader.prescreen.signals import Signal
 
 MAX_FILE_BYTES = 200_000  # new-side text of one file read; hunks past it are left out
@@ -44,19 +54,19 @@ ENV_MAPS = {"os.environ", "environ", "os.environb"}
 
 
 def walk(node: ast.AST, limit: int = MAX_WALK) -> Iterator[ast.AST]:
-    return islice(ast.walk(node), limit)
+    return islice(walk_all(node), limit)
 
 
 def own_nodes(node: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function (or a fragment) outside nested defs, lambdas and classes."""
-    stack = list(ast.iter_child_nodes(node))
+    stack = children(node)
     seen = 0
     while stack and seen < MAX_WALK:
         child = stack.pop()
         seen += 1
         yield child
         if not isinstance(child, SCOPES):
-            stack.extend(ast.iter_child_nodes(child))
+            stack += children(child)
 
 
 @dataclass
@@ -75,7 +85,7 @@ class Unit:
     def __post_init__(self) -> None:
         self.nodes = [self.sv.tree]
         for node in self.nodes:  # grows as it goes: one breadth-first walk
-            for child in ast.iter_child_nodes(node):
+            for child in children(node):
                 self.parents[id(child)] = node
                 self.nodes.append(child)
             if len(self.nodes) >= MAX_WALK:

@@ -15,7 +15,7 @@ import re
 
 from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, name_of
 from grading.grader.prescreen.patchview import PatchView, at, early_returns, outside_strings, signal
-from grading.grader.prescreen.pysource import MAX_PARSE_BYTES, Scoped, SourceView, bounded_parse, cut, dotted, scoped_nodes
+from grading.grader.prescreen.pysource import MAX_PARSE_BYTES, Scoped, SourceView, bounded_parse, cut, dotted, scoped_nodes, walk
 from grading.grader.prescreen.pysource import ParseBudget as ParseBudget
 from grading.grader.prescreen.signals import Signal
 
@@ -214,7 +214,7 @@ def _guarded(sv: SourceView, node: ast.AST) -> bool:
     line = getattr(node, "lineno", 0)
     return any(
         isinstance(n, ast.ExceptHandler) and n.lineno <= line <= (n.end_lineno or n.lineno)
-        for _, n in zip(range(20_000), ast.walk(sv.tree))
+        for _, n in zip(range(20_000), walk(sv.tree))
     )
 
 
@@ -229,7 +229,7 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             out.append(signal(slug, index, f"{view.path}: {detail}", at(view, sv, node), note))
 
     runs_at_test_time = view.kind in (CONFTEST, TEST_MODULE, STARTUP) or "/" in view.path
-    for item in scoped_nodes(sv.tree):
+    for item in scoped_nodes(sv.tree, (ast.stmt, ast.Call)):
         node = item.node
         if not isinstance(node, (ast.stmt, ast.Call)) or not sv.line_added(node):
             continue

@@ -242,18 +242,41 @@ def _is_main_guard(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "__main__" in ast.dump(node.test)[:400]
 
 
-def scoped_nodes(tree: ast.AST) -> Iterator[Scoped]:
-    """Every node with the defs, classes and `if __name__ == "__main__":` blocks around it,
-    iteratively (a deep tree cannot exhaust the stack)."""
+def children(node: ast.AST) -> list[ast.AST]:
+    """`list(ast.iter_child_nodes(node))`, in its order, without its two generators."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out += [item for item in value if isinstance(item, ast.AST)]
+    return out
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """`ast.walk(node)`: the same nodes in the same (breadth-first) order, faster."""
+    queue = [node]
+    for current in queue:  # the list grows as it is read
+        queue += children(current)
+        yield current
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def scoped_nodes(tree: ast.AST, kinds: type | tuple[type, ...] = ast.AST) -> Iterator[Scoped]:
+    """Every node (of `kinds`) with the defs, classes and `if __name__ == "__main__":` blocks
+    around it, iteratively (a deep tree cannot exhaust the stack)."""
     stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(tree, ())]
     while stack:
         node, scopes = stack.pop()
-        yield Scoped(node, scopes)
+        if isinstance(node, kinds):
+            yield Scoped(node, scopes)
         inner = scopes
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or _is_main_guard(node):
+        if isinstance(node, _SCOPES) or (isinstance(node, ast.If) and _is_main_guard(node)):
             inner = (*scopes, node)
-        children = list(ast.iter_child_nodes(node))
-        stack.extend((child, inner) for child in reversed(children))
+        stack += [(child, inner) for child in reversed(children(node))]
 
 
 def dotted(node: ast.AST) -> str:
@@ -290,4 +313,4 @@ def constant_truthy(node: ast.AST) -> bool:
 
 
 def _small(node: ast.AST) -> bool:
-    return sum(1 for _ in zip(range(50), ast.walk(node))) < 50
+    return sum(1 for _ in zip(range(50), walk(node))) < 50

@@ -16,7 +16,7 @@ import shlex
 
 from grading.grader.prescreen.filekinds import CONFTEST, PYTEST_SECTIONS, TEST_CONFIG, name_of
 from grading.grader.prescreen.patchview import PatchView, at, signal
-from grading.grader.prescreen.pysource import cut, dotted, scoped_nodes
+from grading.grader.prescreen.pysource import cut, dotted, scoped_nodes, walk
 from grading.grader.prescreen.signals import Signal
 
 _SECTION = re.compile(r"^\s*\[([^\]\n]{1,100})\]")
@@ -114,7 +114,7 @@ def _values(text: str) -> list[str]:
 def _strings(node: ast.AST) -> list[str]:
     return [
         n.value
-        for _, n in zip(range(200), ast.walk(node))
+        for _, n in zip(range(200), walk(node))
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and 0 < len(n.value) < 300 and " " not in n.value
     ]
 
@@ -142,7 +142,7 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
                         )
                     )
             break
-        for item in scoped_nodes(sv.tree):
+        for item in scoped_nodes(sv.tree, _CONFIG_NODES):
             node = item.node
             found, tests = "", []
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and sv.node_added(node):
@@ -172,16 +172,19 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
     return out
 
 
+_CONFIG_NODES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)  # what it reads
+
+
 def _returns_true(fn: ast.AST) -> bool:
     return any(
         isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) and n.value.value is True
-        for _, n in zip(range(2000), ast.walk(fn))
+        for _, n in zip(range(2000), walk(fn))
     )
 
 
 def _drops_items(fn: ast.AST) -> bool:
     """`items[:] = …`, `items.remove(…)`, `items.clear()`, `del items[…]`, `pytest_deselected`."""
-    for _, n in zip(range(2000), ast.walk(fn)):
+    for _, n in zip(range(2000), walk(fn)):
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Subscript) and dotted(t.value) == "items" for t in n.targets):
             return True
         if isinstance(n, ast.Call) and dotted(n) in ("items.remove", "items.clear", "items.pop", "config.hook.pytest_deselected"):

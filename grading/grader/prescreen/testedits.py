@@ -27,7 +27,7 @@ from grading.grader.prescreen.patchview import (
     outside_strings,
     signal,
 )
-from grading.grader.prescreen.pysource import SourceView, constant_truthy, cut, dotted, scoped_nodes
+from grading.grader.prescreen.pysource import SourceView, constant_truthy, cut, dotted, scoped_nodes, walk
 from grading.grader.prescreen.signals import Signal
 
 # Decorators that skip or expect failure: pytest, unittest, Django, sympy, nose.
@@ -134,7 +134,11 @@ def _is_skip_value(node: ast.AST) -> bool:
 
 
 def _walk_small(node: ast.AST, limit: int = 200) -> list[ast.AST]:
-    return [sub for _, sub in zip(range(limit), ast.walk(node))]
+    return [sub for _, sub in zip(range(limit), walk(node))]
+
+
+_SKIP_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.Call, ast.Raise)  # what _skips reads
+_WEAK_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assert, ast.Expr, ast.Try, ast.With)  # what _weak_nodes reads
 
 
 def _skips(index: int, view: PatchView) -> list[Signal]:
@@ -143,7 +147,7 @@ def _skips(index: int, view: PatchView) -> list[Signal]:
         out += _skip_lines(index, view, h, sv)
         if sv is None:
             continue
-        for item in scoped_nodes(sv.tree):
+        for item in scoped_nodes(sv.tree, _SKIP_NODES):
             node, scopes = item.node, item.scopes
             found = ""
             where: ast.AST = node
@@ -360,7 +364,7 @@ def _early_return(fn: ast.FunctionDef | ast.AsyncFunctionDef, sv: SourceView) ->
 def _weak_nodes(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[str, ast.AST, str]]:
     """(what, node, test) of each weakening in an existing test of one parsed hunk. A test
     whose def line the patch adds is new: its author may write any checks."""
-    for item in scoped_nodes(sv.tree):
+    for item in scoped_nodes(sv.tree, _WEAK_NODES):
         node = item.node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if node.name.startswith("test") and not sv.line_added(node) and (stmt := _early_return(node, sv)):
