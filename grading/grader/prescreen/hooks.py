@@ -229,12 +229,19 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             out.append(signal(slug, index, f"{view.path}: {detail}", at(view, sv, node), note))
 
     runs_at_test_time = view.kind in (CONFTEST, TEST_MODULE, STARTUP) or "/" in view.path
+    fragment_hooks: dict[int, str] = {}  # _fragment_hook by line: every statement of a line asks the same
     for item in scoped_nodes(sv.tree, (ast.stmt, ast.Call)):
         node = item.node
         if not isinstance(node, (ast.stmt, ast.Call)) or not sv.line_added(node):
             continue
         fn = item.function
-        hook = _hook_name(fn) if fn is not None else _fragment_hook(view, sv, h, node)
+        if fn is not None:
+            hook = _hook_name(fn)
+        else:
+            line = getattr(node, "lineno", 0)
+            if line not in fragment_hooks:
+                fragment_hooks[line] = _fragment_hook(view, sv, h, node)
+            hook = fragment_hooks[line]
         # 8: hooks that force the result (in a conftest or a plugin module)
         if hook and (found := _forces(item, hook)):
             add("conftest_hook", f"{hook} {found}", node, "a pytest hook that forces test results")
