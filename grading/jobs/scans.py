@@ -97,8 +97,7 @@ def scan_groups(*, group_ids: list[int]) -> int:
     stored = 0
     for group in Group.objects.filter(pk__in=group_ids, n_passed__gt=0).select_related("run__project", "task", "step"):
         try:
-            workspace = load_workspace(group)
-            workspace.rollouts = [r for r in workspace.rollouts if r.passed]
+            workspace = load_workspace(group, passed_only=True)  # a failing rollout's body is never read
             with transaction.atomic():
                 stored += record_prescreen(group=group, workspace=workspace)
                 Group.objects.filter(pk=group.pk).update(scan_due_at=None)

@@ -19,10 +19,16 @@ from grading.repos.types import RepoError, RepoView
 from grading.repos.view import GitRepoView, cleanup
 
 
-def load_workspace(group: Group, *, guide: Guide | None = None) -> GroupWorkspace:
-    contents = {c.rollout_id: c for c in RolloutContent.objects.filter(rollout__group=group)}
+def load_workspace(group: Group, *, guide: Guide | None = None, passed_only: bool = False) -> GroupWorkspace:
+    """The group's workspace with every rollout, or only its passing ones (`passed_only`: the
+    failing rollouts' bodies are then never read from the database)."""
+    contents_of = RolloutContent.objects.filter(rollout__group=group)
+    rollouts_of = group.rollouts.all()
+    if passed_only:
+        contents_of, rollouts_of = contents_of.filter(rollout__passed=True), rollouts_of.filter(passed=True)
+    contents = {c.rollout_id: c for c in contents_of}
     rollouts = []
-    for rollout in group.rollouts.order_by("index"):
+    for rollout in rollouts_of.order_by("index"):
         content = contents.get(rollout.pk) or RolloutContent()
         rollouts.append(
             RolloutView(
