@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 SCAN_GROUPS = "grading.scan_groups"  # grading.jobs.tasks.scan_groups_task
 
 
-def record_prescreen(*, group: Group, workspace) -> int:
+def record_prescreen(*, group: Group, workspace, stale_steps: set[int] | None = None) -> int:
     """Store the scanners' findings on the group's rollouts (grading.grader.prescreen): one
     decision per rollout and scanner version, citing every finding of it, so running a version
     again on a rollout does nothing (whatever an auditor wrote on its decision since).
@@ -31,7 +31,8 @@ def record_prescreen(*, group: Group, workspace) -> int:
     is zeroed before the statistics as for any confirmed cheat (docs/method.md §1), until an
     auditor overturns it. Any other finding (a tampering whose tests still ran, test lines
     changed) is stored open: evidence for the auditor and the grader, never a cheat by itself.
-    Returns how many decisions were stored now."""
+    Returns how many decisions were stored now. Given `stale_steps`, a step with a new cheat is
+    marked stale and added to it, its recomputation left to the caller (mark_stale)."""
     workspace.future_history = holds_future_history(group.run.project, workspace.instance_id)
     signals = screen_group(workspace)
     if not signals:
@@ -66,7 +67,9 @@ def record_prescreen(*, group: Group, workspace) -> int:
         )
     CheatDecision.objects.bulk_create(fresh)
     if any(d.confirmed for d in fresh):
-        mark_stale(step_ids=[group.step_id])
+        mark_stale(step_ids=[group.step_id], recompute=stale_steps is None)
+        if stale_steps is not None:
+            stale_steps.add(group.step_id)
     return len(fresh)
 
 
@@ -93,15 +96,22 @@ def scan_groups(*, group_ids: list[int]) -> int:
     """Run the scanners over the passing rollouts of these groups and store what they find
     (record_prescreen; a scanner version already run on a rollout stores nothing). A failing
     rollout's reward is 0 already, so a cheat there moves no credit: the grading job, which
-    reads the whole group, scans those. Returns how many decisions were stored."""
+    reads the whole group, scans those. Returns how many decisions were stored.
+
+    A step with a new cheat is marked stale in the group's own transaction and recomputed once
+    after every group is read, not once per such group (with eager Celery, inside the request
+    that stored them: benchmarks/ingest.py)."""
     stored = 0
+    cheated: set[int] = set()
     for group in Group.objects.filter(pk__in=group_ids, n_passed__gt=0).select_related("run__project", "task", "step"):
         try:
             workspace = load_workspace(group, passed_only=True)  # a failing rollout's body is never read
             with transaction.atomic():
-                stored += record_prescreen(group=group, workspace=workspace)
+                stored += record_prescreen(group=group, workspace=workspace, stale_steps=cheated)
                 Group.objects.filter(pk=group.pk).update(scan_due_at=None)
         except Exception:  # one group's failure must not leave the others unread; it stays due
             logger.exception("scanning group %s failed; its step waits until its deadline", group.pk)
     Group.objects.filter(pk__in=group_ids, scan_due_at__isnull=False, n_passed=0).update(scan_due_at=None)
+    if cheated:
+        mark_stale(step_ids=cheated)
     return stored

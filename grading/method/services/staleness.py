@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 RECOMPUTE_STEP = "grading.advantage_tasks.recompute_step_task"  # grading.method.tasks
 
 
-def mark_stale(*, step_ids: list[int] | set[int]) -> None:
+def mark_stale(*, step_ids: list[int] | set[int], recompute: bool = True) -> None:
     """Inputs of these steps changed: bump their version and recompute after the commit.
 
     Recomputed once per burst, not once per verdict: while grading jobs of a step are still
@@ -37,6 +37,10 @@ def mark_stale(*, step_ids: list[int] | set[int]) -> None:
     (a cheat decision, a mapping) find nothing in flight and queue it at once. compute_step
     notices a newer version when it saves and queues one more round, so the last change is
     never lost; an export or a page computes a stale step itself before reading it.
+
+    `recompute=False` marks them and queues nothing: for a caller that changes many groups
+    in a row, each in its own transaction, and then calls mark_stale once for every step it
+    touched (grading.jobs.scans.scan_groups). Marked, a step is never read stale meanwhile.
     """
     step_ids = sorted(set(step_ids))
     if not step_ids:
@@ -49,6 +53,8 @@ def mark_stale(*, step_ids: list[int] | set[int]) -> None:
         computation, _ = StepComputation.objects.defer("parquet").get_or_create(step=step, mapping=mapping)
         active[step.pk] = computation.pk
     StepComputation.objects.filter(step_id__in=step_ids, stale=False).update(stale=True)
+    if not recompute:
+        return
     free = [active[s] for s in set(step_ids) - steps_grading(step_ids)]
     queue = list(StepComputation.objects.filter(pk__in=free, recompute_queued=False).values_list("step_id", flat=True))
     StepComputation.objects.filter(step_id__in=queue, pk__in=free).update(recompute_queued=True)

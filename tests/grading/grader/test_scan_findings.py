@@ -126,12 +126,36 @@ def test_a_group_whose_scan_fails_stays_due_and_the_others_are_read(acme, monkey
     broken = Group.objects.get(uid="a@1")
     real = jobs.record_prescreen
 
-    def record(*, group, workspace):
+    def record(*, group, workspace, **options):
         if group.pk == broken.pk:
             raise RuntimeError("a scanner bug")
-        return real(group=group, workspace=workspace)
+        return real(group=group, workspace=workspace, **options)
 
     monkeypatch.setattr(jobs, "record_prescreen", record)
     jobs.scan_groups(group_ids=[gid for ids in sent for gid in ids])
     assert Group.objects.get(uid="a@1").scan_due_at is not None  # its step waits, up to its deadline
     assert Group.objects.get(uid="b@1").scan_due_at is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_step_with_cheats_in_many_groups_is_recomputed_once_with_every_cheat_zeroed(acme, monkeypatch):
+    """Scanned after ingest (with eager Celery, inside the request), three groups of one step
+    each with a leak: the step is marked stale in each group's transaction and recomputed once,
+    after the last, with all three rewards zeroed."""
+    from grading.method.services import staleness
+
+    queued: list[list[int]] = []
+    real = staleness.queue_recompute
+    monkeypatch.setattr(staleness, "queue_recompute", lambda ids: (queued.append(list(ids)), real(ids))[1])
+    groups = []
+    for n in range(3):
+        group = small_group(f"leak{n}@1", instance_id=f"t-{n}", rewards=(1, 0))
+        group["rollouts"][0]["messages"].append(
+            {"role": "assistant", "content": f"```bash\n{FETCH}\n```", "action": FETCH, "observation": "y = 2"}
+        )
+        groups.append(group)
+    ingest_groups(acme, *groups)
+    leaked = [Rollout.objects.get(group__uid=f"leak{n}@1", index=0) for n in range(3)]
+    assert all(CheatDecision.objects.get(rollout=r).confirmed for r in leaked)
+    assert [ids for ids in queued if ids] == [[leaked[0].group.step_id]]  # one recomputation, not three
+    assert [reward(r) for r in leaked] == [0.0, 0.0, 0.0]
