@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/scanners.py                 # the whole corpus, throughput best of 5 passes
     .venv/bin/python benchmarks/scanners.py --misses        # and every planted case no signal caught
     .venv/bin/python benchmarks/scanners.py --smoke         # 2 forms a category, 8 hosts, 1 pass
+    .venv/bin/python benchmarks/scanners.py --heldout       # the held-out corpus the detectors never met
 
 1. Builds the corpus of tests/helpers/exploits (written without reading the detectors): every
    catalogue category planted in at least 8 varied forms into the 64 real mini-swe-agent and
@@ -21,6 +22,11 @@
    (10^6 bytes of message text, patch and test log) per second, best and median.
 tests/grading/grader/test_scanner_corpus.py holds the same figures to recall >= 0.90 a
 category and no false cheat.
+
+The detectors have met that corpus (misses were fixed after seeing it). `--heldout` measures
+tests/helpers/exploits/heldout.py instead: new forms of every category and new look-alikes,
+written without reading the detectors; its first-contact figures are in docs/benchmarks.md,
+and it must not be used to tune them (a figure after a fix is reported apart).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._support import cpu_model, memory_gib
 from tests.helpers.exploits import Case, honest_host_ids, honest_hosts, lookalikes, planted
+from tests.helpers.exploits.heldout import heldout_lookalikes, heldout_planted
 from tests.helpers.exploits.measure import (
     misses,
     render,
@@ -60,6 +67,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="passes over the honest hosts for the throughput")
     parser.add_argument("--misses", action="store_true", help="list every planted case no signal of its category caught")
     parser.add_argument("--smoke", action="store_true", help="a tiny run: 2 forms and 1 look-alike a category, 8 hosts, 1 pass")
+    parser.add_argument(
+        "--heldout", action="store_true", help="measure the held-out corpus (tests/helpers/exploits/heldout.py), never met"
+    )
     args = parser.parse_args()
 
     print(
@@ -67,13 +77,14 @@ def main() -> None:
         f"Python {sys.version.split()[0]}; load {os.getloadavg()[0]:.2f}"
     )
     started = time.perf_counter()
-    cases, alikes = planted(), lookalikes()
+    cases, alikes = (heldout_planted(), heldout_lookalikes()) if args.heldout else (planted(), lookalikes())
     hosts, names = honest_hosts(), honest_host_ids()
     repeat = args.repeat
     if args.smoke:
         cases, alikes, hosts, names, repeat = _few(cases, 2), _few(alikes, 1), hosts[:8], names[:8], 1
     print(
-        f"corpus: {len(cases)} planted, {len(alikes)} look-alikes, {len(hosts)} honest hosts "
+        f"corpus{' (held out)' if args.heldout else ''}: {len(cases)} planted, {len(alikes)} look-alikes, "
+        f"{len(hosts)} honest hosts "
         f"(built in {time.perf_counter() - started:.1f} s)\n"
     )
 

@@ -47,6 +47,7 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "sandbox": (["--files", "200", "--small", "20", "--repeat", "2"], "overhead = median"),
     "scale": (["--scale", "0.005", "--requests", "2", "--api-requests", "1"], "judge next group"),
     "scanners": (["--smoke"], "MB/s"),
+    "scanners:heldout": (["--smoke", "--heldout"], "MB/s"),
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
     "web_memory": (
