@@ -179,8 +179,7 @@ def sample(spec: ComparisonSpec) -> tuple[int, list[Pick]]:
         for side, ids in ((Comparison.Side.A, a[instance_id]), (Comparison.Side.B, b[instance_id])):
             if len(ids) > spec.per_side:
                 ids = [ids[i] for i in sorted(rng.choice(len(ids), spec.per_side, replace=False))]
-            chosen = ids
-            members += [(str(side), pk) for pk in chosen]
+            members += [(str(side), pk) for pk in ids]
         order = rng.permutation(len(members))
         picks.append(Pick(instance_id=instance_id, members=[members[i] for i in order]))
     return len(both), picks
@@ -191,7 +190,7 @@ def _lines(spec: ComparisonSpec, picks: list[Pick]) -> Iterator[tuple[int, bytes
     for number, pick in enumerate(picks, 1):
         ids = [pk for _, pk in pick.members]
         rollouts = {r.pk: r for r in Rollout.objects.filter(pk__in=ids).select_related("content", "group__step", "group__task")}
-        task = rollouts[ids[0]].group.task
+        task = rollouts[next(pk for side, pk in pick.members if side == Comparison.Side.A)].group.task  # side A's
         out = []
         for index, pk in enumerate(ids):
             rollout = rollouts[pk]

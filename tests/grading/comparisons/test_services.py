@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from grading.comparisons.services import ComparisonError, create_comparison
-from grading.models import Comparison, ComparisonEntry, Group, Rollout, Run, Verdict
+from grading.models import Comparison, ComparisonEntry, Group, Rollout, Run, Task, Verdict
 from reviews.selectors.queue import queue_groups
 from reviews.services.queue import update_policy
 from tests.helpers.comparisons import TASKS, solved, two_runs
@@ -51,6 +51,11 @@ def test_a_comparison_holds_the_tasks_both_sides_solved_and_up_to_k_passes_of_ea
         assert entry.rollout.content.messages == entry.source.content.messages
         assert entry.rollout.passed and entry.rollout.reward == 1.0
     assert "baseline" not in comparison.run.description and "gagar" not in comparison.run.description
+    for group in groups.select_related("task"):  # the task as side A's run holds it (the two differ here)
+        a_task = Task.objects.get(run__name="baseline", instance_id=group.uid)
+        b_task = Task.objects.get(run__name="gagar", instance_id=group.uid)
+        assert a_task.problem_statement != b_task.problem_statement
+        assert (group.task.problem_statement, group.task.repo) == (a_task.problem_statement, a_task.repo)
 
 
 def test_the_same_seed_gives_the_same_groups_and_sides_are_shuffled(runs, acme):
