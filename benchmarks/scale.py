@@ -63,6 +63,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--requests", type=int, default=40, help="timed requests per page")
     p.add_argument("--api-requests", type=int, default=5, help="timed requests per whole-run export or agreement call")
     p.add_argument("--seed", type=int, default=17)
+    p.add_argument(
+        "--groups-per-step",
+        type=int,
+        default=GROUPS_PER_STEP,
+        help="groups a step (the figures are kept at 256; make bench-smoke runs fewer to stay short)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the database afterwards (for EXPLAIN by hand, or --measure-only)")
     p.add_argument(
         "--measure-only",
@@ -81,14 +87,14 @@ def small_group(rng: random.Random, step: int, task_number: int) -> dict:
     return group
 
 
-def ingest(project, steps: int, seed: int) -> tuple[float, int]:
+def ingest(project, steps: int, seed: int, groups_per_step: int = GROUPS_PER_STEP) -> tuple[float, int]:
     from grading.ingest.service import ingest_group_lines
 
     rng = random.Random(seed)
     took = 0.0
     rollouts = 0
     for step in range(1, steps + 1):
-        lines = [(i + 1, orjson.dumps(small_group(rng, step, t))) for i, t in enumerate(range(GROUPS_PER_STEP))]
+        lines = [(i + 1, orjson.dumps(small_group(rng, step, t))) for i, t in enumerate(range(groups_per_step))]
         t0 = time.perf_counter()
         report = ingest_group_lines(project=project, lines=lines)
         took += time.perf_counter() - t0
@@ -263,8 +269,8 @@ def seed(args, steps: int, n_judgments: int, n_adjudications: int, n_audits: int
         user = User.objects.create_user(f"reviewer{i}", password="x")
         Membership.objects.create(project=project, user=user, role=Role.REVIEWER)
         reviewers.append(user)
-    print(f"ingesting {steps} steps x {GROUPS_PER_STEP} groups x {ROLLOUTS} rollouts ...", flush=True)
-    ingest_s, _ = ingest(project, steps, args.seed)
+    print(f"ingesting {steps} steps x {args.groups_per_step} groups x {ROLLOUTS} rollouts ...", flush=True)
+    ingest_s, _ = ingest(project, steps, args.seed, args.groups_per_step)
     run = Run.objects.get(project=project, name=RUN)
     n_rollouts = Rollout.objects.filter(group__run=run).count()
     n_mixed = Group.objects.filter(run=run, is_mixed=True).count()
@@ -446,7 +452,7 @@ def main() -> int:
     print()
     print(f"machine: {info}")
     print(
-        f"load: 1 run, {steps} steps x {GROUPS_PER_STEP} groups x {ROLLOUTS} rollouts = {n_rollouts:,} rollouts "
+        f"load: 1 run, {steps} steps x {args.groups_per_step} groups x {ROLLOUTS} rollouts = {n_rollouts:,} rollouts "
         f"({n_mixed:,} mixed groups); {n_judgments_total:,} judgments by {len(reviewers)} reviewers (overlap 20 %) "
         f"and an adjudicator ({work['adjudications']} adjudications); {n_signals} cheat signals, {work['audits']} audited"
     )

@@ -45,7 +45,7 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "llm_server": (["--slots", "1", "--per-slot", "1", "--turns", "2", "--max-tokens", "8"], "conv/min"),
     "last_verdict": (["--sizes", "4", "--rollouts", "4"], "last verdict -> final rows"),
     "sandbox": (["--files", "200", "--small", "20", "--repeat", "2"], "overhead = median"),
-    "scale": (["--scale", "0.005", "--requests", "2", "--api-requests", "1"], "judge next group"),
+    "scale": (["--scale", "0.005", "--groups-per-step", "64", "--requests", "2", "--api-requests", "1"], "judge next group"),
     "scanners": (["--smoke"], "MB/s"),
     "scanners:heldout": (["--smoke", "--heldout"], "MB/s"),
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
