@@ -126,7 +126,7 @@ class ComparisonDetailView(APIView):
         judges = data.judges(comparison)
         if judge not in judges:
             return error(status.HTTP_400_BAD_REQUEST, f"judge must be one of {', '.join(judges)}"[:1000], field="judge")
-        return Response({**as_dict(comparison), **data.report(comparison, judge).as_dict()})
+        return Response({**as_dict(comparison), **data.report(comparison, judge, offered=judges).as_dict()})
 
 
 class ComparisonDatasetView(APIView):

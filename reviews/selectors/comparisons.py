@@ -129,12 +129,14 @@ class Report:
         }
 
 
-def report(comparison: Comparison, judge: str, *, n_boot: int = 2000) -> Report:
-    """The comparison's figures as `judge` judged it, with 95 % bootstrap intervals over groups."""
+def report(comparison: Comparison, judge: str, *, offered: list[str] | None = None, n_boot: int = 2000) -> Report:
+    """The comparison's figures as `judge` judged it, with 95 % bootstrap intervals over groups.
+    `offered`: judges(comparison), when the caller has read it already (to check `judge`)."""
     groups = judged_groups(comparison, judge)
     computed = figures(groups, n_boot=n_boot, seed=comparison.seed)
     rows = [FigureRow(name, label, computed[name]["a"], computed[name]["b"]) for name, (label, _, _) in FIGURES.items()]
-    return Report(comparison=comparison, judge=judge, judges=judges(comparison), counts=counts(groups), rows=rows)
+    offered = offered if offered is not None else judges(comparison)
+    return Report(comparison=comparison, judge=judge, judges=offered, counts=counts(groups), rows=rows)
 
 
 def dataset(comparison: Comparison) -> Iterator[dict]:

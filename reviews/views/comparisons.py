@@ -66,6 +66,6 @@ def comparison(request: HttpRequest, project: str, name: str) -> HttpResponse:
     judge = request.GET.get("judge") or data.PEOPLE
     if judge not in judges:
         judge = data.PEOPLE
-    report = data.report(found, judge)
+    report = data.report(found, judge, offered=judges)
     context |= {"judges": judges, "judge": judge, "report": report, "rows": figure_rows(report)}
     return render(request, "reviews/comparison.html", context)

@@ -118,7 +118,7 @@ def test_the_page_shows_the_same_figures_and_a_graders_own(client, alice, judged
     comparison = judged
     client.force_login(alice)
     api = client.get("/api/v1/comparisons/final/", {"project": "acme"}).json()
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(10):
         html = client.get("/projects/acme/comparisons/final/").content.decode()
     for name in ("win_rate", "groups_led", "t1_share"):
         row = re.search(rf'data-figure="{name}">(.*?)</tr>', html, re.S).group(1)
