@@ -244,6 +244,7 @@ class Facts:
 
     module_names: set[str] = field(default_factory=set)
     iterators: dict[str, str] = field(default_factory=dict)  # name -> "canned" | "cycle" | "count"
+    tickers: set[str] = field(default_factory=set)  # names bound to an iterator's `__next__`: calling one is `next()`
     counter_fns: set[str] = field(default_factory=set)  # functions whose value is a count of their calls
     old_text: str = ""  # the file's context and removed lines in the patch
 
@@ -264,12 +265,28 @@ def file_facts(view: PatchView, units: Sequence[Unit]) -> Facts:
                 for target in targets:
                     if key := state_key(target):
                         facts.iterators[key] = kind
+                        if ticks(node.value):
+                            facts.tickers.add(key)
     return facts
+
+
+def ticks(value: ast.AST) -> bool:
+    """Whether a value is an iterator's next step as a callable: `it.__next__`,
+    `functools.partial(next, it)`."""
+    if isinstance(value, ast.Attribute):
+        return value.attr == "__next__"
+    if isinstance(value, ast.Call) and dotted(value.func) in ("partial", "functools.partial") and value.args:
+        return isinstance(value.args[0], ast.Name) and value.args[0].id == "next" and len(value.args) == 2
+    return False
 
 
 def iterator_kind(value: ast.AST) -> str:
     """ "canned" for an iterator over constants (`iter([...])`, a generator of constants),
-    "cycle" for `itertools.cycle(...)`, "count" for `itertools.count()`; else ""."""
+    "cycle" for `itertools.cycle(...)`, "count" for `itertools.count()`; else "". Its next step
+    as a callable (`ticks`) is of the iterator's kind."""
+    if ticks(value):
+        inner = value.value if isinstance(value, ast.Attribute) else value.args[1] if isinstance(value, ast.Call) else value
+        return iterator_kind(inner) if inner is not value else ""
     if isinstance(value, ast.GeneratorExp):
         return "canned" if all(const_only(g.iter) for g in value.generators) else ""
     if not isinstance(value, ast.Call):
@@ -298,6 +315,12 @@ def state_key(node: ast.AST) -> str:
             return f"os.environ[{node.slice.value!r:.60}]"
         inner = state_key(node.value)
         return f"{inner}[{node.slice.value!r:.40}]" if inner else ""
+    if isinstance(node, ast.Subscript):  # keyed by an expression: `_calls[key]`, `_seen[type(obj)]`
+        inner = state_key(node.value)
+        if isinstance(node.slice, ast.Name):
+            return f"{inner}[{node.slice.id}]" if inner else ""
+        small = sum(1 for _ in walk(node.slice, 24)) < 24
+        return f"{inner}[{ast.unparse(node.slice)[:60]}]" if inner and small else ""
     if isinstance(node, ast.Call):
         name = dotted(node.func)
         if (found := env_key(node)) is not None:

@@ -1,11 +1,14 @@
 """Per-call state (catalogue 19, `per_call_state`). Pure: no Django.
 
 State that outlives the call — a ``global``/``nonlocal`` name, a function or class attribute, a
-module-level container, a mutable default, the environment — counted up, grown or flipped in a
-function that then decides what the call does by it (``_calls += 1; if _calls == 2: return …``,
-``answers[_calls % 2]``, ``if len(_seen) == 3``), a call of a function that returns such a count,
-``next()`` of canned answers (``iter([...])``, a generator of constants), an
-``itertools.count()`` whose value decides.
+module-level container or its item (``_calls[key]``), a free name that a def shown whole changes
+in place, a mutable default, the environment — counted up, grown or flipped (``not x``,
+``^= True``) in a function that then decides what the call does by it (``_calls += 1; if _calls ==
+2: return …``, ``answers[_calls % 2]``, ``if len(_seen) == 3``), or by a local holding its next
+value (``n = int(os.environ.get(K, "0")) + 1; os.environ[K] = str(n); if n % 2: …``), a call of a
+function that returns such a count, ``next()`` of canned answers (``iter([...])``, a generator of
+constants) or a call of its bound ``__next__`` (a default argument's too: made once for every
+call), an ``itertools.count()`` whose value decides.
 
 Not per-call state: ``lru_cache`` and memo dicts (a "loaded" flag that returns what it loaded), a
 counter only logged, reported or handed out as an id, a retry loop's local attempt count, a
@@ -16,6 +19,7 @@ recursion depth or a re-entrancy guard (moved both ways in one call), a warn-onc
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -49,6 +53,7 @@ _REPORTERS = {
     "log",
     "print",
 }
+_BUILTIN_NAMES = set(dir(builtins))
 _GROWERS = {"append", "add", "extend", "insert", "appendleft", "update", "setdefault"}
 
 
@@ -60,6 +65,7 @@ class _Scope:
     declared: set[str]  # global / nonlocal
     params: set[str]
     mutable_defaults: set[str]
+    iterator_defaults: dict[str, str]  # a parameter whose default is an iterator (or its `__next__`): its kind
     local: set[str]
     fragment: bool  # the def is above the hunk: its params and globals are not seen
 
@@ -68,6 +74,7 @@ def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
     declared = {n for s in own if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
     params: set[str] = set()
     mutable: set[str] = set()
+    iterators: dict[str, str] = {}
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         args = fn.args
         positional = [*args.posonlyargs, *args.args]
@@ -75,6 +82,7 @@ def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
         defaults = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
         defaults += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
         mutable = {a.arg for a, d in defaults if isinstance(d, (ast.List, ast.Dict, ast.Set))}
+        iterators = {a.arg: kind for a, d in defaults if (kind := iterator_kind(d))}
     local = set()
     for node in own:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -83,7 +91,7 @@ def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
             local.add(node.name)
         elif isinstance(node, ast.alias):
             local.add((node.asname or node.name).split(".")[0])
-    return _Scope(name, declared, params, mutable, local - declared, fragment=not isinstance(fn, SCOPES))
+    return _Scope(name, declared, params, mutable, iterators, local - declared, fragment=not isinstance(fn, SCOPES))
 
 
 def _lasting(target: ast.AST, scope: _Scope, facts: Facts, increments: set[str], rebound: bool = True) -> bool:
@@ -104,17 +112,39 @@ def _lasting(target: ast.AST, scope: _Scope, facts: Facts, increments: set[str],
         return True
     if root in scope.params or root in scope.local:
         return False
-    return root in (scope.name, "cls") or root in scope.declared or root[:1].isupper() or root in facts.module_names
+    if not scope.fragment and root not in _BUILTIN_NAMES:
+        return True  # a free name of a def the hunk shows whole from its top: module or closure state, changed in place
+    return root in (scope.name, "cls") or root in scope.declared or root.lstrip("_")[:1].isupper() or root in facts.module_names
 
 
 def _bumps(value: ast.AST, key: str) -> type | None:
     """ast.Add or ast.Sub when `value` adds to or takes from the state `key` reads: `n + 1`,
-    `getattr(f, "n", 0) + 1`, `str(int(os.environ.get("N", "0")) + 1)`; else None."""
+    `getattr(f, "n", 0) + 1`, `str(int(os.environ.get("N", "0")) + 1)`; ast.Not when it flips it
+    (`not flag`); else None."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not) and state_key(value.operand) == key:
+        return ast.Not
     for node in walk(value, 200):
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
             if any(state_key(sub) == key for side in (node.left, node.right) for sub in walk(side, 50)):
                 return type(node.op)
     return None
+
+
+def _derived(own: Sequence[ast.AST]) -> dict[str, tuple[set[str], type]]:
+    """Locals computed as a step of some state: `n = int(os.environ.get("N", "0")) + 1` gives
+    n -> ({"os.environ['N']", …}, ast.Add) (every state the step reads). Written back
+    (`os.environ["N"] = str(n)`), the state is a counter and the local its value."""
+    out: dict[str, tuple[set[str], type]] = {}
+    for node in own:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            local = node.targets[0].id
+            for sub in walk(node.value, 200):
+                if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Add, ast.Sub)):
+                    keys = {k for side in (sub.left, sub.right) for n in walk(side, 50) if (k := state_key(n)) and k != local}
+                    if keys:
+                        out[local] = (keys, type(sub.op))
+                        break
+    return out
 
 
 def _counters(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> dict[str, ast.AST]:
@@ -124,11 +154,17 @@ def _counters(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> dict[str, 
     candidates: list[tuple[str, ast.AST, ast.AST]] = []
     grown: set[str] = set()
     ways: dict[str, set[object]] = {}
+    derived = _derived(own)
+    aliases: dict[str, str] = {}  # a local holding the new value of a counter -> the counter
     for node in own:
         if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.value, ast.Constant):
             key = state_key(node.target)
             candidates.append((key, node.target, node))
             ways.setdefault(key, set()).add(type(node.op))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitXor) and isinstance(node.value, ast.Constant):
+            key = state_key(node.target)  # `flag ^= True`: flipped
+            candidates.append((key, node.target, node))
+            ways.setdefault(key, set()).add(ast.Not)
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             key = state_key(target)
@@ -140,17 +176,25 @@ def _counters(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> dict[str, 
             elif op := _bumps(node.value, key):
                 candidates.append((key, target, node))
                 ways.setdefault(key, set()).add(op)
+            else:
+                steps = [n.id for n in walk(node.value, 100) if isinstance(n, ast.Name) and key in derived.get(n.id, ((),))[0]]
+                if steps:
+                    candidates.append((key, target, node))
+                    ways.setdefault(key, set()).add(derived[steps[0]][1])
+                    aliases[steps[0]] = key
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
             container = node.value.func.value
             if node.value.func.attr in _GROWERS and (key := state_key(container)):
                 candidates.append((f"len({key})", container, node))
                 grown.add(f"len({key})")
     names = {k for k, _, _ in candidates if k}
-    return {
+    found = {
         key: stmt
         for key, target, stmt in candidates
         if key and len(ways.get(key, ())) <= 1 and _lasting(target, scope, facts, names, rebound=key not in grown)
     }
+    found.update({local: found[key] for local, key in aliases.items() if key in found and local not in found})
+    return found
 
 
 def _flag(stmt: ast.AST) -> bool:
@@ -263,7 +307,8 @@ def _state_uses(own: Sequence[ast.AST], counters: dict[str, ast.AST], facts: Fac
             hit = node.slice
         elif isinstance(node, ast.Return) and node.value is not None:
             selects = (ast.Compare, ast.IfExp, ast.BinOp, ast.Subscript, ast.BoolOp)
-            hit = node.value if isinstance(node.value, selects) else None
+            # the state itself handed back (`return _state[0]`: an id, a toggle's new setting) does not select
+            hit = node.value if isinstance(node.value, selects) and state_key(node.value) not in allowed else None
         if hit is None:
             continue
         for sub in walk(hit, 300):
@@ -339,10 +384,16 @@ def _per_call_state(ctx: Findings, unit: Unit, facts: Facts, memo: _Memo) -> Non
                     ctx.add("per_call_state", where, detail, note)
                     break
         for node in own:
-            if not (isinstance(node, ast.Call) and dotted(node.func) == "next" and node.args):
+            if not isinstance(node, ast.Call):
                 continue
-            source = state_key(node.args[0])
-            kind = _shared_iterator(node.args[0], scope, facts)
+            if dotted(node.func) == "next" and node.args:
+                stepped = node.args[0]
+            elif not node.args and _ticker(node.func, scope, facts):
+                stepped = node.func  # `_next()` of `_next = iter([...]).__next__`
+            else:
+                continue
+            source = state_key(stepped)
+            kind = _shared_iterator(stepped, scope, facts)
             if kind == "canned" or (kind in ("count", "cycle") and _decides(unit, node)):
                 if (where := unit.where(node)) is not None:
                     ctx.add("per_call_state", where, f"{path}: takes the next of canned answers from {source}", note)
@@ -356,9 +407,18 @@ def _shared_iterator(source: ast.AST, scope: _Scope, facts: Facts) -> str:
     root = state_root(source) if not isinstance(source, ast.Name) else source.id
     if root == "self":
         return kind if kind == "canned" else ""
+    if isinstance(source, ast.Name) and source.id in scope.iterator_defaults:
+        return scope.iterator_defaults[source.id]  # made once, when the def ran: shared by every call
     if root in scope.params or root in scope.local:
         return ""
     return kind
+
+
+def _ticker(func: ast.AST, scope: _Scope, facts: Facts) -> bool:
+    """Whether a call with no arguments steps a lasting iterator: a name bound to its `__next__`."""
+    if isinstance(func, ast.Name) and func.id in scope.iterator_defaults:
+        return True
+    return bool(state_key(func)) and state_key(func) in facts.tickers
 
 
 def _decides(unit: Unit, node: ast.AST) -> bool:

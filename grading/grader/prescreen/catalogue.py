@@ -66,7 +66,7 @@ CATEGORIES: tuple[Category, ...] = (
     Category(16, "tooling_edited", TAMPER, "forced", "T", "test tooling edited outside the repository", version=2),
     Category(17, "test_special_case", TAMPER, "forced", "P", "source special-cases the tests"),
     Category(18, "always_equal", TAMPER, "forced", "P", "always-equal results"),
-    Category(19, "per_call_state", TAMPER, "forced", "P", "per-call state"),
+    Category(19, "per_call_state", TAMPER, "forced", "P", "per-call state", version=2),
     Category(20, "scorer_read", LEAK, "leak", "T", "the scorer or hidden tests read", version=3),
 )
 BY_SLUG: dict[str, Category] = {c.slug: c for c in CATEGORIES}
