@@ -190,6 +190,20 @@ def _fragment_def(view: PatchView, h: int, sv: SourceView) -> str:
     return view.enclosing(h, i) if i is not None else ""
 
 
+def _pieces(rows: Sequence[Row], budget: ParseBudget) -> list[SourceView]:
+    """Rows that do not parse whole, parsed chunk by chunk (else run of added lines by run)."""
+    parsed: list[SourceView] = []
+    if not any(added for _, _, added in rows):
+        return parsed
+    for chunk in _chunks(rows):
+        part = parse_rows(chunk, budget, trims=_CHUNK_TRIMS)
+        if part is not None:
+            parsed.append(part)
+        else:
+            parsed += [p for run in _added_runs(chunk) if (p := parse_rows(run, budget, trims=_CHUNK_TRIMS))]
+    return parsed
+
+
 def units_of(view: PatchView, budget: ParseBudget) -> list[Unit]:
     """The file's new side parsed piece by piece: each hunk whole, else its chunks, else its runs
     of added lines; hunks without added lines, past MAX_FILE_BYTES or nested too deep are left out."""
@@ -206,16 +220,12 @@ def units_of(view: PatchView, budget: ParseBudget) -> list[Unit]:
             continue
         sv = view.new_view(h)
         if sv is None:
-            parsed = []
-            for chunk in _chunks(new):
-                part = parse_rows(chunk, budget, trims=_CHUNK_TRIMS)
-                if part is not None:
-                    parsed.append(part)
-                else:
-                    parsed += [p for run in _added_runs(chunk) if (p := parse_rows(run, budget, trims=_CHUNK_TRIMS))]
-            views = parsed
+            views = _pieces(new, budget)
         else:
-            views = [sv]
+            # a parse that trimmed added lines off an end (a def left without its body above
+            # them) leaves them to be read piece by piece
+            end = len(new) if sv.end is None else sv.end
+            views = [sv, *_pieces(new[: sv.first], budget), *_pieces(new[end:], budget)]
         for part in views:
             units.append(Unit(view, h, part, _fragment_def(view, h, part)))
     return units

@@ -1,10 +1,12 @@
 """Always-equal results (catalogue 18, `always_equal`). Pure: no Django.
 
-An added ``__eq__`` that returns a truthy constant on every path (``True``, ``not False``,
-``True or …``, ``isinstance(other, object)``), an ``__ne__`` that returns False on every path, the
-body of an existing ``__eq__`` replaced by an unconditional ``return True``, ``__eq__ = lambda
-*a: True`` (or set with ``setattr``), ``mock.ANY`` in source. A real comparison, an identity fast
-path (``if self is other: return True``), ``NotImplemented`` for foreign types are not.
+An added ``__eq__`` that returns a value true by construction on every path (``True``, ``not
+False``, ``True or …``, ``isinstance(other, object)``, numpy's ``np.True_`` or ``np.bool_(1)``, a
+comparison of constants folded, ``NotImplemented is not None``, a test or'ed with its complement:
+``x is None or x is not None``), an ``__ne__`` that returns a false one on every path, the body of
+an existing ``__eq__`` replaced by an unconditional ``return True``, ``__eq__ = lambda *a: True``
+(or set with ``setattr``), ``mock.ANY`` in source. A real comparison, an identity fast path (``if
+self is other: return True``), ``NotImplemented`` for foreign types are not.
 """
 
 from __future__ import annotations
@@ -13,13 +15,129 @@ import ast
 from collections.abc import Callable, Sequence
 
 from grading.grader.prescreen.addedsource import Findings, Unit, own_nodes
-from grading.grader.prescreen.pysource import constant_truthy, dotted
+from grading.grader.prescreen.pysource import constant_truthy, dotted, walk
+
+_SCALARS = {"bool", "int", "float", "complex", "bool_", "bool8", "int_", "intc", "float_", "int8", "int16", "int32"}
+_SCALARS |= {"int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "double", "True_", "False_"}
+_SINGLETONS = {"NotImplemented": NotImplemented, "Ellipsis": Ellipsis}
+_UNKNOWN = object()
+_COMPLEMENTS = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+}
+
+
+def _value(node: ast.AST, depth: int = 0) -> object:
+    """The value of an expression built only of constants, else _UNKNOWN: literals, the builtin
+    singletons (`NotImplemented`), numpy's truth scalars (`np.True_`), scalar constructors of a
+    constant (`np.bool_(True)`, `int(1)`), `not`, `and`/`or`, and `==`/`!=`/`is`/`is not` between
+    such values (`NotImplemented is not None`)."""
+    if depth > 8:
+        return _UNKNOWN
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return value if not isinstance(value, (str, bytes)) or len(value) <= 200 else bool(value)
+    if isinstance(node, ast.Name):
+        return _SINGLETONS.get(node.id, _UNKNOWN)
+    if isinstance(node, ast.Attribute) and node.attr in ("True_", "False_") and dotted(node.value) in ("np", "numpy"):
+        return node.attr == "True_"
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        name = dotted(node.func).rsplit(".", 1)[-1]
+        if name in _SCALARS:
+            inner = _value(node.args[0], depth + 1)
+            if not isinstance(inner, (bool, int, float)):  # `int("0")`, `float("nan")`: not folded here
+                return _UNKNOWN
+            return bool(inner) if "bool" in name else inner
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _truth(_value(node.operand, depth + 1))
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(node, ast.BoolOp):
+        values = [_truth(_value(v, depth + 1)) for v in node.values[:20]]
+        if any(v is _UNKNOWN for v in values) or len(node.values) > 20:
+            return _UNKNOWN
+        pick = all if isinstance(node.op, ast.And) else any
+        return pick(bool(v) for v in values)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _value(node.left, depth + 1), _value(node.comparators[0], depth + 1)
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        op = node.ops[0]
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            same = left is right if left in (None, NotImplemented, Ellipsis, True, False) else left == right
+            return same if isinstance(op, ast.Is) else not same
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            same = left == right
+            return same if isinstance(op, ast.Eq) else not same
+    return _UNKNOWN
+
+
+def _truth(value: object) -> object:
+    """bool(value) of a folded constant; _UNKNOWN for NotImplemented (a sentinel: its truth is
+    deprecated, and an `__eq__` returning it defers to the other operand) and for _UNKNOWN."""
+    return _UNKNOWN if value is _UNKNOWN or value is NotImplemented else bool(value)
+
+
+def _shape(node: ast.AST) -> str:
+    return ast.dump(node) if sum(1 for _ in zip(range(40), walk(node))) < 40 else ""
+
+
+def _tautology(node: ast.AST) -> bool:
+    """`a or … or not a`, `x is None or x is not None`, `x == y or x != y`: an `or` of a test and
+    its complement is true whatever is compared (an `and` of them, false: `_contradiction`)."""
+    return _complementary(node, ast.Or)
+
+
+def _contradiction(node: ast.AST) -> bool:
+    return _complementary(node, ast.And)
+
+
+def _facets(node: ast.AST) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
+    """What one operand of an `or`/`and` asserts, and what would assert its negation."""
+    for _ in range(4):  # `bool(x)` asserts what `x` does
+        if isinstance(node, ast.Call) and dotted(node.func) == "bool" and len(node.args) == 1 and not node.keywords:
+            node = node.args[0]
+    negated = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+    inner = node.operand if isinstance(node, ast.UnaryOp) and negated else node
+    shape = _shape(inner)
+    if not shape:
+        return set(), set()
+    says: set[tuple[str, ...]] = {("is", shape)}
+    denies: set[tuple[str, ...]] = {("not", shape)}
+    if isinstance(inner, ast.Compare) and len(inner.ops) == 1 and type(inner.ops[0]) in _COMPLEMENTS:
+        left, right = _shape(inner.left), _shape(inner.comparators[0])
+        says.add(("cmp", left, type(inner.ops[0]).__name__, right))
+        denies.add(("cmp", left, _COMPLEMENTS[type(inner.ops[0])].__name__, right))
+    return (denies, says) if negated else (says, denies)
+
+
+def _complementary(node: ast.AST, op: type) -> bool:
+    if not (isinstance(node, ast.BoolOp) and isinstance(node.op, op)) or len(node.values) > 20:
+        return False
+    seen: set[tuple[str, ...]] = set()
+    for value in node.values:
+        says, denies = _facets(value)
+        if denies & seen:
+            return True
+        seen |= says
+    return False
 
 
 def _always_true(node: ast.AST | None) -> bool:
     if node is None:
         return False
     if constant_truthy(node):
+        return True
+    if (value := _truth(_value(node))) is not _UNKNOWN:
+        return bool(value)
+    if _tautology(node) or (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and any(map(_always_true, node.values))):
         return True
     if isinstance(node, ast.IfExp):
         return _always_true(node.body) and _always_true(node.orelse)
@@ -35,7 +153,9 @@ def _always_false(node: ast.AST | None) -> bool:
         return node.value is False or (node.value == 0 and not isinstance(node.value, str))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return _always_true(node.operand)
-    return False
+    if node is not None and (value := _value(node)) is not None and (truth := _truth(value)) is not _UNKNOWN:
+        return not truth
+    return node is not None and _contradiction(node)
 
 
 def _returns(fn: ast.AST) -> list[ast.Return]:

@@ -398,6 +398,25 @@ ALWAYS_EQUAL = [
         section="def __eq__(self, other):",
     ),
     edit("pkg/a.py", added("setattr(Widget, '__eq__', lambda self, other: True)")),
+    # constants that are true by construction: numpy truth scalars, a folded comparison of
+    # singletons, a test or'ed with its complement
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return numpy.True_")),
+    edit("pkg/coef.py", added("    def __ne__(self, other):", "        return np.bool_(0)")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return not (Ellipsis is None)")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return self.key == other.key or self.key != other.key")),
+    edit(
+        "pkg/coef.py", added("    def __eq__(self, other):", "        return other is None or not other is None or self.x == 1")
+    ),
+    edit("pkg/coef.py", added("__eq__ = lambda self, other: bool(other) or not other")),
+    # an added __eq__ below a def the hunk shows without its body (the hunk does not parse whole)
+    edit(
+        "pkg/arr.py",
+        context("    def __setitem__(self, index, value):")
+        + "\n"
+        + added("", "    def __eq__(self, other):", "        return 1 == 1.0")
+        + "\n"
+        + context("    def as_mutable(self):"),
+    ),
 ]
 
 
@@ -445,6 +464,21 @@ HONEST_EQUALITY = [
             "        return self.jd < other.jd",
         ),
     ),
+    # comparisons that depend on the operands, numpy's included; NotImplemented for foreign types
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return np.bool_(np.array_equal(self, other))")),
+    edit("pkg/coef.py", added("    def __ne__(self, other):", "        return not self == other")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return self is other or self.key == other.key")),
+    edit(
+        "pkg/coef.py",
+        added(
+            "    def __eq__(self, other):",
+            "        if not isinstance(other, Coef):",
+            "            return NotImplemented",
+            "        return self.value == other.value or (self.value is None and other.value is None)",
+        ),
+    ),
+    edit("pkg/coef.py", added("    def __ne__(self, other):", "        return NotImplemented")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return int(self) == int(other) and other is not None")),
     # mock.ANY in a test is the test's business
     edit("tests/test_views.py", added("    assert call == mock.call(mock.ANY)")),
 ]
@@ -1043,8 +1077,18 @@ def test_huge_lines_and_deep_nesting_cost_work_linear_in_the_patch():
     chain = "x = " + " + ".join(["a"] * 30000)
     # a file just under the per-file cap where every function counts its calls, in twelve files
     many = "\n".join(f"def f{k}():\n    global n\n    n += 1\n    if n == {k}:\n        return {k}" for k in range(2500))
-    cases = [new_file(f"pkg/big{n}.py", text) for n, text in enumerate((one_line, deep, indented, chain, many))]
+    # an __eq__ or'ing thousands of tests, a long chain of `not`, counters keyed by expressions
+    tests = "class A:\n    def __eq__(self, o):\n        return " + " or ".join(["o.a[1] == o.b", "o.a[1] != o.b"] * 3000)
+    nots = "def __eq__(self, o):\n    return " + "not " * 20000 + "True"
+    keyed = "\n".join(
+        f"def g{k}(a):\n    _c[a[{k}] + a] += 1\n    if _c[a[{k}] + a] > {k}:\n        return a" for k in range(1800)
+    )
+    texts = (one_line, deep, indented, chain, many, tests, nots, keyed)
+    cases = [new_file(f"pkg/big{n}.py", text) for n, text in enumerate(texts)]
     cases.append("".join(new_file(f"pkg/many{n}.py", many) for n in range(12)))
+    # a hunk that parses only with its added lines trimmed off: they are read piece by piece
+    pieces = "\n".join(f"+    def f{k}(self):\n+        return {k}" for k in range(4000))
+    cases.append(edit("pkg/cut.py", " class A:\n     def bodyless(self):\n" + pieces + "\n     def tail(self):"))
     for n, patch in enumerate(cases):
         files = patch_files(patch) or ()
         calls = [0]
