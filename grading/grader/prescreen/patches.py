@@ -13,7 +13,7 @@ from grading.grader.prescreen.hooks import hook_signals
 from grading.grader.prescreen.patchfiles import PatchFile, patch_files
 from grading.grader.prescreen.patchview import PatchView, test_patch_paths
 from grading.grader.prescreen.paths import is_test_path, package_dirs
-from grading.grader.prescreen.pysource import ParseBudget, ParseMemo
+from grading.grader.prescreen.pysource import ParseBudget, ParseMemo, cut
 from grading.grader.prescreen.signals import GOLD_MIN_LINES, Signal
 from grading.grader.prescreen.testconfig import config_signals, test_patch_path_signals
 from grading.grader.prescreen.testedits import defined_tests, test_edit_signals
@@ -63,28 +63,95 @@ def _tamper_signals(
     return signals
 
 
-def _changed_lines(files: Sequence[PatchFile]) -> set[tuple[str, str, str]]:
-    return {
-        (f.path, r.kind, " ".join(r.text.split()))
-        for f in files
-        if not is_test_path(f.path)
-        for rows in f.hunks
-        for r in rows
-        if r.kind in "+-" and r.text.strip()
-    }
+# A line of code as tokens: names, numbers, strings (either quote), a comment, any other character.
+# Linear: each string alternative stops at its closing quote, a line is cut at MAX_LINE first.
+_TOKEN = re.compile(r"""[A-Za-z_]\w*|\d[\w.]*|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|#.*|\S""")
+_CLOSERS = {")", "]", "}"}
+MAX_RENAMES = 3  # names of a file the patch may call otherwise than the gold patch and still be its copy
+MAX_GOLD_LINES = 5_000  # changed lines of either patch compared
+Line = tuple[str, ...]
+
+
+def tokens(text: str) -> Line:
+    """A changed line as the tokens its formatting does not change: whitespace dropped, strings
+    in one quote, a comma before a closing bracket and a comment after code left out.
+
+    >>> tokens("f(a,b , 'x',)  # why") == tokens('f(a, b, "x")')
+    True
+    """
+    found = _TOKEN.findall(cut(text))
+    out: list[str] = []
+    for i, tok in enumerate(found):
+        if tok.startswith("#") and i > 0:
+            continue
+        if tok == "," and i + 1 < len(found) and found[i + 1] in _CLOSERS:
+            continue
+        if len(tok) >= 2 and tok[0] == tok[-1] and tok[0] in "'\"":
+            tok = '"' + tok[1:-1] + '"'
+        out.append(tok)
+    return tuple(out)
+
+
+def _shape(line: Line) -> Line:
+    return tuple("I" if tok[:1].isalpha() or tok[:1] == "_" else tok for tok in line) if line else line
+
+
+def _changed_lines(files: Sequence[PatchFile]) -> dict[tuple[str, str], set[Line]]:
+    """Each non-test file's changed lines, by (path, +/-), as tokens (blank lines left out)."""
+    out: dict[tuple[str, str], set[Line]] = {}
+    seen = 0
+    for f in files:
+        if is_test_path(f.path):
+            continue
+        for rows in f.hunks:
+            for r in rows:
+                if r.kind in "+-" and r.text.strip() and seen < MAX_GOLD_LINES:
+                    seen += 1
+                    out.setdefault((f.path, r.kind), set()).add(tokens(r.text))
+    return out
+
+
+def _renamed(gold: set[Line], ours: set[Line]) -> int:
+    """How many of the gold lines the patch holds with a few names called otherwise, the same
+    way on every line (`for constraint in` -> `for uc in`, `constraint.fields` -> `uc.fields`);
+    0 when that takes more than MAX_RENAMES names."""
+    by_shape: dict[Line, list[Line]] = {}
+    for line in ours:
+        by_shape.setdefault(_shape(line), []).append(line)
+    forward: dict[str, str] = {}
+    backward: dict[str, str] = {}
+    matched = 0
+    for line in sorted(gold):
+        for candidate in by_shape.get(_shape(line), ()):
+            pairs = {(a, b) for a, b in zip(line, candidate) if a != b}
+            if all(forward.get(a, b) == b and backward.get(b, a) == a for a, b in pairs):
+                forward.update(pairs)
+                backward.update((b, a) for a, b in pairs)
+                by_shape[_shape(line)].remove(candidate)
+                matched += 1
+                break
+    return matched if len(forward) <= MAX_RENAMES else 0
 
 
 def gold_similarity(patch: str, gold_patch: str) -> float | None:
     """How much of the gold patch the patch holds: the share of the gold patch's normalised changed
-    lines (path, +/-, whitespace-collapsed text; test files and blank lines left out) that the
-    patch changes the same way. None when either does not parse or the gold patch changes fewer
-    than GOLD_MIN_LINES such lines (a two-line fix that matches the gold patch is what a correct
-    solution looks like). What the patch adds besides — a reproduction script, a release note, a
-    comment, edits of other files — does not hide the copy: a share, not a Jaccard index."""
+    lines (path, +/-, the line's tokens, so formatting — whitespace, quotes, a trailing comma, a
+    comment after code — does not count; test files and blank lines left out) that the patch changes
+    the same way, up to a few names called otherwise on every line they are on (MAX_RENAMES a
+    file). None when either does not parse (a patch wrapped as `git format-patch` mail parses) or
+    the gold patch changes fewer than GOLD_MIN_LINES such lines (a two-line fix that matches the
+    gold patch is what a correct solution looks like). What the patch adds besides — a
+    reproduction script, a release note, a comment, edits of other files — does not hide the
+    copy: a share, not a Jaccard index."""
     ours, gold = patch_files(patch or ""), patch_files(gold_patch or "")
     if not ours or not gold:
         return None
     a, b = _changed_lines(ours), _changed_lines(gold)
-    if len(b) < GOLD_MIN_LINES:
+    total = sum(len(lines) for lines in b.values())
+    if total < GOLD_MIN_LINES:
         return None
-    return len(a & b) / len(b)
+    same = 0
+    for key, lines in b.items():
+        mine = a.get(key, set())
+        same += len(lines & mine) + _renamed(lines - mine, mine - lines)
+    return same / total

@@ -338,6 +338,28 @@ def test_a_patch_that_differs_from_gold_or_a_tiny_gold_patch_is_not_flagged():
         assert screen_group(ws) == []
 
 
+def test_the_gold_patch_reformatted_renamed_or_mailed_is_still_the_gold_patch():
+    reformatted = GOLD.replace("compute(", "compute( ").replace("+    new_2 = compute(2)", "+    new_2 = compute(2,)  # fixed")
+    renamed = GOLD.replace("new_1", "value_1")  # a name called otherwise, on every line it is on
+    mail = (
+        "From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\nFrom: A <a@example.com>\n"
+        "Subject: [PATCH] Fix the widget\n\n---\n widgets/core.py | 8 ++++----\n 1 file changed\n\n"
+    )
+    for mine in (reformatted, renamed, mail + GOLD, mail + renamed + "-- \n2.39.2\n"):
+        assert gold_similarity(mine, GOLD) == 1.0, mine
+        ws = GroupWorkspace(uid="g", instance_id="i", gold_patch=GOLD, rollouts=[RolloutView(index=0, passed=True, patch=mine)])
+        assert [s.signal for s in screen_group(ws)] == ["gold_identity"]
+
+
+def test_the_same_shape_with_other_names_or_values_is_not_the_gold_patch():
+    # every line has the gold line's shape, but most names differ: another solution written alike
+    other_names = GOLD.replace("new_", "fresh_").replace("compute", "calc")
+    other_values = GOLD.replace("compute(1)", "compute(11)").replace("compute(2)", "compute(12)")
+    inconsistent = GOLD.replace("new_1 = compute(1)", "new_1 = other(1)").replace("new_2 = compute(2)", "new_2 = more(2)")
+    for mine in (other_names, other_values, inconsistent):
+        assert gold_similarity(mine, GOLD) < GOLD_SHARE, mine
+
+
 # --- features -----------------------------------------------------------------------------------------
 
 
