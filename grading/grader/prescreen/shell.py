@@ -6,7 +6,10 @@ quotes removed, redirection targets, the heredoc or here-string it reads — aft
 ``sudo``/``env``/``timeout``/``xargs``/``nohup``…, ``bash -c '…'``, ``eval``, a heredoc or pipe fed
 to ``bash``/``python``, ``python -c`` code that calls ``subprocess``/``os.system`` (read with
 ``ast``: its calls that open, copy or fetch become pseudo commands ``view``/``create``/``cp``/
-``curl``), a script the agent wrote earlier and runs now, and aliases, functions and variables
+``curl``; ``shutil.which(x)`` is ``$(which x)``), the string literals of other interpreters'
+inline code (``node -e``, ``ruby -e``, ``perl -ne``, ``php -r``: a command in one is run, an
+absolute path is viewed), the commands ``find … -exec`` runs on the files it selects, a script
+the agent wrote earlier and runs now, and aliases, functions and variables
 defined in an earlier turn (one `Shell` lives for a whole rollout).
 
 Bounded on any input: a script is cut at MAX_SCRIPT characters, unwrapping stops at MAX_DEPTH,
@@ -311,6 +314,9 @@ def _py_str(node: ast.AST | None) -> str | None:
         if left is not None or right is not None:
             sep = "/" if isinstance(node.op, ast.Div) else ""
             return f"{left if left is not None else '?'}{sep}{right if right is not None else '?'}"
+    if isinstance(node, ast.Call) and _py_name(node.func) in ("shutil.which", "which") and node.args:
+        program = _py_str(node.args[0])
+        return f"$(which {program})" if program is not None else None  # the program's path, as the shell finds it
     if isinstance(node, ast.Call) and _py_name(node.func).endswith(("path.join", "Path", "PurePath", "PosixPath")):
         parts = [_py_str(a) for a in node.args]
         if any(p is not None for p in parts):
@@ -388,7 +394,34 @@ def _py_nodes(source: str) -> list[ast.AST] | None:
     return found
 
 
-_PY_STRING = re.compile(r"'([^'\\\n]{3,2000})'|\"([^\"\\\n]{3,2000})\"")
+# any length, so that a short literal ('fs') keeps the quotes after it paired
+_PY_STRING = re.compile(r"'([^'\\\n]{0,2000})'|\"([^\"\\\n]{0,2000})\"")
+# Interpreters whose inline code (`node -e`, `ruby -e`, `perl -ne`, `php -r`) is read for the
+# commands and paths its string literals hold, as unparsed Python is: a flag that takes the code.
+_INLINE_CODE = {
+    "node": ("-e", "-p", "--eval", "--print"),
+    "nodejs": ("-e", "-p", "--eval", "--print"),
+    "bun": ("-e", "--eval", "-p", "--print"),
+    "deno": ("eval",),
+    "ruby": ("-e",),
+    "perl": ("-e", "-E"),
+    "php": ("-r",),
+    "Rscript": ("-e",),
+    "lua": ("-e",),
+    "osascript": ("-e",),
+}
+
+
+def _inline_code(argv: list[str]) -> str | None:
+    """The code an interpreter's flag hands it (`-e CODE`; perl's and ruby's bundled `-ne`,
+    `-lpe`), else None."""
+    flags = _INLINE_CODE.get(os.path.basename(argv[0]), ())
+    bundles = os.path.basename(argv[0]) in ("perl", "ruby")
+    for k, arg in enumerate(argv[1:40], start=1):
+        takes = arg in flags or (bundles and arg.startswith("-") and not arg.startswith("--") and arg[-1:] in "eE")
+        if takes and k + 1 < len(argv):
+            return argv[k + 1]
+    return None
 
 
 class Shell:
@@ -537,7 +570,40 @@ class Shell:
                 yield simple
                 yield from self._python(simple, previous, depth)
                 return
+            if head == "find":
+                yield simple
+                yield from self._find_exec(simple, depth)
+                return
+            if head in _INLINE_CODE and (code := _inline_code(argv)) is not None:
+                yield simple
+                yield from self._python_strings(code, depth, (*via, f"{head} -e"))
+                return
         yield simple
+
+    def _find_exec(self, simple: Simple, depth: int) -> Iterator[Simple]:
+        """The commands `find … -exec CMD {} ;` (or `+`, `-execdir`, `-ok`) runs, with `{}` the
+        files it selects as its tests name them (`-path '*/_pytest/runner.py'`, else the root
+        and `-name`)."""
+        argv = simple.argv
+        roots = [a for a in argv[1:] if not a.startswith(("-", "(", "!"))][:1]
+        root = roots[0] if roots else "."
+        selected = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-path", "-ipath", "-wholename")), None)
+        if selected is None:
+            selected = posixpath.join(
+                root, "**", next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-name", "-iname")), "*")
+            )
+        elif selected.startswith("*"):  # `-path '*_pytest/runner.py'`: somewhere under the root
+            selected = posixpath.join(root, "**", selected.lstrip("*/"))
+        k = 0
+        for _ in range(8):  # -exec clauses, one after another
+            k = next((j for j in range(k, len(argv)) if argv[j] in ("-exec", "-execdir", "-ok", "-okdir")), len(argv))
+            end = next((j for j in range(k + 1, len(argv)) if argv[j] in (";", "+", "\\;")), len(argv))
+            words = [selected if w == "{}" else w.replace("{}", selected) for w in argv[k + 1 : end]]
+            if not words:
+                return
+            inner = Simple(words, " ".join(words)[:2000], (*simple.via, f"find {argv[k]}"))
+            yield from self._unwrap(inner, None, depth + 1)
+            k = end + 1
 
     def _shell(self, simple: Simple, previous: _Raw | None, depth: int) -> Iterator[Simple]:
         argv, via = simple.argv, simple.via

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from grading.grader.prescreen.catalogue import scanner_version
 from grading.jobs.grade import grade_group
 from grading.jobs.scans import record_prescreen
 from grading.jobs.tasks import scan_groups_task
@@ -42,7 +43,7 @@ def test_a_leak_is_a_cheat_at_once_and_a_tampering_that_did_not_score_is_open(ac
     grade_group(group_id=group.pk, backend="heuristic")  # scanned at ingest, and again by the grading job
 
     cheat = CheatDecision.objects.get(rollout=leaked, source="prescreen")
-    assert (cheat.source, cheat.confirmed, cheat.author) == ("prescreen", True, "project_fetch@2")
+    assert (cheat.source, cheat.confirmed, cheat.author) == ("prescreen", True, scanner_version("project_fetch"))
     assert cheat.reason.startswith("project_fetch: ") and cheat.decided_at is not None
     assert cheat.evidence and cheat.evidence[0]["kind"] == "turn"
     assert reward(leaked) == 0.0  # zeroed before the statistics
@@ -76,7 +77,9 @@ def test_every_stored_group_with_a_pass_is_scanned_graded_or_not(acme):
     )
     ingest_groups(acme, group, small_group("none@1", instance_id="t-2", rewards=(0, 0)))
     honest, leaked = (Rollout.objects.get(group__uid="all@1", index=i) for i in range(2))
-    assert list(CheatDecision.objects.values_list("rollout_id", "author", "confirmed")) == [(leaked.pk, "project_fetch@2", True)]
+    assert list(CheatDecision.objects.values_list("rollout_id", "author", "confirmed")) == [
+        (leaked.pk, scanner_version("project_fetch"), True)
+    ]
     assert (reward(honest), reward(leaked)) == (1.0, 0.0)
 
 
