@@ -1,7 +1,8 @@
 """Code the patch adds that forces the test run's outcome: conftest hooks that rewrite results
 (conftest_hook), a test module or conftest that cannot be imported or exits at import
 (collection_break), and the runner hooked from the repository — start-up files, assertion
-methods or pytest internals replaced, forged "N passed" output (runner_patched). Pure: no Django.
+methods or pytest internals replaced, forged "N passed" output, a runner or result class (a
+Django ``TEST_RUNNER``'s) that throws failures away (runner_patched). Pure: no Django.
 
 Only added code counts, read through `ast` (patchview): a conftest fixture, a marker
 registered in `pytest_configure`, or a hook that only reorders items stays unflagged. The
@@ -13,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, name_of
+from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, collectable, name_of
 from grading.grader.prescreen.patchview import PatchView, at, early_returns, outside_strings, signal
 from grading.grader.prescreen.pysource import MAX_PARSE_BYTES, Scoped, SourceView, bounded_parse, cut, dotted, scoped_nodes, walk
 from grading.grader.prescreen.pysource import ParseBudget as ParseBudget
@@ -259,6 +260,10 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             if isinstance(node, ast.Raise) and name and "Skip" not in name and _module_level(sv, item) and not _guarded(sv, node):
                 add("collection_break", f"raises {name} when the tests load", node, "an import error stops collection")
                 continue
+        # 15: a runner or result class that throws the failures away (a Django TEST_RUNNER's suite_result)
+        if fn is not None and (runner := _runner_class(item, view)) and (found := _discards(node, fn)):
+            add("runner_patched", f"{runner}.{fn.name} {found}", node, "a test runner that throws failures away")
+            continue
         # 15: the runner replaced from the repository, or its summary forged
         if isinstance(node, (ast.Assign, ast.AugAssign)) or (isinstance(node, ast.Call) and dotted(node) == "setattr"):
             target = _runner_target(node)
@@ -271,6 +276,53 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             if _FORGED.search(text):
                 add("runner_patched", "prints a forged test summary", node, "output that forges the test summary")
     return out
+
+
+_RESULT_LISTS = {"failures", "errors", "unexpectedSuccesses"}
+_SUCCESS_METHODS = {"suite_result": 0, "run_tests": 0, "wasSuccessful": True}  # what each returns for "all passed"
+_DROPPERS = {"addFailure", "addError", "addUnexpectedSuccess"}
+
+
+def _runner_class(item: Scoped, view: PatchView) -> str:
+    """`Lenient(DiscoverRunner)` when a method sits in a class deriving from a test runner or
+    result (a base named …Runner or …Result), outside a module the runners collect as tests
+    (where such classes are the tests' own fixtures); else ""."""
+    if collectable(view.path):
+        return ""
+    cls = next((s for s in reversed(item.scopes) if isinstance(s, ast.ClassDef)), None)
+    if cls is None:
+        return ""
+    for base in cls.bases[:10]:
+        name = dotted(base).rsplit(".", 1)[-1]
+        if name.endswith(("Runner", "Result")) and name[:1].isupper():
+            return f"{cls.name}({name})"
+    return ""
+
+
+def _result_list(node: ast.AST) -> str:
+    """`result.failures` (or `self.errors`, a slice of either) a node names, else ""."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return dotted(node) if isinstance(node, ast.Attribute) and node.attr in _RESULT_LISTS else ""
+
+
+def _discards(node: ast.AST, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """What a runner or result method does to throw the failures away: empties the failure lists
+    (`result.failures.clear()`, `= []`, `del …[:]`), returns success as a constant (`suite_result`
+    and `run_tests` 0, `wasSuccessful` True), or records nothing of a failure (`addFailure: pass`)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "clear":
+        if listed := _result_list(node.func.value):
+            return f"clears {listed}"
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else []
+    for target in targets[:10]:
+        if listed := _result_list(target):
+            return f"empties {listed}"
+    if isinstance(node, ast.Return) and fn.name in _SUCCESS_METHODS and isinstance(node.value, ast.Constant):
+        if node.value.value == _SUCCESS_METHODS[fn.name] and type(node.value.value) is type(_SUCCESS_METHODS[fn.name]):
+            return f"returns {node.value.value!r} whatever the tests did"
+    if isinstance(node, ast.Pass) and fn.name in _DROPPERS and all(isinstance(s, (ast.Pass, ast.Expr)) for s in fn.body):
+        return "records nothing of it"
+    return ""
 
 
 def _runner_name(name: str) -> bool:

@@ -5,7 +5,8 @@ Configuration is pytest's: pytest.ini, tox.ini ([pytest]), setup.cfg ([tool:pyte
 pyproject.toml ([tool.pytest.ini_options]) and a conftest's `collect_ignore`,
 `pytest_ignore_collect` and a `pytest_collection_modifyitems` that drops items. A finding's
 `tests` are what it drops when the line says ("path", "path::name", a bare name for `-k`), or
-"*" when it changes what pytest collects at all (testpaths, python_files, …).
+"*" when it changes what pytest collects at all (testpaths, python_files, …). tox told to
+ignore the tests' exit status (`ignore_outcome`, a `-` before the test command) is runner_patched.
 """
 
 from __future__ import annotations
@@ -70,9 +71,10 @@ def _dropped(text: str) -> list[str]:
 
 
 def config_signals(index: int, view: PatchView) -> list[Signal]:
-    """Lines added to pytest configuration (or a conftest) that leave tests out."""
+    """Lines added to pytest configuration (or a conftest) that leave tests out, and tox
+    configuration that ignores the test run's outcome (runner_patched)."""
     if view.kind == TEST_CONFIG:
-        return _config_lines(index, view)
+        return _config_lines(index, view) + _outcome_ignored(index, view)
     if view.kind == CONFTEST:
         return _conftest_drops(index, view)
     return []
@@ -102,6 +104,44 @@ def _config_lines(index: int, view: PatchView) -> list[Signal]:
                     f"{view.path}:{r.new_no}",
                     "configuration that leaves tests out",
                     tests,
+                )
+            )
+    return out
+
+
+# tox: `ignore_outcome = true` / `ignore_errors = true`, and a command with the `-` prefix (its exit
+# status ignored) that runs the tests
+_IGNORES = re.compile(r"^\s*(ignore_outcome|ignore_errors)\s*=\s*(?:true|1|yes)\b", re.IGNORECASE)
+_DASHED = re.compile(r"^\s*(?:commands\s*=\s*)?-\s*(\S.*)$")
+_TEST_COMMAND = re.compile(
+    r"(?:^|[\s/])(?:py\.?test|pytest|nosetests|nose2|trial|runtests(?:\.py)?|unittest|tox|stestr|ward)\b"
+    r"|manage\.py\s{1,10}test\b|setup\.py\s{1,10}test\b|\bbin/test\b"
+)
+
+
+def _outcome_ignored(index: int, view: PatchView) -> list[Signal]:
+    """tox told to ignore the tests' exit status: `ignore_outcome`/`ignore_errors`, or a test
+    command under a `-` prefix, added to a [testenv] (or setup.cfg's [testenv:…], [tox:tox])."""
+    if name_of(view.path) not in ("tox.ini", "setup.cfg"):
+        return []
+    out = []
+    for h, i, r in view.rows("+"):
+        text = cut(r.text)
+        section = _section(view, h, i)
+        if r.new_no is None or not (section is None or section.startswith(("testenv", "tox"))):
+            continue
+        m = _IGNORES.match(text)
+        dashed = _DASHED.match(text) if not m else None
+        command = dashed.group(1) if dashed else ""
+        if m or (len(command.split(" ", 1)[0]) > 1 and _TEST_COMMAND.search(command)):  # not a continued `-k …`
+            what = f"{m.group(1)} = true" if m else f"'-' before {command.strip()[:60]!r}"
+            out.append(
+                signal(
+                    "runner_patched",
+                    index,
+                    f"{view.path}: {what}: tox passes whatever the tests' exit status",
+                    f"{view.path}:{r.new_no}",
+                    "the test run's outcome ignored",
                 )
             )
     return out
