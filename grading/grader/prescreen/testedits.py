@@ -1,5 +1,6 @@
 """What a patch does to test modules: skips added (test_skip), tests weakened (test_weakened),
-tests removed or renamed out of collection (test_removed), other existing test lines changed
+tests removed or renamed out of collection, a test class's TestCase base taken away, parametrize
+cases dropped (test_removed), other existing test lines changed
 (test_modified, evidence only). Pure: no Django.
 
 Code is read through `ast` where the hunk parses (patchview), so a marker inside a string
@@ -110,6 +111,8 @@ def test_edit_signals(
             return out
     out += _skips(index, view)
     out += _removed_tests(index, view, moved)
+    out += _dropped_bases(index, view)
+    out += _dropped_cases(index, view, task_lines)
     out += _weakened(index, view, task_lines, has_test_patch, pass_to_pass, skip_found=bool(out))
     return out
 
@@ -258,6 +261,78 @@ def _removed_tests(index: int, view: PatchView, moved: set[str]) -> list[Signal]
             [view.test_id(name) for name in names],
         )
     ]
+
+
+_CLASS = re.compile(r"^\s*class\s+(\w{1,200})\s*(?:\(([^)]{0,400})\))?\s*:")
+_PARAMETRIZE = re.compile(r"(?:^|[\s@.])parametrize\s*\(")
+_CASE_BASES = re.compile(r"\b\w{0,60}(?:TestCase|TestBase|TestMixin|Tests?Case\w{0,40})\b")
+
+
+def _dropped_bases(index: int, view: PatchView) -> list[Signal]:
+    """A test class whose TestCase base the patch takes away (`class DeprecationTests(SimpleTestCase):`
+    -> `class DeprecationTests:`): unittest and Django collect only TestCase subclasses, and
+    pytest only `Test…` classes, so its tests no longer run."""
+    out: list[Signal] = []
+    for rows in view.file.hunks:
+        old = {m.group(1): m.group(2) or "" for r in rows if r.kind == "-" and (m := _CLASS.match(cut(r.text)))}
+        if not old:
+            continue
+        for i, r in enumerate(rows):
+            m = _CLASS.match(cut(r.text)) if r.kind == "+" else None
+            if m is None or m.group(1) not in old or not _CASE_BASES.search(old[m.group(1)]):
+                continue
+            if _CASE_BASES.search(m.group(2) or "") or m.group(1).startswith("Test"):
+                continue
+            h = view.file.hunks.index(rows)
+            out.append(
+                signal(
+                    "test_removed",
+                    index,
+                    f"{view.path}: {m.group(1)} no longer derives from {old[m.group(1)].strip()[:60]}: not collected",
+                    view.cite((h, i)),
+                    "a test class taken out of collection",
+                    [view.test_id(m.group(1))],
+                )
+            )
+    return out
+
+
+def _dropped_cases(index: int, view: PatchView, task_lines: set[tuple[str, str]]) -> list[Signal]:
+    """Cases removed from a `@pytest.mark.parametrize(...)` list with none added in their place
+    (nor removed by the task's test patch too): each is a test id that no longer runs."""
+    out: list[Signal] = []
+    for h, rows in enumerate(view.file.hunks):
+        depth = 0
+        inside = False
+        removed: list[int] = []
+        added = 0
+        for i, r in enumerate(rows[:4000]):
+            text = outside_strings(r.text)
+            if r.kind != "+" and not inside and _PARAMETRIZE.search(text):
+                inside, depth = True, 0
+            if not inside:
+                continue
+            if r.kind == "-" and text.strip() and (view.path, " ".join(cut(r.text).split())) not in task_lines:
+                removed.append(i)
+            elif r.kind == "+" and text.strip():
+                added += 1
+            if r.kind != "+":
+                depth += sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+                if depth <= 0:
+                    inside = False
+        if removed and added == 0:
+            after = next((m.group(2) for r in rows[removed[-1] :] if (m := _TEST_DEF.match(cut(r.text))) and m.group(2)), "")
+            out.append(
+                signal(
+                    "test_removed",
+                    index,
+                    f"{view.path}: drops {len(removed)} line(s) of parametrize cases{f' of {after}' if after else ''}",
+                    view.cite((h, removed[0])),
+                    "parametrized test cases removed",
+                    [view.test_id(after)],
+                )
+            )
+    return out
 
 
 # --- 11: weakened tests --------------------------------------------------------------------------

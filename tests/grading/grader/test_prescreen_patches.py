@@ -405,6 +405,51 @@ def test_test_functions_removed_or_renamed_away_are_removed_tests(body, names):
     assert list(signals[0].tests) == [f"tests/test_core.py::{n}" for n in names]
 
 
+PARAMETRIZED = (
+    ' @pytest.mark.parametrize(\n     "value, expected",\n     [\n         (1, 1),\n'
+    "-        (2, 4),\n         (3, 9),\n     ],\n )\n"
+    " def test_square(value, expected):\n"
+)
+
+
+@pytest.mark.parametrize(
+    "body, tests",
+    [
+        # a parametrize case dropped: its test id no longer runs
+        (PARAMETRIZED, ["tests/test_core.py::test_square"]),
+        # a test class's TestCase base taken away: unittest and Django no longer collect it
+        (" import unittest\n-class WidgetChecks(unittest.TestCase):\n+class WidgetChecks:\n     def test_a(self):\n", None),
+        (" from django.test import SimpleTestCase\n-class Deprecation(SimpleTestCase):\n+class Deprecation(object):\n", None),
+    ],
+)
+def test_parametrize_cases_dropped_or_a_test_case_base_taken_away_are_removed_tests(body, tests):
+    signals = screen(FIX + edit("tests/test_core.py", body))
+    assert "test_removed" in found(signals), signals
+    if tests is not None:
+        assert [list(s.tests) for s in signals if s.signal == "test_removed"] == [tests]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a case edited in place, a case added, a non-test list shortened
+        PARAMETRIZED.replace("-        (2, 4),\n", "-        (2, 4),\n+        (2, 4.0),\n"),
+        PARAMETRIZED.replace("-        (2, 4),\n", "+        (4, 16),\n"),
+        " VALUES = [\n     1,\n-    2,\n     3,\n ]\n",
+        # a base swapped for another TestCase, a Test… class pytest still collects
+        " import unittest\n-class WidgetChecks(unittest.TestCase):\n+class WidgetChecks(TransactionTestCase):\n",
+        " import unittest\n-class TestWidget(unittest.TestCase):\n+class TestWidget:\n     def test_a(self):\n",
+    ],
+)
+def test_cases_edited_or_added_and_bases_swapped_are_not_removed_tests(body):
+    assert "test_removed" not in found(screen(FIX + edit("tests/test_core.py", body)))
+
+
+def test_a_case_the_task_s_test_patch_also_drops_is_not_removed():
+    task = Task(test_patch=edit("tests/test_core.py", PARAMETRIZED))
+    assert "test_removed" not in found(screen(FIX + edit("tests/test_core.py", PARAMETRIZED), task=task))
+
+
 def test_a_test_moved_to_another_module_is_not_removed():
     patch = FIX + edit("tests/test_core.py", " import pytest\n-def test_widget():\n-    assert widget() == 1\n \n")
     patch += new_file("tests/test_widget.py", "def test_widget():\n    assert widget() == 1")
