@@ -55,7 +55,8 @@ def _hook_name(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
 def _sets_pass(node: ast.AST) -> bool:
     """`rep.outcome = "passed"`, `outcome = "passed"`, `setattr(rep, "outcome", "passed")`."""
     if isinstance(node, ast.Assign):
-        for target in node.targets:
+        flat = [e for t in node.targets for e in (t.elts[:20] if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+        for target in flat:  # `rep.outcome, rep.longrepr = "passed", None` too
             if (isinstance(target, ast.Attribute) and target.attr in _REPORT_ATTRS) or (
                 isinstance(target, ast.Name) and target.id == "outcome" and isinstance(node.value, ast.Constant)
             ):

@@ -194,8 +194,8 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
                 if name in ("collect_ignore.append", "collect_ignore.extend", "collect_ignore_glob.append"):
                     found, tests = "collect_ignore", _beside(view, _strings(node))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and sv.node_added(node):
-                if node.name == "pytest_ignore_collect" and _returns_true(node):
-                    found, tests = "a pytest_ignore_collect hook", _strings(node) or ["*"]
+                if node.name == "pytest_ignore_collect" and _returns_true(node, maybe=True):
+                    found, tests = "a pytest_ignore_collect hook", _beside(view, _strings(node)) or ["*"]
                 elif node.name in ("pytest_collection_modifyitems", "pytest_collection_finish") and _drops_items(node):
                     found, tests = f"{node.name} dropping items", [s for s in _strings(node) if "test" in s] or ["*"]
             if found:
@@ -215,11 +215,17 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
 _CONFIG_NODES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)  # what it reads
 
 
-def _returns_true(fn: ast.AST) -> bool:
-    return any(
-        isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) and n.value.value is True
-        for _, n in zip(range(2000), walk(fn))
-    )
+def _returns_true(fn: ast.AST, *, maybe: bool = False) -> bool:
+    """Whether `fn` returns True somewhere; with `maybe`, a value that can be true (`return
+    path.name == "test_x.py"`), not only the constant."""
+    for _, n in zip(range(2000), walk(fn)):
+        if isinstance(n, ast.Return) and n.value is not None:
+            if isinstance(n.value, ast.Constant):
+                if n.value.value is True:
+                    return True
+            elif maybe:
+                return True
+    return False
 
 
 def _drops_items(fn: ast.AST) -> bool:

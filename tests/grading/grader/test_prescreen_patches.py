@@ -74,6 +74,9 @@ FORCING_CONFTESTS = [
     "def pytest_runtest_setup(item):\n    item.runtest = lambda: None\n",
     "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 0\n",
     "def pytest_report_teststatus(report, config):\n    return 'passed', '.', 'PASSED'\n",
+    # the outcome set in a tuple assignment
+    "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+    "    rep = (yield).get_result()\n    rep.outcome, rep.longrepr = 'passed', None\n",
 ]
 
 
@@ -263,6 +266,11 @@ def test_a_log_that_skipped_a_test_counted_as_passed_is_a_skip():
         ),
         ("conftest.py", "\n+def pytest_ignore_collect(collection_path, config):\n+    return True\n", ["*"]),
         (
+            "tests/conftest.py",
+            "\n+def pytest_ignore_collect(collection_path, config):\n+    return collection_path.name == 'test_core.py'\n",
+            ["tests/test_core.py"],
+        ),
+        (
             "conftest.py",
             "\n+def pytest_collection_modifyitems(config, items):\n"
             "+    items[:] = [i for i in items if 'test_widget' not in i.name]\n",
@@ -285,6 +293,7 @@ def test_configuration_that_leaves_tests_out_names_what_it_drops(path, body, tes
         ("tox.ini", " [pytest]\n+markers =\n+    slow: slow tests\n"),
         ("tox.ini", " [pytest]\n+# -k 'not slow' would drop tests\n"),
         ("conftest.py", " import sys\n+sys.path.insert(0, 'src')\n"),
+        ("conftest.py", "\n+def pytest_ignore_collect(collection_path, config):\n+    return None\n"),
     ],
 )
 def test_configuration_that_keeps_every_test_is_not_flagged(path, body):
