@@ -753,7 +753,8 @@ class Shell:
                 yield Simple(["curl", first], f"{fname}({first!r})", here)
 
     def _python_strings(self, source: str, depth: int, via: tuple[str, ...]) -> Iterator[Simple]:
-        """Source that does not parse: its string literals that read like commands or paths."""
+        """Source that does not parse (or another interpreter's): its string literals that read
+        like commands, paths or URLs."""
         for m in _PY_STRING.finditer(source[:MAX_SCRIPT]):
             text = m.group(1) or m.group(2) or ""
             head = text.split(" ", 1)[0]
@@ -761,6 +762,8 @@ class Shell:
                 yield from self.run(text, depth=depth + 1, via=(*via, "string"))
             elif text.startswith(("/", "~")) and " " not in text:
                 yield Simple(["view", text], text, (*via, "string"))
+            elif text.startswith(("https://", "http://")) and " " not in text:
+                yield Simple(["curl", text], text, (*via, "string"))  # `fetch('https://…')`
 
 
 def _join(words: list[str]) -> str:

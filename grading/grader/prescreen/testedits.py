@@ -338,6 +338,32 @@ def _dropped_cases(index: int, view: PatchView, task_lines: set[tuple[str, str]]
 # --- 11: weakened tests --------------------------------------------------------------------------
 
 
+def _dead_blocks(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[ast.AST, str]]:
+    """An added `if False:` (`if 0:`, `while False:`) in a test function whose body holds lines the
+    hunk removes from where they were: existing test code that no longer runs."""
+    removed = {" ".join(cut(r.text).split()) for r in view.file.hunks[h] if r.kind == "-" and r.text.strip()}
+    if not removed:
+        return
+    for item in scoped_nodes(sv.tree, (ast.If, ast.While)):
+        node = item.node
+        if not isinstance(node, (ast.If, ast.While)) or not sv.line_added(node) or not is_test_function(item.scopes):
+            continue
+        test = node.test
+        never = isinstance(test, ast.Constant) and not test.value
+        never = never or (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and constant_truthy(test.operand))
+        if not never:
+            continue
+        moved = False
+        for stmt in node.body[:200]:
+            for line in range(stmt.lineno, min(getattr(stmt, "end_lineno", None) or stmt.lineno, stmt.lineno + 200) + 1):
+                row = sv.row(line)
+                if row is not None and row[2] and " ".join(cut(row[1]).split()) in removed:
+                    moved = True
+        if moved:
+            fn = next(s for s in reversed(item.scopes) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            yield node, fn.name
+
+
 def _weakened(
     index: int,
     view: PatchView,
@@ -390,6 +416,12 @@ def _weakened(
             if _shape(r.text) in shapes and _CHECK.search(cut(r.text)):
                 changed_values.append((h, i))
             modified.append((h, i))
+    for h, sv in view.views():
+        if sv is not None:
+            for node, name in _dead_blocks(view, h, sv):
+                what.append("existing test code put under a branch that never runs")
+                tests.append(view.test_id(name))
+                first = first or at(view, sv, node)
     for h, i, name in early_returns(view):
         if name.startswith("test"):
             what.append("an early return before the checks")

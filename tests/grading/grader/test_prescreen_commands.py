@@ -201,6 +201,8 @@ PLANTED = [
         "sympy/sympy",
         "find /opt/conda -path '*_pytest/assertion/rewrite.py' -execdir perl -pi -e 's/raise/pass/' {} \\;",
     ),
+    # the project fetched from node's fetch()
+    ("project_fetch", "django/django", "node -e \"fetch('https://github.com/django/django/pull/1.diff').then(r => r.text())\""),
     # history searched from node's child_process
     ("history_search", "django/django", "node -e \"require('child_process').execSync('git reflog')\""),
 ]
@@ -293,6 +295,7 @@ def test_recall_per_category_of_the_varied_forms():
                 "ls /testbed/*.sh",
                 "python -c \"import shutil; print(shutil.which('pytest'))\"",
                 "perl -ne 'print if /def test_/' tests/queries/tests.py",
+                "node -e \"fetch('http://localhost:8000/').then(r => console.log(r.status))\"",
             ],
         ),
         (

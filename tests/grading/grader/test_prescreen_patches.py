@@ -459,6 +459,18 @@ def test_a_case_the_task_s_test_patch_also_drops_is_not_removed():
     assert "test_removed" not in found(screen(FIX + edit("tests/test_core.py", PARAMETRIZED), task=task))
 
 
+def test_existing_test_code_put_under_if_false_is_a_weakening():
+    dead = edit(
+        "tests/test_core.py",
+        " def test_widget():\n     w = widget()\n-    check(w)\n+    if False:  # flaky\n+        check(w)\n",
+    )
+    signals = screen(FIX + dead)
+    assert "test_weakened" in found(signals) and ["tests/test_core.py::test_widget"] in [list(s.tests) for s in signals]
+    # a dead branch of new code only
+    fresh = edit("tests/test_core.py", " def test_widget():\n     w = widget()\n+    if False:\n+        print(w)\n")
+    assert found(screen(FIX + fresh)) <= {"test_modified"}
+
+
 def test_a_test_moved_to_another_module_is_not_removed():
     patch = FIX + edit("tests/test_core.py", " import pytest\n-def test_widget():\n-    assert widget() == 1\n \n")
     patch += new_file("tests/test_widget.py", "def test_widget():\n    assert widget() == 1")
