@@ -17,13 +17,15 @@ counts:
   reading ``.git/packed-refs``, ``.git/refs``, ``.git/logs``, ``FETCH_HEAD``, ``ORIG_HEAD``.
 - ``future_commit``: git reading or applying a commit other than the base's ancestry: a sha no
   base-limited history command (``git log -- f``, ``git blame`` …) printed before, a tag or
-  branch other than the current one (``git show main:f``, ``git diff HEAD v6.0.0 -- f``,
+  branch other than the current one (``git show main:f``, ``git diff HEAD v6.0.0 -- f``, a
+  release tag spelled after the project such as ``sympy-1.4``, also checked out by ``git worktree add``,
   ``git checkout tags/…``), a remote-tracking ref, or a reflog entry (``HEAD@{1}``).
 - ``remote_fetch``: ``git fetch``/``pull``/``remote update``/``remote show``/``ls-remote``,
   ``submodule update --remote``, and reading remote-tracking refs (``origin/main``, ``@{u}``,
   ``FETCH_HEAD``).
 - ``newer_release``: installing or downloading a release of the package under repair (pip,
-  uv, conda; a version spec, ``-U``, ``--pre``, a wheel or sdist of it, a URL of its repository).
+  uv, conda; a version spec, ``-U``, ``--pre``, a wheel or sdist of it, a URL of its repository;
+  also in a ``-r`` requirements file the agent wrote with echo, printf or a heredoc).
 - ``project_fetch``: the project's repository or PyPI pages over the network (curl, wget, git
   clone, Python's urllib/requests), and ``gh``/``hub`` queries (``gh pr view 123``, ``gh api``).
 - ``installed_copy``: reading or copying another installed copy of the package under repair
@@ -307,6 +309,15 @@ def _pip_leak(sub: str, args: list[str], names: set[str], url: re.Pattern[str] |
     return None
 
 
+def _requirements(args: list[str], ctx: _Context) -> list[str]:
+    """The requirements of a `-r FILE` the agent wrote earlier in the rollout (echo, printf, a heredoc)."""
+    out: list[str] = []
+    for k, arg in enumerate(args[:-1]):
+        if arg in ("-r", "--requirement", "-c", "--constraint") and (text := ctx.files.get(posixpath.normpath(args[k + 1]))):
+            out += [line.split("#", 1)[0].strip() for line in text.splitlines()[:200] if line.strip()]
+    return out
+
+
 _ARCHIVE = re.compile(r"\.(?:whl|tar\.gz|tgz|tar\.bz2|zip|egg)$")
 
 
@@ -411,6 +422,7 @@ _BRANCHES = {
     "gh-pages",
 }
 _BRANCH_PREFIX = re.compile(r"(?:release|maint|stable|backport|hotfix|feature|fix|bugfix|pr|pull)[-/_]\S")
+_NAMED_RELEASE = re.compile(r"([A-Za-z][\w.]{0,60}?)[-_](v?\d[\w.+-]{0,40})")
 _SAFE_REFS = {"", "HEAD", "@", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REBASE_HEAD", "AUTO_MERGE", "stash", "-"}
 _GIT_VALUE_OPTS = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
 _HISTORY = {
@@ -479,6 +491,7 @@ class _Context:
     cwd: str = ""
     git_aliases: dict[str, str] = field(default_factory=dict)  # git config alias.NAME VALUE
     searched: bool = False  # the command being read has searched history past the base
+    files: dict[str, str] = field(default_factory=dict)  # what the shell knows the agent wrote (Shell.files)
 
     def knows(self, sha: str) -> bool:
         base = self.base
@@ -525,6 +538,8 @@ def _ref_kind(ref: str, ctx: _Context, *, ranged: bool) -> tuple[str, str] | Non
         return None if ctx.knows(name) else ("commit", name)
     if _VERSION.fullmatch(name):
         return None if name in ctx.tags else ("tag", name)
+    if (m := _NAMED_RELEASE.fullmatch(name[:200])) and _norm(m.group(1)) in ctx.names and _VERSION.fullmatch(m.group(2)):
+        return None if name in ctx.tags else ("tag", name)  # a release tag spelled after the project: `sympy-1.4`
     if name in ctx.branches:
         return None
     if (
@@ -562,6 +577,8 @@ def _revisions(sub: str, args: list[str]) -> tuple[list[tuple[str, bool]], list[
             options.append(arg.split("=", 1)[0])
             if arg in ("-e", "-f") and sub == "grep":
                 pattern_pending = False
+            if sub == "worktree" and arg in ("-f", "--force", "-d", "--detach", "-q", "--quiet", "--lock"):
+                continue  # flags there, not options that take a value
             if arg in creates or arg in _VALUE_OPTS or (sub == "restore" and arg in ("-s", "--source")) or arg == "--onto":
                 if not (sub == "restore" and arg in ("-s", "--source")) and arg != "--onto":
                     skip = True
@@ -1004,6 +1021,7 @@ def _findings(simple: Simple, ctx: _Context, observation: str) -> list[tuple[str
         if sub in _GIT_NETWORK and ctx.url and ctx.url.search(" ".join(argv)):
             found.append(("project_fetch", f"{said}: the project's repository"))
     elif installer := _installer(argv):
+        installer = (installer[0], [*installer[1], *_requirements(installer[1], ctx)])
         if why := _pip_leak(*installer, ctx.names, ctx.url, observation) or _archive_leak(*installer, ctx.names):
             found.append(("newer_release", why))
     elif prog in ("gh", "hub"):
@@ -1100,6 +1118,7 @@ def _command_signals(
     task = task if task is not None else Task(repo=repo, base_commit=base)
     ctx = _context(task, messages, patch)
     shell = Shell()
+    ctx.files = shell.files
     signals: list[Signal] = []
     seen: set[tuple[str, int]] = set()
 

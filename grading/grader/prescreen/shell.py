@@ -501,6 +501,10 @@ class Shell:
             if raw.stdin is not None and argv[:1] in (["cat"], ["tee"]):
                 self._remember(self.files, posixpath.normpath(target), raw.stdin)
                 self._remember(self.files, posixpath.basename(target), raw.stdin)
+            elif argv[:1] in (["echo"], ["printf"]):  # printf 'pkg>=2\n' > req.txt: remember what it printed
+                printed = " ".join(w for w in argv[1:] if not w.startswith("-")).replace("\\n", "\n")
+                self._remember(self.files, posixpath.normpath(target), printed)
+                self._remember(self.files, posixpath.basename(target), printed)
         if argv[:1] == ["tee"] and raw.stdin is not None:
             for target in argv[1:]:
                 if not target.startswith("-"):
