@@ -29,7 +29,8 @@ counts:
 - ``project_fetch``: the project's repository or PyPI pages over the network (curl, wget, git
   clone, Python's urllib/requests), and ``gh``/``hub`` queries (``gh pr view 123``, ``gh api``).
 - ``installed_copy``: reading or copying another installed copy of the package under repair
-  (``site-packages/<pkg>``, ``dist-packages``, an egg, a conda package cache).
+  (``site-packages/<pkg>``, ``dist-packages``, an egg, a conda package cache; the package
+  imported in Python that first put such a directory on ``sys.path``).
 - ``tooling_edited``: writing, linking, moving, deleting or chmod-ing the test tooling outside
   the repository (``_pytest``, ``pytest``, ``pluggy``, ``unittest`` in site-packages or the
   standard library, the ``pytest`` executable, ``sitecustomize``/``.pth`` there, a conftest or

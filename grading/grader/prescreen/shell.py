@@ -6,11 +6,12 @@ quotes removed, redirection targets, the heredoc or here-string it reads — aft
 ``sudo``/``env``/``timeout``/``xargs``/``nohup``…, ``bash -c '…'``, ``eval``, a heredoc or pipe fed
 to ``bash``/``python``, ``python -c`` code that calls ``subprocess``/``os.system`` (read with
 ``ast``: its calls that open, copy or fetch become pseudo commands ``view``/``create``/``cp``/
-``curl``; ``shutil.which(x)`` is ``$(which x)``), the string literals of other interpreters'
-inline code (``node -e``, ``ruby -e``, ``perl -ne``, ``php -r``: a command in one is run, an
-absolute path is viewed), the commands ``find … -exec`` runs on the files it selects, a script
-the agent wrote earlier and runs now, and aliases, functions and variables
-defined in an earlier turn (one `Shell` lives for a whole rollout).
+``curl``; ``shutil.which(x)`` is ``$(which x)``; a module imported after ``sys.path.insert`` of a
+directory is viewed there), the string literals of other interpreters' inline code (``node -e``,
+``ruby -e``, ``perl -ne``, ``php -r``: a command in one is run, an absolute path viewed, a URL
+fetched), the commands ``find … -exec`` runs on the files it selects, a script the agent wrote
+earlier and runs now, and aliases, functions and variables defined in an earlier turn (one
+`Shell` lives for a whole rollout).
 
 Bounded on any input: a script is cut at MAX_SCRIPT characters, unwrapping stops at MAX_DEPTH,
 a Shell reads at most MAX_TOTAL characters in all, Python source goes to ``ast`` only below
@@ -691,10 +692,17 @@ class Shell:
         writes = False
         located: set[str] = set()  # modules whose own file the code finds: unittest.case.__file__
         imported: dict[str, str] = {}  # import … as name, from … import name
+        modules: set[str] = set()  # every module imported
+        searched: list[str] = []  # directories put on sys.path: sys.path.insert(0, "/…/site-packages")
         for node in nodes:
             if isinstance(node, ast.Call):
-                last = _py_name(node.func).rsplit(".", 1)[-1]
+                fname = _py_name(node.func)
+                last = fname.rsplit(".", 1)[-1]
                 writes = writes or last in _PY_WRITES
+                if fname in ("sys.path.insert", "sys.path.append", "site.addsitedir") and len(searched) < 20:
+                    where = _py_str(node.args[-1]) if node.args else None
+                    if where and where.startswith(("/", "~")):
+                        searched.append(where.rstrip("/"))
                 if last not in _PY_CALLS:  # no branch of _python_call can take it
                     continue
                 for simple in self._python_call(node, source, depth, via):
@@ -704,9 +712,15 @@ class Shell:
                 located.add(_py_name(node.value))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 module = f"{node.module}." if isinstance(node, ast.ImportFrom) and node.module else ""
+                modules.update((node.module or "",) if isinstance(node, ast.ImportFrom) else (a.name for a in node.names[:50]))
                 for alias in node.names[:50]:
                     if alias.asname or module:
                         imported[alias.asname or alias.name] = module + alias.name
+        for folder in searched:  # modules imported after another directory was put on sys.path: read from there
+            for module in sorted(m for m in modules if m)[:20]:
+                yield Simple(
+                    ["view", f"{folder}/{module.replace('.', '/')}"], f"import {module} from {folder}", (*via, "sys.path")
+                )
         if writes:  # a module located by its __file__ and a file written: that module's file, likely
             named = {imported.get(m.split(".", 1)[0], m.split(".", 1)[0]) + m[len(m.split(".", 1)[0]) :] for m in located if m}
             for module in sorted(named)[:20]:
