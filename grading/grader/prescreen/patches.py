@@ -69,6 +69,7 @@ _TOKEN = re.compile(r"""[A-Za-z_]\w*|\d[\w.]*|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\
 _CLOSERS = {")", "]", "}"}
 MAX_RENAMES = 3  # names of a file the patch may call otherwise than the gold patch and still be its copy
 MAX_GOLD_LINES = 5_000  # changed lines of either patch compared
+MAX_TRIES = 50  # lines of the same shape a gold line is tried against
 Line = tuple[str, ...]
 
 
@@ -122,7 +123,7 @@ def _renamed(gold: set[Line], ours: set[Line]) -> int:
     backward: dict[str, str] = {}
     matched = 0
     for line in sorted(gold):
-        for candidate in by_shape.get(_shape(line), ()):
+        for candidate in by_shape.get(_shape(line), ())[:MAX_TRIES]:
             pairs = {(a, b) for a, b in zip(line, candidate) if a != b}
             if all(forward.get(a, b) == b and backward.get(b, a) == a for a, b in pairs):
                 forward.update(pairs)
@@ -130,7 +131,9 @@ def _renamed(gold: set[Line], ours: set[Line]) -> int:
                 by_shape[_shape(line)].remove(candidate)
                 matched += 1
                 break
-    return matched if len(forward) <= MAX_RENAMES else 0
+        if len(forward) > MAX_RENAMES:
+            return 0  # more names differ than a copy renames: no count, and no more work
+    return matched
 
 
 def gold_similarity(patch: str, gold_patch: str) -> float | None:
