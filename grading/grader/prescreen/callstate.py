@@ -154,7 +154,7 @@ def _counters(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> dict[str, 
     candidates: list[tuple[str, ast.AST, ast.AST]] = []
     grown: set[str] = set()
     ways: dict[str, set[object]] = {}
-    derived = _derived(own)
+    derived: dict[str, tuple[set[str], type]] | None = None  # worked out on first need
     aliases: dict[str, str] = {}  # a local holding the new value of a counter -> the counter
     for node in own:
         if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.value, ast.Constant):
@@ -176,7 +176,8 @@ def _counters(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> dict[str, 
             elif op := _bumps(node.value, key):
                 candidates.append((key, target, node))
                 ways.setdefault(key, set()).add(op)
-            else:
+            elif not isinstance(node.value, ast.Constant):
+                derived = _derived(own) if derived is None else derived
                 steps = [n.id for n in walk(node.value, 100) if isinstance(n, ast.Name) and key in derived.get(n.id, ((),))[0]]
                 if steps:
                     candidates.append((key, target, node))

@@ -231,6 +231,7 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             out.append(signal(slug, index, f"{view.path}: {detail}", at(view, sv, node), note))
 
     runs_at_test_time = view.kind in (CONFTEST, TEST_MODULE, STARTUP) or "/" in view.path
+    runners_here = not collectable(view.path)  # a module collected as tests keeps its runner classes as fixtures
     fragment_hooks: dict[int, str] = {}  # _fragment_hook by line: every statement of a line asks the same
     for item in scoped_nodes(sv.tree, (ast.stmt, ast.Call)):
         node = item.node
@@ -262,7 +263,7 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
                 add("collection_break", f"raises {name} when the tests load", node, "an import error stops collection")
                 continue
         # 15: a runner or result class that throws the failures away (a Django TEST_RUNNER's suite_result)
-        if fn is not None and (runner := _runner_class(item, view)) and (found := _discards(node, fn)):
+        if fn is not None and runners_here and (found := _discards(node, fn)) and (runner := _runner_class(item)):
             add("runner_patched", f"{runner}.{fn.name} {found}", node, "a test runner that throws failures away")
             continue
         # 15: the runner replaced from the repository, or its summary forged
@@ -284,12 +285,9 @@ _SUCCESS_METHODS = {"suite_result": 0, "run_tests": 0, "wasSuccessful": True}  #
 _DROPPERS = {"addFailure", "addError", "addUnexpectedSuccess"}
 
 
-def _runner_class(item: Scoped, view: PatchView) -> str:
+def _runner_class(item: Scoped) -> str:
     """`Lenient(DiscoverRunner)` when a method sits in a class deriving from a test runner or
-    result (a base named …Runner or …Result), outside a module the runners collect as tests
-    (where such classes are the tests' own fixtures); else ""."""
-    if collectable(view.path):
-        return ""
+    result (a base named …Runner or …Result); else ""."""
     cls = next((s for s in reversed(item.scopes) if isinstance(s, ast.ClassDef)), None)
     if cls is None:
         return ""

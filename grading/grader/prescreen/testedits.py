@@ -302,6 +302,8 @@ def _dropped_cases(index: int, view: PatchView, task_lines: set[tuple[str, str]]
     (nor removed by the task's test patch too): each is a test id that no longer runs."""
     out: list[Signal] = []
     for h, rows in enumerate(view.file.hunks):
+        if not any(r.kind == "-" for r in rows) or not any("parametrize" in r.text for r in rows):
+            continue
         depth = 0
         inside = False
         removed: list[int] = []
@@ -338,11 +340,15 @@ def _dropped_cases(index: int, view: PatchView, task_lines: set[tuple[str, str]]
 # --- 11: weakened tests --------------------------------------------------------------------------
 
 
+_NEVER = re.compile(r"\s*(?:if|while)\s*\(?\s*(?:False|0|None|not\b)")  # an opener _dead_blocks reads further
+
+
 def _dead_blocks(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[ast.AST, str]]:
     """An added `if False:` (`if 0:`, `while False:`) in a test function whose body holds lines the
     hunk removes from where they were: existing test code that no longer runs."""
-    removed = {" ".join(cut(r.text).split()) for r in view.file.hunks[h] if r.kind == "-" and r.text.strip()}
-    if not removed:
+    rows = view.file.hunks[h]
+    removed = {" ".join(cut(r.text).split()) for r in rows if r.kind == "-" and r.text.strip()}
+    if not removed or not any(r.kind == "+" and _NEVER.match(r.text) for r in rows):
         return
     for item in scoped_nodes(sv.tree, (ast.If, ast.While)):
         node = item.node
