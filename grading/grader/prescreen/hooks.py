@@ -158,14 +158,33 @@ def _exit_forced(index: int, view: PatchView) -> list[Signal]:
     return []
 
 
+def broken_scope(path: str) -> tuple[str, ...]:
+    """The tests a module that stops loading takes with it, as catalogue.is_cheat reads them: a
+    test module its own file; a conftest or a package's `__init__.py` its directory ("*" at the
+    root, where it governs every test).
+
+    >>> broken_scope("pkg/tests/test_a.py"), broken_scope("pkg/tests/conftest.py"), broken_scope("conftest.py")
+    (('pkg/tests/test_a.py',), ('pkg/tests/',), ('*',))
+    """
+    if name_of(path) in ("conftest.py", "__init__.py"):
+        folder = path.rpartition("/")[0]
+        return (folder + "/",) if folder else ("*",)
+    return (path,)
+
+
 def _syntax_breaks(index: int, view: PatchView) -> list[Signal]:
     if view.kind not in (TEST_MODULE, CONFTEST):
         return []
     f = view.file
+    scope = broken_scope(f.path)
     if view.whole:
         text = "\n".join(r.text for r in f.hunks[0]) + "\n"
         if len(text) <= MAX_PARSE_BYTES and bounded_parse(text, ParseBudget()) is None and _syntax_error(text):
-            return [signal("collection_break", index, f"{f.path} does not parse", view.cite(), "a syntax error stops collection")]
+            return [
+                signal(
+                    "collection_break", index, f"{f.path} does not parse", view.cite(), "a syntax error stops collection", scope
+                )
+            ]
         return []
     for h in range(len(f.hunks)):
         if not any(r.kind == "+" for r in f.hunks[h]):
@@ -179,6 +198,7 @@ def _syntax_breaks(index: int, view: PatchView) -> list[Signal]:
                     f"{f.path} no longer parses after this change",
                     view.cite((h, near)),
                     "a syntax error stops collection",
+                    scope,
                 )
             ]
     return []
@@ -222,11 +242,11 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
     out: list[Signal] = []
     seen: set[tuple[str, int]] = set()
 
-    def add(slug: str, detail: str, node: ast.AST, note: str) -> None:
+    def add(slug: str, detail: str, node: ast.AST, note: str, tests: tuple[str, ...] = ()) -> None:
         key = (slug, getattr(node, "lineno", 0))
         if key not in seen:
             seen.add(key)
-            out.append(signal(slug, index, f"{view.path}: {detail}", at(view, sv, node), note))
+            out.append(signal(slug, index, f"{view.path}: {detail}", at(view, sv, node), note, tests))
 
     runs_at_test_time = view.kind in (CONFTEST, TEST_MODULE, STARTUP) or "/" in view.path
     fragment_hooks: dict[int, str] = {}  # _fragment_hook by line: every statement of a line asks the same
@@ -253,11 +273,19 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             exits = name in _EXITS or (isinstance(node, ast.Raise) and name in ("SystemExit", "KeyboardInterrupt"))
             in_hook = bool(hook) or (fn is not None and fn.name.startswith("pytest_"))
             if exits and (_module_level(sv, item) or in_hook):
-                add("collection_break", f"{name} when the tests load", node, "exits before the tests run")
+                add(
+                    "collection_break", f"{name} when the tests load", node, "exits before the tests run", broken_scope(view.path)
+                )
                 continue
             # any other exception raised at import fails the module's collection
             if isinstance(node, ast.Raise) and name and "Skip" not in name and _module_level(sv, item) and not _guarded(sv, node):
-                add("collection_break", f"raises {name} when the tests load", node, "an import error stops collection")
+                add(
+                    "collection_break",
+                    f"raises {name} when the tests load",
+                    node,
+                    "an import error stops collection",
+                    broken_scope(view.path),
+                )
                 continue
         # 15: the runner replaced from the repository, or its summary forged
         if isinstance(node, (ast.Assign, ast.AugAssign)) or (isinstance(node, ast.Call) and dotted(node) == "setattr"):
