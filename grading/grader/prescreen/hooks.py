@@ -36,7 +36,10 @@ _RESULT_HOOKS = {
 }
 _FIRSTRESULT_SKIPPERS = {"pytest_runtest_protocol", "pytest_pyfunc_call"}  # returning True skips the test
 _REPORT_ATTRS = {"outcome", "longrepr", "wasxfail", "exitstatus", "testsfailed", "_result", "excinfo"}
-_EXITS = {"sys.exit", "os._exit", "exit", "quit", "pytest.exit", "os.abort", "_exit"}
+# Ending the process: an exit, or a signal sent to itself or to its parent (the runner)
+_EXITS = {"sys.exit", "os._exit", "exit", "quit", "pytest.exit", "os.abort", "_exit", "signal.raise_signal"}
+_KILLS = {"os.kill", "os.killpg", "kill", "killpg", "signal.pthread_kill"}
+_OWN_PIDS = {"os.getpid", "os.getppid", "os.getpgid", "os.getpgrp", "getpid", "getppid", "threading.get_ident"}
 _RUNNER_ROOTS = ("unittest", "TestCase", "_pytest", "builtins", "__builtins__", "pytest", "TestResult", "TextTestResult")
 _FORGED = re.compile(r"\b\d{1,6} passed\b|\bRan \d{1,6} tests? in\b|^=+ .{0,80}\bpassed\b|\bPASSED\b.{0,40}100%")
 _WRITERS = ("print", "write", "sys.stdout.write", "sys.__stdout__.write", "os.write", "sys.stderr.write", "echo")
@@ -51,17 +54,46 @@ def _hook_name(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return ""
 
 
+def _targets(targets: list[ast.expr]) -> list[ast.expr]:
+    """Assignment targets with tuples and lists unpacked (`rep.outcome, rep.longrepr = …`)."""
+    out: list[ast.expr] = []
+    stack = list(targets)
+    while stack and len(out) < 200:
+        t = stack.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):
+            stack.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            stack.append(t.value)
+        else:
+            out.append(t)
+    return out
+
+
+def _report_attr(target: ast.expr) -> bool:
+    """`rep.outcome`, or the same through the object's dict (`rep.__dict__["outcome"]`)."""
+    if isinstance(target, ast.Attribute):
+        return target.attr in _REPORT_ATTRS
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == "__dict__":
+        key = target.slice
+        return isinstance(key, ast.Constant) and key.value in _REPORT_ATTRS
+    return False
+
+
 def _sets_pass(node: ast.AST) -> bool:
-    """`rep.outcome = "passed"`, `outcome = "passed"`, `setattr(rep, "outcome", "passed")`."""
-    if isinstance(node, ast.Assign):
-        for target in node.targets:
-            if (isinstance(target, ast.Attribute) and target.attr in _REPORT_ATTRS) or (
+    """`rep.outcome = "passed"`, `rep.outcome, rep.longrepr = "passed", None`, `outcome =
+    "passed"`, `setattr(rep, "outcome", "passed")`, `rep.__dict__.update(outcome="passed")`."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = _targets(node.targets if isinstance(node, ast.Assign) else [node.target])
+        for target in targets:
+            if _report_attr(target) or (
                 isinstance(target, ast.Name) and target.id == "outcome" and isinstance(node.value, ast.Constant)
             ):
                 return True
     if isinstance(node, ast.Call) and dotted(node) == "setattr" and len(node.args) >= 2:
         name = node.args[1]
         return isinstance(name, ast.Constant) and name.value in _REPORT_ATTRS
+    if isinstance(node, ast.Call) and dotted(node).endswith("__dict__.update"):
+        return any(k.arg in _REPORT_ATTRS for k in node.keywords)
     return False
 
 
@@ -270,7 +302,11 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
         if isinstance(node, (ast.Expr, ast.Raise)) and view.kind in (TEST_MODULE, CONFTEST):
             call = node.value if isinstance(node, ast.Expr) else node.exc
             name = dotted(call) if call is not None else ""
-            exits = name in _EXITS or (isinstance(node, ast.Raise) and name in ("SystemExit", "KeyboardInterrupt"))
+            exits = (
+                name in _EXITS
+                or (isinstance(node, ast.Raise) and name in ("SystemExit", "KeyboardInterrupt"))
+                or (name in _KILLS and isinstance(call, ast.Call) and _own_process(call))
+            )
             in_hook = bool(hook) or (fn is not None and fn.name.startswith("pytest_"))
             if exits and (_module_level(sv, item) or in_hook):
                 add(
@@ -299,6 +335,17 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             if _FORGED.search(text):
                 add("runner_patched", "prints a forged test summary", node, "output that forges the test summary")
     return out
+
+
+def _own_process(call: ast.Call) -> bool:
+    """Whether a kill call's target is this process or its parent (`os.kill(os.getpid(), …)`,
+    `os.kill(os.getppid(), …)`, `os.killpg(0, …)`)."""
+    if not call.args:
+        return False
+    target = call.args[0]
+    if isinstance(target, ast.Constant):
+        return target.value == 0  # killpg(0) / kill(0): the caller's own process group
+    return isinstance(target, ast.Call) and dotted(target) in _OWN_PIDS
 
 
 def _runner_name(name: str) -> bool:

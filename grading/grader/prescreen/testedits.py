@@ -27,7 +27,7 @@ from grading.grader.prescreen.patchview import (
     outside_strings,
     signal,
 )
-from grading.grader.prescreen.pysource import SourceView, constant_truthy, cut, dotted, scoped_nodes, walk
+from grading.grader.prescreen.pysource import SourceView, constant_falsy, constant_truthy, cut, dotted, scoped_nodes, walk
 from grading.grader.prescreen.signals import Signal
 
 # Decorators that skip or expect failure: pytest, unittest, Django, sympy, nose.
@@ -138,7 +138,7 @@ def _walk_small(node: ast.AST, limit: int = 200) -> list[ast.AST]:
 
 
 _SKIP_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.Call, ast.Raise)  # what _skips reads
-_WEAK_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assert, ast.Expr, ast.Try, ast.With)  # what _weak_nodes reads
+_WEAK_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assert, ast.Expr, ast.Try, ast.With, ast.If, ast.While)  # read
 
 
 def _skips(index: int, view: PatchView) -> list[Signal]:
@@ -370,7 +370,7 @@ def _weak_nodes(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[str, 
             if node.name.startswith("test") and not sv.line_added(node) and (stmt := _early_return(node, sv)):
                 yield "an early return before the checks", stmt, function_path((*item.scopes, node))
             continue
-        if not isinstance(node, (ast.Assert, ast.Expr, ast.Try, ast.With)) or not sv.line_added(node):
+        if not isinstance(node, (ast.Assert, ast.Expr, ast.Try, ast.With, ast.If, ast.While)) or not sv.line_added(node):
             continue
         fn = item.function
         if fn is not None:
@@ -397,6 +397,13 @@ def _weak_nodes(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[str, 
             yield "a try/except that swallows failed checks", node, name
         elif isinstance(node, ast.With) and any("suppress" in dotted(w.context_expr) for w in node.items) and _checks(node.body):
             yield "checks under contextlib.suppress", node, name
+        elif isinstance(node, (ast.If, ast.While)) and constant_falsy(node.test) and _does_something(node.body):
+            yield f"the test's code under `{'if' if isinstance(node, ast.If) else 'while'} <false>:`, never run", node, name
+
+
+def _does_something(body: Sequence[ast.stmt]) -> bool:
+    """Whether a block holds more than `pass`, `...` or a docstring."""
+    return any(not (isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))) for s in body)
 
 
 def _checks(body: Sequence[ast.stmt]) -> bool:
