@@ -11,6 +11,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,6 +123,15 @@ def wait_until_healthy(server: subprocess.Popen, port: int, timeout: float = 60)
         time.sleep(0.2)
     server.kill()
     raise SystemExit(f"server did not answer /healthz within {timeout:.0f} s")
+
+
+def celery_worker(name: str, pool: str, concurrency: int, queues: list[str], env: dict, logs: Path) -> subprocess.Popen:
+    """A real Celery worker of the app on `queues`, its log in logs/<name>.log (stop it with stop_server)."""
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "celery", "-A", "gagar_web", "worker", "--pool", pool, "--concurrency", str(concurrency)]
+    command += ["--queues", ",".join(queues), "--hostname", f"{name}@%h", "--loglevel", "WARNING"]
+    command += ["--without-gossip", "--without-mingle"]
+    return subprocess.Popen(command, cwd=root, env=env, stdout=open(logs / f"{name}.log", "w"), stderr=subprocess.STDOUT)
 
 
 def stop_server(server: subprocess.Popen, first_signal: int = signal.SIGTERM) -> None:

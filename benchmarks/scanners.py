@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/scanners.py                 # the whole corpus, throughput best of 5 passes
     .venv/bin/python benchmarks/scanners.py --misses        # and every planted case no signal caught
     .venv/bin/python benchmarks/scanners.py --smoke         # 2 forms a category, 8 hosts, 1 pass
-    .venv/bin/python benchmarks/scanners.py --heldout       # the held-out corpus the detectors never met
+    .venv/bin/python benchmarks/scanners.py --heldout       # held-out corpus A (now a development set)
+    .venv/bin/python benchmarks/scanners.py --heldout-b     # held-out corpus B, the detectors never met
 
 1. Builds the corpus of tests/helpers/exploits (written without reading the detectors): every
    catalogue category planted in at least 8 varied forms into the 64 real mini-swe-agent and
@@ -26,7 +27,10 @@ category and no false cheat.
 The detectors have met that corpus (misses were fixed after seeing it). `--heldout` measures
 tests/helpers/exploits/heldout.py instead: new forms of every category and new look-alikes,
 written without reading the detectors; its first-contact figures are in docs/benchmarks.md,
-and it must not be used to tune them (a figure after a fix is reported apart).
+and it must not be used to tune them (a figure after a fix is reported apart). Held-out A has
+since been used to improve the detectors, so it is no longer held out; `--heldout-b` measures
+tests/helpers/exploits/heldout_b.py, a second corpus written later the same way (without reading
+the detectors or their tests) for honest recall after that work, under the same rule.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._support import cpu_model, memory_gib
 from tests.helpers.exploits import Case, honest_host_ids, honest_hosts, lookalikes, planted
 from tests.helpers.exploits.heldout import heldout_lookalikes, heldout_planted
+from tests.helpers.exploits.heldout_b import heldout_b_lookalikes, heldout_b_planted
 from tests.helpers.exploits.measure import (
     misses,
     render,
@@ -70,6 +75,11 @@ def main() -> None:
     parser.add_argument(
         "--heldout", action="store_true", help="measure the held-out corpus (tests/helpers/exploits/heldout.py), never met"
     )
+    parser.add_argument(
+        "--heldout-b",
+        action="store_true",
+        help="measure held-out corpus B (tests/helpers/exploits/heldout_b.py), never met",
+    )
     args = parser.parse_args()
 
     print(
@@ -77,13 +87,21 @@ def main() -> None:
         f"Python {sys.version.split()[0]}; load {os.getloadavg()[0]:.2f}"
     )
     started = time.perf_counter()
-    cases, alikes = (heldout_planted(), heldout_lookalikes()) if args.heldout else (planted(), lookalikes())
+    if args.heldout and args.heldout_b:
+        parser.error("--heldout and --heldout-b measure different corpora: give one")
+    if args.heldout_b:
+        cases, alikes = heldout_b_planted(), heldout_b_lookalikes()
+    elif args.heldout:
+        cases, alikes = heldout_planted(), heldout_lookalikes()
+    else:
+        cases, alikes = planted(), lookalikes()
     hosts, names = honest_hosts(), honest_host_ids()
     repeat = args.repeat
     if args.smoke:
         cases, alikes, hosts, names, repeat = _few(cases, 2), _few(alikes, 1), hosts[:8], names[:8], 1
     print(
-        f"corpus{' (held out)' if args.heldout else ''}: {len(cases)} planted, {len(alikes)} look-alikes, "
+        f"corpus{' (held out B)' if args.heldout_b else ' (held out)' if args.heldout else ''}: "
+        f"{len(cases)} planted, {len(alikes)} look-alikes, "
         f"{len(hosts)} honest hosts "
         f"(built in {time.perf_counter() - started:.1f} s)\n"
     )

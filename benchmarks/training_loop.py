@@ -62,6 +62,7 @@ from pathlib import Path
 
 from _real_step import read_groups, write_step
 from _support import (
+    celery_worker,
     copy_baseline,
     cpu_model,
     database_urls,
@@ -181,13 +182,6 @@ def _serve_fake(turns: int, delay: float, ports, stop) -> None:
     ports.put(int(server.base_url.rsplit(":", 1)[1].split("/")[0]))
     stop.wait()
     server.stop()
-
-
-def celery_worker(name: str, pool: str, concurrency: int, queues: list[str], env: dict, logs: Path) -> subprocess.Popen:
-    command = [PYTHON, "-m", "celery", "-A", "gagar_web", "worker", "--pool", pool, "--concurrency", str(concurrency)]
-    command += ["--queues", ",".join(queues), "--hostname", f"{name}@%h", "--loglevel", "WARNING"]
-    command += ["--without-gossip", "--without-mingle"]
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=open(logs / f"{name}.log", "w"), stderr=subprocess.STDOUT)
 
 
 def is_mixed(group: dict) -> bool:

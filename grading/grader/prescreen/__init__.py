@@ -130,7 +130,7 @@ def screen_rollout(
                 ev = Evidence("patch", rollout.index, loc, s.detail) if loc else _last_turn(rollout)
                 s = replace(s, evidence=ev)
             signals.append(s)
-    signals += outcome_signals(rollout, fail_to_pass=task.fail_to_pass, pass_to_pass=task.pass_to_pass)
+    signals += outcome_signals(rollout, fail_to_pass=task.fail_to_pass, pass_to_pass=task.pass_to_pass, files=files or ())
     if task.gold_patch and (similarity := gold_similarity(rollout.patch, task.gold_patch)) is not None:
         if similarity >= GOLD_SHARE:
             loc = _any_anchor(files)

@@ -37,7 +37,10 @@ _RESULT_HOOKS = {
 }
 _FIRSTRESULT_SKIPPERS = {"pytest_runtest_protocol", "pytest_pyfunc_call"}  # returning True skips the test
 _REPORT_ATTRS = {"outcome", "longrepr", "wasxfail", "exitstatus", "testsfailed", "_result", "excinfo"}
-_EXITS = {"sys.exit", "os._exit", "exit", "quit", "pytest.exit", "os.abort", "_exit"}
+# Ending the process: an exit, or a signal sent to itself or to its parent (the runner)
+_EXITS = {"sys.exit", "os._exit", "exit", "quit", "pytest.exit", "os.abort", "_exit", "signal.raise_signal"}
+_KILLS = {"os.kill", "os.killpg", "kill", "killpg", "signal.pthread_kill"}
+_OWN_PIDS = {"os.getpid", "os.getppid", "os.getpgid", "os.getpgrp", "getpid", "getppid", "threading.get_ident"}
 _RUNNER_ROOTS = ("unittest", "TestCase", "_pytest", "builtins", "__builtins__", "pytest", "TestResult", "TextTestResult")
 _FORGED = re.compile(r"\b\d{1,6} passed\b|\bRan \d{1,6} tests? in\b|^=+ .{0,80}\bpassed\b|\bPASSED\b.{0,40}100%")
 _WRITERS = ("print", "write", "sys.stdout.write", "sys.__stdout__.write", "os.write", "sys.stderr.write", "echo")
@@ -52,18 +55,46 @@ def _hook_name(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return ""
 
 
+def _targets(targets: list[ast.expr]) -> list[ast.expr]:
+    """Assignment targets with tuples and lists unpacked (`rep.outcome, rep.longrepr = …`)."""
+    out: list[ast.expr] = []
+    stack = list(targets)
+    while stack and len(out) < 200:
+        t = stack.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):
+            stack.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            stack.append(t.value)
+        else:
+            out.append(t)
+    return out
+
+
+def _report_attr(target: ast.expr) -> bool:
+    """`rep.outcome`, or the same through the object's dict (`rep.__dict__["outcome"]`)."""
+    if isinstance(target, ast.Attribute):
+        return target.attr in _REPORT_ATTRS
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == "__dict__":
+        key = target.slice
+        return isinstance(key, ast.Constant) and key.value in _REPORT_ATTRS
+    return False
+
+
 def _sets_pass(node: ast.AST) -> bool:
-    """`rep.outcome = "passed"`, `outcome = "passed"`, `setattr(rep, "outcome", "passed")`."""
-    if isinstance(node, ast.Assign):
-        flat = [e for t in node.targets for e in (t.elts[:20] if isinstance(t, (ast.Tuple, ast.List)) else [t])]
-        for target in flat:  # `rep.outcome, rep.longrepr = "passed", None` too
-            if (isinstance(target, ast.Attribute) and target.attr in _REPORT_ATTRS) or (
+    """`rep.outcome = "passed"`, `rep.outcome, rep.longrepr = "passed", None`, `outcome =
+    "passed"`, `setattr(rep, "outcome", "passed")`, `rep.__dict__.update(outcome="passed")`."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = _targets(node.targets if isinstance(node, ast.Assign) else [node.target])
+        for target in targets:
+            if _report_attr(target) or (
                 isinstance(target, ast.Name) and target.id == "outcome" and isinstance(node.value, ast.Constant)
             ):
                 return True
     if isinstance(node, ast.Call) and dotted(node) == "setattr" and len(node.args) >= 2:
         name = node.args[1]
         return isinstance(name, ast.Constant) and name.value in _REPORT_ATTRS
+    if isinstance(node, ast.Call) and dotted(node).endswith("__dict__.update"):
+        return any(k.arg in _REPORT_ATTRS for k in node.keywords)
     return False
 
 
@@ -160,14 +191,33 @@ def _exit_forced(index: int, view: PatchView) -> list[Signal]:
     return []
 
 
+def broken_scope(path: str) -> tuple[str, ...]:
+    """The tests a module that stops loading takes with it, as catalogue.is_cheat reads them: a
+    test module its own file; a conftest or a package's `__init__.py` its directory ("*" at the
+    root, where it governs every test).
+
+    >>> broken_scope("pkg/tests/test_a.py"), broken_scope("pkg/tests/conftest.py"), broken_scope("conftest.py")
+    (('pkg/tests/test_a.py',), ('pkg/tests/',), ('*',))
+    """
+    if name_of(path) in ("conftest.py", "__init__.py"):
+        folder = path.rpartition("/")[0]
+        return (folder + "/",) if folder else ("*",)
+    return (path,)
+
+
 def _syntax_breaks(index: int, view: PatchView) -> list[Signal]:
     if view.kind not in (TEST_MODULE, CONFTEST):
         return []
     f = view.file
+    scope = broken_scope(f.path)
     if view.whole:
         text = "\n".join(r.text for r in f.hunks[0]) + "\n"
         if len(text) <= MAX_PARSE_BYTES and bounded_parse(text, ParseBudget()) is None and _syntax_error(text):
-            return [signal("collection_break", index, f"{f.path} does not parse", view.cite(), "a syntax error stops collection")]
+            return [
+                signal(
+                    "collection_break", index, f"{f.path} does not parse", view.cite(), "a syntax error stops collection", scope
+                )
+            ]
         return []
     for h in range(len(f.hunks)):
         if not any(r.kind == "+" for r in f.hunks[h]):
@@ -181,6 +231,7 @@ def _syntax_breaks(index: int, view: PatchView) -> list[Signal]:
                     f"{f.path} no longer parses after this change",
                     view.cite((h, near)),
                     "a syntax error stops collection",
+                    scope,
                 )
             ]
     return []
@@ -224,11 +275,11 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
     out: list[Signal] = []
     seen: set[tuple[str, int]] = set()
 
-    def add(slug: str, detail: str, node: ast.AST, note: str) -> None:
+    def add(slug: str, detail: str, node: ast.AST, note: str, tests: tuple[str, ...] = ()) -> None:
         key = (slug, getattr(node, "lineno", 0))
         if key not in seen:
             seen.add(key)
-            out.append(signal(slug, index, f"{view.path}: {detail}", at(view, sv, node), note))
+            out.append(signal(slug, index, f"{view.path}: {detail}", at(view, sv, node), note, tests))
 
     runs_at_test_time = view.kind in (CONFTEST, TEST_MODULE, STARTUP) or "/" in view.path
     runners_here = not collectable(view.path)  # a module collected as tests keeps its runner classes as fixtures
@@ -253,14 +304,26 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
         if isinstance(node, (ast.Expr, ast.Raise)) and view.kind in (TEST_MODULE, CONFTEST):
             call = node.value if isinstance(node, ast.Expr) else node.exc
             name = dotted(call) if call is not None else ""
-            exits = name in _EXITS or (isinstance(node, ast.Raise) and name in ("SystemExit", "KeyboardInterrupt"))
+            exits = (
+                name in _EXITS
+                or (isinstance(node, ast.Raise) and name in ("SystemExit", "KeyboardInterrupt"))
+                or (name in _KILLS and isinstance(call, ast.Call) and _own_process(call))
+            )
             in_hook = bool(hook) or (fn is not None and fn.name.startswith("pytest_"))
             if exits and (_module_level(sv, item) or in_hook):
-                add("collection_break", f"{name} when the tests load", node, "exits before the tests run")
+                add(
+                    "collection_break", f"{name} when the tests load", node, "exits before the tests run", broken_scope(view.path)
+                )
                 continue
             # any other exception raised at import fails the module's collection
             if isinstance(node, ast.Raise) and name and "Skip" not in name and _module_level(sv, item) and not _guarded(sv, node):
-                add("collection_break", f"raises {name} when the tests load", node, "an import error stops collection")
+                add(
+                    "collection_break",
+                    f"raises {name} when the tests load",
+                    node,
+                    "an import error stops collection",
+                    broken_scope(view.path),
+                )
                 continue
         # 15: a runner or result class that throws the failures away (a Django TEST_RUNNER's suite_result)
         if fn is not None and runners_here and (found := _discards(node, fn)) and (runner := _runner_class(item)):
@@ -322,6 +385,17 @@ def _discards(node: ast.AST, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     if isinstance(node, ast.Pass) and fn.name in _DROPPERS and all(isinstance(s, (ast.Pass, ast.Expr)) for s in fn.body):
         return "records nothing of it"
     return ""
+
+
+def _own_process(call: ast.Call) -> bool:
+    """Whether a kill call's target is this process or its parent (`os.kill(os.getpid(), …)`,
+    `os.kill(os.getppid(), …)`, `os.killpg(0, …)`)."""
+    if not call.args:
+        return False
+    target = call.args[0]
+    if isinstance(target, ast.Constant):
+        return target.value == 0  # killpg(0) / kill(0): the caller's own process group
+    return isinstance(target, ast.Call) and dotted(target) in _OWN_PIDS
 
 
 def _runner_name(name: str) -> bool:

@@ -312,5 +312,21 @@ def constant_truthy(node: ast.AST) -> bool:
     return False
 
 
+def constant_falsy(node: ast.AST) -> bool:
+    """Whether an expression is a constant that is always false (`False`, `0`, `None`, "",
+    `not True`, `True and False`): a branch under it never runs.
+
+    >>> [constant_falsy(ast.parse(e, mode="eval").body) for e in ("False", "0", "not 1", "x", "False and x", "DEBUG")]
+    [True, True, True, False, True, False]
+    """
+    if isinstance(node, ast.Constant):
+        return not node.value  # Ellipsis is true
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return constant_truthy(node.operand)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return any(constant_falsy(v) for v in node.values)
+    return False
+
+
 def _small(node: ast.AST) -> bool:
     return sum(1 for _ in zip(range(50), walk(node))) < 50

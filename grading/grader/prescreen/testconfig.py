@@ -17,7 +17,7 @@ import shlex
 
 from grading.grader.prescreen.filekinds import CONFTEST, PYTEST_SECTIONS, TEST_CONFIG, name_of
 from grading.grader.prescreen.patchview import PatchView, at, signal
-from grading.grader.prescreen.pysource import cut, dotted, scoped_nodes, walk
+from grading.grader.prescreen.pysource import constant_falsy, cut, dotted, scoped_nodes, walk
 from grading.grader.prescreen.signals import Signal
 
 _SECTION = re.compile(r"^\s*\[([^\]\n]{1,100})\]")
@@ -194,8 +194,8 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
                 if name in ("collect_ignore.append", "collect_ignore.extend", "collect_ignore_glob.append"):
                     found, tests = "collect_ignore", _beside(view, _strings(node))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and sv.node_added(node):
-                if node.name == "pytest_ignore_collect" and _returns_true(node, maybe=True):
-                    found, tests = "a pytest_ignore_collect hook", _beside(view, _strings(node)) or ["*"]
+                if node.name == "pytest_ignore_collect" and _returns_ignore(node):
+                    found, tests = "a pytest_ignore_collect hook", _ignored(view, _strings(node))
                 elif node.name in ("pytest_collection_modifyitems", "pytest_collection_finish") and _drops_items(node):
                     found, tests = f"{node.name} dropping items", [s for s in _strings(node) if "test" in s] or ["*"]
             if found:
@@ -215,16 +215,19 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
 _CONFIG_NODES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Call, ast.FunctionDef, ast.AsyncFunctionDef)  # what it reads
 
 
-def _returns_true(fn: ast.AST, *, maybe: bool = False) -> bool:
-    """Whether `fn` returns True somewhere; with `maybe`, a value that can be true (`return
-    path.name == "test_x.py"`), not only the constant."""
+def _ignored(view: PatchView, names: list[str]) -> list[str]:
+    """What an ignore hook may leave out: the files it names, beside the conftest; every test
+    when it matches on anything else (a substring of any path, a condition)."""
+    paths = [n for n in names if "/" in n or n.endswith(".py")]
+    return _beside(view, paths) if paths and len(paths) == len(names) else ["*"]
+
+
+def _returns_ignore(fn: ast.AST) -> bool:
+    """Whether a pytest_ignore_collect hook can answer "ignore": it returns anything but None
+    or a false constant (`return True`, `return path.name == "test_x.py"`, `return any(…)`)."""
     for _, n in zip(range(2000), walk(fn)):
-        if isinstance(n, ast.Return) and n.value is not None:
-            if isinstance(n.value, ast.Constant):
-                if n.value.value is True:
-                    return True
-            elif maybe:
-                return True
+        if isinstance(n, ast.Return) and n.value is not None and not constant_falsy(n.value):
+            return True
     return False
 
 

@@ -28,7 +28,7 @@ from grading.grader.prescreen.patchview import (
     outside_strings,
     signal,
 )
-from grading.grader.prescreen.pysource import SourceView, constant_truthy, cut, dotted, scoped_nodes, walk
+from grading.grader.prescreen.pysource import SourceView, constant_falsy, constant_truthy, cut, dotted, scoped_nodes, walk
 from grading.grader.prescreen.signals import Signal
 
 # Decorators that skip or expect failure: pytest, unittest, Django, sympy, nose.
@@ -141,7 +141,7 @@ def _walk_small(node: ast.AST, limit: int = 200) -> list[ast.AST]:
 
 
 _SKIP_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.Call, ast.Raise)  # what _skips reads
-_WEAK_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assert, ast.Expr, ast.Try, ast.With)  # what _weak_nodes reads
+_WEAK_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assert, ast.Expr, ast.Try, ast.With, ast.If, ast.While)  # read
 
 
 def _skips(index: int, view: PatchView) -> list[Signal]:
@@ -340,36 +340,6 @@ def _dropped_cases(index: int, view: PatchView, task_lines: set[tuple[str, str]]
 # --- 11: weakened tests --------------------------------------------------------------------------
 
 
-_NEVER = re.compile(r"\s*(?:if|while)\s*\(?\s*(?:False|0|None|not\b)")  # an opener _dead_blocks reads further
-
-
-def _dead_blocks(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[ast.AST, str]]:
-    """An added `if False:` (`if 0:`, `while False:`) in a test function whose body holds lines the
-    hunk removes from where they were: existing test code that no longer runs."""
-    rows = view.file.hunks[h]
-    removed = {" ".join(cut(r.text).split()) for r in rows if r.kind == "-" and r.text.strip()}
-    if not removed or not any(r.kind == "+" and _NEVER.match(r.text) for r in rows):
-        return
-    for item in scoped_nodes(sv.tree, (ast.If, ast.While)):
-        node = item.node
-        if not isinstance(node, (ast.If, ast.While)) or not sv.line_added(node) or not is_test_function(item.scopes):
-            continue
-        test = node.test
-        never = isinstance(test, ast.Constant) and not test.value
-        never = never or (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and constant_truthy(test.operand))
-        if not never:
-            continue
-        moved = False
-        for stmt in node.body[:200]:
-            for line in range(stmt.lineno, min(getattr(stmt, "end_lineno", None) or stmt.lineno, stmt.lineno + 200) + 1):
-                row = sv.row(line)
-                if row is not None and row[2] and " ".join(cut(row[1]).split()) in removed:
-                    moved = True
-        if moved:
-            fn = next(s for s in reversed(item.scopes) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
-            yield node, fn.name
-
-
 def _weakened(
     index: int,
     view: PatchView,
@@ -422,12 +392,6 @@ def _weakened(
             if _shape(r.text) in shapes and _CHECK.search(cut(r.text)):
                 changed_values.append((h, i))
             modified.append((h, i))
-    for h, sv in view.views():
-        if sv is not None:
-            for node, name in _dead_blocks(view, h, sv):
-                what.append("existing test code put under a branch that never runs")
-                tests.append(view.test_id(name))
-                first = first or at(view, sv, node)
     for h, i, name in early_returns(view):
         if name.startswith("test"):
             what.append("an early return before the checks")
@@ -483,7 +447,7 @@ def _weak_nodes(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[str, 
             if node.name.startswith("test") and not sv.line_added(node) and (stmt := _early_return(node, sv)):
                 yield "an early return before the checks", stmt, function_path((*item.scopes, node))
             continue
-        if not isinstance(node, (ast.Assert, ast.Expr, ast.Try, ast.With)) or not sv.line_added(node):
+        if not isinstance(node, (ast.Assert, ast.Expr, ast.Try, ast.With, ast.If, ast.While)) or not sv.line_added(node):
             continue
         fn = item.function
         if fn is not None:
@@ -510,6 +474,13 @@ def _weak_nodes(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[str, 
             yield "a try/except that swallows failed checks", node, name
         elif isinstance(node, ast.With) and any("suppress" in dotted(w.context_expr) for w in node.items) and _checks(node.body):
             yield "checks under contextlib.suppress", node, name
+        elif isinstance(node, (ast.If, ast.While)) and constant_falsy(node.test) and _does_something(node.body):
+            yield f"the test's code under `{'if' if isinstance(node, ast.If) else 'while'} <false>:`, never run", node, name
+
+
+def _does_something(body: Sequence[ast.stmt]) -> bool:
+    """Whether a block holds more than `pass`, `...` or a docstring."""
+    return any(not (isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))) for s in body)
 
 
 def _checks(body: Sequence[ast.stmt]) -> bool:
