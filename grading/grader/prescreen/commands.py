@@ -645,11 +645,14 @@ def _git_findings(argv: list[str], ctx: _Context) -> list[tuple[str, str]]:
             if arg == "--":
                 break
             option = arg.split("=", 1)[0]
-            if option in _WIDE or (sub in ("log", "rev-list", "shortlog", "whatchanged", "show") and arg in ("-g",)):
+            # describe walks back from the commit it names whatever refs it may use; only --contains looks ahead
+            if (option in _WIDE and sub != "describe") or (
+                sub in ("log", "rev-list", "shortlog", "whatchanged", "show") and arg in ("-g",)
+            ):
                 found.append(("history_search", f"{said}: {option} reads history past the base"))
                 break
             if option in ("--batch-all-objects", "--unreachable", "--lost-found", "--dangling") or (
-                sub in ("describe", "name-rev") and option in ("--contains", "--all")
+                (sub == "describe" and option == "--contains") or (sub == "name-rev" and option in ("--contains", "--all"))
             ):
                 found.append(("history_search", f"{said}: {option} reads history past the base"))
                 break

@@ -67,6 +67,27 @@ def _strength(text: str) -> int:
     return 2 if _STRONG.search(line) else 1
 
 
+_CONTAINS = re.compile(r"\bassert(?:In|Contains|InHTML)\s*\(\s*['\"]|^\s*assert\s+['\"]")  # the needle first
+
+
+def _narrows(old: str, new: str) -> bool:
+    """Whether a containment check's expected text was lengthened, every other literal kept:
+    `assertIn('ORDER BY', sql)` to `assertIn('ORDER BY "t"."c" ASC', sql)` asks more, not less.
+
+    >>> _narrows("self.assertIn('ORDER BY', q)", "self.assertIn('ORDER BY \\"a\\" ASC', q)")
+    True
+    >>> _narrows("self.assertIn('ORDER BY x', q)", "self.assertIn('ORDER', q)"), _narrows("assert x == 'a'", "assert x == 'ab'")
+    (False, False)
+    """
+    o, n = cut(old), cut(new)
+    if not (_CONTAINS.search(o) and _CONTAINS.search(n)):
+        return False
+    lo, ln = _LITERAL.findall(o), _LITERAL.findall(n)
+    if len(lo) != len(ln) or not lo or lo[1:] != ln[1:] or lo[0][:1] not in "'\"" or ln[0][:1] not in "'\"":
+        return False
+    return lo[0][1:-1] in ln[0][1:-1] and lo[0] != ln[0]
+
+
 def _shape(text: str) -> str:
     return _LITERAL.sub("_", " ".join(cut(text).split()))
 
@@ -387,9 +408,12 @@ def _weakened(
             tests.append(view.test_id(view.enclosing(h, ours[0][0])))
             first = first or view.cite((h, ours[0][0]))
             continue
-        shapes = {_shape(r.text) for _, r in added}
+        shapes: dict[str, list[str]] = {}
+        for _, r in added:
+            shapes.setdefault(_shape(r.text), []).append(r.text)
         for i, r in ours:
-            if _shape(r.text) in shapes and _CHECK.search(cut(r.text)):
+            twins = shapes.get(_shape(r.text), [])
+            if twins and _CHECK.search(cut(r.text)) and not any(_narrows(r.text, t) for t in twins[:20]):
                 changed_values.append((h, i))
             modified.append((h, i))
     for h, i, name in early_returns(view):

@@ -410,3 +410,16 @@ def test_hostile_input_is_bounded():
     elapsed = time.process_time() - started
     print(f"\nhostile inputs screened in {elapsed:.2f} s")
     assert elapsed < 5
+
+
+@pytest.mark.parametrize(
+    ("command", "leak"),
+    [
+        ("git describe --tags --abbrev=0 HEAD", False),  # the nearest older tag: ancestry only
+        ("git describe --all --long", False),
+        ("git describe --contains HEAD", True),  # the first tag after the base
+        ("git name-rev --all", True),
+    ],
+)
+def test_describe_looks_ahead_only_with_contains(command, leak):
+    assert ("history_search" in slugs(screen(command))) is leak

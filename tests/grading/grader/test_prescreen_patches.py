@@ -910,3 +910,18 @@ def test_a_skip_inside_a_test_the_patch_adds_is_left_to_that_test():
     hunk = " import pytest\n+\n+def test_new():\n+    pytest.importorskip('yaml')\n+    assert widget() == 2\n"
     patch = FIX + edit("tests/test_core.py", hunk, start=1)
     assert screen(patch, task=NAMED, tests=NAMED_OUTCOMES, test_log=_skipped_at(4)) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "weakened"),
+    [
+        ("self.assertIn('ORDER BY', sql)", 'self.assertIn(\'ORDER BY "t"."c" ASC\', sql)', False),  # asks more
+        ("assert 'ORDER BY' in sql", "assert 'ORDER BY \"t\"' in sql", False),
+        ("self.assertIn('ORDER BY \"t\"', sql)", "self.assertIn('ORDER BY', sql)", True),  # asks less
+        ("self.assertEqual(sql, 'ORDER BY')", "self.assertEqual(sql, 'ORDER BY \"t\"')", True),  # another value
+    ],
+)
+def test_a_longer_needle_in_a_containment_check_is_not_a_changed_value(old, new, weakened):
+    hunk = f" def test_widget(self):\n-    {old}\n+    {new}\n"
+    task = Task(repo="octo/widgets", pass_to_pass=("tests/test_core.py::test_widget",))
+    assert ("test_weakened" in found(screen(FIX + edit("tests/test_core.py", hunk), task=task))) is weakened
