@@ -67,11 +67,21 @@ def database_urls(name: str) -> tuple[str, str]:
     return urlunparse(base._replace(path="/postgres", query="")), urlunparse(base._replace(path=f"/{name}", query=""))
 
 
+# `make bench-smoke` (benchmarks/smoke.py) migrates one database once and names it here; every
+# script's database is then made as a copy of it, so the script's own migrate finds nothing to
+# do (it still runs). Unset, as in a full run, a script's database starts empty and is migrated.
+TEMPLATE_ENV = "GAGAR_BENCH_TEMPLATE"
+
+
 def recreate_database(admin_url: str, name: str, *, drop_only: bool = False) -> None:
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         if not drop_only:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            template = os.environ.get(TEMPLATE_ENV)
+            create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+            if template:
+                create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+            conn.execute(create)
 
 
 def in_process_django(name: str, *, reuse: bool = False) -> tuple[str, str]:
