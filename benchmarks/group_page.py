@@ -97,7 +97,7 @@ GOAL_HTML_BYTES = 1_500_000  # a repeat view of the heavier loads
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--requests", type=int, default=100, help="timed GETs per group and person (>= 50)")
+    p.add_argument("--requests", type=int, default=100, help="timed GETs per group and person (>= 50, 1 with --smoke)")
     p.add_argument("--warmup", type=int, default=5, help="untimed GETs first")
     p.add_argument("--first-rounds", type=int, default=10, help="fresh servers, each showing every real-size group once")
     p.add_argument("--first-groups", type=int, default=4, help="real-size groups of 15 rollouts (1-4 share no trajectory)")
@@ -107,6 +107,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=2024)
     p.add_argument("--keep", action="store_true", help="keep the database afterwards")
     p.add_argument("--profile", metavar="FILE", help="serve the first views with runserver under cProfile, profile here")
+    p.add_argument(
+        "--smoke", action="store_true", help="make bench-smoke: allow --requests below 50 (the figures then mean nothing)"
+    )
     return p.parse_args()
 
 
@@ -409,8 +412,8 @@ def _row(label: str, rows: list[tuple[float, int, int]], queries: str, goal: str
 
 def main() -> int:
     args = parse_args()
-    if args.requests < 50:
-        raise SystemExit("--requests must be at least 50")
+    if args.requests < (1 if args.smoke else 50):
+        raise SystemExit("--requests must be at least 50 (1 with --smoke)")
     if args.first_rounds < 1 or args.first_groups < 1:
         raise SystemExit("--first-rounds and --first-groups must be at least 1")
     admin_url, db_url = database_urls(args.database)

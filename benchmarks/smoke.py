@@ -40,7 +40,11 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "clusters": (["--demo-steps", "1", "--demo-groups", "2", "--demo-rollouts", "4"], "distinct"),
     "export": (["--steps", "2", "--groups", "20", "--repeat", "1"], "parquet_file()"),
     "grading": (["--groups", "4", "--turns", "3", "--jobs", "2", "--delay", "0.001"], "groups/s"),
-    "group_page": (["--requests", "50", "--warmup", "1", "--first-rounds", "2", "--first-groups", "2"], "p95"),
+    # one fresh server shows both real-size groups: its first page (admin), then a first view (reviewer)
+    "group_page": (
+        ["--smoke", "--requests", "3", "--warmup", "1", "--first-rounds", "1", "--first-groups", "2", "--rollouts", "4"],
+        "p95",
+    ),
     "import_formats": (["--instances", "5", "--steps", "2", "--rows", "16", "--group", "4"], "verl      re-import"),
     "import_runs": (["--trajectories", "8", "--runs", "2"], "re-import:"),
     "importer_regex": (["--sizes", "100", "--big", "10000", "--repeat", "1"], "well-formed inputs"),
