@@ -53,7 +53,8 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "llm_server": (["--slots", "1", "--per-slot", "1", "--turns", "2", "--max-tokens", "8"], "conv/min"),
     "last_verdict": (["--sizes", "4", "--rollouts", "4"], "last verdict -> final rows"),
     "sandbox": (["--files", "200", "--small", "20", "--repeat", "2"], "overhead = median"),
-    "scale": (["--scale", "0.005", "--groups-per-step", "64", "--requests", "2", "--api-requests", "1"], "judge next group"),
+    # 2 steps of 32 groups: ~50 mixed groups, enough for the floors of 50 judgments, 10 adjudications, 10 audits
+    "scale": (["--scale", "0.0025", "--groups-per-step", "32", "--requests", "2", "--api-requests", "1"], "judge next group"),
     "scanners": (["--smoke"], "MB/s"),
     "scanners:heldout": (["--smoke", "--heldout"], "MB/s"),
     "scanners:heldout-b": (["--smoke", "--heldout-b"], "MB/s"),
