@@ -9,8 +9,9 @@ it unnoticed: export.py stopped at its first row after groups gained NOT NULL
 columns its COPY did not fill. Here each script runs to its end on a load small enough for
 a few seconds, and must exit 0 and print its table. The figures mean nothing at this size
 and are not kept. The scripts that need PostgreSQL create and drop their own databases on
-the server DATABASE_URL names, named `gagar_smoke_<script>` here (never the scripts' own
-defaults, which a full run may have kept); training_loop.py also needs CELERY_BROKER_URL (Redis),
+the server DATABASE_URL names, named `<its database>_smoke_<script>` here (never the scripts'
+own defaults, which a full run may have kept), each a copy of one database migrated first
+(`<its database>_smoke_template`); training_loop.py also needs CELERY_BROKER_URL (Redis),
 waiters.py Debian's nginx (as tests/hostile/test_proxy.py), llm_server.py the model server
 `scripts/llm-server build` makes (the Makefile's bench-smoke builds it first when it is not there).
 About three minutes on two cores.
@@ -23,11 +24,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 from _support import TEMPLATE_ENV, database_urls, recreate_database  # benchmarks/ is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = "gagar_smoke_template"
+# <DATABASE_URL's database>_smoke_<script>: two smoke runs on one server (CI's gagar_ci, a
+# developer's own) drop none of each other's databases; gagar_smoke_<script> without one.
+_OWN = urlparse(os.environ.get("DATABASE_URL", "")).path.strip("/")
+PREFIX = f"{_OWN}_smoke" if _OWN and _OWN != "postgres" and "/" not in _OWN else "gagar_smoke"
+TEMPLATE = f"{PREFIX}_template"
 
 # name -> (arguments for a tiny load, a piece of the output that only a finished run prints);
 # `script:mode` runs benchmarks/<script>.py again in another mode.
@@ -149,7 +155,7 @@ def run_all(names: list[str], env: dict[str, str]) -> list[str]:
     for name in names:
         args, marker = RUNS[name]
         if name in OWN_DATABASE:
-            args = [*args, "--database", f"gagar_smoke_{name.replace(':', '_')}"]
+            args = [*args, "--database", f"{PREFIX}_{name.replace(':', '_')}"]
         started = time.perf_counter()
         try:
             done = subprocess.run(
