@@ -37,10 +37,16 @@ sys.path.insert(0, str(ROOT))
 from tests.helpers.served import Nginx, nginx_binary  # noqa: E402  (the same nginx set-up as the hostile tests)
 
 NGINX = "the same behind nginx (docker/nginx.conf.template)"
-CONFIGS = {
-    "4 sync workers (before)": ["--workers", "4"],
-    "4 gthread workers x 16 threads (docker/start.sh)": ["--workers", "4", "--worker-class", "gthread", "--threads", "16"],
-}
+
+
+def configs(workers: int) -> dict[str, list[str]]:
+    """The old docker-compose command, docker/start.sh's, and the same behind nginx (4 workers each as deployed)."""
+    gthread = ["--workers", str(workers), "--worker-class", "gthread", "--threads", "16"]
+    return {
+        f"{workers} sync workers (before)": ["--workers", str(workers)],
+        f"{workers} gthread workers x 16 threads (docker/start.sh)": gthread,
+        NGINX: gthread,
+    }
 
 
 def parse_args() -> argparse.Namespace:
@@ -48,6 +54,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--clients", type=int, nargs="+", default=[4, 32, 96])
     p.add_argument("--probes", type=int, default=10)
     p.add_argument("--hold", type=float, default=0, help="seconds the slow clients stay open before the last probe")
+    p.add_argument("--workers", type=int, default=4, help="gunicorn workers in each configuration (4 as deployed)")
     return p.parse_args()
 
 
@@ -79,8 +86,7 @@ def main() -> None:
     subprocess.run([PYTHON, "manage.py", "migrate", "--no-input", "-v0"], cwd=ROOT, env=env, check=True)
     rows = []
     notes = []
-    configs = {**CONFIGS, NGINX: CONFIGS["4 gthread workers x 16 threads (docker/start.sh)"]}
-    for name, options in configs.items():
+    for name, options in configs(args.workers).items():
         port = free_port()
         server = subprocess.Popen(
             [PYTHON, "-m", "gunicorn", "gagar_web.wsgi", "--bind", f"127.0.0.1:{port}", "--timeout", "600", *options],

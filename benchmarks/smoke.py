@@ -65,7 +65,7 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "scanners:heldout": (["--smoke", "--heldout"], "MB/s"),
     "scanners:heldout-b": (["--smoke", "--heldout-b"], "MB/s"),
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
-    "slow_clients": (["--clients", "1", "--probes", "2"], "healthz"),
+    "slow_clients": (["--clients", "1", "--probes", "2", "--workers", "2"], "healthz"),
     "web_memory": (
         ["--post-sizes", "1,2", "--export-sizes", "4,8", "--rollouts", "4", "--rollout-kb", "20", "--batch", "1"],
         "peak growth",
