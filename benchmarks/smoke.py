@@ -73,14 +73,17 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "waiters": (["--waiters", "6", "--tokens", "2", "--wait", "10", "--probes", "6"], "goal <= 2x"),
     "workspace": (["--files", "300", "--rollouts", "4"], "disk per group"),
     "training_loop": (
-        ["--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001", "--concurrency", "2"],
+        [
+            *("--groups", "4", "--rollouts", "4", "--turns", "3", "--delay", "0.001"),
+            *("--concurrency", "2", "--workers", "1", "--web-workers", "1"),
+        ],
         "ideal / actual",
     ),
     "training_loop:paper": (
         [
             "--paper",
             *("--sizes", "2,4", "--rollouts", "4", "--rollout-kb", "20", "--batch", "3"),
-            *("--turns", "3", "--delay", "0.001", "--concurrency", "4"),
+            *("--turns", "3", "--delay", "0.001", "--concurrency", "4", "--web-workers", "1"),
         ],
         "peak DB connections",
     ),
