@@ -67,7 +67,10 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2", "--workers", "2"], "healthz"),
     "web_memory": (
-        ["--post-sizes", "1,2", "--export-sizes", "4,8", "--rollouts", "4", "--rollout-kb", "20", "--batch", "1"],
+        [
+            *("--post-sizes", "1,2", "--export-sizes", "4,8", "--rollouts", "4", "--rollout-kb", "20", "--batch", "1"),
+            *("--web-workers", "1"),
+        ],
         "peak growth",
     ),
     "waiters": (["--waiters", "6", "--tokens", "2", "--wait", "10", "--probes", "6"], "goal <= 2x"),
