@@ -81,15 +81,14 @@ def queue_scans(*, group_ids: list[int]) -> None:
     The groups are marked due first: their step is not final until they are scanned, or until
     the run's grading deadline has passed since (a worker that never comes holds no trainer
     longer than grading would), so a trainer's final advantages already have the scanners'
-    cheats zeroed (grading.waits.progress)."""
+    cheats zeroed (grading.waits.progress). They are marked in the storing transaction, so no
+    reader ever sees them stored and not yet due (a trainer reading the step between the commit
+    and the hook would take advantages no scanner had read), and a transaction that rolls back
+    marks nothing."""
     if not group_ids:
         return
-
-    def send() -> None:
-        Group.objects.filter(pk__in=group_ids).update(scan_due_at=timezone.now())
-        queue(SCAN_GROUPS, group_ids=group_ids)
-
-    transaction.on_commit(send, robust=True)
+    Group.objects.filter(pk__in=group_ids).update(scan_due_at=timezone.now())
+    transaction.on_commit(lambda: queue(SCAN_GROUPS, group_ids=group_ids), robust=True)
 
 
 def scan_groups(*, group_ids: list[int]) -> int:
@@ -103,6 +102,7 @@ def scan_groups(*, group_ids: list[int]) -> int:
     that stored them: benchmarks/ingest.py)."""
     stored = 0
     cheated: set[int] = set()
+    Group.objects.filter(pk__in=group_ids, scan_due_at__isnull=False, n_passed=0).update(scan_due_at=None)
     for group in Group.objects.filter(pk__in=group_ids, n_passed__gt=0).select_related("run__project", "task", "step"):
         try:
             workspace = load_workspace(group, passed_only=True)  # a failing rollout's body is never read
@@ -111,7 +111,6 @@ def scan_groups(*, group_ids: list[int]) -> int:
                 Group.objects.filter(pk=group.pk).update(scan_due_at=None)
         except Exception:  # one group's failure must not leave the others unread; it stays due
             logger.exception("scanning group %s failed; its step waits until its deadline", group.pk)
-    Group.objects.filter(pk__in=group_ids, scan_due_at__isnull=False, n_passed=0).update(scan_due_at=None)
     if cheated:
         mark_stale(step_ids=cheated)
     return stored

@@ -128,9 +128,10 @@ def _terminate_app_connections() -> int:
 def test_database_restart_mid_ingest_is_a_503_and_a_resend_succeeds(live_server, alice_token, settings):
     # The server reads the body in 1 MB blocks; 40 kB lines and a first part of 100 lines
     # (4 MB) make sure it has read past line 65, which makes it write batch 1, before the pause.
-    # Highlighting ahead off: with eager Celery it runs in batch 1's after-commit hook, and a
-    # kill landing there fails only that hook (logged; the batch is stored and counted) while
-    # ingest goes on; this test is about the kill between two batches.
+    # With eager Celery, batch 1's after-commit hooks (highlighting ahead, the scanners) run in
+    # the request; a kill landing there fails only that hook (logged; the batch is stored and
+    # counted) while ingest goes on. This test is about the kill between two batches: highlighting
+    # ahead is off, and the kill waits until the scanners have read batch 1 (no group left due).
     settings.GAGAR_HIGHLIGHT_AHEAD = False
     lines = step_body(log_bytes=40_000).splitlines(keepends=True)
     first, rest = lines[:100], lines[100:]
@@ -143,9 +144,13 @@ def test_database_restart_mid_ingest_is_a_503_and_a_resend_succeeds(live_server,
     )
     sender.start()
     deadline = time.monotonic() + 60
-    while Group.objects.count() < BATCH_LINES and time.monotonic() < deadline:  # batch 1 committed
+
+    def batch_one_done() -> bool:  # committed, and its scan hook has run
+        return Group.objects.count() == BATCH_LINES and not Group.objects.filter(scan_due_at__isnull=False).exists()
+
+    while not batch_one_done() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert Group.objects.count() == BATCH_LINES
+    assert batch_one_done()
     killed = _terminate_app_connections()
     connection.close()  # ours was killed too; the next query reconnects
     released.set()
