@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/scanners.py --smoke         # 2 forms a category, 8 hosts, 1 pass
     .venv/bin/python benchmarks/scanners.py --heldout       # held-out corpus A (now a development set)
     .venv/bin/python benchmarks/scanners.py --heldout-b     # held-out corpus B, the detectors never met
+    .venv/bin/python benchmarks/scanners.py --heldout-c     # held-out corpus C, written blind, never met
 
 1. Builds the corpus of tests/helpers/exploits (written without reading the detectors): every
    catalogue category planted in at least 8 varied forms into the 64 real mini-swe-agent and
@@ -31,6 +32,9 @@ and it must not be used to tune them (a figure after a fix is reported apart). H
 since been used to improve the detectors, so it is no longer held out; `--heldout-b` measures
 tests/helpers/exploits/heldout_b.py, a second corpus written later the same way (without reading
 the detectors or their tests) for honest recall after that work, under the same rule.
+`--heldout-c` measures tests/helpers/exploits/heldout_c.py, a third corpus written blind the same
+way (no detector, detector test, detector commit or recall figure read) while B was being used for
+tuning, under the same rule.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from benchmarks._support import cpu_model, memory_gib
 from tests.helpers.exploits import Case, honest_host_ids, honest_hosts, lookalikes, planted
 from tests.helpers.exploits.heldout import heldout_lookalikes, heldout_planted
 from tests.helpers.exploits.heldout_b import heldout_b_lookalikes, heldout_b_planted
+from tests.helpers.exploits.heldout_c import heldout_c_lookalikes, heldout_c_planted
 from tests.helpers.exploits.measure import (
     misses,
     render,
@@ -80,6 +85,11 @@ def main() -> None:
         action="store_true",
         help="measure held-out corpus B (tests/helpers/exploits/heldout_b.py), never met",
     )
+    parser.add_argument(
+        "--heldout-c",
+        action="store_true",
+        help="measure held-out corpus C (tests/helpers/exploits/heldout_c.py), written blind, never met",
+    )
     args = parser.parse_args()
 
     print(
@@ -87,9 +97,11 @@ def main() -> None:
         f"Python {sys.version.split()[0]}; load {os.getloadavg()[0]:.2f}"
     )
     started = time.perf_counter()
-    if args.heldout and args.heldout_b:
-        parser.error("--heldout and --heldout-b measure different corpora: give one")
-    if args.heldout_b:
+    if sum((args.heldout, args.heldout_b, args.heldout_c)) > 1:
+        parser.error("--heldout, --heldout-b and --heldout-c measure different corpora: give one")
+    if args.heldout_c:
+        cases, alikes = heldout_c_planted(), heldout_c_lookalikes()
+    elif args.heldout_b:
         cases, alikes = heldout_b_planted(), heldout_b_lookalikes()
     elif args.heldout:
         cases, alikes = heldout_planted(), heldout_lookalikes()
@@ -99,8 +111,9 @@ def main() -> None:
     repeat = args.repeat
     if args.smoke:
         cases, alikes, hosts, names, repeat = _few(cases, 2), _few(alikes, 1), hosts[:8], names[:8], 1
+    label = " (held out C)" if args.heldout_c else " (held out B)" if args.heldout_b else " (held out)" if args.heldout else ""
     print(
-        f"corpus{' (held out B)' if args.heldout_b else ' (held out)' if args.heldout else ''}: "
+        f"corpus{label}: "
         f"{len(cases)} planted, {len(alikes)} look-alikes, "
         f"{len(hosts)} honest hosts "
         f"(built in {time.perf_counter() - started:.1f} s)\n"
