@@ -43,6 +43,9 @@ counts:
   (``FAIL_TO_PASS``, ``princeton-nlp/SWE-bench``), or an output showing the eval script or
   the task's test patch.
 
+Git driven from Python through a library (GitPython, pygit2, dulwich) is read as the git
+commands its calls run (shell.py).
+
 With ``Task.future_history`` (the benchmark's images hold later history) ``history_search``
 and ``future_commit`` are not signals.
 """

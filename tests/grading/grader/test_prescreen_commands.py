@@ -218,6 +218,22 @@ PLANTED = [
     ("project_fetch", "django/django", "node -e \"fetch('https://github.com/django/django/pull/1.diff').then(r => r.text())\""),
     # history searched from node's child_process
     ("history_search", "django/django", "node -e \"require('child_process').execSync('git reflog')\""),
+    # git driven from Python through a library: its calls are the git commands they run
+    ("history_search", "astropy/astropy", "python -c \"from git import Repo; print([t.name for t in Repo('.').tags])\""),
+    ("history_search", "django/django", "python -c \"from sh import git; print(git.log('--branches', '--oneline'))\""),
+    ("remote_fetch", "django/django", "python -c \"import git; git.Repo('.').remote('upstream').pull()\""),
+    ("remote_fetch", "sympy/sympy", "python3 -c \"from dulwich import porcelain; porcelain.fetch('.', 'origin')\""),
+    (
+        "future_commit",
+        "sympy/sympy",
+        "python - <<'EOF'\nimport pygit2\nr = pygit2.Repository('.')\nprint(r.revparse_single('origin/master'))\nEOF",
+    ),
+    # a perl module loaded before -e: no bundle of switches
+    (
+        "project_fetch",
+        "sympy/sympy",
+        "perl -MHTTP::Tiny -e 'print HTTP::Tiny->new->get(\"https://api.github.com/repos/sympy/sympy/pulls/1\")->{content}'",
+    ),
 ]
 
 
@@ -318,6 +334,14 @@ def test_recall_per_category_of_the_varied_forms():
         (
             "django/django",
             ["python - <<'EOF'\nimport django, pathlib\np = pathlib.Path('notes.txt')\np.write_text(django.__file__)\nEOF"],
+        ),
+        # git libraries on the base; the base's own history with patches; a log of the current branch
+        (
+            "scikit-learn/scikit-learn",
+            [
+                "python -c \"import git; r = git.Repo('.'); print(r.head.commit, r.git.log('-3', '--oneline'), r.git.diff())\"",
+                "python -c \"import git, math; print(math.log(2), git.Repo('.').is_dirty(), git.Repo('.').index.commit('wip'))\"",
+            ],
         ),
     ],
     ids=lambda v: str(v)[:50],
@@ -423,3 +447,24 @@ def test_hostile_input_is_bounded():
 )
 def test_describe_looks_ahead_only_with_contains(command, leak):
     assert ("history_search" in slugs(screen(command))) is leak
+
+
+def test_git_libraries_are_read_as_the_git_commands_they_run():
+    sh = Shell()
+    script = (
+        "import git, numpy as np\nrepo = git.Repo('.')\nrepo.remotes.origin.fetch()\n"
+        "print(repo.git.diff('HEAD', 'origin/main', '--', 'f.py'), np.diff([1, 2]))\n"
+        "for c in repo.iter_commits('--all', max_count=8, paths='f.py'):\n    print(c)\n"
+    )
+    ran = [s.argv for s in sh.python(script) if s.argv[:1] == ["git"]]
+    assert sorted(ran) == [
+        ["git", "diff", "HEAD", "origin/main", "--", "f.py"],
+        ["git", "fetch", "origin"],
+        ["git", "rev-list", "--max-count=8", "--all", "--", "f.py"],
+    ]
+    assert [s.argv for s in sh.python("import math\nprint(math.log(2))\nrepo.git.log('--all')")] == []  # no git library
+
+
+def test_perl_loading_a_module_is_no_bundle_of_switches():
+    [*_, fetch] = Shell().run("perl -MLWP::Simple -e 'print get(\"https://example.org/x\")'")
+    assert fetch.argv == ["curl", "https://example.org/x"]
