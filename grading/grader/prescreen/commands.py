@@ -14,12 +14,14 @@ counts:
   --all`` (``--branches``/``--tags``/``--remotes``/``--glob``/``--reflog``/``-g``), ``git reflog``,
   ``git branch -a|-r|--contains``, listing tags, ``git for-each-ref``/``show-ref``/``ls-remote``/
   ``fsck``/``show-branch``, ``git describe --contains``, ``cat-file --batch-all-objects``, and
-  reading ``.git/packed-refs``, ``.git/refs``, ``.git/logs``, ``FETCH_HEAD``, ``ORIG_HEAD``.
+  reading ``.git/packed-refs``, ``.git/refs``, ``.git/logs``, ``FETCH_HEAD``, ``ORIG_HEAD``, and
+  listing the commits a ref past the base holds (``git log HEAD..@{upstream}``).
 - ``future_commit``: git reading or applying a commit other than the base's ancestry: a sha no
   base-limited history command (``git log -- f``, ``git blame`` …) printed before, a tag or
   branch other than the current one (``git show main:f``, ``git diff HEAD v6.0.0 -- f``, a
   release tag spelled after the project such as ``sympy-1.4``, also checked out by ``git worktree add``,
-  ``git checkout tags/…``), a remote-tracking ref, or a reflog entry (``HEAD@{1}``).
+  ``git checkout tags/…``), a remote-tracking ref, or a reflog entry (``HEAD@{1}``), and the
+  content of commits over all refs (``git log --all -p``, ``git grep x $(git rev-list --all -1)``).
 - ``remote_fetch``: ``git fetch``/``pull``/``remote update``/``remote show``/``ls-remote``,
   ``submodule update --remote``, and reading remote-tracking refs (``origin/main``, ``@{u}``,
   ``FETCH_HEAD``).
@@ -653,6 +655,8 @@ def _git_findings(argv: list[str], ctx: _Context) -> list[tuple[str, str]]:
                 sub in ("log", "rev-list", "shortlog", "whatchanged", "show") and arg in ("-g",)
             ):
                 found.append(("history_search", f"{said}: {option} reads history past the base"))
+                if sub == "show" or (sub in ("log", "whatchanged") and _shows_content(args)):
+                    found.append(("future_commit", f"{said}: shows the content of commits past the base"))
                 break
             if option in ("--batch-all-objects", "--unreachable", "--lost-found", "--dangling") or (
                 (sub == "describe" and option == "--contains") or (sub == "name-rev" and option in ("--contains", "--all"))
@@ -665,6 +669,10 @@ def _git_findings(argv: list[str], ctx: _Context) -> list[tuple[str, str]]:
             if kind is None:
                 continue
             what, name = kind
+            if sub in _WALKS and what != "commit" and not any(f[0] == "history_search" for f in found):
+                # `git log HEAD..@{upstream}`, `git rev-list main..origin/main`: the commits a ref
+                # past the base holds, listed
+                found.append(("history_search", f"{said}: lists the commits of {name}, past the base"))
             if what == "remote":
                 found.append(("future_commit", f"{said}: reads the remote-tracking {name}"))
             elif what == "reflog":
@@ -685,6 +693,21 @@ def _remote_refs(sub: str, args: list[str], ctx: _Context, said: str) -> list[tu
         if kind and kind[0] == "remote":
             return [("remote_fetch", f"{said}: reads remote state ({kind[1]})")]
     return []
+
+
+_WALKS = {"log", "rev-list", "shortlog", "whatchanged", "cherry", "range-diff"}  # commands that list commits
+_CONTENT = {"-p", "-u", "--patch", "--patch-with-stat", "--patch-with-raw", "--cc", "--full-diff", "--word-diff", "-L"}
+
+
+def _shows_content(args: list[str]) -> bool:
+    """Whether a log prints what its commits changed (`-p`, `-U5`, `--word-diff=color`), not only their names."""
+    for arg in args:
+        if arg == "--":
+            return False
+        option = arg.split("=", 1)[0]
+        if option in _CONTENT or re.fullmatch(r"-U\d{0,6}|--unified", option):
+            return True
+    return False
 
 
 def _short_flags(args: list[str]) -> str:
@@ -971,6 +994,15 @@ def _shows_test_patch(observation: str, ctx: _Context) -> bool:
 
 
 _APPLIES = {
+    "grep",
+    "ls-tree",
+    "archive",
+    "blame",
+    "annotate",
+    "diff-tree",
+    "whatchanged",
+    "worktree",
+    "switch",
     "show",
     "diff",
     "checkout",

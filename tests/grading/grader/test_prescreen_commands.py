@@ -228,7 +228,11 @@ PLANTED = [
         "sympy/sympy",
         "python - <<'EOF'\nimport pygit2\nr = pygit2.Repository('.')\nprint(r.revparse_single('origin/master'))\nEOF",
     ),
-    # a perl module loaded before -e: no bundle of switches
+    # the commits of a ref past the base listed; the content of commits over all refs read
+    ("history_search", "pytest-dev/pytest", "git rev-list --count main@{u}"),
+    ("history_search", "sympy/sympy", "git log --oneline HEAD..origin/master -- sympy/core"),
+    ("future_commit", "astropy/astropy", "git log --remotes -U3 -2 -- astropy/units/core.py"),
+    ("future_commit", "astropy/astropy", "git ls-tree -r $(git rev-list --all --max-count=1) astropy/units"),
     (
         "project_fetch",
         "sympy/sympy",
@@ -341,6 +345,8 @@ def test_recall_per_category_of_the_varied_forms():
             [
                 "python -c \"import git; r = git.Repo('.'); print(r.head.commit, r.git.log('-3', '--oneline'), r.git.diff())\"",
                 "python -c \"import git, math; print(math.log(2), git.Repo('.').is_dirty(), git.Repo('.').index.commit('wip'))\"",
+                "git log --oneline HEAD",
+                "git log -p -3 -- sklearn/base.py",
             ],
         ),
     ],
