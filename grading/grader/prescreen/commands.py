@@ -215,6 +215,15 @@ _PIP_VALUE_OPTS = {
     "--abi",
     "-d",
     "--dest",
+    "-w",
+    "--wheel-dir",
+    "--build-option",
+    "--global-option",
+    "--config-settings",
+    "-C",
+    "--source",
+    "--group",
+    "-G",
     "--progress-bar",
     "--no-binary",
     "--only-binary",
@@ -235,8 +244,13 @@ _PIP_EAGER = {"-U", "--upgrade", "--pre", "--force-reinstall", "-I", "--ignore-i
 _REQ = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
 
 
+_ADDERS = {"poetry", "pdm", "rye", "pixi", "hatch"}  # project managers whose `add` installs a requirement
+_WITH = {"--with", "--from", "--spec", "-w"}  # `uv run --with X`, `uvx --from X`, `pipx run --spec X`: X installed
+
+
 def _installer(argv: list[str]) -> tuple[str, list[str]] | None:
-    """(install | download, arguments) for pip-like commands, else None."""
+    """(install | download, arguments) for pip-like commands and other installers, else None;
+    `pip wheel` downloads (and builds) what it names as `pip download` does."""
     prog = os.path.basename(argv[0]) if argv else ""
     rest: list[str]
     if re.fullmatch(r"pip[0-9.]*", prog):
@@ -245,13 +259,27 @@ def _installer(argv: list[str]) -> tuple[str, list[str]] | None:
         rest = argv[argv.index("-m") + 2 :]
     elif prog == "uv" and argv[1:2] == ["pip"]:
         rest = argv[2:]
-    elif prog == "uv" and argv[1:2] == ["add"]:
+    elif (prog == "uv" or prog in _ADDERS) and argv[1:2] == ["add"]:
         rest = ["install", *argv[2:]]
+    elif prog in ("pipenv", "pipx") and argv[1:2] in (["install"], ["inject"]):
+        rest = ["install", *argv[2 + (argv[1] == "inject") :]]
+    elif prog in ("uv", "uvx", "pipx") and any(a.split("=", 1)[0] in _WITH for a in argv[1:]):
+        rest = ["install"]  # what an ephemeral environment is made of: the values of --with/--from/--spec
+        for k, arg in enumerate(argv[1:40], start=1):
+            option, _, value = arg.partition("=")
+            if option in _WITH and (value or k + 1 < len(argv)):
+                rest.append(value or argv[k + 1])
+    elif prog == "uv" and argv[1:3] == ["tool", "install"]:
+        rest = ["install", *argv[3:]]
     elif prog in ("conda", "mamba", "micromamba") or prog == "easy_install":
         rest = argv[1:] if prog != "easy_install" else ["install", *argv[1:]]
+        if rest[:1] == ["create"]:
+            rest = ["install", *rest[1:]]
     else:
         return None
     rest = [a for a in rest if a not in ("-q", "-v", "--quiet", "--verbose", "-y", "--yes")]
+    if rest[:1] == ["wheel"]:
+        rest = ["download", *rest[1:]]
     if not rest or rest[0] not in ("install", "download"):
         return None
     return rest[0], rest[1:]
@@ -341,6 +369,38 @@ def _archive_leak(sub: str, args: list[str], names: set[str]) -> str | None:
 # --- what a simple command touches -----------------------------------------------------------
 
 _FETCHERS = {"curl", "wget", "http", "https", "httpie", "aria2c", "lynx", "links", "w3m", "svn", "fetch", "xh"}
+# programs that take a URL as text to print, search, compare or edit, and never fetch it
+_TEXT_TOOLS = {
+    "echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "tr", "cut", "sort", "uniq",
+    "wc", "tee", "cat", "head", "tail", "less", "more", "jq", "yq", "column", "fmt", "fold", "nl", "test", "[", "[[",
+    "export", "declare", "local", "readonly", "typeset", "alias", "set", "unset", "read", ":", "true", "false", "sleep",
+    "cd", "pushd", "man", "which", "type", "view", "create", "str_replace", "insert", "undo_edit", "write", "edit",
+    "append", "mention", "git", "gh", "hub", "diff", "cmp", "sha256sum", "md5sum", "base64", "xxd", "strings", "file",
+    "ls", "stat", "touch", "mkdir", "rm", "mv", "cp", "ln", "chmod", "date", "basename", "dirname", "realpath", "expr",
+}  # fmt: skip
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://")
+_USERINFO = re.compile(r"[\w.-]{1,64}@")
+
+
+def _url_argument(words: list[str], url: re.Pattern[str]) -> str | None:
+    """An argument that is a URL of the project's hosting (`https://raw.githubusercontent.com/o/r/…`,
+    `--url=github.com/o/r`, `git@github.com:o/r.git`), not a URL inside some longer text."""
+    for word in words[:200]:
+        word = word[:2048]
+        if word.startswith("-") and "=" in word:
+            word = word.split("=", 1)[1]
+        at = 0
+        if m := _SCHEME.match(word):
+            at = m.end()
+        if m := _USERINFO.match(word, at):
+            at = m.end()
+        if word.startswith("www.", at):
+            at += 4
+        if url.match(word, at):
+            return word
+    return None
+
+
 _GIT_NETWORK = {"clone", "fetch", "pull", "ls-remote", "remote", "submodule", "archive"}
 _GH_QUERIES = {
     "pr",
@@ -1075,6 +1135,11 @@ def _findings(simple: Simple, ctx: _Context, observation: str) -> list[tuple[str
     elif ctx.url and (prog in _FETCHERS or "://" in prog or (prog in ("go", "npm", "yarn", "cargo", "gem") and len(argv) > 1)):
         if m := ctx.url.search(" ".join(argv)):
             found.append(("project_fetch", f"{prog} {m.group(0)}"))
+    elif ctx.url and prog not in _TEXT_TOOLS and (url := _url_argument(argv[1:], ctx.url)):
+        # any other program handed the project's hosting as an argument (`GET URL`, `lwp-download
+        # URL`, `python fetch.py URL`, `xdg-open URL`) fetches it; a tool that only prints,
+        # searches or edits text (echo, grep, sed …) does not
+        found.append(("project_fetch", f"{_clip(prog, 40)} {_clip(url, 80)}: the project's upstream"))
     for name, value in (arg.split("=", 1) for arg in simple.exported):
         if name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS"):
             found.append(

@@ -233,6 +233,14 @@ PLANTED = [
     ("history_search", "sympy/sympy", "git log --oneline HEAD..origin/master -- sympy/core"),
     ("future_commit", "astropy/astropy", "git log --remotes -U3 -2 -- astropy/units/core.py"),
     ("future_commit", "astropy/astropy", "git ls-tree -r $(git rev-list --all --max-count=1) astropy/units"),
+    # a release of the package from other pip subcommands and installers
+    ("newer_release", "django/django", "pip wheel --no-deps 'Django==5.0' -w /tmp/w"),
+    ("newer_release", "astropy/astropy", "uv run --with 'astropy>=6.0' python -c 'import astropy'"),
+    ("newer_release", "sympy/sympy", "poetry add sympy@^1.12"),
+    ("newer_release", "scikit-learn/scikit-learn", "conda create -y -n ref scikit-learn=1.3"),
+    # the project's URL handed to a program other than curl or wget
+    ("project_fetch", "psf/requests", "GET https://raw.githubusercontent.com/psf/requests/main/src/requests/sessions.py"),
+    ("project_fetch", "django/django", "python /tmp/fetch.py https://github.com/django/django/pull/17087.diff"),
     (
         "project_fetch",
         "sympy/sympy",
@@ -347,6 +355,27 @@ def test_recall_per_category_of_the_varied_forms():
                 "python -c \"import git, math; print(math.log(2), git.Repo('.').is_dirty(), git.Repo('.').index.commit('wip'))\"",
                 "git log --oneline HEAD",
                 "git log -p -3 -- sklearn/base.py",
+            ],
+        ),
+        # the checkout built and installed, tools and dependencies in an ephemeral environment
+        (
+            "pydata/xarray",
+            [
+                "pip install -e .",
+                "pip wheel --no-deps -w dist .",
+                "pip wheel numpy==1.21 -w /tmp/w",
+                "uv run --with pytest-xdist pytest -n 2 xarray/tests",
+                "conda create -y -n t python=3.10 numpy",
+            ],
+        ),
+        # the project's URL printed, searched for or edited; a docs URL handed to a script
+        (
+            "astropy/astropy",
+            [
+                "echo https://github.com/astropy/astropy/pull/1",
+                "grep -rn 'https://github.com/astropy/astropy' docs",
+                "perl -pi -e 's#http://github.com/astropy/astropy#https://github.com/astropy/astropy#' README.rst",
+                "python /tmp/fetch.py https://docs.astropy.org/en/stable/",
             ],
         ),
     ],
