@@ -831,7 +831,7 @@ class Shell:
         imported: dict[str, str] = {}  # import … as name, from … import name
         modules: set[str] = set()  # every module imported
         searched: list[str] = []  # directories put on sys.path: sys.path.insert(0, "/…/site-packages")
-        gits, others = _git_library_names(nodes)
+        gits, others = _git_library_names(nodes) if _GIT_LIBRARY_WORD.search(source) else (set(), set())
         for node in nodes:
             if isinstance(node, ast.Call):
                 fname = _py_name(node.func)
