@@ -529,7 +529,9 @@ def _git_library_call(node: ast.Call, fname: str, gits: set[str], others: set[st
         return ["git", last.replace("_", "-"), *_git_options(keywords), *words]
     if receiver[:1] == ["porcelain"] or (len(receiver) == 2 and receiver[0] == "dulwich"):  # porcelain.fetch(repo, …)
         return ["git", last.replace("_", "-"), *_git_options(keywords), *words[1:]]
-    if last in _GIT_REMOTE_CALLS and (not receiver or any(p in ("remote", "remotes", "origin", "upstream") for p in receiver)):
+    if last in _GIT_REMOTE_CALLS and (
+        not receiver or any(p.lower() in ("remote", "remotes", "origin", "upstream") for p in receiver)
+    ):
         remote = receiver[-1] if len(receiver) >= 2 and receiver[-2] == "remotes" else ""
         sub = ["remote", "update"] if last == "update" else [last]
         return ["git", *sub, *([remote] if remote else []), *_git_options(keywords), *words]

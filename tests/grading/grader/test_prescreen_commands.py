@@ -223,6 +223,7 @@ PLANTED = [
     ("history_search", "django/django", "python -c \"from sh import git; print(git.log('--branches', '--oneline'))\""),
     ("remote_fetch", "django/django", "python -c \"import git; git.Repo('.').remote('upstream').pull()\""),
     ("remote_fetch", "sympy/sympy", "python3 -c \"from dulwich import porcelain; porcelain.fetch('.', 'origin')\""),
+    ("remote_fetch", "django/django", "python -c \"from git import Repo, Remote; Remote(Repo('.'), 'origin').fetch()\""),
     (
         "future_commit",
         "sympy/sympy",
