@@ -7,7 +7,8 @@ quotes removed, redirection targets, the heredoc or here-string it reads — aft
 to ``bash``/``python``, ``python -c`` code that calls ``subprocess``/``os.system`` (read with
 ``ast``: its calls that open, copy or fetch become pseudo commands ``view``/``create``/``cp``/
 ``curl``; ``shutil.which(x)`` is ``$(which x)``; a module imported after ``sys.path.insert`` of a
-directory is viewed there), the string literals of other interpreters' inline code (``node -e``,
+directory is viewed there; the calls of a git library are the git commands they run:
+``repo.iter_commits('--all')`` is ``git rev-list --all``), the string literals of other interpreters' inline code (``node -e``,
 ``ruby -e``, ``perl -ne``, ``php -r``: a command in one is run, an absolute path viewed, a URL
 fetched), the commands ``find … -exec`` runs on the files it selects, a script the agent wrote
 earlier and runs now, and aliases, functions and variables defined in an earlier turn (one
@@ -352,10 +353,40 @@ _PY_CALLS = frozenset(
     | {*_PY_COPY, "symlink", "remove", "rename", "replace", *_PY_LIST, *_PY_FETCH}
 )
 _PY_NODES = (ast.Call, ast.Attribute, ast.Import, ast.ImportFrom)  # what python() reads of a tree
+_PY_ATTRS = ("__file__", "__path__", "tags", "refs", "references")  # attributes python() reads (the rest: ref lists)
 MAX_NODES = 20_000  # nodes of one Python tree read, breadth first
 
 
 _PY_CALL_NAME = re.compile(r"\b(?:" + "|".join(sorted(_PY_CALLS | _PY_WRITES)) + r")\b")  # literal words: linear
+# Git driven from Python through a library (GitPython, pygit2, dulwich, sh's `git`): its calls are
+# the git commands they run. A command proxy (`repo.git.log('--all')`, `git.Git('.').show(…)`)
+# runs its method's name; the rest of the API maps onto the commands it stands for.
+_GIT_LIBRARIES = {"git", "pygit2", "dulwich"}
+_GIT_LIBRARY_WORD = re.compile(r"\b(?:git|pygit2|dulwich)\b")
+_GIT_API = {
+    "iter_commits": "rev-list",
+    "iter_parents": "rev-list",
+    "walk": "rev-list",
+    "commit": "show",
+    "tree": "ls-tree",
+    "rev_parse": "rev-parse",
+    "revparse_single": "rev-parse",
+    "revparse": "rev-parse",
+    "revparse_ext": "rev-parse",
+    "lookup_reference": "rev-parse",
+    "lookup_reference_dwim": "rev-parse",
+    "resolve_refish": "rev-parse",
+    "merge_base": "merge-base",
+    "clone_from": "clone",
+    "clone_repository": "clone",
+    "ls_remote": "ls-remote",
+    "listall_references": "for-each-ref",
+    "listall_reference_objects": "for-each-ref",
+    "listall_branches": "branch -a",
+    "branch_list": "branch -a",
+    "tag_list": "tag -l",
+}
+_GIT_REMOTE_CALLS = ("fetch", "pull", "update")  # a remote's: `repo.remotes.origin.fetch()`
 _STRING_HEADS = ("git", "gh", "curl", "wget", "pip", "pip3", "cat", "sed", "ln", "cp")  # what _python_strings runs
 
 
@@ -363,7 +394,7 @@ def _may_run(source: str) -> bool:
     """False when python() surely finds nothing in `source`, parsed or not: no call it acts on
     (ASCII source without any of their names as a word; Python folds other identifiers to
     ASCII ones, so those are always parsed) and no string literal _python_strings would read."""
-    if not source.isascii() or _PY_CALL_NAME.search(source):
+    if not source.isascii() or _PY_CALL_NAME.search(source) or _GIT_LIBRARY_WORD.search(source):
         return True
     for m in _PY_STRING.finditer(source):
         text = m.group(1) or m.group(2) or ""
@@ -382,7 +413,7 @@ def _py_nodes(source: str) -> list[ast.AST] | None:
     found: list[ast.AST] = []
     queue: list[ast.AST] = [tree]  # ast.walk's order: level by level, each node's children in field order
     for node in islice(queue, MAX_NODES):  # grows as it goes, never past MAX_NODES
-        if isinstance(node, _PY_NODES) and (not isinstance(node, ast.Attribute) or node.attr in ("__file__", "__path__")):
+        if isinstance(node, _PY_NODES) and (not isinstance(node, ast.Attribute) or node.attr in _PY_ATTRS):
             found.append(node)
         if len(queue) >= MAX_NODES:
             continue
@@ -413,16 +444,124 @@ _INLINE_CODE = {
 }
 
 
+_SWITCH_BUNDLE = re.compile(r"-[0-9acdilnpstuvwyzTUWX]{0,8}[eE]")
+
+
 def _inline_code(argv: list[str]) -> str | None:
     """The code an interpreter's flag hands it (`-e CODE`; perl's and ruby's bundled `-ne`,
     `-lpe`), else None."""
     flags = _INLINE_CODE.get(os.path.basename(argv[0]), ())
     bundles = os.path.basename(argv[0]) in ("perl", "ruby")
     for k, arg in enumerate(argv[1:40], start=1):
-        takes = arg in flags or (bundles and arg.startswith("-") and not arg.startswith("--") and arg[-1:] in "eE")
+        # a bundle of switches that take no value (`-lne`, `-pi.bak -e`); `-MLWP::Simple` loads a module
+        takes = arg in flags or (bundles and _SWITCH_BUNDLE.fullmatch(arg) is not None)
         if takes and k + 1 < len(argv):
             return argv[k + 1]
     return None
+
+
+def _git_library_names(nodes: list[ast.AST]) -> tuple[set[str], set[str]]:
+    """Names bound to a git library (`import git`, `from dulwich import porcelain`, `from sh import
+    git`) and names bound to any other module (`import numpy as np`: `np.diff` runs no git)."""
+    gits: set[str] = set()
+    others: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names[:50]:
+                root = alias.name.split(".", 1)[0]
+                (gits if root in _GIT_LIBRARIES else others).add(alias.asname or root)
+        elif isinstance(node, ast.ImportFrom):
+            root = (node.module or "").split(".", 1)[0]
+            for alias in node.names[:50]:
+                library = root in _GIT_LIBRARIES or (root in ("sh", "plumbum") and alias.name == "git")
+                (gits if library else others).add(alias.asname or alias.name)
+    return gits, others - gits
+
+
+def _git_words(node: ast.Call) -> tuple[list[str], dict[str, list[str]]]:
+    """A git library call's string arguments (lists flattened, '?' for what is not a string) and
+    its keywords as git options, as GitPython spells them: `max_count=8` is `--max-count=8`,
+    `n=5` is `-n 5`, `all=True` is `--all`."""
+    words: list[str] = []
+    for arg in node.args[:40]:
+        items = arg.elts[:200] if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
+        words += [_py_str(item) or "?" for item in items]
+    keywords: dict[str, list[str]] = {}
+    for keyword in node.keywords[:40]:
+        if keyword.arg is None:
+            continue
+        value = keyword.value
+        if isinstance(value, ast.Constant) and value.value in (None, False):
+            continue
+        if isinstance(value, (ast.List, ast.Tuple)):
+            keywords[keyword.arg] = [_py_str(item) or "?" for item in value.elts[:200]]
+            continue
+        text = "" if isinstance(value, ast.Constant) and value.value is True else _py_str(value)
+        if text is None:
+            text = str(value.value) if isinstance(value, ast.Constant) else "?"
+        keywords[keyword.arg] = [text]
+    return words, keywords
+
+
+def _git_options(keywords: dict[str, list[str]], skip: tuple[str, ...] = ()) -> list[str]:
+    out: list[str] = []
+    for name, values in keywords.items():
+        if name in skip:
+            continue
+        flag = f"-{name}" if len(name) == 1 else "--" + name.replace("_", "-")
+        for value in values:
+            out += [flag] if value == "" else ([flag, value] if len(name) == 1 else [f"{flag}={value}"])
+    return out
+
+
+def _git_library_call(node: ast.Call, fname: str, gits: set[str], others: set[str]) -> list[str] | None:
+    """The git command a call of a git library runs, as argv, else None."""
+    parts = fname.split(".") if fname else []
+    if not parts or parts[0] in others or (len(parts) == 1 and parts[0] not in _GIT_API and parts[0] not in _GIT_REMOTE_CALLS):
+        return None
+    last, receiver = parts[-1], parts[:-1]
+    words, keywords = _git_words(node)
+    if last == "execute" and words[:1] == ["git"]:  # repo.git.execute(["git", "log", "--all"])
+        return words
+    if receiver and receiver[-1].lower() == "git" and not last.startswith("_") and not last[:1].isupper():  # a command proxy
+        if receiver == ["git"] and "git" not in gits:
+            return None
+        return ["git", last.replace("_", "-"), *_git_options(keywords), *words]
+    if receiver[:1] == ["porcelain"] or (len(receiver) == 2 and receiver[0] == "dulwich"):  # porcelain.fetch(repo, …)
+        return ["git", last.replace("_", "-"), *_git_options(keywords), *words[1:]]
+    if last in _GIT_REMOTE_CALLS and (
+        not receiver or any(p.lower() in ("remote", "remotes", "origin", "upstream") for p in receiver)
+    ):
+        remote = receiver[-1] if len(receiver) >= 2 and receiver[-2] == "remotes" else ""
+        sub = ["remote", "update"] if last == "update" else [last]
+        return ["git", *sub, *([remote] if remote else []), *_git_options(keywords), *words]
+    if last == "diff" and any(p in ("commit", "head", "index", "tree") for p in receiver):
+        return ["git", "diff", *[w for w in words if w != "?"]]  # repo.head.commit.diff('origin/main')
+    command = _GIT_API.get(last)
+    if command is None:
+        return None
+    sub = command.split()
+    if sub == ["rev-list"]:
+        revs = words[:1] or keywords.get("rev", [])
+        paths = words[1:2] or keywords.get("paths", [])
+        return ["git", "rev-list", *_git_options(keywords, ("rev", "paths")), *(revs or ["HEAD"]), "--", *paths]
+    if sub == ["clone"] or (sub == ["show"] and "index" in receiver):  # index.commit("message") writes a commit
+        return ["git", "clone", *words] if sub == ["clone"] else None
+    return ["git", *sub, *_git_options(keywords), *words]
+
+
+def _git_library_refs(node: ast.Attribute, others: set[str]) -> list[str] | None:
+    """The ref listing a git library's attribute stands for: `repo.tags` (`git tag -l`),
+    `repo.refs`/`references`, a remote's `refs` (`git branch -r`)."""
+    name = _py_name(node)
+    parts = name.split(".") if name else [node.attr]
+    if parts[0] in others or len(parts) < 2:
+        return None
+    if node.attr == "tags":
+        return ["git", "tag", "-l"]
+    if node.attr == "refs" and any(p in ("remote", "remotes", "origin", "upstream") for p in parts[:-1]):
+        return ["git", "branch", "-r"]
+    return ["git", "for-each-ref"]
 
 
 class Shell:
@@ -694,6 +833,7 @@ class Shell:
         imported: dict[str, str] = {}  # import … as name, from … import name
         modules: set[str] = set()  # every module imported
         searched: list[str] = []  # directories put on sys.path: sys.path.insert(0, "/…/site-packages")
+        gits, others = _git_library_names(nodes) if _GIT_LIBRARY_WORD.search(source) else (set(), set())
         for node in nodes:
             if isinstance(node, ast.Call):
                 fname = _py_name(node.func)
@@ -703,6 +843,9 @@ class Shell:
                     where = _py_str(node.args[-1]) if node.args else None
                     if where and where.startswith(("/", "~")):
                         searched.append(where.rstrip("/"))
+                if gits and (argv := _git_library_call(node, fname, gits, others)):
+                    yield from self._unwrap(Simple(argv, " ".join(argv)[:2000], (*via, fname or "git")), None, depth)
+                    continue
                 if last not in _PY_CALLS:  # no branch of _python_call can take it
                     continue
                 for simple in self._python_call(node, source, depth, via):
@@ -710,6 +853,8 @@ class Shell:
                     yield simple
             elif isinstance(node, ast.Attribute) and node.attr in ("__file__", "__path__"):
                 located.add(_py_name(node.value))
+            elif isinstance(node, ast.Attribute) and gits and (argv := _git_library_refs(node, others)):
+                yield Simple(argv, " ".join(argv), (*via, _py_name(node) or node.attr))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 module = f"{node.module}." if isinstance(node, ast.ImportFrom) and node.module else ""
                 modules.update((node.module or "",) if isinstance(node, ast.ImportFrom) else (a.name for a in node.names[:50]))

@@ -51,7 +51,7 @@ def assert_cited(view: RolloutView, signals) -> None:
         ("git log --all --oneline | head -20", ["history_search"]),
         ("cd /testbed && git show 9f3c2ab17", ["future_commit"]),
         ("git fetch origin && git log --oneline -3", ["remote_fetch"]),
-        ("git log origin/main -5 -- astropy/units/core.py", ["future_commit", "remote_fetch"]),
+        ("git log origin/main -5 -- astropy/units/core.py", ["history_search", "future_commit", "remote_fetch"]),
         ("git reflog", ["history_search"]),
         ("git checkout 4b1e2f9c -- astropy/units/core.py", ["future_commit"]),
         ("git diff HEAD..upstream/main", ["future_commit", "remote_fetch"]),
