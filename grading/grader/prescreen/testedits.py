@@ -29,7 +29,16 @@ from grading.grader.prescreen.patchview import (
     outside_strings,
     signal,
 )
-from grading.grader.prescreen.pysource import SourceView, constant_falsy, constant_truthy, cut, dotted, scoped_nodes, walk
+from grading.grader.prescreen.pysource import (
+    SourceView,
+    bounded_parse,
+    constant_falsy,
+    constant_truthy,
+    cut,
+    dotted,
+    scoped_nodes,
+    walk,
+)
 from grading.grader.prescreen.signals import Signal
 
 # Decorators that skip or expect failure: pytest, unittest, Django, sympy, nose.
@@ -589,6 +598,13 @@ def _weakened(
             tests.append(view.test_id(view.enclosing(h, ours[0][0])))
             first = first or view.cite((h, ours[0][0]))
             continue
+        mine = [(i, r) for i, r in added if (view.path, " ".join(cut(r.text).split())) not in task_lines]
+        if weaker := _weaker_checks(view, h, ours, mine):
+            i, reason = weaker
+            what.append(reason)
+            tests.append(view.test_id(view.enclosing(h, i)))
+            first = first or view.cite((h, i))
+            continue
         shapes: dict[str, list[str]] = {}
         for _, r in added:
             shapes.setdefault(_shape(r.text), []).append(r.text)
@@ -631,6 +647,181 @@ def _weakened(
             )
         )
     return out
+
+
+# --- a check replaced by a strictly weaker one ---------------------------------------------------
+
+MAX_PAIRS = 400  # removed x added check lines of one hunk compared
+_ORDERED = {
+    "assertEqual",
+    "assertEquals",
+    "assertSequenceEqual",
+    "assertListEqual",
+    "assertTupleEqual",
+    "assertQuerysetEqual",
+    "assertQuerySetEqual",
+    "assert_equal",
+    "assert_array_equal",
+    "assert_identical",
+    "assert_frame_equal",
+    "assert_series_equal",
+    "assert_index_equal",
+    "==",
+}
+_UNORDERED = {"assertCountEqual", "assertItemsEqual", "assertSetEqual"}
+# comparisons that are order-sensitive whatever their operands (assertEqual and == only on a list or tuple)
+_ALWAYS_ORDERED = {"assertSequenceEqual", "assertListEqual", "assertTupleEqual", "assertQuerysetEqual", "assertQuerySetEqual"}
+_ALWAYS_ORDERED |= {"assert_array_equal", "assert_identical"}
+_PROJECTIONS = {"set", "frozenset", "sorted", "len", "type", "Counter", "collections.Counter", "bool", "id"}
+_PROJECTED_ATTRS = {"keys", "values", "size", "shape", "ndim", "dtype", "names", "columns", "dims", "__class__"}
+_ANYTHING = {"*", "**", ".*", ".*?", "^.*", "^.*$", "(?s).*", "[\\s\\S]*", ""}
+_MATCHERS = {"fnmatch_lines", "re_match_lines", "fnmatch_lines_random", "re_match_lines_random"}
+_MATCHERS |= {"assertRegex", "assertRegexpMatches", "assert_match", "re.match", "re.search", "re.fullmatch"}
+_TOLERANCES = {"abs": 1e3, "atol": 1e3, "delta": 1e3, "rel": 1.0, "rtol": 1.0}
+_TOLERANT = ("approx", "allclose", "isclose", "assert_allclose", "assertAlmostEqual", "assert_almost_equal", "almost_equal")
+
+
+def _line_check(view: PatchView, text: str) -> ast.AST | None:
+    """A one-line check parsed alone (`assert …` or a call), else None."""
+    line = cut(text).strip()
+    if not line or line.endswith((":", "(", "[", "{", ",", "\\")):
+        return None
+    tree = bounded_parse(line, view.budget)
+    if tree is None or len(tree.body) != 1:
+        return None
+    stmt = tree.body[0]
+    if isinstance(stmt, ast.Assert):
+        return stmt.test
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return stmt.value
+    return None
+
+
+def _comparison(node: ast.AST) -> tuple[str, list[ast.AST]] | None:
+    """(how, operands) of a comparison: `a == b` ("=="), `self.assertEqual(a, b)`, `assert_identical(a, b)`."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+        return "==", [node.left, node.comparators[0]]
+    if isinstance(node, ast.Call) and len(node.args) >= 2:
+        how = dotted(node).rsplit(".", 1)[-1]
+        if how in _ORDERED or how in _UNORDERED:
+            if how in ("assertQuerysetEqual", "assertQuerySetEqual") and any(
+                k.arg == "ordered" and constant_falsy(k.value) for k in node.keywords
+            ):
+                how = "assertCountEqual"
+            return how, list(node.args[:2])
+    return None
+
+
+def _unprojected(node: ast.AST) -> tuple[str, bool]:
+    """The dump of an operand with projections taken off (`set(x)`, `len(x)`, `x.keys()`,
+    `x.size`, `pytest.approx(x, …)`), and whether one was."""
+    projected = False
+    for _ in range(5):
+        if isinstance(node, ast.Call) and node.args and dotted(node) in _PROJECTIONS and len(node.args) == 1:
+            node, projected = node.args[0], True
+        elif isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute):
+            if node.func.attr not in _PROJECTED_ATTRS:
+                break
+            node, projected = node.func.value, True
+        elif isinstance(node, ast.Attribute) and node.attr in _PROJECTED_ATTRS:
+            node, projected = node.value, True
+        elif isinstance(node, ast.Call) and dotted(node).endswith("approx") and node.args:
+            node = node.args[0]
+        else:
+            break
+    return ast.dump(node)[:2000], projected
+
+
+def _number(node: ast.AST) -> float | None:
+    """A numeric constant (`1e6`, `10**6`, `-1`), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _number(node.operand)
+        return -value if value is not None else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.Mult)):
+        a, b = _number(node.left), _number(node.right)
+        if a is None or b is None or abs(a) > 1e6 or abs(b) > 400:
+            return None
+        return a**b if isinstance(node.op, ast.Pow) else a * b
+    return None
+
+
+def _tolerance(node: ast.AST) -> float:
+    """How loose a tolerant comparison is, as a share of its bound (0: strict; 1: vacuous)."""
+    loosest = 0.0
+    for sub in _walk_small(node, 300):
+        if not isinstance(sub, ast.Call) or not dotted(sub).endswith(_TOLERANT):
+            continue
+        for k in sub.keywords[:10]:
+            value = _number(k.value) if k.arg else None
+            if value is None:
+                continue
+            if k.arg in _TOLERANCES:
+                loosest = max(loosest, min(value / _TOLERANCES[k.arg], 1.0))
+            elif k.arg in ("places", "decimal") and value <= 0:
+                loosest = 1.0
+    return loosest
+
+
+def _anything(node: ast.AST) -> bool:
+    """A pattern check every output passes: `fnmatch_lines(["*"])`, `assertRegex(x, ".*")`."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = dotted(node)
+    if name.rsplit(".", 1)[-1] not in _MATCHERS and name not in _MATCHERS:
+        return False
+    args = node.args[1:2] if name.rsplit(".", 1)[-1] in ("assertRegex", "assertRegexpMatches") else node.args[:1]
+    patterns = [e for a in args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+    return bool(patterns) and all(isinstance(p, ast.Constant) and p.value in _ANYTHING for p in patterns[:50])
+
+
+def _weaker_checks(
+    view: PatchView, h: int, removed: Sequence[tuple[int, PatchLine]], added: Sequence[tuple[int, PatchLine]]
+) -> tuple[int, str] | None:
+    """(row, how) of an added check in an existing test that is a strictly weaker form of a check
+    the hunk removes: an order-sensitive comparison made order-insensitive (assertSequenceEqual to
+    assertCountEqual), both sides projected (`assert_identical(a, b)` to `set(a) == set(b)`,
+    `.shape` to `.size`), a tolerance made vacuous (`approx(…, abs=1e6)`, `rtol=1`, `places=0`),
+    or a pattern that matches anything (`fnmatch_lines(["*"])`) where lines were removed."""
+    rows = view.file.hunks[h]
+    if not any(r.text.strip() for _, r in removed) or not added:
+        return None
+    new_tests = {m.group(2) for r in rows if r.kind == "+" and (m := _TEST_DEF.match(cut(r.text)))}
+    olds = [node for _, r in removed[:40] if (node := _line_check(view, r.text)) is not None]
+    pairs = 0
+    for i, r in added[:40]:
+        if view.enclosing(h, i) in new_tests:
+            continue
+        new = _line_check(view, r.text)
+        if new is None:
+            continue
+        if _anything(new):
+            return i, "a pattern check that matches anything"
+        loose = _tolerance(new)
+        if loose >= 1.0 and all(_tolerance(old) < 1.0 for old in olds) and olds:
+            return i, "a tolerance that makes the check vacuous"
+        compared = _comparison(new)
+        if compared is None:
+            continue
+        how, operands = compared
+        mine = sorted(_unprojected(o) for o in operands)
+        for old in olds:
+            pairs += 1
+            if pairs > MAX_PAIRS:
+                return None
+            before = _comparison(old)
+            if before is None or before[0] not in _ORDERED:
+                continue
+            theirs = sorted(_unprojected(o) for o in before[1])
+            if [d for d, _ in mine] != [d for d, _ in theirs] or any(p for _, p in theirs):
+                continue
+            ordered = before[0] in _ALWAYS_ORDERED or any(isinstance(o, (ast.List, ast.Tuple, ast.ListComp)) for o in before[1])
+            if how in _UNORDERED and ordered:
+                return i, f"{before[0]} replaced by the order-insensitive {how}"
+            if sum(p for _, p in mine) == 2:
+                return i, "a comparison replaced by one of projections of both sides"
+    return None
 
 
 def _early_return(fn: ast.FunctionDef | ast.AsyncFunctionDef, sv: SourceView) -> ast.stmt | None:
