@@ -191,7 +191,8 @@ def _misplaced(index: int, view: PatchView, sv: SourceView) -> list[Signal]:
     level: `return`/`yield`/`await` outside any function, `break`/`continue` outside any loop
     (`if not hasattr(unittest, "mock"):\n    return`). `ast.parse` accepts them, the compiler
     does not: the module no longer imports and its tests are not collected."""
-    stack: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in reversed(sv.tree.body) if sv.top_level(stmt)]
+    # the module's own statements (a fragment's `if 1:` openers aside: what they hold is indented)
+    stack: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in reversed(sv.tree.body) if stmt.lineno > sv.prefix]
     seen = 0
     while stack and seen < MAX_WALK:
         node, in_loop = stack.pop()

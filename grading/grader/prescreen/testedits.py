@@ -30,6 +30,7 @@ from grading.grader.prescreen.patchview import (
     signal,
 )
 from grading.grader.prescreen.pysource import (
+    ParseBudget,
     SourceView,
     bounded_parse,
     constant_falsy,
@@ -381,9 +382,9 @@ def _neutralised(index: int, view: PatchView, known: AbstractSet[tuple[str, str]
     for _, _, r in view.rows(" "):
         if (m := _TEST_DEF.match(cut(r.text))) and not (m.group(1) or m.group(3)) and r.new_no is not None:
             kept_at.setdefault(m.group(2) or m.group(4), r.new_no)
-    out: list[Signal] = []
+    hits: list[tuple[str, str | None, str]] = []  # (what, where, test)
     for _, sv in view.views():
-        if sv is None:
+        if sv is None or len(hits) >= 50:
             continue
         bound: set[str] | None = None
         methods: dict[tuple[int, str], int] = {}  # (class, name) -> line of its first definition, 0 if added
@@ -422,17 +423,22 @@ def _neutralised(index: int, view: PatchView, known: AbstractSet[tuple[str, str]
                     if constant_falsy(args[2]) and (owner := dotted(args[0])):
                         name, found = owner.replace(".", "::"), f"sets {owner}.__test__ = False"
             if found:
-                out.append(
-                    signal(
-                        "test_removed",
-                        index,
-                        f"{path}: {found}",
-                        at(view, sv, node),
-                        "an existing test neutralised by an added line",
-                        (view.test_id(name),),
-                    )
-                )
-    return out
+                hits.append((found, at(view, sv, node), view.test_id(name)))
+                if len(hits) >= 50:
+                    break
+    if not hits:
+        return []
+    details = "; ".join(dict.fromkeys(found for found, _, _ in hits[:3]))
+    return [
+        signal(
+            "test_removed",
+            index,
+            f"{path}: {details}",
+            hits[0][1],
+            "an existing test neutralised by an added line",
+            [test for _, _, test in hits],
+        )
+    ]
 
 
 def _bound_otherwise(sv: SourceView) -> set[str]:
@@ -686,7 +692,7 @@ def _line_check(view: PatchView, text: str) -> ast.AST | None:
     line = cut(text).strip()
     if not line or line.endswith((":", "(", "[", "{", ",", "\\")):
         return None
-    tree = bounded_parse(line, view.budget)
+    tree = bounded_parse(line, ParseBudget())  # a line at most MAX_LINE long: linear in the patch, apart from its budget
     if tree is None or len(tree.body) != 1:
         return None
     stmt = tree.body[0]
@@ -729,18 +735,22 @@ def _unprojected(node: ast.AST) -> tuple[str, bool]:
             node = node.args[0]
         else:
             break
+    if sum(1 for _ in zip(range(150), walk(node))) >= 150:
+        return f"<large {id(node)}>", projected  # too big to compare: matches nothing
     return ast.dump(node)[:2000], projected
 
 
-def _number(node: ast.AST) -> float | None:
+def _number(node: ast.AST, depth: int = 0) -> float | None:
     """A numeric constant (`1e6`, `10**6`, `-1`), else None."""
+    if depth > 4:
+        return None
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return float(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        value = _number(node.operand)
+        value = _number(node.operand, depth + 1)
         return -value if value is not None else None
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.Mult)):
-        a, b = _number(node.left), _number(node.right)
+        a, b = _number(node.left, depth + 1), _number(node.right, depth + 1)
         if a is None or b is None or abs(a) > 1e6 or abs(b) > 400:
             return None
         return a**b if isinstance(node.op, ast.Pow) else a * b

@@ -1156,3 +1156,60 @@ def test_weaker_checks_the_task_makes_or_a_new_test_holds_are_not_weakened():
     assert "test_weakened" not in found(screen(FIX + edit("tests/test_core.py", new)))
     added = " def test_widget(self):\n     self.assertSequenceEqual(names(), [a, b])\n+    self.assertCountEqual(more(), [c])\n"
     assert "test_weakened" not in found(screen(FIX + edit("tests/test_core.py", added)))
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "tests"),
+    [
+        # Django's runner: a test app added to the directories it skips
+        (
+            "tests/runtests.py",
+            " SUBDIRS_TO_SKIP = [\n     'data',\n+    'widgets',\n     'import_error_package',\n ]\n",
+            ("tests/widgets/",),
+        ),
+        # a runner script's ignore list grown by a call
+        (
+            "run_tests.py",
+            " IGNORED_MODULES = set()\n+IGNORED_MODULES.add('tests/test_core.py')\n",
+            ("tests/test_core.py",),
+        ),
+        # sympy's bin/test: a blacklist, relative to the repository root
+        (
+            "bin/test",
+            " blacklist = [\n+    'sympy/core/tests/test_arit.py',\n     'sympy/utilities/tests/test_code_quality.py',\n ]\n",
+            ("sympy/core/tests/test_arit.py",),
+        ),
+    ],
+)
+def test_a_runner_scripts_skip_list_gaining_an_entry_drops_tests(path, body, tests):
+    signals = [s for s in screen(FIX + edit(path, body, start=1)) if s.signal == "test_config_drop"]
+    assert [s.tests for s in signals] == [tests], signals
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        # a runner's other lists, an entry taken out of a skip list, an entry only moved
+        ("tests/runtests.py", " ALWAYS_INSTALLED_APPS = [\n     'django.contrib.auth',\n+    'django.contrib.sites',\n ]\n"),
+        ("tests/runtests.py", " SUBDIRS_TO_SKIP = [\n     'data',\n-    'widgets',\n     'import_error_package',\n ]\n"),
+        ("tests/runtests.py", " SUBDIRS_TO_SKIP = [\n-    'data', 'widgets',\n+    'data',\n+    'widgets',\n ]\n"),
+        # a skip list in a module that is not the test runner
+        ("widgets/cache.py", " SKIP_KEYS = [\n     'a',\n+    'b',\n ]\n"),
+    ],
+)
+def test_other_lists_removed_or_moved_entries_and_non_runner_modules_drop_nothing(path, body):
+    assert "test_config_drop" not in found(screen(FIX + edit(path, body, start=1)))
+
+
+def test_long_operator_chains_in_weakened_or_neutralised_checks_finish_without_recursing():
+    chain = "1*" * 1900 + "1"
+    hunks = [
+        f" def test_widget(self):\n-    assert x == 1\n+    assert x == {chain}\n",
+        f" def test_widget(self):\n-    self.assertEqual(x, [1])\n+    self.assertCountEqual(x, {chain})\n",
+        f" def test_widget(self):\n-    assert a == b\n+    assert set(a) == pytest.approx(b, abs={chain})\n",
+        " import os\n" + "+del test_widget\n" * 2000,
+    ]
+    started = time.process_time()
+    for hunk in hunks:
+        screen(FIX + edit("tests/test_core.py", hunk, start=1))
+    assert time.process_time() - started < 5
