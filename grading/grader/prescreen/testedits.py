@@ -782,6 +782,8 @@ def _anything(node: ast.AST) -> bool:
     if name.rsplit(".", 1)[-1] not in _MATCHERS and name not in _MATCHERS:
         return False
     args = node.args[1:2] if name.rsplit(".", 1)[-1] in ("assertRegex", "assertRegexpMatches") else node.args[:1]
+    if args and isinstance(args[0], (ast.List, ast.Tuple)) and not args[0].elts:
+        return True  # no line to match: `fnmatch_lines([])`
     patterns = [e for a in args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
     return bool(patterns) and all(isinstance(p, ast.Constant) and p.value in _ANYTHING for p in patterns[:50])
 

@@ -1117,6 +1117,7 @@ def test_a_log_that_mentions_a_usage_error_inside_a_test_is_not_a_refused_run():
         ("np.testing.assert_allclose(a, b, rtol=1e-7)", "np.testing.assert_allclose(a, b, rtol=10**3)"),
         # patterns that match anything
         ("result.stdout.fnmatch_lines(['*1 passed*'])", "result.stdout.re_match_lines(['.*'])"),
+        ("result.stdout.fnmatch_lines(['*1 passed*'])", "result.stdout.fnmatch_lines([])"),
         ("self.assertRegex(out, r'^Widget \\d+$')", "self.assertRegex(out, '.*')"),
     ],
 )
