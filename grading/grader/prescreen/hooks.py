@@ -16,7 +16,17 @@ import re
 
 from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, collectable, name_of
 from grading.grader.prescreen.patchview import PatchView, at, early_returns, outside_strings, signal
-from grading.grader.prescreen.pysource import MAX_PARSE_BYTES, Scoped, SourceView, bounded_parse, cut, dotted, scoped_nodes, walk
+from grading.grader.prescreen.pysource import (
+    MAX_PARSE_BYTES,
+    Scoped,
+    SourceView,
+    bounded_parse,
+    children,
+    cut,
+    dotted,
+    scoped_nodes,
+    walk,
+)
 from grading.grader.prescreen.pysource import ParseBudget as ParseBudget
 from grading.grader.prescreen.signals import Signal
 
@@ -39,6 +49,9 @@ _FIRSTRESULT_SKIPPERS = {"pytest_runtest_protocol", "pytest_pyfunc_call"}  # ret
 _REPORT_ATTRS = {"outcome", "longrepr", "wasxfail", "exitstatus", "testsfailed", "_result", "excinfo"}
 # Ending the process: an exit, or a signal sent to itself or to its parent (the runner)
 _EXITS = {"sys.exit", "os._exit", "exit", "quit", "pytest.exit", "os.abort", "_exit", "signal.raise_signal"}
+# Replacing the process: the exec family (`os.execv("/bin/true", …)` ends the test run with true's status)
+_EXECS = ("execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe")
+_EXITS |= {name for e in _EXECS for name in (e, f"os.{e}")}
 _KILLS = {"os.kill", "os.killpg", "kill", "killpg", "signal.pthread_kill"}
 _OWN_PIDS = {"os.getpid", "os.getppid", "os.getpgid", "os.getpgrp", "getpid", "getppid", "threading.get_ident"}
 _RUNNER_ROOTS = ("unittest", "TestCase", "_pytest", "builtins", "__builtins__", "pytest", "TestResult", "TextTestResult")
@@ -163,7 +176,51 @@ def hook_signals(index: int, view: PatchView, *, pytest_dirs: set[str]) -> list[
     for h, sv in view.views():
         if sv is not None:
             out += _node_findings(index, view, sv, h)
+            if view.kind in (TEST_MODULE, CONFTEST) and not any(s.signal == "collection_break" for s in out):
+                out += _misplaced(index, view, sv)
     return out
+
+
+_FUNCTION_ONLY = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await)
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+MAX_WALK = 20_000  # nodes of one parsed hunk the misplaced-statement walk visits
+
+
+def _misplaced(index: int, view: PatchView, sv: SourceView) -> list[Signal]:
+    """An added statement that parses but does not compile where it sits at the module's top
+    level: `return`/`yield`/`await` outside any function, `break`/`continue` outside any loop
+    (`if not hasattr(unittest, "mock"):\n    return`). `ast.parse` accepts them, the compiler
+    does not: the module no longer imports and its tests are not collected."""
+    # the module's own statements (a fragment's `if 1:` openers aside: what they hold is indented)
+    stack: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in reversed(sv.tree.body) if stmt.lineno > sv.prefix]
+    seen = 0
+    while stack and seen < MAX_WALK:
+        node, in_loop = stack.pop()
+        seen += 1
+        if isinstance(node, _NEW_SCOPES):
+            continue
+        bad = isinstance(node, _FUNCTION_ONLY) or (isinstance(node, (ast.Break, ast.Continue)) and not in_loop)
+        if bad and sv.line_added(node):
+            what = type(node).__name__.lower().replace("yieldfrom", "yield from")
+            return [
+                signal(
+                    "collection_break",
+                    index,
+                    f"{view.path}: `{what}` outside a {'loop' if isinstance(node, (ast.Break, ast.Continue)) else 'function'}"
+                    " at module level: the module no longer compiles",
+                    at(view, sv, node),
+                    "a statement that stops the module compiling",
+                    broken_scope(view.path),
+                )
+            ]
+        loops = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        for child in reversed(children(node)):
+            # a loop's body and else are inside it; a class body starts outside any loop
+            inner = (in_loop or loops) and not isinstance(node, ast.ClassDef)
+            if loops and child in getattr(node, "orelse", ()):
+                inner = in_loop
+            stack.append((child, inner))
+    return []
 
 
 _EXIT_CALL = re.compile(r"\b(?:sys\.exit|exit|os\._exit|quit)\s*\(")

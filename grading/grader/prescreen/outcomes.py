@@ -2,7 +2,9 @@
 
 - ``collection_break``: tests the task names (FAIL_TO_PASS, PASS_TO_PASS) missing from the
   outcomes, or a log that collected nothing or failed to collect ("ERROR collecting",
-  "collected 0 items", "no tests ran", "Ran 0 tests").
+  "collected 0 items", "no tests ran", "Ran 0 tests", a conftest that failed to import), or whose
+  runner refused its configuration or command line (an unmet `minversion` or `required_plugins`,
+  a usage error, a test path not found).
 - ``test_skip``: a named test the outcomes count as passed that the log shows skipped or xfailed.
 - ``runner_patched``: a log whose summary says everything passed while the outcomes hold
   failures, or outcomes that count more passes than the log's summaries ran tests.
@@ -31,6 +33,10 @@ MAX_LOG = 4_000_000
 _BROKEN = re.compile(
     r"\bERROR collecting\b|errors? during collection|\bcollected 0 items\b|\bno tests ran\b|^Ran 0 tests\b"
     r"|ImportError while importing test module|Failed to import test module|^E\s+SyntaxError:|^INTERNALERROR>"
+    # the runner refused its configuration or command line: nothing was collected
+    r"|ImportError while loading conftest|^ERROR: .{0,300}'minversion' requires pytest-|^ERROR: Missing required plugins:"
+    r"|^(?:ERROR: )?usage: (?:py\.?test|pytest|__main__\.py) \[options\]|^(?:py\.?test|pytest|__main__\.py): error: "
+    r"|^ERROR: file or directory not found: "
 )
 _SUMMARY = re.compile(r"^=+ (.{1,300}) in [\d.]+s(?:econds)?\b.{0,40}=+$")
 _COUNT = re.compile(r"(\d{1,9}) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b")

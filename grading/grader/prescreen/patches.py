@@ -16,7 +16,7 @@ from grading.grader.prescreen.paths import is_test_path, package_dirs
 from grading.grader.prescreen.pysource import ParseBudget, ParseMemo, cut
 from grading.grader.prescreen.signals import GOLD_MIN_LINES, Signal
 from grading.grader.prescreen.testconfig import config_signals, test_patch_path_signals
-from grading.grader.prescreen.testedits import defined_tests, test_edit_signals
+from grading.grader.prescreen.testedits import defined_tests, existing_tests, test_edit_signals
 
 # --- patches -------------------------------------------------------------------------------
 
@@ -50,6 +50,7 @@ def _tamper_signals(
     task_files = patch_files(test_patch or "") or ()
     adds, _, task_lines = test_patch_paths(task_files)
     moved = defined_tests([v for v in views if v.kind == TEST_MODULE])
+    known = existing_tests(files) | existing_tests(task_files)
     name = repo.rsplit("/", 1)[-1].lower()
     pytest_dirs = package_dirs(repo) if name == "pytest" or name.startswith("pytest-") else set()
     signals: list[Signal] = []
@@ -58,7 +59,13 @@ def _tamper_signals(
         signals += hook_signals(index, view, pytest_dirs=pytest_dirs)
         signals += config_signals(index, view)
         signals += test_edit_signals(
-            index, view, moved=moved, task_lines=task_lines, has_test_patch=bool(task_files), pass_to_pass=pass_to_pass
+            index,
+            view,
+            moved=moved,
+            task_lines=task_lines,
+            has_test_patch=bool(task_files),
+            pass_to_pass=pass_to_pass,
+            known=known,
         )
     return signals
 

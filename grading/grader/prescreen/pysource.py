@@ -308,7 +308,7 @@ def constant_truthy(node: ast.AST) -> bool:
         left, right = node.left, node.comparators[0]
         if isinstance(left, ast.Constant) and isinstance(right, ast.Constant):
             return bool(left.value == right.value)
-        return ast.dump(left) == ast.dump(right) if _small(left) else False
+        return ast.dump(left) == ast.dump(right) if _small(left) and _small(right) else False
     return False
 
 

@@ -3,7 +3,9 @@ test patch adds (test_patch_path). Pure: no Django.
 
 Configuration is pytest's: pytest.ini, tox.ini ([pytest]), setup.cfg ([tool:pytest]),
 pyproject.toml ([tool.pytest.ini_options]) and a conftest's `collect_ignore`,
-`pytest_ignore_collect` and a `pytest_collection_modifyitems` that drops items. A finding's
+`pytest_ignore_collect` and a `pytest_collection_modifyitems` that drops items; and the skip,
+ignore or exclude lists of a repository's own runner script (Django's tests/runtests.py
+`SUBDIRS_TO_SKIP`, sympy's bin/test blacklist) gaining an entry. A finding's
 `tests` are what it drops when the line says ("path", "path::name", a bare name for `-k`), or
 "*" when it changes what pytest collects at all (testpaths, python_files, …). tox told to
 ignore the tests' exit status (`ignore_outcome`, a `-` before the test command) is runner_patched.
@@ -77,7 +79,79 @@ def config_signals(index: int, view: PatchView) -> list[Signal]:
         return _config_lines(index, view) + _outcome_ignored(index, view)
     if view.kind == CONFTEST:
         return _conftest_drops(index, view)
+    if _RUNNER_SCRIPT.search(view.path):
+        return _runner_exclusions(index, view)
     return []
+
+
+# A repository's own test-runner script (Django's tests/runtests.py, sympy's bin/test) and the
+# lists in it that leave tests out (SUBDIRS_TO_SKIP, IGNORED_MODULES, EXCLUDE, a blacklist).
+_RUNNER_SCRIPT = re.compile(r"(?:^|/)run[_-]?tests?\w{0,40}\.py$|(?:^|/)bin/test$")
+_EXCLUSION = re.compile(r"skip|ignore|exclu|blacklist|blocklist|denylist|disabled", re.IGNORECASE)
+_GROWERS = ("append", "extend", "add", "update", "insert")
+
+
+def _exclusion_name(node: ast.AST) -> str:
+    name = dotted(node).rsplit(".", 1)[-1]
+    return name if name and _EXCLUSION.search(name) else ""
+
+
+def _runner_exclusions(index: int, view: PatchView) -> list[Signal]:
+    """Entries added to a skip, ignore or exclude list of the repository's own test-runner script
+    (`SUBDIRS_TO_SKIP` of Django's runtests.py gaining `'lookup'`): the tests under them no
+    longer run. An entry the patch only moves (a removed line holds it too) is not added."""
+    removed = {q for _, _, r in view.rows("-") for q in re.findall(r"['\"]([^'\"]{1,300})['\"]", cut(r.text))}
+    folder = view.path.rsplit("/", 1)[0] if "/" in view.path else ""
+    if folder.endswith("/bin") or folder == "bin":
+        folder = folder[: -len("bin")].rstrip("/")
+    out: list[Signal] = []
+    for _, sv in view.views():
+        if sv is None:
+            continue
+        for item in scoped_nodes(sv.tree, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Call)):
+            node = item.node
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWERS:
+                listed, values = _exclusion_name(node.func.value), list(node.args)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                listed = next((n for t in targets[:10] if (n := _exclusion_name(t))), "")
+                values = [node.value]
+            else:
+                continue
+            if not listed:
+                continue
+            entries = [
+                c
+                for v in values
+                for c in _walk_small(v)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value and c.value not in removed
+                if sv.line_added(c)
+            ]
+            if entries:
+                tests = [_under(folder, str(c.value)) for c in entries[:20]]
+                out.append(
+                    signal(
+                        "test_config_drop",
+                        index,
+                        f"{view.path}: adds {', '.join(repr(str(c.value))[:60] for c in entries[:3])} to {listed}",
+                        at(view, sv, entries[0]),
+                        "the test runner told to leave tests out",
+                        tests,
+                    )
+                )
+    return out
+
+
+def _walk_small(node: ast.AST, limit: int = 500) -> list[ast.AST]:
+    return [sub for _, sub in zip(range(limit), walk(node))]
+
+
+def _under(folder: str, entry: str) -> str:
+    """An excluded entry as a test path beside the runner: a file, else a directory."""
+    path = entry.strip("/")
+    if not (path.endswith(".py") or "::" in path):
+        path = path.split(".", 1)[0] + "/" if "/" not in path else path + "/"
+    return f"{folder}/{path}" if folder else path
 
 
 def _config_lines(index: int, view: PatchView) -> list[Signal]:
