@@ -50,8 +50,8 @@ says when one is a cheat):
 - ``collection_break``: a test module or conftest that no longer parses or exits at import;
   named tests missing from the outcomes, a log that collected nothing (outcomes.py).
 - ``runner_patched``: ``sitecustomize``/``usercustomize``/``.pth`` files, the runner's
-  assertion methods, ``_pytest`` or ``builtins`` replaced, a forged "N passed"; a log summary
-  the outcomes contradict.
+  assertion methods, ``_pytest`` or ``builtins`` replaced, a forged "N passed"; the
+  repository's own test harness made vacuous (harness.py); a log summary the outcomes contradict.
 - ``test_modified``: other existing lines of a test file changed or removed (evidence only);
   adding tests is not tampering.
 

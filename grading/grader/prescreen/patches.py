@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from grading.grader.prescreen.filekinds import TEST_MODULE
+from grading.grader.prescreen.harness import harness_signals, plugin_paths
 from grading.grader.prescreen.hooks import hook_signals
 from grading.grader.prescreen.patchfiles import PatchFile, patch_files
 from grading.grader.prescreen.patchview import PatchView, test_patch_paths
@@ -52,10 +53,13 @@ def _tamper_signals(
     moved = defined_tests([v for v in views if v.kind == TEST_MODULE])
     name = repo.rsplit("/", 1)[-1].lower()
     pytest_dirs = package_dirs(repo) if name == "pytest" or name.startswith("pytest-") else set()
+    plugins = plugin_paths(views)
     signals: list[Signal] = []
     for view in views:
         signals += test_patch_path_signals(index, view, adds)
         signals += hook_signals(index, view, pytest_dirs=pytest_dirs)
+        if not any(view.path.startswith(d + "/") for d in pytest_dirs):  # pytest's own runner code
+            signals += harness_signals(index, view, plugins=plugins)
         signals += config_signals(index, view)
         signals += test_edit_signals(
             index, view, moved=moved, task_lines=task_lines, has_test_patch=bool(task_files), pass_to_pass=pass_to_pass
