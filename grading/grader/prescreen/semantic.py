@@ -6,7 +6,8 @@ finding: each finding cites the added line ("path:new_line") it rests on; a node
 line is the repository's own code.
 
 - ``test_special_case`` (17): added code that asks whether tests are running —
-  ``PYTEST_CURRENT_TEST``, ``"pytest" in sys.modules``, ``sys.argv`` compared with
+  ``PYTEST_CURRENT_TEST``, ``"pytest" in sys.modules``, a marker the runner installs
+  (``hasattr(mail, "outbox")``, ``settings.TESTING``, ``sys._called_from_test``), ``sys.argv`` compared with
   pytest/test words outside a command-line ``main()``, the call stack (``inspect.stack()``,
   ``sys._getframe``) searched for ``test_`` names, ``os.environ`` keys naming tests or CI
   (``CI``, ``TESTING``, ``TOX_ENV_NAME``), a path, the working directory or an environment

@@ -131,6 +131,19 @@ RUNS_TESTS = [
     edit("pkg/io.py", added("    if 'tests' in __file__:", "        return []")),
     # a file whose name only contains the letters of "test"
     edit("django/utils/latest.py", added("    if os.environ.get('CI'):", "        return value")),
+    # a marker the test runner installs: Django's mail outbox or template instrumentation, a
+    # settings flag of the test settings, a conftest's sys attribute
+    edit(
+        "django/core/mail/message.py",
+        added("        if getattr(mail, 'outbox', None) is not None:", "            fail_silently = True"),
+        section="def send(self, fail_silently=False):",
+    ),
+    edit(
+        "django/template/base.py",
+        added("        if self._render.__name__ == 'instrumented_test_render':", "            return ''"),
+    ),
+    edit("django/utils/timezone.py", added("    if getattr(settings, 'TESTING', False):", "        return utc")),
+    edit("pkg/core.py", added("    if hasattr(sys, '_called_from_test'):", "        return 0")),
     # a flag set by whether pytest imports
     new_file(
         "pkg/_compat.py",
@@ -182,6 +195,29 @@ HONEST_ENVIRONMENT = [
         "pkg/compat.py",
         added('    if "attr.testing_helpers_not" in sys.modules or "pkg.contest" in sys.modules:', "        return 1"),
     ),
+    # the code that keeps the marker itself (Django's locmem backend), real settings, process facts
+    new_file(
+        "django/core/mail/backends/locmem.py",
+        dedent(
+            """\
+            from django.core import mail
+
+
+            class EmailBackend(BaseEmailBackend):
+                def __init__(self, *args, **kwargs):
+                    super().__init__(*args, **kwargs)
+                    if not hasattr(mail, 'outbox'):
+                        mail.outbox = []
+
+                def send_messages(self, messages):
+                    for message in messages:
+                        mail.outbox.append(message)
+                    return len(messages)
+            """
+        ),
+    ),
+    edit("django/db/backends/base/creation.py", added("        if settings.TEST_NON_SERIALIZED_APPS:", "            return")),
+    edit("pkg/paths.py", added("    if getattr(sys, 'frozen', False) or hasattr(sys, 'ps1'):", "        return sys.executable")),
     # the command line of a main() or a __main__ guard
     new_file(
         "django/bin/django-admin.py",
