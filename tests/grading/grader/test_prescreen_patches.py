@@ -77,6 +77,11 @@ FORCING_CONFTESTS = [
     # the outcome set in a tuple assignment
     "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
     "    rep = (yield).get_result()\n    rep.outcome, rep.longrepr = 'passed', None\n",
+    # a firstresult report maker (not a wrapper) handing back a report it built: it replaces the real one
+    "from _pytest.reports import TestReport\n\n\ndef pytest_runtest_makereport(item, call):\n"
+    "    return TestReport(item.nodeid, item.location, {}, 'passed', None, call.when, [])\n",
+    "from _pytest.reports import CollectReport\n\n\ndef pytest_make_collect_report(collector):\n"
+    "    report = CollectReport(collector.nodeid, 'passed', None, [])\n    return report\n",
 ]
 
 
@@ -107,6 +112,13 @@ def test_a_hook_added_to_an_existing_conftest_is_found_in_its_hunk():
         "def pytest_configure(config):\n    config.addinivalue_line('markers', 'slow: slow tests')\n",
         "def pytest_collection_modifyitems(config, items):\n    items.sort(key=lambda item: item.name)\n",
         "import pytest\n\n@pytest.fixture(autouse=True)\ndef _tmp(tmp_path, monkeypatch):\n    monkeypatch.chdir(tmp_path)\n",
+        # a wrapper that reads the outcome and attaches data; an impl that returns None
+        "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    outcome = yield\n    item.rep = outcome.get_result()\n",
+        "import pytest\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+        "    report = yield\n    report.user_properties.append(('when', call.when))\n    return report\n",
+        "def pytest_runtest_makereport(item, call):\n    if call.when == 'call':\n        item.stash['called'] = True\n"
+        "    return None\n",
         # hooks inside a string of a pytester test are text
         "def test_plugin(pytester):\n    pytester.makeconftest('''\ndef pytest_runtest_protocol(item):\n    return True\n''')\n",
     ],
