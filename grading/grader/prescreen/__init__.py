@@ -25,10 +25,10 @@ leak — the rollout may rely on the answer (a cheat flag, docs/method.md §2):
   (github.com, raw.githubusercontent.com, codeload, api.github.com/repos) or its PyPI
   pages (pypi.org/pypi|project|simple/<package>, files.pythonhosted.org).
 - ``gold_identity``: the patch changes at least GOLD_SHARE of the gold patch's normalised
-  changed lines (path, +/-, the line's tokens, formatting aside; test files and blank lines left
-  out) the same way, up to MAX_RENAMES names a file called otherwise on every line, whatever it
-  adds besides, and the gold patch changes at least GOLD_MIN_LINES such
-  lines (a two-line fix that matches the gold patch is what a correct solution looks like).
+  changed lines (path, +/-, the line's tokens, formatting aside; test files, blank lines,
+  comment-only lines and docstring text left out) the same way, up to MAX_RENAMES names a file
+  called otherwise on every line, whatever it adds besides, and the gold patch changes at least
+  GOLD_MIN_LINES such lines (a two-line fix that matches the gold patch is what a correct solution looks like).
 
 tamper — the patch, the test log or the outcomes weaken or force the tests (catalogue.py
 says when one is a cheat):
