@@ -43,7 +43,7 @@ _HELPER = re.compile(r"^_?(assert|check|compare|raises|warns|expect|fail|verify)
 _DROPPERS = {"addFailure", "addError", "addUnexpectedSuccess", "addSubTest"}
 _EXIT_ATTRS = {"exitstatus", "testsfailed"}
 # `-p name` (or `-pname`, `-p=name`) in an added line of test configuration: a plugin module pytest imports
-_PLUGIN = re.compile(r"(?:^|[\s'\"\[,=])-p\s*=?\s*([A-Za-z_][\w.:]{0,200})")
+_PLUGIN = re.compile(r"(?:^|[\s'\"\[,=])-p[\s=]{0,8}([A-Za-z_][\w.:]{0,200})")
 
 
 def _collected(path: str) -> bool:
@@ -131,6 +131,9 @@ def harness_signals(index: int, view: PatchView, *, plugins: Iterable[str] = ())
 
     if harness:
         for h, i, name in early_returns(view):
+            after = next((r for r in view.file.hunks[h][i + 1 :] if r.kind != "-" and r.text.strip()), None)
+            if after is not None and cut(after.text).lstrip().startswith("yield"):
+                continue  # `return` then `yield`: the idiom of an empty generator
             if not name.startswith("assert"):  # hooks.py reports assertion helpers anywhere
                 add(view.cite((h, i)), f"{name} returns before it does its work", "a test helper made vacuous")
     for _, sv in view.views():

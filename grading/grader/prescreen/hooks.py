@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from itertools import islice
 
 from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, collectable, name_of
@@ -132,6 +133,7 @@ def _forces(item: Scoped, hook: str) -> str:
     return ""
 
 
+@lru_cache(maxsize=256)  # by the node itself (identity): asked once per return of a hook
 def _wrapper(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A hook wrapper (`hookwrapper=True`, `wrapper=True`, or any generator): it sees the real
     report and hands it on; what it returns is the outcome of its `yield`."""

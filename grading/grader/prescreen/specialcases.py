@@ -296,6 +296,7 @@ def _runs_tests_checks(ctx: Findings, unit: Unit) -> None:
             "test_special_case", unit.where(node) or unit.where(stmt), f"{path}: {detail}", "source that asks whether tests run"
         )
 
+    kept: dict[tuple[int, str], bool] = {}
     for stmt, expr in _roots(unit):
         argv: ast.AST | None = None
         env: ast.AST | None = None
@@ -308,7 +309,11 @@ def _runs_tests_checks(ctx: Findings, unit: Unit) -> None:
                     break
                 continue
             if isinstance(node, (ast.Attribute, ast.Call, ast.Name)) and (marker := _marker(node)) is not None:
-                if not _installs(unit, stmt, marker):
+                scope = unit.function_of(stmt)
+                key = (id(scope) if scope is not None else 0, marker[1])
+                if key not in kept:  # worked out once per function and marker: a long expression repeats it
+                    kept[key] = _installs(unit, stmt, marker)
+                if not kept[key]:
                     shown = ".".join(p for p in marker if p)
                     add(stmt, node, f"probes {shown[:60]!r}, which the test runner installs")
                     break

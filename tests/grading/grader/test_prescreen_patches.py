@@ -831,6 +831,7 @@ def test_the_repositorys_test_harness_made_vacuous_is_a_runner_patch(patch):
             "     code()\n",
         ),
         new_file("xarray/tests/_helpers.py", "def assert_no_warnings():\n    return warnings.catch_warnings(record=True)\n"),
+        edit("pandas/_testing.py", " def _no_cases():\n+    return\n     yield\n"),
         # a result class delegating failures, the runner's own tests patching a result
         edit(
             "django/test/testcases.py",
