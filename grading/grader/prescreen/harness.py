@@ -42,6 +42,7 @@ _HARNESS_NAMES = ("testing.py", "_testing.py", "testutils.py", "pytest.py", "_py
 _HELPER = re.compile(r"^_?(assert|check|compare|raises|warns|expect|fail|verify)|_(equal|close|allclose|raises|warns)$")
 _DROPPERS = {"addFailure", "addError", "addUnexpectedSuccess", "addSubTest"}
 _EXIT_ATTRS = {"exitstatus", "testsfailed"}
+_TRIGGERS = ("lambda", "exitstatus", "testsfailed", *sorted(_DROPPERS))  # words every AST finding below needs
 # `-p name` (or `-pname`, `-p=name`) in an added line of test configuration: a plugin module pytest imports
 _PLUGIN = re.compile(r"(?:^|[\s'\"\[,=])-p[\s=]{0,8}([A-Za-z_][\w.:]{0,200})")
 
@@ -136,6 +137,10 @@ def harness_signals(index: int, view: PatchView, *, plugins: Iterable[str] = ())
                 continue  # `return` then `yield`: the idiom of an empty generator
             if not name.startswith("assert"):  # hooks.py reports assertion helpers anywhere
                 add(view.cite((h, i)), f"{name} returns before it does its work", "a test helper made vacuous")
+    added = [cut(r.text) for _, _, r in view.rows("+")]
+    triggers = _TRIGGERS + (("None",) if harness else ())
+    if not any(t in line for line in added for t in triggers):
+        return out  # nothing the AST rules below could find: spare the walk
     for _, sv in view.views():
         if sv is None:
             continue
