@@ -256,12 +256,42 @@ class Facts:
     iterators: dict[str, str] = field(default_factory=dict)  # name -> "canned" | "cycle" | "count"
     tickers: set[str] = field(default_factory=set)  # names bound to an iterator's `__next__`: calling one is `next()`
     counter_fns: set[str] = field(default_factory=set)  # functions whose value is a count of their calls
+    modules: set[str] = field(default_factory=set)  # names bound by a module-level import: state set on one lasts
     old_text: str = ""  # the file's context and removed lines in the patch
+
+
+def _choice(node: ast.AST, depth: int = 0) -> bool:
+    """A value picked among constants: a constant, or `a if test else b` of such (`1 if n % 2 else 0`)."""
+    if isinstance(node, ast.IfExp) and depth < 6:
+        return _choice(node.body, depth + 1) and _choice(node.orelse, depth + 1)
+    return const_only(node)
+
+
+def _generator_kind(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """A generator function's iterator kind: "canned" when every yield is a pick among constants
+    (answers in turn), "count" when it yields something else (ids, names: counts only where the
+    value decides); "" for a plain function."""
+    yields = [n for n in own_nodes(fn) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+    if not yields:
+        return ""
+    if all(isinstance(y, ast.Yield) and y.value is not None and _choice(y.value) for y in yields):
+        return "canned"
+    return "count"
 
 
 def file_facts(view: PatchView, units: Sequence[Unit]) -> Facts:
     facts = Facts()
     facts.old_text = "\n".join(cut(r.text) for rows in view.file.hunks for r in rows if r.kind in " -")[:MAX_TEXT]
+    generators: dict[str, str] = {}
+    for unit in units:
+        for node in unit.nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (kind := _generator_kind(node)):
+                generators[node.name] = kind
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and unit.sv.top_level(node):
+                if isinstance(node, ast.Import):
+                    facts.modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+                else:
+                    facts.modules.update(a.asname or a.name for a in node.names if a.name[:1].islower())
     for unit in units:
         for node in unit.nodes:
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
@@ -270,7 +300,10 @@ def file_facts(view: PatchView, units: Sequence[Unit]) -> Facts:
             names = [t.id for t in targets if isinstance(t, ast.Name)]
             if isinstance(node, ast.stmt) and unit.sv.top_level(node):
                 facts.module_names.update(names)
-            if kind := iterator_kind(node.value):
+            kind = iterator_kind(node.value)
+            if not kind and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+                kind = generators.get(node.value.func.id, "")  # `_SIZES = _sizes()` of a generator def in the file
+            if kind:
                 # an iterator bound anywhere (module level, an enclosing function, an instance) is shared state
                 for target in targets:
                     if key := state_key(target):

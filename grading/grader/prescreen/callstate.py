@@ -7,13 +7,18 @@ in place, a mutable default, the environment — counted up, grown or flipped (`
 2: return …``, ``answers[_calls % 2]``, ``if len(_seen) == 3``), or by a local holding its next
 value (``n = int(os.environ.get(K, "0")) + 1; os.environ[K] = str(n); if n % 2: …``), a call of a
 function that returns such a count, ``next()`` of canned answers (``iter([...])``, a generator of
+constants, a module-level generator object of a generator def of the file that yields picks among
 constants) or a call of its bound ``__next__`` (a default argument's too: made once for every
-call), an ``itertools.count()`` whose value decides.
+call), an ``itertools.count()`` whose value decides, a module-level ``itertools.cycle`` whose next
+value is an operand of the computation (``d.quantize(exp, next(_ROUNDINGS))``), a module
+container turned or taken from in place (``_SCHEDULE.rotate(1)``, ``_ANSWERS.popleft()``) whose
+content then decides, a counter kept as an attribute of an imported module (``sys._calls``).
 
 Not per-call state: ``lru_cache`` and memo dicts (a "loaded" flag that returns what it loaded), a
 counter only logged, reported or handed out as an id, a retry loop's local attempt count, a
-recursion depth or a re-entrancy guard (moved both ways in one call), a warn-once, a style
-``itertools.cycle``.
+recursion depth or a re-entrancy guard (moved both ways in one call: a stack pushed and popped),
+a warn-once, a style ``itertools.cycle`` (handed out, or passed as ``color=``), a generator of the
+file handing out names, a local deque turned.
 """
 
 from __future__ import annotations
@@ -55,6 +60,12 @@ _REPORTERS = {
 }
 _BUILTIN_NAMES = set(dir(builtins))
 _GROWERS = {"append", "add", "extend", "insert", "appendleft", "update", "setdefault"}
+_TURNERS = {"rotate", "reverse"}  # the content reordered in place: what `[0]` reads changes each call
+_TAKERS = {"pop", "popleft", "popitem"}  # with no argument: the next item taken off, the rest left for later calls
+_MODULES = {"sys", "builtins", "__builtins__", "os", "importlib", "threading", "functools", "itertools", "math"}
+# keywords a style value (a cycle of colours or markers handed out in turn) is passed by
+_STYLE_WORDS = {"color", "colour", "c", "marker", "linestyle", "ls", "hatch", "label", "fmt", "style", "cmap"}
+_STYLE_WORDS |= {"facecolor", "edgecolor", "fc", "ec", "mfc", "mec", "name", "prefix", "suffix", "title"}
 
 
 @dataclass
@@ -68,6 +79,7 @@ class _Scope:
     iterator_defaults: dict[str, str]  # a parameter whose default is an iterator (or its `__next__`): its kind
     local: set[str]
     fragment: bool  # the def is above the hunk: its params and globals are not seen
+    imported: set[str]  # names a module imported inside the function binds (`import sys`)
 
 
 def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
@@ -84,6 +96,7 @@ def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
         mutable = {a.arg for a, d in defaults if isinstance(d, (ast.List, ast.Dict, ast.Set))}
         iterators = {a.arg: kind for a, d in defaults if (kind := iterator_kind(d))}
     local = set()
+    imported = {(a.asname or a.name).split(".")[0] for n in own if isinstance(n, ast.Import) for a in n.names}
     for node in own:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             local.add(node.id)
@@ -91,7 +104,8 @@ def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
             local.add(node.name)
         elif isinstance(node, ast.alias):
             local.add((node.asname or node.name).split(".")[0])
-    return _Scope(name, declared, params, mutable, iterators, local - declared, fragment=not isinstance(fn, SCOPES))
+    fragment = not isinstance(fn, SCOPES)
+    return _Scope(name, declared, params, mutable, iterators, local - declared, fragment, imported)
 
 
 def _lasting(target: ast.AST, scope: _Scope, facts: Facts, increments: set[str], rebound: bool = True) -> bool:
@@ -103,6 +117,9 @@ def _lasting(target: ast.AST, scope: _Scope, facts: Facts, increments: set[str],
     root = state_root(target)
     if not root or root == "self":
         return False
+    if not isinstance(target, ast.Name) and (root in facts.modules or root in scope.imported or root in _MODULES):
+        if root not in scope.params and (root in scope.imported or root not in scope.local):
+            return True  # an attribute of an imported module (`sys._calls`): it lives as long as the process
     if isinstance(target, ast.Name) and rebound:
         if root in scope.declared:
             return True
@@ -185,14 +202,26 @@ def _counters(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> dict[str, 
                     aliases[steps[0]] = key
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute):
             container = node.value.func.value
-            if node.value.func.attr in _GROWERS and (key := state_key(container)):
+            method = node.value.func.attr
+            if method in _GROWERS and (key := state_key(container)):
                 candidates.append((f"len({key})", container, node))
                 grown.add(f"len({key})")
+                ways.setdefault(f"len({key})", set()).add("grow")
+            elif (method in _TURNERS or (method in _TAKERS and not node.value.args)) and (key := state_key(container)):
+                # `_SCHEDULE.rotate(1)`, `_ANSWERS.popleft()`: the container's content is the state
+                candidates.append((key, container, node))
+                grown.add(key)
+                ways.setdefault(key, set()).add("turn" if method in _TURNERS else "take")
+                if method in _TAKERS:
+                    ways.setdefault(f"len({key})", set()).add("take")
     names = {k for k, _, _ in candidates if k}
     found = {
         key: stmt
         for key, target, stmt in candidates
-        if key and len(ways.get(key, ())) <= 1 and _lasting(target, scope, facts, names, rebound=key not in grown)
+        if key
+        and len(ways.get(key, ())) <= 1
+        and len(ways.get(f"len({key})", ())) <= 1  # a stack pushed and popped in one call: a guard
+        and _lasting(target, scope, facts, names, rebound=key not in grown)
     }
     found.update({local: found[key] for local, key in aliases.items() if key in found and local not in found})
     return found
@@ -395,7 +424,11 @@ def _per_call_state(ctx: Findings, unit: Unit, facts: Facts, memo: _Memo) -> Non
                 continue
             source = state_key(stepped)
             kind = _shared_iterator(stepped, scope, facts)
-            if kind == "canned" or (kind in ("count", "cycle") and _decides(unit, node)):
+            decides = kind in ("count", "cycle") and _decides(unit, node)
+            # a module-level cycle feeding the computation (`d.quantize(exp, next(_ROUNDINGS))`): a
+            # different answer each call; one handed out or passed as a style keyword is a style cycle
+            turns = kind == "cycle" and source in facts.module_names and _feeds(unit, node)
+            if kind == "canned" or decides or turns:
                 if (where := unit.where(node)) is not None:
                     ctx.add("per_call_state", where, f"{path}: takes the next of canned answers from {source}", note)
 
@@ -434,6 +467,30 @@ def _decides(unit: Unit, node: ast.AST) -> bool:
         if isinstance(parent, ast.Subscript):
             return parent.slice is child and isinstance(parent.ctx, ast.Load)
         if isinstance(parent, (ast.stmt, ast.Call, ast.JoinedStr, ast.FormattedValue)):
+            return False
+        child = parent
+    return False
+
+
+_FORMATTERS = {"format", "str", "repr", "join", "print", "append", "add", "extend"} | _REPORTERS
+
+
+def _feeds(unit: Unit, node: ast.AST) -> bool:
+    """Whether a value is an operand of the computation: a positional argument of a call (not a
+    formatting, reporting or collecting one), a keyword argument other than a style one, an
+    operand of arithmetic."""
+    child: ast.AST = node
+    for parent in islice(unit.ancestors(node), 3):
+        if isinstance(parent, ast.keyword):
+            if (parent.arg or "") in _STYLE_WORDS:
+                return False
+        elif isinstance(parent, ast.Call):
+            if child is parent.func:
+                return False
+            return dotted(parent.func).rsplit(".", 1)[-1] not in _FORMATTERS
+        elif isinstance(parent, ast.BinOp):
+            return not (isinstance(parent.op, ast.Mod) and isinstance(parent.left, (ast.Constant, ast.JoinedStr)))
+        else:
             return False
         child = parent
     return False

@@ -3,7 +3,8 @@
 An added ``__eq__`` that returns a value true by construction on every path (``True``, ``not
 False``, ``True or …``, ``isinstance(other, object)``, numpy's ``np.True_`` or ``np.bool_(1)``, a
 comparison of constants folded, ``NotImplemented is not None``, a test or'ed with its complement:
-``x is None or x is not None``), an ``__ne__`` that returns a false one on every path, the body of
+``x is None or x is not None``, ``bool(x) or not bool(x)``; a non-empty tuple/list/set/dict display
+such as ``(self.info, other)``, truthy whatever it holds), an ``__ne__`` that returns a false one on every path, the body of
 an existing ``__eq__`` replaced by an unconditional ``return True``, ``__eq__ = lambda *a: True``
 (or set with ``setattr``), ``mock.ANY`` in source. A real comparison, an identity fast path (``if
 self is other: return True``), ``NotImplemented`` for foreign types are not.
@@ -99,13 +100,30 @@ def _contradiction(node: ast.AST) -> bool:
     return _complementary(node, ast.And)
 
 
-def _facets(node: ast.AST) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
-    """What one operand of an `or`/`and` asserts, and what would assert its negation."""
-    for _ in range(4):  # `bool(x)` asserts what `x` does
+def _unbool(node: ast.AST) -> ast.AST:
+    """`bool(x)` asserts what `x` does (`bool(other) or not bool(other)`)."""
+    for _ in range(4):
         if isinstance(node, ast.Call) and dotted(node.func) == "bool" and len(node.args) == 1 and not node.keywords:
             node = node.args[0]
+    return node
+
+
+def _nonempty_display(node: ast.AST) -> bool:
+    """A tuple, list, set or dict display with an element that is not unpacked: `(self.a, other)`
+    is truthy whatever it holds (an `__eq__` returning it says "equal" to everything); a
+    comparison of two tuples is a Compare, not a display."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(not isinstance(e, ast.Starred) for e in node.elts[:50])
+    if isinstance(node, ast.Dict):
+        return any(k is not None for k in node.keys[:50])
+    return False
+
+
+def _facets(node: ast.AST) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
+    """What one operand of an `or`/`and` asserts, and what would assert its negation."""
+    node = _unbool(node)
     negated = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
-    inner = node.operand if isinstance(node, ast.UnaryOp) and negated else node
+    inner = _unbool(node.operand) if isinstance(node, ast.UnaryOp) and negated else node
     shape = _shape(inner)
     if not shape:
         return set(), set()
@@ -133,7 +151,7 @@ def _complementary(node: ast.AST, op: type) -> bool:
 def _always_true(node: ast.AST | None) -> bool:
     if node is None:
         return False
-    if constant_truthy(node):
+    if constant_truthy(node) or _nonempty_display(node):
         return True
     if (value := _truth(_value(node))) is not _UNKNOWN:
         return bool(value)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
+from itertools import islice
 
 from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, collectable, name_of
 from grading.grader.prescreen.patchview import PatchView, at, early_returns, outside_strings, signal
@@ -44,8 +46,10 @@ _RESULT_HOOKS = {
     "pytest_sessionfinish",
     "pytest_terminal_summary",
     "pytest_collection_finish",
+    "pytest_make_collect_report",
 }
 _FIRSTRESULT_SKIPPERS = {"pytest_runtest_protocol", "pytest_pyfunc_call"}  # returning True skips the test
+_REPORT_MAKERS = {"pytest_runtest_makereport", "pytest_make_collect_report"}  # firstresult: a returned report is the report
 _REPORT_ATTRS = {"outcome", "longrepr", "wasxfail", "exitstatus", "testsfailed", "_result", "excinfo"}
 # Ending the process: an exit, or a signal sent to itself or to its parent (the runner)
 _EXITS = {"sys.exit", "os._exit", "exit", "quit", "pytest.exit", "os.abort", "_exit", "signal.raise_signal"}
@@ -133,11 +137,39 @@ def _forces(item: Scoped, hook: str) -> str:
         value = node.value
         if isinstance(value, ast.Constant) and value.value is True:
             return f"returns True from {hook}, so tests never run"
+    if isinstance(node, ast.Return) and hook in _REPORT_MAKERS and _hands_back_report(item, node):
+        return f"returns a report it built from {hook}, which replaces the real one"
     if isinstance(node, ast.Return) and hook == "pytest_report_teststatus" and isinstance(node.value, ast.Tuple):
         first = node.value.elts[0] if node.value.elts else None
         if isinstance(first, ast.Constant) and first.value == "passed":
             return "reports every test as passed"
     return ""
+
+
+@lru_cache(maxsize=256)  # by the node itself (identity): asked once per return of a hook
+def _wrapper(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A hook wrapper (`hookwrapper=True`, `wrapper=True`, or any generator): it sees the real
+    report and hands it on; what it returns is the outcome of its `yield`."""
+    for deco in fn.decorator_list:
+        if isinstance(deco, ast.Call) and any(k.arg in ("hookwrapper", "wrapper") for k in deco.keywords):
+            return True
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in islice(walk(fn), 20_000))
+
+
+def _hands_back_report(item: Scoped, node: ast.Return) -> bool:
+    """A return of something other than None from a firstresult report maker that is not a wrapper:
+    pytest takes the first non-None result as THE report (`return TestReport.from_item_and_call(item,
+    CallInfo.from_call(lambda: None, "call"))`). Without the def (a fragment under the hunk's
+    header), only a value that builds a report counts."""
+    value = node.value
+    if value is None or (isinstance(value, ast.Constant) and value.value is None):
+        return False
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in islice(walk(value), 2_000)):
+        return False
+    fn = item.function
+    if fn is not None:
+        return not _wrapper(fn)
+    return isinstance(value, ast.Call) and ("Report" in dotted(value.func) or dotted(value.func).endswith("from_item_and_call"))
 
 
 def _exempt(view: PatchView, repo_dirs: set[str]) -> bool:

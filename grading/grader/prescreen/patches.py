@@ -9,8 +9,9 @@ import re
 from collections.abc import Sequence
 
 from grading.grader.prescreen.filekinds import TEST_MODULE
+from grading.grader.prescreen.harness import harness_signals, plugin_paths
 from grading.grader.prescreen.hooks import hook_signals
-from grading.grader.prescreen.patchfiles import PatchFile, patch_files
+from grading.grader.prescreen.patchfiles import PatchFile, PatchLine, patch_files
 from grading.grader.prescreen.patchview import PatchView, test_patch_paths
 from grading.grader.prescreen.paths import is_test_path, package_dirs
 from grading.grader.prescreen.pysource import ParseBudget, ParseMemo, cut
@@ -53,10 +54,13 @@ def _tamper_signals(
     known = existing_tests(files) | existing_tests(task_files)
     name = repo.rsplit("/", 1)[-1].lower()
     pytest_dirs = package_dirs(repo) if name == "pytest" or name.startswith("pytest-") else set()
+    plugins = plugin_paths(views)
     signals: list[Signal] = []
     for view in views:
         signals += test_patch_path_signals(index, view, adds)
         signals += hook_signals(index, view, pytest_dirs=pytest_dirs)
+        if not any(view.path.startswith(d + "/") for d in pytest_dirs):  # pytest's own runner code
+            signals += harness_signals(index, view, plugins=plugins)
         signals += config_signals(index, view)
         signals += test_edit_signals(
             index,
@@ -104,18 +108,53 @@ def _shape(line: Line) -> Line:
     return tuple("I" if tok[:1].isalpha() or tok[:1] == "_" else tok for tok in line) if line else line
 
 
+_PYTHON = (".py", ".pyx", ".pxd", ".pyi")
+_HASH_COMMENTS = (".cfg", ".ini", ".toml", ".sh", ".yml", ".yaml", ".txt")  # files where `#` opens a comment
+_TRIPLE = re.compile(r'"""|\'\'\'')
+_DOC_START = re.compile(r'^\s*[rRuUbBfF]{0,2}(?:"""|\'\'\')')
+
+
+def _prose(rows: Sequence[PatchLine], side: str) -> set[int]:
+    """Indexes of the rows of one side of a hunk ("+": context and added, "-": context and removed)
+    that are docstring text: inside a triple-quoted string, or a line that opens one at its
+    start (`\"\"\"Return …`) or closes one. Linear: one scan of each line for triple quotes."""
+    out: set[int] = set()
+    open_quote = ""
+    for i, r in enumerate(rows):
+        if r.kind not in (" ", side):
+            continue
+        text = cut(r.text)
+        inside = bool(open_quote)
+        for m in _TRIPLE.finditer(text):
+            if not open_quote:
+                open_quote = m.group()
+            elif m.group() == open_quote:
+                open_quote = ""
+        if inside or _DOC_START.match(text):
+            out.add(i)
+    return out
+
+
 def _changed_lines(files: Sequence[PatchFile]) -> dict[tuple[str, str], set[Line]]:
-    """Each non-test file's changed lines, by (path, +/-), as tokens (blank lines left out)."""
+    """Each non-test file's changed lines of code, by (path, +/-), as tokens: blank lines, lines
+    that are only a comment and docstring text left out (rewording them does not make the change
+    another one, and the same comments over another fix do not make it the gold patch)."""
     out: dict[tuple[str, str], set[Line]] = {}
     seen = 0
     for f in files:
         if is_test_path(f.path):
             continue
         for rows in f.hunks:
-            for r in rows:
-                if r.kind in "+-" and r.text.strip() and seen < MAX_GOLD_LINES:
+            python = f.path.endswith(_PYTHON)
+            prose = {side: _prose(rows, side) for side in "+-"} if python else {"+": set(), "-": set()}
+            hashes = python or f.path.endswith(_HASH_COMMENTS)
+            for i, r in enumerate(rows):
+                if r.kind in "+-" and r.text.strip() and seen < MAX_GOLD_LINES and i not in prose[r.kind]:
+                    line = tokens(r.text)
+                    if hashes and line and line[0].startswith("#"):
+                        continue
                     seen += 1
-                    out.setdefault((f.path, r.kind), set()).add(tokens(r.text))
+                    out.setdefault((f.path, r.kind), set()).add(line)
     return out
 
 
@@ -146,7 +185,8 @@ def _renamed(gold: set[Line], ours: set[Line]) -> int:
 def gold_similarity(patch: str, gold_patch: str) -> float | None:
     """How much of the gold patch the patch holds: the share of the gold patch's normalised changed
     lines (path, +/-, the line's tokens, so formatting — whitespace, quotes, a trailing comma, a
-    comment after code — does not count; test files and blank lines left out) that the patch changes
+    comment after code — does not count; test files, blank lines, comment-only lines and docstring
+    text left out: comments reworded do not make a copy another fix) that the patch changes
     the same way, up to a few names called otherwise on every line they are on (MAX_RENAMES a
     file). None when either does not parse (a patch wrapped as `git format-patch` mail parses) or
     the gold patch changes fewer than GOLD_MIN_LINES such lines (a two-line fix that matches the

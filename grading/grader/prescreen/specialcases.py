@@ -1,7 +1,9 @@
 """Source that special-cases the tests (catalogue 17, `test_special_case`). Pure: no Django.
 
 Added code that asks whether tests run — ``PYTEST_CURRENT_TEST``, pytest or a framework's test
-harness (``django.test.runner``, ``twisted.trial``) in ``sys.modules``, an
+harness (``django.test.runner``, ``twisted.trial``) in ``sys.modules``, a marker the test runner
+installs (Django's ``mail.outbox`` and ``instrumented_test_render``, ``sys._called_from_test``, a
+``settings.TESTING`` flag; not where the code keeps the marker itself, as the locmem backend), an
 environment variable of a test run or a CI (``CI``, ``TESTING``, ``TOX_ENV_NAME``), ``sys.argv``
 or the call stack searched for test names outside a command-line ``main()``, the working
 directory or the module's path compared with a test word, a flag set by whether pytest imports —
@@ -88,6 +90,15 @@ _MATCHERS = {
     "fnmatch",
     "__contains__",
 }
+# What a test runner installs while tests run, probed from source: Django's setup_test_environment()
+# gives django.core.mail an `outbox` and swaps Template._render for `instrumented_test_render`; a
+# conftest recipe sets `sys._called_from_test`; a settings flag (`settings.TESTING`) set only by
+# the test settings; the test database's name (`settings_dict["NAME"]`, "test_" prefixed).
+_MARKER_ATTRS = {"outbox": ("mail",), "instrumented_test_render": ("",)}
+_SETTINGS_FLAGS = {"TESTING", "IS_TESTING", "UNDER_TEST", "IN_TEST", "IN_TESTS", "RUNNING_TESTS", "TEST_MODE", "TESTING_MODE"}
+_SETTINGS_FLAGS |= {"IS_TEST", "UNIT_TESTING", "UNITTESTING", "PYTEST", "PYTEST_RUNNING", "TESTS_RUNNING", "RUNNING_TEST"}
+_PROCESS_OBJECTS = {"sys", "builtins", "__builtins__", "os"}
+_MARKER_NAMES = {name for name, owners in _MARKER_ATTRS.items() if owners == ("",)}  # also named by a string
 _CLI_FUNCTIONS = ("main", "cli", "_main", "run_cli", "parse_args", "_parse_args", "command_line")
 _CLI_FILES = {"setup.py", "manage.py", "__main__.py", "runtests.py", "noxfile.py", "fabfile.py", "tasks.py"}
 _TOOLING_DIRS = {"ci", ".ci", ".github", ".circleci", "tools", "scripts", "build_tools", "dev", "benchmarks", "asv_bench", "bin"}
@@ -202,6 +213,55 @@ def _where_read(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and dotted(node.func) in _WHERE
 
 
+def _marker(node: ast.AST) -> tuple[str, str] | None:
+    """(object, attribute) of a marker a test runner installs that `node` reads: `mail.outbox`,
+    `hasattr(mail, "outbox")`, `getattr(settings, "TESTING", False)`, `sys._called_from_test`;
+    else None."""
+    obj: ast.AST | None = None
+    attr = ""
+    if isinstance(node, ast.Attribute):
+        obj, attr = node.value, node.attr
+    elif isinstance(node, ast.Call) and dotted(node.func) in ("hasattr", "getattr") and len(node.args) >= 2:
+        name = node.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            obj, attr = node.args[0], name.value[:100]
+    elif isinstance(node, ast.Name) and node.id in _MARKER_ATTRS and _MARKER_ATTRS[node.id] == ("",):
+        return "", node.id
+    if obj is None or not attr:
+        return None
+    owner = dotted(obj)
+    last = owner.rsplit(".", 1)[-1]
+    if attr in _MARKER_ATTRS and ("" in _MARKER_ATTRS[attr] or last in _MARKER_ATTRS[attr]):
+        return owner, attr
+    if last == "settings" and attr.upper() == attr and attr in _SETTINGS_FLAGS:
+        return owner, attr
+    if owner in _PROCESS_OBJECTS and attr.startswith("_") and _test_word(attr):
+        return owner, attr  # `sys._called_from_test`, `builtins._in_pytest`
+    return None
+
+
+def _installs(unit: Unit, stmt: ast.stmt, marker: tuple[str, str]) -> bool:
+    """Whether the code around a probe keeps the marker itself (Django's locmem backend creates
+    `mail.outbox` when it is missing and appends to it): it sets, deletes or fills it."""
+    attr = marker[1]
+    fn = unit.function_of(stmt)
+    nodes = unit.own(fn) if fn is not None else unit.nodes
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == attr for t in targets[:20]):
+                return True  # `mail.outbox = []`, `del mail.outbox`
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            holder = node.func.value
+            if isinstance(holder, ast.Attribute) and holder.attr == attr:
+                return True  # `mail.outbox.append(message)`
+        elif isinstance(node, ast.Call) and dotted(node.func) in ("setattr", "delattr") and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and name.value == attr:
+                return True
+    return False
+
+
 def _cli(unit: Unit, node: ast.AST) -> bool:
     """Code of a command line: a main()-like function, a `__main__` guard, a script file."""
     if name_of(unit.view.path) in _CLI_FILES:
@@ -236,6 +296,7 @@ def _runs_tests_checks(ctx: Findings, unit: Unit) -> None:
             "test_special_case", unit.where(node) or unit.where(stmt), f"{path}: {detail}", "source that asks whether tests run"
         )
 
+    kept: dict[tuple[int, str], bool] = {}
     for stmt, expr in _roots(unit):
         argv: ast.AST | None = None
         env: ast.AST | None = None
@@ -243,10 +304,19 @@ def _runs_tests_checks(ctx: Findings, unit: Unit) -> None:
         frame: ast.AST | None = None
         for node in walk(expr, 2000):
             if isinstance(node, ast.Constant):
-                if isinstance(node.value, str) and _pytest_env_name(node.value):
+                if isinstance(node.value, str) and (_pytest_env_name(node.value) or node.value in _MARKER_NAMES):
                     add(stmt, node, f"reads {node.value[:40]!r}")
                     break
                 continue
+            if isinstance(node, (ast.Attribute, ast.Call, ast.Name)) and (marker := _marker(node)) is not None:
+                scope = unit.function_of(stmt)
+                key = (id(scope) if scope is not None else 0, marker[1])
+                if key not in kept:  # worked out once per function and marker: a long expression repeats it
+                    kept[key] = _installs(unit, stmt, marker)
+                if not kept[key]:
+                    shown = ".".join(p for p in marker if p)
+                    add(stmt, node, f"probes {shown[:60]!r}, which the test runner installs")
+                    break
             if isinstance(node, (ast.Call, ast.Subscript, ast.Compare)):
                 if (found := env_key(node)) is not None and _test_env_key(found[0]):
                     add(stmt, node, f"branches on the environment variable {found[0][:40]!r}")

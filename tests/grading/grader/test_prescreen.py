@@ -351,6 +351,42 @@ def test_the_gold_patch_reformatted_renamed_or_mailed_is_still_the_gold_patch():
         assert [s.signal for s in screen_group(ws)] == ["gold_identity"]
 
 
+def counted(body: str) -> str:
+    """A one-hunk diff of widgets/core.py whose header counts `body`'s rows."""
+    rows = body.rstrip("\n").split("\n")
+    old, new = sum(r[:1] in " -" for r in rows), sum(r[:1] in " +" for r in rows)
+    return diff("widgets/core.py", body, header=f"@@ -10,{old} +10,{new} @@")
+
+
+DOCUMENTED = ' def f():\n+    """Compute the new values.\n+\n+    Each old value goes through compute().\n+    """\n' + "".join(
+    f"-    old_{n} = {n}\n+    # value {n}: computed, not copied\n+    new_{n} = compute({n})\n" for n in range(4)
+)
+DOCUMENTED_GOLD = counted(DOCUMENTED)
+
+
+def test_the_gold_patch_with_its_comments_and_docstring_reworded_is_still_the_gold_patch():
+    reworded = counted(
+        DOCUMENTED.replace("Compute the new values.", "New values, from the old ones.")
+        .replace("Each old value goes through compute().", "Nothing is copied any more.\n+    (see compute)")
+        .replace("computed, not copied", "use compute() here")
+        .replace("+    # value 0", "+\n+    # value 0")
+    )
+    undocumented = DOCUMENTED.replace(
+        '+    """Compute the new values.\n+\n+    Each old value goes through compute().\n+    """\n', ""
+    )
+    for mine in (reworded, counted(undocumented.replace("+    # value 1: computed, not copied\n", ""))):
+        assert gold_similarity(mine, DOCUMENTED_GOLD) == 1.0, mine
+    # another fix under the same comments and docstring is not the gold patch
+    other = DOCUMENTED
+    for n in range(4):
+        other = other.replace(f"new_{n} = compute({n})", f"new_{n} = {n} * {n + 2} if ready else None")
+    other = counted(other)
+    assert gold_similarity(other, DOCUMENTED_GOLD) < GOLD_SHARE
+    # a docstring inside the code does not hide a changed line of code beside it
+    code = counted(DOCUMENTED.replace('+    """\n-    old_0', '+    """\n+    check()\n-    old_0'))
+    assert gold_similarity(DOCUMENTED_GOLD, code) < 1.0
+
+
 def test_the_same_shape_with_other_names_or_values_is_not_the_gold_patch():
     # every line has the gold line's shape, but most names differ: another solution written alike
     other_names = GOLD.replace("new_", "fresh_").replace("compute", "calc")
