@@ -29,6 +29,7 @@ class PatchView:
     budget: ParseBudget
     _new: dict[int, SourceView | None] = field(default_factory=dict)
     _old_ok: dict[int, SourceView | None] = field(default_factory=dict)
+    _outlines: dict[int, _Outline] = field(default_factory=dict)
 
     @classmethod
     def of(cls, file: PatchFile, budget: ParseBudget) -> PatchView:
@@ -87,30 +88,74 @@ class PatchView:
 
     def enclosing(self, h: int, i: int) -> str:
         """The name of the function a line of hunk `h` sits in (or that it defines), from the
-        lines above it in the hunk, else the hunk's section header; "" when neither tells."""
-        rows = self.file.hunks[h]
-        text = cut(rows[i].text)
+        lines above it in the hunk, else the hunk's section header; "" when neither tells.
+
+        Read as the indentation says: the nearest line above with less indent, then the nearest
+        above that with less again, up to a `def` (its name), a `class` or the module level ("").
+        Blank lines, comments and decorators never close a block. The chain is kept per hunk
+        (_Outline), so asking for every line of a long hunk costs linear time, not quadratic."""
+        text = cut(self.file.hunks[h][i].text)
         if m := _DEF.match(text):
             return m.group(2)
-        indent = len(text) - len(text.lstrip()) if text.strip() else 10**6
-        for j in range(i - 1, -1, -1):
-            line = cut(rows[j].text)
-            level = len(line) - len(line.lstrip())
-            if not line.strip() or level >= indent:
-                continue
-            if m := _DEF.match(line):
-                return m.group(2)
-            if line.lstrip().startswith(("@", "#")):
-                continue
-            if level == 0 or _CLASS.match(line):
-                return ""
-            indent = level
+        outline = self._outlines.get(h)
+        if outline is None:
+            outline = self._outlines[h] = _Outline.of([cut(r.text) for r in self.file.hunks[h]])
+        found = outline.above(i, len(text) - len(text.lstrip()) if text.strip() else 10**6)
+        if found is not None:
+            return found
         header = cut(self.file.sections[h]) if h < len(self.file.sections) else ""
         m = _DEF.match(header.strip())
         return m.group(2) if m else ""
 
     def test_id(self, name: str) -> str:
         return f"{self.path}::{name}" if name else self.path
+
+
+@dataclass(frozen=True)
+class _Outline:
+    """A hunk's lines as blocks: for each line that can open one (not blank, not a comment or
+    decorator), its indent, what it is (a def's name, "" for a class or a module-level line,
+    None for any other statement) and the nearest such line above it with less indent; `last[i]`
+    is the nearest such line above line i. Built in one pass with a stack of open lines."""
+
+    level: list[int]
+    name: list[str | None]
+    parent: list[int]
+    last: list[int]
+
+    @classmethod
+    def of(cls, lines: Sequence[str]) -> _Outline:
+        level, parent, last = [0] * len(lines), [-1] * len(lines), [-1] * len(lines)
+        name: list[str | None] = [None] * len(lines)
+        stack: list[int] = []
+        for j, line in enumerate(lines):
+            last[j] = stack[-1] if stack else -1
+            stripped = line.lstrip()
+            if not stripped or stripped.startswith(("@", "#")):
+                continue
+            level[j] = len(line) - len(stripped)
+            if m := _DEF.match(line):
+                name[j] = m.group(2)
+            elif level[j] == 0 or _CLASS.match(line):
+                name[j] = ""
+            while stack and level[stack[-1]] >= level[j]:
+                stack.pop()
+            parent[j] = stack[-1] if stack else -1
+            stack.append(j)
+        return cls(level, name, parent, last)
+
+    def above(self, i: int, indent: int) -> str | None:
+        """What encloses a line at `indent` on line i: a def's name, "" (a class or the module
+        level), or None when the hunk does not show it. Each step lowers the indent, so the walk
+        is at most as long as the line's indent is deep."""
+        j = self.last[i]
+        while j >= 0 and self.level[j] >= indent:
+            j = self.parent[j]
+        while j >= 0:
+            if self.name[j] is not None:
+                return self.name[j]
+            j = self.parent[j]
+        return None
 
 
 _RETURN = re.compile(r"^(\s*)return(?:\s+None)?\s*(?:#.*)?$")
