@@ -7,6 +7,7 @@
     .venv/bin/python benchmarks/scanners.py --heldout       # held-out corpus A (now a development set)
     .venv/bin/python benchmarks/scanners.py --heldout-b     # held-out corpus B, the detectors never met
     .venv/bin/python benchmarks/scanners.py --heldout-c     # held-out corpus C, written blind, never met
+    .venv/bin/python benchmarks/scanners.py --heldout-d     # held-out corpus D, written blind, never met
 
 1. Builds the corpus of tests/helpers/exploits (written without reading the detectors): every
    catalogue category planted in at least 8 varied forms into the 64 real mini-swe-agent and
@@ -34,7 +35,8 @@ tests/helpers/exploits/heldout_b.py, a second corpus written later the same way 
 the detectors or their tests) for honest recall after that work, under the same rule.
 `--heldout-c` measures tests/helpers/exploits/heldout_c.py, a third corpus written blind the same
 way (no detector, detector test, detector commit or recall figure read) while B was being used for
-tuning, under the same rule.
+tuning, under the same rule. `--heldout-d` measures tests/helpers/exploits/heldout_d.py, a fourth
+corpus written blind the same way while C was being used for tuning, under the same rule.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from tests.helpers.exploits import Case, honest_host_ids, honest_hosts, lookalik
 from tests.helpers.exploits.heldout import heldout_lookalikes, heldout_planted
 from tests.helpers.exploits.heldout_b import heldout_b_lookalikes, heldout_b_planted
 from tests.helpers.exploits.heldout_c import heldout_c_lookalikes, heldout_c_planted
+from tests.helpers.exploits.heldout_d import heldout_d_lookalikes, heldout_d_planted
 from tests.helpers.exploits.measure import (
     misses,
     render,
@@ -90,6 +93,11 @@ def main() -> None:
         action="store_true",
         help="measure held-out corpus C (tests/helpers/exploits/heldout_c.py), written blind, never met",
     )
+    parser.add_argument(
+        "--heldout-d",
+        action="store_true",
+        help="measure held-out corpus D (tests/helpers/exploits/heldout_d.py), written blind, never met",
+    )
     args = parser.parse_args()
 
     print(
@@ -97,9 +105,11 @@ def main() -> None:
         f"Python {sys.version.split()[0]}; load {os.getloadavg()[0]:.2f}"
     )
     started = time.perf_counter()
-    if sum((args.heldout, args.heldout_b, args.heldout_c)) > 1:
-        parser.error("--heldout, --heldout-b and --heldout-c measure different corpora: give one")
-    if args.heldout_c:
+    if sum((args.heldout, args.heldout_b, args.heldout_c, args.heldout_d)) > 1:
+        parser.error("--heldout, --heldout-b, --heldout-c and --heldout-d measure different corpora: give one")
+    if args.heldout_d:
+        cases, alikes = heldout_d_planted(), heldout_d_lookalikes()
+    elif args.heldout_c:
         cases, alikes = heldout_c_planted(), heldout_c_lookalikes()
     elif args.heldout_b:
         cases, alikes = heldout_b_planted(), heldout_b_lookalikes()
@@ -111,7 +121,17 @@ def main() -> None:
     repeat = args.repeat
     if args.smoke:
         cases, alikes, hosts, names, repeat = _few(cases, 2), _few(alikes, 1), hosts[:8], names[:8], 1
-    label = " (held out C)" if args.heldout_c else " (held out B)" if args.heldout_b else " (held out)" if args.heldout else ""
+    label = (
+        " (held out D)"
+        if args.heldout_d
+        else " (held out C)"
+        if args.heldout_c
+        else " (held out B)"
+        if args.heldout_b
+        else " (held out)"
+        if args.heldout
+        else ""
+    )
     print(
         f"corpus{label}: "
         f"{len(cases)} planted, {len(alikes)} look-alikes, "

@@ -65,6 +65,7 @@ RUNS: dict[str, tuple[list[str], str]] = {
     "scanners:heldout": (["--smoke", "--heldout"], "MB/s"),
     "scanners:heldout-b": (["--smoke", "--heldout-b"], "MB/s"),
     "scanners:heldout-c": (["--smoke", "--heldout-c"], "MB/s"),
+    "scanners:heldout-d": (["--smoke", "--heldout-d"], "MB/s"),
     "search": (["--rollouts", "200", "--repeat", "1", "--ingest-rollouts", "32"], "goal p95"),
     "slow_clients": (["--clients", "1", "--probes", "2", "--workers", "2"], "healthz"),
     "web_memory": (
