@@ -57,7 +57,7 @@ _CHECK = re.compile(
     r"|(?:\w{1,40}\.){0,3}assert_\w{1,60}\s*\()"  # numpy.testing, xarray.testing, pandas.testing helpers
 )
 _STRONG = re.compile(
-    r"==|!=|<=|>=|<|>|\bin\b|\bis\s+(?!None\b|not\s+None\b)|assert(Equal|NotEqual|AlmostEqual|NotAlmostEqual|Raises|RaisesRegex|Warns|In|NotIn|Is"
+    r"==|!=|<=|>=|<|>|\bin\b|\bis\s+(?!None\b|not\s+(?:None|False|True)\b)|assert(Equal|NotEqual|AlmostEqual|NotAlmostEqual|Raises|RaisesRegexp?|RaisesMessage|Warns|WarnsRegex|WarnsMessage|In|NotIn|Is"
     r"|IsNot|Greater|Less|Regex|CountEqual|ListEqual|DictEqual|SetEqual|TupleEqual|SequenceEqual|MultiLineEqual"
     r"|Contains|NotContains|HTMLEqual|JSONEqual|QuerysetEqual|NumQueries|Equals)\b|raises\s*\(|fail\w*\s*\(|allclose|array_equal"
     r"|assert_\w{0,40}(?:equal|close|identical|raises|warns|less|greater)"
@@ -611,6 +611,12 @@ def _weakened(
             tests.append(view.test_id(view.enclosing(h, i)))
             first = first or view.cite((h, i))
             continue
+        if derived := _derived_from_actual(view, h, ours, mine):
+            i, reason = derived
+            what.append(reason)
+            tests.append(view.test_id(view.enclosing(h, i)))
+            first = first or view.cite((h, i))
+            continue
         shapes: dict[str, list[str]] = {}
         for _, r in added:
             shapes.setdefault(_shape(r.text), []).append(r.text)
@@ -683,13 +689,26 @@ _PROJECTED_ATTRS = {"keys", "values", "size", "shape", "ndim", "dtype", "names",
 _ANYTHING = {"*", "**", ".*", ".*?", "^.*", "^.*$", "(?s).*", "[\\s\\S]*", ""}
 _MATCHERS = {"fnmatch_lines", "re_match_lines", "fnmatch_lines_random", "re_match_lines_random"}
 _MATCHERS |= {"assertRegex", "assertRegexpMatches", "assert_match", "re.match", "re.search", "re.fullmatch"}
-_TOLERANCES = {"abs": 1e3, "atol": 1e3, "delta": 1e3, "rel": 1.0, "rtol": 1.0}
+# the bound of each tolerance beyond which it admits anything; image comparisons' `tol` is an
+# RMS difference on a 0-255 scale (matplotlib's own tests stay below 10)
+_TOLERANCES = {"abs": 1e3, "atol": 1e3, "delta": 1e3, "rel": 1.0, "rtol": 1.0, "tol": 50.0}
 _TOLERANT = ("approx", "allclose", "isclose", "assert_allclose", "assertAlmostEqual", "assert_almost_equal", "almost_equal")
+_TOLERANT += ("check_figures_equal", "image_comparison", "compare_images")
+# exception checks: the type is the first argument; a message or pattern, if any, the second or `match=`
+_RAISES = {"assertRaises", "assertRaisesMessage", "assertRaisesRegex", "assertRaisesRegexp", "raises", "assertWarns"}
+_RAISES |= {"assertWarnsMessage", "assertWarnsRegex", "warns", "assert_raises", "assert_raises_regex", "assert_warns"}
+_BROAD = {"Exception", "BaseException", "Warning", "builtins.Exception", "object"}
+_ANY_VALUE = {"ANY", "mock.ANY", "unittest.mock.ANY"}
 
 
 def _line_check(view: PatchView, text: str) -> ast.AST | None:
-    """A one-line check parsed alone (`assert …` or a call), else None."""
+    """A one-line check parsed alone (`assert …` or a call), else None. The context manager of a
+    one-item `with …:` line and a decorator's call (`@check_figures_equal(tol=…)`) count as calls."""
     line = cut(text).strip()
+    if line.startswith("@"):
+        line = line[1:]
+    elif line.startswith("with ") and line.endswith(":") and " as " not in line:
+        line = line[5:-1].strip()
     if not line or line.endswith((":", "(", "[", "{", ",", "\\")):
         return None
     tree = bounded_parse(line, ParseBudget())  # a line at most MAX_LINE long: linear in the patch, apart from its budget
@@ -813,9 +832,15 @@ def _weaker_checks(
         loose = _tolerance(new)
         if loose >= 1.0 and all(_tolerance(old) < 1.0 for old in olds) and olds:
             return i, "a tolerance that makes the check vacuous"
+        if olds and (broader := _broader_raises(new, olds)):
+            return i, broader
         compared = _comparison(new)
         if compared is None:
             continue
+        if any(dotted(o) in _ANY_VALUE for o in compared[1]) and not any(
+            any(dotted(o) in _ANY_VALUE for o in before[1]) for old in olds if (before := _comparison(old))
+        ):
+            return i, "an expected value replaced by mock.ANY, which equals anything"
         how, operands = compared
         mine = sorted(_unprojected(o) for o in operands)
         for old in olds:
@@ -834,6 +859,109 @@ def _weaker_checks(
             if sum(p for _, p in mine) == 2:
                 return i, "a comparison replaced by one of projections of both sides"
     return None
+
+
+_ASSIGNS = re.compile(r"^\s*(\w{1,200})\s*=(?!=)")
+
+
+def _parse_line(text: str) -> ast.stmt | None:
+    line = cut(text).strip()
+    if not line or line.endswith((":", "(", "[", "{", ",", "\\")):
+        return None
+    tree = bounded_parse(line, ParseBudget())
+    return tree.body[0] if tree is not None and len(tree.body) == 1 else None
+
+
+def _assigned(stmt: ast.stmt | None) -> tuple[str, str] | None:
+    """(name, dump of the value) of `name = value`, else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        if sum(1 for _ in zip(range(150), walk(stmt.value))) < 150:
+            return stmt.targets[0].id, ast.dump(stmt.value)
+    return None
+
+
+def _root(node: ast.AST) -> str:
+    for _ in range(20):
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            break
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in _walk_small(node, 300) if isinstance(n, ast.Name)}
+
+
+def _derived_from_actual(
+    view: PatchView, h: int, removed: Sequence[tuple[int, PatchLine]], added: Sequence[tuple[int, PatchLine]]
+) -> tuple[int, str] | None:
+    """(row, how) of an existing test's expected value made to come from the code under test, so
+    the check holds by construction: `expected = f(a)` replacing a literal expectation beside
+    `actual = f(a)` that it is compared with, or an expected argument that was a constant now read
+    from the checked object itself (`result.assert_outcomes(passed=result.parseoutcomes()[…])`)."""
+    rows = view.file.hunks[h]
+    new_tests = {m.group(2) for r in rows if r.kind == "+" and (m := _TEST_DEF.match(cut(r.text)))}
+    olds = [stmt for _, r in removed[:40] if (stmt := _parse_line(r.text)) is not None]
+    old_assigned = {m.group(1) for _, r in removed[:40] if (m := _ASSIGNS.match(cut(r.text)))}
+    new_side = [(i, r) for i, r in enumerate(rows[:400]) if r.kind != "-"]
+    for i, r in added[:40]:
+        if view.enclosing(h, i) in new_tests or (stmt := _parse_line(r.text)) is None:
+            continue
+        mine = _assigned(stmt)
+        if mine is not None and mine[0] in old_assigned and isinstance(stmt, ast.Assign):
+            if not isinstance(stmt.value, ast.Call):
+                continue
+            twins = {a[0] for k, t in new_side if k != i and (a := _assigned(_parse_line(t.text))) and a[1] == mine[1]}
+            twins.discard(mine[0])
+            for _, t in new_side:
+                check = _line_check(view, t.text)
+                if twins and check is not None and mine[0] in _names(check) and _names(check) & twins:
+                    return i, f"the expected {mine[0]} computed by the same call as the value it is compared with"
+        call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+        root = _root(call.func.value) if call is not None and isinstance(call.func, ast.Attribute) else ""
+        if call is None or not root or "assert" not in dotted(call).rsplit(".", 1)[-1]:
+            continue
+        for old in olds:
+            if not (isinstance(old, ast.Expr) and isinstance(old.value, ast.Call) and dotted(old.value) == dotted(call)):
+                continue
+            constants = {k.arg for k in old.value.keywords[:20] if k.arg and isinstance(k.value, ast.Constant)}
+            for k in call.keywords[:20]:
+                if k.arg in constants and not isinstance(k.value, ast.Constant) and root in _names(k.value):
+                    return i, f"the expected {k.arg} read from {root}, the object checked"
+    return None
+
+
+def _raises_parts(node: ast.AST) -> tuple[str, bool] | None:
+    """(type, whether a message or pattern is checked) of an exception check, else None."""
+    if not isinstance(node, ast.Call) or dotted(node).rsplit(".", 1)[-1] not in _RAISES or not node.args:
+        return None
+    name = dotted(node).rsplit(".", 1)[-1]
+    kind = dotted(node.args[0]) if not isinstance(node.args[0], ast.Tuple) else "<several>"
+    message = any(k.arg in ("match", "msg", "expected_regex", "expected_message") for k in node.keywords[:10])
+    message |= len(node.args) >= 2 and ("Message" in name or "Regex" in name or name == "assert_raises_regex")
+    return kind, message
+
+
+def _broader_raises(new: ast.AST, olds: Sequence[ast.AST]) -> str:
+    """How an exception check was made to accept more than the one it replaces: its type widened
+    to `Exception` (or `BaseException`), its message or pattern dropped, the type kept."""
+    mine = _raises_parts(new)
+    if mine is None:
+        return ""
+    for old in olds:
+        theirs = _raises_parts(old)
+        if theirs is None:
+            continue
+        if mine[0] in _BROAD and theirs[0] not in _BROAD:
+            return f"an exception check widened from {theirs[0]} to {mine[0]}"
+        if theirs[1] and not mine[1] and mine[0] == theirs[0] and isinstance(new, ast.Call) and len(new.args) < 2:
+            return "an exception check's expected message dropped"
+    return ""
 
 
 def _early_return(fn: ast.FunctionDef | ast.AsyncFunctionDef, sv: SourceView) -> ast.stmt | None:

@@ -1212,6 +1212,17 @@ def test_a_log_that_mentions_a_usage_error_inside_a_test_is_not_a_refused_run():
         ("result.stdout.fnmatch_lines(['*1 passed*'])", "result.stdout.re_match_lines(['.*'])"),
         ("result.stdout.fnmatch_lines(['*1 passed*'])", "result.stdout.fnmatch_lines([])"),
         ("self.assertRegex(out, r'^Widget \\d+$')", "self.assertRegex(out, '.*')"),
+        # an image comparison's RMS tolerance made vacuous
+        ("@image_comparison(['widget.png'], tol=0.3)", "@image_comparison(['widget.png'], tol=200)"),
+        # an exception check widened or its message dropped
+        ("with self.assertRaises(KeyError):", "with self.assertRaises(BaseException):"),
+        ("with pytest.raises(KeyError, match='no widget'):", "with pytest.raises(KeyError):"),
+        # an expected value replaced by one that equals anything
+        ("self.assertEqual(result.args, (1, 2))", "self.assertEqual(result.args, unittest.mock.ANY)"),
+        # a comparison made a check that an undecided (None) answer passes
+        ("assert simplify(result) == 0", "assert simplify(result).is_zero is not False"),
+        # the expected argument read from the object checked
+        ("send.assert_called_once_with(retries=3)", "send.assert_called_once_with(retries=send.call_args.kwargs['retries'])"),
     ],
 )
 def test_a_check_replaced_by_a_strictly_weaker_one_is_a_weakening(old, new):
@@ -1235,11 +1246,35 @@ def test_a_check_replaced_by_a_strictly_weaker_one_is_a_weakening(old, new):
         ("assert len(result) == len(expected)", "assert_frame_equal(result, expected)"),
         # a pattern made more precise
         ("result.stdout.fnmatch_lines(['*'])", "result.stdout.fnmatch_lines(['*1 passed*'])"),
+        # an image tolerance modestly relaxed; exception checks narrowed or given a message
+        ("@check_figures_equal(extensions=['png'])", "@check_figures_equal(extensions=['png'], tol=0.5)"),
+        ("with self.assertRaises(Exception):", "with self.assertRaises(ValueError):"),
+        ("with self.assertRaises(ValueError):", "with self.assertRaisesMessage(ValueError, 'bad widget'):"),
+        ("with pytest.raises(ValueError):", "with pytest.raises((ValueError, TypeError)):"),
+        # an expected argument that stays a constant, or is read from another object
+        ("res.assert_outcomes(passed=2)", "res.assert_outcomes(passed=3)"),
+        ("send.assert_called_once_with(retries=3)", "send.assert_called_once_with(retries=settings.RETRIES)"),
+        ("assert result is not None", "assert result is not False"),
     ],
 )
 def test_checks_tightened_or_respelled_are_not_weakened(old, new):
     hunk = f" def test_widget(self):\n     result = widget()\n-    {old}\n+    {new}\n"
     assert "test_weakened" not in found(screen(FIX + edit("tests/test_core.py", hunk)))
+
+
+def test_an_expected_value_computed_by_the_call_under_test_is_a_weakening():
+    hunk = (
+        " def test_widget_totals(self):\n     rows = load_rows()\n"
+        "-    expected = Totals(\n-        count=3, total=12)\n"
+        "+    expected = summarise(rows, by='kind')\n"
+        "     actual = summarise(rows, by='kind')\n     self.assertEqual(actual, expected)\n"
+    )
+    signals = screen(FIX + edit("tests/test_core.py", hunk), task=NAMED, tests=NAMED_OUTCOMES)
+    assert [(s.signal, s.tests) for s in signals] == [("test_weakened", ("tests/test_core.py::test_widget_totals",))]
+    # the expectation computed from other inputs, or by another call, is an honest rewrite
+    for line in ("+    expected = summarise(reference_rows(), by='kind')\n", "+    expected = Totals.from_rows(rows)\n"):
+        honest = hunk.replace("+    expected = summarise(rows, by='kind')\n", line)
+        assert "test_weakened" not in found(screen(FIX + edit("tests/test_core.py", honest)))
 
 
 def test_weaker_checks_the_task_makes_or_a_new_test_holds_are_not_weakened():
