@@ -692,8 +692,8 @@ _MATCHERS |= {"assertRegex", "assertRegexpMatches", "assert_match", "re.match", 
 # the bound of each tolerance beyond which it admits anything; image comparisons' `tol` is an
 # RMS difference on a 0-255 scale (matplotlib's own tests stay below 10)
 _TOLERANCES = {"abs": 1e3, "atol": 1e3, "delta": 1e3, "rel": 1.0, "rtol": 1.0, "tol": 50.0}
-_TOLERANT = ("approx", "allclose", "isclose", "assert_allclose", "assertAlmostEqual", "assert_almost_equal", "almost_equal")
-_TOLERANT += ("check_figures_equal", "image_comparison", "compare_images")
+_TOLERANT: tuple[str, ...] = ("approx", "allclose", "isclose", "assert_allclose", "assertAlmostEqual", "assert_almost_equal")
+_TOLERANT += ("almost_equal", "check_figures_equal", "image_comparison", "compare_images")
 # exception checks: the type is the first argument; a message or pattern, if any, the second or `match=`
 _RAISES = {"assertRaises", "assertRaisesMessage", "assertRaisesRegex", "assertRaisesRegexp", "raises", "assertWarns"}
 _RAISES |= {"assertWarnsMessage", "assertWarnsRegex", "warns", "assert_raises", "assert_raises_regex", "assert_warns"}
