@@ -147,6 +147,7 @@ def test_edit_signals(
     out += _removed_tests(index, view, moved)
     if f.status != "added":
         out += _neutralised(index, view, known, pass_to_pass)
+        out += _uncollected(index, view)
     out += _dropped_bases(index, view)
     out += _dropped_cases(index, view, task_lines)
     out += _weakened(index, view, task_lines, has_test_patch, pass_to_pass, skip_found=bool(out))
@@ -436,6 +437,82 @@ def _neutralised(index: int, view: PatchView, known: AbstractSet[tuple[str, str]
             f"{path}: {details}",
             hits[0][1],
             "an existing test neutralised by an added line",
+            [test for _, _, test in hits],
+        )
+    ]
+
+
+# decorators that turn a function into something a runner does not collect as a test
+_NOT_A_TEST = {"fixture", "yield_fixture", "property", "cached_property", "contextmanager", "asynccontextmanager"}
+_UNCOLLECTED_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Yield, ast.YieldFrom)  # what _uncollected reads
+
+
+def _uncollected(index: int, view: PatchView) -> list[Signal]:
+    """An existing test the patch takes out of collection while its code stays: its definition
+    moved under an added block-level `if` (`if __name__ == "__main__":`, a version guard), a
+    decorator added that makes it a fixture or a property, a `yield` added to its body (pytest
+    does not run a generator test, unittest returns from it unrun), or its kept `def` swallowed
+    into a string literal the patch opens around it."""
+    removed = {m.group(2) or m.group(4) for _, _, r in view.rows("-") if (m := _TEST_DEF.match(cut(r.text)))}
+    hits: list[tuple[str, str | None, str]] = []
+    for h, rows in enumerate(view.file.hunks):
+        old_rows = [i for i, r in enumerate(rows) if r.kind != "+"]
+        new_rows = [i for i, r in enumerate(rows) if r.kind != "-"]
+        old_side = dict(zip(old_rows, in_string_rows([rows[i].text for i in old_rows])))
+        new_side = dict(zip(new_rows, in_string_rows([rows[i].text for i in new_rows])))
+        for i, r in enumerate(rows[:4000]):
+            m = _TEST_DEF.match(cut(r.text)) if r.kind == " " else None
+            if m and new_side.get(i) and not old_side.get(i) and any(x.kind == "+" for x in rows[:i]):
+                name = m.group(2) or m.group(4)
+                hits.append((f"puts {name} inside a string literal", view.cite((h, i)), view.test_id(view.enclosing(h, i))))
+    for h, sv in view.views():
+        if sv is None or len(hits) >= 50:
+            continue
+        for item in scoped_nodes(sv.tree, _UNCOLLECTED_NODES):
+            node, found, name = item.node, "", ""
+            if isinstance(node, ast.If) and sv.line_added(node) and node.lineno > sv.prefix:
+                if item.function is not None:
+                    continue
+                for sub in [*node.body, *node.orelse][:200]:
+                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub.name in removed:
+                        found = f"moves {sub.name} under an added `if`, defined only when it holds"
+                        name = function_path((*item.scopes, sub))
+                        break
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not node.name.startswith("test") or sv.line_added(node):
+                    continue
+                for deco in node.decorator_list:
+                    if sv.line_added(deco) and dotted(deco).rsplit(".", 1)[-1] in _NOT_A_TEST:
+                        found, name = f"makes {node.name} a @{dotted(deco)}", function_path((*item.scopes, node))
+                        break
+            elif isinstance(node, (ast.Yield, ast.YieldFrom)) and sv.line_added(node):
+                fn = item.function
+                if fn is not None:
+                    if not is_test_function(item.scopes) or sv.line_added(fn):
+                        continue
+                    if any("fixture" in dotted(d) for d in fn.decorator_list):
+                        continue
+                    name = function_path(item.scopes)
+                else:
+                    no = sv.new_no(node.lineno)
+                    k = next((k for k, r in enumerate(view.file.hunks[h]) if r.new_no == no), None)
+                    name = view.enclosing(h, k) if k is not None else ""
+                    if not name.startswith("test"):
+                        continue
+                found = f"adds a yield to {name.rsplit('::', 1)[-1]}, making it a generator that is not run"
+            if found:
+                hits.append((found, at(view, sv, node), view.test_id(name)))
+                if len(hits) >= 50:
+                    break
+    if not hits:
+        return []
+    return [
+        signal(
+            "test_removed",
+            index,
+            f"{view.path}: {'; '.join(dict.fromkeys(f for f, _, _ in hits[:3]))}",
+            hits[0][1],
+            "an existing test taken out of collection",
             [test for _, _, test in hits],
         )
     ]

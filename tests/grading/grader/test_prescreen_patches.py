@@ -1097,6 +1097,45 @@ NEUTRALISED = [
     ),
     # rebound: PASS_TO_PASS says test_widget is a module-level test of this file
     (edit("tests/test_core.py", "     assert widget() == 1\n+\n+test_widget = None\n"), "tests/test_core.py::test_widget"),
+    # the definition moved under an added guard, at module level or in a class body
+    (
+        edit(
+            "tests/test_core.py",
+            "-def test_widget():\n-    assert widget() == 1\n+if sys.platform == 'win32':\n+    def test_widget():\n"
+            "+        assert widget() == 1\n def test_gadget():\n     pass\n",
+        ),
+        "tests/test_core.py::test_widget",
+    ),
+    (
+        edit(
+            "tests/test_core.py",
+            " class WidgetTests(TestCase):\n-    def test_widget(self):\n-        self.assertEqual(widget(), 1)\n"
+            "+    if HAVE_LEGACY_WIDGETS:\n+        def test_widget(self):\n+            self.assertEqual(widget(), 1)\n",
+        ),
+        "tests/test_core.py::WidgetTests::test_widget",
+    ),
+    # a decorator that makes the test something else, a yield that makes it a generator
+    (
+        edit(
+            "tests/test_core.py",
+            " class WidgetTests(TestCase):\n+    @functools.cached_property\n     def test_widget(self):\n"
+            "         self.assertEqual(widget(), 1)\n",
+        ),
+        "tests/test_core.py::WidgetTests::test_widget",
+    ),
+    (
+        edit(
+            "tests/test_core.py",
+            " class WidgetTests(TestCase):\n     def test_widget(self):\n         self.assertEqual(widget(), 1)\n"
+            "+        yield from ()\n",
+        ),
+        "tests/test_core.py::WidgetTests::test_widget",
+    ),
+    # the kept definition swallowed into a string literal the patch opens and closes around it
+    (
+        edit("tests/test_core.py", '+LEGACY = r"""\n def test_widget():\n     assert widget() == 1\n+"""\n'),
+        "tests/test_core.py::test_widget",
+    ),
 ]
 
 
@@ -1126,6 +1165,18 @@ def test_an_existing_test_neutralised_by_an_added_line_is_removed(patch, test):
         # temporaries of the module cleaned up
         edit("tests/test_core.py", " import os\n+_tmp = os.environ.pop('WIDGET', None)\n+del _tmp\n", start=1),
         edit("tests/test_core.py", " import os\n+for test_case in CASES:\n+    register(test_case)\n+del test_case\n", start=1),
+        # a new fixture, a yield in a fixture or in a helper nested in a test, a docstring added
+        edit("tests/test_core.py", " import os\n+@pytest.fixture\n+def test_env():\n+    yield {}\n", start=1),
+        edit(
+            "tests/test_core.py",
+            " @pytest.fixture\n def widget_env():\n-    return {}\n+    yield {}\n+    cleanup()\n"
+            " def test_widget(widget_env):\n     assert widget() == 1\n",
+        ),
+        edit(
+            "tests/test_core.py",
+            " def test_widget():\n+    def rows():\n+        yield 1\n+\n     assert widget() == 1\n",
+        ),
+        edit("tests/test_core.py", ' def test_widget():\n+    """A widget is one."""\n     assert widget() == 1\n'),
         # a module-level value named test…, not a test
         edit("tests/test_core.py", " import os\n+test_data = os.path.join(HERE, 'data')\n", start=1),
         # the original moved: removed above, added below
