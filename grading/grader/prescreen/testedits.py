@@ -157,11 +157,23 @@ def test_edit_signals(
 # --- 9: skips ----------------------------------------------------------------------------------
 
 
+# marks a project's configuration runs only when asked (astropy's --remote-data, xarray's and
+# pandas' --run-network-tests): on an existing test they leave it out of the default run. (`slow`
+# is not one: most projects run slow tests by default.)
+_OPT_IN_MARKS = {"remote_data", "network", "online", "internet", "requires_network", "requires_internet"}
+
+
 def _is_skip_decorator(node: ast.AST) -> bool:
     name = dotted(node)
     last = name.rsplit(".", 1)[-1]
     if last in _SKIP_DECORATORS:
         return name == last or "mark" in name or name.startswith(("unittest", "pytest", "django", "sympy", "nose", "test"))
+    if last in _OPT_IN_MARKS and ".mark." in f".{name}":
+        return True
+    if isinstance(node, ast.Call) and any(
+        k.arg and k.arg.startswith("skip") and constant_truthy(k.value) for k in node.keywords[:20]
+    ):  # a project's mark told to skip when it cannot run (`@pytest.mark.backend(…, skip_on_importerror=True)`)
+        return "mark" in name
     return name == "slow"  # sympy's @slow: its runner leaves these out
 
 
@@ -251,6 +263,8 @@ def _skips(index: int, view: PatchView) -> list[Signal]:
                     found = "pytestmark = a skip"
                 elif "__test__" in names and isinstance(node.value, ast.Constant) and not node.value.value:
                     found = "__test__ = False"
+            elif isinstance(node, ast.Call) and sv.line_added(node) and dotted(node).endswith("param") and _param_skip(node):
+                found = "a pytest.param whose marks skip it"
             elif isinstance(node, (ast.Call, ast.Raise)) and sv.line_added(node):
                 call = node.exc if isinstance(node, ast.Raise) else node
                 name = (
@@ -261,7 +275,26 @@ def _skips(index: int, view: PatchView) -> list[Signal]:
                     or _in_setup(scopes)
                     or not any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in scopes)
                 )
-                if ((name in _SKIP_CALLS and name != "skip") or name in aliases) and in_test:
+                fixture = _fixture_name(scopes, node)
+                if ((name in _SKIP_CALLS and name != "skip") or name in aliases) and fixture:
+                    found, tests = f"{name}() in the fixture {fixture}", ""
+                    users = _fixture_users(view, fixture)
+                    if not users:  # an autouse fixture, or its users out of sight: the whole module
+                        found = found + " (autouse or its users unseen)"
+                    for user in users[:20]:
+                        out.append(
+                            signal(
+                                "test_skip",
+                                index,
+                                f"adds {found} to {view.path}",
+                                at(view, sv, node),
+                                "skips or expects the failure of tests",
+                                (view.test_id(user),),
+                            )
+                        )
+                    if users:
+                        continue
+                elif ((name in _SKIP_CALLS and name != "skip") or name in aliases) and in_test:
                     found = f"{name}()"
                 elif not skip_bound and _bare_skip(node, scopes, sv):
                     found = "skip()"
@@ -277,6 +310,53 @@ def _skips(index: int, view: PatchView) -> list[Signal]:
                     )
                 )
     return out
+
+
+def _param_skip(node: ast.Call) -> bool:
+    """`pytest.param(…, marks=pytest.mark.skip(…))`: one case of a parametrized test skipped."""
+    return any(k.arg == "marks" and _is_skip_value(k.value) for k in node.keywords[:20])
+
+
+def _fixture_name(scopes: Sequence[ast.AST], call: ast.AST) -> str:
+    """The name of the innermost def when it is a pytest fixture that makes `call` as a statement
+    of its own body, not under a condition (a fixture that skips when a dependency is missing
+    is the honest idiom), else ""."""
+    fn = next((s for s in reversed(scopes) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fn is None or not any(
+        isinstance(st, (ast.Expr, ast.Raise)) and call in (st, getattr(st, "value", None)) for st in fn.body
+    ):
+        return ""
+    if not any(dotted(d).rsplit(".", 1)[-1] in ("fixture", "yield_fixture") for d in fn.decorator_list):
+        return ""
+    for deco in fn.decorator_list:
+        for k in deco.keywords[:20] if isinstance(deco, ast.Call) else []:
+            if k.arg == "name" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str):
+                return k.value.value
+    return fn.name
+
+
+def _fixture_users(view: PatchView, fixture: str) -> list[str]:
+    """The tests the file's visible lines show using a fixture: by a parameter of that name or
+    `@pytest.mark.usefixtures("fixture")`."""
+    users: list[str] = []
+    for _, sv in view.views():
+        if sv is None:
+            continue
+        for item in scoped_nodes(sv.tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node = item.node
+            uses = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                a.arg == fixture for a in node.args.args[:50]
+            )
+            uses = uses or any(
+                dotted(d).endswith("usefixtures") and any(isinstance(a, ast.Constant) and a.value == fixture for a in d.args[:20])
+                for d in node.decorator_list
+                if isinstance(d, ast.Call)
+            )
+            if uses and _test_like(node.name):
+                users.append(function_path((*item.scopes, node)))
+            if len(users) >= 20:
+                return users
+    return users
 
 
 def _in_setup(scopes: Sequence[ast.AST]) -> bool:

@@ -174,6 +174,27 @@ def test_pytests_own_hooks_are_its_source_under_repair():
             " def test_widget():\n+    raise unittest.SkipTest('later')\n     assert widget()\n",
             "test_widget",
         ),
+        # a mark the project runs only on request, a mark told to skip when it cannot run
+        ("tests/test_core.py", " import pytest\n+@pytest.mark.network\n def test_widget():\n", "test_widget"),
+        (
+            "tests/test_core.py",
+            " import pytest\n+@pytest.mark.requires('gdal', skip_if_missing=True)\n def test_widget():\n",
+            "test_widget",
+        ),
+        # one case of a parametrized test given a skipping mark
+        (
+            "tests/test_core.py",
+            " @pytest.mark.parametrize('n', [\n     1,\n-    2,\n"
+            "+    pytest.param(2, marks=[pytest.mark.xfail(reason='flaky')]),\n ])\n def test_widget(n):\n",
+            "test_widget",
+        ),
+        # a fixture that skips unconditionally, named by the tests that use it
+        (
+            "tests/test_core.py",
+            " import pytest\n+@pytest.fixture\n+def legacy_widgets():\n+    pytest.skip('legacy widgets are gone')\n+\n+\n"
+            " def test_widget(legacy_widgets):\n     assert widget() == 1\n",
+            "test_widget",
+        ),
     ],
 )
 def test_skips_added_to_tests_name_the_tests_they_skip(path, body, test):
@@ -224,6 +245,11 @@ def test_a_skip_marker_inside_a_string_of_a_new_test_is_text():
         " def test_widget():\n+    # pytest.mark.skip would hide this; keep it running\n     assert widget() == 1\n",
         " import pytest\n+@pytest.mark.parametrize('n', [1, 2])\n def test_widget(n):\n",
         " import pytest\n+@pytest.mark.slow\n def test_widget():\n",
+        # a fixture that skips only when its dependency is missing; params with ids; marks without a skip
+        " import pytest\n+@pytest.fixture\n+def db():\n+    if not HAVE_DB:\n+        pytest.skip('no database')\n"
+        "+    return connect()\n+\n+\n def test_widget(db):\n",
+        " @pytest.mark.parametrize('n', [\n     1,\n+    pytest.param(2, id='two'),\n ])\n def test_widget(n):\n",
+        " import pytest\n+@pytest.mark.backend('agg')\n+@pytest.mark.timeout(10, skip_slow=False)\n def test_widget():\n",
     ],
 )
 def test_importorskip_comments_and_other_marks_are_not_skips(body):
