@@ -344,6 +344,8 @@ def _fixture_users(view: PatchView, fixture: str) -> list[str]:
             continue
         for item in scoped_nodes(sv.tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             node = item.node
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
             uses = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                 a.arg == fixture for a in node.args.args[:50]
             )
