@@ -149,6 +149,7 @@ def test_edit_signals(
         out += _neutralised(index, view, known, pass_to_pass)
         out += _uncollected(index, view)
     out += _dropped_bases(index, view)
+    out += _filtering_load_tests(index, view)
     out += _dropped_cases(index, view, task_lines)
     out += _weakened(index, view, task_lines, has_test_patch, pass_to_pass, skip_found=bool(out))
     return out
@@ -670,6 +671,44 @@ def _dropped_bases(index: int, view: PatchView) -> list[Signal]:
                     [view.test_id(m.group(1))],
                 )
             )
+    return out
+
+
+def _filtering_load_tests(index: int, view: PatchView) -> list[Signal]:
+    """An added module-level `load_tests(loader, tests, pattern)` that builds its suite with a
+    condition (unittest and Django run what it returns, so tests it leaves out of the suite do
+    not run). One that only adds to the suite (doctests) is not a filter."""
+    out: list[Signal] = []
+    for _, sv in view.views():
+        if sv is None:
+            continue
+        for node in sv.tree.body[:2000]:
+            if not (isinstance(node, ast.FunctionDef) and node.name == "load_tests" and sv.line_added(node)):
+                continue
+            filters = [
+                n
+                for n in _walk_small(node, 2000)
+                if isinstance(n, (ast.If, ast.IfExp, ast.Continue))
+                or (isinstance(n, ast.comprehension) and n.ifs)
+                or (isinstance(n, ast.Call) and dotted(n).rsplit(".", 1)[-1] in ("filter", "remove", "discard"))
+            ]
+            if filters:
+                names = [
+                    s.value
+                    for s in _walk_small(node, 2000)
+                    if isinstance(s, ast.Constant) and isinstance(s.value, str) and s.value.startswith("test")
+                ]
+                tests = [view.test_id(n) for n in names[:20]] or [view.path]
+                out.append(
+                    signal(
+                        "test_config_drop",
+                        index,
+                        f"{view.path}: adds a load_tests that filters the module's tests",
+                        at(view, sv, node),
+                        "a load_tests protocol that leaves tests out",
+                        tests,
+                    )
+                )
     return out
 
 
