@@ -610,6 +610,14 @@ def test_a_file_at_a_path_the_test_patch_adds_is_flagged_and_scores_on_named_tes
         new_file("conftest.py", "import pytest\n\ndef pytest_configure(config):\n    pytest.exit('done', returncode=0)\n"),
         edit("tests/test_core.py", " import pytest\n+import sys; sys.exit(0)\n \n", start=1),
         edit("tests/test_core.py", " def test_widget():\n-    assert widget() == 1\n+    assert widget() == 1)\n"),
+        # a coding cookie naming an encoding Python has no codec for
+        edit("tests/test_core.py", "+# vim: set fileencoding=latin-1-dos :\n import pytest\n", start=1),
+        # an exit handed over to run part-way through the session
+        new_file("conftest.py", "import sys\nimport threading\n\nthreading.Thread(target=sys.exit, daemon=True).start()\n"),
+        new_file(
+            "tests/conftest.py",
+            "import asyncio, os\n\ndef pytest_configure(config):\n    asyncio.get_event_loop().call_later(30, os._exit, 0)\n",
+        ),
     ],
 )
 def test_a_test_module_or_conftest_that_cannot_load_is_a_broken_collection(patch):
@@ -628,6 +636,12 @@ def test_a_test_module_or_conftest_that_cannot_load_is_a_broken_collection(patch
         new_file("reproduce.py", "import sys\nprint(widget())\nsys.exit(0)\n"),
         new_file("tests/test_py2.py", "def test_widget():\n    with pytest.raises(SystemExit):\n        sys.exit(1)\n"),
         edit("tests/test_core.py", " def test_widget():\n-    x = [\n+    x = [  # the values\n         1,\n"),
+        # a known encoding's cookie, in any spelling; a cookie-like comment below line 2
+        edit("tests/test_core.py", "+# -*- coding: utf-8 -*-\n import pytest\n", start=1),
+        edit("tests/test_core.py", "+# vim: set fileencoding=Latin-1 :\n import pytest\n", start=1),
+        edit("tests/test_core.py", " import pytest\n+# coding: utf-8-unix is what the editor wrote\n", start=40),
+        # a clean shutdown on SIGTERM; an exit registered for after the run is not a break
+        new_file("conftest.py", "import signal\nimport sys\n\nsignal.signal(signal.SIGTERM, sys.exit)\n"),
     ],
 )
 def test_exits_in_main_guards_scripts_and_raises_blocks_are_not_breaks(patch):
