@@ -96,6 +96,10 @@ def _touches(tests: Iterable[str], named: Sequence[str]) -> bool:
     True
     >>> _touches(["tests/"], ["tests/test_a.py::b"]), _touches(["*"], ["x"]), _touches(["xapp/tests.py"], ["t (app.tests.C)"])
     (True, True, False)
+    >>> _touches(["test_x"], ["a/b.py::C::test_x[2]"]), _touches(["test_x"], ["test_x (app.tests.C)"])
+    (True, True)
+    >>> _touches(["test_x"], ["a/b.py::test_xy"]), _touches(["tests/cache/"], ["test_x (cache.tests.C)"])
+    (False, True)
     """
     for test in tests:
         if test == "*":
@@ -111,6 +115,8 @@ def _touches(tests: Iterable[str], named: Sequence[str]) -> bool:
                 return True
             if bare and "::" not in name and "(" not in name and name.split("[", 1)[0] == bare:
                 return True
+            if bare and not test_name and _function_of(name) == bare:  # a bare name touches that test anywhere
+                return True
             # Django-style ids "test_name (app.tests.Class)" or "(app.tests.Class.test_name)" name a module
             if "(" in name and test_file.endswith("/") and _in_package(test_file, name):
                 return True
@@ -122,6 +128,20 @@ def _touches(tests: Iterable[str], named: Sequence[str]) -> bool:
                     if module == prefix or module.endswith("." + prefix):
                         return True
     return False
+
+
+def _function_of(name: str) -> str:
+    """The function an id names: "a.py::C::test_x[1]" and "test_x (app.tests.C)" give "test_x".
+
+    >>> _function_of("a.py::C::test_x[1]"), _function_of("test_x (app.tests.C)"), _function_of("(app.tests.C.test_y)")
+    ('test_x', 'test_x', 'test_y')
+    """
+    if "::" in name:
+        return name.rsplit("::", 1)[-1].split("[", 1)[0]
+    if "(" in name:
+        head = name.split("(", 1)[0].strip()
+        return head or name.rsplit("(", 1)[-1].rstrip(")").rsplit(".", 1)[-1]
+    return ""
 
 
 def _in_package(folder: str, name: str) -> bool:

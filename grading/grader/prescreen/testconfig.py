@@ -356,13 +356,27 @@ def _returns_ignore(fn: ast.AST) -> bool:
 
 def _named(fn: ast.AST) -> list[str]:
     """The tests a hook's strings name (`"test_x"`, `"not test_x and not test_y"`, a node id),
-    else every test."""
+    else every test: also when a name is matched as a part (`name.startswith("test_x")`,
+    `"x" in name`), which may leave out tests the string does not spell."""
+    partial: set[int] = set()
+    for _, n in zip(range(2000), walk(fn)):
+        if isinstance(n, ast.Call) and dotted(n).rsplit(".", 1)[-1] in _PARTIAL_MATCHES:
+            partial |= {id(a) for a in n.args[:5]}
+        elif isinstance(n, ast.Compare) and isinstance(n.ops[0], (ast.In, ast.NotIn)):
+            if not isinstance(n.comparators[0], (ast.List, ast.Tuple, ast.Set)):
+                partial.add(id(n.left))
     names: list[str] = []
     for _, n in zip(range(500), walk(fn)):
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
             text = n.value[:2000]
-            names += [text] if "::" in text else re.findall(r"\btest\w{0,200}\b(?![/.])", text)
+            found = [text] if "::" in text else re.findall(r"\btest\w{0,200}\b(?![/.])", text)
+            if found and id(n) in partial:
+                return ["*"]
+            names += found
     return list(dict.fromkeys(names))[:20] or ["*"]
+
+
+_PARTIAL_MATCHES = {"startswith", "endswith", "match", "search", "fullmatch", "fnmatch", "fnmatchcase", "find", "count"}
 
 
 def _returns_empty(fn: ast.AST) -> bool:
