@@ -194,6 +194,8 @@ def _under(folder: str, entry: str) -> str:
     path = entry.strip("/")
     if not (path.endswith(".py") or "::" in path):
         path = path.split(".", 1)[0] + "/" if "/" not in path else path + "/"
+    if folder and "/" in path and path.split("/", 1)[0] == folder.split("/", 1)[0]:
+        return path  # relative to the repository's root (sympy/utilities/runtests.py lists "sympy/…/test_x.py")
     return f"{folder}/{path}" if folder else path
 
 
