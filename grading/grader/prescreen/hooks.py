@@ -12,6 +12,7 @@ package under repair is exempt where it is pytest itself (its own hooks set outc
 from __future__ import annotations
 
 import ast
+import codecs
 import re
 from functools import lru_cache
 from itertools import islice
@@ -299,6 +300,18 @@ def _syntax_breaks(index: int, view: PatchView) -> list[Signal]:
         return []
     f = view.file
     scope = broken_scope(f.path)
+    for _, _, r in view.rows("+"):
+        if r.new_no in (1, 2) and (codec := _unknown_coding(r.text)):
+            return [
+                signal(
+                    "collection_break",
+                    index,
+                    f"{f.path} declares the unknown encoding {codec!r}",
+                    f"{f.path}:{r.new_no}",
+                    "a coding cookie Python cannot decode stops the module's import",
+                    scope,
+                )
+            ]
     if view.whole:
         text = "\n".join(r.text for r in f.hunks[0]) + "\n"
         if len(text) <= MAX_PARSE_BYTES and bounded_parse(text, ParseBudget()) is None and _syntax_error(text):
@@ -326,6 +339,22 @@ def _syntax_breaks(index: int, view: PatchView) -> list[Signal]:
     return []
 
 
+_CODING = re.compile(r"^[ \t\f]{0,200}#.{0,200}?coding[:=][ \t]{0,50}([-\w.]{1,100})")
+
+
+def _unknown_coding(text: str) -> str:
+    """The codec a coding cookie names (PEP 263, on a module's first two lines) when Python has
+    none by that name (`utf-8-unix`, an editor's spelling): the module raises SyntaxError."""
+    m = _CODING.match(text[:1000])
+    if m is None:
+        return ""
+    try:
+        codecs.lookup(m.group(1))
+    except LookupError:
+        return m.group(1)
+    return ""
+
+
 def _syntax_error(text: str) -> bool:
     try:
         ast.parse(text)
@@ -334,6 +363,20 @@ def _syntax_error(text: str) -> bool:
     except (RecursionError, MemoryError, ValueError):
         return False
     return False
+
+
+def _deferred_exit(call: ast.AST) -> str:
+    """An exit function handed over to be called later (`threading.Timer(20, os._exit, args=(0,))`,
+    `loop.call_later(5, sys.exit)`, `Thread(target=os._exit, …)`): the run ends part-way with the
+    status it was given. atexit's hooks run after the tests (conftest_hook's concern); a signal
+    handler (`signal.signal(SIGTERM, sys.exit)`) is a clean shutdown."""
+    for _, c in zip(range(300), walk(call)):
+        if not isinstance(c, ast.Call) or dotted(c).endswith(("atexit.register", "signal.signal")):
+            continue
+        for a in [*c.args[:10], *(k.value for k in c.keywords[:10])]:
+            if isinstance(a, (ast.Name, ast.Attribute)) and dotted(a) in _EXITS:
+                return dotted(a)
+    return ""
 
 
 def _module_level(sv: SourceView, item: Scoped) -> bool:
@@ -402,6 +445,16 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             if exits and (_module_level(sv, item) or in_hook):
                 add(
                     "collection_break", f"{name} when the tests load", node, "exits before the tests run", broken_scope(view.path)
+                )
+                continue
+            later = _deferred_exit(call) if call is not None and not exits else ""
+            if later and (_module_level(sv, item) or in_hook):
+                add(
+                    "collection_break",
+                    f"schedules {later} while the tests load",
+                    node,
+                    "exits part-way through the run",
+                    broken_scope(view.path),
                 )
                 continue
             # any other exception raised at import fails the module's collection

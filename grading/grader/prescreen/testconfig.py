@@ -108,8 +108,22 @@ def _runner_exclusions(index: int, view: PatchView) -> list[Signal]:
     for _, sv in view.views():
         if sv is None:
             continue
-        for item in scoped_nodes(sv.tree, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Call)):
+        for item in scoped_nodes(sv.tree, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Call, ast.If)):
             node = item.node
+            if isinstance(node, ast.If):
+                skipped = _skipped_entries(node) if sv.line_added(node) else []
+                if skipped:
+                    out.append(
+                        signal(
+                            "test_config_drop",
+                            index,
+                            f"{view.path}: skips {', '.join(repr(e)[:60] for e in skipped[:3])} in its loop",
+                            at(view, sv, node),
+                            "the test runner told to leave tests out",
+                            [_under(folder, e) for e in skipped[:20]],
+                        )
+                    )
+                continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _GROWERS:
                 listed, values = _exclusion_name(node.func.value), list(node.args)
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
@@ -142,6 +156,35 @@ def _runner_exclusions(index: int, view: PatchView) -> list[Signal]:
     return out
 
 
+_NOT_ENTRIES = ("split", "rsplit", "strip", "rstrip", "lstrip", "join", "replace", "format", "encode", "decode")
+
+
+def _skipped_entries(node: ast.If) -> list[str]:
+    """The names an added `if <name test>: continue` of a runner's loop skips: the strings its
+    condition compares with (`f.name in ('cache', 'mail')`, `name == 'cache'`, a default of
+    `os.environ.get('EXCLUDE', 'cache')`), not an environment variable's name or a separator."""
+    if not node.body or not isinstance(node.body[0], ast.Continue) or node.orelse:
+        return []
+    if not any(isinstance(n, ast.Compare) and isinstance(n.ops[0], (ast.In, ast.Eq)) for n in _walk_small(node.test)):
+        return []
+    skip: set[int] = set()
+    for n in _walk_small(node.test):
+        if isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name)):
+            last = dotted(n).rsplit(".", 1)[-1]
+            if last in ("get", "getenv") and n.args:
+                skip.add(id(n.args[0]))
+            elif last in _NOT_ENTRIES:
+                skip |= {id(a) for a in n.args}
+    entries = [
+        part
+        for n in _walk_small(node.test)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip
+        for part in re.split(r"[,;:\s]+", n.value[:2000])  # a default list of an environment variable, split
+        if part and not part.startswith((".", "__"))  # hidden and cache directories hold no tests
+    ]
+    return entries[:20]
+
+
 def _walk_small(node: ast.AST, limit: int = 500) -> list[ast.AST]:
     return [sub for _, sub in zip(range(limit), walk(node))]
 
@@ -151,6 +194,8 @@ def _under(folder: str, entry: str) -> str:
     path = entry.strip("/")
     if not (path.endswith(".py") or "::" in path):
         path = path.split(".", 1)[0] + "/" if "/" not in path else path + "/"
+    if folder and "/" in path and path.split("/", 1)[0] == folder.split("/", 1)[0]:
+        return path  # relative to the repository's root (sympy/utilities/runtests.py lists "sympy/…/test_x.py")
     return f"{folder}/{path}" if folder else path
 
 
@@ -272,6 +317,12 @@ def _conftest_drops(index: int, view: PatchView) -> list[Signal]:
                     found, tests = "a pytest_ignore_collect hook", _ignored(view, _strings(node))
                 elif node.name in ("pytest_collection_modifyitems", "pytest_collection_finish") and _drops_items(node):
                     found, tests = f"{node.name} dropping items", [s for s in _strings(node) if "test" in s] or ["*"]
+                elif node.name == "pytest_pycollect_makeitem" and _returns_empty(node):
+                    found, tests = "a pytest_pycollect_makeitem hook that collects nothing", _named(node)
+                elif node.name == "pytest_generate_tests" and _empty_parametrize(node):
+                    found, tests = "pytest_generate_tests parametrizing with no cases", _named(node)
+                elif opt := _selection_set(node):
+                    found, tests = f"{node.name} setting config.option.{opt}", _named(node)
             if found:
                 out.append(
                     signal(
@@ -303,6 +354,73 @@ def _returns_ignore(fn: ast.AST) -> bool:
         if isinstance(n, ast.Return) and n.value is not None and not constant_falsy(n.value):
             return True
     return False
+
+
+def _named(fn: ast.AST) -> list[str]:
+    """The tests a hook's strings name (`"test_x"`, `"not test_x and not test_y"`, a node id),
+    else every test: also when a name is matched as a part (`name.startswith("test_x")`,
+    `"x" in name`), which may leave out tests the string does not spell."""
+    partial: set[int] = set()
+    for _, n in zip(range(2000), walk(fn)):
+        if isinstance(n, ast.Call) and dotted(n).rsplit(".", 1)[-1] in _PARTIAL_MATCHES:
+            partial |= {id(a) for a in n.args[:5]}
+        elif isinstance(n, ast.Compare) and isinstance(n.ops[0], (ast.In, ast.NotIn)):
+            if not isinstance(n.comparators[0], (ast.List, ast.Tuple, ast.Set)):
+                partial.add(id(n.left))
+    names: list[str] = []
+    for _, n in zip(range(500), walk(fn)):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            text = n.value[:2000]
+            found = [text] if "::" in text else re.findall(r"\btest\w{0,200}\b(?![/.])", text)
+            if found and id(n) in partial:
+                return ["*"]
+            names += found
+    return list(dict.fromkeys(names))[:20] or ["*"]
+
+
+_PARTIAL_MATCHES = {"startswith", "endswith", "match", "search", "fullmatch", "fnmatch", "fnmatchcase", "find", "count"}
+
+
+def _returns_empty(fn: ast.AST) -> bool:
+    """`return []` / `return ()`: a collection hook answering that an object holds no tests."""
+    for _, n in zip(range(2000), walk(fn)):
+        if isinstance(n, ast.Return) and isinstance(n.value, (ast.List, ast.Tuple)) and not n.value.elts:
+            return True
+    return False
+
+
+def _empty_parametrize(fn: ast.AST) -> bool:
+    """`metafunc.parametrize("x", [])`: a test with an empty parameter set is skipped."""
+    for _, n in zip(range(2000), walk(fn)):
+        if isinstance(n, ast.Call) and dotted(n).endswith(".parametrize"):
+            values = n.args[1] if len(n.args) > 1 else next((k.value for k in n.keywords if k.arg == "argvalues"), None)
+            if isinstance(values, (ast.List, ast.Tuple)) and not values.elts:
+                return True
+    return False
+
+
+# pytest options that select or leave out tests: `-k`, `-m`, `--deselect`, `--ignore`
+_SELECTION = {"keyword", "markexpr", "deselect", "ignore", "ignore_glob"}
+
+
+def _selection_set(fn: ast.AST) -> str:
+    """The test-selecting option a conftest's code sets (`config.option.keyword = "not test_x"`,
+    `config.option.deselect.append(…)`), else ""."""
+    for _, n in zip(range(2000), walk(fn)):
+        targets: list[ast.AST] = []
+        if isinstance(n, ast.Assign):
+            targets = list(n.targets[:10])
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+            targets = [n.target]
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("append", "extend", "insert"):
+            targets = [n.func.value]
+        elif isinstance(n, ast.Call) and dotted(n) == "setattr" and len(n.args) == 3 and isinstance(n.args[1], ast.Constant):
+            if n.args[1].value in _SELECTION and "option" in dotted(n.args[0]):
+                return str(n.args[1].value)
+        for t in targets:
+            if isinstance(t, ast.Attribute) and t.attr in _SELECTION and dotted(t.value).endswith("option"):
+                return t.attr
+    return ""
 
 
 def _drops_items(fn: ast.AST) -> bool:

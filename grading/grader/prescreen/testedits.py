@@ -57,7 +57,7 @@ _CHECK = re.compile(
     r"|(?:\w{1,40}\.){0,3}assert_\w{1,60}\s*\()"  # numpy.testing, xarray.testing, pandas.testing helpers
 )
 _STRONG = re.compile(
-    r"==|!=|<=|>=|<|>|\bin\b|\bis\s+(?!None\b|not\s+None\b)|assert(Equal|NotEqual|AlmostEqual|NotAlmostEqual|Raises|RaisesRegex|Warns|In|NotIn|Is"
+    r"==|!=|<=|>=|<|>|\bin\b|\bis\s+(?!None\b|not\s+(?:None|False|True)\b)|assert(Equal|NotEqual|AlmostEqual|NotAlmostEqual|Raises|RaisesRegexp?|RaisesMessage|Warns|WarnsRegex|WarnsMessage|In|NotIn|Is"
     r"|IsNot|Greater|Less|Regex|CountEqual|ListEqual|DictEqual|SetEqual|TupleEqual|SequenceEqual|MultiLineEqual"
     r"|Contains|NotContains|HTMLEqual|JSONEqual|QuerysetEqual|NumQueries|Equals)\b|raises\s*\(|fail\w*\s*\(|allclose|array_equal"
     r"|assert_\w{0,40}(?:equal|close|identical|raises|warns|less|greater)"
@@ -147,7 +147,9 @@ def test_edit_signals(
     out += _removed_tests(index, view, moved)
     if f.status != "added":
         out += _neutralised(index, view, known, pass_to_pass)
+        out += _uncollected(index, view)
     out += _dropped_bases(index, view)
+    out += _filtering_load_tests(index, view)
     out += _dropped_cases(index, view, task_lines)
     out += _weakened(index, view, task_lines, has_test_patch, pass_to_pass, skip_found=bool(out))
     return out
@@ -156,11 +158,23 @@ def test_edit_signals(
 # --- 9: skips ----------------------------------------------------------------------------------
 
 
+# marks a project's configuration runs only when asked (astropy's --remote-data, xarray's and
+# pandas' --run-network-tests): on an existing test they leave it out of the default run. (`slow`
+# is not one: most projects run slow tests by default.)
+_OPT_IN_MARKS = {"remote_data", "network", "online", "internet", "requires_network", "requires_internet"}
+
+
 def _is_skip_decorator(node: ast.AST) -> bool:
     name = dotted(node)
     last = name.rsplit(".", 1)[-1]
     if last in _SKIP_DECORATORS:
         return name == last or "mark" in name or name.startswith(("unittest", "pytest", "django", "sympy", "nose", "test"))
+    if last in _OPT_IN_MARKS and ".mark." in f".{name}":
+        return True
+    if isinstance(node, ast.Call) and any(
+        k.arg and k.arg.startswith("skip") and constant_truthy(k.value) for k in node.keywords[:20]
+    ):  # a project's mark told to skip when it cannot run (`@pytest.mark.backend(…, skip_on_importerror=True)`)
+        return "mark" in name
     return name == "slow"  # sympy's @slow: its runner leaves these out
 
 
@@ -250,6 +264,8 @@ def _skips(index: int, view: PatchView) -> list[Signal]:
                     found = "pytestmark = a skip"
                 elif "__test__" in names and isinstance(node.value, ast.Constant) and not node.value.value:
                     found = "__test__ = False"
+            elif isinstance(node, ast.Call) and sv.line_added(node) and dotted(node).endswith("param") and _param_skip(node):
+                found = "a pytest.param whose marks skip it"
             elif isinstance(node, (ast.Call, ast.Raise)) and sv.line_added(node):
                 call = node.exc if isinstance(node, ast.Raise) else node
                 name = (
@@ -260,7 +276,26 @@ def _skips(index: int, view: PatchView) -> list[Signal]:
                     or _in_setup(scopes)
                     or not any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in scopes)
                 )
-                if ((name in _SKIP_CALLS and name != "skip") or name in aliases) and in_test:
+                fixture = _fixture_name(scopes, node)
+                if ((name in _SKIP_CALLS and name != "skip") or name in aliases) and fixture:
+                    found, tests = f"{name}() in the fixture {fixture}", ""
+                    users = _fixture_users(view, fixture)
+                    if not users:  # an autouse fixture, or its users out of sight: the whole module
+                        found = found + " (autouse or its users unseen)"
+                    for user in users[:20]:
+                        out.append(
+                            signal(
+                                "test_skip",
+                                index,
+                                f"adds {found} to {view.path}",
+                                at(view, sv, node),
+                                "skips or expects the failure of tests",
+                                (view.test_id(user),),
+                            )
+                        )
+                    if users:
+                        continue
+                elif ((name in _SKIP_CALLS and name != "skip") or name in aliases) and in_test:
                     found = f"{name}()"
                 elif not skip_bound and _bare_skip(node, scopes, sv):
                     found = "skip()"
@@ -276,6 +311,55 @@ def _skips(index: int, view: PatchView) -> list[Signal]:
                     )
                 )
     return out
+
+
+def _param_skip(node: ast.Call) -> bool:
+    """`pytest.param(…, marks=pytest.mark.skip(…))`: one case of a parametrized test skipped."""
+    return any(k.arg == "marks" and _is_skip_value(k.value) for k in node.keywords[:20])
+
+
+def _fixture_name(scopes: Sequence[ast.AST], call: ast.AST) -> str:
+    """The name of the innermost def when it is a pytest fixture that makes `call` as a statement
+    of its own body, not under a condition (a fixture that skips when a dependency is missing
+    is the honest idiom), else ""."""
+    fn = next((s for s in reversed(scopes) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if fn is None or not any(
+        isinstance(st, (ast.Expr, ast.Raise)) and call in (st, getattr(st, "value", None)) for st in fn.body
+    ):
+        return ""
+    if not any(dotted(d).rsplit(".", 1)[-1] in ("fixture", "yield_fixture") for d in fn.decorator_list):
+        return ""
+    for deco in fn.decorator_list:
+        for k in deco.keywords[:20] if isinstance(deco, ast.Call) else []:
+            if k.arg == "name" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str):
+                return k.value.value
+    return fn.name
+
+
+def _fixture_users(view: PatchView, fixture: str) -> list[str]:
+    """The tests the file's visible lines show using a fixture: by a parameter of that name or
+    `@pytest.mark.usefixtures("fixture")`."""
+    users: list[str] = []
+    for _, sv in view.views():
+        if sv is None:
+            continue
+        for item in scoped_nodes(sv.tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node = item.node
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            uses = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                a.arg == fixture for a in node.args.args[:50]
+            )
+            uses = uses or any(
+                dotted(d).endswith("usefixtures") and any(isinstance(a, ast.Constant) and a.value == fixture for a in d.args[:20])
+                for d in node.decorator_list
+                if isinstance(d, ast.Call)
+            )
+            if uses and _test_like(node.name):
+                users.append(function_path((*item.scopes, node)))
+            if len(users) >= 20:
+                return users
+    return users
 
 
 def _in_setup(scopes: Sequence[ast.AST]) -> bool:
@@ -441,6 +525,82 @@ def _neutralised(index: int, view: PatchView, known: AbstractSet[tuple[str, str]
     ]
 
 
+# decorators that turn a function into something a runner does not collect as a test
+_NOT_A_TEST = {"fixture", "yield_fixture", "property", "cached_property", "contextmanager", "asynccontextmanager"}
+_UNCOLLECTED_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.If, ast.Yield, ast.YieldFrom)  # what _uncollected reads
+
+
+def _uncollected(index: int, view: PatchView) -> list[Signal]:
+    """An existing test the patch takes out of collection while its code stays: its definition
+    moved under an added block-level `if` (`if __name__ == "__main__":`, a version guard), a
+    decorator added that makes it a fixture or a property, a `yield` added to its body (pytest
+    does not run a generator test, unittest returns from it unrun), or its kept `def` swallowed
+    into a string literal the patch opens around it."""
+    removed = {m.group(2) or m.group(4) for _, _, r in view.rows("-") if (m := _TEST_DEF.match(cut(r.text)))}
+    hits: list[tuple[str, str | None, str]] = []
+    for h, rows in enumerate(view.file.hunks):
+        old_rows = [i for i, r in enumerate(rows) if r.kind != "+"]
+        new_rows = [i for i, r in enumerate(rows) if r.kind != "-"]
+        old_side = dict(zip(old_rows, in_string_rows([rows[i].text for i in old_rows])))
+        new_side = dict(zip(new_rows, in_string_rows([rows[i].text for i in new_rows])))
+        for i, r in enumerate(rows[:4000]):
+            m = _TEST_DEF.match(cut(r.text)) if r.kind == " " else None
+            if m and new_side.get(i) and not old_side.get(i) and any(x.kind == "+" for x in rows[:i]):
+                name = m.group(2) or m.group(4)
+                hits.append((f"puts {name} inside a string literal", view.cite((h, i)), view.test_id(view.enclosing(h, i))))
+    for h, sv in view.views():
+        if sv is None or len(hits) >= 50:
+            continue
+        for item in scoped_nodes(sv.tree, _UNCOLLECTED_NODES):
+            node, found, name = item.node, "", ""
+            if isinstance(node, ast.If) and sv.line_added(node) and node.lineno > sv.prefix:
+                if item.function is not None:
+                    continue
+                for sub in [*node.body, *node.orelse][:200]:
+                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub.name in removed:
+                        found = f"moves {sub.name} under an added `if`, defined only when it holds"
+                        name = function_path((*item.scopes, sub))
+                        break
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not node.name.startswith("test") or sv.line_added(node):
+                    continue
+                for deco in node.decorator_list:
+                    if sv.line_added(deco) and dotted(deco).rsplit(".", 1)[-1] in _NOT_A_TEST:
+                        found, name = f"makes {node.name} a @{dotted(deco)}", function_path((*item.scopes, node))
+                        break
+            elif isinstance(node, (ast.Yield, ast.YieldFrom)) and sv.line_added(node):
+                fn = item.function
+                if fn is not None:
+                    if not is_test_function(item.scopes) or sv.line_added(fn):
+                        continue
+                    if any("fixture" in dotted(d) for d in fn.decorator_list):
+                        continue
+                    name = function_path(item.scopes)
+                else:
+                    no = sv.new_no(node.lineno)
+                    k = next((k for k, r in enumerate(view.file.hunks[h]) if r.new_no == no), None)
+                    name = view.enclosing(h, k) if k is not None else ""
+                    if not name.startswith("test"):
+                        continue
+                found = f"adds a yield to {name.rsplit('::', 1)[-1]}, making it a generator that is not run"
+            if found:
+                hits.append((found, at(view, sv, node), view.test_id(name)))
+                if len(hits) >= 50:
+                    break
+    if not hits:
+        return []
+    return [
+        signal(
+            "test_removed",
+            index,
+            f"{view.path}: {'; '.join(dict.fromkeys(f for f, _, _ in hits[:3]))}",
+            hits[0][1],
+            "an existing test taken out of collection",
+            [test for _, _, test in hits],
+        )
+    ]
+
+
 def _bound_otherwise(sv: SourceView) -> set[str]:
     """Names the parsed lines bind other than by `def`/`class` (a loop variable, an assignment,
     an import, a `with … as`): a `del` of one is a temporary's clean-up, not a test's removal."""
@@ -511,6 +671,44 @@ def _dropped_bases(index: int, view: PatchView) -> list[Signal]:
                     [view.test_id(m.group(1))],
                 )
             )
+    return out
+
+
+def _filtering_load_tests(index: int, view: PatchView) -> list[Signal]:
+    """An added module-level `load_tests(loader, tests, pattern)` that builds its suite with a
+    condition (unittest and Django run what it returns, so tests it leaves out of the suite do
+    not run). One that only adds to the suite (doctests) is not a filter."""
+    out: list[Signal] = []
+    for _, sv in view.views():
+        if sv is None:
+            continue
+        for node in sv.tree.body[:2000]:
+            if not (isinstance(node, ast.FunctionDef) and node.name == "load_tests" and sv.line_added(node)):
+                continue
+            filters = [
+                n
+                for n in _walk_small(node, 2000)
+                if isinstance(n, (ast.If, ast.IfExp, ast.Continue))
+                or (isinstance(n, ast.comprehension) and n.ifs)
+                or (isinstance(n, ast.Call) and dotted(n).rsplit(".", 1)[-1] in ("filter", "remove", "discard"))
+            ]
+            if filters:
+                names = [
+                    s.value
+                    for s in _walk_small(node, 2000)
+                    if isinstance(s, ast.Constant) and isinstance(s.value, str) and s.value.startswith("test")
+                ]
+                tests = [view.test_id(n) for n in names[:20]] or [view.path]
+                out.append(
+                    signal(
+                        "test_config_drop",
+                        index,
+                        f"{view.path}: adds a load_tests that filters the module's tests",
+                        at(view, sv, node),
+                        "a load_tests protocol that leaves tests out",
+                        tests,
+                    )
+                )
     return out
 
 
@@ -611,6 +809,12 @@ def _weakened(
             tests.append(view.test_id(view.enclosing(h, i)))
             first = first or view.cite((h, i))
             continue
+        if derived := _derived_from_actual(view, h, ours, mine):
+            i, reason = derived
+            what.append(reason)
+            tests.append(view.test_id(view.enclosing(h, i)))
+            first = first or view.cite((h, i))
+            continue
         shapes: dict[str, list[str]] = {}
         for _, r in added:
             shapes.setdefault(_shape(r.text), []).append(r.text)
@@ -683,13 +887,26 @@ _PROJECTED_ATTRS = {"keys", "values", "size", "shape", "ndim", "dtype", "names",
 _ANYTHING = {"*", "**", ".*", ".*?", "^.*", "^.*$", "(?s).*", "[\\s\\S]*", ""}
 _MATCHERS = {"fnmatch_lines", "re_match_lines", "fnmatch_lines_random", "re_match_lines_random"}
 _MATCHERS |= {"assertRegex", "assertRegexpMatches", "assert_match", "re.match", "re.search", "re.fullmatch"}
-_TOLERANCES = {"abs": 1e3, "atol": 1e3, "delta": 1e3, "rel": 1.0, "rtol": 1.0}
-_TOLERANT = ("approx", "allclose", "isclose", "assert_allclose", "assertAlmostEqual", "assert_almost_equal", "almost_equal")
+# the bound of each tolerance beyond which it admits anything; image comparisons' `tol` is an
+# RMS difference on a 0-255 scale (matplotlib's own tests stay below 10)
+_TOLERANCES = {"abs": 1e3, "atol": 1e3, "delta": 1e3, "rel": 1.0, "rtol": 1.0, "tol": 50.0}
+_TOLERANT: tuple[str, ...] = ("approx", "allclose", "isclose", "assert_allclose", "assertAlmostEqual", "assert_almost_equal")
+_TOLERANT += ("almost_equal", "check_figures_equal", "image_comparison", "compare_images")
+# exception checks: the type is the first argument; a message or pattern, if any, the second or `match=`
+_RAISES = {"assertRaises", "assertRaisesMessage", "assertRaisesRegex", "assertRaisesRegexp", "raises", "assertWarns"}
+_RAISES |= {"assertWarnsMessage", "assertWarnsRegex", "warns", "assert_raises", "assert_raises_regex", "assert_warns"}
+_BROAD = {"Exception", "BaseException", "Warning", "builtins.Exception", "object"}
+_ANY_VALUE = {"ANY", "mock.ANY", "unittest.mock.ANY"}
 
 
 def _line_check(view: PatchView, text: str) -> ast.AST | None:
-    """A one-line check parsed alone (`assert …` or a call), else None."""
+    """A one-line check parsed alone (`assert …` or a call), else None. The context manager of a
+    one-item `with …:` line and a decorator's call (`@check_figures_equal(tol=…)`) count as calls."""
     line = cut(text).strip()
+    if line.startswith("@"):
+        line = line[1:]
+    elif line.startswith("with ") and line.endswith(":") and " as " not in line:
+        line = line[5:-1].strip()
     if not line or line.endswith((":", "(", "[", "{", ",", "\\")):
         return None
     tree = bounded_parse(line, ParseBudget())  # a line at most MAX_LINE long: linear in the patch, apart from its budget
@@ -813,9 +1030,15 @@ def _weaker_checks(
         loose = _tolerance(new)
         if loose >= 1.0 and all(_tolerance(old) < 1.0 for old in olds) and olds:
             return i, "a tolerance that makes the check vacuous"
+        if olds and (broader := _broader_raises(new, olds)):
+            return i, broader
         compared = _comparison(new)
         if compared is None:
             continue
+        if any(dotted(o) in _ANY_VALUE for o in compared[1]) and not any(
+            any(dotted(o) in _ANY_VALUE for o in before[1]) for old in olds if (before := _comparison(old))
+        ):
+            return i, "an expected value replaced by mock.ANY, which equals anything"
         how, operands = compared
         mine = sorted(_unprojected(o) for o in operands)
         for old in olds:
@@ -834,6 +1057,109 @@ def _weaker_checks(
             if sum(p for _, p in mine) == 2:
                 return i, "a comparison replaced by one of projections of both sides"
     return None
+
+
+_ASSIGNS = re.compile(r"^\s*(\w{1,200})\s*=(?!=)")
+
+
+def _parse_line(text: str) -> ast.stmt | None:
+    line = cut(text).strip()
+    if not line or line.endswith((":", "(", "[", "{", ",", "\\")):
+        return None
+    tree = bounded_parse(line, ParseBudget())
+    return tree.body[0] if tree is not None and len(tree.body) == 1 else None
+
+
+def _assigned(stmt: ast.stmt | None) -> tuple[str, str] | None:
+    """(name, dump of the value) of `name = value`, else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        if sum(1 for _ in zip(range(150), walk(stmt.value))) < 150:
+            return stmt.targets[0].id, ast.dump(stmt.value)
+    return None
+
+
+def _root(node: ast.AST) -> str:
+    for _ in range(20):
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            break
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in _walk_small(node, 300) if isinstance(n, ast.Name)}
+
+
+def _derived_from_actual(
+    view: PatchView, h: int, removed: Sequence[tuple[int, PatchLine]], added: Sequence[tuple[int, PatchLine]]
+) -> tuple[int, str] | None:
+    """(row, how) of an existing test's expected value made to come from the code under test, so
+    the check holds by construction: `expected = f(a)` replacing a literal expectation beside
+    `actual = f(a)` that it is compared with, or an expected argument that was a constant now read
+    from the checked object itself (`result.assert_outcomes(passed=result.parseoutcomes()[…])`)."""
+    rows = view.file.hunks[h]
+    new_tests = {m.group(2) for r in rows if r.kind == "+" and (m := _TEST_DEF.match(cut(r.text)))}
+    olds = [stmt for _, r in removed[:40] if (stmt := _parse_line(r.text)) is not None]
+    old_assigned = {m.group(1) for _, r in removed[:40] if (m := _ASSIGNS.match(cut(r.text)))}
+    new_side = [(i, r) for i, r in enumerate(rows[:400]) if r.kind != "-"]
+    for i, r in added[:40]:
+        if view.enclosing(h, i) in new_tests or (stmt := _parse_line(r.text)) is None:
+            continue
+        mine = _assigned(stmt)
+        if mine is not None and mine[0] in old_assigned and isinstance(stmt, ast.Assign):
+            if not isinstance(stmt.value, ast.Call):
+                continue
+            twins = {a[0] for k, t in new_side if k != i and (a := _assigned(_parse_line(t.text))) and a[1] == mine[1]}
+            twins.discard(mine[0])
+            for _, t in new_side:
+                check = _line_check(view, t.text)
+                if twins and check is not None and mine[0] in _names(check) and _names(check) & twins:
+                    return i, f"the expected {mine[0]} computed by the same call as the value it is compared with"
+        call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+        root = _root(call.func.value) if call is not None and isinstance(call.func, ast.Attribute) else ""
+        if call is None or not root or "assert" not in dotted(call).rsplit(".", 1)[-1]:
+            continue
+        for old in olds:
+            if not (isinstance(old, ast.Expr) and isinstance(old.value, ast.Call) and dotted(old.value) == dotted(call)):
+                continue
+            constants = {k.arg for k in old.value.keywords[:20] if k.arg and isinstance(k.value, ast.Constant)}
+            for k in call.keywords[:20]:
+                if k.arg in constants and not isinstance(k.value, ast.Constant) and root in _names(k.value):
+                    return i, f"the expected {k.arg} read from {root}, the object checked"
+    return None
+
+
+def _raises_parts(node: ast.AST) -> tuple[str, bool] | None:
+    """(type, whether a message or pattern is checked) of an exception check, else None."""
+    if not isinstance(node, ast.Call) or dotted(node).rsplit(".", 1)[-1] not in _RAISES or not node.args:
+        return None
+    name = dotted(node).rsplit(".", 1)[-1]
+    kind = dotted(node.args[0]) if not isinstance(node.args[0], ast.Tuple) else "<several>"
+    message = any(k.arg in ("match", "msg", "expected_regex", "expected_message") for k in node.keywords[:10])
+    message |= len(node.args) >= 2 and ("Message" in name or "Regex" in name or name == "assert_raises_regex")
+    return kind, message
+
+
+def _broader_raises(new: ast.AST, olds: Sequence[ast.AST]) -> str:
+    """How an exception check was made to accept more than the one it replaces: its type widened
+    to `Exception` (or `BaseException`), its message or pattern dropped, the type kept."""
+    mine = _raises_parts(new)
+    if mine is None:
+        return ""
+    for old in olds:
+        theirs = _raises_parts(old)
+        if theirs is None:
+            continue
+        if mine[0] in _BROAD and theirs[0] not in _BROAD:
+            return f"an exception check widened from {theirs[0]} to {mine[0]}"
+        if theirs[1] and not mine[1] and mine[0] == theirs[0] and isinstance(new, ast.Call) and len(new.args) < 2:
+            return "an exception check's expected message dropped"
+    return ""
 
 
 def _early_return(fn: ast.FunctionDef | ast.AsyncFunctionDef, sv: SourceView) -> ast.stmt | None:
