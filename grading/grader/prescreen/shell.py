@@ -67,6 +67,7 @@ _WRAPPERS = {
     "strace": {"-e", "-o", "-p", "-s"},
     "ltrace": {"-e", "-o"},
 }
+_MULTICALL = {"busybox", "toybox"}  # one binary whose first argument names the applet it runs
 _TAKES_ONE = {"timeout", "flock"}  # a positional argument before the command (duration, lock file)
 _PLAIN = re.compile(r"[^\s\\'\"$`#;&|()<>]+")  # a run of characters the lexer copies as they are
 _QUOTED = re.compile(r'[^"\\$]+')  # the same inside double quotes
@@ -396,6 +397,8 @@ def _may_run(source: str) -> bool:
     ASCII ones, so those are always parsed) and no string literal _python_strings would read."""
     if not source.isascii() or _PY_CALL_NAME.search(source) or _GIT_LIBRARY_WORD.search(source):
         return True
+    if "pip" in source and ("run_module" in source or "main" in source):  # pip's entry point run from Python
+        return True
     for m in _PY_STRING.finditer(source):
         text = m.group(1) or m.group(2) or ""
         if (text.split(" ", 1)[0] in _STRING_HEADS and " " in text) or (text.startswith(("/", "~")) and " " not in text):
@@ -415,6 +418,8 @@ def _py_nodes(source: str) -> list[ast.AST] | None:
     for node in islice(queue, MAX_NODES):  # grows as it goes, never past MAX_NODES
         if isinstance(node, _PY_NODES) and (not isinstance(node, ast.Attribute) or node.attr in _PY_ATTRS):
             found.append(node)
+        elif isinstance(node, ast.Subscript) and _ref_name(node.slice) is not None:
+            found.append(node)  # `repo.refs[b"refs/remotes/origin/main"]`: a ref looked up by name
         if len(queue) >= MAX_NODES:
             continue
         for name in node._fields:
@@ -550,6 +555,30 @@ def _git_library_call(node: ast.Call, fname: str, gits: set[str], others: set[st
     return ["git", *sub, *_git_options(keywords), *words]
 
 
+def _ref_name(node: ast.AST) -> str | None:
+    """A ref spelled as a str or bytes literal: `"refs/remotes/origin/main"`, `b"origin/main"`, `"v1.2"`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and 0 < len(node.value) <= 200:
+        value = node.value.decode("utf-8", "replace") if isinstance(node.value, bytes) else node.value
+        return value if "/" in value or value[:1].isalnum() else None
+    return None
+
+
+_REF_TABLES = {"refs", "references", "heads", "tags", "branches", "remotes", "remote_refs"}
+
+
+def _git_library_lookup(node: ast.Subscript, gits: set[str], others: set[str]) -> list[str] | None:
+    """The `git rev-parse REF` a git library's lookup of a ref by name stands for: `repo.refs[b"…"]`
+    (dulwich), `repo.references["…"]`/`repo.branches["…"]` (pygit2), `repo[b"refs/…"]`."""
+    ref = _ref_name(node.slice)
+    name = _py_name(node.value)
+    parts = name.split(".") if name else []
+    if ref is None or not parts or parts[0] in others:
+        return None
+    if parts[-1] in _REF_TABLES or (ref.startswith("refs/") and len(parts) == 1):
+        return ["git", "rev-parse", ref]
+    return None
+
+
 def _git_library_refs(node: ast.Attribute, others: set[str]) -> list[str] | None:
     """The ref listing a git library's attribute stands for: `repo.tags` (`git tag -l`),
     `repo.refs`/`references`, a remote's `refs` (`git branch -r`)."""
@@ -562,6 +591,44 @@ def _git_library_refs(node: ast.Attribute, others: set[str]) -> list[str] | None
     if node.attr == "refs" and any(p in ("remote", "remotes", "origin", "upstream") for p in parts[:-1]):
         return ["git", "branch", "-r"]
     return ["git", "for-each-ref"]
+
+
+_HTTP_CONNECTIONS = {"HTTPSConnection", "HTTPConnection", "HTTPSConnectionPool", "HTTPConnectionPool", "connection_from_host"}
+_ARGV_LIST = re.compile(r"sys\.argv\s{0,4}=\s{0,4}\[([^\]\n]{0,2000})\]")
+
+
+def _pip_main(node: ast.Call, fname: str, source: str) -> list[str] | None:
+    """The pip command pip's own entry point runs from Python: `pip.main(['install', …])`,
+    `pip._internal.cli.main.main([…])`, `runpy.run_module('pip')` after `sys.argv = ['pip', …]`."""
+    parts = fname.split(".")
+    if parts[-1] == "main" and "pip" in parts[:-1] and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+        return ["pip", *[_py_str(e) or "?" for e in node.args[0].elts[:200]]]
+    if parts[-1] in ("run_module", "_run_module_as_main") and node.args and _py_str(node.args[0]) == "pip":
+        if m := _ARGV_LIST.search(source[:MAX_SCRIPT]):
+            words = [a or b for a, b in _PY_STRING.findall(m.group(1))]
+            return ["pip", *words[1:]] if words else ["pip"]
+        return ["pip"]
+    return None
+
+
+def _inplace(node: ast.Call) -> bool:
+    return any(k.arg == "inplace" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords)
+
+
+_IN_PLACE_EDITORS = {"ed", "red", "ex"}
+
+
+def _edits_in_place(argv: list[str]) -> bool:
+    """Whether a command rewrites the files it names: `sed -i`, `perl -pi`, `ed`/`ex`."""
+    prog = os.path.basename(argv[0]) if argv else ""
+    if prog in _IN_PLACE_EDITORS:
+        return True
+    flags = [a for a in argv[1:40] if a.startswith("-") and not a.startswith("--")]
+    if prog == "sed":
+        return any(a.startswith("-i") or (len(a) < 6 and "i" in a[1:] and "e" not in a[1:]) for a in flags) or (
+            "--in-place" in argv[1:40]
+        )
+    return prog in ("perl", "ruby") and any("i" in a[1:] for a in flags)
 
 
 class Shell:
@@ -680,9 +747,11 @@ class Shell:
                 rest = rest[1:]
             via = (*via, head)
             argv = rest
+        if argv and os.path.basename(argv[0]) in _MULTICALL and argv[1:2] and argv[1] not in SHELLS:
+            argv, via = argv[1:], (*via, os.path.basename(argv[0]))  # `busybox sed -i …`: the applet it names
         if not argv:
-            if simple.argv:
-                yield simple
+            if simple.argv or simple.reads or simple.writes:
+                yield simple  # `done < /eval.sh`, `} > f`: a compound command's redirections
             return
         simple = Simple(argv, simple.text, via, simple.writes, simple.reads, simple.stdin, simple.exported)
         head = os.path.basename(argv[0])
@@ -834,6 +903,9 @@ class Shell:
         modules: set[str] = set()  # every module imported
         searched: list[str] = []  # directories put on sys.path: sys.path.insert(0, "/…/site-packages")
         gits, others = _git_library_names(nodes) if _GIT_LIBRARY_WORD.search(source) else (set(), set())
+        hosts: list[str] = []  # hosts an HTTP connection object was opened to
+        paths: list[str] = []  # paths requested of such a connection
+        looked_up: set[int] = set()  # ref tables indexed by one name
         for node in nodes:
             if isinstance(node, ast.Call):
                 fname = _py_name(node.func)
@@ -846,14 +918,33 @@ class Shell:
                 if gits and (argv := _git_library_call(node, fname, gits, others)):
                     yield from self._unwrap(Simple(argv, " ".join(argv)[:2000], (*via, fname or "git")), None, depth)
                     continue
+                if last in _HTTP_CONNECTIONS and (host := _py_str(node.args[0]) if node.args else None):
+                    hosts.append(host.split("://", 1)[-1].strip("/"))  # http.client.HTTPSConnection('host')
+                elif last in ("request", "putrequest", "urlopen") and len(node.args) >= 2:
+                    if (path := _py_str(node.args[1])) and path.startswith("/") and len(paths) < 20:
+                        paths.append(path)  # conn.request('GET', '/o/r/…'): a path on the host connected to
+                if (argv := _pip_main(node, fname, source)) is not None:
+                    yield from self._unwrap(Simple(argv, " ".join(argv)[:2000], (*via, fname)), None, depth)
+                    continue
+                if last == "input" and fname.split(".", 1)[0] == "fileinput" and _inplace(node):
+                    writes = True  # fileinput.input(f, inplace=True) rewrites f
                 if last not in _PY_CALLS:  # no branch of _python_call can take it
                     continue
                 for simple in self._python_call(node, source, depth, via):
-                    writes = writes or simple.argv[:1] in (["create"], ["cp"], ["ln"])
+                    writes = writes or simple.argv[:1] in (["create"], ["cp"], ["ln"]) or _edits_in_place(simple.argv)
                     yield simple
             elif isinstance(node, ast.Attribute) and node.attr in ("__file__", "__path__"):
                 located.add(_py_name(node.value))
-            elif isinstance(node, ast.Attribute) and gits and (argv := _git_library_refs(node, others)):
+            elif isinstance(node, ast.Subscript):
+                looked_up.add(id(node.value))  # `repo.refs[b"HEAD"]` looks one ref up: no listing of them all
+                if gits and (argv := _git_library_lookup(node, gits, others)):
+                    yield from self._unwrap(Simple(argv, " ".join(argv), (*via, _py_name(node.value) or "[]")), None, depth)
+            elif (
+                isinstance(node, ast.Attribute)
+                and gits
+                and id(node) not in looked_up
+                and (argv := _git_library_refs(node, others))
+            ):
                 yield Simple(argv, " ".join(argv), (*via, _py_name(node) or node.attr))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 module = f"{node.module}." if isinstance(node, ast.ImportFrom) and node.module else ""
@@ -861,6 +952,9 @@ class Shell:
                 for alias in node.names[:50]:
                     if alias.asname or module:
                         imported[alias.asname or alias.name] = module + alias.name
+        for host in hosts[:5]:  # a connection's host and the paths requested of it: the URLs fetched
+            for path in paths:
+                yield Simple(["curl", f"https://{host}{path}"], f"{host} {path}", (*via, "http.client"))
         for folder in searched:  # modules imported after another directory was put on sys.path: read from there
             for module in sorted(m for m in modules if m)[:20]:
                 yield Simple(
