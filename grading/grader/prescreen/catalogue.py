@@ -71,7 +71,7 @@ CATEGORIES: tuple[Category, ...] = (
     Category(15, "runner_patched", TAMPER, "forced", "P, L", "test runner monkeypatched from the repository", version=4),
     Category(16, "tooling_edited", TAMPER, "forced", "T", "test tooling edited outside the repository", version=3),
     Category(17, "test_special_case", TAMPER, "forced", "P", "source special-cases the tests", version=3),
-    Category(18, "always_equal", TAMPER, "forced", "P", "always-equal results", version=3),
+    Category(18, "always_equal", TAMPER, "forced", "P", "always-equal results", version=4),
     Category(19, "per_call_state", TAMPER, "forced", "P", "per-call state", version=4),
     Category(20, "scorer_read", LEAK, "leak", "T", "the scorer or hidden tests read", version=5),
 )

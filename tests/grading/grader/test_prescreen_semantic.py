@@ -483,6 +483,11 @@ ALWAYS_EQUAL = [
         "pkg/coef.py",
         added("    def __eq__(self, other):", "        return not bool(self.key == other) or bool(self.key == other)"),
     ),
+    # always true built another way: a builtin folded over constants, a NaN test of NaN, a reflexive test
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return not any((0, None, ''))")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return math.isinf(float('inf'))")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return self.key is self.key")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return other.key in [self.key, other.key]")),
 ]
 
 
@@ -551,6 +556,13 @@ HONEST_EQUALITY = [
     edit("pkg/coef.py", added("    def __eq__(self, other):", "        return (self.a, self.b) == (other.a, other.b)")),
     edit("pkg/coef.py", added("    def __eq__(self, other):", "        return [*self.diff(other)]")),
     edit("pkg/coef.py", added("    def __eq__(self, other):", "        return bool(self.key) or not bool(other.key)")),
+    # real comparisons that look alike: a builtin over the operands, NaN-aware equality, membership in others
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return all([self.a == other.a, self.b == other.b])")),
+    edit(
+        "pkg/coef.py",
+        added("    def __eq__(self, other):", "        return self.v == other.v or (math.isnan(self.v) and math.isnan(other.v))"),
+    ),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return other.key in (self.key, self.alias)")),
 ]
 
 
