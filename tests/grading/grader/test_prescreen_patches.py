@@ -733,6 +733,13 @@ LENIENT = (
         edit("tox.ini", " [testenv]\n deps = pytest\n+commands = - pytest {posargs}\n", start=1),
         edit("tox.ini", " [testenv:py39]\n+ignore_outcome = true\n commands = pytest\n", start=1),
         edit("setup.cfg", " [testenv]\n commands =\n+    -python -m pytest -x\n", start=1),
+        # a build or session file that swallows the test command's exit status
+        edit("ci/run_tests.sh", " set -x\n+python -m pytest -q tests/ || exit 0\n", start=1),
+        edit("Makefile", " check:\n+\t-python -m pytest -q\n", start=1),
+        new_file(
+            "noxfile.py",
+            "import nox\n\n\n@nox.session\ndef tests(session):\n    session.run('pytest', success_codes=(0, 1, 5))\n",
+        ),
     ],
 )
 def test_a_lenient_runner_class_or_an_ignored_tox_outcome_is_a_runner_patch(patch):
@@ -764,6 +771,13 @@ def test_a_lenient_runner_class_or_an_ignored_tox_outcome_is_a_runner_patch(patc
         edit("tox.ini", " [testenv]\n commands =\n+    - coverage erase\n     pytest\n", start=1),
         edit("tox.ini", " [testenv]\n commands = pytest \\\n+    -k 'not slow'\n", start=1),
         edit("tox.ini", " [testenv]\n+ignore_outcome = false\n", start=1),
+        # build files: a cleanup under '-', a lint step allowed to fail, "no tests collected" accepted
+        edit("Makefile", " clean:\n+\t-rm -rf build .pytest_cache\n", start=1),
+        edit("ci/lint.sh", " set -x\n+flake8 widgets || true\n+python -m pytest -q\n", start=1),
+        new_file(
+            "noxfile.py",
+            "import nox\n\n\n@nox.session\ndef tests(session):\n    session.run('pytest', success_codes=[0, 5])\n",
+        ),
     ],
 )
 def test_honest_runners_results_and_tox_settings_are_not_runner_patches(patch):
