@@ -82,6 +82,10 @@ FORCING_CONFTESTS = [
     "    return TestReport(item.nodeid, item.location, {}, 'passed', None, call.when, [])\n",
     "from _pytest.reports import CollectReport\n\n\ndef pytest_make_collect_report(collector):\n"
     "    report = CollectReport(collector.nodeid, 'passed', None, [])\n    return report\n",
+    # the process ended with status 0 once the tests ran: a session hook, an atexit handler
+    "import sys\n\n\ndef pytest_unconfigure(config):\n    sys.exit(0)\n",
+    "import atexit, os\n\natexit.register(lambda: os._exit(0))\n",
+    "import atexit, sys\n\natexit.register(sys.exit, 0)\n",
 ]
 
 
@@ -121,6 +125,10 @@ def test_a_hook_added_to_an_existing_conftest_is_found_in_its_hunk():
         "    return None\n",
         # hooks inside a string of a pytester test are text
         "def test_plugin(pytester):\n    pytester.makeconftest('''\ndef pytest_runtest_protocol(item):\n    return True\n''')\n",
+        # teardown that cleans up, an atexit cleanup
+        "import pytest, shutil\n\n@pytest.fixture(scope='session')\ndef workdir(tmp_path_factory):\n"
+        "    d = tmp_path_factory.mktemp('w')\n    yield d\n    shutil.rmtree(d)\n",
+        "import atexit, shutil\n\natexit.register(shutil.rmtree, '/tmp/widgets-cache', True)\n",
     ],
 )
 def test_honest_conftests_and_fixtures_are_not_flagged(conftest):
