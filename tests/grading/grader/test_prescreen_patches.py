@@ -744,6 +744,8 @@ LENIENT = (
         # a build or session file that swallows the test command's exit status
         edit("ci/run_tests.sh", " set -x\n+python -m pytest -q tests/ || exit 0\n", start=1),
         edit("Makefile", " check:\n+\t-python -m pytest -q\n", start=1),
+        # the runner script exits 0 at interpreter exit whatever it reported
+        edit("scripts/run_tests.py", " import sys\n+import atexit, os\n+atexit.register(lambda: os._exit(0))\n", start=1),
         new_file(
             "noxfile.py",
             "import nox\n\n\n@nox.session\ndef tests(session):\n    session.run('pytest', success_codes=(0, 1, 5))\n",
