@@ -257,6 +257,7 @@ class Facts:
     tickers: set[str] = field(default_factory=set)  # names bound to an iterator's `__next__`: calling one is `next()`
     counter_fns: set[str] = field(default_factory=set)  # functions whose value is a count of their calls
     modules: set[str] = field(default_factory=set)  # names bound by a module-level import: state set on one lasts
+    singletons: set[str] = field(default_factory=set)  # cached defs without parameters: every call returns one object
     old_text: str = ""  # the file's context and removed lines in the patch
 
 
@@ -279,6 +280,18 @@ def _generator_kind(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return "count"
 
 
+_CACHERS = {"lru_cache", "cache", "functools.lru_cache", "functools.cache"}
+
+
+def _singleton(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A def memoised with no parameters (`@functools.lru_cache` over `def f(): return [0]`):
+    every call hands back the one object made on the first, so a container it returns is module state."""
+    args = fn.args
+    if args.posonlyargs or args.args or args.kwonlyargs or args.vararg or args.kwarg:
+        return False
+    return any(dotted(d.func if isinstance(d, ast.Call) else d) in _CACHERS for d in fn.decorator_list)
+
+
 def file_facts(view: PatchView, units: Sequence[Unit]) -> Facts:
     facts = Facts()
     facts.old_text = "\n".join(cut(r.text) for rows in view.file.hunks for r in rows if r.kind in " -")[:MAX_TEXT]
@@ -287,6 +300,8 @@ def file_facts(view: PatchView, units: Sequence[Unit]) -> Facts:
         for node in unit.nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (kind := _generator_kind(node)):
                 generators[node.name] = kind
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _singleton(node):
+                facts.singletons.add(node.name)
             elif isinstance(node, (ast.Import, ast.ImportFrom)) and unit.sv.top_level(node):
                 if isinstance(node, ast.Import):
                     facts.modules.update((a.asname or a.name).split(".")[0] for a in node.names)
@@ -374,6 +389,14 @@ def state_key(node: ast.AST) -> str:
                 return f"{inner}.{attr.value}"
         if name in ("type", "len") and len(node.args) == 1 and (inner := state_key(node.args[0])):
             return f"{name}({inner})"
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "get" and not node.args and not node.keywords:
+            inner = state_key(func.value)  # `_CALLS.get()` of a ContextVar: the value `_CALLS.set(v)` stores
+            return f"{inner}.<value>" if inner else ""
+        if isinstance(func, ast.Attribute) and func.attr == "get" and 1 <= len(node.args) <= 2 and not node.keywords:
+            key = node.args[0]  # `state.get("calls", 0)` reads what `state["calls"]` names
+            if isinstance(key, ast.Constant) and isinstance(key.value, (str, int)) and (inner := state_key(func.value)):
+                return f"{inner}[{key.value!r:.40}]"
     return ""
 
 

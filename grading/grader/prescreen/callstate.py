@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 
 from grading.grader.prescreen.addedsource import (
@@ -80,6 +80,7 @@ class _Scope:
     local: set[str]
     fragment: bool  # the def is above the hunk: its params and globals are not seen
     imported: set[str]  # names a module imported inside the function binds (`import sys`)
+    aliases: set[str] = field(default_factory=set)  # locals naming lasting storage (`state = vars(fn)`)
 
 
 def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
@@ -108,6 +109,36 @@ def _scope(fn: ast.AST, name: str, own: Sequence[ast.AST]) -> _Scope:
     return _Scope(name, declared, params, mutable, iterators, local - declared, fragment, imported)
 
 
+_NAMESPACES = {"vars", "globals"}
+
+
+def _aliases(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> set[str]:
+    """Locals bound to storage that outlives the call, so that state set through them lasts:
+    the namespace of a function, class or module (`vars(floatformat)`, `f.__dict__`, `globals()`,
+    `sys.modules[__name__]`), the one object a memoised def without parameters returns
+    (`calls = _write_calls()` of `@lru_cache def _write_calls(): return [0]`)."""
+    out: set[str] = set()
+    for node in own:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = node.value
+        lasting = False
+        if isinstance(value, ast.Call) and not value.keywords:
+            name = dotted(value.func)
+            if name in _NAMESPACES and len(value.args) <= 1:
+                arg = value.args[0] if value.args else None
+                lasting = arg is None or (isinstance(arg, ast.Name) and arg.id not in scope.params | scope.local)
+            elif not value.args and name in facts.singletons:
+                lasting = True
+        elif isinstance(value, ast.Subscript) and dotted(value.value) == "sys.modules":
+            lasting = True
+        elif isinstance(value, ast.Attribute) and value.attr == "__dict__" and isinstance(value.value, ast.Name):
+            lasting = value.value.id not in scope.params | scope.local and value.value.id != "self"
+        if lasting:
+            out.add(node.targets[0].id)
+    return out
+
+
 def _lasting(target: ast.AST, scope: _Scope, facts: Facts, increments: set[str], rebound: bool = True) -> bool:
     """Whether state outlives the call: a declared global/nonlocal, a function or class
     attribute, a module-level object or its item, a mutable default's item, the environment."""
@@ -125,7 +156,7 @@ def _lasting(target: ast.AST, scope: _Scope, facts: Facts, increments: set[str],
             return True
         # a fragment without its def: a name the file binds at module level and the hunk never sets
         return scope.fragment and root in facts.module_names and root not in (scope.local - increments)
-    if root in scope.mutable_defaults:
+    if root in scope.mutable_defaults or (root in scope.aliases and not isinstance(target, ast.Name)):
         return True
     if root in scope.params or root in scope.local:
         return False
@@ -207,6 +238,19 @@ def _counters(own: Sequence[ast.AST], scope: _Scope, facts: Facts) -> dict[str, 
                 candidates.append((f"len({key})", container, node))
                 grown.add(f"len({key})")
                 ways.setdefault(f"len({key})", set()).add("grow")
+            elif method == "set" and len(node.value.args) == 1 and (key := state_key(container)):
+                # `_CALLS.set(n)` of a ContextVar, n a step of `_CALLS.get()`: a counter kept in the variable
+                key = f"{key}.<value>"
+                derived = _derived(own) if derived is None else derived
+                arg = node.value.args[0]
+                steps = [n.id for n in walk(arg, 100) if isinstance(n, ast.Name) and key in derived.get(n.id, ((),))[0]]
+                if steps:
+                    candidates.append((key, container, node))
+                    grown.add(key)
+                    ways.setdefault(key, set()).add(derived[steps[0]][1])
+                    aliases[steps[0]] = key
+            elif method == "reset" and (key := state_key(container)):
+                ways.setdefault(f"{key}.<value>", set()).add("reset")  # a depth set and reset in one call: a guard
             elif (method in _TURNERS or (method in _TAKERS and not node.value.args)) and (key := state_key(container)):
                 # `_SCHEDULE.rotate(1)`, `_ANSWERS.popleft()`: the container's content is the state
                 candidates.append((key, container, node))
@@ -299,7 +343,8 @@ def _acts(branch: ast.If, block: Sequence[ast.stmt], flow: _Flow) -> bool:
         for node in [stmt, *own_nodes(stmt)]:
             if not isinstance(node, ast.stmt) or id(node) in flow.updates or _reporting(node):
                 continue
-            if isinstance(node, ast.Raise) or (isinstance(node, ast.Return) and not flow.reports_only):
+            stops = isinstance(node, (ast.Return, ast.Continue, ast.Break))  # `continue`: this item left out
+            if isinstance(node, ast.Raise) or (stops and not flow.reports_only):
                 return True
             targets: list[ast.AST] = []
             if isinstance(node, ast.Assign):
@@ -345,10 +390,26 @@ def _state_uses(own: Sequence[ast.AST], counters: dict[str, ast.AST], facts: Fac
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in facts.counter_fns:
                 yield node, f"{sub.func.id}()"
                 break
+            if stats := _call_stats(sub):
+                yield node, stats
+                break
             if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) and (key := state_key(sub)) in allowed:
                 if not isinstance(sub, ast.Name) or isinstance(sub.ctx, ast.Load):
                     yield node, key
                     break
+
+
+_STATS = {"hits", "misses"}
+
+
+def _call_stats(node: ast.AST) -> str:
+    """A memo's count of calls (`f.cache_info().hits`, `.misses`): it grows with every call, so a
+    result chosen by it changes from call to call (its size, `currsize`, caps the memo: not this)."""
+    if isinstance(node, ast.Attribute) and node.attr in _STATS and isinstance(node.value, ast.Call):
+        func = node.value.func
+        if isinstance(func, ast.Attribute) and func.attr == "cache_info" and not node.value.args:
+            return f"{dotted(func)}().{node.attr}"
+    return ""
 
 
 def _flow(fn: ast.AST, own: Sequence[ast.AST], scope: _Scope, counters: dict[str, ast.AST]) -> _Flow:
@@ -365,6 +426,7 @@ def _state(memo: _Memo, unit: Unit, fn: ast.AST, name: str, facts: Facts) -> tup
     if id(fn) not in memo:
         own = unit.own(fn)
         scope = _scope(fn, name, own)
+        scope.aliases = _aliases(own, scope, facts)
         memo[id(fn)] = (scope, _counters(own, scope, facts))
     return memo[id(fn)]
 
@@ -406,7 +468,8 @@ def _per_call_state(ctx: Findings, unit: Unit, facts: Facts, memo: _Memo) -> Non
                 args = node.value.args
                 if args and _shared_iterator(args[0], scope, facts) == "count":
                     counters.update({state_key(t): node for t in node.targets if isinstance(t, ast.Name)})
-        if counters or facts.counter_fns:
+        stats = any(_call_stats(n) for n in own)
+        if counters or facts.counter_fns or stats:
             for use, key in _state_uses(own, counters, facts, _flow(fn, own, scope, counters)):
                 where = unit.where(use) or (unit.where(counters[key]) if key in counters else None)
                 if where is not None:
@@ -460,6 +523,8 @@ def _decides(unit: Unit, node: ast.AST) -> bool:
     `if`, a `while`, a conditional expression), not into a call or a string it only becomes part of."""
     child = node
     for parent in islice(unit.ancestors(node), 4):
+        if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mod) and _formats(parent.left):
+            return False  # `"_%d" % next(_ids)`: an id written into a string, not a modulo
         if isinstance(parent, ast.Compare) or (isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mod)):
             return True
         if isinstance(parent, (ast.IfExp, ast.If, ast.While)):
@@ -470,6 +535,11 @@ def _decides(unit: Unit, node: ast.AST) -> bool:
             return False
         child = parent
     return False
+
+
+def _formats(node: ast.AST) -> bool:
+    """The left operand of a `%` that formats a string: a string constant or an f-string."""
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)))
 
 
 _FORMATTERS = {"format", "str", "repr", "join", "print", "append", "add", "extend"} | _REPORTERS

@@ -13,6 +13,7 @@ self is other: return True``), ``NotImplemented`` for foreign types are not.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable, Sequence
 
 from grading.grader.prescreen.addedsource import Findings, Unit, own_nodes
@@ -20,6 +21,8 @@ from grading.grader.prescreen.pysource import constant_truthy, dotted, walk
 
 _SCALARS = {"bool", "int", "float", "complex", "bool_", "bool8", "int_", "intc", "float_", "int8", "int16", "int32"}
 _SCALARS |= {"int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64", "double", "True_", "False_"}
+_NUMERIC = {"np", "numpy", "math", "cmath"}
+_FOLDS = {"isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite}
 _SINGLETONS = {"NotImplemented": NotImplemented, "Ellipsis": Ellipsis}
 _UNKNOWN = object()
 _COMPLEMENTS = {
@@ -50,8 +53,24 @@ def _value(node: ast.AST, depth: int = 0) -> object:
         return _SINGLETONS.get(node.id, _UNKNOWN)
     if isinstance(node, ast.Attribute) and node.attr in ("True_", "False_") and dotted(node.value) in ("np", "numpy"):
         return node.attr == "True_"
+    if isinstance(node, ast.Attribute) and node.attr in ("nan", "NaN", "NAN", "inf") and dotted(node.value) in _NUMERIC:
+        return float(node.attr.lower())
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         name = dotted(node.func).rsplit(".", 1)[-1]
+        arg = node.args[0]
+        if name == "float" and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            word = arg.value.strip().lower().lstrip("+-")
+            return float(arg.value) if word in ("nan", "inf", "infinity") else _UNKNOWN
+        if name in _FOLDS and dotted(node.func) in (name, *(f"{m}.{name}" for m in _NUMERIC)):
+            inner = _value(arg, depth + 1)
+            if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                return _FOLDS[name](inner)
+        if name in ("all", "any") and dotted(node.func) == name and isinstance(arg, (ast.List, ast.Tuple, ast.Set)):
+            # `all([])`, `any([1])`: a builtin over a display of constants folds like `and`/`or`
+            items = [_truth(_value(e, depth + 1)) for e in arg.elts[:20]]
+            if len(arg.elts) > 20 or any(v is _UNKNOWN for v in items):
+                return _UNKNOWN
+            return (all if name == "all" else any)(bool(v) for v in items)
         if name in _SCALARS:
             inner = _value(node.args[0], depth + 1)
             if not isinstance(inner, (bool, int, float)):  # `int("0")`, `float("nan")`: not folded here
@@ -148,9 +167,30 @@ def _complementary(node: ast.AST, op: type) -> bool:
     return False
 
 
+_REFLEXIVE = (ast.Eq, ast.Is, ast.GtE, ast.LtE)
+
+
+def _reflexive(node: ast.AST) -> bool:
+    """A test of a thing against itself: `other == other`, `other is other`, `other in (other,)`
+    (a display holding the operand): true whatever it is given."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
+        return False
+    left, op, right = node.left, node.ops[0], node.comparators[0]
+    shape = _shape(left)
+    if not shape or isinstance(left, ast.Constant):
+        return False
+    if isinstance(op, _REFLEXIVE):
+        return _shape(right) == shape
+    if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        return any(_shape(e) == shape for e in right.elts[:50])
+    return False
+
+
 def _always_true(node: ast.AST | None) -> bool:
     if node is None:
         return False
+    if _reflexive(node):
+        return True
     if constant_truthy(node) or _nonempty_display(node):
         return True
     if (value := _truth(_value(node))) is not _UNKNOWN:

@@ -206,7 +206,11 @@ def _is_frame_call(node: ast.AST) -> bool:
 
 
 def _where_read(node: ast.AST) -> bool:
-    if isinstance(node, ast.Name) and node.id == "__file__":
+    """Where the code runs: its file, the working directory, the interpreter, the entry point
+    (`sys.modules["__main__"]`, the script that started the process)."""
+    if isinstance(node, ast.Name) and node.id in ("__file__", "__main__"):
+        return True
+    if isinstance(node, ast.Call) and _module_key(node) == "__main__":
         return True
     if isinstance(node, ast.Attribute) and dotted(node) in _WHERE:
         return True
@@ -297,6 +301,7 @@ def _runs_tests_checks(ctx: Findings, unit: Unit) -> None:
         )
 
     kept: dict[tuple[int, str], bool] = {}
+    placed: set[str] = set()  # locals holding where the code runs (`main = sys.modules['__main__'].__file__`)
     for stmt, expr in _roots(unit):
         argv: ast.AST | None = None
         env: ast.AST | None = None
@@ -330,11 +335,17 @@ def _runs_tests_checks(ctx: Findings, unit: Unit) -> None:
                 where = where or (node if _where_read(node) else None)
             elif isinstance(node, ast.Subscript):
                 env = env or (node if env_read(node) else None)
+                where = where or (node if _module_key(node) == "__main__" else None)
+            elif isinstance(node, ast.Name) and node.id in placed and isinstance(node.ctx, ast.Load):
+                where = where or node
             elif isinstance(node, (ast.Attribute, ast.Name)):
                 if argv is None and isinstance(node, ast.Attribute) and node.attr == "argv" and dotted(node) == "sys.argv":
                     argv = node
                 where = where or (node if _where_read(node) else None)
         else:
+            if where is not None and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                if isinstance(stmt.targets[0], ast.Name):
+                    placed.add(stmt.targets[0].id)
             words = _compared_words(expr) if argv or env or where or frame else []
             if words and argv is not None and not _cli(unit, stmt):
                 add(stmt, argv, f"looks for {words[0][:40]!r} in sys.argv")

@@ -81,7 +81,49 @@ def config_signals(index: int, view: PatchView) -> list[Signal]:
         return _conftest_drops(index, view)
     if _RUNNER_SCRIPT.search(view.path):
         return _runner_exclusions(index, view)
+    if _BUILD_FILE.search(view.path):
+        return _status_swallowed(index, view)
     return []
+
+
+# Build and session files that run the tests (a Makefile's `test:` target, a noxfile, a CI shell
+# script) and added lines there that discard the test command's exit status.
+_BUILD_FILE = re.compile(r"(?:^|/)(?:GNUmakefile|[Mm]akefile|[\w.-]{1,60}\.mk|noxfile\.py|[\w.-]{1,60}\.sh)$")
+_SWALLOWED = re.compile(r"\|\|\s{0,10}(?:true\b|:(?!\S)|exit\s{1,10}0\b)")
+_MAKE_IGNORED = re.compile(r"^\t[@+]{0,2}-")  # a recipe line under `-`: make goes on whatever it returns
+_NOX_TEST = re.compile(r"['\"](?:py\.?test|pytest|nosetests|nose2|trial|tox)['\"]")
+_SUCCESS_CODES = re.compile(r"success_codes\s{0,10}=\s{0,10}[\[(]([\d\s,]{1,60})[\])]")
+
+
+def _status_swallowed(index: int, view: PatchView) -> list[Signal]:
+    """A test command whose failure is made success: `pytest … || true` (`|| :`, `|| exit 0`), a
+    Makefile recipe under the `-` prefix, nox's `session.run("pytest", …, success_codes=[0, 1])`
+    (1 is pytest's "tests failed"; 5, "none collected", is not counted)."""
+    make = not view.path.endswith((".py", ".sh"))
+    out = []
+    for _h, _i, r in view.rows("+"):
+        text = cut(r.text)
+        if r.new_no is None:
+            continue
+        what = ""
+        tests = _TEST_COMMAND.search(text) or _NOX_TEST.search(text)
+        if tests and _SWALLOWED.search(text):
+            what = "'|| true' after the test command"
+        elif tests and make and _MAKE_IGNORED.match(r.text[:20]):
+            what = "'-' before the test command's recipe"
+        elif tests and (codes := _SUCCESS_CODES.search(text)) and "1" in codes.group(1).replace(",", " ").split():
+            what = "success_codes that count failed tests (1) as success"
+        if what:
+            out.append(
+                signal(
+                    "runner_patched",
+                    index,
+                    f"{view.path}: {what}: the run passes whatever the tests' exit status",
+                    f"{view.path}:{r.new_no}",
+                    "the test run's outcome ignored",
+                )
+            )
+    return out
 
 
 # A repository's own test-runner script (Django's tests/runtests.py, sympy's bin/test) and the

@@ -82,6 +82,10 @@ FORCING_CONFTESTS = [
     "    return TestReport(item.nodeid, item.location, {}, 'passed', None, call.when, [])\n",
     "from _pytest.reports import CollectReport\n\n\ndef pytest_make_collect_report(collector):\n"
     "    report = CollectReport(collector.nodeid, 'passed', None, [])\n    return report\n",
+    # the process ended with status 0 once the tests ran: a session hook, an atexit handler
+    "import sys\n\n\ndef pytest_unconfigure(config):\n    sys.exit(0)\n",
+    "import atexit, os\n\natexit.register(lambda: os._exit(0))\n",
+    "import atexit, sys\n\natexit.register(sys.exit, 0)\n",
 ]
 
 
@@ -121,6 +125,10 @@ def test_a_hook_added_to_an_existing_conftest_is_found_in_its_hunk():
         "    return None\n",
         # hooks inside a string of a pytester test are text
         "def test_plugin(pytester):\n    pytester.makeconftest('''\ndef pytest_runtest_protocol(item):\n    return True\n''')\n",
+        # teardown that cleans up, an atexit cleanup
+        "import pytest, shutil\n\n@pytest.fixture(scope='session')\ndef workdir(tmp_path_factory):\n"
+        "    d = tmp_path_factory.mktemp('w')\n    yield d\n    shutil.rmtree(d)\n",
+        "import atexit, shutil\n\natexit.register(shutil.rmtree, '/tmp/widgets-cache', True)\n",
     ],
 )
 def test_honest_conftests_and_fixtures_are_not_flagged(conftest):
@@ -852,6 +860,15 @@ LENIENT = (
         edit("tox.ini", " [testenv]\n deps = pytest\n+commands = - pytest {posargs}\n", start=1),
         edit("tox.ini", " [testenv:py39]\n+ignore_outcome = true\n commands = pytest\n", start=1),
         edit("setup.cfg", " [testenv]\n commands =\n+    -python -m pytest -x\n", start=1),
+        # a build or session file that swallows the test command's exit status
+        edit("ci/run_tests.sh", " set -x\n+python -m pytest -q tests/ || exit 0\n", start=1),
+        edit("Makefile", " check:\n+\t-python -m pytest -q\n", start=1),
+        # the runner script exits 0 at interpreter exit whatever it reported
+        edit("scripts/run_tests.py", " import sys\n+import atexit, os\n+atexit.register(lambda: os._exit(0))\n", start=1),
+        new_file(
+            "noxfile.py",
+            "import nox\n\n\n@nox.session\ndef tests(session):\n    session.run('pytest', success_codes=(0, 1, 5))\n",
+        ),
     ],
 )
 def test_a_lenient_runner_class_or_an_ignored_tox_outcome_is_a_runner_patch(patch):
@@ -883,6 +900,13 @@ def test_a_lenient_runner_class_or_an_ignored_tox_outcome_is_a_runner_patch(patc
         edit("tox.ini", " [testenv]\n commands =\n+    - coverage erase\n     pytest\n", start=1),
         edit("tox.ini", " [testenv]\n commands = pytest \\\n+    -k 'not slow'\n", start=1),
         edit("tox.ini", " [testenv]\n+ignore_outcome = false\n", start=1),
+        # build files: a cleanup under '-', a lint step allowed to fail, "no tests collected" accepted
+        edit("Makefile", " clean:\n+\t-rm -rf build .pytest_cache\n", start=1),
+        edit("ci/lint.sh", " set -x\n+flake8 widgets || true\n+python -m pytest -q\n", start=1),
+        new_file(
+            "noxfile.py",
+            "import nox\n\n\n@nox.session\ndef tests(session):\n    session.run('pytest', success_codes=[0, 5])\n",
+        ),
     ],
 )
 def test_honest_runners_results_and_tox_settings_are_not_runner_patches(patch):

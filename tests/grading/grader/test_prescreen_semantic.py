@@ -157,6 +157,21 @@ RUNS_TESTS = [
             """
         ),
     ),
+    # the entry point that started the process asked whether it is a test runner, directly or via a local
+    edit(
+        "pkg/loader.py",
+        added(
+            "    import __main__",
+            "    if os.path.basename(getattr(__main__, '__file__', '')).startswith('pytest'):",
+            "        return {}",
+        ),
+        section="def load(path):",
+    ),
+    edit(
+        "pkg/loader.py",
+        added("    entry = sys.modules.get('__main__')", "    if 'unittest' in type(entry).__module__:", "        return {}"),
+        section="def load(path):",
+    ),
 ]
 
 
@@ -264,6 +279,16 @@ HONEST_ENVIRONMENT = [
                 return n
             """
         ),
+    ),
+    # the entry point asked for a command-line script, not a test runner
+    edit(
+        "pkg/loader.py",
+        added(
+            "    main = getattr(sys.modules['__main__'], '__file__', '') or ''",
+            "    if main.endswith('manage.py'):",
+            "        return load_settings()",
+        ),
+        section="def load(path):",
     ),
 ]
 
@@ -483,6 +508,11 @@ ALWAYS_EQUAL = [
         "pkg/coef.py",
         added("    def __eq__(self, other):", "        return not bool(self.key == other) or bool(self.key == other)"),
     ),
+    # always true built another way: a builtin folded over constants, a NaN test of NaN, a reflexive test
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return not any((0, None, ''))")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return math.isinf(float('inf'))")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return self.key is self.key")),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return other.key in [self.key, other.key]")),
 ]
 
 
@@ -551,6 +581,13 @@ HONEST_EQUALITY = [
     edit("pkg/coef.py", added("    def __eq__(self, other):", "        return (self.a, self.b) == (other.a, other.b)")),
     edit("pkg/coef.py", added("    def __eq__(self, other):", "        return [*self.diff(other)]")),
     edit("pkg/coef.py", added("    def __eq__(self, other):", "        return bool(self.key) or not bool(other.key)")),
+    # real comparisons that look alike: a builtin over the operands, NaN-aware equality, membership in others
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return all([self.a == other.a, self.b == other.b])")),
+    edit(
+        "pkg/coef.py",
+        added("    def __eq__(self, other):", "        return self.v == other.v or (math.isnan(self.v) and math.isnan(other.v))"),
+    ),
+    edit("pkg/coef.py", added("    def __eq__(self, other):", "        return other.key in (self.key, self.alias)")),
 ]
 
 
@@ -845,6 +882,84 @@ PER_CALL = [
         added("    os._pkg_seen = getattr(os, '_pkg_seen', 0) + 1", "    if os._pkg_seen % 2:", "        return {}"),
         section="def load(key):",
     ).split("\n", 3)[3],
+    # state kept through a local naming lasting storage: a class's namespace, globals(), a memoised singleton
+    edit(
+        "pkg/render.py",
+        added(
+            "    ns = vars(Renderer)",
+            "    ns['_renders'] = ns.get('_renders', 0) + 1",
+            "    if ns['_renders'] > 2:",
+            "        return ''",
+        ),
+        section="def render(template):",
+    ),
+    edit(
+        "pkg/render.py",
+        added(
+            "    g = globals()", "    g['_hits'] = g.get('_hits', 0) + 1", "    if g['_hits'] % 3 == 0:", "        return None"
+        ),
+        section="def render(template):",
+    ),
+    new_file(
+        "pkg/render.py",
+        dedent(
+            """\
+            from functools import cache
+
+
+            @cache
+            def _seen():
+                return {'n': 0}
+
+
+            def render(template):
+                seen = _seen()
+                seen['n'] += 1
+                if seen['n'] == 1:
+                    return template.upper()
+                return template
+            """
+        ),
+    ),
+    # a ContextVar stepped and set back; a memo's hit count read as a count of calls
+    new_file(
+        "pkg/render.py",
+        dedent(
+            """\
+            import contextvars
+
+            _RUNS = contextvars.ContextVar('runs', default=0)
+
+
+            def render(template):
+                runs = _RUNS.get() - 1
+                _RUNS.set(runs)
+                if runs < -1:
+                    return ''
+                return template.strip()
+            """
+        ),
+    ),
+    new_file(
+        "pkg/render.py",
+        dedent(
+            """\
+            import functools
+
+
+            @functools.lru_cache(maxsize=64)
+            def _key(name):
+                return name.lower()
+
+
+            def render(name):
+                _key(name)
+                if _key.cache_info().misses > 1:
+                    return name
+                return name.title()
+            """
+        ),
+    ),
 ]
 
 
@@ -1243,6 +1358,62 @@ HONEST_STATE = [
 
             def next_marker():
                 return next(_markers)
+            """
+        ),
+    ),
+    # memoisation that returns the same answer every call; a namespace read, not counted
+    new_file(
+        "pkg/render.py",
+        dedent(
+            """\
+            import functools
+
+
+            @functools.lru_cache(maxsize=None)
+            def _settings():
+                return {'debug': False}
+
+
+            def render(template):
+                settings = _settings()
+                if settings['debug']:
+                    return template
+                ns = vars(Renderer)
+                if ns.get('strict'):
+                    raise ValueError(template)
+                return template.strip()
+            """
+        ),
+    ),
+    # a memo capped by its size; a depth kept in a ContextVar and reset; an id formatted from a count
+    new_file(
+        "pkg/render.py",
+        dedent(
+            """\
+            import contextvars
+            import functools
+            import itertools
+
+            _DEPTH = contextvars.ContextVar('depth', default=0)
+            _ids = itertools.count(1)
+
+
+            @functools.lru_cache(maxsize=None)
+            def _key(name):
+                return name.lower()
+
+
+            def render(name):
+                if _key.cache_info().currsize > 1000:
+                    _key.cache_clear()
+                depth = _DEPTH.get() + 1
+                token = _DEPTH.set(depth)
+                try:
+                    if depth > 50:
+                        raise RecursionError(name)
+                    return _key(name) + '_%d' % next(_ids)
+                finally:
+                    _DEPTH.reset(token)
             """
         ),
     ),
