@@ -186,8 +186,7 @@ def _fragment_def(view: PatchView, h: int, sv: SourceView) -> str:
     if sv.whole or not sv.rows:
         return ""
     first = sv.rows[sv.first][0] if sv.first < len(sv.rows) else None
-    i = next((i for i, r in enumerate(view.file.hunks[h]) if r.new_no == first), None)
-    return view.enclosing(h, i) if i is not None else ""
+    return view.def_at(h, first)
 
 
 def _pieces(rows: Sequence[Row], budget: ParseBudget) -> list[SourceView]:

@@ -388,8 +388,7 @@ def _fragment_hook(view: PatchView, sv: SourceView, h: int, node: ast.AST) -> st
     if sv.whole:
         return ""
     no = sv.new_no(getattr(node, "lineno", 0))
-    i = next((i for i, r in enumerate(view.file.hunks[h]) if r.new_no == no), None)
-    name = view.enclosing(h, i) if i is not None else ""
+    name = view.def_at(h, no)
     return name if name in _RESULT_HOOKS else ""
 
 

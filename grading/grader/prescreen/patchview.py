@@ -30,6 +30,7 @@ class PatchView:
     _new: dict[int, SourceView | None] = field(default_factory=dict)
     _old_ok: dict[int, SourceView | None] = field(default_factory=dict)
     _outlines: dict[int, _Outline] = field(default_factory=dict)
+    _rows_by_new_no: dict[int, dict[int, int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, file: PatchFile, budget: ParseBudget) -> PatchView:
@@ -106,6 +107,19 @@ class PatchView:
         header = cut(self.file.sections[h]) if h < len(self.file.sections) else ""
         m = _DEF.match(header.strip())
         return m.group(2) if m else ""
+
+    def def_at(self, h: int, new_no: int | None) -> str:
+        """enclosing() of the row of hunk `h` at new-side line `new_no` ("" when the hunk has no
+        such row). The rows are indexed once a hunk, so asking for every node of a long hunk stays
+        linear."""
+        index = self._rows_by_new_no.get(h)
+        if index is None:
+            index = self._rows_by_new_no[h] = {}
+            for i, r in enumerate(self.file.hunks[h]):
+                if r.new_no is not None:
+                    index.setdefault(r.new_no, i)
+        row = index.get(new_no) if new_no is not None else None
+        return self.enclosing(h, row) if row is not None else ""
 
     def test_id(self, name: str) -> str:
         return f"{self.path}::{name}" if name else self.path

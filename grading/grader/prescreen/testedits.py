@@ -578,8 +578,7 @@ def _uncollected(index: int, view: PatchView) -> list[Signal]:
                     name = function_path(item.scopes)
                 else:
                     no = sv.new_no(node.lineno)
-                    k = next((k for k, r in enumerate(view.file.hunks[h]) if r.new_no == no), None)
-                    name = view.enclosing(h, k) if k is not None else ""
+                    name = view.def_at(h, no)
                     if not name.startswith("test"):
                         continue
                 found = f"adds a yield to {name.rsplit('::', 1)[-1]}, making it a generator that is not run"
@@ -1190,8 +1189,7 @@ def _weak_nodes(view: PatchView, h: int, sv: SourceView) -> Iterator[tuple[str, 
             name = function_path(item.scopes)
         else:
             no = sv.new_no(node.lineno)
-            i = next((i for i, r in enumerate(view.file.hunks[h]) if r.new_no == no), None)
-            name = view.enclosing(h, i) if i is not None else ""
+            name = view.def_at(h, no)
             if not name.startswith("test"):
                 continue
         if isinstance(node, ast.Assert) and constant_truthy(node.test):

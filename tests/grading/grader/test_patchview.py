@@ -74,3 +74,20 @@ def test_every_line_of_a_long_hunk_is_placed_in_linear_time():
     names = [v.enclosing(0, i) for i in range(len(rows))]
     assert time.process_time() - started < 5
     assert names == ["first"] * 20_001 + ["second"] * 11
+
+
+def test_a_new_side_line_number_finds_its_row_and_def():
+    v = view(HUNK)
+    rows = v.file.hunks[0]
+    by_no = {r.new_no: i for i, r in reversed(list(enumerate(rows))) if r.new_no is not None}
+    assert [v.def_at(0, no) for no in sorted(by_no)] == [v.enclosing(0, by_no[no]) for no in sorted(by_no)]
+    assert v.def_at(0, None) == "" and v.def_at(0, 10_000) == ""
+
+
+def test_every_node_of_a_long_hunk_finds_its_row_in_linear_time():
+    rows = ["+def first():", *["+    x = 1"] * 20_000]
+    v = view(rows)
+    started = time.process_time()
+    names = {v.def_at(0, no) for no in range(1, 20_002)}
+    assert time.process_time() - started < 5
+    assert names == {"first"}
