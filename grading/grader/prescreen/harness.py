@@ -156,7 +156,8 @@ def harness_signals(index: int, view: PatchView, *, plugins: Iterable[str] = ())
                     elif harness and attr in _EXIT_ATTRS and dotted(node.args[0]) != "self" and _zero(node.args[2]):
                         add(at(view, sv, node), f"forces {attr} to 0", "the test run's exit status forced to success")
                 continue
-            assert isinstance(node, ast.Assign)
+            if not isinstance(node, ast.Assign):  # scoped_nodes yields only the two kinds asked for
+                continue
             names = _names(node.targets)
             if dropped := [n for n in names if n in _DROPPERS]:
                 if _to_success(node.value):
