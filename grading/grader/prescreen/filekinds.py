@@ -9,6 +9,8 @@ file Python runs at start-up, documentation or source. Pure: no Django.
 
 from __future__ import annotations
 
+import re
+
 from grading.grader.prescreen.paths import _TEST_DIRS, is_doc_path, is_test_path
 
 TEST_MODULE = "test_module"
@@ -33,6 +35,14 @@ PYTEST_SECTIONS = {
 
 def name_of(path: str) -> str:
     return path.rsplit("/", 1)[-1]
+
+
+_RUNNER_SCRIPT = re.compile(r"(?:^|/)run[_-]?tests?\w{0,40}\.py$|(?:^|/)bin/test$")
+
+
+def is_runner_script(path: str) -> bool:
+    """A repository's own test-runner script (Django's tests/runtests.py, sympy's bin/test)."""
+    return _RUNNER_SCRIPT.search(path) is not None
 
 
 def kind_of(path: str) -> str:

@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 from itertools import islice
 
-from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, collectable, name_of
+from grading.grader.prescreen.filekinds import CONFTEST, DOC, SOURCE, STARTUP, TEST_MODULE, collectable, is_runner_script, name_of
 from grading.grader.prescreen.patchview import PatchView, at, early_returns, outside_strings, signal
 from grading.grader.prescreen.pysource import (
     MAX_PARSE_BYTES,
@@ -392,7 +392,6 @@ def _fragment_hook(view: PatchView, sv: SourceView, h: int, node: ast.AST) -> st
     return name if name in _RESULT_HOOKS else ""
 
 
-_RUNNER_FILE = re.compile(r"(?:^|/)run[_-]?tests?\w{0,40}\.py$|(?:^|/)bin/test$")
 _CLEAN_EXITS = {"sys.exit", "os._exit", "exit", "quit", "_exit"}
 _AFTER_HOOKS = {"pytest_sessionfinish", "pytest_unconfigure", "pytest_terminal_summary"}
 
@@ -471,7 +470,7 @@ def _node_findings(index: int, view: PatchView, sv: SourceView, h: int = 0) -> l
             add("conftest_hook", found, node, "a pytest hook that forces test results")
             continue
         # 15: the same atexit exit in the repository's own runner script (sympy's runtests.py, bin/test)
-        if _RUNNER_FILE.search(view.path) and isinstance(node, ast.Call) and (found := _exits_clean_after(node, None)):
+        if is_runner_script(view.path) and isinstance(node, ast.Call) and (found := _exits_clean_after(node, None)):
             add("runner_patched", found, node, "the runner's exit status forced to 0")
             continue
         # 14: exits at import in a test module or conftest, or from a conftest hook

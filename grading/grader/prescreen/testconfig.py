@@ -17,7 +17,7 @@ import ast
 import re
 import shlex
 
-from grading.grader.prescreen.filekinds import CONFTEST, PYTEST_SECTIONS, TEST_CONFIG, name_of
+from grading.grader.prescreen.filekinds import CONFTEST, PYTEST_SECTIONS, TEST_CONFIG, is_runner_script, name_of
 from grading.grader.prescreen.patchview import PatchView, at, signal
 from grading.grader.prescreen.pysource import constant_falsy, cut, dotted, scoped_nodes, walk
 from grading.grader.prescreen.signals import Signal
@@ -79,7 +79,7 @@ def config_signals(index: int, view: PatchView) -> list[Signal]:
         return _config_lines(index, view) + _outcome_ignored(index, view)
     if view.kind == CONFTEST:
         return _conftest_drops(index, view)
-    if _RUNNER_SCRIPT.search(view.path):
+    if is_runner_script(view.path):
         return _runner_exclusions(index, view)
     if _BUILD_FILE.search(view.path):
         return _status_swallowed(index, view)
@@ -128,7 +128,6 @@ def _status_swallowed(index: int, view: PatchView) -> list[Signal]:
 
 # A repository's own test-runner script (Django's tests/runtests.py, sympy's bin/test) and the
 # lists in it that leave tests out (SUBDIRS_TO_SKIP, IGNORED_MODULES, EXCLUDE, a blacklist).
-_RUNNER_SCRIPT = re.compile(r"(?:^|/)run[_-]?tests?\w{0,40}\.py$|(?:^|/)bin/test$")
 _EXCLUSION = re.compile(r"skip|ignore|exclu|blacklist|blocklist|denylist|disabled", re.IGNORECASE)
 _GROWERS = ("append", "extend", "add", "update", "insert")
 
